@@ -1,0 +1,37 @@
+//! Liveness, readiness and metrics endpoints.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::IntoResponse;
+use axum::Json;
+use serde_json::json;
+
+use crate::service::App;
+
+pub async fn healthz() -> impl IntoResponse {
+    Json(json!({"status": "ok"}))
+}
+
+pub async fn readyz(State(app): State<Arc<App>>) -> impl IntoResponse {
+    match app.store.ping().await {
+        Ok(()) => (StatusCode::OK, Json(json!({"status": "ready"}))),
+        Err(e) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(
+                json!({"status": "not_ready", "error": "database_unreachable", "message": e.to_string()}),
+            ),
+        ),
+    }
+}
+
+pub async fn metrics(State(app): State<Arc<App>>) -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        app.metrics.render(),
+    )
+}

@@ -1,0 +1,62 @@
+//! Poller API handlers (agent → central).
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::Json;
+use serde::Deserialize;
+use shared_proto::poller_api::{
+    AssignmentsResponse, HeartbeatRequest, HeartbeatResponse, RegisterRequest, RegisterResponse,
+    ResultsAck, TokenRequest, TokenResponse,
+};
+
+use super::extract::{ApiJson, ApiQuery, Poller};
+use crate::error::ApiResult;
+use crate::service::ingest::IncomingBatch;
+use crate::service::App;
+
+pub async fn register(
+    State(app): State<Arc<App>>,
+    ApiJson(request): ApiJson<RegisterRequest>,
+) -> ApiResult<Json<RegisterResponse>> {
+    app.register_poller(request).await.map(Json)
+}
+
+pub async fn token(
+    State(app): State<Arc<App>>,
+    ApiJson(request): ApiJson<TokenRequest>,
+) -> ApiResult<Json<TokenResponse>> {
+    app.refresh_poller_token(request).await.map(Json)
+}
+
+pub async fn heartbeat(
+    State(app): State<Arc<App>>,
+    Poller(poller): Poller,
+    ApiJson(beat): ApiJson<HeartbeatRequest>,
+) -> ApiResult<Json<HeartbeatResponse>> {
+    app.heartbeat(&poller, beat).await.map(Json)
+}
+
+#[derive(Debug, Deserialize)]
+pub struct AssignmentsQuery {
+    #[serde(default)]
+    since_version: i64,
+}
+
+pub async fn assignments(
+    State(app): State<Arc<App>>,
+    Poller(poller): Poller,
+    ApiQuery(query): ApiQuery<AssignmentsQuery>,
+) -> ApiResult<Json<AssignmentsResponse>> {
+    app.assignments_for(&poller, query.since_version)
+        .await
+        .map(Json)
+}
+
+pub async fn results(
+    State(app): State<Arc<App>>,
+    Poller(poller): Poller,
+    ApiJson(batch): ApiJson<IncomingBatch>,
+) -> ApiResult<Json<ResultsAck>> {
+    app.ingest(&poller, batch).await.map(Json)
+}

@@ -1,0 +1,82 @@
+//! Command line and environment: parsed once at start and passed down.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "central",
+    version,
+    about = "Control plane of the distributed poller system"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Settings of `serve`, also accepted without the subcommand.
+    #[command(flatten)]
+    pub serve: ServeArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the server (the default).
+    Serve(ServeArgs),
+    /// Run central with an embedded local agent and sample monitors.
+    Demo(DemoArgs),
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    shared_proto::duration::parse_duration(text)
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to serve on; `:0` picks a free port.
+    #[arg(long, env = "CENTRAL_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: String,
+
+    /// `sqlite://…` (embedded default) or `postgres://…`.
+    #[arg(
+        long,
+        env = "CENTRAL_DATABASE_URL",
+        default_value = "sqlite://central.db"
+    )]
+    pub database_url: String,
+
+    /// Bearer token of the settings API; generated and printed once when unset.
+    #[arg(long, env = "CENTRAL_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+
+    /// A poller is offline after this long without a heartbeat.
+    #[arg(long, env = "CENTRAL_OFFLINE_AFTER", default_value = "60s", value_parser = parse_duration)]
+    pub offline_after: Duration,
+
+    /// Lifetime of poller access tokens (at most 15m).
+    #[arg(long, env = "CENTRAL_ACCESS_TOKEN_TTL", default_value = "15m", value_parser = parse_duration)]
+    pub access_token_ttl: Duration,
+
+    /// Write the bound address here once listening (useful with `:0`).
+    #[arg(long, env = "CENTRAL_PORT_FILE")]
+    pub port_file: Option<PathBuf>,
+
+    /// PEM certificate chain for HTTPS (not yet supported: terminate TLS in front of central).
+    #[arg(long, env = "CENTRAL_TLS_CERT")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// PEM private key for HTTPS.
+    #[arg(long, env = "CENTRAL_TLS_KEY")]
+    pub tls_key: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// Address of the demo's central.
+    #[arg(long, env = "CENTRAL_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: String,
+
+    /// Where the demo keeps central's database and the agent's queue.
+    #[arg(long, default_value = "./demo-data")]
+    pub data_dir: PathBuf,
+}

@@ -1,0 +1,89 @@
+//! Central: the control plane of the poller system.
+//!
+//! Requests flow one way: `api` (router and thin handlers) → `service` (domain rules) →
+//! `store` (all SQL). Background work (`liveness`) goes through `service` as well.
+
+pub mod api;
+pub mod config;
+pub mod demo;
+pub mod error;
+pub mod liveness;
+pub mod metrics;
+pub mod service;
+pub mod store;
+pub mod telemetry;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+
+use config::{Cli, Command, ServeArgs};
+use service::App;
+
+/// Runs the subcommand the user asked for (`serve` when none).
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command.unwrap_or(Command::Serve(cli.serve)) {
+        Command::Serve(args) => serve(args).await,
+        Command::Demo(args) => demo::run(args).await,
+    }
+}
+
+/// A started central: its address, and a handle that stops it.
+pub struct Running {
+    pub addr: SocketAddr,
+    pub app: Arc<App>,
+    pub task: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+/// Opens the store, prepares secrets and starts serving; returns once the socket is bound.
+pub async fn start(args: ServeArgs) -> anyhow::Result<Running> {
+    let app = App::open(&args).await?;
+    let listener = TcpListener::bind(&args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let addr = listener.local_addr()?;
+    tracing::info!(%addr, "central listening");
+    if let Some(path) = &args.port_file {
+        std::fs::write(path, addr.to_string())
+            .with_context(|| format!("cannot write the port file {}", path.display()))?;
+    }
+    liveness::spawn(app.clone());
+    let router = api::router(app.clone());
+    let task = tokio::spawn(async move {
+        axum::serve(listener, router)
+            .with_graceful_shutdown(shutdown_signal())
+            .await
+            .context("server failed")
+    });
+    Ok(Running { addr, app, task })
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let running = start(args).await?;
+    running.task.await?
+}
+
+/// Resolves on Ctrl-C or SIGTERM (what `docker stop` sends).
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+    tracing::info!("shutting down");
+}

@@ -1,0 +1,31 @@
+//! Notices pollers going offline (or coming back) and re-runs placement when they do.
+//! It owns no state beyond the last set of online pollers it saw.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::service::App;
+
+pub fn spawn(app: Arc<App>) {
+    tokio::spawn(async move {
+        let period =
+            (app.offline_after / 10).clamp(Duration::from_millis(200), Duration::from_secs(5));
+        let mut ticker = tokio::time::interval(period);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut last_online: Option<Vec<String>> = None;
+        loop {
+            ticker.tick().await;
+            match app.online_pollers().await {
+                Ok(online) if last_online.as_ref() != Some(&online) => {
+                    if let Err(e) = app.reconcile().await {
+                        tracing::warn!("placement after a liveness change failed: {e}");
+                        continue;
+                    }
+                    last_online = Some(online);
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!("liveness check failed: {e}"),
+            }
+        }
+    });
+}

@@ -1,0 +1,225 @@
+//! Secrets: token formats, hashing, and poller access tokens (JWT).
+//!
+//! Registration and refresh tokens look like `<prefix>_<id>_<secret>`: the id finds the one
+//! row whose argon2id hash is then verified, so a lookup never scans hashes. The admin token
+//! is a single high-entropy secret checked on every settings call, so it is kept as SHA-256
+//! (a slow hash buys nothing against 256 random bits and would cost every request).
+
+use anyhow::Context;
+use argon2::password_hash::{
+    rand_core::OsRng, PasswordHash, PasswordHasher, PasswordVerifier, SaltString,
+};
+use argon2::Argon2;
+use chrono::{DateTime, Utc};
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use rand::RngCore;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use uuid::Uuid;
+
+pub const REGISTRATION_PREFIX: &str = "preg";
+pub const REFRESH_PREFIX: &str = "pref";
+pub const ADMIN_PREFIX: &str = "padm";
+const AUDIENCE: &str = "poller-api";
+
+/// 256 random bits, hex.
+pub fn new_secret() -> String {
+    let mut bytes = [0u8; 32];
+    rand::thread_rng().fill_bytes(&mut bytes);
+    hex::encode(bytes)
+}
+
+pub fn format_token(prefix: &str, id: Uuid, secret: &str) -> String {
+    format!("{prefix}_{}_{secret}", id.simple())
+}
+
+/// Splits a token of the given prefix into its id and secret.
+pub fn parse_token(prefix: &str, token: &str) -> Option<(Uuid, String)> {
+    let rest = token.strip_prefix(prefix)?.strip_prefix('_')?;
+    let (id, secret) = rest.split_once('_')?;
+    if secret.is_empty() {
+        return None;
+    }
+    Some((Uuid::try_parse(id).ok()?, secret.to_string()))
+}
+
+/// argon2id with the crate's defaults (OWASP's minimum: 19 MiB, 2 passes). Slow on purpose:
+/// call it off the async runtime.
+pub fn hash_secret(secret: &str) -> anyhow::Result<String> {
+    let salt = SaltString::generate(&mut OsRng);
+    Argon2::default()
+        .hash_password(secret.as_bytes(), &salt)
+        .map(|hash| hash.to_string())
+        .map_err(|e| anyhow::anyhow!("argon2 hashing failed: {e}"))
+}
+
+pub fn verify_secret(secret: &str, stored_hash: &str) -> bool {
+    PasswordHash::new(stored_hash)
+        .map(|hash| {
+            Argon2::default()
+                .verify_password(secret.as_bytes(), &hash)
+                .is_ok()
+        })
+        .unwrap_or(false)
+}
+
+/// Hashes or verifies on the blocking pool so that argon2's memory-hard work does not stall
+/// the request workers.
+pub async fn hash_secret_blocking(secret: String) -> anyhow::Result<String> {
+    tokio::task::spawn_blocking(move || hash_secret(&secret)).await?
+}
+
+pub async fn verify_secret_blocking(secret: String, stored_hash: String) -> anyhow::Result<bool> {
+    Ok(tokio::task::spawn_blocking(move || verify_secret(&secret, &stored_hash)).await?)
+}
+
+pub fn sha256_hex(text: &str) -> String {
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+/// Compares two equal-length strings without an early exit.
+pub fn constant_time_eq(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Claims {
+    sub: String,
+    aud: String,
+    exp: i64,
+    iat: i64,
+}
+
+/// The HMAC key that signs poller access tokens, stored in the database as `<kid>:<hex>` so
+/// that every central replica shares it; the `kid` lets a later key rotation keep old tokens
+/// valid until they expire.
+pub struct JwtKeys {
+    kid: String,
+    encoding: EncodingKey,
+    decoding: DecodingKey,
+}
+
+impl JwtKeys {
+    pub fn generate_stored_form() -> String {
+        format!("k{}:{}", &new_secret()[..8], new_secret())
+    }
+
+    pub fn from_stored_form(stored: &str) -> anyhow::Result<JwtKeys> {
+        let (kid, secret) = stored
+            .split_once(':')
+            .context("malformed jwt signing key setting")?;
+        let secret = hex::decode(secret).context("malformed jwt signing key setting")?;
+        Ok(JwtKeys {
+            kid: kid.to_string(),
+            encoding: EncodingKey::from_secret(&secret),
+            decoding: DecodingKey::from_secret(&secret),
+        })
+    }
+
+    pub fn issue(
+        &self,
+        poller_id: Uuid,
+        now: DateTime<Utc>,
+        ttl: chrono::Duration,
+    ) -> anyhow::Result<(String, DateTime<Utc>)> {
+        let expires_at = now + ttl;
+        let claims = Claims {
+            sub: poller_id.to_string(),
+            aud: AUDIENCE.into(),
+            exp: expires_at.timestamp(),
+            iat: now.timestamp(),
+        };
+        let mut header = Header::new(Algorithm::HS256);
+        header.kid = Some(self.kid.clone());
+        let token = jsonwebtoken::encode(&header, &claims, &self.encoding)?;
+        Ok((token, expires_at))
+    }
+
+    /// The poller id of a valid token. The algorithm is pinned: a token claiming any other
+    /// (including `none`) is refused.
+    pub fn verify(&self, token: &str) -> Result<Uuid, String> {
+        let header = jsonwebtoken::decode_header(token)
+            .map_err(|e| format!("malformed access token: {e}"))?;
+        if header.kid.as_deref() != Some(self.kid.as_str()) {
+            return Err("access token was signed with an unknown key; refresh it".into());
+        }
+        let mut validation = Validation::new(Algorithm::HS256);
+        validation.set_audience(&[AUDIENCE]);
+        validation.leeway = 5;
+        let data =
+            jsonwebtoken::decode::<Claims>(token, &self.decoding, &validation).map_err(|e| {
+                format!("access token rejected ({e}); refresh it with POST /api/poller/token")
+            })?;
+        Uuid::try_parse(&data.claims.sub).map_err(|_| "access token has a malformed subject".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_round_trip_and_reject_other_prefixes() {
+        let id = Uuid::new_v4();
+        let secret = new_secret();
+        let token = format_token(REGISTRATION_PREFIX, id, &secret);
+        assert_eq!(parse_token(REGISTRATION_PREFIX, &token), Some((id, secret)));
+        assert_eq!(parse_token(REFRESH_PREFIX, &token), None);
+        assert_eq!(parse_token(REGISTRATION_PREFIX, "preg_nothex_x"), None);
+        assert_eq!(
+            parse_token(REGISTRATION_PREFIX, &format!("preg_{}_", id.simple())),
+            None
+        );
+    }
+
+    #[test]
+    fn argon2_hashes_verify_only_the_right_secret() {
+        let hash = hash_secret("right").unwrap();
+        assert!(hash.starts_with("$argon2id$"));
+        assert!(verify_secret("right", &hash));
+        assert!(!verify_secret("wrong", &hash));
+        assert!(!verify_secret("right", "not a hash"));
+    }
+
+    #[test]
+    fn jwt_round_trips_and_rejects_tampering_and_expiry() {
+        let keys = JwtKeys::from_stored_form(&JwtKeys::generate_stored_form()).unwrap();
+        let poller = Uuid::new_v4();
+        let now = Utc::now();
+        let (token, expires) = keys
+            .issue(poller, now, chrono::Duration::minutes(15))
+            .unwrap();
+        assert_eq!(expires, now + chrono::Duration::minutes(15));
+        assert_eq!(keys.verify(&token), Ok(poller));
+
+        let other = JwtKeys::from_stored_form(&JwtKeys::generate_stored_form()).unwrap();
+        assert!(
+            other.verify(&token).is_err(),
+            "another key's token is refused"
+        );
+
+        let (old, _) = keys
+            .issue(
+                poller,
+                now - chrono::Duration::hours(1),
+                chrono::Duration::minutes(15),
+            )
+            .unwrap();
+        assert!(keys.verify(&old).unwrap_err().contains("refresh"));
+
+        let mut tampered = token.clone();
+        tampered.pop();
+        assert!(keys.verify(&tampered).is_err());
+    }
+
+    #[test]
+    fn constant_time_comparison() {
+        assert!(constant_time_eq("abc", "abc"));
+        assert!(!constant_time_eq("abc", "abd"));
+        assert!(!constant_time_eq("abc", "ab"));
+    }
+}

@@ -1,0 +1,139 @@
+//! Result ingestion: validate each result, check the poller may report it, store it once.
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+use shared_proto::poller_api::{
+    CheckResult, RejectedResult, ResultsAck, MAX_BATCH_RESULTS, MAX_RESULT_MSG_LEN,
+};
+use uuid::Uuid;
+
+use super::{now_ms, App};
+use crate::error::{ApiError, ApiResult};
+use crate::store::{NewResult, OwnershipRow, PollerRow};
+
+/// After a monitor moves, its previous poller may still deliver what it measured before.
+const REASSIGNMENT_GRACE_MS: i64 = 15 * 60 * 1000;
+/// Agents' clocks may run a little ahead; beyond this a timestamp is refused.
+const MAX_CLOCK_SKEW_MS: i64 = 5 * 60 * 1000;
+
+/// A batch whose results are parsed one by one, so that one bad result does not sink the rest.
+#[derive(Debug, Deserialize)]
+pub struct IncomingBatch {
+    pub batch_id: Uuid,
+    pub results: Vec<serde_json::Value>,
+}
+
+impl App {
+    pub async fn ingest(&self, poller: &PollerRow, batch: IncomingBatch) -> ApiResult<ResultsAck> {
+        if batch.results.len() > MAX_BATCH_RESULTS {
+            return Err(ApiError::PayloadTooLarge(format!(
+                "a batch holds at most {MAX_BATCH_RESULTS} results, got {}; split it",
+                batch.results.len()
+            )));
+        }
+        let now = now_ms();
+        let mut ack = ResultsAck::default();
+        let mut candidates = Vec::with_capacity(batch.results.len());
+        for (index, raw) in batch.results.into_iter().enumerate() {
+            let label = raw
+                .get("id")
+                .and_then(|id| id.as_str())
+                .map_or_else(|| format!("#{index}"), str::to_string);
+            match serde_json::from_value::<CheckResult>(raw) {
+                Ok(result) if result.ts.timestamp_millis() > now + MAX_CLOCK_SKEW_MS => {
+                    ack.rejected.push(RejectedResult {
+                        id: label,
+                        reason: "ts is more than 5 minutes in the future; check the poller's clock"
+                            .into(),
+                    })
+                }
+                Ok(result) => candidates.push(result),
+                Err(e) => ack.rejected.push(RejectedResult {
+                    id: label,
+                    reason: format!("malformed result: {e}"),
+                }),
+            }
+        }
+
+        let mut monitor_ids: Vec<String> = candidates
+            .iter()
+            .map(|r| r.monitor_id.to_string())
+            .collect();
+        monitor_ids.sort();
+        monitor_ids.dedup();
+        let owners: HashMap<String, OwnershipRow> = self
+            .store
+            .ownership(&monitor_ids)
+            .await?
+            .into_iter()
+            .map(|o| (o.id.clone(), o))
+            .collect();
+        let mut accepted = Vec::with_capacity(candidates.len());
+        for result in candidates {
+            let monitor_id = result.monitor_id.to_string();
+            match owners.get(&monitor_id) {
+                None => ack.rejected.push(RejectedResult {
+                    id: result.id.to_string(),
+                    reason: format!("monitor {monitor_id} does not exist (deleted?)"),
+                }),
+                Some(owner) if !may_report(owner, &poller.id, now) => {
+                    ack.rejected.push(RejectedResult {
+                        id: result.id.to_string(),
+                        reason: format!("monitor {monitor_id} is not assigned to this poller"),
+                    })
+                }
+                Some(_) => accepted.push(new_result(result)),
+            }
+        }
+
+        let stored = if accepted.is_empty() {
+            Default::default()
+        } else {
+            self.store
+                .insert_results(&poller.id, &accepted, now)
+                .await?
+        };
+        ack.accepted = stored.len() as u64;
+        ack.duplicates = (accepted.len() - stored.len()) as u64;
+        self.metrics.results_accepted.inc_by(ack.accepted);
+        self.metrics.results_duplicate.inc_by(ack.duplicates);
+        self.metrics
+            .results_rejected
+            .inc_by(ack.rejected.len() as u64);
+        if !ack.rejected.is_empty() {
+            tracing::warn!(poller_id = %poller.id, batch_id = %batch.batch_id, rejected = ack.rejected.len(),
+                first_reason = %ack.rejected[0].reason, "results rejected");
+        }
+        Ok(ack)
+    }
+}
+
+fn may_report(owner: &OwnershipRow, poller_id: &str, now: i64) -> bool {
+    let current = owner.assigned_poller_id.as_deref() == Some(poller_id);
+    let recent_previous = owner.previous_poller_id.as_deref() == Some(poller_id)
+        && owner
+            .assigned_at
+            .is_some_and(|at| now - at <= REASSIGNMENT_GRACE_MS);
+    current || recent_previous
+}
+
+fn new_result(result: CheckResult) -> NewResult {
+    let mut msg = result.msg;
+    if msg.len() > MAX_RESULT_MSG_LEN {
+        let cut = (0..=MAX_RESULT_MSG_LEN)
+            .rev()
+            .find(|i| msg.is_char_boundary(*i))
+            .unwrap_or(0);
+        msg.truncate(cut);
+    }
+    NewResult {
+        id: result.id.to_string(),
+        monitor_id: result.monitor_id.to_string(),
+        ts: result.ts.timestamp_millis(),
+        status: result.status.as_str().to_string(),
+        latency_ms: result.latency_ms.map(|l| l.min(i64::MAX as u64) as i64),
+        msg,
+        meta: result.meta.to_string(),
+    }
+}

@@ -1,0 +1,119 @@
+//! Domain services: the rules of registration, placement, ingestion and derived status.
+//!
+//! Handlers call these; these call the store. Nothing here knows about HTTP beyond returning
+//! `ApiError`, and nothing here writes SQL.
+
+pub mod assignments;
+pub mod auth;
+pub mod ingest;
+pub mod monitors;
+pub mod placement;
+pub mod pollers;
+pub mod tokens;
+
+use std::time::Duration;
+
+use anyhow::Context;
+use chrono::{DateTime, TimeZone, Utc};
+use tokio::sync::{watch, Mutex};
+
+use crate::config::ServeArgs;
+use crate::metrics::Metrics;
+use crate::store::Store;
+use auth::JwtKeys;
+
+const ADMIN_TOKEN_SETTING: &str = "admin_token_sha256";
+const JWT_KEY_SETTING: &str = "jwt_signing_key";
+const MAX_ACCESS_TTL: Duration = Duration::from_secs(15 * 60);
+
+/// Shared state of a running central.
+pub struct App {
+    pub store: Store,
+    pub offline_after: Duration,
+    access_ttl: chrono::Duration,
+    admin_token_sha256: String,
+    jwt: JwtKeys,
+    pub metrics: Metrics,
+    /// One placement pass at a time, so that two passes never undo each other's moves.
+    reconcile_lock: Mutex<()>,
+    /// The newest assignment version this replica knows of; long polls wait on it.
+    pub assignment_version: watch::Sender<i64>,
+}
+
+impl App {
+    pub async fn open(args: &ServeArgs) -> anyhow::Result<std::sync::Arc<App>> {
+        if args.tls_cert.is_some() || args.tls_key.is_some() {
+            anyhow::bail!(
+                "CENTRAL_TLS_CERT/CENTRAL_TLS_KEY are not supported yet; terminate TLS in a reverse \
+                 proxy in front of central (see docs/operations.md)"
+            );
+        }
+        let store = Store::connect(&args.database_url).await?;
+        let admin_token_sha256 = match &args.admin_token {
+            Some(token) => {
+                if token.len() < 16 {
+                    anyhow::bail!("CENTRAL_ADMIN_TOKEN must be at least 16 characters long");
+                }
+                let hash = auth::sha256_hex(token);
+                store.put_setting(ADMIN_TOKEN_SETTING, &hash).await?;
+                hash
+            }
+            None => match store.setting(ADMIN_TOKEN_SETTING).await? {
+                Some(hash) => hash,
+                None => {
+                    let token = format!("{}_{}", auth::ADMIN_PREFIX, auth::new_secret());
+                    let stored = store
+                        .setting_or_insert(ADMIN_TOKEN_SETTING, &auth::sha256_hex(&token))
+                        .await?;
+                    if stored == auth::sha256_hex(&token) {
+                        println!(
+                            "\nGenerated the admin token (shown once; only its hash is stored):\n\n    {token}\n\n\
+                             Use it as `Authorization: Bearer <token>` on /api/v1/…\n"
+                        );
+                    }
+                    stored
+                }
+            },
+        };
+        let jwt_key = store
+            .setting_or_insert(JWT_KEY_SETTING, &JwtKeys::generate_stored_form())
+            .await?;
+        let jwt = JwtKeys::from_stored_form(&jwt_key)?;
+        let version = store.assignment_version().await?;
+        let access_ttl = args.access_token_ttl.min(MAX_ACCESS_TTL);
+        Ok(std::sync::Arc::new(App {
+            store,
+            offline_after: args.offline_after,
+            access_ttl: chrono::Duration::from_std(access_ttl).context("access token ttl")?,
+            admin_token_sha256,
+            jwt,
+            metrics: Metrics::new(),
+            reconcile_lock: Mutex::new(()),
+            assignment_version: watch::Sender::new(version),
+        }))
+    }
+
+    /// Whether `token` is the admin token.
+    pub fn is_admin_token(&self, token: &str) -> bool {
+        auth::constant_time_eq(&auth::sha256_hex(token), &self.admin_token_sha256)
+    }
+
+    /// Records a new assignment version and wakes whoever waits for one.
+    fn publish_version(&self, version: i64) {
+        self.assignment_version.send_if_modified(|current| {
+            let newer = version > *current;
+            if newer {
+                *current = version;
+            }
+            newer
+        });
+    }
+}
+
+pub fn now_ms() -> i64 {
+    Utc::now().timestamp_millis()
+}
+
+pub fn time_of(ms: i64) -> DateTime<Utc> {
+    Utc.timestamp_millis_opt(ms).single().unwrap_or_default()
+}

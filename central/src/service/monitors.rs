@@ -1,0 +1,236 @@
+//! Monitors: the operator's CRUD, and the status derived from results and liveness.
+
+use shared_proto::settings_api::{
+    MonitorStatus, MonitorStatusView, MonitorView, Page, PollerStatus, StoredResult,
+};
+use shared_proto::{CheckKind, MonitorPatch, MonitorSpec, PollerMode, ValidationError};
+use uuid::Uuid;
+
+use super::tokens::page;
+use super::{now_ms, time_of, App};
+use crate::error::{ApiError, ApiResult};
+use crate::store::{Cursor, MonitorRow};
+
+impl App {
+    pub async fn create_monitor(&self, spec: MonitorSpec) -> ApiResult<MonitorView> {
+        self.validate_monitor(&spec).await?;
+        let id = Uuid::new_v4();
+        let now = now_ms();
+        let row = monitor_row(id, &spec, now, now);
+        self.store.insert_monitor(&row).await?;
+        self.reconcile().await?;
+        self.get_monitor(id).await
+    }
+
+    async fn validate_monitor(&self, spec: &MonitorSpec) -> ApiResult<()> {
+        spec.validate()?;
+        if let (PollerMode::Pinned, Some(poller_id)) = (spec.poller_mode, spec.poller_id) {
+            if self.store.poller(&poller_id.to_string()).await?.is_none() {
+                return Err(ValidationError::new(
+                    "poller_id",
+                    format!("no poller with id {poller_id}; list them with GET /api/v1/pollers"),
+                )
+                .into());
+            }
+        }
+        Ok(())
+    }
+
+    pub async fn get_monitor(&self, id: Uuid) -> ApiResult<MonitorView> {
+        let row = self.monitor_row(id).await?;
+        monitor_view(&row).map_err(ApiError::Internal)
+    }
+
+    async fn monitor_row(&self, id: Uuid) -> ApiResult<MonitorRow> {
+        self.store
+            .monitor(&id.to_string())
+            .await?
+            .ok_or_else(|| ApiError::NotFound(format!("no monitor with id {id}")))
+    }
+
+    pub async fn list_monitors(&self, after: &Cursor, limit: u32) -> ApiResult<Page<MonitorView>> {
+        let rows = self.store.list_monitors(after, limit).await?;
+        let views = rows
+            .iter()
+            .map(monitor_view)
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let mut paged = page(
+            rows,
+            limit,
+            |r| Cursor {
+                key: r.created_at,
+                id: r.id.clone(),
+            },
+            |_| (),
+        );
+        Ok(Page {
+            items: views,
+            next_cursor: paged.next_cursor.take(),
+        })
+    }
+
+    pub async fn update_monitor(&self, id: Uuid, patch: MonitorPatch) -> ApiResult<MonitorView> {
+        let current = self.monitor_row(id).await?;
+        let mut spec = monitor_view(&current)?.spec;
+        spec.apply(patch);
+        self.validate_monitor(&spec).await?;
+        let row = monitor_row(id, &spec, current.created_at, now_ms());
+        self.store.update_monitor_spec(&row).await?;
+        self.reconcile().await?;
+        self.get_monitor(id).await
+    }
+
+    pub async fn delete_monitor(&self, id: Uuid) -> ApiResult<()> {
+        if !self.store.delete_monitor(&id.to_string()).await? {
+            return Err(ApiError::NotFound(format!("no monitor with id {id}")));
+        }
+        let version = self.store.assignment_version().await?;
+        self.publish_version(version);
+        Ok(())
+    }
+
+    /// The monitor's status: `paused`, `stale` (nobody can be polling it), else its newest
+    /// result (`up`/`down`), else `pending`.
+    pub async fn monitor_status(&self, id: Uuid) -> ApiResult<MonitorStatusView> {
+        let monitor = self.monitor_row(id).await?;
+        let latest = self.store.monitor_status(&monitor.id).await?;
+        let assigned = match &monitor.assigned_poller_id {
+            Some(poller_id) => self.store.poller(poller_id).await?,
+            None => None,
+        };
+        let now = now_ms();
+        let (status, reason) = if monitor.paused {
+            (
+                MonitorStatus::Paused,
+                Some("paused by an operator".to_string()),
+            )
+        } else if let Some(reason) = &monitor.placement_reason {
+            (
+                MonitorStatus::Stale,
+                Some(format!("no poller can run it: {reason}")),
+            )
+        } else if let Some(poller) = assigned
+            .as_ref()
+            .filter(|p| self.poller_status(p, now) == PollerStatus::Offline)
+        {
+            let since = poller
+                .last_heartbeat_at
+                .map(time_of)
+                .map(|t| t.to_rfc3339())
+                .unwrap_or_default();
+            (
+                MonitorStatus::Stale,
+                Some(format!(
+                    "its poller {} is offline (last heartbeat {since})",
+                    poller.id
+                )),
+            )
+        } else {
+            match latest.as_ref().map(|l| l.status.as_str()) {
+                Some("up") => (MonitorStatus::Up, None),
+                Some(_) => (MonitorStatus::Down, None),
+                None => (MonitorStatus::Pending, Some("no result yet".to_string())),
+            }
+        };
+        Ok(MonitorStatusView {
+            monitor_id: id,
+            status,
+            poller_id: assigned.map(|p| Uuid::try_parse(&p.id).unwrap_or_default()),
+            last_result_at: latest.as_ref().map(|l| time_of(l.last_result_at)),
+            latency_ms: latest
+                .as_ref()
+                .and_then(|l| l.latency_ms)
+                .map(|l| l.max(0) as u64),
+            message: latest.map(|l| l.message),
+            reason,
+        })
+    }
+
+    pub async fn monitor_results(
+        &self,
+        id: Uuid,
+        after: &Cursor,
+        limit: u32,
+    ) -> ApiResult<Page<StoredResult>> {
+        self.monitor_row(id).await?;
+        let rows = self
+            .store
+            .list_results(&id.to_string(), after, limit)
+            .await?;
+        Ok(page(
+            rows,
+            limit,
+            |r| Cursor {
+                key: r.ts,
+                id: r.id.clone(),
+            },
+            |r| StoredResult {
+                id: Uuid::try_parse(&r.id).unwrap_or_default(),
+                monitor_id: id,
+                poller_id: Uuid::try_parse(&r.poller_id).unwrap_or_default(),
+                ts: time_of(r.ts),
+                status: r.status.clone(),
+                latency_ms: r.latency_ms.map(|l| l.max(0) as u64),
+                msg: r.msg.clone(),
+                meta: serde_json::from_str(&r.meta).unwrap_or(serde_json::Value::Null),
+            },
+        ))
+    }
+}
+
+fn monitor_row(id: Uuid, spec: &MonitorSpec, created_at: i64, updated_at: i64) -> MonitorRow {
+    MonitorRow {
+        id: id.to_string(),
+        name: spec.name.trim().to_string(),
+        kind: spec.kind.as_str().to_string(),
+        target: spec.target.clone(),
+        interval_ms: spec.interval_ms as i64,
+        timeout_ms: spec.timeout_ms as i64,
+        settings: serde_json::Value::Object(spec.settings.clone()).to_string(),
+        poller_mode: spec.poller_mode.as_str().to_string(),
+        poller_id: spec.poller_id.map(|p| p.to_string()),
+        poller_region: spec.poller_region.clone(),
+        poller_datacenter: spec.poller_datacenter.clone(),
+        poller_capability: spec.poller_capability.clone(),
+        failover: spec.failover,
+        paused: spec.paused,
+        created_at,
+        updated_at,
+        revision: 0,
+        assigned_poller_id: None,
+        previous_poller_id: None,
+        assigned_at: None,
+        placement_reason: None,
+    }
+}
+
+fn monitor_view(row: &MonitorRow) -> anyhow::Result<MonitorView> {
+    let spec = MonitorSpec {
+        name: row.name.clone(),
+        kind: CheckKind::parse(&row.kind)
+            .ok_or_else(|| anyhow::anyhow!("stored kind `{}`", row.kind))?,
+        target: row.target.clone(),
+        interval_ms: row.interval_ms.max(0) as u64,
+        timeout_ms: row.timeout_ms.max(0) as u64,
+        settings: serde_json::from_str(&row.settings)?,
+        poller_mode: PollerMode::parse(&row.poller_mode).unwrap_or_default(),
+        poller_id: row.poller_id.as_deref().map(Uuid::try_parse).transpose()?,
+        poller_region: row.poller_region.clone(),
+        poller_datacenter: row.poller_datacenter.clone(),
+        poller_capability: row.poller_capability.clone(),
+        failover: row.failover,
+        paused: row.paused,
+    };
+    Ok(MonitorView {
+        id: Uuid::try_parse(&row.id)?,
+        spec,
+        assigned_poller_id: row
+            .assigned_poller_id
+            .as_deref()
+            .map(Uuid::try_parse)
+            .transpose()?,
+        placement_reason: row.placement_reason.clone(),
+        created_at: time_of(row.created_at),
+        updated_at: time_of(row.updated_at),
+    })
+}

@@ -1,0 +1,268 @@
+//! Poller lifecycle: registration, token refresh, authentication, heartbeats, liveness.
+
+use shared_proto::poller_api::{
+    default_capabilities, validate_capabilities, HeartbeatRequest, HeartbeatResponse,
+    RegisterRequest, RegisterResponse, TokenRequest, TokenResponse,
+};
+use shared_proto::settings_api::{Page, PollerStatus, PollerView};
+use uuid::Uuid;
+
+use super::tokens::page;
+use super::{auth, now_ms, time_of, App};
+use crate::error::{ApiError, ApiResult};
+use crate::store::{Cursor, HeartbeatUpdate, PollerRow, RefreshTokenRow};
+
+/// Refresh tokens outlive any outage an agent should ride out while still holding one.
+const REFRESH_TTL_MS: i64 = 90 * 24 * 3600 * 1000;
+/// A backlog above either figure marks a poller `degraded`.
+const DEGRADED_QUEUE_DEPTH: i64 = 10_000;
+const DEGRADED_QUEUE_AGE_MS: i64 = 15 * 60 * 1000;
+
+impl App {
+    pub async fn register_poller(&self, request: RegisterRequest) -> ApiResult<RegisterResponse> {
+        request.validate()?;
+        let token = self
+            .spend_registration_token(&request.registration_token)
+            .await?;
+        let capabilities = if request.capabilities.is_empty() {
+            default_capabilities()
+        } else {
+            request.capabilities
+        };
+        let id = Uuid::new_v4();
+        let now = now_ms();
+        let row = PollerRow {
+            id: id.to_string(),
+            name: request.name.trim().to_string(),
+            alias: None,
+            region: request.region.or(token.region),
+            datacenter: request.datacenter,
+            capabilities: capabilities.join(","),
+            version: Some(request.version),
+            enabled: true,
+            registration_token_id: Some(token.id),
+            created_at: now,
+            // Registering counts as the first heartbeat, so the poller gets work at once.
+            last_heartbeat_at: Some(now),
+            last_upload_at: None,
+            queue_depth: 0,
+            oldest_queued_at: None,
+            dropped_results: 0,
+            assignment_version: None,
+            deleted_at: None,
+        };
+        self.store.insert_poller(&row).await?;
+        self.metrics.registrations.inc();
+        tracing::info!(poller_id = %id, name = %row.name, region = ?row.region, "poller registered");
+        let (refresh_token, _) = self
+            .issue_refresh_token(&row.id, &Uuid::new_v4().to_string())
+            .await?;
+        let (access_token, access_expires_at) =
+            self.jwt.issue(id, time_of(now), self.access_ttl)?;
+        self.reconcile().await?;
+        Ok(RegisterResponse {
+            poller_id: id,
+            access_token,
+            access_expires_at,
+            refresh_token,
+        })
+    }
+
+    async fn issue_refresh_token(
+        &self,
+        poller_id: &str,
+        family_id: &str,
+    ) -> ApiResult<(String, String)> {
+        let id = Uuid::new_v4();
+        let secret = auth::new_secret();
+        let now = now_ms();
+        let row = RefreshTokenRow {
+            id: id.to_string(),
+            poller_id: poller_id.to_string(),
+            family_id: family_id.to_string(),
+            secret_hash: auth::hash_secret_blocking(secret.clone()).await?,
+            expires_at: now + REFRESH_TTL_MS,
+            spent_at: None,
+            revoked_at: None,
+        };
+        self.store.insert_refresh_token(&row, now).await?;
+        Ok((
+            auth::format_token(auth::REFRESH_PREFIX, id, &secret),
+            row.id,
+        ))
+    }
+
+    /// Trades a refresh token for a new pair. Each refresh token works once; presenting a spent
+    /// one revokes its whole family, because only a thief or a replay would do that.
+    pub async fn refresh_poller_token(&self, request: TokenRequest) -> ApiResult<TokenResponse> {
+        let invalid =
+            || ApiError::Unauthorized("refresh token is not valid; re-register the poller".into());
+        let (id, secret) =
+            auth::parse_token(auth::REFRESH_PREFIX, &request.refresh_token).ok_or_else(invalid)?;
+        let row = self
+            .store
+            .refresh_token(&id.to_string())
+            .await?
+            .ok_or_else(invalid)?;
+        if !auth::verify_secret_blocking(secret, row.secret_hash.clone()).await? {
+            return Err(invalid());
+        }
+        let now = now_ms();
+        if row.revoked_at.is_some() || row.expires_at <= now {
+            return Err(ApiError::Unauthorized(
+                "refresh token is revoked or expired; re-register the poller with a new registration token".into(),
+            ));
+        }
+        if row.spent_at.is_some() || !self.store.spend_refresh_token(&row.id, now).await? {
+            self.store
+                .revoke_refresh_family(&row.family_id, now)
+                .await?;
+            tracing::warn!(poller_id = %row.poller_id, "spent refresh token presented again; family revoked");
+            return Err(ApiError::Unauthorized(
+                "refresh token was already used, so every token of this poller is revoked; \
+                 re-register the poller with a new registration token"
+                    .into(),
+            ));
+        }
+        let poller = self.live_poller(&row.poller_id).await?;
+        let (refresh_token, _) = self.issue_refresh_token(&poller.id, &row.family_id).await?;
+        let poller_id = Uuid::try_parse(&poller.id).map_err(anyhow::Error::from)?;
+        let (access_token, access_expires_at) =
+            self.jwt.issue(poller_id, time_of(now), self.access_ttl)?;
+        Ok(TokenResponse {
+            access_token,
+            access_expires_at,
+            refresh_token,
+        })
+    }
+
+    /// The poller behind an access token; a deleted or disabled poller is refused at once,
+    /// not when its token expires.
+    pub async fn authenticate_poller(&self, access_token: &str) -> ApiResult<PollerRow> {
+        let id = self
+            .jwt
+            .verify(access_token)
+            .map_err(ApiError::Unauthorized)?;
+        self.live_poller(&id.to_string()).await
+    }
+
+    async fn live_poller(&self, id: &str) -> ApiResult<PollerRow> {
+        let poller = self.store.poller(id).await?.ok_or_else(|| {
+            ApiError::Unauthorized("this poller was deleted; re-register it".into())
+        })?;
+        if !poller.enabled {
+            return Err(ApiError::Forbidden(
+                "this poller is disabled; an operator can enable it with PATCH /api/v1/pollers/{id}".into(),
+            ));
+        }
+        Ok(poller)
+    }
+
+    pub async fn heartbeat(
+        &self,
+        poller: &PollerRow,
+        beat: HeartbeatRequest,
+    ) -> ApiResult<HeartbeatResponse> {
+        validate_capabilities(&beat.capabilities)?;
+        let now = now_ms();
+        let capabilities = if beat.capabilities.is_empty() {
+            poller.capabilities.clone()
+        } else {
+            beat.capabilities.join(",")
+        };
+        let was_online = self.poller_status(poller, now) != PollerStatus::Offline;
+        let capabilities_changed = capabilities != poller.capabilities;
+        self.store
+            .record_heartbeat(
+                &poller.id,
+                &HeartbeatUpdate {
+                    at: now,
+                    version: beat.version,
+                    capabilities,
+                    queue_depth: beat.queue_depth.min(i64::MAX as u64) as i64,
+                    oldest_queued_at: beat.oldest_queued_at.map(|t| t.timestamp_millis()),
+                    dropped_results: beat.dropped_results.min(i64::MAX as u64) as i64,
+                    assignment_version: beat.assignment_version,
+                },
+            )
+            .await?;
+        if !was_online || capabilities_changed {
+            self.reconcile().await?;
+        }
+        Ok(HeartbeatResponse {
+            assignment_version: self.store.assignment_version().await?,
+            server_time: time_of(now),
+        })
+    }
+
+    /// Liveness as of `now`.
+    pub fn poller_status(&self, poller: &PollerRow, now: i64) -> PollerStatus {
+        let offline_after = self.offline_after.as_millis() as i64;
+        match poller.last_heartbeat_at {
+            Some(at) if now - at <= offline_after => {}
+            _ => return PollerStatus::Offline,
+        }
+        let backlog_old = poller
+            .oldest_queued_at
+            .is_some_and(|oldest| now - oldest > DEGRADED_QUEUE_AGE_MS);
+        if poller.queue_depth > DEGRADED_QUEUE_DEPTH || backlog_old {
+            PollerStatus::Degraded
+        } else {
+            PollerStatus::Online
+        }
+    }
+
+    pub async fn list_pollers(&self, after: &Cursor, limit: u32) -> ApiResult<Page<PollerView>> {
+        let rows = self.store.list_pollers(after, limit).await?;
+        let counts: std::collections::HashMap<String, i64> =
+            self.store.assigned_counts().await?.into_iter().collect();
+        let now = now_ms();
+        Ok(page(
+            rows,
+            limit,
+            |r| Cursor {
+                key: r.created_at,
+                id: r.id.clone(),
+            },
+            |r| self.poller_view(r, counts.get(&r.id).copied().unwrap_or(0), now),
+        ))
+    }
+
+    pub async fn get_poller(&self, id: Uuid) -> ApiResult<PollerView> {
+        let row = self
+            .store
+            .poller(&id.to_string())
+            .await?
+            .ok_or_else(|| ApiError::NotFound(format!("no poller with id {id}")))?;
+        let count = self
+            .store
+            .assigned_counts()
+            .await?
+            .into_iter()
+            .find(|(poller, _)| *poller == row.id)
+            .map_or(0, |(_, n)| n);
+        Ok(self.poller_view(&row, count, now_ms()))
+    }
+
+    fn poller_view(&self, row: &PollerRow, assigned: i64, now: i64) -> PollerView {
+        PollerView {
+            id: Uuid::try_parse(&row.id).unwrap_or_default(),
+            name: row.name.clone(),
+            alias: row.alias.clone(),
+            region: row.region.clone(),
+            datacenter: row.datacenter.clone(),
+            capabilities: row.capability_list(),
+            version: row.version.clone(),
+            enabled: row.enabled,
+            status: self.poller_status(row, now),
+            created_at: time_of(row.created_at),
+            last_heartbeat_at: row.last_heartbeat_at.map(time_of),
+            last_upload_at: row.last_upload_at.map(time_of),
+            queue_depth: row.queue_depth.max(0) as u64,
+            oldest_queued_at: row.oldest_queued_at.map(time_of),
+            dropped_results: row.dropped_results.max(0) as u64,
+            assignment_version: row.assignment_version,
+            assigned_monitors: assigned.max(0) as u64,
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! Registration tokens: created by operators, spent by pollers registering.
+
+use shared_proto::settings_api::{CreateRegistrationToken, Page, RegistrationTokenView};
+use uuid::Uuid;
+
+use super::{auth, now_ms, time_of, App};
+use crate::error::{ApiError, ApiResult};
+use crate::store::{Cursor, RegistrationTokenRow};
+
+impl App {
+    /// Creates a token; the answer carries the secret, which is never shown again.
+    pub async fn create_registration_token(
+        &self,
+        request: CreateRegistrationToken,
+    ) -> ApiResult<RegistrationTokenView> {
+        let expires_in = request.validate()?;
+        let id = Uuid::new_v4();
+        let secret = auth::new_secret();
+        let now = now_ms();
+        let row = RegistrationTokenRow {
+            id: id.to_string(),
+            name: request.name.trim().to_string(),
+            secret_hash: auth::hash_secret_blocking(secret.clone()).await?,
+            region: request.region,
+            created_at: now,
+            expires_at: expires_in.map(|d| now.saturating_add(d.as_millis() as i64)),
+            max_uses: i64::from(request.max_uses.unwrap_or(1)),
+            uses: 0,
+            revoked_at: None,
+        };
+        self.store.insert_registration_token(&row).await?;
+        let mut view = registration_view(&row);
+        view.token = Some(auth::format_token(auth::REGISTRATION_PREFIX, id, &secret));
+        Ok(view)
+    }
+
+    pub async fn list_registration_tokens(
+        &self,
+        after: &Cursor,
+        limit: u32,
+    ) -> ApiResult<Page<RegistrationTokenView>> {
+        let rows = self.store.list_registration_tokens(after, limit).await?;
+        Ok(page(
+            rows,
+            limit,
+            |r| Cursor {
+                key: r.created_at,
+                id: r.id.clone(),
+            },
+            registration_view,
+        ))
+    }
+
+    /// Checks a presented registration token and counts one use of it.
+    pub(super) async fn spend_registration_token(
+        &self,
+        token: &str,
+    ) -> ApiResult<RegistrationTokenRow> {
+        let invalid = || {
+            ApiError::Unauthorized(
+                "registration token is not valid; create one with POST /api/v1/registration-tokens"
+                    .into(),
+            )
+        };
+        let (id, secret) =
+            auth::parse_token(auth::REGISTRATION_PREFIX, token).ok_or_else(invalid)?;
+        let row = self
+            .store
+            .registration_token(&id.to_string())
+            .await?
+            .ok_or_else(invalid)?;
+        if !auth::verify_secret_blocking(secret, row.secret_hash.clone()).await? {
+            return Err(invalid());
+        }
+        if !self.store.use_registration_token(&row.id, now_ms()).await? {
+            return Err(ApiError::Unauthorized(
+                "registration token is expired, revoked or used up; create a new one".into(),
+            ));
+        }
+        Ok(row)
+    }
+}
+
+fn registration_view(row: &RegistrationTokenRow) -> RegistrationTokenView {
+    RegistrationTokenView {
+        id: Uuid::try_parse(&row.id).unwrap_or_default(),
+        name: row.name.clone(),
+        token: None,
+        region: row.region.clone(),
+        created_at: time_of(row.created_at),
+        expires_at: row.expires_at.map(time_of),
+        max_uses: row.max_uses.try_into().unwrap_or(u32::MAX),
+        uses: row.uses.try_into().unwrap_or(u32::MAX),
+        revoked: row.revoked_at.is_some(),
+    }
+}
+
+/// Builds a page from rows fetched with `limit`: a full page gets a cursor to the next one.
+pub(super) fn page<R, T>(
+    rows: Vec<R>,
+    limit: u32,
+    cursor_of: impl Fn(&R) -> Cursor,
+    view: impl Fn(&R) -> T,
+) -> Page<T> {
+    let next_cursor = (rows.len() == limit as usize)
+        .then(|| rows.last().map(|r| cursor_of(r).encode()))
+        .flatten();
+    Page {
+        items: rows.iter().map(view).collect(),
+        next_cursor,
+    }
+}

@@ -1,0 +1,248 @@
+//! All SQL of central, and nothing else: no HTTP, no domain rules.
+//!
+//! One set of queries serves SQLite and PostgreSQL through sqlx's `Any` driver: times are
+//! epoch milliseconds (`BIGINT`), ids are UUID strings, flags are 0/1 and parameters are `$N`,
+//! which both dialects accept. Schema changes live in `migrations/<database>/`.
+
+mod monitors;
+mod pollers;
+mod results;
+mod tokens;
+
+pub use monitors::{AssignmentChange, MonitorRow, OwnershipRow, StatusRow};
+pub use pollers::{HeartbeatUpdate, PollerRow};
+pub use results::{NewResult, ResultRow};
+pub use tokens::{RefreshTokenRow, RegistrationTokenRow};
+
+use std::borrow::Cow;
+use std::str::FromStr;
+use std::time::Duration;
+
+use anyhow::Context;
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::migrate::{Migration, MigrationType, Migrator};
+use sqlx::{AnyPool, Executor};
+use tokio::sync::{Mutex, MutexGuard};
+
+/// Which database is behind the pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+#[derive(Debug)]
+pub struct Store {
+    pool: AnyPool,
+    backend: Backend,
+    /// SQLite allows one writer at a time; queueing writers here, rather than letting them
+    /// collide inside SQLite, turns lock contention into a short wait instead of `SQLITE_BUSY`.
+    sqlite_writer: Mutex<()>,
+}
+
+const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[(
+    20261121000001,
+    "init",
+    include_str!("../../../migrations/sqlite/20261121000001_init.sql"),
+)];
+const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[(
+    20261121000001,
+    "init",
+    include_str!("../../../migrations/postgres/20261121000001_init.sql"),
+)];
+
+/// Guard held by a writer; on PostgreSQL it guards nothing.
+pub struct WriteGuard<'a>(#[allow(dead_code)] Option<MutexGuard<'a, ()>>);
+
+impl Store {
+    /// Connects, creating a SQLite file if needed, and applies pending migrations.
+    pub async fn connect(url: &str) -> anyhow::Result<Store> {
+        sqlx::any::install_default_drivers();
+        let backend = if url.starts_with("sqlite:") {
+            Backend::Sqlite
+        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            Backend::Postgres
+        } else {
+            anyhow::bail!(
+                "CENTRAL_DATABASE_URL must start with sqlite:// or postgres://, got `{url}`"
+            );
+        };
+        let url = match backend {
+            Backend::Sqlite if !url.contains("mode=") => {
+                let sep = if url.contains('?') { '&' } else { '?' };
+                format!("{url}{sep}mode=rwc")
+            }
+            _ => url.to_string(),
+        };
+        let options = AnyConnectOptions::from_str(&url)
+            .with_context(|| format!("invalid CENTRAL_DATABASE_URL `{url}`"))?;
+        let pool = AnyPoolOptions::new()
+            .max_connections(match backend {
+                Backend::Sqlite => 4,
+                Backend::Postgres => 16,
+            })
+            .acquire_timeout(Duration::from_secs(10))
+            .after_connect(move |conn, _| {
+                Box::pin(async move {
+                    if backend == Backend::Sqlite {
+                        conn.execute(
+                            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+                             PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON;",
+                        )
+                        .await?;
+                    }
+                    Ok(())
+                })
+            })
+            .connect_with(options)
+            .await
+            .with_context(|| format!("cannot open the database at `{url}`"))?;
+        let store = Store {
+            pool,
+            backend,
+            sqlite_writer: Mutex::new(()),
+        };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    async fn migrate(&self) -> anyhow::Result<()> {
+        let sources = match self.backend {
+            Backend::Sqlite => SQLITE_MIGRATIONS,
+            Backend::Postgres => POSTGRES_MIGRATIONS,
+        };
+        let migrations: Vec<Migration> = sources
+            .iter()
+            .map(|(version, description, sql)| {
+                Migration::new(
+                    *version,
+                    Cow::Borrowed(*description),
+                    MigrationType::Simple,
+                    Cow::Borrowed(*sql),
+                    false,
+                )
+            })
+            .collect();
+        let migrator = Migrator {
+            migrations: Cow::Owned(migrations),
+            ..Migrator::DEFAULT
+        };
+        migrator
+            .run(&self.pool)
+            .await
+            .context("applying database migrations failed")
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// Serialises writers on SQLite; call before a write transaction.
+    pub async fn write_lock(&self) -> WriteGuard<'_> {
+        match self.backend {
+            Backend::Sqlite => WriteGuard(Some(self.sqlite_writer.lock().await)),
+            Backend::Postgres => WriteGuard(None),
+        }
+    }
+
+    /// A cheap round trip, for `/readyz`.
+    pub async fn ping(&self) -> anyhow::Result<()> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    /// Reads a setting.
+    pub async fn setting(&self, key: &str) -> anyhow::Result<Option<String>> {
+        let value: Option<(String,)> = sqlx::query_as("SELECT value FROM settings WHERE key = $1")
+            .bind(key)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(value.map(|(v,)| v))
+    }
+
+    /// Stores `value` unless the key is set already; returns the value that is stored now, so
+    /// that concurrent replicas agree on one generated secret.
+    pub async fn setting_or_insert(&self, key: &str, value: &str) -> anyhow::Result<String> {
+        let _guard = self.write_lock().await;
+        sqlx::query(
+            "INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING",
+        )
+        .bind(key)
+        .bind(value)
+        .execute(&self.pool)
+        .await?;
+        self.setting(key)
+            .await?
+            .context("setting vanished right after insert")
+    }
+
+    /// Overwrites a setting.
+    pub async fn put_setting(&self, key: &str, value: &str) -> anyhow::Result<()> {
+        let _guard = self.write_lock().await;
+        sqlx::query(
+            "INSERT INTO settings (key, value) VALUES ($1, $2) \
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        )
+        .bind(key)
+        .bind(value)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The current assignment version.
+    pub async fn assignment_version(&self) -> anyhow::Result<i64> {
+        let (version,): (i64,) =
+            sqlx::query_as("SELECT version FROM assignment_state WHERE id = 1")
+                .fetch_one(&self.pool)
+                .await?;
+        Ok(version)
+    }
+}
+
+/// Keyset pagination: the position after the last item of a page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cursor {
+    pub key: i64,
+    pub id: String,
+}
+
+impl Cursor {
+    /// Opaque on the wire: `<key>.<id>`.
+    pub fn encode(&self) -> String {
+        format!("{}.{}", self.key, self.id)
+    }
+
+    pub fn decode(text: &str) -> Option<Cursor> {
+        let (key, id) = text.split_once('.')?;
+        Some(Cursor {
+            key: key.parse().ok()?,
+            id: id.to_string(),
+        })
+    }
+
+    /// Start of the first page.
+    pub fn start() -> Cursor {
+        Cursor {
+            key: i64::MIN,
+            id: String::new(),
+        }
+    }
+}
+
+/// A flag column.
+fn flag(value: bool) -> i64 {
+    i64::from(value)
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::Store;
+
+    /// A store on a fresh SQLite file that lives as long as the returned directory.
+    pub async fn sqlite_store() -> (Store, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("central.db").display());
+        (Store::connect(&url).await.unwrap(), dir)
+    }
+}

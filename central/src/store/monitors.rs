@@ -1,0 +1,328 @@
+//! Monitors, their placement, and their derived status.
+
+use sqlx::any::AnyRow;
+use sqlx::{Any, FromRow, Row, Transaction};
+
+use super::{flag, Cursor, Store};
+
+#[derive(Debug, Clone)]
+pub struct MonitorRow {
+    pub id: String,
+    pub name: String,
+    pub kind: String,
+    pub target: String,
+    pub interval_ms: i64,
+    pub timeout_ms: i64,
+    /// JSON object.
+    pub settings: String,
+    pub poller_mode: String,
+    pub poller_id: Option<String>,
+    pub poller_region: Option<String>,
+    pub poller_datacenter: Option<String>,
+    pub poller_capability: Option<String>,
+    pub failover: Option<bool>,
+    pub paused: bool,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub revision: i64,
+    pub assigned_poller_id: Option<String>,
+    pub previous_poller_id: Option<String>,
+    pub assigned_at: Option<i64>,
+    pub placement_reason: Option<String>,
+}
+
+impl FromRow<'_, AnyRow> for MonitorRow {
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
+        Ok(Self {
+            id: row.try_get("id")?,
+            name: row.try_get("name")?,
+            kind: row.try_get("kind")?,
+            target: row.try_get("target")?,
+            interval_ms: row.try_get("interval_ms")?,
+            timeout_ms: row.try_get("timeout_ms")?,
+            settings: row.try_get("settings")?,
+            poller_mode: row.try_get("poller_mode")?,
+            poller_id: row.try_get("poller_id")?,
+            poller_region: row.try_get("poller_region")?,
+            poller_datacenter: row.try_get("poller_datacenter")?,
+            poller_capability: row.try_get("poller_capability")?,
+            failover: row.try_get::<Option<i64>, _>("failover")?.map(|f| f != 0),
+            paused: row.try_get::<i64, _>("paused")? != 0,
+            created_at: row.try_get("created_at")?,
+            updated_at: row.try_get("updated_at")?,
+            revision: row.try_get("revision")?,
+            assigned_poller_id: row.try_get("assigned_poller_id")?,
+            previous_poller_id: row.try_get("previous_poller_id")?,
+            assigned_at: row.try_get("assigned_at")?,
+            placement_reason: row.try_get("placement_reason")?,
+        })
+    }
+}
+
+/// A placement decision that differs from what is stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AssignmentChange {
+    pub monitor_id: String,
+    pub from: Option<String>,
+    pub to: Option<String>,
+    pub reason: Option<String>,
+}
+
+/// Who may upload results for a monitor.
+#[derive(Debug, Clone)]
+pub struct OwnershipRow {
+    pub id: String,
+    pub assigned_poller_id: Option<String>,
+    pub previous_poller_id: Option<String>,
+    pub assigned_at: Option<i64>,
+}
+
+/// The newest result of a monitor.
+#[derive(Debug, Clone)]
+pub struct StatusRow {
+    pub status: String,
+    pub poller_id: String,
+    pub last_result_at: i64,
+    pub latency_ms: Option<i64>,
+    pub message: String,
+}
+
+const MONITOR_COLUMNS: &str = "id, name, kind, target, interval_ms, timeout_ms, settings, \
+     poller_mode, poller_id, poller_region, poller_datacenter, poller_capability, failover, \
+     paused, created_at, updated_at, revision, assigned_poller_id, previous_poller_id, \
+     assigned_at, placement_reason";
+
+/// `$first, $first+1, …` for `count` parameters.
+pub(super) fn placeholders(first: usize, count: usize) -> String {
+    (first..first + count)
+        .map(|i| format!("${i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+async fn bump_version(tx: &mut Transaction<'_, Any>) -> sqlx::Result<i64> {
+    let (version,): (i64,) = sqlx::query_as(
+        "UPDATE assignment_state SET version = version + 1 WHERE id = 1 RETURNING version",
+    )
+    .fetch_one(&mut **tx)
+    .await?;
+    Ok(version)
+}
+
+impl Store {
+    /// Inserts a monitor (unplaced) and returns the assignment version it was created at.
+    pub async fn insert_monitor(&self, row: &MonitorRow) -> anyhow::Result<i64> {
+        let _guard = self.write_lock().await;
+        let mut tx = self.pool.begin().await?;
+        let version = bump_version(&mut tx).await?;
+        sqlx::query(
+            "INSERT INTO monitors (id, name, kind, target, interval_ms, timeout_ms, settings, \
+             poller_mode, poller_id, poller_region, poller_datacenter, poller_capability, \
+             failover, paused, created_at, updated_at, revision, placement_reason) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
+        )
+        .bind(&row.id)
+        .bind(&row.name)
+        .bind(&row.kind)
+        .bind(&row.target)
+        .bind(row.interval_ms)
+        .bind(row.timeout_ms)
+        .bind(&row.settings)
+        .bind(&row.poller_mode)
+        .bind(&row.poller_id)
+        .bind(&row.poller_region)
+        .bind(&row.poller_datacenter)
+        .bind(&row.poller_capability)
+        .bind(row.failover.map(flag))
+        .bind(flag(row.paused))
+        .bind(row.created_at)
+        .bind(row.updated_at)
+        .bind(version)
+        .bind(&row.placement_reason)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(version)
+    }
+
+    /// Rewrites a monitor's spec; its placement is left to the next reconciliation.
+    pub async fn update_monitor_spec(&self, row: &MonitorRow) -> anyhow::Result<bool> {
+        let _guard = self.write_lock().await;
+        let mut tx = self.pool.begin().await?;
+        let version = bump_version(&mut tx).await?;
+        let done = sqlx::query(
+            "UPDATE monitors SET name = $2, target = $3, interval_ms = $4, timeout_ms = $5, \
+             settings = $6, poller_mode = $7, poller_id = $8, poller_region = $9, \
+             poller_datacenter = $10, poller_capability = $11, failover = $12, paused = $13, \
+             updated_at = $14, revision = $15 WHERE id = $1",
+        )
+        .bind(&row.id)
+        .bind(&row.name)
+        .bind(&row.target)
+        .bind(row.interval_ms)
+        .bind(row.timeout_ms)
+        .bind(&row.settings)
+        .bind(&row.poller_mode)
+        .bind(&row.poller_id)
+        .bind(&row.poller_region)
+        .bind(&row.poller_datacenter)
+        .bind(&row.poller_capability)
+        .bind(row.failover.map(flag))
+        .bind(flag(row.paused))
+        .bind(row.updated_at)
+        .bind(version)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Deletes a monitor with its status and history; `false` if there was none.
+    pub async fn delete_monitor(&self, id: &str) -> anyhow::Result<bool> {
+        let _guard = self.write_lock().await;
+        let mut tx = self.pool.begin().await?;
+        let done = sqlx::query("DELETE FROM monitors WHERE id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        bump_version(&mut tx).await?;
+        sqlx::query("DELETE FROM monitor_status WHERE monitor_id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("DELETE FROM results WHERE monitor_id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    pub async fn monitor(&self, id: &str) -> anyhow::Result<Option<MonitorRow>> {
+        let sql = format!("SELECT {MONITOR_COLUMNS} FROM monitors WHERE id = $1");
+        Ok(sqlx::query_as(&sql)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
+    pub async fn list_monitors(
+        &self,
+        after: &Cursor,
+        limit: u32,
+    ) -> anyhow::Result<Vec<MonitorRow>> {
+        let sql = format!(
+            "SELECT {MONITOR_COLUMNS} FROM monitors \
+             WHERE created_at > $1 OR (created_at = $1 AND id > $2) \
+             ORDER BY created_at, id LIMIT $3"
+        );
+        Ok(sqlx::query_as(&sql)
+            .bind(after.key)
+            .bind(&after.id)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    /// Every monitor, for placement.
+    pub async fn all_monitors(&self) -> anyhow::Result<Vec<MonitorRow>> {
+        let sql = format!("SELECT {MONITOR_COLUMNS} FROM monitors");
+        Ok(sqlx::query_as(&sql).fetch_all(&self.pool).await?)
+    }
+
+    /// The unpaused monitors a poller should run now.
+    pub async fn monitors_assigned_to(&self, poller_id: &str) -> anyhow::Result<Vec<MonitorRow>> {
+        let sql = format!(
+            "SELECT {MONITOR_COLUMNS} FROM monitors \
+             WHERE assigned_poller_id = $1 AND paused = 0 ORDER BY id"
+        );
+        Ok(sqlx::query_as(&sql)
+            .bind(poller_id)
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    /// Stores placement decisions under one new assignment version, which it returns.
+    pub async fn apply_assignments(
+        &self,
+        changes: &[AssignmentChange],
+        now: i64,
+    ) -> anyhow::Result<i64> {
+        let _guard = self.write_lock().await;
+        let mut tx = self.pool.begin().await?;
+        let version = bump_version(&mut tx).await?;
+        for change in changes {
+            if change.from == change.to {
+                sqlx::query("UPDATE monitors SET placement_reason = $2 WHERE id = $1")
+                    .bind(&change.monitor_id)
+                    .bind(&change.reason)
+                    .execute(&mut *tx)
+                    .await?;
+                continue;
+            }
+            sqlx::query(
+                "UPDATE monitors SET assigned_poller_id = $2, \
+                 previous_poller_id = COALESCE(assigned_poller_id, previous_poller_id), \
+                 assigned_at = $3, placement_reason = $4 WHERE id = $1",
+            )
+            .bind(&change.monitor_id)
+            .bind(&change.to)
+            .bind(now)
+            .bind(&change.reason)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(version)
+    }
+
+    /// Who owns each of these monitors (unknown ids are simply absent).
+    pub async fn ownership(&self, monitor_ids: &[String]) -> anyhow::Result<Vec<OwnershipRow>> {
+        if monitor_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT id, assigned_poller_id, previous_poller_id, assigned_at FROM monitors \
+             WHERE id IN ({})",
+            placeholders(1, monitor_ids.len())
+        );
+        let mut query = sqlx::query(&sql);
+        for id in monitor_ids {
+            query = query.bind(id);
+        }
+        let rows = query.fetch_all(&self.pool).await?;
+        rows.iter()
+            .map(|row| {
+                Ok(OwnershipRow {
+                    id: row.try_get("id")?,
+                    assigned_poller_id: row.try_get("assigned_poller_id")?,
+                    previous_poller_id: row.try_get("previous_poller_id")?,
+                    assigned_at: row.try_get("assigned_at")?,
+                })
+            })
+            .collect()
+    }
+
+    pub async fn monitor_status(&self, monitor_id: &str) -> anyhow::Result<Option<StatusRow>> {
+        let row = sqlx::query(
+            "SELECT status, poller_id, last_result_at, latency_ms, message FROM monitor_status \
+             WHERE monitor_id = $1",
+        )
+        .bind(monitor_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|row| {
+            Ok(StatusRow {
+                status: row.try_get("status")?,
+                poller_id: row.try_get("poller_id")?,
+                last_result_at: row.try_get("last_result_at")?,
+                latency_ms: row.try_get("latency_ms")?,
+                message: row.try_get("message")?,
+            })
+        })
+        .transpose()
+    }
+}

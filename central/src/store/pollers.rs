@@ -1,0 +1,173 @@
+//! The poller registry.
+
+use sqlx::any::AnyRow;
+use sqlx::{FromRow, Row};
+
+use super::{flag, Cursor, Store};
+
+#[derive(Debug, Clone)]
+pub struct PollerRow {
+    pub id: String,
+    pub name: String,
+    pub alias: Option<String>,
+    pub region: Option<String>,
+    pub datacenter: Option<String>,
+    /// Comma-separated.
+    pub capabilities: String,
+    pub version: Option<String>,
+    pub enabled: bool,
+    pub registration_token_id: Option<String>,
+    pub created_at: i64,
+    pub last_heartbeat_at: Option<i64>,
+    pub last_upload_at: Option<i64>,
+    pub queue_depth: i64,
+    pub oldest_queued_at: Option<i64>,
+    pub dropped_results: i64,
+    pub assignment_version: Option<i64>,
+    pub deleted_at: Option<i64>,
+}
+
+impl PollerRow {
+    pub fn capability_list(&self) -> Vec<String> {
+        self.capabilities
+            .split(',')
+            .filter(|c| !c.is_empty())
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+impl FromRow<'_, AnyRow> for PollerRow {
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
+        Ok(Self {
+            id: row.try_get("id")?,
+            name: row.try_get("name")?,
+            alias: row.try_get("alias")?,
+            region: row.try_get("region")?,
+            datacenter: row.try_get("datacenter")?,
+            capabilities: row.try_get("capabilities")?,
+            version: row.try_get("version")?,
+            enabled: row.try_get::<i64, _>("enabled")? != 0,
+            registration_token_id: row.try_get("registration_token_id")?,
+            created_at: row.try_get("created_at")?,
+            last_heartbeat_at: row.try_get("last_heartbeat_at")?,
+            last_upload_at: row.try_get("last_upload_at")?,
+            queue_depth: row.try_get("queue_depth")?,
+            oldest_queued_at: row.try_get("oldest_queued_at")?,
+            dropped_results: row.try_get("dropped_results")?,
+            assignment_version: row.try_get("assignment_version")?,
+            deleted_at: row.try_get("deleted_at")?,
+        })
+    }
+}
+
+/// What a heartbeat tells central about a poller.
+#[derive(Debug, Clone)]
+pub struct HeartbeatUpdate {
+    pub at: i64,
+    pub version: String,
+    pub capabilities: String,
+    pub queue_depth: i64,
+    pub oldest_queued_at: Option<i64>,
+    pub dropped_results: i64,
+    pub assignment_version: Option<i64>,
+}
+
+const POLLER_COLUMNS: &str =
+    "id, name, alias, region, datacenter, capabilities, version, enabled, \
+     registration_token_id, created_at, last_heartbeat_at, last_upload_at, queue_depth, \
+     oldest_queued_at, dropped_results, assignment_version, deleted_at";
+
+impl Store {
+    pub async fn insert_poller(&self, row: &PollerRow) -> anyhow::Result<()> {
+        let _guard = self.write_lock().await;
+        sqlx::query(
+            "INSERT INTO pollers (id, name, region, datacenter, capabilities, version, enabled, \
+             registration_token_id, created_at, last_heartbeat_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        )
+        .bind(&row.id)
+        .bind(&row.name)
+        .bind(&row.region)
+        .bind(&row.datacenter)
+        .bind(&row.capabilities)
+        .bind(&row.version)
+        .bind(flag(row.enabled))
+        .bind(&row.registration_token_id)
+        .bind(row.created_at)
+        .bind(row.last_heartbeat_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// A poller that has not been deleted.
+    pub async fn poller(&self, id: &str) -> anyhow::Result<Option<PollerRow>> {
+        let sql =
+            format!("SELECT {POLLER_COLUMNS} FROM pollers WHERE id = $1 AND deleted_at IS NULL");
+        Ok(sqlx::query_as(&sql)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
+    pub async fn list_pollers(&self, after: &Cursor, limit: u32) -> anyhow::Result<Vec<PollerRow>> {
+        let sql = format!(
+            "SELECT {POLLER_COLUMNS} FROM pollers WHERE deleted_at IS NULL \
+             AND (created_at > $1 OR (created_at = $1 AND id > $2)) \
+             ORDER BY created_at, id LIMIT $3"
+        );
+        Ok(sqlx::query_as(&sql)
+            .bind(after.key)
+            .bind(&after.id)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    /// Every live poller, for placement.
+    pub async fn all_pollers(&self) -> anyhow::Result<Vec<PollerRow>> {
+        let sql = format!("SELECT {POLLER_COLUMNS} FROM pollers WHERE deleted_at IS NULL");
+        Ok(sqlx::query_as(&sql).fetch_all(&self.pool).await?)
+    }
+
+    pub async fn record_heartbeat(&self, id: &str, beat: &HeartbeatUpdate) -> anyhow::Result<()> {
+        let _guard = self.write_lock().await;
+        sqlx::query(
+            "UPDATE pollers SET last_heartbeat_at = $2, version = $3, capabilities = $4, \
+             queue_depth = $5, oldest_queued_at = $6, dropped_results = $7, \
+             assignment_version = $8 WHERE id = $1",
+        )
+        .bind(id)
+        .bind(beat.at)
+        .bind(&beat.version)
+        .bind(&beat.capabilities)
+        .bind(beat.queue_depth)
+        .bind(beat.oldest_queued_at)
+        .bind(beat.dropped_results)
+        .bind(beat.assignment_version)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    pub async fn record_upload(&self, id: &str, at: i64) -> anyhow::Result<()> {
+        let _guard = self.write_lock().await;
+        sqlx::query("UPDATE pollers SET last_upload_at = $2 WHERE id = $1")
+            .bind(id)
+            .bind(at)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// How many monitors each poller is assigned, keyed by poller id.
+    pub async fn assigned_counts(&self) -> anyhow::Result<Vec<(String, i64)>> {
+        Ok(sqlx::query_as(
+            "SELECT assigned_poller_id, COUNT(*) FROM monitors \
+             WHERE assigned_poller_id IS NOT NULL GROUP BY assigned_poller_id",
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+}

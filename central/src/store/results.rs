@@ -1,0 +1,212 @@
+//! Check results: idempotent ingestion and history.
+
+use std::collections::{HashMap, HashSet};
+
+use sqlx::any::AnyRow;
+use sqlx::{FromRow, Row};
+
+use super::monitors::placeholders;
+use super::{Cursor, Store};
+
+/// A validated result, ready to store.
+#[derive(Debug, Clone)]
+pub struct NewResult {
+    pub id: String,
+    pub monitor_id: String,
+    pub ts: i64,
+    pub status: String,
+    pub latency_ms: Option<i64>,
+    pub msg: String,
+    /// JSON.
+    pub meta: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct ResultRow {
+    pub id: String,
+    pub monitor_id: String,
+    pub poller_id: String,
+    pub ts: i64,
+    pub status: String,
+    pub latency_ms: Option<i64>,
+    pub msg: String,
+    pub meta: String,
+}
+
+impl FromRow<'_, AnyRow> for ResultRow {
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
+        Ok(Self {
+            id: row.try_get("id")?,
+            monitor_id: row.try_get("monitor_id")?,
+            poller_id: row.try_get("poller_id")?,
+            ts: row.try_get("ts")?,
+            status: row.try_get("status")?,
+            latency_ms: row.try_get("latency_ms")?,
+            msg: row.try_get("msg")?,
+            meta: row.try_get("meta")?,
+        })
+    }
+}
+
+/// Rows per multi-row INSERT: 9 parameters each keeps a statement far below SQLite's limit.
+const INSERT_CHUNK: usize = 500;
+
+impl Store {
+    /// Stores the results that are not stored yet and returns their ids; a result whose id is
+    /// present already is a duplicate and changes nothing. The derived status of each monitor
+    /// moves to its newest result by `ts`, never backwards, so late uploads are harmless.
+    pub async fn insert_results(
+        &self,
+        poller_id: &str,
+        results: &[NewResult],
+        received_at: i64,
+    ) -> anyhow::Result<HashSet<String>> {
+        let _guard = self.write_lock().await;
+        let mut tx = self.pool.begin().await?;
+        let mut inserted = HashSet::with_capacity(results.len());
+        for chunk in results.chunks(INSERT_CHUNK) {
+            let values = (0..chunk.len())
+                .map(|i| format!("({})", placeholders(i * 9 + 1, 9)))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = format!(
+                "INSERT INTO results (id, monitor_id, poller_id, ts, status, latency_ms, msg, meta, \
+                 received_at) VALUES {values} ON CONFLICT (id) DO NOTHING RETURNING id"
+            );
+            let mut query = sqlx::query_as::<_, (String,)>(&sql);
+            for result in chunk {
+                query = query
+                    .bind(&result.id)
+                    .bind(&result.monitor_id)
+                    .bind(poller_id)
+                    .bind(result.ts)
+                    .bind(&result.status)
+                    .bind(result.latency_ms)
+                    .bind(&result.msg)
+                    .bind(&result.meta)
+                    .bind(received_at);
+            }
+            inserted.extend(query.fetch_all(&mut *tx).await?.into_iter().map(|(id,)| id));
+        }
+
+        let mut newest: HashMap<&str, &NewResult> = HashMap::new();
+        for result in results.iter().filter(|r| inserted.contains(&r.id)) {
+            let slot = newest.entry(result.monitor_id.as_str()).or_insert(result);
+            if (result.ts, &result.id) > (slot.ts, &slot.id) {
+                *slot = result;
+            }
+        }
+        for result in newest.values() {
+            sqlx::query(
+                "INSERT INTO monitor_status (monitor_id, status, poller_id, last_result_id, \
+                 last_result_at, latency_ms, message) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+                 ON CONFLICT (monitor_id) DO UPDATE SET status = excluded.status, \
+                 poller_id = excluded.poller_id, last_result_id = excluded.last_result_id, \
+                 last_result_at = excluded.last_result_at, latency_ms = excluded.latency_ms, \
+                 message = excluded.message \
+                 WHERE monitor_status.last_result_at < excluded.last_result_at \
+                 OR (monitor_status.last_result_at = excluded.last_result_at \
+                     AND monitor_status.last_result_id < excluded.last_result_id)",
+            )
+            .bind(&result.monitor_id)
+            .bind(&result.status)
+            .bind(poller_id)
+            .bind(&result.id)
+            .bind(result.ts)
+            .bind(result.latency_ms)
+            .bind(&result.msg)
+            .execute(&mut *tx)
+            .await?;
+        }
+        sqlx::query("UPDATE pollers SET last_upload_at = $2 WHERE id = $1")
+            .bind(poller_id)
+            .bind(received_at)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(inserted)
+    }
+
+    /// A monitor's results from `since` on, oldest first.
+    pub async fn list_results(
+        &self,
+        monitor_id: &str,
+        after: &Cursor,
+        limit: u32,
+    ) -> anyhow::Result<Vec<ResultRow>> {
+        Ok(sqlx::query_as(
+            "SELECT id, monitor_id, poller_id, ts, status, latency_ms, msg, meta FROM results \
+             WHERE monitor_id = $1 AND (ts > $2 OR (ts = $2 AND id > $3)) \
+             ORDER BY ts, id LIMIT $4",
+        )
+        .bind(monitor_id)
+        .bind(after.key)
+        .bind(&after.id)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::testing::sqlite_store;
+
+    fn result(id: &str, ts: i64, status: &str) -> NewResult {
+        NewResult {
+            id: id.into(),
+            monitor_id: "m1".into(),
+            ts,
+            status: status.into(),
+            latency_ms: Some(5),
+            msg: String::new(),
+            meta: "{}".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn duplicates_are_stored_once_and_status_never_goes_backwards() {
+        let (store, _dir) = sqlite_store().await;
+        let batch = vec![result("a", 1_000, "up"), result("b", 2_000, "down")];
+        let first = store.insert_results("p1", &batch, 5).await.unwrap();
+        assert_eq!(first.len(), 2);
+        let again = store.insert_results("p1", &batch, 6).await.unwrap();
+        assert!(again.is_empty(), "a re-upload stores nothing");
+        assert_eq!(
+            store.monitor_status("m1").await.unwrap().unwrap().status,
+            "down"
+        );
+
+        // A late, older result is kept in history but does not change the status.
+        let late = store
+            .insert_results("p1", &[result("c", 1_500, "up")], 7)
+            .await
+            .unwrap();
+        assert_eq!(late.len(), 1);
+        let status = store.monitor_status("m1").await.unwrap().unwrap();
+        assert_eq!(
+            (status.status.as_str(), status.last_result_at),
+            ("down", 2_000)
+        );
+
+        let history = store
+            .list_results("m1", &Cursor::start(), 10)
+            .await
+            .unwrap();
+        let ids: Vec<_> = history.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, ["a", "c", "b"]);
+        let page = store
+            .list_results(
+                "m1",
+                &Cursor {
+                    key: 1_500,
+                    id: "c".into(),
+                },
+                10,
+            )
+            .await
+            .unwrap();
+        assert_eq!(page.len(), 1);
+    }
+}

@@ -1,0 +1,192 @@
+//! Registration tokens and refresh tokens: only their hashes are stored.
+
+use sqlx::any::AnyRow;
+use sqlx::{FromRow, Row};
+
+use super::{Cursor, Store};
+
+#[derive(Debug, Clone)]
+pub struct RegistrationTokenRow {
+    pub id: String,
+    pub name: String,
+    pub secret_hash: String,
+    pub region: Option<String>,
+    pub created_at: i64,
+    pub expires_at: Option<i64>,
+    pub max_uses: i64,
+    pub uses: i64,
+    pub revoked_at: Option<i64>,
+}
+
+impl FromRow<'_, AnyRow> for RegistrationTokenRow {
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
+        Ok(Self {
+            id: row.try_get("id")?,
+            name: row.try_get("name")?,
+            secret_hash: row.try_get("secret_hash")?,
+            region: row.try_get("region")?,
+            created_at: row.try_get("created_at")?,
+            expires_at: row.try_get("expires_at")?,
+            max_uses: row.try_get("max_uses")?,
+            uses: row.try_get("uses")?,
+            revoked_at: row.try_get("revoked_at")?,
+        })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct RefreshTokenRow {
+    pub id: String,
+    pub poller_id: String,
+    pub family_id: String,
+    pub secret_hash: String,
+    pub expires_at: i64,
+    pub spent_at: Option<i64>,
+    pub revoked_at: Option<i64>,
+}
+
+impl FromRow<'_, AnyRow> for RefreshTokenRow {
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
+        Ok(Self {
+            id: row.try_get("id")?,
+            poller_id: row.try_get("poller_id")?,
+            family_id: row.try_get("family_id")?,
+            secret_hash: row.try_get("secret_hash")?,
+            expires_at: row.try_get("expires_at")?,
+            spent_at: row.try_get("spent_at")?,
+            revoked_at: row.try_get("revoked_at")?,
+        })
+    }
+}
+
+const REGISTRATION_COLUMNS: &str =
+    "id, name, secret_hash, region, created_at, expires_at, max_uses, uses, revoked_at";
+
+impl Store {
+    pub async fn insert_registration_token(
+        &self,
+        row: &RegistrationTokenRow,
+    ) -> anyhow::Result<()> {
+        let _guard = self.write_lock().await;
+        sqlx::query(
+            "INSERT INTO registration_tokens \
+             (id, name, secret_hash, region, created_at, expires_at, max_uses, uses) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 0)",
+        )
+        .bind(&row.id)
+        .bind(&row.name)
+        .bind(&row.secret_hash)
+        .bind(&row.region)
+        .bind(row.created_at)
+        .bind(row.expires_at)
+        .bind(row.max_uses)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    pub async fn registration_token(
+        &self,
+        id: &str,
+    ) -> anyhow::Result<Option<RegistrationTokenRow>> {
+        let sql = format!("SELECT {REGISTRATION_COLUMNS} FROM registration_tokens WHERE id = $1");
+        Ok(sqlx::query_as(&sql)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
+    pub async fn list_registration_tokens(
+        &self,
+        after: &Cursor,
+        limit: u32,
+    ) -> anyhow::Result<Vec<RegistrationTokenRow>> {
+        let sql = format!(
+            "SELECT {REGISTRATION_COLUMNS} FROM registration_tokens \
+             WHERE created_at > $1 OR (created_at = $1 AND id > $2) \
+             ORDER BY created_at, id LIMIT $3"
+        );
+        Ok(sqlx::query_as(&sql)
+            .bind(after.key)
+            .bind(&after.id)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    /// Counts one use if the token is still usable; `false` when it is spent, expired or revoked.
+    /// The check and the count are one statement, so concurrent registrations cannot overdraw it.
+    pub async fn use_registration_token(&self, id: &str, now: i64) -> anyhow::Result<bool> {
+        let _guard = self.write_lock().await;
+        let done = sqlx::query(
+            "UPDATE registration_tokens SET uses = uses + 1 \
+             WHERE id = $1 AND revoked_at IS NULL AND uses < max_uses \
+             AND (expires_at IS NULL OR expires_at > $2)",
+        )
+        .bind(id)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    pub async fn insert_refresh_token(
+        &self,
+        row: &RefreshTokenRow,
+        created_at: i64,
+    ) -> anyhow::Result<()> {
+        let _guard = self.write_lock().await;
+        sqlx::query(
+            "INSERT INTO refresh_tokens \
+             (id, poller_id, family_id, secret_hash, created_at, expires_at) \
+             VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(&row.id)
+        .bind(&row.poller_id)
+        .bind(&row.family_id)
+        .bind(&row.secret_hash)
+        .bind(created_at)
+        .bind(row.expires_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    pub async fn refresh_token(&self, id: &str) -> anyhow::Result<Option<RefreshTokenRow>> {
+        Ok(sqlx::query_as(
+            "SELECT id, poller_id, family_id, secret_hash, expires_at, spent_at, revoked_at \
+             FROM refresh_tokens WHERE id = $1",
+        )
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?)
+    }
+
+    /// Marks a refresh token spent; `false` if it was spent (or revoked) already, so that of two
+    /// concurrent refreshes with one token exactly one wins.
+    pub async fn spend_refresh_token(&self, id: &str, now: i64) -> anyhow::Result<bool> {
+        let _guard = self.write_lock().await;
+        let done = sqlx::query(
+            "UPDATE refresh_tokens SET spent_at = $2 \
+             WHERE id = $1 AND spent_at IS NULL AND revoked_at IS NULL",
+        )
+        .bind(id)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Revokes every token of a family (reuse detection).
+    pub async fn revoke_refresh_family(&self, family_id: &str, now: i64) -> anyhow::Result<()> {
+        let _guard = self.write_lock().await;
+        sqlx::query(
+            "UPDATE refresh_tokens SET revoked_at = $2 WHERE family_id = $1 AND revoked_at IS NULL",
+        )
+        .bind(family_id)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+}

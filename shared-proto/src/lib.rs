@@ -1,0 +1,13 @@
+//! Wire types shared by `central` and `poller-agent`, and the validation both sides apply.
+//!
+//! This crate owns the shape of every JSON document that crosses the wire and the rules for what
+//! a valid monitor looks like. It does no I/O: no sockets, no files, no clocks beyond parsing.
+
+pub mod duration;
+pub mod error;
+pub mod monitor;
+pub mod poller_api;
+pub mod settings_api;
+
+pub use error::{ErrorBody, ValidationError};
+pub use monitor::{AssignedMonitor, CheckKind, MonitorPatch, MonitorSpec, PollerMode};

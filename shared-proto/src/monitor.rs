@@ -1,0 +1,757 @@
+//! What a monitor is: the operator's spec, the agent's view of it, and the rules for both.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use crate::ValidationError;
+
+pub const MIN_INTERVAL_MS: u64 = 5_000;
+pub const MAX_INTERVAL_MS: u64 = 3_600_000;
+pub const DEFAULT_INTERVAL_MS: u64 = 30_000;
+pub const MIN_TIMEOUT_MS: u64 = 100;
+pub const MAX_TIMEOUT_MS: u64 = 120_000;
+pub const DEFAULT_TIMEOUT_MS: u64 = 5_000;
+const MAX_NAME_LEN: usize = 200;
+const MAX_TARGET_LEN: usize = 2048;
+const MAX_LABEL_LEN: usize = 64;
+
+/// The built-in check kinds; each is also a poller capability of the same name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CheckKind {
+    Http,
+    Tcp,
+    Dns,
+    Tls,
+}
+
+impl CheckKind {
+    pub const ALL: [CheckKind; 4] = [
+        CheckKind::Http,
+        CheckKind::Tcp,
+        CheckKind::Dns,
+        CheckKind::Tls,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CheckKind::Http => "http",
+            CheckKind::Tcp => "tcp",
+            CheckKind::Dns => "dns",
+            CheckKind::Tls => "tls",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == text)
+    }
+}
+
+impl std::fmt::Display for CheckKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How central chooses the poller of a monitor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PollerMode {
+    /// Any online poller with the capability.
+    #[default]
+    Auto,
+    /// Pollers of `poller_region` (and `poller_datacenter`, if set).
+    Grouped,
+    /// Exactly `poller_id`.
+    Pinned,
+}
+
+impl PollerMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PollerMode::Auto => "auto",
+            PollerMode::Grouped => "grouped",
+            PollerMode::Pinned => "pinned",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        [PollerMode::Auto, PollerMode::Grouped, PollerMode::Pinned]
+            .into_iter()
+            .find(|m| m.as_str() == text)
+    }
+}
+
+fn default_interval() -> u64 {
+    DEFAULT_INTERVAL_MS
+}
+fn default_timeout() -> u64 {
+    DEFAULT_TIMEOUT_MS
+}
+
+/// A monitor as the operator writes it (`POST /api/v1/monitors`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MonitorSpec {
+    pub name: String,
+    pub kind: CheckKind,
+    pub target: String,
+    #[serde(default = "default_interval")]
+    pub interval_ms: u64,
+    #[serde(default = "default_timeout")]
+    pub timeout_ms: u64,
+    #[serde(default)]
+    pub settings: Map<String, Value>,
+    #[serde(default)]
+    pub poller_mode: PollerMode,
+    #[serde(default)]
+    pub poller_id: Option<Uuid>,
+    #[serde(default)]
+    pub poller_region: Option<String>,
+    #[serde(default)]
+    pub poller_datacenter: Option<String>,
+    #[serde(default)]
+    pub poller_capability: Option<String>,
+    /// Defaults to `true` for `auto` and `grouped`, `false` for `pinned`.
+    #[serde(default)]
+    pub failover: Option<bool>,
+    #[serde(default)]
+    pub paused: bool,
+}
+
+impl MonitorSpec {
+    /// Checks every field; the first failure names the field and how to fix it.
+    pub fn validate(&self) -> Result<(), ValidationError> {
+        validate_name(&self.name)?;
+        validate_target(self.kind, &self.target)?;
+        validate_interval(self.interval_ms)?;
+        validate_timeout(self.timeout_ms, self.interval_ms)?;
+        CheckSettings::parse(self.kind, &self.settings)?;
+        validate_placement(
+            self.poller_mode,
+            self.poller_id,
+            self.poller_region.as_deref(),
+            self.poller_datacenter.as_deref(),
+        )?;
+        if let Some(capability) = &self.poller_capability {
+            validate_label("poller_capability", capability)?;
+        }
+        Ok(())
+    }
+
+    pub fn effective_failover(&self) -> bool {
+        self.failover
+            .unwrap_or(self.poller_mode != PollerMode::Pinned)
+    }
+
+    /// Applies a partial update; the caller validates the result.
+    pub fn apply(&mut self, patch: MonitorPatch) {
+        let MonitorPatch {
+            name,
+            target,
+            interval_ms,
+            timeout_ms,
+            settings,
+            poller_mode,
+            poller_id,
+            poller_region,
+            poller_datacenter,
+            poller_capability,
+            failover,
+            paused,
+        } = patch;
+        if let Some(v) = name {
+            self.name = v;
+        }
+        if let Some(v) = target {
+            self.target = v;
+        }
+        if let Some(v) = interval_ms {
+            self.interval_ms = v;
+        }
+        if let Some(v) = timeout_ms {
+            self.timeout_ms = v;
+        }
+        if let Some(v) = settings {
+            self.settings = v;
+        }
+        if let Some(v) = poller_mode {
+            self.poller_mode = v;
+        }
+        if let Some(v) = poller_id {
+            self.poller_id = v;
+        }
+        if let Some(v) = poller_region {
+            self.poller_region = v;
+        }
+        if let Some(v) = poller_datacenter {
+            self.poller_datacenter = v;
+        }
+        if let Some(v) = poller_capability {
+            self.poller_capability = v;
+        }
+        if let Some(v) = failover {
+            self.failover = Some(v);
+        }
+        if let Some(v) = paused {
+            self.paused = v;
+        }
+    }
+}
+
+/// `PATCH /api/v1/monitors/{id}`: every field optional; `null` clears an optional field.
+/// The kind of a monitor cannot change: create a new monitor instead.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MonitorPatch {
+    pub name: Option<String>,
+    pub target: Option<String>,
+    pub interval_ms: Option<u64>,
+    pub timeout_ms: Option<u64>,
+    pub settings: Option<Map<String, Value>>,
+    pub poller_mode: Option<PollerMode>,
+    #[serde(default, with = "double_option")]
+    pub poller_id: Option<Option<Uuid>>,
+    #[serde(default, with = "double_option")]
+    pub poller_region: Option<Option<String>>,
+    #[serde(default, with = "double_option")]
+    pub poller_datacenter: Option<Option<String>>,
+    #[serde(default, with = "double_option")]
+    pub poller_capability: Option<Option<String>>,
+    pub failover: Option<bool>,
+    pub paused: Option<bool>,
+}
+
+/// Distinguishes a missing field (`None`) from an explicit `null` (`Some(None)`).
+mod double_option {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<T: Serialize, S: Serializer>(
+        value: &Option<Option<T>>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match value {
+            None => serializer.serialize_none(),
+            Some(inner) => inner.serialize(serializer),
+        }
+    }
+
+    pub fn deserialize<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<Option<T>>, D::Error> {
+        Option::<T>::deserialize(deserializer).map(Some)
+    }
+}
+
+/// A monitor as its agent sees it in an assignment: only what is needed to run the check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AssignedMonitor {
+    pub id: Uuid,
+    pub name: String,
+    pub kind: CheckKind,
+    pub target: String,
+    pub interval_ms: u64,
+    pub timeout_ms: u64,
+    #[serde(default)]
+    pub settings: Map<String, Value>,
+    /// Assignment version at which this monitor's spec last changed.
+    pub revision: i64,
+}
+
+/// The `settings` object of a monitor, typed per kind. Unknown keys are rejected so that a
+/// typo does not silently leave a check without the assertion the operator meant.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CheckSettings {
+    Http(HttpSettings),
+    Tcp(TcpSettings),
+    Dns(DnsSettings),
+    Tls(TlsSettings),
+}
+
+impl CheckSettings {
+    pub fn parse(kind: CheckKind, settings: &Map<String, Value>) -> Result<Self, ValidationError> {
+        let value = Value::Object(settings.clone());
+        let parsed = match kind {
+            CheckKind::Http => {
+                let s: HttpSettings = from_settings(value)?;
+                s.validate()?;
+                CheckSettings::Http(s)
+            }
+            CheckKind::Tcp => CheckSettings::Tcp(from_settings(value)?),
+            CheckKind::Dns => CheckSettings::Dns(from_settings(value)?),
+            CheckKind::Tls => CheckSettings::Tls(from_settings(value)?),
+        };
+        Ok(parsed)
+    }
+}
+
+fn from_settings<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, ValidationError> {
+    serde_json::from_value(value).map_err(|e| ValidationError::new("settings", e.to_string()))
+}
+
+const HTTP_METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+
+fn default_method() -> String {
+    "GET".into()
+}
+fn yes() -> bool {
+    true
+}
+
+/// Settings of an `http` check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpSettings {
+    #[serde(default = "default_method")]
+    pub method: String,
+    /// Accepted status codes; empty means any 2xx.
+    #[serde(default)]
+    pub expected_status: Vec<u16>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    #[serde(default)]
+    pub body: Option<String>,
+    /// The response body must contain this text.
+    #[serde(default)]
+    pub keyword: Option<String>,
+    /// The response body must not contain this text.
+    #[serde(default)]
+    pub keyword_absent: Option<String>,
+    #[serde(default = "yes")]
+    pub follow_redirects: bool,
+    #[serde(default = "yes")]
+    pub verify_tls: bool,
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        Self {
+            method: default_method(),
+            expected_status: Vec::new(),
+            headers: BTreeMap::new(),
+            body: None,
+            keyword: None,
+            keyword_absent: None,
+            follow_redirects: true,
+            verify_tls: true,
+        }
+    }
+}
+
+impl HttpSettings {
+    fn validate(&self) -> Result<(), ValidationError> {
+        if !HTTP_METHODS.contains(&self.method.as_str()) {
+            return Err(ValidationError::new(
+                "settings.method",
+                format!(
+                    "`{}` is not a supported method; use one of {}",
+                    self.method,
+                    HTTP_METHODS.join(", ")
+                ),
+            ));
+        }
+        if let Some(code) = self
+            .expected_status
+            .iter()
+            .find(|c| !(100..=599).contains(*c))
+        {
+            return Err(ValidationError::new(
+                "settings.expected_status",
+                format!("{code} is not an HTTP status code; use codes between 100 and 599"),
+            ));
+        }
+        for name in self.headers.keys() {
+            let valid = !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+            if !valid {
+                return Err(ValidationError::new(
+                    "settings.headers",
+                    format!("`{name}` is not a valid header name"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `status` counts as success.
+    pub fn accepts(&self, status: u16) -> bool {
+        if self.expected_status.is_empty() {
+            (200..300).contains(&status)
+        } else {
+            self.expected_status.contains(&status)
+        }
+    }
+}
+
+/// Settings of a `tcp` check (none yet beyond the common fields).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TcpSettings {}
+
+/// Settings of a `dns` check.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DnsSettings {
+    #[serde(default)]
+    pub record_type: Option<String>,
+    #[serde(default)]
+    pub expected: Vec<String>,
+}
+
+/// Settings of a `tls` check.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsSettings {
+    #[serde(default)]
+    pub warn_days: Option<u32>,
+}
+
+pub fn validate_name(name: &str) -> Result<(), ValidationError> {
+    if name.trim().is_empty() {
+        return Err(ValidationError::new("name", "must not be empty"));
+    }
+    if name.chars().count() > MAX_NAME_LEN {
+        return Err(ValidationError::new(
+            "name",
+            format!("must be at most {MAX_NAME_LEN} characters"),
+        ));
+    }
+    Ok(())
+}
+
+pub fn validate_interval(interval_ms: u64) -> Result<(), ValidationError> {
+    if !(MIN_INTERVAL_MS..=MAX_INTERVAL_MS).contains(&interval_ms) {
+        return Err(ValidationError::new(
+            "interval_ms",
+            format!(
+                "must be between {MIN_INTERVAL_MS} (5 s) and {MAX_INTERVAL_MS} (1 h), got {interval_ms}"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+pub fn validate_timeout(timeout_ms: u64, interval_ms: u64) -> Result<(), ValidationError> {
+    if !(MIN_TIMEOUT_MS..=MAX_TIMEOUT_MS).contains(&timeout_ms) {
+        return Err(ValidationError::new(
+            "timeout_ms",
+            format!("must be between {MIN_TIMEOUT_MS} and {MAX_TIMEOUT_MS}, got {timeout_ms}"),
+        ));
+    }
+    if timeout_ms > interval_ms {
+        return Err(ValidationError::new(
+            "timeout_ms",
+            format!("must not exceed interval_ms ({interval_ms}), got {timeout_ms}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Region, datacenter and capability names: short, printable, no spaces.
+pub fn validate_label(field: &str, value: &str) -> Result<(), ValidationError> {
+    let ok = !value.is_empty()
+        && value.len() <= MAX_LABEL_LEN
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(ValidationError::new(
+            field,
+            format!(
+                "`{value}` is not a valid name; use 1 to {MAX_LABEL_LEN} letters, digits, `-`, `_` or `.`"
+            ),
+        ))
+    }
+}
+
+fn validate_placement(
+    mode: PollerMode,
+    poller_id: Option<Uuid>,
+    region: Option<&str>,
+    datacenter: Option<&str>,
+) -> Result<(), ValidationError> {
+    if let Some(region) = region {
+        validate_label("poller_region", region)?;
+    }
+    if let Some(datacenter) = datacenter {
+        validate_label("poller_datacenter", datacenter)?;
+    }
+    match mode {
+        PollerMode::Pinned if poller_id.is_none() => Err(ValidationError::new(
+            "poller_id",
+            "is required when poller_mode is `pinned`",
+        )),
+        PollerMode::Grouped if region.is_none() && datacenter.is_none() => {
+            Err(ValidationError::new(
+                "poller_region",
+                "is required when poller_mode is `grouped` (or set poller_datacenter)",
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Targets by kind: `http` takes an http(s) URL; `tcp` and `tls` take `host:port`
+/// (`tls` defaults to port 443); `dns` takes a domain name.
+pub fn validate_target(kind: CheckKind, target: &str) -> Result<(), ValidationError> {
+    let fail = |message: String| Err(ValidationError::new("target", message));
+    if target.is_empty() {
+        return fail("must not be empty".into());
+    }
+    if target.len() > MAX_TARGET_LEN {
+        return fail(format!("must be at most {MAX_TARGET_LEN} characters"));
+    }
+    match kind {
+        CheckKind::Http => match url::Url::parse(target) {
+            Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => Ok(()),
+            Ok(url) => fail(format!(
+                "`{target}` must be an http:// or https:// URL with a host (scheme was `{}`)",
+                url.scheme()
+            )),
+            Err(e) => fail(format!(
+                "`{target}` is not a URL ({e}); write it like https://example.com/health"
+            )),
+        },
+        CheckKind::Tcp => match split_host_port(target) {
+            Some((host, Some(_))) if is_host(host) => Ok(()),
+            _ => fail(format!(
+                "`{target}` must be host:port, like db.example.com:5432 or [2001:db8::1]:22"
+            )),
+        },
+        CheckKind::Tls => match split_host_port(target) {
+            Some((host, _)) if is_host(host) => Ok(()),
+            _ => fail(format!(
+                "`{target}` must be a host or host:port, like example.com or example.com:8443"
+            )),
+        },
+        CheckKind::Dns => {
+            if is_domain_name(target.trim_end_matches('.')) {
+                Ok(())
+            } else {
+                fail(format!(
+                    "`{target}` must be a domain name, like example.com"
+                ))
+            }
+        }
+    }
+}
+
+/// Splits `host:port`, `[v6]:port`, or a bare host. `None` if the port is not a number.
+pub fn split_host_port(target: &str) -> Option<(&str, Option<u16>)> {
+    if let Some(rest) = target.strip_prefix('[') {
+        let (host, after) = rest.split_once(']')?;
+        return match after {
+            "" => Some((host, None)),
+            _ => Some((host, Some(after.strip_prefix(':')?.parse().ok()?))),
+        };
+    }
+    match target.rsplit_once(':') {
+        Some((host, port)) if !host.contains(':') => Some((host, Some(port.parse().ok()?))),
+        Some(_) => Some((target, None)),
+        None => Some((target, None)),
+    }
+}
+
+fn is_host(host: &str) -> bool {
+    host.parse::<std::net::IpAddr>().is_ok() || is_domain_name(host)
+}
+
+fn is_domain_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 253
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn spec(value: Value) -> Result<MonitorSpec, String> {
+        serde_json::from_value::<MonitorSpec>(value).map_err(|e| e.to_string())
+    }
+
+    fn http_monitor() -> Value {
+        json!({"name": "api", "kind": "http", "target": "https://example.com/health"})
+    }
+
+    fn field_of(value: Value) -> String {
+        spec(value).unwrap().validate().unwrap_err().field
+    }
+
+    fn with(mut base: Value, key: &str, value: Value) -> Value {
+        base[key] = value;
+        base
+    }
+
+    #[test]
+    fn a_minimal_http_monitor_is_valid_with_defaults() {
+        let monitor = spec(http_monitor()).unwrap();
+        monitor.validate().unwrap();
+        assert_eq!(monitor.interval_ms, DEFAULT_INTERVAL_MS);
+        assert_eq!(monitor.poller_mode, PollerMode::Auto);
+        assert!(monitor.effective_failover());
+    }
+
+    #[test]
+    fn interval_bounds_are_enforced() {
+        let err = spec(with(http_monitor(), "interval_ms", json!(10)))
+            .unwrap()
+            .validate()
+            .unwrap_err();
+        assert_eq!(err.field, "interval_ms");
+        assert!(err.message.contains("5000"), "{}", err.message);
+        assert_eq!(
+            field_of(with(http_monitor(), "interval_ms", json!(3_600_001))),
+            "interval_ms"
+        );
+        let ok = with(http_monitor(), "interval_ms", json!(5000));
+        spec(ok).unwrap().validate().unwrap();
+    }
+
+    #[test]
+    fn timeout_must_fit_the_interval() {
+        let v = with(
+            with(http_monitor(), "interval_ms", json!(5000)),
+            "timeout_ms",
+            json!(6000),
+        );
+        assert_eq!(field_of(v), "timeout_ms");
+        assert_eq!(
+            field_of(with(http_monitor(), "timeout_ms", json!(1))),
+            "timeout_ms"
+        );
+    }
+
+    #[test]
+    fn unknown_kind_is_rejected_naming_it() {
+        let err = spec(with(http_monitor(), "kind", json!("ftp"))).unwrap_err();
+        assert!(err.contains("ftp") && err.contains("http"), "{err}");
+    }
+
+    #[test]
+    fn unknown_fields_are_rejected_naming_them() {
+        let err = spec(with(http_monitor(), "intervall_ms", json!(5000))).unwrap_err();
+        assert!(err.contains("intervall_ms"), "{err}");
+    }
+
+    #[test]
+    fn bad_names_are_rejected() {
+        assert_eq!(field_of(with(http_monitor(), "name", json!("  "))), "name");
+        assert_eq!(
+            field_of(with(http_monitor(), "name", json!("x".repeat(201)))),
+            "name"
+        );
+    }
+
+    #[test]
+    fn targets_are_checked_per_kind() {
+        for bad in ["example.com", "ftp://example.com", "http://", "not a url"] {
+            assert_eq!(
+                field_of(with(http_monitor(), "target", json!(bad))),
+                "target",
+                "{bad}"
+            );
+        }
+        let tcp = |t: &str| json!({"name": "db", "kind": "tcp", "target": t});
+        assert_eq!(field_of(tcp("db.example.com")), "target");
+        assert_eq!(field_of(tcp("db.example.com:99999")), "target");
+        assert_eq!(field_of(tcp("bad host:80")), "target");
+        spec(tcp("db.example.com:5432"))
+            .unwrap()
+            .validate()
+            .unwrap();
+        spec(tcp("[2001:db8::1]:22")).unwrap().validate().unwrap();
+        spec(tcp("127.0.0.1:22")).unwrap().validate().unwrap();
+        let dns = |t: &str| json!({"name": "n", "kind": "dns", "target": t});
+        spec(dns("example.com")).unwrap().validate().unwrap();
+        assert_eq!(field_of(dns("exa mple.com")), "target");
+        let tls = |t: &str| json!({"name": "n", "kind": "tls", "target": t});
+        spec(tls("example.com")).unwrap().validate().unwrap();
+        spec(tls("example.com:8443")).unwrap().validate().unwrap();
+        assert_eq!(field_of(tls("example.com:port")), "target");
+    }
+
+    #[test]
+    fn http_settings_are_typed() {
+        let bad_method = with(http_monitor(), "settings", json!({"method": "FETCH"}));
+        let err = spec(bad_method).unwrap().validate().unwrap_err();
+        assert_eq!(err.field, "settings.method");
+        let bad_code = with(
+            http_monitor(),
+            "settings",
+            json!({"expected_status": [200, 700]}),
+        );
+        assert_eq!(field_of(bad_code), "settings.expected_status");
+        let typo = with(http_monitor(), "settings", json!({"keywrd": "ok"}));
+        let err = spec(typo).unwrap().validate().unwrap_err();
+        assert_eq!(err.field, "settings");
+        assert!(err.message.contains("keywrd"), "{}", err.message);
+        let bad_header = with(http_monitor(), "settings", json!({"headers": {"a b": "x"}}));
+        assert_eq!(field_of(bad_header), "settings.headers");
+        let good = with(
+            http_monitor(),
+            "settings",
+            json!({"method": "POST", "expected_status": [200, 204], "headers": {"X-Token": "t"}}),
+        );
+        spec(good).unwrap().validate().unwrap();
+    }
+
+    #[test]
+    fn placement_fields_must_be_consistent() {
+        let pinned = with(http_monitor(), "poller_mode", json!("pinned"));
+        assert_eq!(field_of(pinned), "poller_id");
+        let grouped = with(http_monitor(), "poller_mode", json!("grouped"));
+        assert_eq!(field_of(grouped), "poller_region");
+        let bad_region = with(
+            with(http_monitor(), "poller_mode", json!("grouped")),
+            "poller_region",
+            json!("eu west"),
+        );
+        assert_eq!(field_of(bad_region), "poller_region");
+        let pinned_ok = with(
+            with(http_monitor(), "poller_mode", json!("pinned")),
+            "poller_id",
+            json!(Uuid::new_v4()),
+        );
+        let monitor = spec(pinned_ok).unwrap();
+        monitor.validate().unwrap();
+        assert!(
+            !monitor.effective_failover(),
+            "pinned monitors do not fail over by default"
+        );
+    }
+
+    #[test]
+    fn patch_distinguishes_null_from_missing() {
+        let patch: MonitorPatch = serde_json::from_value(json!({"poller_region": null})).unwrap();
+        assert_eq!(patch.poller_region, Some(None));
+        assert_eq!(patch.poller_datacenter, None);
+        let mut monitor = spec(with(http_monitor(), "poller_region", json!("eu"))).unwrap();
+        monitor.apply(patch);
+        assert_eq!(monitor.poller_region, None);
+    }
+
+    #[test]
+    fn host_port_splitting() {
+        assert_eq!(split_host_port("a.com:80"), Some(("a.com", Some(80))));
+        assert_eq!(split_host_port("a.com"), Some(("a.com", None)));
+        assert_eq!(split_host_port("[::1]:22"), Some(("::1", Some(22))));
+        assert_eq!(split_host_port("a.com:x"), None);
+    }
+}

@@ -1,0 +1,228 @@
+//! Bodies of the poller API (agent → central). The agent only ever makes outbound requests.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::monitor::{validate_label, AssignedMonitor, CheckKind};
+use crate::ValidationError;
+
+/// Most results one upload may carry; larger backlogs go in several batches.
+pub const MAX_BATCH_RESULTS: usize = 5_000;
+/// Longest `msg` central keeps; longer ones are cut, not rejected.
+pub const MAX_RESULT_MSG_LEN: usize = 1_024;
+
+/// `POST /api/poller/register`
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegisterRequest {
+    pub registration_token: String,
+    pub name: String,
+    #[serde(default)]
+    pub region: Option<String>,
+    #[serde(default)]
+    pub datacenter: Option<String>,
+    #[serde(default)]
+    pub capabilities: Vec<String>,
+    pub version: String,
+}
+
+impl RegisterRequest {
+    pub fn validate(&self) -> Result<(), ValidationError> {
+        if self.name.trim().is_empty() || self.name.len() > 200 {
+            return Err(ValidationError::new("name", "must be 1 to 200 characters"));
+        }
+        if let Some(region) = &self.region {
+            validate_label("region", region)?;
+        }
+        if let Some(datacenter) = &self.datacenter {
+            validate_label("datacenter", datacenter)?;
+        }
+        validate_capabilities(&self.capabilities)
+    }
+}
+
+/// Capabilities are free-form labels so that pollers can advertise more than the check kinds
+/// (e.g. `icmp`, `internal-network`); each must still be a well-formed label.
+pub fn validate_capabilities(capabilities: &[String]) -> Result<(), ValidationError> {
+    if capabilities.len() > 64 {
+        return Err(ValidationError::new("capabilities", "at most 64 entries"));
+    }
+    capabilities
+        .iter()
+        .try_for_each(|c| validate_label("capabilities", c))
+}
+
+/// The capabilities a poller has when it names none: every built-in check kind.
+pub fn default_capabilities() -> Vec<String> {
+    CheckKind::ALL
+        .iter()
+        .map(|k| k.as_str().to_string())
+        .collect()
+}
+
+/// Answer to `register`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegisterResponse {
+    pub poller_id: Uuid,
+    pub access_token: String,
+    pub access_expires_at: DateTime<Utc>,
+    pub refresh_token: String,
+}
+
+/// `POST /api/poller/token`
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TokenRequest {
+    pub refresh_token: String,
+}
+
+/// Answer to `token`: the old refresh token is spent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TokenResponse {
+    pub access_token: String,
+    pub access_expires_at: DateTime<Utc>,
+    pub refresh_token: String,
+}
+
+/// `POST /api/poller/heartbeat`
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HeartbeatRequest {
+    pub version: String,
+    #[serde(default)]
+    pub capabilities: Vec<String>,
+    #[serde(default)]
+    pub queue_depth: u64,
+    #[serde(default)]
+    pub oldest_queued_at: Option<DateTime<Utc>>,
+    /// The assignment version the agent is running.
+    #[serde(default)]
+    pub assignment_version: Option<i64>,
+    /// Results pruned by retention or the size cap since the agent started: loss is never silent.
+    #[serde(default)]
+    pub dropped_results: u64,
+}
+
+/// Answer to `heartbeat`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeartbeatResponse {
+    pub assignment_version: i64,
+    pub server_time: DateTime<Utc>,
+}
+
+/// Answer to `GET /api/poller/assignments?since_version=N`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AssignmentsResponse {
+    pub version: i64,
+    /// `true`: `upserts` is the whole set and anything not in it is no longer assigned.
+    pub full: bool,
+    pub upserts: Vec<AssignedMonitor>,
+    pub removes: Vec<Uuid>,
+}
+
+/// The outcome of one check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ResultStatus {
+    Up,
+    Down,
+}
+
+impl ResultStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResultStatus::Up => "up",
+            ResultStatus::Down => "down",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "up" => Some(ResultStatus::Up),
+            "down" => Some(ResultStatus::Down),
+            _ => None,
+        }
+    }
+}
+
+/// One check result. `id` is made by the agent, so a re-upload is recognised as a duplicate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckResult {
+    pub id: Uuid,
+    pub monitor_id: Uuid,
+    pub ts: DateTime<Utc>,
+    pub status: ResultStatus,
+    #[serde(default)]
+    pub latency_ms: Option<u64>,
+    #[serde(default)]
+    pub msg: String,
+    #[serde(default)]
+    pub meta: Value,
+}
+
+/// `POST /api/poller/results`
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultsBatch {
+    pub batch_id: Uuid,
+    pub results: Vec<CheckResult>,
+}
+
+/// Why central refused one result of a batch; the rest of the batch is unaffected.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RejectedResult {
+    /// The result's `id`, or its position in the batch when it had no readable id.
+    pub id: String,
+    pub reason: String,
+}
+
+/// Answer to `results`. `accepted + duplicates + rejected.len()` equals the batch size.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResultsAck {
+    pub accepted: u64,
+    pub duplicates: u64,
+    pub rejected: Vec<RejectedResult>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn register(name: &str) -> RegisterRequest {
+        RegisterRequest {
+            registration_token: "t".into(),
+            name: name.into(),
+            region: Some("eu-west".into()),
+            datacenter: None,
+            capabilities: default_capabilities(),
+            version: "0.1.0".into(),
+        }
+    }
+
+    #[test]
+    fn register_validation_names_the_field() {
+        register("edge-1").validate().unwrap();
+        assert_eq!(register("").validate().unwrap_err().field, "name");
+        let mut bad_region = register("edge-1");
+        bad_region.region = Some("eu west".into());
+        assert_eq!(bad_region.validate().unwrap_err().field, "region");
+        let mut bad_caps = register("edge-1");
+        bad_caps.capabilities = vec!["http".into(), "".into()];
+        assert_eq!(bad_caps.validate().unwrap_err().field, "capabilities");
+    }
+
+    #[test]
+    fn results_round_trip_with_rfc3339_times() {
+        let result = CheckResult {
+            id: Uuid::new_v4(),
+            monitor_id: Uuid::new_v4(),
+            ts: "2026-11-21T10:00:00.123Z".parse().unwrap(),
+            status: ResultStatus::Down,
+            latency_ms: Some(12),
+            msg: "expected 200, got 503".into(),
+            meta: serde_json::json!({"status_code": 503}),
+        };
+        let text = serde_json::to_string(&result).unwrap();
+        assert!(text.contains("\"2026-11-21T10:00:00.123Z\""), "{text}");
+        assert!(text.contains("\"down\""));
+        assert_eq!(serde_json::from_str::<CheckResult>(&text).unwrap(), result);
+    }
+}
