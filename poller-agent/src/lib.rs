@@ -1,1 +1,17 @@
+//! The poller agent: an outbound-only remote poller.
+//!
+//! Data flows one way: `engine` (scheduler) → `checks` → `store` (the durable queue) →
+//! `uplink` (uploads to central). `agent` wires them together; `health` serves the local
+//! `/healthz`, `/readyz` and `/metrics`.
 
+pub mod agent;
+pub mod checks;
+pub mod config;
+pub mod engine;
+pub mod health;
+pub mod metrics;
+pub mod store;
+pub mod uplink;
+
+pub use agent::run;
+pub use config::AgentConfig;

@@ -1,0 +1,150 @@
+//! Wires the agent together: local endpoints, credentials, engine, sync and upload.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use anyhow::Context;
+use shared_proto::poller_api::RegisterRequest;
+use tokio::sync::{mpsc, watch, Notify};
+
+use crate::checks::Checker;
+use crate::config::AgentConfig;
+use crate::engine::runner::{ResultSignal, Runner};
+use crate::engine::SystemClock;
+use crate::metrics::AgentMetrics;
+use crate::store::{Credentials, LocalStore};
+use crate::uplink::sync::{AssignmentSync, Heartbeats};
+use crate::uplink::upload::Uploader;
+use crate::uplink::{retry_delay, CentralClient, UplinkError};
+
+/// Runs the agent until `shutdown` resolves.
+pub async fn run(
+    config: AgentConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let (stop_tx, stop_rx) = watch::channel(false);
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    });
+
+    let metrics = Arc::new(AgentMetrics::new());
+    let listener = tokio::net::TcpListener::bind(&config.listen)
+        .await
+        .with_context(|| format!("cannot listen on {} (POLLER_LISTEN)", config.listen))?;
+    tracing::info!(addr = %listener.local_addr()?, "agent endpoints listening");
+    let health = crate::health::router(metrics.clone());
+    let mut health_stop = stop_rx.clone();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, health)
+            .with_graceful_shutdown(async move {
+                let _ = health_stop.changed().await;
+            })
+            .await;
+    });
+
+    let store = LocalStore::open(&config.data_dir)?;
+    let client = Arc::new(CentralClient::new(
+        config.central_url.clone(),
+        store.clone(),
+    )?);
+    let Some(credentials) = credentials(&config, &store, &client, stop_rx.clone()).await? else {
+        return Ok(());
+    };
+    tracing::info!(poller_id = %credentials.poller_id, "agent running");
+    metrics.update_state(|s| s.poller_id = Some(credentials.poller_id.to_string()));
+
+    let (engine_tx, engine_rx) = mpsc::channel(16);
+    let signal = Arc::new(ResultSignal::default());
+    let (version_tx, version_rx) = watch::channel(0i64);
+    let assignments_changed = Arc::new(Notify::new());
+
+    let runner = Runner {
+        clock: Arc::new(SystemClock),
+        checker: Checker::new()?,
+        store: store.clone(),
+        metrics: metrics.clone(),
+        max_concurrency: config.max_concurrency,
+        results: signal.clone(),
+    };
+    let sync = AssignmentSync {
+        client: client.clone(),
+        store: store.clone(),
+        metrics: metrics.clone(),
+        engine: engine_tx,
+        changed: assignments_changed.clone(),
+        version: version_tx,
+    };
+    let heartbeats = Heartbeats {
+        client: client.clone(),
+        store: store.clone(),
+        metrics: metrics.clone(),
+        interval: config.heartbeat_interval,
+        capabilities: config.capability_list(),
+        assignments_changed,
+        known_version: version_rx,
+    };
+    let uploader = Uploader {
+        client,
+        store,
+        metrics,
+        batch_size: config.batch_size,
+        batch_interval: config.batch_interval,
+        results: signal,
+    };
+    let tasks = [
+        tokio::spawn(runner.run(engine_rx, stop_rx.clone())),
+        tokio::spawn(sync.run(stop_rx.clone())),
+        tokio::spawn(heartbeats.run(stop_rx.clone())),
+        tokio::spawn(uploader.run(stop_rx)),
+    ];
+    for task in tasks {
+        task.await.context("an agent task failed")?;
+    }
+    tracing::info!("agent stopped");
+    Ok(())
+}
+
+/// Stored credentials, or a registration with the one-time token. `None` if asked to stop
+/// before registration succeeded.
+async fn credentials(
+    config: &AgentConfig,
+    store: &LocalStore,
+    client: &CentralClient,
+    mut stop: watch::Receiver<bool>,
+) -> anyhow::Result<Option<Credentials>> {
+    if let Some(credentials) = store.credentials().await? {
+        client.set_credentials(credentials.clone()).await;
+        return Ok(Some(credentials));
+    }
+    let token = config.registration_token.clone().context(
+        "this agent is not registered yet: set POLLER_REGISTRATION_TOKEN to a token from \
+         POST /api/v1/registration-tokens",
+    )?;
+    let request = RegisterRequest {
+        registration_token: token,
+        name: config.display_name(),
+        region: config.region.clone(),
+        datacenter: config.datacenter.clone(),
+        capabilities: config.capability_list(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+    };
+    let mut failures = 0;
+    loop {
+        match client.register(&request).await {
+            Ok(credentials) => return Ok(Some(credentials)),
+            Err(e) if e.is_transient() => {
+                failures += 1;
+                tracing::warn!("registration failed: {e}; retrying");
+            }
+            Err(UplinkError::Refused { message, .. }) => {
+                anyhow::bail!("central refused the registration: {message}")
+            }
+            Err(e) => return Err(e.into()),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(retry_delay(failures)) => {}
+            _ = stop.changed() => return Ok(None),
+        }
+    }
+}

@@ -1,0 +1,84 @@
+//! Check kinds: each turns a monitor into one outcome, with a one-line reason on failure.
+//! Checks know nothing of scheduling or delivery.
+
+mod http;
+mod tcp;
+
+use std::time::Duration;
+
+use serde_json::Value;
+use shared_proto::monitor::CheckSettings;
+use shared_proto::poller_api::ResultStatus;
+use shared_proto::{AssignedMonitor, CheckKind};
+
+/// The kinds this agent can run (its default capabilities).
+pub const SUPPORTED_KINDS: [CheckKind; 2] = [CheckKind::Http, CheckKind::Tcp];
+
+/// What one check found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckOutcome {
+    pub status: ResultStatus,
+    pub latency_ms: Option<u64>,
+    /// Empty on success; one line saying why on failure.
+    pub msg: String,
+    pub meta: Value,
+}
+
+impl CheckOutcome {
+    pub fn up(latency: Duration, meta: Value) -> Self {
+        Self {
+            status: ResultStatus::Up,
+            latency_ms: Some(latency.as_millis() as u64),
+            msg: String::new(),
+            meta,
+        }
+    }
+
+    pub fn down(latency: Option<Duration>, msg: impl Into<String>, meta: Value) -> Self {
+        Self {
+            status: ResultStatus::Down,
+            latency_ms: latency.map(|l| l.as_millis() as u64),
+            msg: msg.into(),
+            meta,
+        }
+    }
+}
+
+/// Runs checks; holds what is worth reusing between them (HTTP clients per TLS/redirect mode).
+#[derive(Clone)]
+pub struct Checker {
+    http: http::HttpClients,
+}
+
+impl Checker {
+    pub fn new() -> anyhow::Result<Self> {
+        Ok(Self {
+            http: http::HttpClients::new()?,
+        })
+    }
+
+    pub async fn run(&self, monitor: &AssignedMonitor) -> CheckOutcome {
+        let timeout = Duration::from_millis(monitor.timeout_ms);
+        let settings = match CheckSettings::parse(monitor.kind, &monitor.settings) {
+            Ok(settings) => settings,
+            Err(e) => return CheckOutcome::down(None, format!("bad config: {e}"), Value::Null),
+        };
+        match settings {
+            CheckSettings::Http(s) => self.http.check(&monitor.target, &s, timeout).await,
+            CheckSettings::Tcp(_) => tcp::check(&monitor.target, timeout).await,
+            CheckSettings::Dns(_) | CheckSettings::Tls(_) => CheckOutcome::down(
+                None,
+                format!(
+                    "bad config: this agent cannot run `{}` checks yet",
+                    monitor.kind
+                ),
+                Value::Null,
+            ),
+        }
+    }
+}
+
+/// `timeout after 5000 ms`
+fn timeout_message(timeout: Duration) -> String {
+    format!("timeout after {} ms", timeout.as_millis())
+}

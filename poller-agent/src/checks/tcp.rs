@@ -1,0 +1,46 @@
+//! `tcp`: the target accepts a connection within the timeout.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tokio::net::TcpStream;
+
+use super::{timeout_message, CheckOutcome};
+
+pub async fn check(target: &str, timeout: Duration) -> CheckOutcome {
+    let started = Instant::now();
+    match tokio::time::timeout(timeout, TcpStream::connect(target)).await {
+        Ok(Ok(stream)) => {
+            let peer = stream
+                .peer_addr()
+                .map(|a| a.to_string())
+                .unwrap_or_default();
+            CheckOutcome::up(started.elapsed(), json!({"peer": peer}))
+        }
+        Ok(Err(e)) => CheckOutcome::down(Some(started.elapsed()), io_message(&e), json!({})),
+        Err(_) => CheckOutcome::down(None, timeout_message(timeout), json!({})),
+    }
+}
+
+fn io_message(error: &std::io::Error) -> String {
+    match error.kind() {
+        std::io::ErrorKind::ConnectionRefused => "connection refused".into(),
+        _ => error.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn open_port_is_up_and_closed_port_is_refused() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let up = check(&addr, Duration::from_secs(2)).await;
+        assert_eq!(up.status, shared_proto::poller_api::ResultStatus::Up);
+        drop(listener);
+        let down = check(&addr, Duration::from_secs(2)).await;
+        assert_eq!(down.msg, "connection refused");
+    }
+}

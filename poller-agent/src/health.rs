@@ -1,0 +1,45 @@
+//! The agent's local HTTP endpoints: `/healthz` (alive), `/readyz` (registered and talking to
+//! central recently, or at least polling), `/metrics` (Prometheus).
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::json;
+
+use crate::metrics::AgentMetrics;
+
+pub fn router(metrics: Arc<AgentMetrics>) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(render_metrics))
+        .with_state(metrics)
+}
+
+async fn readyz(State(metrics): State<Arc<AgentMetrics>>) -> impl IntoResponse {
+    let state = metrics.state();
+    // Ready once registered: polling continues while central is away, which is the point.
+    let status = if state.poller_id.is_some() {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (
+        status,
+        Json(json!({"ready": status == StatusCode::OK, "state": state})),
+    )
+}
+
+async fn render_metrics(State(metrics): State<Arc<AgentMetrics>>) -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        metrics.render(),
+    )
+}

@@ -1,0 +1,98 @@
+//! The agent's durable state in one SQLite file (`POLLER_DATA_DIR/poller.db`): the result
+//! queue, the assignment cache and the credentials. It owns every SQL statement of the agent
+//! and knows nothing of HTTP or scheduling.
+//!
+//! rusqlite is synchronous; each call runs on tokio's blocking pool so that a slow disk never
+//! stalls the checks.
+
+mod assignments;
+mod credentials;
+mod queue;
+
+pub use assignments::CachedAssignments;
+pub use credentials::Credentials;
+pub use queue::{QueueStats, QueuedResult};
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use anyhow::Context;
+use rusqlite::Connection;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS poller_queue (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    result_id     TEXT NOT NULL UNIQUE,
+    monitor_id    TEXT NOT NULL,
+    ts            TEXT NOT NULL,
+    ts_ms         INTEGER NOT NULL,
+    status        TEXT NOT NULL,
+    latency_ms    INTEGER,
+    msg           TEXT NOT NULL,
+    meta          TEXT NOT NULL,
+    attempts      INTEGER NOT NULL DEFAULT 0,
+    next_retry_at INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS poller_queue_ts ON poller_queue (ts_ms);
+CREATE TABLE IF NOT EXISTS poller_assignments (
+    id                 INTEGER PRIMARY KEY CHECK (id = 1),
+    assignment_version INTEGER NOT NULL,
+    snapshot_json      TEXT NOT NULL,
+    updated_at         INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS poller_state (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+";
+
+/// Handle to the agent's database; cheap to clone.
+#[derive(Clone)]
+pub struct LocalStore {
+    conn: Arc<Mutex<Connection>>,
+}
+
+impl LocalStore {
+    /// Opens (creating if needed) `poller.db` in `data_dir`.
+    pub fn open(data_dir: &Path) -> anyhow::Result<LocalStore> {
+        std::fs::create_dir_all(data_dir).with_context(|| {
+            format!(
+                "cannot create the data directory {} (POLLER_DATA_DIR)",
+                data_dir.display()
+            )
+        })?;
+        let path = data_dir.join("poller.db");
+        let conn = Connection::open(&path)
+            .with_context(|| format!("cannot open the queue database {}", path.display()))?;
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;",
+        )
+        .and_then(|_| conn.execute_batch(SCHEMA))
+        .with_context(|| {
+            format!(
+                "the queue database {} cannot be used; if it is corrupt, move it aside and restart \
+                 (the agent re-registers only if credentials are lost too)",
+                path.display()
+            )
+        })?;
+        Ok(LocalStore {
+            conn: Arc::new(Mutex::new(conn)),
+        })
+    }
+
+    /// Runs `work` with the connection on the blocking pool.
+    async fn with_conn<T, F>(&self, work: F) -> anyhow::Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let conn = self.conn.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut guard = conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            work(&mut guard)
+        })
+        .await
+        .context("queue database task failed")?
+        .context("queue database error")
+    }
+}

@@ -1,0 +1,212 @@
+//! The result queue: a result is committed here before it counts as produced, and deleted
+//! only after central acknowledged it.
+
+use chrono::{DateTime, Utc};
+use rusqlite::params;
+use shared_proto::poller_api::{CheckResult, ResultStatus};
+use uuid::Uuid;
+
+use super::LocalStore;
+
+/// A queued result and its delivery bookkeeping.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueuedResult {
+    pub result: CheckResult,
+    pub attempts: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QueueStats {
+    pub depth: u64,
+    pub oldest_ms: Option<i64>,
+}
+
+impl LocalStore {
+    /// Appends results in one transaction.
+    pub async fn enqueue(&self, results: Vec<CheckResult>) -> anyhow::Result<()> {
+        self.with_conn(move |c| {
+            let tx = c.transaction()?;
+            {
+                let mut insert = tx.prepare_cached(
+                    "INSERT OR IGNORE INTO poller_queue \
+                     (result_id, monitor_id, ts, ts_ms, status, latency_ms, msg, meta) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                )?;
+                for r in &results {
+                    insert.execute(params![
+                        r.id.to_string(),
+                        r.monitor_id.to_string(),
+                        r.ts.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                        r.ts.timestamp_millis(),
+                        r.status.as_str(),
+                        r.latency_ms.map(|l| l as i64),
+                        r.msg,
+                        r.meta.to_string(),
+                    ])?;
+                }
+            }
+            tx.commit()
+        })
+        .await
+    }
+
+    /// The oldest results due for (re)delivery at `now_ms`.
+    pub async fn next_batch(&self, limit: u32, now_ms: i64) -> anyhow::Result<Vec<QueuedResult>> {
+        let rows = self
+            .with_conn(move |c| {
+                let mut select = c.prepare_cached(
+                    "SELECT result_id, monitor_id, ts, status, latency_ms, msg, meta, attempts \
+                     FROM poller_queue WHERE next_retry_at <= ?1 ORDER BY id LIMIT ?2",
+                )?;
+                let rows = select
+                    .query_map(params![now_ms, limit], |r| {
+                        Ok((
+                            r.get::<_, String>(0)?,
+                            r.get::<_, String>(1)?,
+                            r.get::<_, String>(2)?,
+                            r.get::<_, String>(3)?,
+                            r.get::<_, Option<i64>>(4)?,
+                            r.get::<_, String>(5)?,
+                            r.get::<_, String>(6)?,
+                            r.get::<_, u32>(7)?,
+                        ))
+                    })?
+                    .collect::<rusqlite::Result<Vec<_>>>()?;
+                Ok(rows)
+            })
+            .await?;
+        rows.into_iter()
+            .map(
+                |(id, monitor_id, ts, status, latency_ms, msg, meta, attempts)| {
+                    Ok(QueuedResult {
+                        result: CheckResult {
+                            id: Uuid::try_parse(&id)?,
+                            monitor_id: Uuid::try_parse(&monitor_id)?,
+                            ts: DateTime::parse_from_rfc3339(&ts)?.with_timezone(&Utc),
+                            status: ResultStatus::parse(&status)
+                                .ok_or_else(|| anyhow::anyhow!("queued status `{status}`"))?,
+                            latency_ms: latency_ms.map(|l| l.max(0) as u64),
+                            msg,
+                            meta: serde_json::from_str(&meta)?,
+                        },
+                        attempts,
+                    })
+                },
+            )
+            .collect()
+    }
+
+    /// Deletes delivered (or definitively refused) results.
+    pub async fn acknowledge(&self, ids: Vec<Uuid>) -> anyhow::Result<()> {
+        self.with_conn(move |c| {
+            let tx = c.transaction()?;
+            {
+                let mut delete =
+                    tx.prepare_cached("DELETE FROM poller_queue WHERE result_id = ?1")?;
+                for id in &ids {
+                    delete.execute([id.to_string()])?;
+                }
+            }
+            tx.commit()
+        })
+        .await
+    }
+
+    /// Records a failed delivery: the results wait until `retry_at_ms`.
+    pub async fn defer(&self, ids: Vec<Uuid>, retry_at_ms: i64) -> anyhow::Result<()> {
+        self.with_conn(move |c| {
+            let tx = c.transaction()?;
+            {
+                let mut update = tx.prepare_cached(
+                    "UPDATE poller_queue SET attempts = attempts + 1, next_retry_at = ?2 \
+                     WHERE result_id = ?1",
+                )?;
+                for id in &ids {
+                    update.execute(params![id.to_string(), retry_at_ms])?;
+                }
+            }
+            tx.commit()
+        })
+        .await
+    }
+
+    pub async fn queue_stats(&self) -> anyhow::Result<QueueStats> {
+        self.with_conn(|c| {
+            c.query_row("SELECT COUNT(*), MIN(ts_ms) FROM poller_queue", [], |r| {
+                Ok(QueueStats {
+                    depth: r.get::<_, i64>(0)?.max(0) as u64,
+                    oldest_ms: r.get(1)?,
+                })
+            })
+        })
+        .await
+    }
+
+    /// Deletes results measured before `cutoff_ms`; returns how many were lost.
+    pub async fn prune_older_than(&self, cutoff_ms: i64) -> anyhow::Result<u64> {
+        self.with_conn(move |c| {
+            c.execute("DELETE FROM poller_queue WHERE ts_ms < ?1", [cutoff_ms])
+                .map(|n| n as u64)
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(ts_ms: i64) -> CheckResult {
+        CheckResult {
+            id: Uuid::new_v4(),
+            monitor_id: Uuid::new_v4(),
+            ts: DateTime::from_timestamp_millis(ts_ms).unwrap(),
+            status: ResultStatus::Up,
+            latency_ms: Some(3),
+            msg: "ok".into(),
+            meta: serde_json::json!({"status_code": 200}),
+        }
+    }
+
+    #[tokio::test]
+    async fn results_survive_reopening_and_leave_only_when_acknowledged() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalStore::open(dir.path()).unwrap();
+        let results: Vec<_> = (0..5).map(|i| result(1_000 + i)).collect();
+        store.enqueue(results.clone()).await.unwrap();
+        drop(store);
+
+        let store = LocalStore::open(dir.path()).unwrap();
+        let batch = store.next_batch(3, 0).await.unwrap();
+        let got: Vec<_> = batch.iter().map(|q| q.result.clone()).collect();
+        assert_eq!(got, results[..3], "oldest first, intact");
+
+        store
+            .acknowledge(vec![results[0].id, results[1].id])
+            .await
+            .unwrap();
+        store.defer(vec![results[2].id], 10_000).await.unwrap();
+        let stats = store.queue_stats().await.unwrap();
+        assert_eq!(stats.depth, 3);
+        assert_eq!(stats.oldest_ms, Some(1_002));
+
+        let due_now: Vec<_> = store
+            .next_batch(10, 5_000)
+            .await
+            .unwrap()
+            .iter()
+            .map(|q| q.result.id)
+            .collect();
+        assert_eq!(
+            due_now,
+            [results[3].id, results[4].id],
+            "a deferred result waits"
+        );
+        let later = store.next_batch(10, 10_000).await.unwrap();
+        assert_eq!(later.len(), 3);
+        assert_eq!(later[0].attempts, 1);
+
+        assert_eq!(store.prune_older_than(1_004).await.unwrap(), 2);
+        assert_eq!(store.queue_stats().await.unwrap().depth, 1);
+    }
+}

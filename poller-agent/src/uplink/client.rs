@@ -1,0 +1,204 @@
+//! The authenticated HTTP client to central: registration, token refresh, and the calls that
+//! need a bearer token. Only one refresh runs at a time, and new credentials are stored before
+//! they are used, because a spent refresh token presented again revokes the poller's tokens.
+
+use chrono::Utc;
+use reqwest::StatusCode;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use shared_proto::poller_api::{
+    AssignmentsResponse, HeartbeatRequest, HeartbeatResponse, RegisterRequest, RegisterResponse,
+    ResultsAck, ResultsBatch, TokenRequest, TokenResponse,
+};
+use shared_proto::ErrorBody;
+use tokio::sync::Mutex;
+
+use crate::store::{Credentials, LocalStore};
+
+#[derive(Debug, thiserror::Error)]
+pub enum UplinkError {
+    #[error("central is unreachable: {0}")]
+    Unreachable(String),
+    #[error("central refused the request ({status}): {message}")]
+    Refused {
+        status: u16,
+        code: String,
+        message: String,
+    },
+    #[error("this agent's credentials were revoked: {0}")]
+    CredentialsRevoked(String),
+    #[error("the agent has no credentials yet")]
+    NotRegistered,
+    #[error(transparent)]
+    Local(#[from] anyhow::Error),
+}
+
+impl UplinkError {
+    /// Worth retrying later, as opposed to a request central will never accept.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            UplinkError::Unreachable(_) => true,
+            UplinkError::Refused { status, .. } => *status >= 500 || *status == 429,
+            _ => false,
+        }
+    }
+}
+
+pub struct CentralClient {
+    http: reqwest::Client,
+    base: url::Url,
+    store: LocalStore,
+    credentials: Mutex<Option<Credentials>>,
+}
+
+/// Refresh when the access token has less than this left.
+const REFRESH_MARGIN: chrono::Duration = chrono::Duration::seconds(60);
+
+impl CentralClient {
+    pub fn new(base: url::Url, store: LocalStore) -> anyhow::Result<Self> {
+        let http = reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(30))
+            .connect_timeout(std::time::Duration::from_secs(10))
+            .user_agent(concat!("poller-agent/", env!("CARGO_PKG_VERSION")))
+            .build()?;
+        Ok(Self {
+            http,
+            base,
+            store,
+            credentials: Mutex::new(None),
+        })
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base.as_str().trim_end_matches('/'))
+    }
+
+    /// Uses credentials loaded from the store.
+    pub async fn set_credentials(&self, credentials: Credentials) {
+        *self.credentials.lock().await = Some(credentials);
+    }
+
+    pub async fn register(&self, request: &RegisterRequest) -> Result<Credentials, UplinkError> {
+        let response = self
+            .http
+            .post(self.url("/api/poller/register"))
+            .json(request)
+            .send()
+            .await;
+        let answer: RegisterResponse = decode(response).await?;
+        let credentials = Credentials {
+            poller_id: answer.poller_id,
+            access_token: answer.access_token,
+            access_expires_at: answer.access_expires_at,
+            refresh_token: answer.refresh_token,
+        };
+        self.store.save_credentials(&credentials).await?;
+        *self.credentials.lock().await = Some(credentials.clone());
+        Ok(credentials)
+    }
+
+    /// A usable access token, refreshed first if it is about to expire or is `stale`.
+    async fn access_token(&self, stale: Option<&str>) -> Result<String, UplinkError> {
+        let mut guard = self.credentials.lock().await;
+        let credentials = guard.as_mut().ok_or(UplinkError::NotRegistered)?;
+        let expiring = credentials.access_expires_at - Utc::now() < REFRESH_MARGIN;
+        let rejected = stale == Some(credentials.access_token.as_str());
+        if expiring || rejected {
+            let request = TokenRequest {
+                refresh_token: credentials.refresh_token.clone(),
+            };
+            let response = self
+                .http
+                .post(self.url("/api/poller/token"))
+                .json(&request)
+                .send()
+                .await;
+            let answer: TokenResponse = match decode(response).await {
+                Err(UplinkError::Refused {
+                    status: 401,
+                    message,
+                    ..
+                }) => return Err(UplinkError::CredentialsRevoked(message)),
+                other => other?,
+            };
+            let renewed = Credentials {
+                poller_id: credentials.poller_id,
+                access_token: answer.access_token,
+                access_expires_at: answer.access_expires_at,
+                refresh_token: answer.refresh_token,
+            };
+            self.store.save_credentials(&renewed).await?;
+            *credentials = renewed;
+            tracing::debug!("access token refreshed");
+        }
+        Ok(credentials.access_token.clone())
+    }
+
+    /// Sends an authenticated request; on a 401 refreshes once and tries again.
+    async fn call<T: DeserializeOwned>(
+        &self,
+        build: impl Fn(&reqwest::Client, &str) -> reqwest::RequestBuilder,
+    ) -> Result<T, UplinkError> {
+        let token = self.access_token(None).await?;
+        match decode(build(&self.http, &token).send().await).await {
+            Err(UplinkError::Refused { status: 401, .. }) => {
+                let token = self.access_token(Some(&token)).await?;
+                decode(build(&self.http, &token).send().await).await
+            }
+            other => other,
+        }
+    }
+
+    fn post<'a, B: Serialize>(
+        &'a self,
+        path: &'a str,
+        body: &'a B,
+    ) -> impl Fn(&reqwest::Client, &str) -> reqwest::RequestBuilder + 'a {
+        move |http, token| http.post(self.url(path)).bearer_auth(token).json(body)
+    }
+
+    pub async fn heartbeat(
+        &self,
+        beat: &HeartbeatRequest,
+    ) -> Result<HeartbeatResponse, UplinkError> {
+        self.call(self.post("/api/poller/heartbeat", beat)).await
+    }
+
+    pub async fn assignments(
+        &self,
+        since_version: i64,
+    ) -> Result<AssignmentsResponse, UplinkError> {
+        let url = self.url(&format!(
+            "/api/poller/assignments?since_version={since_version}"
+        ));
+        self.call(|http, token| http.get(&url).bearer_auth(token))
+            .await
+    }
+
+    pub async fn upload(&self, batch: &ResultsBatch) -> Result<ResultsAck, UplinkError> {
+        self.call(self.post("/api/poller/results", batch)).await
+    }
+}
+
+async fn decode<T: DeserializeOwned>(
+    response: reqwest::Result<reqwest::Response>,
+) -> Result<T, UplinkError> {
+    let response = response.map_err(|e| UplinkError::Unreachable(e.to_string()))?;
+    let status = response.status();
+    if status == StatusCode::OK || status == StatusCode::CREATED {
+        return response
+            .json::<T>()
+            .await
+            .map_err(|e| UplinkError::Unreachable(format!("unreadable answer: {e}")));
+    }
+    let body = response.text().await.unwrap_or_default();
+    let (code, message) = match serde_json::from_str::<ErrorBody>(&body) {
+        Ok(error) => (error.error, error.message),
+        Err(_) => (String::new(), body.chars().take(300).collect()),
+    };
+    Err(UplinkError::Refused {
+        status: status.as_u16(),
+        code,
+        message,
+    })
+}

@@ -1,0 +1,187 @@
+//! Heartbeats, and keeping the engine's monitor set equal to central's assignments.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use shared_proto::poller_api::{AssignmentsResponse, HeartbeatRequest};
+use shared_proto::AssignedMonitor;
+use tokio::sync::{mpsc, watch, Notify};
+use uuid::Uuid;
+
+use super::{retry_delay, CentralClient, UplinkError};
+use crate::engine::runner::AssignmentUpdate;
+use crate::metrics::AgentMetrics;
+use crate::store::{CachedAssignments, LocalStore};
+
+/// Without a heartbeat telling it otherwise, re-check assignments this often.
+const ASSIGNMENT_FALLBACK_PERIOD: Duration = Duration::from_secs(30);
+
+pub struct Heartbeats {
+    pub client: Arc<CentralClient>,
+    pub store: LocalStore,
+    pub metrics: Arc<AgentMetrics>,
+    pub interval: Duration,
+    pub capabilities: Vec<String>,
+    /// Poked when central reports an assignment version other than ours.
+    pub assignments_changed: Arc<Notify>,
+    pub known_version: watch::Receiver<i64>,
+}
+
+impl Heartbeats {
+    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+        let mut ticker = tokio::time::interval(self.interval);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = ticker.tick() => {}
+                _ = shutdown.changed() => return,
+            }
+            if let Err(e) = self.beat().await {
+                log_uplink_error("heartbeat", &e);
+                self.metrics
+                    .update_state(|s| s.last_error = Some(e.to_string()));
+            }
+        }
+    }
+
+    async fn beat(&self) -> Result<(), UplinkError> {
+        let stats = self.store.queue_stats().await?;
+        self.metrics.queue_depth.set(stats.depth as i64);
+        let version = *self.known_version.borrow();
+        let beat = HeartbeatRequest {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            capabilities: self.capabilities.clone(),
+            queue_depth: stats.depth,
+            oldest_queued_at: stats
+                .oldest_ms
+                .and_then(chrono::DateTime::from_timestamp_millis),
+            assignment_version: Some(version),
+            dropped_results: 0,
+        };
+        let answer = self.client.heartbeat(&beat).await?;
+        self.metrics.update_state(|s| {
+            s.last_heartbeat_at = Some(chrono::Utc::now());
+            s.queue_depth = stats.depth;
+            s.last_error = None;
+        });
+        if answer.assignment_version != version {
+            self.assignments_changed.notify_one();
+        }
+        Ok(())
+    }
+}
+
+pub struct AssignmentSync {
+    pub client: Arc<CentralClient>,
+    pub store: LocalStore,
+    pub metrics: Arc<AgentMetrics>,
+    pub engine: mpsc::Sender<AssignmentUpdate>,
+    pub changed: Arc<Notify>,
+    pub version: watch::Sender<i64>,
+}
+
+impl AssignmentSync {
+    /// Starts from the cached set (so polling resumes before central answers), then follows
+    /// central.
+    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+        let mut current: BTreeMap<Uuid, AssignedMonitor> = BTreeMap::new();
+        match self.store.cached_assignments().await {
+            Ok(Some(cache)) => {
+                tracing::info!(
+                    version = cache.version,
+                    monitors = cache.monitors.len(),
+                    "running cached assignments"
+                );
+                current = cache.monitors.iter().map(|m| (m.id, m.clone())).collect();
+                let _ = self
+                    .engine
+                    .send(AssignmentUpdate::Replace(cache.monitors))
+                    .await;
+                self.version.send_replace(cache.version);
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!("assignment cache unreadable, waiting for central: {e:#}"),
+        }
+        let mut failures = 0u32;
+        loop {
+            let since = *self.version.borrow();
+            match self.client.assignments(since).await {
+                Ok(answer) => {
+                    failures = 0;
+                    if let Err(e) = self.apply(answer, &mut current).await {
+                        tracing::warn!("could not cache assignments: {e:#}");
+                    }
+                }
+                Err(e) => {
+                    failures += 1;
+                    log_uplink_error("assignment sync", &e);
+                }
+            }
+            let wait = if failures > 0 {
+                retry_delay(failures).min(ASSIGNMENT_FALLBACK_PERIOD)
+            } else {
+                ASSIGNMENT_FALLBACK_PERIOD
+            };
+            tokio::select! {
+                _ = self.changed.notified() => {}
+                _ = tokio::time::sleep(wait) => {}
+                _ = shutdown.changed() => return,
+            }
+        }
+    }
+
+    async fn apply(
+        &self,
+        answer: AssignmentsResponse,
+        current: &mut BTreeMap<Uuid, AssignedMonitor>,
+    ) -> anyhow::Result<()> {
+        let unchanged = !answer.full && answer.upserts.is_empty() && answer.removes.is_empty();
+        if unchanged {
+            self.version.send_replace(answer.version);
+            return Ok(());
+        }
+        let update = if answer.full {
+            *current = answer.upserts.iter().map(|m| (m.id, m.clone())).collect();
+            AssignmentUpdate::Replace(answer.upserts)
+        } else {
+            for id in &answer.removes {
+                current.remove(id);
+            }
+            for monitor in &answer.upserts {
+                current.insert(monitor.id, monitor.clone());
+            }
+            AssignmentUpdate::Delta {
+                upserts: answer.upserts,
+                removes: answer.removes,
+            }
+        };
+        tracing::info!(
+            version = answer.version,
+            monitors = current.len(),
+            full = answer.full,
+            "assignments updated"
+        );
+        let _ = self.engine.send(update).await;
+        self.version.send_replace(answer.version);
+        self.metrics
+            .update_state(|s| s.assignment_version = Some(answer.version));
+        self.store
+            .save_assignments(&CachedAssignments {
+                version: answer.version,
+                monitors: current.values().cloned().collect(),
+            })
+            .await
+    }
+}
+
+pub(super) fn log_uplink_error(what: &str, error: &UplinkError) {
+    match error {
+        UplinkError::Unreachable(_) => tracing::warn!("{what}: {error}; will retry"),
+        UplinkError::CredentialsRevoked(_) => tracing::error!(
+            "{what}: {error}. Polling continues and results stay queued; give the agent a new \
+             POLLER_REGISTRATION_TOKEN and remove the credentials from POLLER_DATA_DIR to re-register"
+        ),
+        _ => tracing::warn!("{what}: {error}"),
+    }
+}
