@@ -8,6 +8,7 @@ async fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     match poller_agent::run(config, shutdown_signal()).await {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -1,1 +1,309 @@
+//! Harness for end-to-end tests: builds the real `central` and `poller-agent` binaries once,
+//! starts them on port 0 with temporary data directories, and gives tests typed handles.
 
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use serde_json::{json, Value};
+use tokio::process::{Child, Command};
+
+pub const ADMIN_TOKEN: &str = "e2e-admin-token-0123456789";
+
+/// Directory holding the built binaries, built on first use.
+fn bin_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        // The test executable lives in target/<profile>/deps/.
+        let exe = std::env::current_exe().expect("current exe");
+        let dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("target dir")
+            .to_path_buf();
+        let release = dir.file_name().is_some_and(|n| n == "release");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut build = std::process::Command::new(cargo);
+        build.args(["build", "--bins", "-p", "central", "-p", "poller-agent"]);
+        if release {
+            build.arg("--release");
+        }
+        let status = build.status().expect("running cargo build");
+        assert!(status.success(), "building the binaries failed");
+        dir
+    })
+}
+
+fn binary(name: &str) -> PathBuf {
+    bin_dir().join(name)
+}
+
+/// Polls `probe` until it returns `Some`, or fails after `timeout`.
+pub async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut probe: F) -> anyhow::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(value) = probe().await {
+            return Ok(value);
+        }
+        if Instant::now() > deadline {
+            bail!("timed out after {timeout:?} waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// A running `central` process.
+pub struct Central {
+    pub url: String,
+    pub dir: tempfile::TempDir,
+    child: Child,
+    http: reqwest::Client,
+}
+
+impl Central {
+    pub async fn start() -> anyhow::Result<Central> {
+        Self::start_with(&[]).await
+    }
+
+    /// Starts central with extra environment variables.
+    pub async fn start_with(env: &[(&str, &str)]) -> anyhow::Result<Central> {
+        let dir = tempfile::tempdir()?;
+        let port_file = dir.path().join("port");
+        let log = std::fs::File::create(dir.path().join("central.log"))?;
+        let mut command = Command::new(binary("central"));
+        command
+            .arg("serve")
+            .env("CENTRAL_LISTEN", "127.0.0.1:0")
+            .env("CENTRAL_PORT_FILE", &port_file)
+            .env(
+                "CENTRAL_DATABASE_URL",
+                format!("sqlite://{}", dir.path().join("central.db").display()),
+            )
+            .env("CENTRAL_ADMIN_TOKEN", ADMIN_TOKEN)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .kill_on_drop(true);
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let child = command.spawn().context("starting central")?;
+        let addr = eventually(Duration::from_secs(30), "central's port file", || async {
+            std::fs::read_to_string(&port_file)
+                .ok()
+                .filter(|s| !s.is_empty())
+        })
+        .await?;
+        let central = Central {
+            url: format!("http://{addr}"),
+            dir,
+            child,
+            http: reqwest::Client::new(),
+        };
+        Ok(central)
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("central.log")).unwrap_or_default()
+    }
+
+    /// Sends a settings-API request with the admin token; returns status and JSON body.
+    pub async fn admin(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> anyhow::Result<(u16, Value)> {
+        let mut request = self
+            .http
+            .request(method, format!("{}{path}", self.url))
+            .bearer_auth(ADMIN_TOKEN);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await?;
+        let status = response.status().as_u16();
+        let text = response.text().await?;
+        let body = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).with_context(|| format!("not JSON: {text}"))?
+        };
+        Ok((status, body))
+    }
+
+    pub async fn registration_token(&self) -> anyhow::Result<String> {
+        let (status, body) = self
+            .admin(
+                reqwest::Method::POST,
+                "/api/v1/registration-tokens",
+                Some(json!({"name": "e2e"})),
+            )
+            .await?;
+        anyhow::ensure!(status == 201, "creating a token: {status} {body}");
+        Ok(body["token"].as_str().context("token")?.to_string())
+    }
+
+    pub async fn create_monitor(&self, spec: Value) -> anyhow::Result<String> {
+        let (status, body) = self
+            .admin(reqwest::Method::POST, "/api/v1/monitors", Some(spec))
+            .await?;
+        anyhow::ensure!(status == 201, "creating a monitor: {status} {body}");
+        Ok(body["id"].as_str().context("id")?.to_string())
+    }
+
+    pub async fn status(&self, monitor_id: &str) -> anyhow::Result<Value> {
+        let (status, body) = self
+            .admin(
+                reqwest::Method::GET,
+                &format!("/api/v1/monitors/{monitor_id}/status"),
+                None,
+            )
+            .await?;
+        anyhow::ensure!(status == 200, "status: {status} {body}");
+        Ok(body)
+    }
+
+    /// Waits until the monitor's status is `wanted`; returns the status document.
+    pub async fn wait_for_status(
+        &self,
+        monitor_id: &str,
+        wanted: &str,
+        timeout: Duration,
+    ) -> anyhow::Result<Value> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let status = self.status(monitor_id).await?;
+            if status["status"] == wanted {
+                return Ok(status);
+            }
+            if Instant::now() > deadline {
+                bail!("monitor {monitor_id} did not become {wanted} within {timeout:?}; last status {status}");
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    pub async fn stop(mut self) {
+        let _ = self.child.kill().await;
+    }
+}
+
+/// A running `poller-agent` process; its data directory outlives restarts.
+pub struct Agent {
+    child: Option<Child>,
+    pub data_dir: PathBuf,
+    central_url: String,
+    token: Option<String>,
+    extra_env: Vec<(String, String)>,
+}
+
+impl Agent {
+    pub async fn start(
+        central_url: &str,
+        token: Option<String>,
+        data_dir: &Path,
+    ) -> anyhow::Result<Agent> {
+        let mut agent = Agent {
+            child: None,
+            data_dir: data_dir.to_path_buf(),
+            central_url: central_url.to_string(),
+            token,
+            extra_env: Vec::new(),
+        };
+        agent.spawn()?;
+        Ok(agent)
+    }
+
+    fn spawn(&mut self) -> anyhow::Result<()> {
+        std::fs::create_dir_all(&self.data_dir)?;
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.data_dir.join("agent.log"))?;
+        let mut command = Command::new(binary("poller-agent"));
+        command
+            .env("POLLER_CENTRAL_URL", &self.central_url)
+            .env("POLLER_DATA_DIR", &self.data_dir)
+            .env("POLLER_LISTEN", "127.0.0.1:0")
+            .env("POLLER_NAME", "e2e-agent")
+            .env("POLLER_HEARTBEAT_INTERVAL", "1s")
+            .env("POLLER_BATCH_INTERVAL", "1s")
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .kill_on_drop(true);
+        if let Some(token) = &self.token {
+            command.env("POLLER_REGISTRATION_TOKEN", token);
+        }
+        for (key, value) in &self.extra_env {
+            command.env(key, value);
+        }
+        self.child = Some(command.spawn().context("starting poller-agent")?);
+        Ok(())
+    }
+
+    /// `kill -9`.
+    pub async fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill().await;
+        }
+    }
+
+    pub async fn restart(&mut self) -> anyhow::Result<()> {
+        self.kill().await;
+        self.spawn()
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.data_dir.join("agent.log")).unwrap_or_default()
+    }
+}
+
+/// A local HTTP service to monitor, whose answer the test controls.
+#[derive(Clone)]
+pub struct Target {
+    pub url: String,
+    status: Arc<AtomicU16>,
+    hits: Arc<AtomicU64>,
+}
+
+impl Target {
+    pub async fn start() -> anyhow::Result<Target> {
+        let status = Arc::new(AtomicU16::new(200));
+        let hits = Arc::new(AtomicU64::new(0));
+        let (s, h) = (status.clone(), hits.clone());
+        let router = axum::Router::new().fallback(move || {
+            let (s, h) = (s.clone(), h.clone());
+            async move {
+                h.fetch_add(1, Ordering::SeqCst);
+                let code =
+                    axum::http::StatusCode::from_u16(s.load(Ordering::SeqCst)).unwrap_or_default();
+                (code, "target")
+            }
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        Ok(Target {
+            url: format!("http://{addr}/health"),
+            status,
+            hits,
+        })
+    }
+
+    pub fn answer_with(&self, code: u16) {
+        self.status.store(code, Ordering::SeqCst);
+    }
+
+    pub fn hits(&self) -> u64 {
+        self.hits.load(Ordering::SeqCst)
+    }
+}
