@@ -9,8 +9,8 @@ use tokio::sync::{mpsc, watch, Notify};
 
 use crate::checks::Checker;
 use crate::config::AgentConfig;
-use crate::engine::runner::{ResultSignal, Runner};
-use crate::engine::SystemClock;
+use crate::engine::runner::{EngineReport, QueueWriter, ResultSignal, Runner};
+use crate::engine::{EngineConfig, SystemClock};
 use crate::metrics::AgentMetrics;
 use crate::store::{Credentials, LocalStore};
 use crate::uplink::sync::{AssignmentSync, Heartbeats};
@@ -59,13 +59,24 @@ pub async fn run(
     let (version_tx, version_rx) = watch::channel(0i64);
     let assignments_changed = Arc::new(Notify::new());
 
+    let report = Arc::new(EngineReport::default());
+    let (results_tx, results_rx) = mpsc::channel(10_000);
     let runner = Runner {
         clock: Arc::new(SystemClock),
         checker: Checker::new()?,
+        metrics: metrics.clone(),
+        config: EngineConfig {
+            per_host_limit: config.max_concurrent_per_host as usize,
+            ..EngineConfig::default()
+        },
+        max_concurrency: config.max_concurrency as usize,
+        report: report.clone(),
+        results: results_tx,
+    };
+    let writer = QueueWriter {
         store: store.clone(),
         metrics: metrics.clone(),
-        max_concurrency: config.max_concurrency,
-        results: signal.clone(),
+        signal: signal.clone(),
     };
     let sync = AssignmentSync {
         client: client.clone(),
@@ -81,6 +92,7 @@ pub async fn run(
         metrics: metrics.clone(),
         interval: config.heartbeat_interval,
         capabilities: config.capability_list(),
+        report,
         assignments_changed,
         known_version: version_rx,
     };
@@ -94,6 +106,7 @@ pub async fn run(
     };
     let tasks = [
         tokio::spawn(runner.run(engine_rx, stop_rx.clone())),
+        tokio::spawn(writer.run(results_rx)),
         tokio::spawn(sync.run(stop_rx.clone())),
         tokio::spawn(heartbeats.run(stop_rx.clone())),
         tokio::spawn(uploader.run(stop_rx)),

@@ -68,8 +68,12 @@ pub struct AgentConfig {
     pub listen: String,
 
     /// Most checks running at once.
-    #[arg(long, env = "POLLER_MAX_CONCURRENCY", default_value_t = 256)]
-    pub max_concurrency: usize,
+    #[arg(long, env = "POLLER_MAX_CONCURRENCY", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub max_concurrency: u32,
+
+    /// Most checks running at once against one host name.
+    #[arg(long, env = "POLLER_MAX_CONCURRENT_PER_HOST", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub max_concurrent_per_host: u32,
 }
 
 impl AgentConfig {

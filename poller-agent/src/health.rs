@@ -38,7 +38,7 @@ async fn render_metrics(State(metrics): State<Arc<AgentMetrics>>) -> impl IntoRe
     (
         [(
             header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
         metrics.render(),
     )

@@ -8,8 +8,10 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use serde::Serialize;
+use shared_proto::poller_api::SchedulerHealth;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct CheckLabels {
@@ -17,9 +19,25 @@ pub struct CheckLabels {
     pub outcome: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct EventLabels {
+    pub event: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct BreakerLabels {
+    pub state: String,
+}
+
 pub struct AgentMetrics {
     registry: Registry,
     pub checks: Family<CheckLabels, Counter>,
+    pub check_latency: Histogram,
+    pub scheduling_lag: Histogram,
+    pub engine_events: Family<EventLabels, Counter>,
+    pub breakers: Family<BreakerLabels, Gauge>,
+    pub paused: Gauge,
+    pub dead_letters: Gauge,
     pub monitors: Gauge,
     pub queue_depth: Gauge,
     pub results_uploaded: Counter,
@@ -40,57 +58,99 @@ pub struct AgentState {
     pub queue_depth: u64,
 }
 
+/// 1 ms … ~16 s.
+fn latency_buckets() -> impl Iterator<Item = f64> {
+    prometheus_client::metrics::histogram::exponential_buckets(0.001, 2.0, 15)
+}
+
 impl AgentMetrics {
     pub fn new() -> Self {
         let mut registry = Registry::with_prefix("poller");
-        let checks = Family::<CheckLabels, Counter>::default();
-        let monitors = Gauge::default();
-        let queue_depth = Gauge::default();
-        let results_uploaded = Counter::default();
-        let results_rejected = Counter::default();
-        let results_lost = Counter::default();
-        let upload_failures = Counter::default();
-        registry.register("checks", "Checks run, by kind and outcome", checks.clone());
+        let metrics = Self {
+            checks: Family::default(),
+            check_latency: Histogram::new(latency_buckets()),
+            scheduling_lag: Histogram::new(latency_buckets()),
+            engine_events: Family::default(),
+            breakers: Family::default(),
+            paused: Gauge::default(),
+            dead_letters: Gauge::default(),
+            monitors: Gauge::default(),
+            queue_depth: Gauge::default(),
+            results_uploaded: Counter::default(),
+            results_rejected: Counter::default(),
+            results_lost: Counter::default(),
+            upload_failures: Counter::default(),
+            state: Mutex::new(AgentState::default()),
+            registry: Registry::default(),
+        };
+        registry.register(
+            "checks",
+            "Checks run, by kind and outcome",
+            metrics.checks.clone(),
+        );
+        registry.register(
+            "check_latency_seconds",
+            "Time a check took",
+            metrics.check_latency.clone(),
+        );
+        registry.register(
+            "scheduling_lag_seconds",
+            "How late checks started compared with when they were due",
+            metrics.scheduling_lag.clone(),
+        );
+        registry.register(
+            "engine_events",
+            "Engine state changes, by event",
+            metrics.engine_events.clone(),
+        );
+        registry.register(
+            "breakers",
+            "Monitors by circuit-breaker state",
+            metrics.breakers.clone(),
+        );
+        registry.register(
+            "paused_monitors",
+            "Monitors auto-paused now",
+            metrics.paused.clone(),
+        );
+        registry.register(
+            "dead_letter_monitors",
+            "Monitors in the dead-letter state",
+            metrics.dead_letters.clone(),
+        );
         registry.register(
             "monitors",
             "Monitors assigned to this agent",
-            monitors.clone(),
+            metrics.monitors.clone(),
         );
         registry.register(
             "queue_depth",
             "Results waiting for upload",
-            queue_depth.clone(),
+            metrics.queue_depth.clone(),
         );
         registry.register(
             "results_uploaded",
             "Results acknowledged by central",
-            results_uploaded.clone(),
+            metrics.results_uploaded.clone(),
         );
         registry.register(
             "results_rejected",
             "Results central refused as invalid",
-            results_rejected.clone(),
+            metrics.results_rejected.clone(),
         );
         registry.register(
             "results_lost",
             "Results that could not be queued",
-            results_lost.clone(),
+            metrics.results_lost.clone(),
         );
         registry.register(
             "upload_failures",
             "Upload attempts that failed",
-            upload_failures.clone(),
+            metrics.upload_failures.clone(),
         );
         Self {
             registry,
-            checks,
-            monitors,
-            queue_depth,
-            results_uploaded,
-            results_rejected,
-            results_lost,
-            upload_failures,
-            state: Mutex::new(AgentState::default()),
+            ..metrics
         }
     }
 
@@ -101,6 +161,34 @@ impl AgentMetrics {
                 outcome: outcome.to_string(),
             })
             .inc();
+    }
+
+    pub fn record_event(&self, event: &str) {
+        self.engine_events
+            .get_or_create(&EventLabels {
+                event: event.to_string(),
+            })
+            .inc();
+    }
+
+    pub fn observe_health(&self, health: &SchedulerHealth) {
+        let closed = health
+            .monitors
+            .saturating_sub(health.breakers_open + health.breakers_half_open);
+        for (state, count) in [
+            ("closed", closed),
+            ("open", health.breakers_open),
+            ("half_open", health.breakers_half_open),
+        ] {
+            self.breakers
+                .get_or_create(&BreakerLabels {
+                    state: state.into(),
+                })
+                .set(count as i64);
+        }
+        self.paused.set(health.paused as i64);
+        self.dead_letters.set(health.dead_letters.len() as i64);
+        self.monitors.set(health.monitors as i64);
     }
 
     pub fn update_state(&self, change: impl FnOnce(&mut AgentState)) {

@@ -1,11 +1,10 @@
 //! What a monitor is: the operator's spec, the agent's view of it, and the rules for both.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
+use crate::settings::MonitorSettings;
 use crate::ValidationError;
 
 pub const MIN_INTERVAL_MS: u64 = 5_000;
@@ -129,7 +128,7 @@ impl MonitorSpec {
         validate_target(self.kind, &self.target)?;
         validate_interval(self.interval_ms)?;
         validate_timeout(self.timeout_ms, self.interval_ms)?;
-        CheckSettings::parse(self.kind, &self.settings)?;
+        MonitorSettings::parse(self.kind, &self.settings)?;
         validate_placement(
             self.poller_mode,
             self.poller_id,
@@ -259,156 +258,6 @@ pub struct AssignedMonitor {
     pub settings: Map<String, Value>,
     /// Assignment version at which this monitor's spec last changed.
     pub revision: i64,
-}
-
-/// The `settings` object of a monitor, typed per kind. Unknown keys are rejected so that a
-/// typo does not silently leave a check without the assertion the operator meant.
-#[derive(Debug, Clone, PartialEq)]
-pub enum CheckSettings {
-    Http(HttpSettings),
-    Tcp(TcpSettings),
-    Dns(DnsSettings),
-    Tls(TlsSettings),
-}
-
-impl CheckSettings {
-    pub fn parse(kind: CheckKind, settings: &Map<String, Value>) -> Result<Self, ValidationError> {
-        let value = Value::Object(settings.clone());
-        let parsed = match kind {
-            CheckKind::Http => {
-                let s: HttpSettings = from_settings(value)?;
-                s.validate()?;
-                CheckSettings::Http(s)
-            }
-            CheckKind::Tcp => CheckSettings::Tcp(from_settings(value)?),
-            CheckKind::Dns => CheckSettings::Dns(from_settings(value)?),
-            CheckKind::Tls => CheckSettings::Tls(from_settings(value)?),
-        };
-        Ok(parsed)
-    }
-}
-
-fn from_settings<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, ValidationError> {
-    serde_json::from_value(value).map_err(|e| ValidationError::new("settings", e.to_string()))
-}
-
-const HTTP_METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
-
-fn default_method() -> String {
-    "GET".into()
-}
-fn yes() -> bool {
-    true
-}
-
-/// Settings of an `http` check.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HttpSettings {
-    #[serde(default = "default_method")]
-    pub method: String,
-    /// Accepted status codes; empty means any 2xx.
-    #[serde(default)]
-    pub expected_status: Vec<u16>,
-    #[serde(default)]
-    pub headers: BTreeMap<String, String>,
-    #[serde(default)]
-    pub body: Option<String>,
-    /// The response body must contain this text.
-    #[serde(default)]
-    pub keyword: Option<String>,
-    /// The response body must not contain this text.
-    #[serde(default)]
-    pub keyword_absent: Option<String>,
-    #[serde(default = "yes")]
-    pub follow_redirects: bool,
-    #[serde(default = "yes")]
-    pub verify_tls: bool,
-}
-
-impl Default for HttpSettings {
-    fn default() -> Self {
-        Self {
-            method: default_method(),
-            expected_status: Vec::new(),
-            headers: BTreeMap::new(),
-            body: None,
-            keyword: None,
-            keyword_absent: None,
-            follow_redirects: true,
-            verify_tls: true,
-        }
-    }
-}
-
-impl HttpSettings {
-    fn validate(&self) -> Result<(), ValidationError> {
-        if !HTTP_METHODS.contains(&self.method.as_str()) {
-            return Err(ValidationError::new(
-                "settings.method",
-                format!(
-                    "`{}` is not a supported method; use one of {}",
-                    self.method,
-                    HTTP_METHODS.join(", ")
-                ),
-            ));
-        }
-        if let Some(code) = self
-            .expected_status
-            .iter()
-            .find(|c| !(100..=599).contains(*c))
-        {
-            return Err(ValidationError::new(
-                "settings.expected_status",
-                format!("{code} is not an HTTP status code; use codes between 100 and 599"),
-            ));
-        }
-        for name in self.headers.keys() {
-            let valid = !name.is_empty()
-                && name
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
-            if !valid {
-                return Err(ValidationError::new(
-                    "settings.headers",
-                    format!("`{name}` is not a valid header name"),
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// Whether `status` counts as success.
-    pub fn accepts(&self, status: u16) -> bool {
-        if self.expected_status.is_empty() {
-            (200..300).contains(&status)
-        } else {
-            self.expected_status.contains(&status)
-        }
-    }
-}
-
-/// Settings of a `tcp` check (none yet beyond the common fields).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TcpSettings {}
-
-/// Settings of a `dns` check.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DnsSettings {
-    #[serde(default)]
-    pub record_type: Option<String>,
-    #[serde(default)]
-    pub expected: Vec<String>,
-}
-
-/// Settings of a `tls` check.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TlsSettings {
-    #[serde(default)]
-    pub warn_days: Option<u32>,
 }
 
 pub fn validate_name(name: &str) -> Result<(), ValidationError> {

@@ -100,6 +100,88 @@ pub struct HeartbeatRequest {
     /// Results pruned by retention or the size cap since the agent started: loss is never silent.
     #[serde(default)]
     pub dropped_results: u64,
+    /// The polling engine's health as of this heartbeat.
+    #[serde(default)]
+    pub scheduler: Option<SchedulerHealth>,
+    /// Engine state changes since the previous heartbeat (at most the newest 500).
+    #[serde(default)]
+    pub events: Vec<EngineEvent>,
+}
+
+/// A snapshot of the agent's polling engine, sent with each heartbeat.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SchedulerHealth {
+    pub monitors: u64,
+    /// Requests in flight.
+    pub running: u64,
+    /// Monitors waiting for a per-host slot.
+    pub waiting_for_host: u64,
+    /// Monitors due within the next 10 seconds.
+    pub due_soon: u64,
+    pub breakers_open: u64,
+    pub breakers_half_open: u64,
+    pub paused: u64,
+    pub dead_letters: Vec<DeadLetter>,
+    /// How late the most overdue monitor is (0 when none is late).
+    pub most_overdue_ms: u64,
+}
+
+/// A monitor the engine gave up on for now; rechecked every 30 minutes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeadLetter {
+    pub monitor_id: Uuid,
+    pub reason: String,
+    pub since: DateTime<Utc>,
+}
+
+/// A state change of the engine about one monitor.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EngineEvent {
+    pub monitor_id: Uuid,
+    pub at: DateTime<Utc>,
+    #[serde(flatten)]
+    pub kind: EventKind,
+    /// When the monitor runs next, so that a deliberate delay is not mistaken for silence.
+    pub next_due_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum EventKind {
+    BreakerOpened,
+    BreakerHalfOpen,
+    BreakerClosed,
+    Paused {
+        until: DateTime<Utc>,
+    },
+    Resumed,
+    DeadLettered {
+        reason: String,
+    },
+    Revived,
+    StatusChanged {
+        from: Option<ResultStatus>,
+        to: ResultStatus,
+    },
+    RateLimited {
+        retry_after_ms: u64,
+    },
+}
+
+impl EventKind {
+    pub fn name(&self) -> &'static str {
+        match self {
+            EventKind::BreakerOpened => "breaker_opened",
+            EventKind::BreakerHalfOpen => "breaker_half_open",
+            EventKind::BreakerClosed => "breaker_closed",
+            EventKind::Paused { .. } => "paused",
+            EventKind::Resumed => "resumed",
+            EventKind::DeadLettered { .. } => "dead_lettered",
+            EventKind::Revived => "revived",
+            EventKind::StatusChanged { .. } => "status_changed",
+            EventKind::RateLimited { .. } => "rate_limited",
+        }
+    }
 }
 
 /// Answer to `heartbeat`.
@@ -125,6 +207,8 @@ pub struct AssignmentsResponse {
 pub enum ResultStatus {
     Up,
     Down,
+    /// The target asked us to slow down (`429`/`503` with `Retry-After`): neither up nor down.
+    RateLimited,
 }
 
 impl ResultStatus {
@@ -132,6 +216,7 @@ impl ResultStatus {
         match self {
             ResultStatus::Up => "up",
             ResultStatus::Down => "down",
+            ResultStatus::RateLimited => "rate_limited",
         }
     }
 
@@ -139,6 +224,7 @@ impl ResultStatus {
         match text {
             "up" => Some(ResultStatus::Up),
             "down" => Some(ResultStatus::Down),
+            "rate_limited" => Some(ResultStatus::RateLimited),
             _ => None,
         }
     }

@@ -108,6 +108,8 @@ pub struct PollerView {
     pub dropped_results: u64,
     pub assignment_version: Option<i64>,
     pub assigned_monitors: u64,
+    /// The agent's polling-engine snapshot from its newest heartbeat.
+    pub scheduler: Option<crate::poller_api::SchedulerHealth>,
 }
 
 /// A stored monitor: the operator's spec plus what central decided about it.
@@ -144,6 +146,9 @@ pub struct MonitorStatusView {
     pub last_result_at: Option<DateTime<Utc>>,
     pub latency_ms: Option<u64>,
     pub message: Option<String>,
+    /// When the poller said it will check next (later than usual while backing off, paused
+    /// or rate limited, so a quiet monitor is not mistaken for a lost one).
+    pub next_check_at: Option<DateTime<Utc>>,
     /// Why the status is what it is, when that is not obvious (`stale`, `pending`).
     pub reason: Option<String>,
 }

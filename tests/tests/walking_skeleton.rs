@@ -40,6 +40,34 @@ async fn a_monitor_goes_up_then_down_and_a_restarted_agent_keeps_its_identity() 
         .await?;
     assert_eq!(down["message"], "expected 2xx, got 503", "{down}");
 
+    assert!(
+        down["next_check_at"].is_string(),
+        "the agent says when it checks next: {down}"
+    );
+    let poller_id = down["poller_id"].as_str().unwrap().to_string();
+    let report = e2e::eventually(STATUS_TIMEOUT, "the engine's heartbeat report", || async {
+        let (_, poller) = central
+            .admin(Method::GET, &format!("/api/v1/pollers/{poller_id}"), None)
+            .await
+            .ok()?;
+        let (_, events) = central
+            .admin(
+                Method::GET,
+                &format!("/api/v1/pollers/{poller_id}/events"),
+                None,
+            )
+            .await
+            .ok()?;
+        let changed_to_down = events["items"].as_array()?.iter().any(|e| {
+            e["event"] == "status_changed"
+                && e["to"] == "down"
+                && e["monitor_id"] == monitor.as_str()
+        });
+        (poller["scheduler"]["monitors"] == 1 && changed_to_down).then_some(poller)
+    })
+    .await?;
+    assert_eq!(report["scheduler"]["breakers_open"], 0, "{report}");
+
     // Restart with the (now spent) registration token still configured: the agent must use
     // its stored credentials rather than register again.
     let before_restart = down["last_result_at"]

@@ -33,6 +33,7 @@ pub fn router(app: Arc<App>) -> Router {
         )
         .route("/pollers", get(settings::list_pollers))
         .route("/pollers/{id}", get(settings::get_poller))
+        .route("/pollers/{id}/events", get(settings::poller_events))
         .route(
             "/monitors",
             post(settings::create_monitor).get(settings::list_monitors),

@@ -30,7 +30,7 @@ pub async fn metrics(State(app): State<Arc<App>>) -> impl IntoResponse {
     (
         [(
             header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
         app.metrics.render(),
     )

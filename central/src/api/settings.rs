@@ -7,6 +7,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
+use shared_proto::poller_api::EngineEvent;
 use shared_proto::settings_api::{
     CreateRegistrationToken, MonitorStatusView, MonitorView, Page, PollerView,
     RegistrationTokenView, StoredResult,
@@ -52,6 +53,16 @@ pub async fn get_poller(
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<PollerView>> {
     app.get_poller(id).await.map(Json)
+}
+
+pub async fn poller_events(
+    State(app): State<Arc<App>>,
+    _: Admin,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiQuery(page): ApiQuery<PageQuery>,
+) -> ApiResult<Json<Page<EngineEvent>>> {
+    let (cursor, limit) = page.parse()?;
+    app.poller_events(id, &cursor, limit).await.map(Json)
 }
 
 pub async fn create_monitor(

@@ -133,6 +133,12 @@ fn new_result(result: CheckResult) -> NewResult {
         ts: result.ts.timestamp_millis(),
         status: result.status.as_str().to_string(),
         latency_ms: result.latency_ms.map(|l| l.min(i64::MAX as u64) as i64),
+        next_due_at: result
+            .meta
+            .pointer("/engine/next_due_at")
+            .and_then(|v| v.as_str())
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.timestamp_millis()),
         msg,
         meta: result.meta.to_string(),
     }

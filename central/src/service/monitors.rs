@@ -128,7 +128,11 @@ impl App {
         } else {
             match latest.as_ref().map(|l| l.status.as_str()) {
                 Some("up") => (MonitorStatus::Up, None),
-                Some(_) => (MonitorStatus::Down, None),
+                Some("down") => (MonitorStatus::Down, None),
+                Some(_) => (
+                    MonitorStatus::Pending,
+                    Some("the target is rate limiting its poller; no verdict yet".to_string()),
+                ),
                 None => (MonitorStatus::Pending, Some("no result yet".to_string())),
             }
         };
@@ -141,6 +145,7 @@ impl App {
                 .as_ref()
                 .and_then(|l| l.latency_ms)
                 .map(|l| l.max(0) as u64),
+            next_check_at: latest.as_ref().and_then(|l| l.next_due_at).map(time_of),
             message: latest.map(|l| l.message),
             reason,
         })

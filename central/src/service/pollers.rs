@@ -1,7 +1,7 @@
 //! Poller lifecycle: registration, token refresh, authentication, heartbeats, liveness.
 
 use shared_proto::poller_api::{
-    default_capabilities, validate_capabilities, HeartbeatRequest, HeartbeatResponse,
+    default_capabilities, validate_capabilities, EngineEvent, HeartbeatRequest, HeartbeatResponse,
     RegisterRequest, RegisterResponse, TokenRequest, TokenResponse,
 };
 use shared_proto::settings_api::{Page, PollerStatus, PollerView};
@@ -10,7 +10,7 @@ use uuid::Uuid;
 use super::tokens::page;
 use super::{auth, now_ms, time_of, App};
 use crate::error::{ApiError, ApiResult};
-use crate::store::{Cursor, HeartbeatUpdate, PollerRow, RefreshTokenRow};
+use crate::store::{Cursor, EventRow, HeartbeatUpdate, PollerRow, RefreshTokenRow};
 
 /// Refresh tokens outlive any outage an agent should ride out while still holding one.
 const REFRESH_TTL_MS: i64 = 90 * 24 * 3600 * 1000;
@@ -50,6 +50,7 @@ impl App {
             dropped_results: 0,
             assignment_version: None,
             deleted_at: None,
+            scheduler_health: None,
         };
         self.store.insert_poller(&row).await?;
         self.metrics.registrations.inc();
@@ -172,6 +173,20 @@ impl App {
         };
         let was_online = self.poller_status(poller, now) != PollerStatus::Offline;
         let capabilities_changed = capabilities != poller.capabilities;
+        let events: Vec<EventRow> = beat
+            .events
+            .iter()
+            .map(|event| EventRow {
+                id: Uuid::new_v4().to_string(),
+                poller_id: poller.id.clone(),
+                monitor_id: event.monitor_id.to_string(),
+                at: event.at.timestamp_millis(),
+                event: event.kind.name().to_string(),
+                detail: serde_json::to_string(event).unwrap_or_default(),
+                next_due_at: event.next_due_at.map(|t| t.timestamp_millis()),
+            })
+            .collect();
+        self.store.insert_engine_events(&events).await?;
         self.store
             .record_heartbeat(
                 &poller.id,
@@ -183,6 +198,10 @@ impl App {
                     oldest_queued_at: beat.oldest_queued_at.map(|t| t.timestamp_millis()),
                     dropped_results: beat.dropped_results.min(i64::MAX as u64) as i64,
                     assignment_version: beat.assignment_version,
+                    scheduler_health: beat
+                        .scheduler
+                        .as_ref()
+                        .and_then(|s| serde_json::to_string(s).ok()),
                 },
             )
             .await?;
@@ -263,6 +282,43 @@ impl App {
             dropped_results: row.dropped_results.max(0) as u64,
             assignment_version: row.assignment_version,
             assigned_monitors: assigned.max(0) as u64,
+            scheduler: row
+                .scheduler_health
+                .as_deref()
+                .and_then(|s| serde_json::from_str(s).ok()),
         }
+    }
+
+    /// The engine events a poller reported, oldest first.
+    pub async fn poller_events(
+        &self,
+        id: Uuid,
+        after: &Cursor,
+        limit: u32,
+    ) -> ApiResult<Page<EngineEvent>> {
+        self.get_poller(id).await?;
+        let rows = self
+            .store
+            .list_engine_events(&id.to_string(), after, limit)
+            .await?;
+        let events = rows
+            .iter()
+            .map(|r| serde_json::from_str::<EngineEvent>(&r.detail))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(anyhow::Error::from)?;
+        let cursor = page(
+            rows,
+            limit,
+            |r| Cursor {
+                key: r.at,
+                id: r.id.clone(),
+            },
+            |_| (),
+        )
+        .next_cursor;
+        Ok(Page {
+            items: events,
+            next_cursor: cursor,
+        })
     }
 }

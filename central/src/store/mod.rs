@@ -4,11 +4,13 @@
 //! epoch milliseconds (`BIGINT`), ids are UUID strings, flags are 0/1 and parameters are `$N`,
 //! which both dialects accept. Schema changes live in `migrations/<database>/`.
 
+mod events;
 mod monitors;
 mod pollers;
 mod results;
 mod tokens;
 
+pub use events::EventRow;
 pub use monitors::{AssignmentChange, MonitorRow, OwnershipRow, StatusRow};
 pub use pollers::{HeartbeatUpdate, PollerRow};
 pub use results::{NewResult, ResultRow};
@@ -40,16 +42,30 @@ pub struct Store {
     sqlite_writer: Mutex<()>,
 }
 
-const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[(
-    20261121000001,
-    "init",
-    include_str!("../../../migrations/sqlite/20261121000001_init.sql"),
-)];
-const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[(
-    20261121000001,
-    "init",
-    include_str!("../../../migrations/postgres/20261121000001_init.sql"),
-)];
+const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        20261121000001,
+        "init",
+        include_str!("../../../migrations/sqlite/20261121000001_init.sql"),
+    ),
+    (
+        20261121000002,
+        "engine reports",
+        include_str!("../../../migrations/sqlite/20261121000002_engine_reports.sql"),
+    ),
+];
+const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        20261121000001,
+        "init",
+        include_str!("../../../migrations/postgres/20261121000001_init.sql"),
+    ),
+    (
+        20261121000002,
+        "engine reports",
+        include_str!("../../../migrations/postgres/20261121000002_engine_reports.sql"),
+    ),
+];
 
 /// Guard held by a writer; on PostgreSQL it guards nothing.
 pub struct WriteGuard<'a>(#[allow(dead_code)] Option<MutexGuard<'a, ()>>);

@@ -85,6 +85,7 @@ pub struct StatusRow {
     pub last_result_at: i64,
     pub latency_ms: Option<i64>,
     pub message: String,
+    pub next_due_at: Option<i64>,
 }
 
 const MONITOR_COLUMNS: &str = "id, name, kind, target, interval_ms, timeout_ms, settings, \
@@ -308,7 +309,7 @@ impl Store {
 
     pub async fn monitor_status(&self, monitor_id: &str) -> anyhow::Result<Option<StatusRow>> {
         let row = sqlx::query(
-            "SELECT status, poller_id, last_result_at, latency_ms, message FROM monitor_status \
+            "SELECT status, poller_id, last_result_at, latency_ms, message, next_due_at FROM monitor_status \
              WHERE monitor_id = $1",
         )
         .bind(monitor_id)
@@ -321,6 +322,7 @@ impl Store {
                 last_result_at: row.try_get("last_result_at")?,
                 latency_ms: row.try_get("latency_ms")?,
                 message: row.try_get("message")?,
+                next_due_at: row.try_get("next_due_at")?,
             })
         })
         .transpose()

@@ -25,6 +25,8 @@ pub struct PollerRow {
     pub dropped_results: i64,
     pub assignment_version: Option<i64>,
     pub deleted_at: Option<i64>,
+    /// JSON `SchedulerHealth` from the newest heartbeat.
+    pub scheduler_health: Option<String>,
 }
 
 impl PollerRow {
@@ -57,6 +59,7 @@ impl FromRow<'_, AnyRow> for PollerRow {
             dropped_results: row.try_get("dropped_results")?,
             assignment_version: row.try_get("assignment_version")?,
             deleted_at: row.try_get("deleted_at")?,
+            scheduler_health: row.try_get("scheduler_health")?,
         })
     }
 }
@@ -71,12 +74,13 @@ pub struct HeartbeatUpdate {
     pub oldest_queued_at: Option<i64>,
     pub dropped_results: i64,
     pub assignment_version: Option<i64>,
+    pub scheduler_health: Option<String>,
 }
 
 const POLLER_COLUMNS: &str =
     "id, name, alias, region, datacenter, capabilities, version, enabled, \
      registration_token_id, created_at, last_heartbeat_at, last_upload_at, queue_depth, \
-     oldest_queued_at, dropped_results, assignment_version, deleted_at";
+     oldest_queued_at, dropped_results, assignment_version, deleted_at, scheduler_health";
 
 impl Store {
     pub async fn insert_poller(&self, row: &PollerRow) -> anyhow::Result<()> {
@@ -136,7 +140,7 @@ impl Store {
         sqlx::query(
             "UPDATE pollers SET last_heartbeat_at = $2, version = $3, capabilities = $4, \
              queue_depth = $5, oldest_queued_at = $6, dropped_results = $7, \
-             assignment_version = $8 WHERE id = $1",
+             assignment_version = $8, scheduler_health = COALESCE($9, scheduler_health) WHERE id = $1",
         )
         .bind(id)
         .bind(beat.at)
@@ -146,6 +150,7 @@ impl Store {
         .bind(beat.oldest_queued_at)
         .bind(beat.dropped_results)
         .bind(beat.assignment_version)
+        .bind(&beat.scheduler_health)
         .execute(&self.pool)
         .await?;
         Ok(())

@@ -19,6 +19,8 @@ pub struct NewResult {
     pub msg: String,
     /// JSON.
     pub meta: String,
+    /// When the agent will check again (from `meta.engine.next_due_at`).
+    pub next_due_at: Option<i64>,
 }
 
 #[derive(Debug, Clone)]
@@ -54,7 +56,8 @@ const INSERT_CHUNK: usize = 500;
 impl Store {
     /// Stores the results that are not stored yet and returns their ids; a result whose id is
     /// present already is a duplicate and changes nothing. The derived status of each monitor
-    /// moves to its newest result by `ts`, never backwards, so late uploads are harmless.
+    /// moves to its newest result by `ts`, never backwards, so late uploads are harmless; a
+    /// `rate_limited` result updates the message and time but keeps the up/down verdict.
     pub async fn insert_results(
         &self,
         poller_id: &str,
@@ -99,11 +102,14 @@ impl Store {
         for result in newest.values() {
             sqlx::query(
                 "INSERT INTO monitor_status (monitor_id, status, poller_id, last_result_id, \
-                 last_result_at, latency_ms, message) VALUES ($1, $2, $3, $4, $5, $6, $7) \
-                 ON CONFLICT (monitor_id) DO UPDATE SET status = excluded.status, \
+                 last_result_at, latency_ms, message, next_due_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+                 ON CONFLICT (monitor_id) DO UPDATE SET \
+                 status = CASE WHEN excluded.status = 'rate_limited' THEN monitor_status.status \
+                               ELSE excluded.status END, \
                  poller_id = excluded.poller_id, last_result_id = excluded.last_result_id, \
                  last_result_at = excluded.last_result_at, latency_ms = excluded.latency_ms, \
-                 message = excluded.message \
+                 message = excluded.message, next_due_at = excluded.next_due_at \
                  WHERE monitor_status.last_result_at < excluded.last_result_at \
                  OR (monitor_status.last_result_at = excluded.last_result_at \
                      AND monitor_status.last_result_id < excluded.last_result_id)",
@@ -115,6 +121,7 @@ impl Store {
             .bind(result.ts)
             .bind(result.latency_ms)
             .bind(&result.msg)
+            .bind(result.next_due_at)
             .execute(&mut *tx)
             .await?;
         }
@@ -162,6 +169,7 @@ mod tests {
             latency_ms: Some(5),
             msg: String::new(),
             meta: "{}".into(),
+            next_due_at: None,
         }
     }
 

@@ -7,12 +7,19 @@ mod tcp;
 use std::time::Duration;
 
 use serde_json::Value;
-use shared_proto::monitor::CheckSettings;
 use shared_proto::poller_api::ResultStatus;
+use shared_proto::settings::{CheckSettings, MonitorSettings};
 use shared_proto::{AssignedMonitor, CheckKind};
 
 /// The kinds this agent can run (its default capabilities).
 pub const SUPPORTED_KINDS: [CheckKind; 2] = [CheckKind::Http, CheckKind::Tcp];
+
+/// Cache validators from the previous answer, for conditional HTTP requests.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Validators {
+    pub etag: Option<String>,
+    pub last_modified: Option<String>,
+}
 
 /// What one check found.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,6 +29,12 @@ pub struct CheckOutcome {
     /// Empty on success; one line saying why on failure.
     pub msg: String,
     pub meta: Value,
+    /// A failure that retrying will not fix (NXDOMAIN, 401/403, invalid certificate, bad config).
+    pub permanent: bool,
+    /// The target asked for this much quiet (`Retry-After`).
+    pub retry_after: Option<Duration>,
+    /// Validators to send next time (HTTP with `conditional`).
+    pub validators: Option<Validators>,
 }
 
 impl CheckOutcome {
@@ -31,15 +44,30 @@ impl CheckOutcome {
             latency_ms: Some(latency.as_millis() as u64),
             msg: String::new(),
             meta,
+            permanent: false,
+            retry_after: None,
+            validators: None,
         }
     }
 
+    /// A transient failure: worth retrying.
     pub fn down(latency: Option<Duration>, msg: impl Into<String>, meta: Value) -> Self {
         Self {
             status: ResultStatus::Down,
             latency_ms: latency.map(|l| l.as_millis() as u64),
             msg: msg.into(),
             meta,
+            permanent: false,
+            retry_after: None,
+            validators: None,
+        }
+    }
+
+    /// A failure retrying will not fix.
+    pub fn permanent(latency: Option<Duration>, msg: impl Into<String>, meta: Value) -> Self {
+        Self {
+            permanent: true,
+            ..Self::down(latency, msg, meta)
         }
     }
 }
@@ -57,16 +85,26 @@ impl Checker {
         })
     }
 
-    pub async fn run(&self, monitor: &AssignedMonitor) -> CheckOutcome {
+    pub async fn run(
+        &self,
+        monitor: &AssignedMonitor,
+        validators: Option<Validators>,
+    ) -> CheckOutcome {
         let timeout = Duration::from_millis(monitor.timeout_ms);
-        let settings = match CheckSettings::parse(monitor.kind, &monitor.settings) {
-            Ok(settings) => settings,
-            Err(e) => return CheckOutcome::down(None, format!("bad config: {e}"), Value::Null),
+        let settings = match MonitorSettings::parse(monitor.kind, &monitor.settings) {
+            Ok(settings) => settings.check,
+            Err(e) => {
+                return CheckOutcome::permanent(None, format!("bad config: {e}"), Value::Null)
+            }
         };
         match settings {
-            CheckSettings::Http(s) => self.http.check(&monitor.target, &s, timeout).await,
+            CheckSettings::Http(s) => {
+                self.http
+                    .check(&monitor.target, &s, timeout, validators)
+                    .await
+            }
             CheckSettings::Tcp(_) => tcp::check(&monitor.target, timeout).await,
-            CheckSettings::Dns(_) | CheckSettings::Tls(_) => CheckOutcome::down(
+            CheckSettings::Dns(_) | CheckSettings::Tls(_) => CheckOutcome::permanent(
                 None,
                 format!(
                     "bad config: this agent cannot run `{}` checks yet",

@@ -1,12 +1,23 @@
-//! The polling core: when each monitor runs (`scheduler`), on whose clock (`clock`), and the
-//! loop that starts due checks and hands their results to the queue (`runner`).
+//! The polling core: when each monitor runs and how targets (and the agent) are protected from
+//! failure storms.
 //!
-//! The scheduler is pure data: it takes `now` as an argument and never sleeps, so every rule
-//! in it is tested deterministically. Only `runner` touches tasks and real time.
+//! `core` holds every decision as a pure state machine over `scheduler` (due times),
+//! `breaker`, `backoff`, `rolling` (success rate, auto-pause), `host_limit` (per-host slots) and
+//! `request_key` (coalescing). It takes `now` as an argument and never sleeps, so every rule is
+//! tested deterministically. Only `runner` touches tasks, real time and the queue.
 
+pub mod backoff;
+pub mod breaker;
 pub mod clock;
+pub mod core;
+pub mod host_limit;
+pub mod request_key;
+pub mod rolling;
 pub mod runner;
 pub mod scheduler;
 
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use scheduler::Scheduler;
+pub use core::{Dispatch, Engine, EngineConfig, Finished};
+
+#[cfg(test)]
+mod core_tests;

@@ -1,16 +1,21 @@
-//! The engine loop: starts due checks (bounded by a global concurrency limit), writes each
-//! result to the queue, and applies assignment changes. It never talks to central.
+//! The engine loop: asks `core` what to start, runs those checks as tasks (bounded by the
+//! global concurrency limit), feeds outcomes back, and hands each result to the queue writer.
+//! It never talks to central; what central should know goes through `EngineReport`.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use shared_proto::poller_api::CheckResult;
+use shared_proto::poller_api::{CheckResult, EngineEvent, SchedulerHealth};
 use shared_proto::AssignedMonitor;
 use tokio::sync::{mpsc, watch, Notify, Semaphore};
 use uuid::Uuid;
 
-use super::{Clock, Scheduler};
-use crate::checks::Checker;
+use super::core::{Engine, EngineConfig, Finished};
+use super::request_key::RequestKey;
+use super::Clock;
+use crate::checks::{CheckOutcome, Checker};
 use crate::metrics::AgentMetrics;
 use crate::store::LocalStore;
 
@@ -33,14 +38,64 @@ pub struct ResultSignal {
     pub notify: Notify,
 }
 
+/// What the engine reports to central with heartbeats.
+#[derive(Debug, Default)]
+pub struct EngineReport {
+    pub health: Mutex<SchedulerHealth>,
+    events: Mutex<VecDeque<EngineEvent>>,
+}
+
+const MAX_REPORTED_EVENTS: usize = 500;
+
+impl EngineReport {
+    fn push_events(&self, events: Vec<EngineEvent>) {
+        let mut buffer = self.events.lock().unwrap_or_else(|p| p.into_inner());
+        buffer.extend(events);
+        while buffer.len() > MAX_REPORTED_EVENTS {
+            buffer.pop_front();
+        }
+    }
+
+    /// Takes the buffered events; give them back with `restore` if they could not be sent.
+    pub fn take_events(&self) -> Vec<EngineEvent> {
+        self.events
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain(..)
+            .collect()
+    }
+
+    pub fn restore(&self, events: Vec<EngineEvent>) {
+        let mut buffer = self.events.lock().unwrap_or_else(|p| p.into_inner());
+        for event in events.into_iter().rev() {
+            buffer.push_front(event);
+        }
+        while buffer.len() > MAX_REPORTED_EVENTS {
+            buffer.pop_front();
+        }
+    }
+
+    pub fn health(&self) -> SchedulerHealth {
+        self.health
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
 pub struct Runner {
     pub clock: Arc<dyn Clock>,
     pub checker: Checker,
-    pub store: LocalStore,
     pub metrics: Arc<AgentMetrics>,
+    pub config: EngineConfig,
     pub max_concurrency: usize,
-    pub results: Arc<ResultSignal>,
+    pub report: Arc<EngineReport>,
+    /// Results go to the queue writer.
+    pub results: mpsc::Sender<CheckResult>,
 }
+
+/// How often the health snapshot is refreshed: it walks every monitor.
+const HEALTH_REFRESH: Duration = Duration::from_secs(1);
 
 impl Runner {
     pub async fn run(
@@ -48,77 +103,165 @@ impl Runner {
         mut updates: mpsc::Receiver<AssignmentUpdate>,
         mut shutdown: watch::Receiver<bool>,
     ) {
-        let mut scheduler = Scheduler::new();
+        let mut engine = Engine::new(self.config.clone());
         let permits = Arc::new(Semaphore::new(self.max_concurrency.max(1)));
-        let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Uuid>();
+        let (done_tx, mut done_rx) = mpsc::unbounded_channel::<(RequestKey, CheckOutcome)>();
+        let mut last_report = Instant::now() - HEALTH_REFRESH;
         loop {
-            for monitor in scheduler.pop_due(self.clock.now()) {
-                self.spawn_check(monitor, permits.clone(), done_tx.clone());
+            let (now, wall) = (self.clock.now(), self.clock.wall());
+            for dispatch in engine.poll(now, wall) {
+                self.metrics
+                    .scheduling_lag
+                    .observe(dispatch.lag.as_secs_f64());
+                let (checker, permits, done, metrics) = (
+                    self.checker.clone(),
+                    permits.clone(),
+                    done_tx.clone(),
+                    self.metrics.clone(),
+                );
+                tokio::spawn(async move {
+                    let Ok(_permit) = permits.acquire_owned().await else {
+                        return;
+                    };
+                    let started = Instant::now();
+                    let outcome = checker.run(&dispatch.monitor, dispatch.validators).await;
+                    metrics
+                        .check_latency
+                        .observe(started.elapsed().as_secs_f64());
+                    let _ = done.send((dispatch.key, outcome));
+                });
             }
-            self.metrics.monitors.set(scheduler.len() as i64);
-            let wake = scheduler.next_due();
-            let sleep = async {
-                match wake {
-                    Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
-                    None => std::future::pending().await,
-                }
-            };
+            if now.duration_since(last_report) >= HEALTH_REFRESH {
+                last_report = now;
+                self.publish(&mut engine, now);
+            }
+            let wake = engine
+                .next_due()
+                .map(|at| at.min(now + HEALTH_REFRESH))
+                .unwrap_or(now + HEALTH_REFRESH);
             tokio::select! {
-                _ = sleep => {}
-                Some(id) = done_rx.recv() => scheduler.complete(id, self.clock.now()),
-                update = updates.recv() => match update {
-                    Some(AssignmentUpdate::Replace(monitors)) => scheduler.replace_all(monitors, self.clock.now()),
-                    Some(AssignmentUpdate::Delta { upserts, removes }) => {
-                        let now = self.clock.now();
-                        removes.into_iter().for_each(|id| scheduler.remove(id));
-                        upserts.into_iter().for_each(|m| scheduler.upsert(m, now));
+                _ = tokio::time::sleep_until(tokio::time::Instant::from_std(wake)) => {}
+                Some(first) = done_rx.recv() => {
+                    let mut finished = self.complete(&mut engine, first);
+                    while let Ok(more) = done_rx.try_recv() {
+                        finished.extend(self.complete(&mut engine, more));
                     }
-                    None => break,
-                },
-                _ = shutdown.changed() => break,
+                    for result in finished {
+                        if self.results.send(result).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+                update = updates.recv() => {
+                    let now = self.clock.now();
+                    match update {
+                        Some(AssignmentUpdate::Replace(monitors)) => engine.replace_all(monitors, now),
+                        Some(AssignmentUpdate::Delta { upserts, removes }) => {
+                            removes.into_iter().for_each(|id| engine.remove(id));
+                            upserts.into_iter().for_each(|m| engine.upsert(m, now));
+                        }
+                        None => return,
+                    }
+                    self.metrics.monitors.set(engine.len() as i64);
+                }
+                _ = shutdown.changed() => return,
             }
         }
     }
 
-    fn spawn_check(
+    fn complete(
         &self,
-        monitor: Arc<AssignedMonitor>,
-        permits: Arc<Semaphore>,
-        done: mpsc::UnboundedSender<Uuid>,
-    ) {
-        let checker = self.checker.clone();
-        let store = self.store.clone();
-        let clock = self.clock.clone();
-        let metrics = self.metrics.clone();
-        let signal = self.results.clone();
-        tokio::spawn(async move {
-            let Ok(_permit) = permits.acquire_owned().await else {
-                return;
-            };
-            let ts = clock.wall();
-            let outcome = checker.run(&monitor).await;
-            metrics.record_check(monitor.kind.as_str(), outcome.status.as_str());
-            let result = CheckResult {
-                id: Uuid::new_v4(),
-                monitor_id: monitor.id,
-                ts,
-                status: outcome.status,
-                latency_ms: outcome.latency_ms,
-                msg: outcome.msg,
-                meta: outcome.meta,
-            };
-            tracing::debug!(monitor_id = %monitor.id, status = result.status.as_str(), msg = %result.msg, "check done");
-            match store.enqueue(vec![result]).await {
-                Ok(()) => {
-                    signal.produced_since_upload.fetch_add(1, Ordering::Relaxed);
-                    signal.notify.notify_one();
-                }
-                Err(e) => {
-                    metrics.results_lost.inc();
-                    tracing::error!(monitor_id = %monitor.id, "could not queue a result, it is lost: {e:#}");
+        engine: &mut Engine,
+        (key, outcome): (RequestKey, CheckOutcome),
+    ) -> Vec<CheckResult> {
+        let finished = engine.complete(&key, outcome, self.clock.now(), self.clock.wall());
+        finished
+            .into_iter()
+            .map(
+                |Finished {
+                     monitor, outcome, ..
+                 }| {
+                    self.metrics
+                        .record_check(monitor.kind.as_str(), outcome.status.as_str());
+                    CheckResult {
+                        id: Uuid::new_v4(),
+                        monitor_id: monitor.id,
+                        ts: self.clock.wall(),
+                        status: outcome.status,
+                        latency_ms: outcome.latency_ms,
+                        msg: outcome.msg,
+                        meta: outcome.meta,
+                    }
+                },
+            )
+            .collect()
+    }
+
+    fn publish(&self, engine: &mut Engine, now: Instant) {
+        let events = engine.drain_events();
+        for event in &events {
+            self.metrics.record_event(event.kind.name());
+        }
+        self.report.push_events(events);
+        let health = engine.health(now);
+        self.metrics.observe_health(&health);
+        *self.report.health.lock().unwrap_or_else(|p| p.into_inner()) = health;
+    }
+}
+
+/// Writes results to the queue in small transactions: whatever has arrived since the last
+/// write goes in one, so thousands per second cost a handful of commits.
+pub struct QueueWriter {
+    pub store: LocalStore,
+    pub metrics: Arc<AgentMetrics>,
+    pub signal: Arc<ResultSignal>,
+}
+
+const MAX_WRITE_BATCH: usize = 1_000;
+
+impl QueueWriter {
+    pub async fn run(self, mut results: mpsc::Receiver<CheckResult>) {
+        while let Some(first) = results.recv().await {
+            let mut batch = vec![first];
+            while batch.len() < MAX_WRITE_BATCH {
+                match results.try_recv() {
+                    Ok(more) => batch.push(more),
+                    Err(_) => break,
                 }
             }
-            let _ = done.send(monitor.id);
-        });
+            let count = batch.len() as u64;
+            if self.write(batch).await {
+                self.signal
+                    .produced_since_upload
+                    .fetch_add(count, Ordering::Relaxed);
+                self.signal.notify.notify_one();
+            }
+        }
+    }
+
+    /// Retries a failing disk a few times before counting the results as lost.
+    async fn write(&self, batch: Vec<CheckResult>) -> bool {
+        let mut delay = Duration::from_millis(200);
+        for attempt in 1..=5 {
+            match self.store.enqueue(batch.clone()).await {
+                Ok(()) => return true,
+                Err(e) if attempt < 5 => {
+                    tracing::warn!(
+                        "queueing {} results failed (attempt {attempt}): {e:#}",
+                        batch.len()
+                    );
+                    tokio::time::sleep(delay).await;
+                    delay *= 2;
+                }
+                Err(e) => {
+                    self.metrics.results_lost.inc_by(batch.len() as u64);
+                    tracing::error!(
+                        "could not queue {} results, they are lost: {e:#}",
+                        batch.len()
+                    );
+                }
+            }
+        }
+        false
     }
 }

@@ -10,7 +10,7 @@ use tokio::sync::{mpsc, watch, Notify};
 use uuid::Uuid;
 
 use super::{retry_delay, CentralClient, UplinkError};
-use crate::engine::runner::AssignmentUpdate;
+use crate::engine::runner::{AssignmentUpdate, EngineReport};
 use crate::metrics::AgentMetrics;
 use crate::store::{CachedAssignments, LocalStore};
 
@@ -23,6 +23,7 @@ pub struct Heartbeats {
     pub metrics: Arc<AgentMetrics>,
     pub interval: Duration,
     pub capabilities: Vec<String>,
+    pub report: Arc<EngineReport>,
     /// Poked when central reports an assignment version other than ours.
     pub assignments_changed: Arc<Notify>,
     pub known_version: watch::Receiver<i64>,
@@ -58,8 +59,16 @@ impl Heartbeats {
                 .and_then(chrono::DateTime::from_timestamp_millis),
             assignment_version: Some(version),
             dropped_results: 0,
+            scheduler: Some(self.report.health()),
+            events: self.report.take_events(),
         };
-        let answer = self.client.heartbeat(&beat).await?;
+        let answer = match self.client.heartbeat(&beat).await {
+            Ok(answer) => answer,
+            Err(e) => {
+                self.report.restore(beat.events);
+                return Err(e);
+            }
+        };
         self.metrics.update_state(|s| {
             s.last_heartbeat_at = Some(chrono::Utc::now());
             s.queue_depth = stats.depth;

@@ -1,0 +1,544 @@
+//! The engine's decisions, as a pure state machine: which monitors start now (due, admitted by
+//! their breaker, within their host's limit, or joining an identical request in flight), and
+//! what follows from each outcome (backoff, down-confirmation re-checks, breaker, auto-pause,
+//! dead letter, `Retry-After`). It never sleeps, spawns or reads a clock: `now` is passed in.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use serde_json::{json, Value};
+use shared_proto::poller_api::{DeadLetter, EngineEvent, EventKind, ResultStatus, SchedulerHealth};
+use shared_proto::settings::{CommonSettings, MonitorSettings};
+use shared_proto::AssignedMonitor;
+use uuid::Uuid;
+
+use super::backoff::Backoff;
+use super::breaker::{Admission, Breaker, BreakerState, Transition};
+use super::host_limit::HostLimiter;
+use super::request_key::{host_of, RequestKey};
+use super::rolling::{PauseTransition, RollingHealth};
+use super::scheduler::{phase, Scheduler};
+use crate::checks::{CheckOutcome, Validators};
+
+/// Engine-wide settings.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    pub per_host_limit: usize,
+    pub dead_letter_recheck: Duration,
+    /// Oldest events are dropped beyond this many undelivered ones.
+    pub max_buffered_events: usize,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            per_host_limit: 5,
+            dead_letter_recheck: Duration::from_secs(30 * 60),
+            max_buffered_events: 500,
+        }
+    }
+}
+
+/// A request to start now.
+#[derive(Debug, Clone)]
+pub struct Dispatch {
+    pub key: RequestKey,
+    pub monitor: Arc<AssignedMonitor>,
+    pub validators: Option<Validators>,
+    /// How late it starts compared with when it was due.
+    pub lag: Duration,
+}
+
+/// One monitor's result of a finished request.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub monitor: Arc<AssignedMonitor>,
+    pub outcome: CheckOutcome,
+    pub next_due: Instant,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Scheduled,
+    WaitingForHost { due: Instant },
+    Running,
+}
+
+struct MonitorState {
+    spec: Arc<AssignedMonitor>,
+    common: CommonSettings,
+    key: RequestKey,
+    host: String,
+    phase: Phase,
+    breaker: Breaker,
+    backoff: Backoff,
+    backoff_attempt: u32,
+    retries_left: u32,
+    health: RollingHealth,
+    dead_letter: Option<DeadLetter>,
+    last_polled: Option<Instant>,
+    last_status: Option<ResultStatus>,
+    validators: Option<Validators>,
+    /// Edited while running: run again as soon as the current run ends.
+    rerun: bool,
+}
+
+impl MonitorState {
+    fn new(spec: AssignedMonitor) -> Self {
+        // A monitor whose settings do not parse still runs: its check reports the bad config.
+        let common = MonitorSettings::parse(spec.kind, &spec.settings)
+            .map(|s| s.common)
+            .unwrap_or_default();
+        let ms = Duration::from_millis;
+        Self {
+            key: RequestKey::of(&spec),
+            host: host_of(&spec),
+            phase: Phase::Scheduled,
+            breaker: Breaker::new(common.breaker_threshold, ms(common.breaker_cooldown_ms)),
+            backoff: Backoff {
+                base: ms(common.backoff_base_ms),
+                max: ms(common.backoff_max_ms),
+            },
+            backoff_attempt: 0,
+            retries_left: common.retries,
+            health: RollingHealth::new(
+                common.window,
+                common.auto_pause_threshold,
+                common.auto_resume_threshold,
+                ms(common.auto_pause_cooldown_ms),
+            ),
+            dead_letter: None,
+            last_polled: None,
+            last_status: None,
+            validators: None,
+            rerun: false,
+            spec: Arc::new(spec),
+            common,
+        }
+    }
+
+    fn interval(&self) -> Duration {
+        Duration::from_millis(self.spec.interval_ms)
+    }
+}
+
+struct InFlight {
+    host: String,
+    members: Vec<Uuid>,
+}
+
+pub struct Engine {
+    config: EngineConfig,
+    monitors: HashMap<Uuid, MonitorState>,
+    scheduler: Scheduler,
+    hosts: HostLimiter,
+    in_flight: HashMap<RequestKey, InFlight>,
+    /// Started by a freed host slot, handed out by the next `poll`.
+    ready: Vec<Dispatch>,
+    events: Vec<EngineEvent>,
+    rng: StdRng,
+}
+
+impl Engine {
+    pub fn new(config: EngineConfig) -> Self {
+        Self::with_rng(config, StdRng::from_entropy())
+    }
+
+    /// With a seeded jitter source, for deterministic tests.
+    pub fn with_rng(config: EngineConfig, rng: StdRng) -> Self {
+        Self {
+            hosts: HostLimiter::new(config.per_host_limit),
+            config,
+            monitors: HashMap::new(),
+            scheduler: Scheduler::new(),
+            in_flight: HashMap::new(),
+            ready: Vec::new(),
+            events: Vec::new(),
+            rng,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.monitors.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.monitors.is_empty()
+    }
+
+    /// Adds or updates a monitor. New monitors first run at a phase derived from their request,
+    /// so identical requests line up (and coalesce) while different ones spread out. An edited
+    /// monitor starts afresh and runs at once; an unchanged one keeps its schedule.
+    pub fn upsert(&mut self, spec: AssignedMonitor, now: Instant) {
+        let id = spec.id;
+        match self.monitors.get_mut(&id) {
+            Some(state) if *state.spec == spec => {}
+            Some(state) => {
+                let phase = state.phase;
+                let mut fresh = MonitorState::new(spec);
+                fresh.phase = phase;
+                fresh.last_polled = state.last_polled;
+                *state = fresh;
+                match phase {
+                    Phase::Scheduled => self.scheduler.schedule(id, now),
+                    Phase::Running => state.rerun = true,
+                    Phase::WaitingForHost { .. } => {}
+                }
+            }
+            None => {
+                let state = MonitorState::new(spec);
+                let first = now + phase(state.key.stable_hash(), state.interval());
+                self.scheduler.schedule(id, first);
+                self.monitors.insert(id, state);
+            }
+        }
+    }
+
+    pub fn remove(&mut self, id: Uuid) {
+        self.monitors.remove(&id);
+        self.scheduler.cancel(id);
+    }
+
+    /// Makes the set exactly `monitors`.
+    pub fn replace_all(&mut self, monitors: Vec<AssignedMonitor>, now: Instant) {
+        let keep: std::collections::HashSet<Uuid> = monitors.iter().map(|m| m.id).collect();
+        let gone: Vec<Uuid> = self
+            .monitors
+            .keys()
+            .filter(|id| !keep.contains(id))
+            .copied()
+            .collect();
+        gone.into_iter().for_each(|id| self.remove(id));
+        monitors.into_iter().for_each(|m| self.upsert(m, now));
+    }
+
+    pub fn contains(&self, id: Uuid) -> bool {
+        self.monitors.contains_key(&id)
+    }
+
+    /// When the next monitor is due.
+    pub fn next_due(&mut self) -> Option<Instant> {
+        self.scheduler.next_due()
+    }
+
+    /// The requests to start now.
+    pub fn poll(&mut self, now: Instant, wall: DateTime<Utc>) -> Vec<Dispatch> {
+        let mut out = std::mem::take(&mut self.ready);
+        for (id, due) in self.scheduler.pop_due(now) {
+            let Some(state) = self.monitors.get_mut(&id) else {
+                continue;
+            };
+            let (admission, transition) = state.breaker.admit(now);
+            if transition == Some(Transition::HalfOpened) {
+                let event = EventKind::BreakerHalfOpen;
+                push_event(&mut self.events, &self.config, id, wall, event, None);
+            }
+            if let Admission::Rejected { until } = admission {
+                let retry = until.unwrap_or(now + state.interval());
+                self.scheduler.schedule(id, retry);
+                continue;
+            }
+            if let Some(flight) = self.in_flight.get_mut(&state.key) {
+                flight.members.push(id);
+                state.phase = Phase::Running;
+                continue;
+            }
+            if self.hosts.try_acquire(&state.host) {
+                out.push(start(&mut self.in_flight, state, due, now));
+            } else {
+                self.hosts.wait(&state.host, id, state.last_polled);
+                state.phase = Phase::WaitingForHost { due };
+            }
+        }
+        out
+    }
+
+    /// Applies the outcome of the request `key` to every monitor that shared it.
+    pub fn complete(
+        &mut self,
+        key: &RequestKey,
+        outcome: CheckOutcome,
+        now: Instant,
+        wall: DateTime<Utc>,
+    ) -> Vec<Finished> {
+        let Some(flight) = self.in_flight.remove(key) else {
+            return Vec::new();
+        };
+        self.hand_over_host_slot(&flight.host, now);
+        let mut finished = Vec::with_capacity(flight.members.len());
+        for id in flight.members {
+            let Some(state) = self.monitors.get_mut(&id) else {
+                continue;
+            };
+            let mut next_due = record(
+                state,
+                &outcome,
+                now,
+                wall,
+                &self.config,
+                &mut self.rng,
+                &mut self.events,
+            );
+            if std::mem::take(&mut state.rerun) {
+                next_due = now;
+            }
+            state.phase = Phase::Scheduled;
+            self.scheduler.schedule(id, next_due);
+            let mut own = outcome.clone();
+            own.meta = with_engine_meta(own.meta, state, next_due, now, wall);
+            finished.push(Finished {
+                monitor: state.spec.clone(),
+                outcome: own,
+                next_due,
+            });
+        }
+        finished
+    }
+
+    /// Gives a freed host slot to the least-recently-polled waiter still there.
+    fn hand_over_host_slot(&mut self, host: &str, now: Instant) {
+        while let Some(next) = self.hosts.release(host) {
+            let Some(state) = self.monitors.get_mut(&next) else {
+                continue;
+            };
+            let Phase::WaitingForHost { due } = state.phase else {
+                continue;
+            };
+            if let Some(flight) = self.in_flight.get_mut(&state.key) {
+                // An identical request started meanwhile: ride along, and pass the slot on.
+                flight.members.push(next);
+                state.phase = Phase::Running;
+                continue;
+            }
+            self.ready.push(start(&mut self.in_flight, state, due, now));
+            return;
+        }
+    }
+
+    /// Events since the last call.
+    pub fn drain_events(&mut self) -> Vec<EngineEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    pub fn health(&self, now: Instant) -> SchedulerHealth {
+        let count = |f: &dyn Fn(&MonitorState) -> bool| {
+            self.monitors.values().filter(|s| f(s)).count() as u64
+        };
+        let mut dead_letters: Vec<DeadLetter> = self
+            .monitors
+            .values()
+            .filter_map(|s| s.dead_letter.clone())
+            .collect();
+        dead_letters.sort_by_key(|d| d.since);
+        dead_letters.truncate(100);
+        SchedulerHealth {
+            monitors: self.monitors.len() as u64,
+            running: self.in_flight.len() as u64,
+            waiting_for_host: self.hosts.waiting() as u64,
+            due_soon: self.scheduler.due_before(now + Duration::from_secs(10)) as u64,
+            breakers_open: count(&|s| s.breaker.state() == BreakerState::Open),
+            breakers_half_open: count(&|s| s.breaker.state() == BreakerState::HalfOpen),
+            paused: count(&|s| s.health.paused_until().is_some_and(|until| until > now)),
+            dead_letters,
+            most_overdue_ms: self
+                .scheduler
+                .earliest()
+                .map_or(0, |at| now.saturating_duration_since(at).as_millis() as u64),
+        }
+    }
+
+    /// Breaker state of a monitor, for tests and reports.
+    pub fn breaker_state(&self, id: Uuid) -> Option<BreakerState> {
+        self.monitors.get(&id).map(|s| s.breaker.state())
+    }
+
+    pub fn is_dead_letter(&self, id: Uuid) -> bool {
+        self.monitors
+            .get(&id)
+            .is_some_and(|s| s.dead_letter.is_some())
+    }
+
+    pub fn paused_until(&self, id: Uuid) -> Option<Instant> {
+        self.monitors.get(&id).and_then(|s| s.health.paused_until())
+    }
+
+    pub fn due_at(&self, id: Uuid) -> Option<Instant> {
+        self.scheduler.due_at(id)
+    }
+}
+
+fn start(
+    in_flight: &mut HashMap<RequestKey, InFlight>,
+    state: &mut MonitorState,
+    due: Instant,
+    now: Instant,
+) -> Dispatch {
+    state.phase = Phase::Running;
+    in_flight.insert(
+        state.key.clone(),
+        InFlight {
+            host: state.host.clone(),
+            members: vec![state.spec.id],
+        },
+    );
+    Dispatch {
+        key: state.key.clone(),
+        monitor: state.spec.clone(),
+        validators: state.validators.clone(),
+        lag: now.saturating_duration_since(due),
+    }
+}
+
+fn push_event(
+    events: &mut Vec<EngineEvent>,
+    config: &EngineConfig,
+    monitor_id: Uuid,
+    at: DateTime<Utc>,
+    kind: EventKind,
+    next_due_at: Option<DateTime<Utc>>,
+) {
+    if events.len() >= config.max_buffered_events {
+        events.remove(0);
+    }
+    events.push(EngineEvent {
+        monitor_id,
+        at,
+        kind,
+        next_due_at,
+    });
+}
+
+fn wall_of(at: Instant, now: Instant, wall: DateTime<Utc>) -> DateTime<Utc> {
+    wall + chrono::Duration::from_std(at.saturating_duration_since(now)).unwrap_or_default()
+}
+
+/// Updates one monitor's protection state with an outcome and decides when it runs next.
+fn record(
+    state: &mut MonitorState,
+    outcome: &CheckOutcome,
+    now: Instant,
+    wall: DateTime<Utc>,
+    config: &EngineConfig,
+    rng: &mut StdRng,
+    events: &mut Vec<EngineEvent>,
+) -> Instant {
+    let id = state.spec.id;
+    let mut pending: Vec<EventKind> = Vec::new();
+    state.last_polled = Some(now);
+    if let Some(validators) = &outcome.validators {
+        state.validators = Some(validators.clone());
+    }
+    let interval = state.interval();
+    let mut next = match outcome.status {
+        ResultStatus::Up => {
+            if state.breaker.record_success() == Some(Transition::Closed) {
+                pending.push(EventKind::BreakerClosed);
+            }
+            if state.dead_letter.take().is_some() {
+                pending.push(EventKind::Revived);
+            }
+            state.backoff_attempt = 0;
+            state.retries_left = state.common.retries;
+            pending.extend(pause_event(state.health.record(true, now), now, wall));
+            now + interval
+        }
+        // The target asked for quiet: neither a failure nor a success.
+        ResultStatus::RateLimited => now + interval,
+        ResultStatus::Down => {
+            pending.extend(pause_event(state.health.record(false, now), now, wall));
+            let hopeless = outcome.permanent
+                || state.health.consecutive_failures() >= state.common.dead_letter_after;
+            if hopeless && state.dead_letter.is_none() {
+                state.dead_letter = Some(DeadLetter {
+                    monitor_id: id,
+                    reason: outcome.msg.clone(),
+                    since: wall,
+                });
+                pending.push(EventKind::DeadLettered {
+                    reason: outcome.msg.clone(),
+                });
+            }
+            if let Some(Transition::Opened { .. }) = state.breaker.record_failure(now) {
+                pending.push(EventKind::BreakerOpened);
+            }
+            if state.dead_letter.is_some() {
+                now + config.dead_letter_recheck
+            } else if let Some(until) = state.breaker.open_until() {
+                until
+            } else if state.retries_left > 0 {
+                state.retries_left -= 1;
+                now + Duration::from_millis(state.common.retry_interval_ms)
+            } else {
+                let delay = state.backoff.delay(state.backoff_attempt, rng);
+                state.backoff_attempt = state.backoff_attempt.saturating_add(1);
+                now + interval.max(delay)
+            }
+        }
+    };
+    if let Some(until) = state.health.paused_until() {
+        next = next.max(until);
+    }
+    if let Some(wait) = outcome.retry_after {
+        next = next.max(now + wait);
+        pending.push(EventKind::RateLimited {
+            retry_after_ms: wait.as_millis() as u64,
+        });
+    }
+    let decisive = matches!(outcome.status, ResultStatus::Up | ResultStatus::Down);
+    if decisive && state.last_status != Some(outcome.status) {
+        pending.push(EventKind::StatusChanged {
+            from: state.last_status,
+            to: outcome.status,
+        });
+        state.last_status = Some(outcome.status);
+    }
+    let next_wall = wall_of(next, now, wall);
+    for kind in pending {
+        tracing::info!(monitor_id = %id, event = kind.name(), next_due_at = %next_wall, msg = %outcome.msg, "engine event");
+        push_event(events, config, id, wall, kind, Some(next_wall));
+    }
+    next
+}
+
+fn pause_event(
+    transition: Option<PauseTransition>,
+    now: Instant,
+    wall: DateTime<Utc>,
+) -> Option<EventKind> {
+    transition.map(|t| match t {
+        PauseTransition::Paused { until } => EventKind::Paused {
+            until: wall_of(until, now, wall),
+        },
+        PauseTransition::Resumed => EventKind::Resumed,
+    })
+}
+
+/// Adds `engine` to a result's meta: what the engine thinks of the monitor, and when it runs
+/// next, so central never mistakes a deliberate delay for a silent agent.
+fn with_engine_meta(
+    meta: Value,
+    state: &MonitorState,
+    next_due: Instant,
+    now: Instant,
+    wall: DateTime<Utc>,
+) -> Value {
+    let mut meta = match meta {
+        Value::Object(map) => Value::Object(map),
+        Value::Null => json!({}),
+        other => json!({ "check": other }),
+    };
+    meta["engine"] = json!({
+        "next_due_at": wall_of(next_due, now, wall),
+        "consecutive_failures": state.health.consecutive_failures(),
+        "success_rate": state.health.success_rate(),
+        "improving": state.health.improving(),
+        "breaker": state.breaker.state().as_str(),
+        "paused_until": state.health.paused_until().map(|u| wall_of(u, now, wall)),
+        "dead_letter": state.dead_letter.is_some(),
+    });
+    meta
+}

@@ -1,0 +1,470 @@
+//! Deterministic tests of the engine's rules: time is a number we move by hand.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use rand::SeedableRng;
+use serde_json::{json, Value};
+use shared_proto::poller_api::{EventKind, ResultStatus};
+use shared_proto::{AssignedMonitor, CheckKind};
+use uuid::Uuid;
+
+use super::breaker::BreakerState;
+use super::core::{Dispatch, Engine, EngineConfig};
+use crate::checks::CheckOutcome;
+
+fn wall() -> DateTime<Utc> {
+    DateTime::from_timestamp(1_800_000_000, 0).unwrap()
+}
+
+fn engine() -> Engine {
+    Engine::with_rng(
+        EngineConfig::default(),
+        rand::rngs::StdRng::seed_from_u64(1),
+    )
+}
+
+fn monitor(url: &str, interval_ms: u64, settings: Value) -> AssignedMonitor {
+    AssignedMonitor {
+        id: Uuid::new_v4(),
+        name: "m".into(),
+        kind: CheckKind::Http,
+        target: url.into(),
+        interval_ms,
+        timeout_ms: 1000,
+        settings: settings.as_object().cloned().unwrap_or_default(),
+        revision: 1,
+    }
+}
+
+fn up() -> CheckOutcome {
+    CheckOutcome::up(Duration::from_millis(5), json!({}))
+}
+
+fn down() -> CheckOutcome {
+    CheckOutcome::down(
+        Some(Duration::from_millis(5)),
+        "expected 2xx, got 503",
+        json!({}),
+    )
+}
+
+/// Polls at `at` and expects exactly one dispatch.
+fn one(engine: &mut Engine, at: Instant) -> Dispatch {
+    let mut dispatches = engine.poll(at, wall());
+    assert_eq!(dispatches.len(), 1, "expected one dispatch at {at:?}");
+    dispatches.pop().unwrap()
+}
+
+/// Runs a single monitor's check whenever due, with `outcome`, and returns the next due time.
+fn run_once(engine: &mut Engine, id: Uuid, outcome: CheckOutcome) -> Instant {
+    let at = engine.due_at(id).expect("scheduled");
+    let dispatch = one(engine, at);
+    let finished = engine.complete(&dispatch.key, outcome, at, wall());
+    assert_eq!(finished.len(), 1);
+    finished[0].next_due
+}
+
+#[test]
+fn first_runs_are_spread_over_the_interval() {
+    let t0 = Instant::now();
+    let mut engine = engine();
+    for i in 0..10_000 {
+        engine.upsert(
+            monitor(&format!("http://h{i}.test/"), 10_000, json!({})),
+            t0,
+        );
+    }
+    let per_second: Vec<usize> = (1..=10)
+        .map(|s| engine.poll(t0 + Duration::from_secs(s), wall()).len())
+        .collect();
+    assert_eq!(per_second.iter().sum::<usize>(), 10_000);
+    assert!(
+        per_second.iter().all(|n| (800..=1200).contains(n)),
+        "{per_second:?}"
+    );
+}
+
+#[test]
+fn a_running_monitor_is_never_started_twice_and_success_waits_one_interval() {
+    let t0 = Instant::now();
+    let mut engine = engine();
+    let m = monitor("http://a.test/", 5_000, json!({}));
+    let id = m.id;
+    engine.upsert(m, t0);
+    let due = engine.due_at(id).unwrap();
+    let dispatch = one(&mut engine, due);
+    assert!(
+        engine
+            .poll(due + Duration::from_secs(60), wall())
+            .is_empty(),
+        "still running"
+    );
+    let finished = engine.complete(&dispatch.key, up(), due + Duration::from_secs(1), wall());
+    assert_eq!(finished[0].next_due, due + Duration::from_secs(6));
+    assert_eq!(finished[0].outcome.meta["engine"]["breaker"], "closed");
+}
+
+#[test]
+fn backoff_grows_on_failure_and_resets_on_success() {
+    let t0 = Instant::now();
+    let mut engine = engine();
+    let m = monitor("http://a.test/", 5_000, json!({"breaker_threshold": 1000}));
+    let id = m.id;
+    engine.upsert(m, t0);
+    let mut gaps = Vec::new();
+    let mut at = engine.due_at(id).unwrap();
+    for _ in 0..10 {
+        let next = run_once(&mut engine, id, down());
+        gaps.push(next.duration_since(at).as_secs_f64());
+        at = next;
+    }
+    // max(interval 5 s, 1 s × 2^attempt ± 20 %): 5, 5, 5, ~8, ~16, … ~256, ~300.
+    assert!(gaps[..3].iter().all(|g| *g == 5.0), "{gaps:?}");
+    for (attempt, gap) in gaps.iter().enumerate().skip(4) {
+        let nominal = (1u64 << attempt).min(300) as f64;
+        assert!(
+            *gap >= (nominal * 0.8).max(5.0) && *gap <= nominal * 1.2,
+            "attempt {attempt}: {gap}"
+        );
+    }
+    let next = run_once(&mut engine, id, up());
+    assert_eq!(
+        next.duration_since(at),
+        Duration::from_secs(5),
+        "a success resets the backoff"
+    );
+}
+
+#[test]
+fn down_confirmation_rechecks_before_backoff() {
+    let t0 = Instant::now();
+    let mut engine = engine();
+    let m = monitor(
+        "http://a.test/",
+        60_000,
+        json!({"retries": 2, "retry_interval_ms": 2000}),
+    );
+    let id = m.id;
+    engine.upsert(m, t0);
+    let first = engine.due_at(id).unwrap();
+    let second = run_once(&mut engine, id, down());
+    let third = run_once(&mut engine, id, down());
+    let fourth = run_once(&mut engine, id, down());
+    assert_eq!(second - first, Duration::from_secs(2));
+    assert_eq!(third - second, Duration::from_secs(2));
+    assert_eq!(
+        fourth - third,
+        Duration::from_secs(60),
+        "then the interval (or backoff) again"
+    );
+}
+
+#[test]
+fn breaker_opens_waits_its_cooldown_and_probes_once() {
+    let t0 = Instant::now();
+    let mut engine = engine();
+    let m = monitor(
+        "http://a.test/",
+        5_000,
+        json!({"breaker_threshold": 3, "breaker_cooldown_ms": 60_000}),
+    );
+    let id = m.id;
+    engine.upsert(m, t0);
+    run_once(&mut engine, id, down());
+    run_once(&mut engine, id, down());
+    let opened_at = engine.due_at(id).unwrap();
+    let probe_at = run_once(&mut engine, id, down());
+    assert_eq!(
+        probe_at - opened_at,
+        Duration::from_secs(60),
+        "next run is the cooldown away"
+    );
+    assert_eq!(engine.breaker_state(id), Some(BreakerState::Open));
+    assert!(engine
+        .poll(probe_at - Duration::from_millis(1), wall())
+        .is_empty());
+
+    let probe = one(&mut engine, probe_at);
+    assert_eq!(engine.breaker_state(id), Some(BreakerState::HalfOpen));
+    let reopened = engine.complete(&probe.key, down(), probe_at, wall());
+    assert_eq!(reopened[0].next_due - probe_at, Duration::from_secs(60));
+    assert_eq!(engine.breaker_state(id), Some(BreakerState::Open));
+
+    let probe_at = reopened[0].next_due;
+    let probe = one(&mut engine, probe_at);
+    engine.complete(&probe.key, up(), probe_at, wall());
+    assert_eq!(engine.breaker_state(id), Some(BreakerState::Closed));
+    let names: Vec<&str> = engine
+        .drain_events()
+        .iter()
+        .map(|e| e.kind.name())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "status_changed",
+            "breaker_opened",
+            "breaker_half_open",
+            "breaker_opened",
+            "breaker_half_open",
+            "breaker_closed",
+            "status_changed"
+        ]
+    );
+}
+
+#[test]
+fn two_hundred_monitors_on_one_host_all_run_every_cycle() {
+    let t0 = Instant::now();
+    let mut engine = engine();
+    let interval = Duration::from_secs(60);
+    let check_time = Duration::from_secs(1);
+    let ids: Vec<Uuid> = (0..200)
+        .map(|i| {
+            let m = monitor(&format!("http://shared.test/item/{i}"), 60_000, json!({}));
+            let id = m.id;
+            engine.upsert(m, t0);
+            id
+        })
+        .collect();
+    let mut running: Vec<(Instant, Dispatch)> = Vec::new();
+    let mut runs: HashMap<Uuid, Vec<Instant>> = HashMap::new();
+    let mut peak = 0;
+    let step = Duration::from_millis(100);
+    let mut now = t0;
+    while now < t0 + 5 * interval {
+        running.retain(|(ends, dispatch)| {
+            if *ends <= now {
+                engine.complete(&dispatch.key, up(), now, wall());
+                false
+            } else {
+                true
+            }
+        });
+        for dispatch in engine.poll(now, wall()) {
+            runs.entry(dispatch.monitor.id).or_default().push(now);
+            running.push((now + check_time, dispatch));
+        }
+        peak = peak.max(running.len());
+        now += step;
+    }
+    assert_eq!(peak, 5, "never more than the per-host limit at once");
+    for id in &ids {
+        let times = &runs[id];
+        // Five cycles of 60 s: every monitor ran in each, none twice in one.
+        assert!((4..=5).contains(&times.len()), "{id}: {} runs", times.len());
+        for pair in times.windows(2) {
+            let gap = pair[1] - pair[0];
+            assert!(
+                gap >= interval && gap < interval + Duration::from_secs(45),
+                "gap {gap:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn identical_requests_coalesce_but_keep_their_own_breakers() {
+    let t0 = Instant::now();
+    let mut engine = engine();
+    let ids: Vec<Uuid> = (1..=10)
+        .map(|threshold| {
+            let m = monitor(
+                "http://same.test/health",
+                5_000,
+                json!({"breaker_threshold": threshold}),
+            );
+            let id = m.id;
+            engine.upsert(m, t0);
+            id
+        })
+        .collect();
+    let due = engine.due_at(ids[0]).unwrap();
+    assert!(
+        ids.iter().all(|id| engine.due_at(*id) == Some(due)),
+        "identical requests share a phase"
+    );
+
+    for failure in 1..=3u32 {
+        let at = ids
+            .iter()
+            .filter_map(|id| engine.due_at(*id))
+            .min()
+            .unwrap();
+        let dispatches = engine.poll(at, wall());
+        assert_eq!(dispatches.len(), 1, "one request for every monitor due");
+        let finished = engine.complete(&dispatches[0].key, down(), at, wall());
+        assert_eq!(
+            finished.len(),
+            11 - failure as usize,
+            "open breakers sit out"
+        );
+        let ids_done: std::collections::HashSet<Uuid> =
+            finished.iter().map(|f| f.monitor.id).collect();
+        assert_eq!(
+            ids_done.len(),
+            finished.len(),
+            "each monitor gets its own result"
+        );
+        for (i, id) in ids.iter().enumerate() {
+            let threshold = i as u32 + 1;
+            let expected = if threshold <= failure {
+                BreakerState::Open
+            } else {
+                BreakerState::Closed
+            };
+            assert_eq!(
+                engine.breaker_state(*id),
+                Some(expected),
+                "threshold {threshold} after {failure}"
+            );
+        }
+    }
+}
+
+#[test]
+fn auto_pause_has_hysteresis_and_is_never_shortened() {
+    let t0 = Instant::now();
+    let mut engine = engine();
+    let settings = json!({"window": 4, "auto_pause_threshold": 0.5, "auto_resume_threshold": 0.75,
+                          "auto_pause_cooldown_ms": 600_000, "breaker_threshold": 1000});
+    let m = monitor("http://a.test/", 5_000, settings);
+    let id = m.id;
+    engine.upsert(m, t0);
+    for _ in 0..3 {
+        run_once(&mut engine, id, down());
+    }
+    let at = engine.due_at(id).unwrap();
+    let next = run_once(&mut engine, id, up());
+    // Window [F, F, F, T] = 0.25 < 0.5: paused for the cooldown.
+    assert_eq!(next - at, Duration::from_secs(600));
+    assert_eq!(engine.paused_until(id), Some(at + Duration::from_secs(600)));
+    // The probe lifts it to [F, F, T, T] = 0.5: not yet 0.75, so the pause is extended.
+    let again = run_once(&mut engine, id, up());
+    assert_eq!(again - next, Duration::from_secs(600));
+    // [F, T, T, T] = 0.75 resumes.
+    let resumed = run_once(&mut engine, id, up());
+    assert_eq!(resumed - again, Duration::from_secs(5));
+    assert_eq!(engine.paused_until(id), None);
+    let names: Vec<&str> = engine
+        .drain_events()
+        .iter()
+        .map(|e| e.kind.name())
+        .collect();
+    assert!(
+        names.contains(&"paused") && names.contains(&"resumed"),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn a_permanent_error_dead_letters_until_a_recheck_succeeds() {
+    let t0 = Instant::now();
+    let mut engine = engine();
+    let m = monitor("http://a.test/", 5_000, json!({}));
+    let id = m.id;
+    engine.upsert(m, t0);
+    let at = engine.due_at(id).unwrap();
+    let denied = CheckOutcome::permanent(
+        Some(Duration::from_millis(3)),
+        "expected 2xx, got 403",
+        json!({}),
+    );
+    let next = run_once(&mut engine, id, denied);
+    assert!(engine.is_dead_letter(id));
+    assert_eq!(
+        next - at,
+        Duration::from_secs(30 * 60),
+        "rechecked every 30 minutes"
+    );
+    let health = engine.health(at);
+    assert_eq!(health.dead_letters.len(), 1);
+    assert_eq!(health.dead_letters[0].reason, "expected 2xx, got 403");
+    run_once(&mut engine, id, up());
+    assert!(!engine.is_dead_letter(id));
+    let kinds: Vec<EventKind> = engine.drain_events().into_iter().map(|e| e.kind).collect();
+    assert!(kinds.contains(&EventKind::DeadLettered {
+        reason: "expected 2xx, got 403".into()
+    }));
+    assert!(kinds.contains(&EventKind::Revived));
+}
+
+#[test]
+fn repeated_transient_errors_dead_letter_too() {
+    let t0 = Instant::now();
+    let mut engine = engine();
+    let m = monitor(
+        "http://a.test/",
+        5_000,
+        json!({"dead_letter_after": 3, "breaker_threshold": 1000}),
+    );
+    let id = m.id;
+    engine.upsert(m, t0);
+    run_once(&mut engine, id, down());
+    run_once(&mut engine, id, down());
+    assert!(!engine.is_dead_letter(id));
+    run_once(&mut engine, id, down());
+    assert!(engine.is_dead_letter(id));
+}
+
+#[test]
+fn retry_after_is_honoured_and_is_not_a_failure() {
+    let t0 = Instant::now();
+    let mut engine = engine();
+    let m = monitor("http://a.test/", 5_000, json!({"breaker_threshold": 1}));
+    let id = m.id;
+    engine.upsert(m, t0);
+    let at = engine.due_at(id).unwrap();
+    let limited = CheckOutcome {
+        status: ResultStatus::RateLimited,
+        retry_after: Some(Duration::from_secs(120)),
+        ..CheckOutcome::down(
+            Some(Duration::from_millis(2)),
+            "rate limited (429), retry after 120 s",
+            json!({}),
+        )
+    };
+    let next = run_once(&mut engine, id, limited);
+    assert_eq!(next - at, Duration::from_secs(120));
+    assert_eq!(
+        engine.breaker_state(id),
+        Some(BreakerState::Closed),
+        "rate limiting is not a failure"
+    );
+    let events = engine.drain_events();
+    assert_eq!(events.len(), 1);
+    assert_eq!(
+        events[0].kind,
+        EventKind::RateLimited {
+            retry_after_ms: 120_000
+        }
+    );
+    assert_eq!(
+        events[0].next_due_at,
+        Some(wall() + chrono::Duration::seconds(120))
+    );
+}
+
+#[test]
+fn an_edited_monitor_runs_at_once_and_a_removed_one_never_again() {
+    let t0 = Instant::now();
+    let mut engine = engine();
+    let mut m = monitor("http://a.test/", 3_600_000, json!({}));
+    let id = m.id;
+    engine.upsert(m.clone(), t0);
+    let first_due = engine.due_at(id).unwrap();
+    engine.upsert(m.clone(), t0 + Duration::from_secs(1));
+    assert_eq!(engine.due_at(id), Some(first_due), "unchanged: same slot");
+    m.target = "http://b.test/".into();
+    let edited = t0 + Duration::from_secs(2);
+    engine.upsert(m, edited);
+    let dispatch = one(&mut engine, edited);
+    assert_eq!(dispatch.monitor.target, "http://b.test/");
+    engine.remove(id);
+    assert!(engine
+        .complete(&dispatch.key, up(), edited, wall())
+        .is_empty());
+    assert_eq!(engine.next_due(), None);
+}

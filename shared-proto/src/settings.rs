@@ -1,0 +1,486 @@
+//! The `settings` object of a monitor: keys common to every kind (re-checks, protection
+//! tuning) and keys of its kind. Unknown keys are rejected so that a typo does not silently
+//! leave a check without the assertion the operator meant.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::monitor::CheckKind;
+use crate::ValidationError;
+
+/// Settings of one monitor, parsed and validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MonitorSettings {
+    pub common: CommonSettings,
+    pub check: CheckSettings,
+}
+
+impl MonitorSettings {
+    pub fn parse(kind: CheckKind, settings: &Map<String, Value>) -> Result<Self, ValidationError> {
+        let (common, specific): (Map<String, Value>, Map<String, Value>) = settings
+            .clone()
+            .into_iter()
+            .partition(|(key, _)| CommonSettings::KEYS.contains(&key.as_str()));
+        let common: CommonSettings = from_settings(Value::Object(common))?;
+        common.validate()?;
+        let specific = Value::Object(specific);
+        let check = match kind {
+            CheckKind::Http => {
+                let s: HttpSettings = from_settings(specific)?;
+                s.validate()?;
+                CheckSettings::Http(s)
+            }
+            CheckKind::Tcp => CheckSettings::Tcp(from_settings(specific)?),
+            CheckKind::Dns => {
+                let s: DnsSettings = from_settings(specific)?;
+                s.validate()?;
+                CheckSettings::Dns(s)
+            }
+            CheckKind::Tls => CheckSettings::Tls(from_settings(specific)?),
+        };
+        Ok(MonitorSettings { common, check })
+    }
+}
+
+fn from_settings<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, ValidationError> {
+    serde_json::from_value(value).map_err(|e| ValidationError::new("settings", e.to_string()))
+}
+
+fn range_check<T: PartialOrd + std::fmt::Display + Copy>(
+    field: &str,
+    value: T,
+    min: T,
+    max: T,
+) -> Result<(), ValidationError> {
+    if value < min || value > max {
+        return Err(ValidationError::new(
+            format!("settings.{field}"),
+            format!("must be between {min} and {max}, got {value}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Keys every kind accepts: down confirmation, backoff, circuit breaker, auto-pause, dead letter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CommonSettings {
+    /// Re-checks after a failure before backoff takes over.
+    pub retries: u32,
+    pub retry_interval_ms: u64,
+    /// Consecutive failing results central needs before it calls the monitor down.
+    pub confirm_down: u32,
+    pub backoff_base_ms: u64,
+    pub backoff_max_ms: u64,
+    /// Consecutive failures that open the circuit breaker.
+    pub breaker_threshold: u32,
+    pub breaker_cooldown_ms: u64,
+    /// Results in the rolling success-rate window.
+    pub window: u32,
+    /// Auto-pause when the full window's success rate falls below this (0 disables).
+    pub auto_pause_threshold: f64,
+    /// Resume only once a probe lifts the rate to this (at least the pause threshold).
+    pub auto_resume_threshold: f64,
+    pub auto_pause_cooldown_ms: u64,
+    /// Consecutive transient failures that move the monitor to the dead-letter state.
+    pub dead_letter_after: u32,
+}
+
+impl Default for CommonSettings {
+    fn default() -> Self {
+        Self {
+            retries: 0,
+            retry_interval_ms: 5_000,
+            confirm_down: 1,
+            backoff_base_ms: 1_000,
+            backoff_max_ms: 300_000,
+            breaker_threshold: 10,
+            breaker_cooldown_ms: 300_000,
+            window: 20,
+            auto_pause_threshold: 0.25,
+            auto_resume_threshold: 0.5,
+            auto_pause_cooldown_ms: 600_000,
+            dead_letter_after: 100,
+        }
+    }
+}
+
+impl CommonSettings {
+    pub const KEYS: [&'static str; 12] = [
+        "retries",
+        "retry_interval_ms",
+        "confirm_down",
+        "backoff_base_ms",
+        "backoff_max_ms",
+        "breaker_threshold",
+        "breaker_cooldown_ms",
+        "window",
+        "auto_pause_threshold",
+        "auto_resume_threshold",
+        "auto_pause_cooldown_ms",
+        "dead_letter_after",
+    ];
+
+    fn validate(&self) -> Result<(), ValidationError> {
+        range_check("retries", self.retries, 0, 10)?;
+        range_check("retry_interval_ms", self.retry_interval_ms, 1_000, 300_000)?;
+        range_check("confirm_down", self.confirm_down, 1, 20)?;
+        range_check("backoff_base_ms", self.backoff_base_ms, 100, 3_600_000)?;
+        range_check(
+            "backoff_max_ms",
+            self.backoff_max_ms,
+            self.backoff_base_ms,
+            86_400_000,
+        )?;
+        range_check("breaker_threshold", self.breaker_threshold, 1, 10_000)?;
+        range_check(
+            "breaker_cooldown_ms",
+            self.breaker_cooldown_ms,
+            1_000,
+            86_400_000,
+        )?;
+        range_check("window", self.window, 1, 1_000)?;
+        range_check("auto_pause_threshold", self.auto_pause_threshold, 0.0, 1.0)?;
+        range_check(
+            "auto_resume_threshold",
+            self.auto_resume_threshold,
+            self.auto_pause_threshold,
+            1.0,
+        )?;
+        range_check(
+            "auto_pause_cooldown_ms",
+            self.auto_pause_cooldown_ms,
+            1_000,
+            86_400_000,
+        )?;
+        range_check("dead_letter_after", self.dead_letter_after, 1, 1_000_000)?;
+        Ok(())
+    }
+}
+
+/// Settings of each kind.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CheckSettings {
+    Http(HttpSettings),
+    Tcp(TcpSettings),
+    Dns(DnsSettings),
+    Tls(TlsSettings),
+}
+
+const HTTP_METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+
+fn default_method() -> String {
+    "GET".into()
+}
+fn yes() -> bool {
+    true
+}
+
+/// How an `http` check reads the response body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BodyFormat {
+    /// Status code and optional keyword / JSON assertions.
+    #[default]
+    Plain,
+    /// A health document listing dependencies; see docs/health-json.md.
+    HealthJson,
+}
+
+/// Settings of an `http` check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpSettings {
+    #[serde(default = "default_method")]
+    pub method: String,
+    /// Accepted status codes; empty means any 2xx.
+    #[serde(default)]
+    pub expected_status: Vec<u16>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    #[serde(default)]
+    pub body: Option<String>,
+    /// The response body must contain this text.
+    #[serde(default)]
+    pub keyword: Option<String>,
+    /// The response body must not contain this text.
+    #[serde(default)]
+    pub keyword_absent: Option<String>,
+    /// A JSON pointer (RFC 6901, e.g. `/status`) into the response body…
+    #[serde(default)]
+    pub json_path: Option<String>,
+    /// …whose value must equal this.
+    #[serde(default)]
+    pub json_expected: Option<Value>,
+    #[serde(default = "yes")]
+    pub follow_redirects: bool,
+    #[serde(default = "yes")]
+    pub verify_tls: bool,
+    /// Send `If-None-Match` / `If-Modified-Since` from the previous answer; `304` counts as up.
+    #[serde(default)]
+    pub conditional: bool,
+    #[serde(default)]
+    pub format: BodyFormat,
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        Self {
+            method: default_method(),
+            expected_status: Vec::new(),
+            headers: BTreeMap::new(),
+            body: None,
+            keyword: None,
+            keyword_absent: None,
+            json_path: None,
+            json_expected: None,
+            follow_redirects: true,
+            verify_tls: true,
+            conditional: false,
+            format: BodyFormat::Plain,
+        }
+    }
+}
+
+impl HttpSettings {
+    fn validate(&self) -> Result<(), ValidationError> {
+        if !HTTP_METHODS.contains(&self.method.as_str()) {
+            return Err(ValidationError::new(
+                "settings.method",
+                format!(
+                    "`{}` is not a supported method; use one of {}",
+                    self.method,
+                    HTTP_METHODS.join(", ")
+                ),
+            ));
+        }
+        if let Some(code) = self
+            .expected_status
+            .iter()
+            .find(|c| !(100..=599).contains(*c))
+        {
+            return Err(ValidationError::new(
+                "settings.expected_status",
+                format!("{code} is not an HTTP status code; use codes between 100 and 599"),
+            ));
+        }
+        for name in self.headers.keys() {
+            let valid = !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+            if !valid {
+                return Err(ValidationError::new(
+                    "settings.headers",
+                    format!("`{name}` is not a valid header name"),
+                ));
+            }
+        }
+        match (&self.json_path, &self.json_expected) {
+            (Some(path), _) if !(path.is_empty() || path.starts_with('/')) => {
+                Err(ValidationError::new(
+                    "settings.json_path",
+                    format!(
+                        "`{path}` is not a JSON pointer; write it like /status or /checks/0/ok"
+                    ),
+                ))
+            }
+            (None, Some(_)) => Err(ValidationError::new(
+                "settings.json_path",
+                "is required when settings.json_expected is set",
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether `status` counts as success.
+    pub fn accepts(&self, status: u16) -> bool {
+        if self.expected_status.is_empty() {
+            (200..300).contains(&status)
+        } else {
+            self.expected_status.contains(&status)
+        }
+    }
+}
+
+/// Settings of a `tcp` check (none beyond the common ones).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TcpSettings {}
+
+pub const DNS_RECORD_TYPES: [&str; 7] = ["A", "AAAA", "CNAME", "MX", "NS", "TXT", "SOA"];
+
+fn default_record_type() -> String {
+    "A".into()
+}
+
+/// Settings of a `dns` check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DnsSettings {
+    #[serde(default = "default_record_type")]
+    pub record_type: String,
+    /// Each of these must be among the answers (empty: any answer will do).
+    #[serde(default)]
+    pub expected: Vec<String>,
+    /// `ip:port` of the server to ask; the system resolver when unset.
+    #[serde(default)]
+    pub nameserver: Option<String>,
+}
+
+impl Default for DnsSettings {
+    fn default() -> Self {
+        Self {
+            record_type: default_record_type(),
+            expected: Vec::new(),
+            nameserver: None,
+        }
+    }
+}
+
+impl DnsSettings {
+    fn validate(&self) -> Result<(), ValidationError> {
+        if !DNS_RECORD_TYPES.contains(&self.record_type.as_str()) {
+            return Err(ValidationError::new(
+                "settings.record_type",
+                format!(
+                    "`{}` is not supported; use one of {}",
+                    self.record_type,
+                    DNS_RECORD_TYPES.join(", ")
+                ),
+            ));
+        }
+        if let Some(server) = &self.nameserver {
+            if server.parse::<std::net::SocketAddr>().is_err() {
+                return Err(ValidationError::new(
+                    "settings.nameserver",
+                    format!("`{server}` must be ip:port, like 1.1.1.1:53"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn default_warn_days() -> u32 {
+    14
+}
+
+/// Settings of a `tls` check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsSettings {
+    /// Down when the certificate expires within this many days.
+    #[serde(default = "default_warn_days")]
+    pub warn_days: u32,
+    /// Verify the chain against the system's web roots.
+    #[serde(default = "yes")]
+    pub verify: bool,
+    /// SNI name when it differs from the target host.
+    #[serde(default)]
+    pub server_name: Option<String>,
+}
+
+impl Default for TlsSettings {
+    fn default() -> Self {
+        Self {
+            warn_days: default_warn_days(),
+            verify: true,
+            server_name: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(kind: CheckKind, settings: Value) -> Result<MonitorSettings, ValidationError> {
+        MonitorSettings::parse(kind, settings.as_object().unwrap())
+    }
+
+    #[test]
+    fn common_keys_work_for_every_kind() {
+        for kind in CheckKind::ALL {
+            let s = parse(kind, json!({"retries": 2, "breaker_threshold": 3})).unwrap();
+            assert_eq!((s.common.retries, s.common.breaker_threshold), (2, 3));
+        }
+    }
+
+    #[test]
+    fn bad_common_values_name_the_field() {
+        let cases = [
+            (json!({"retries": 11}), "settings.retries"),
+            (
+                json!({"retry_interval_ms": 10}),
+                "settings.retry_interval_ms",
+            ),
+            (
+                json!({"auto_pause_threshold": 0.6, "auto_resume_threshold": 0.5}),
+                "settings.auto_resume_threshold",
+            ),
+            (
+                json!({"backoff_base_ms": 5000, "backoff_max_ms": 1000}),
+                "settings.backoff_max_ms",
+            ),
+            (json!({"window": 0}), "settings.window"),
+        ];
+        for (settings, field) in cases {
+            assert_eq!(
+                parse(CheckKind::Tcp, settings.clone()).unwrap_err().field,
+                field,
+                "{settings}"
+            );
+        }
+    }
+
+    #[test]
+    fn kind_specific_keys_are_checked() {
+        assert_eq!(
+            parse(CheckKind::Dns, json!({"record_type": "XX"}))
+                .unwrap_err()
+                .field,
+            "settings.record_type"
+        );
+        assert_eq!(
+            parse(CheckKind::Dns, json!({"nameserver": "dns"}))
+                .unwrap_err()
+                .field,
+            "settings.nameserver"
+        );
+        assert_eq!(
+            parse(CheckKind::Http, json!({"json_path": "status"}))
+                .unwrap_err()
+                .field,
+            "settings.json_path"
+        );
+        assert_eq!(
+            parse(CheckKind::Http, json!({"json_expected": 1}))
+                .unwrap_err()
+                .field,
+            "settings.json_path"
+        );
+        let tcp_with_http_key = parse(CheckKind::Tcp, json!({"keyword": "x"})).unwrap_err();
+        assert!(
+            tcp_with_http_key.message.contains("keyword"),
+            "{}",
+            tcp_with_http_key.message
+        );
+        let http = parse(
+            CheckKind::Http,
+            json!({"format": "health-json", "conditional": true}),
+        )
+        .unwrap();
+        assert!(matches!(
+            http.check,
+            CheckSettings::Http(HttpSettings {
+                format: BodyFormat::HealthJson,
+                conditional: true,
+                ..
+            })
+        ));
+    }
+}
