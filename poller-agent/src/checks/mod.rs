@@ -1,8 +1,10 @@
 //! Check kinds: each turns a monitor into one outcome, with a one-line reason on failure.
 //! Checks know nothing of scheduling or delivery.
 
+mod dns;
 mod http;
 mod tcp;
+mod tls;
 
 use std::time::Duration;
 
@@ -12,7 +14,7 @@ use shared_proto::settings::{CheckSettings, MonitorSettings};
 use shared_proto::{AssignedMonitor, CheckKind};
 
 /// The kinds this agent can run (its default capabilities).
-pub const SUPPORTED_KINDS: [CheckKind; 2] = [CheckKind::Http, CheckKind::Tcp];
+pub const SUPPORTED_KINDS: [CheckKind; 4] = CheckKind::ALL;
 
 /// Cache validators from the previous answer, for conditional HTTP requests.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -76,12 +78,16 @@ impl CheckOutcome {
 #[derive(Clone)]
 pub struct Checker {
     http: http::HttpClients,
+    dns: dns::DnsChecker,
+    tls: tls::TlsChecker,
 }
 
 impl Checker {
     pub fn new() -> anyhow::Result<Self> {
         Ok(Self {
             http: http::HttpClients::new()?,
+            dns: dns::DnsChecker::new(),
+            tls: tls::TlsChecker::new()?,
         })
     }
 
@@ -104,14 +110,8 @@ impl Checker {
                     .await
             }
             CheckSettings::Tcp(_) => tcp::check(&monitor.target, timeout).await,
-            CheckSettings::Dns(_) | CheckSettings::Tls(_) => CheckOutcome::permanent(
-                None,
-                format!(
-                    "bad config: this agent cannot run `{}` checks yet",
-                    monitor.kind
-                ),
-                Value::Null,
-            ),
+            CheckSettings::Dns(s) => self.dns.check(&monitor.target, &s, timeout).await,
+            CheckSettings::Tls(s) => self.tls.check(&monitor.target, &s, timeout).await,
         }
     }
 }
