@@ -72,6 +72,7 @@ pub async fn run(
         max_concurrency: config.max_concurrency as usize,
         report: report.clone(),
         results: results_tx,
+        lag_samples: None,
     };
     let writer = QueueWriter {
         store: store.clone(),

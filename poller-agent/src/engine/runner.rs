@@ -92,6 +92,8 @@ pub struct Runner {
     pub report: Arc<EngineReport>,
     /// Results go to the queue writer.
     pub results: mpsc::Sender<CheckResult>,
+    /// Every dispatch's lag, when a benchmark wants exact percentiles (the metric is bucketed).
+    pub lag_samples: Option<Arc<Mutex<Vec<Duration>>>>,
 }
 
 /// How often the health snapshot is refreshed: it walks every monitor.
@@ -110,9 +112,8 @@ impl Runner {
         loop {
             let (now, wall) = (self.clock.now(), self.clock.wall());
             for dispatch in engine.poll(now, wall) {
-                self.metrics
-                    .scheduling_lag
-                    .observe(dispatch.lag.as_secs_f64());
+                let dispatched = Instant::now();
+                let lag_samples = self.lag_samples.clone();
                 let (checker, permits, done, metrics) = (
                     self.checker.clone(),
                     permits.clone(),
@@ -123,6 +124,12 @@ impl Runner {
                     let Ok(_permit) = permits.acquire_owned().await else {
                         return;
                     };
+                    // Lag counts the wait for a global slot too: that is when the check starts.
+                    let lag = dispatch.lag + dispatched.elapsed();
+                    metrics.scheduling_lag.observe(lag.as_secs_f64());
+                    if let Some(samples) = lag_samples {
+                        samples.lock().unwrap_or_else(|p| p.into_inner()).push(lag);
+                    }
                     let started = Instant::now();
                     let outcome = checker.run(&dispatch.monitor, dispatch.validators).await;
                     metrics
