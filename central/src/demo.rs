@@ -75,6 +75,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         capabilities: None,
         data_dir: agent_dir,
         retention: Duration::from_secs(24 * 3600),
+        queue_max_bytes: 1 << 30,
         batch_size: 50,
         batch_interval: Duration::from_secs(2),
         heartbeat_interval: Duration::from_secs(5),

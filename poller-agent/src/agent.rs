@@ -97,6 +97,12 @@ pub async fn run(
         assignments_changed,
         known_version: version_rx,
     };
+    let housekeeping = crate::housekeeping::Housekeeping {
+        store: store.clone(),
+        metrics: metrics.clone(),
+        retention: config.retention,
+        max_bytes: config.queue_max_bytes,
+    };
     let uploader = Uploader {
         client,
         store,
@@ -108,6 +114,7 @@ pub async fn run(
     let tasks = [
         tokio::spawn(runner.run(engine_rx, stop_rx.clone())),
         tokio::spawn(writer.run(results_rx)),
+        tokio::spawn(housekeeping.run(stop_rx.clone())),
         tokio::spawn(sync.run(stop_rx.clone())),
         tokio::spawn(heartbeats.run(stop_rx.clone())),
         tokio::spawn(uploader.run(stop_rx)),

@@ -9,6 +9,31 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
     shared_proto::duration::parse_duration(text)
 }
 
+/// `1073741824`, `512M`, `1G` (powers of 1024).
+fn parse_bytes(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let (number, unit) = text.split_at(
+        text.find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(text.len()),
+    );
+    let factor: u64 = match unit
+        .trim()
+        .to_ascii_uppercase()
+        .trim_end_matches("IB")
+        .trim_end_matches('B')
+    {
+        "" => 1,
+        "K" => 1 << 10,
+        "M" => 1 << 20,
+        "G" => 1 << 30,
+        other => return Err(format!("unknown size unit `{other}`; write 512M or 2G")),
+    };
+    number
+        .parse::<u64>()
+        .map(|n| n.saturating_mul(factor))
+        .map_err(|_| format!("`{text}` is not a size; write 512M or 2G"))
+}
+
 fn parse_capabilities(text: &str) -> Result<String, String> {
     let list: Vec<String> = text
         .split(',')
@@ -51,6 +76,10 @@ pub struct AgentConfig {
     /// Undelivered results older than this are pruned (and counted).
     #[arg(long, env = "POLLER_RETENTION", default_value = "24h", value_parser = parse_duration)]
     pub retention: Duration,
+
+    /// Past this many bytes of queued results the oldest are dropped (and counted).
+    #[arg(long, env = "POLLER_QUEUE_MAX_BYTES", default_value = "1G", value_parser = parse_bytes)]
+    pub queue_max_bytes: u64,
 
     /// Upload as soon as this many results are queued…
     #[arg(long, env = "POLLER_BATCH_SIZE", default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=5000))]
@@ -98,5 +127,20 @@ impl AgentConfig {
                 .map(|k| k.as_str().to_string())
                 .collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_bytes;
+
+    #[test]
+    fn sizes_accept_units() {
+        assert_eq!(parse_bytes("1024"), Ok(1024));
+        assert_eq!(parse_bytes("512M"), Ok(512 << 20));
+        assert_eq!(parse_bytes("2GiB"), Ok(2 << 30));
+        assert_eq!(parse_bytes("1 KB"), Ok(1024));
+        assert!(parse_bytes("lots").is_err());
+        assert!(parse_bytes("5X").is_err());
     }
 }

@@ -9,6 +9,7 @@ pub mod checks;
 pub mod config;
 pub mod engine;
 pub mod health;
+pub mod housekeeping;
 pub mod metrics;
 pub mod store;
 pub mod uplink;

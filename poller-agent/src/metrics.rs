@@ -43,6 +43,7 @@ pub struct AgentMetrics {
     pub results_uploaded: Counter,
     pub results_rejected: Counter,
     pub results_lost: Counter,
+    pub results_dropped: Counter,
     pub upload_failures: Counter,
     pub state: Mutex<AgentState>,
 }
@@ -79,6 +80,7 @@ impl AgentMetrics {
             results_uploaded: Counter::default(),
             results_rejected: Counter::default(),
             results_lost: Counter::default(),
+            results_dropped: Counter::default(),
             upload_failures: Counter::default(),
             state: Mutex::new(AgentState::default()),
             registry: Registry::default(),
@@ -142,6 +144,11 @@ impl AgentMetrics {
             "results_lost",
             "Results that could not be queued",
             metrics.results_lost.clone(),
+        );
+        registry.register(
+            "results_dropped",
+            "Undelivered results dropped by retention or the queue size cap",
+            metrics.results_dropped.clone(),
         );
         registry.register(
             "upload_failures",

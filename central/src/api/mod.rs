@@ -10,6 +10,7 @@ use std::sync::Arc;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use axum::Router;
+use tower_http::decompression::RequestDecompressionLayer;
 
 use crate::error::ApiError;
 use crate::service::App;
@@ -25,6 +26,8 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/heartbeat", post(poller::heartbeat))
         .route("/assignments", get(poller::assignments))
         .route("/results", post(poller::results))
+        // Agents gzip their uploads; the body limit applies to the decompressed body too.
+        .layer(RequestDecompressionLayer::new())
         .layer(DefaultBodyLimit::max(POLLER_BODY_LIMIT));
     let settings_api = Router::new()
         .route(

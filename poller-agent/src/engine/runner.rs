@@ -237,7 +237,11 @@ impl QueueWriter {
                 }
             }
             let count = batch.len() as u64;
+            let ids: Vec<(Uuid, Uuid)> = batch.iter().map(|r| (r.id, r.monitor_id)).collect();
             if self.write(batch).await {
+                for (result_id, monitor_id) in ids {
+                    tracing::debug!(%result_id, %monitor_id, "result queued");
+                }
                 self.signal
                     .produced_since_upload
                     .fetch_add(count, Ordering::Relaxed);
@@ -266,6 +270,8 @@ impl QueueWriter {
                         "could not queue {} results, they are lost: {e:#}",
                         batch.len()
                     );
+                    // Counted where central will see it, if the disk allows.
+                    let _ = self.store.add_dropped(batch.len() as u64).await;
                 }
             }
         }

@@ -8,10 +8,12 @@
 mod assignments;
 mod credentials;
 mod queue;
+mod state;
 
 pub use assignments::CachedAssignments;
 pub use credentials::Credentials;
 pub use queue::{QueueStats, QueuedResult};
+pub use state::{LAST_HEARTBEAT_AT, LAST_UPLOAD_AT};
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};

@@ -50,14 +50,45 @@ impl LocalStore {
         .await
     }
 
+    /// The next results to deliver at `now_ms`: mostly the oldest, so a backlog drains in
+    /// order, plus up to `newest` of the most recent, so that while a large backlog drains the
+    /// status view at central still gets fresh results with every batch.
+    pub async fn next_batch_with_newest(
+        &self,
+        limit: u32,
+        newest: u32,
+        now_ms: i64,
+    ) -> anyhow::Result<Vec<QueuedResult>> {
+        let newest = newest.min(limit);
+        let mut batch = self.select_due(now_ms, newest, "DESC").await?;
+        let mut oldest = self.select_due(now_ms, limit, "ASC").await?;
+        let taken: std::collections::HashSet<Uuid> = batch.iter().map(|q| q.result.id).collect();
+        oldest.retain(|q| !taken.contains(&q.result.id));
+        oldest.truncate(limit as usize - batch.len());
+        oldest.append(&mut batch);
+        Ok(oldest)
+    }
+
     /// The oldest results due for (re)delivery at `now_ms`.
     pub async fn next_batch(&self, limit: u32, now_ms: i64) -> anyhow::Result<Vec<QueuedResult>> {
+        self.select_due(now_ms, limit, "ASC").await
+    }
+
+    async fn select_due(
+        &self,
+        now_ms: i64,
+        limit: u32,
+        order: &'static str,
+    ) -> anyhow::Result<Vec<QueuedResult>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
         let rows = self
             .with_conn(move |c| {
-                let mut select = c.prepare_cached(
+                let mut select = c.prepare_cached(&format!(
                     "SELECT result_id, monitor_id, ts, status, latency_ms, msg, meta, attempts \
-                     FROM poller_queue WHERE next_retry_at <= ?1 ORDER BY id LIMIT ?2",
-                )?;
+                     FROM poller_queue WHERE next_retry_at <= ?1 ORDER BY id {order} LIMIT ?2"
+                ))?;
                 let rows = select
                     .query_map(params![now_ms, limit], |r| {
                         Ok((
@@ -142,6 +173,29 @@ impl LocalStore {
         .await
     }
 
+    /// Bytes the queue file holds in live pages (free pages are reused, so they do not count).
+    pub async fn used_bytes(&self) -> anyhow::Result<u64> {
+        self.with_conn(|c| {
+            let pages: i64 = c.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+            let free: i64 = c.query_row("PRAGMA freelist_count", [], |r| r.get(0))?;
+            let size: i64 = c.query_row("PRAGMA page_size", [], |r| r.get(0))?;
+            Ok(((pages - free).max(0) * size) as u64)
+        })
+        .await
+    }
+
+    /// Deletes the oldest `count` results; returns how many went.
+    pub async fn drop_oldest(&self, count: u64) -> anyhow::Result<u64> {
+        self.with_conn(move |c| {
+            c.execute(
+                "DELETE FROM poller_queue WHERE id IN (SELECT id FROM poller_queue ORDER BY id LIMIT ?1)",
+                [count as i64],
+            )
+            .map(|n| n as u64)
+        })
+        .await
+    }
+
     /// Deletes results measured before `cutoff_ms`; returns how many were lost.
     pub async fn prune_older_than(&self, cutoff_ms: i64) -> anyhow::Result<u64> {
         self.with_conn(move |c| {
@@ -208,5 +262,35 @@ mod tests {
 
         assert_eq!(store.prune_older_than(1_004).await.unwrap(), 2);
         assert_eq!(store.queue_stats().await.unwrap().depth, 1);
+        assert!(store.used_bytes().await.unwrap() > 0);
+        assert_eq!(store.drop_oldest(5).await.unwrap(), 1);
+        assert_eq!(store.queue_stats().await.unwrap().depth, 0);
+    }
+
+    #[tokio::test]
+    async fn batches_mix_the_oldest_with_a_few_of_the_newest() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalStore::open(dir.path()).unwrap();
+        let results: Vec<_> = (0..10).map(|i| result(1_000 + i)).collect();
+        store.enqueue(results.clone()).await.unwrap();
+        let batch: Vec<Uuid> = store
+            .next_batch_with_newest(4, 1, 0)
+            .await
+            .unwrap()
+            .iter()
+            .map(|q| q.result.id)
+            .collect();
+        assert_eq!(
+            batch,
+            [results[0].id, results[1].id, results[2].id, results[9].id]
+        );
+        let small: Vec<Uuid> = store
+            .next_batch_with_newest(20, 2, 0)
+            .await
+            .unwrap()
+            .iter()
+            .map(|q| q.result.id)
+            .collect();
+        assert_eq!(small.len(), 10, "no result twice when everything fits");
     }
 }

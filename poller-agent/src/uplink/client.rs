@@ -175,8 +175,24 @@ impl CentralClient {
             .await
     }
 
+    /// Uploads a batch, gzip-compressed (results compress about tenfold).
     pub async fn upload(&self, batch: &ResultsBatch) -> Result<ResultsAck, UplinkError> {
-        self.call(self.post("/api/poller/results", batch)).await
+        let json = serde_json::to_vec(batch).map_err(anyhow::Error::from)?;
+        let mut encoder = flate2::write::GzEncoder::new(
+            Vec::with_capacity(json.len() / 4),
+            flate2::Compression::fast(),
+        );
+        std::io::Write::write_all(&mut encoder, &json).map_err(anyhow::Error::from)?;
+        let body = encoder.finish().map_err(anyhow::Error::from)?;
+        let url = self.url("/api/poller/results");
+        self.call(|http, token| {
+            http.post(&url)
+                .bearer_auth(token)
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .header(reqwest::header::CONTENT_ENCODING, "gzip")
+                .body(body.clone())
+        })
+        .await
     }
 }
 

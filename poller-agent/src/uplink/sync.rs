@@ -12,7 +12,7 @@ use uuid::Uuid;
 use super::{retry_delay, CentralClient, UplinkError};
 use crate::engine::runner::{AssignmentUpdate, EngineReport};
 use crate::metrics::AgentMetrics;
-use crate::store::{CachedAssignments, LocalStore};
+use crate::store::{CachedAssignments, LocalStore, LAST_HEARTBEAT_AT};
 
 /// Without a heartbeat telling it otherwise, re-check assignments this often.
 const ASSIGNMENT_FALLBACK_PERIOD: Duration = Duration::from_secs(30);
@@ -58,7 +58,7 @@ impl Heartbeats {
                 .oldest_ms
                 .and_then(chrono::DateTime::from_timestamp_millis),
             assignment_version: Some(version),
-            dropped_results: 0,
+            dropped_results: self.store.dropped_results().await?,
             scheduler: Some(self.report.health()),
             events: self.report.take_events(),
         };
@@ -69,8 +69,12 @@ impl Heartbeats {
                 return Err(e);
             }
         };
+        let now = chrono::Utc::now();
+        self.store
+            .set_state(LAST_HEARTBEAT_AT, now.to_rfc3339())
+            .await?;
         self.metrics.update_state(|s| {
-            s.last_heartbeat_at = Some(chrono::Utc::now());
+            s.last_heartbeat_at = Some(now);
             s.queue_depth = stats.depth;
             s.last_error = None;
         });

@@ -1,6 +1,8 @@
-//! Result upload: drains the queue oldest first, in batches of `POLLER_BATCH_SIZE`, whenever
-//! that many are waiting or every `POLLER_BATCH_INTERVAL`. A result leaves the queue only once
-//! central has answered for it (stored, already stored, or refused as invalid).
+//! Result upload: drains the queue in batches of `POLLER_BATCH_SIZE`, whenever that many are
+//! waiting or every `POLLER_BATCH_INTERVAL`. Each batch is mostly the oldest results (a backlog
+//! drains in order) plus a tenth of the newest (the status view stays fresh meanwhile). A
+//! result leaves the queue only once central has answered for it (stored, already stored, or
+//! refused as invalid).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -11,10 +13,10 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use super::sync::log_uplink_error;
-use super::{retry_delay, CentralClient};
+use super::{retry_delay, CentralClient, UplinkError};
 use crate::engine::runner::ResultSignal;
 use crate::metrics::AgentMetrics;
-use crate::store::LocalStore;
+use crate::store::{LocalStore, LAST_UPLOAD_AT};
 
 pub struct Uploader {
     pub client: Arc<CentralClient>,
@@ -56,9 +58,11 @@ impl Uploader {
 
     /// Uploads until the queue holds nothing due; `Err` after a failed attempt.
     async fn drain(&self) -> Result<(), ()> {
+        let mut size = self.batch_size;
         loop {
             let now = chrono::Utc::now().timestamp_millis();
-            let queued = match self.store.next_batch(self.batch_size, now).await {
+            let fresh = (size / 10).max(1);
+            let queued = match self.store.next_batch_with_newest(size, fresh, now).await {
                 Ok(queued) => queued,
                 Err(e) => {
                     tracing::error!("cannot read the result queue: {e:#}");
@@ -92,11 +96,31 @@ impl Uploader {
                         tracing::error!("cannot remove delivered results from the queue: {e:#}");
                         return Err(());
                     }
-                    self.metrics
-                        .update_state(|s| s.last_upload_at = Some(chrono::Utc::now()));
-                    if batch.results.len() < self.batch_size as usize {
+                    let at = chrono::Utc::now();
+                    let _ = self.store.set_state(LAST_UPLOAD_AT, at.to_rfc3339()).await;
+                    self.metrics.update_state(|s| s.last_upload_at = Some(at));
+                    if batch.results.len() < size as usize {
                         return Ok(());
                     }
+                }
+                Err(UplinkError::Refused { status: 413, .. }) if size > 1 => {
+                    size = (size / 2).max(1);
+                    tracing::warn!(
+                        size,
+                        "central found the batch too large; retrying smaller batches"
+                    );
+                }
+                Err(UplinkError::Refused {
+                    status: 413,
+                    message,
+                    ..
+                }) => {
+                    // One result alone is too large: it can never be delivered, and must not
+                    // block the rest.
+                    tracing::error!(result_id = %ids[0], "central refuses this result as too large ({message}); dropping it");
+                    let _ = self.store.acknowledge(ids).await;
+                    self.metrics.results_dropped.inc();
+                    let _ = self.store.add_dropped(1).await;
                 }
                 Err(e) => {
                     self.metrics.upload_failures.inc();
