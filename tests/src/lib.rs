@@ -1,6 +1,7 @@
 //! Harness for end-to-end tests: builds the real `central` and `poller-agent` binaries once,
 //! starts them on port 0 with temporary data directories, and gives tests typed handles.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
@@ -59,11 +60,13 @@ where
     }
 }
 
-/// A running `central` process.
+/// A running `central` process. Its data directory (and address) outlive restarts.
 pub struct Central {
     pub url: String,
+    pub addr: String,
     pub dir: tempfile::TempDir,
-    child: Child,
+    child: Option<Child>,
+    env: Vec<(String, String)>,
     http: reqwest::Client,
 }
 
@@ -74,40 +77,80 @@ impl Central {
 
     /// Starts central with extra environment variables.
     pub async fn start_with(env: &[(&str, &str)]) -> anyhow::Result<Central> {
-        let dir = tempfile::tempdir()?;
-        let port_file = dir.path().join("port");
-        let log = std::fs::File::create(dir.path().join("central.log"))?;
+        let mut central = Central {
+            url: String::new(),
+            addr: "127.0.0.1:0".into(),
+            dir: tempfile::tempdir()?,
+            child: None,
+            env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            http: reqwest::Client::new(),
+        };
+        central.spawn().await?;
+        Ok(central)
+    }
+
+    async fn spawn(&mut self) -> anyhow::Result<()> {
+        let port_file = self.dir.path().join("port");
+        let _ = std::fs::remove_file(&port_file);
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("central.log"))?;
         let mut command = Command::new(binary("central"));
         command
             .arg("serve")
-            .env("CENTRAL_LISTEN", "127.0.0.1:0")
+            .env("CENTRAL_LISTEN", &self.addr)
             .env("CENTRAL_PORT_FILE", &port_file)
-            .env(
-                "CENTRAL_DATABASE_URL",
-                format!("sqlite://{}", dir.path().join("central.db").display()),
-            )
+            .env("CENTRAL_DATABASE_URL", format!("sqlite://{}", self.dir.path().join("central.db").display()))
             .env("CENTRAL_ADMIN_TOKEN", ADMIN_TOKEN)
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
             .stderr(log)
             .kill_on_drop(true);
-        for (key, value) in env {
+        for (key, value) in &self.env {
             command.env(key, value);
         }
-        let child = command.spawn().context("starting central")?;
-        let addr = eventually(Duration::from_secs(30), "central's port file", || async {
-            std::fs::read_to_string(&port_file)
-                .ok()
-                .filter(|s| !s.is_empty())
+        self.child = Some(command.spawn().context("starting central")?);
+        self.addr = eventually(Duration::from_secs(30), "central's port file", || async {
+            std::fs::read_to_string(&port_file).ok().filter(|s| !s.is_empty())
         })
         .await?;
-        let central = Central {
-            url: format!("http://{addr}"),
-            dir,
-            child,
-            http: reqwest::Client::new(),
-        };
-        Ok(central)
+        self.url = format!("http://{}", self.addr);
+        Ok(())
+    }
+
+    /// Kills central (`kill -9`), keeping its database and address for `restart`.
+    pub async fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill().await;
+        }
+    }
+
+    /// Starts central again on the same address and database.
+    pub async fn restart(&mut self) -> anyhow::Result<()> {
+        self.kill().await;
+        self.spawn().await
+    }
+
+    /// Every stored result id of a monitor.
+    pub async fn result_ids(&self, monitor_id: &str) -> anyhow::Result<Vec<String>> {
+        let mut ids = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let path = match &cursor {
+                Some(c) => format!("/api/v1/monitors/{monitor_id}/results?limit=1000&cursor={c}"),
+                None => format!("/api/v1/monitors/{monitor_id}/results?limit=1000"),
+            };
+            let (status, page) = self.admin(reqwest::Method::GET, &path, None).await?;
+            anyhow::ensure!(status == 200, "results: {status} {page}");
+            for item in page["items"].as_array().context("items")? {
+                ids.push(item["id"].as_str().context("id")?.to_string());
+            }
+            match page["next_cursor"].as_str() {
+                Some(next) => cursor = Some(next.to_string()),
+                None => return Ok(ids),
+            }
+        }
     }
 
     pub fn log(&self) -> String {
@@ -192,7 +235,7 @@ impl Central {
     }
 
     pub async fn stop(mut self) {
-        let _ = self.child.kill().await;
+        self.kill().await;
     }
 }
 
@@ -236,7 +279,7 @@ impl Agent {
             .env("POLLER_NAME", "e2e-agent")
             .env("POLLER_HEARTBEAT_INTERVAL", "1s")
             .env("POLLER_BATCH_INTERVAL", "1s")
-            .env("RUST_LOG", "info")
+            .env("RUST_LOG", "info,poller_agent::engine::runner=debug")
             .stdout(Stdio::null())
             .stderr(log)
             .kill_on_drop(true);
@@ -264,6 +307,34 @@ impl Agent {
 
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.data_dir.join("agent.log")).unwrap_or_default()
+    }
+
+    /// Sets an environment variable for this and later starts.
+    pub fn set_env(&mut self, key: &str, value: &str) {
+        self.extra_env.push((key.to_string(), value.to_string()));
+    }
+
+    /// Ids of every result the agent committed to its queue, over all its runs (from its log).
+    pub fn queued_ids(&self) -> HashSet<String> {
+        self.log()
+            .lines()
+            .filter(|line| line.contains("result queued"))
+            .filter_map(|line| line.split("result_id=").nth(1))
+            .filter_map(|rest| rest.split_whitespace().next())
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// The address of the newest run's `/metrics`, from its log.
+    pub fn metrics_url(&self) -> Option<String> {
+        let log = self.log();
+        let line = log.lines().rev().find(|l| l.contains("agent endpoints listening"))?;
+        let addr = line.split("addr=").nth(1)?.split_whitespace().next()?;
+        Some(format!("http://{addr}/metrics"))
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
     }
 }
 
