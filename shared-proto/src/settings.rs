@@ -99,9 +99,10 @@ impl Default for CommonSettings {
             breaker_threshold: 10,
             breaker_cooldown_ms: 300_000,
             window: 20,
-            auto_pause_threshold: 0.25,
+            auto_pause_threshold: 0.2,
             auto_resume_threshold: 0.5,
-            auto_pause_cooldown_ms: 600_000,
+            // Short, so that a recovered target is back to its interval within minutes.
+            auto_pause_cooldown_ms: 120_000,
             dead_letter_after: 100,
         }
     }
@@ -375,7 +376,7 @@ pub struct TlsSettings {
     /// Down when the certificate expires within this many days.
     #[serde(default = "default_warn_days")]
     pub warn_days: u32,
-    /// Verify the chain against the system's web roots.
+    /// Verify the chain against the Mozilla root certificates built into the agent.
     #[serde(default = "yes")]
     pub verify: bool,
     /// SNI name when it differs from the target host.

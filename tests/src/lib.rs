@@ -82,7 +82,10 @@ impl Central {
             addr: "127.0.0.1:0".into(),
             dir: tempfile::tempdir()?,
             child: None,
-            env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             http: reqwest::Client::new(),
         };
         central.spawn().await?;
@@ -101,7 +104,10 @@ impl Central {
             .arg("serve")
             .env("CENTRAL_LISTEN", &self.addr)
             .env("CENTRAL_PORT_FILE", &port_file)
-            .env("CENTRAL_DATABASE_URL", format!("sqlite://{}", self.dir.path().join("central.db").display()))
+            .env(
+                "CENTRAL_DATABASE_URL",
+                format!("sqlite://{}", self.dir.path().join("central.db").display()),
+            )
             .env("CENTRAL_ADMIN_TOKEN", ADMIN_TOKEN)
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
@@ -112,7 +118,9 @@ impl Central {
         }
         self.child = Some(command.spawn().context("starting central")?);
         self.addr = eventually(Duration::from_secs(30), "central's port file", || async {
-            std::fs::read_to_string(&port_file).ok().filter(|s| !s.is_empty())
+            std::fs::read_to_string(&port_file)
+                .ok()
+                .filter(|s| !s.is_empty())
         })
         .await?;
         self.url = format!("http://{}", self.addr);
@@ -328,7 +336,10 @@ impl Agent {
     /// The address of the newest run's `/metrics`, from its log.
     pub fn metrics_url(&self) -> Option<String> {
         let log = self.log();
-        let line = log.lines().rev().find(|l| l.contains("agent endpoints listening"))?;
+        let line = log
+            .lines()
+            .rev()
+            .find(|l| l.contains("agent endpoints listening"))?;
         let addr = line.split("addr=").nth(1)?.split_whitespace().next()?;
         Some(format!("http://{addr}/metrics"))
     }

@@ -32,9 +32,17 @@ async fn stored_ids(central: &Central, monitors: &[String]) -> anyhow::Result<Ve
 
 /// Waits until central holds every result the agent has queued so far, then checks that it
 /// holds nothing else and nothing twice. Returns how many results that was.
-async fn assert_all_delivered_once(central: &Central, agent: &Agent, monitors: &[String]) -> anyhow::Result<usize> {
+async fn assert_all_delivered_once(
+    central: &Central,
+    agent: &Agent,
+    monitors: &[String],
+) -> anyhow::Result<usize> {
     let produced = agent.queued_ids();
-    anyhow::ensure!(!produced.is_empty(), "the agent produced nothing:\n{}", agent.log());
+    anyhow::ensure!(
+        !produced.is_empty(),
+        "the agent produced nothing:\n{}",
+        agent.log()
+    );
     let stored = eventually(TIMEOUT, "central to hold every queued result", || async {
         let stored = stored_ids(central, monitors).await.ok()?;
         let set: HashSet<String> = stored.iter().cloned().collect();
@@ -44,13 +52,19 @@ async fn assert_all_delivered_once(central: &Central, agent: &Agent, monitors: &
     .map_err(|e| {
         let stored: HashSet<String> = HashSet::new();
         let missing = produced.difference(&stored).count();
-        anyhow::anyhow!("{e}; {missing} queued results missing\nagent log tail:\n{}", tail(&agent.log()))
+        anyhow::anyhow!(
+            "{e}; {missing} queued results missing\nagent log tail:\n{}",
+            tail(&agent.log())
+        )
     })?;
     let unique: HashSet<&String> = stored.iter().collect();
     assert_eq!(unique.len(), stored.len(), "a result was stored twice");
     let known = agent.queued_ids();
     let phantom: Vec<&String> = stored.iter().filter(|id| !known.contains(*id)).collect();
-    assert!(phantom.is_empty(), "central holds results the agent never queued: {phantom:?}");
+    assert!(
+        phantom.is_empty(),
+        "central holds results the agent never queued: {phantom:?}"
+    );
     Ok(produced.len())
 }
 
@@ -75,7 +89,10 @@ async fn a_central_outage_loses_nothing_and_polling_goes_on() -> anyhow::Result<
     let hits_before = target.hits();
     tokio::time::sleep(Duration::from_secs(12)).await;
     let checks_during_outage = target.hits() - hits_before;
-    assert!(checks_during_outage >= 6, "the agent kept polling: {checks_during_outage} checks in 12 s");
+    assert!(
+        checks_during_outage >= 6,
+        "the agent kept polling: {checks_during_outage} checks in 12 s"
+    );
     central.restart().await?;
 
     let delivered = assert_all_delivered_once(&central, &agent, &monitors).await?;
@@ -83,11 +100,27 @@ async fn a_central_outage_loses_nothing_and_polling_goes_on() -> anyhow::Result<
     // The outage left no hole in any monitor's history.
     for monitor in &monitors {
         let (_, page) = central
-            .admin(Method::GET, &format!("/api/v1/monitors/{monitor}/results?limit=1000"), None)
+            .admin(
+                Method::GET,
+                &format!("/api/v1/monitors/{monitor}/results?limit=1000"),
+                None,
+            )
             .await?;
-        let times: Vec<chrono_free::Ts> = page["items"].as_array().unwrap().iter().map(|r| chrono_free::Ts::parse(r["ts"].as_str().unwrap())).collect();
-        let widest = times.windows(2).map(|w| w[1].0 - w[0].0).fold(0.0, f64::max);
-        assert!(widest < 8.0, "a gap of {widest} s in {monitor}'s results across a {:?} outage", outage_started.elapsed());
+        let times: Vec<chrono_free::Ts> = page["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| chrono_free::Ts::parse(r["ts"].as_str().unwrap()))
+            .collect();
+        let widest = times
+            .windows(2)
+            .map(|w| w[1].0 - w[0].0)
+            .fold(0.0, f64::max);
+        assert!(
+            widest < 8.0,
+            "a gap of {widest} s in {monitor}'s results across a {:?} outage",
+            outage_started.elapsed()
+        );
     }
     Ok(())
 }
@@ -98,14 +131,19 @@ async fn repeated_kill_9_of_the_agent_loses_nothing() -> anyhow::Result<()> {
     let target = Target::start().await?;
     let token = central.registration_token().await?;
     let monitors = monitors(&central, &target, 4).await?;
-    let mut agent = Agent::start(&central.url, Some(token), &central.dir.path().join("agent")).await?;
+    let mut agent =
+        Agent::start(&central.url, Some(token), &central.dir.path().join("agent")).await?;
     central.wait_for_status(&monitors[0], "up", TIMEOUT).await?;
 
     // Kill at pseudo-random moments; with uploads every second, many land mid-upload.
-    let mut seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_nanos() as u64;
+    let mut seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_nanos() as u64;
     println!("kill schedule seed {seed}");
     for _ in 0..10 {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         let wait = Duration::from_millis(300 + (seed >> 33) % 2700);
         tokio::time::sleep(wait).await;
         agent.kill().await;
@@ -115,7 +153,11 @@ async fn repeated_kill_9_of_the_agent_loses_nothing() -> anyhow::Result<()> {
     let delivered = assert_all_delivered_once(&central, &agent, &monitors).await?;
     assert!(delivered >= 8, "{delivered}");
     let (_, pollers) = central.admin(Method::GET, "/api/v1/pollers", None).await?;
-    assert_eq!(pollers["items"].as_array().unwrap().len(), 1, "restarts never re-register");
+    assert_eq!(
+        pollers["items"].as_array().unwrap().len(),
+        1,
+        "restarts never re-register"
+    );
     Ok(())
 }
 
@@ -125,7 +167,8 @@ async fn an_agent_starts_and_polls_from_its_cache_while_central_is_down() -> any
     let target = Target::start().await?;
     let token = central.registration_token().await?;
     let monitors = monitors(&central, &target, 2).await?;
-    let mut agent = Agent::start(&central.url, Some(token), &central.dir.path().join("agent")).await?;
+    let mut agent =
+        Agent::start(&central.url, Some(token), &central.dir.path().join("agent")).await?;
     for monitor in &monitors {
         central.wait_for_status(monitor, "up", TIMEOUT).await?;
     }
@@ -134,8 +177,15 @@ async fn an_agent_starts_and_polls_from_its_cache_while_central_is_down() -> any
 
     let hits = target.hits();
     agent.restart().await?;
-    eventually(TIMEOUT, "the agent to poll with central down", || async { (target.hits() >= hits + 4).then_some(()) }).await?;
-    assert!(agent.log().contains("running cached assignments"), "{}", tail(&agent.log()));
+    eventually(TIMEOUT, "the agent to poll with central down", || async {
+        (target.hits() >= hits + 4).then_some(())
+    })
+    .await?;
+    assert!(
+        agent.log().contains("running cached assignments"),
+        "{}",
+        tail(&agent.log())
+    );
 
     central.restart().await?;
     assert_all_delivered_once(&central, &agent, &monitors).await?;
@@ -164,12 +214,20 @@ async fn retention_drops_old_results_and_says_so() -> anyhow::Result<()> {
         .find(|l| l.starts_with("poller_results_dropped_total"))
         .and_then(|l| l.rsplit(' ').next()?.parse().ok())
         .unwrap_or(0.0);
-    assert!(dropped >= 1.0, "results older than 2 s were dropped while central was down:\n{metrics}");
-    assert!(agent.log().contains("older than POLLER_RETENTION were dropped"));
+    assert!(
+        dropped >= 1.0,
+        "results older than 2 s were dropped while central was down:\n{metrics}"
+    );
+    assert!(agent
+        .log()
+        .contains("older than POLLER_RETENTION were dropped"));
 
     central.restart().await?;
     let poller = eventually(TIMEOUT, "the heartbeat to report the loss", || async {
-        let (_, pollers) = central.admin(Method::GET, "/api/v1/pollers", None).await.ok()?;
+        let (_, pollers) = central
+            .admin(Method::GET, "/api/v1/pollers", None)
+            .await
+            .ok()?;
         let poller = pollers["items"][0].clone();
         (poller["dropped_results"].as_u64()? >= dropped as u64).then_some(poller)
     })
@@ -186,7 +244,11 @@ mod chrono_free {
         /// `2026-11-21T13:50:47.123Z` → seconds since an arbitrary epoch (only differences matter,
         /// and the tests span minutes within one day).
         pub fn parse(text: &str) -> Ts {
-            let time = text.split('T').nth(1).unwrap_or_default().trim_end_matches('Z');
+            let time = text
+                .split('T')
+                .nth(1)
+                .unwrap_or_default()
+                .trim_end_matches('Z');
             let mut parts = time.split(':');
             let h: f64 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0.0);
             let m: f64 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0.0);

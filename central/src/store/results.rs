@@ -92,14 +92,30 @@ impl Store {
             inserted.extend(query.fetch_all(&mut *tx).await?.into_iter().map(|(id,)| id));
         }
 
+        // Per monitor: the newest up/down result sets the verdict; a newer rate-limited one
+        // then updates the message and time only (its upsert keeps the status).
+        let mut decisive: HashMap<&str, &NewResult> = HashMap::new();
         let mut newest: HashMap<&str, &NewResult> = HashMap::new();
         for result in results.iter().filter(|r| inserted.contains(&r.id)) {
+            let newer = |slot: &&NewResult| (result.ts, &result.id) > (slot.ts, &slot.id);
+            if result.status != "rate_limited" {
+                let slot = decisive.entry(result.monitor_id.as_str()).or_insert(result);
+                if newer(slot) {
+                    *slot = result;
+                }
+            }
             let slot = newest.entry(result.monitor_id.as_str()).or_insert(result);
-            if (result.ts, &result.id) > (slot.ts, &slot.id) {
+            if newer(slot) {
                 *slot = result;
             }
         }
-        for result in newest.values() {
+        let mut updates: Vec<&NewResult> = decisive.values().copied().collect();
+        updates.extend(newest.values().filter(|r| {
+            decisive
+                .get(r.monitor_id.as_str())
+                .is_none_or(|d| d.id != r.id)
+        }));
+        for result in updates {
             sqlx::query(
                 "INSERT INTO monitor_status (monitor_id, status, poller_id, last_result_id, \
                  last_result_at, latency_ms, message, next_due_at) \
@@ -198,10 +214,29 @@ mod tests {
             ("down", 2_000)
         );
 
-        let history = store
-            .list_results("m1", &Cursor::start(), 10)
+        // Rate limiting says nothing about up or down.
+        let mut limited = result("d", 3_000, "rate_limited");
+        limited.msg = "rate limited (429)".into();
+        store.insert_results("p1", &[limited], 8).await.unwrap();
+        let status = store.monitor_status("m1").await.unwrap().unwrap();
+        assert_eq!(
+            (status.status.as_str(), status.message.as_str()),
+            ("down", "rate limited (429)")
+        );
+
+        // In one batch, an older `down` still sets the verdict under a newer rate-limited one.
+        let mut older_down = result("e", 2_500, "down");
+        older_down.monitor_id = "m2".into();
+        let mut newer_limited = result("f", 2_600, "rate_limited");
+        newer_limited.monitor_id = "m2".into();
+        store
+            .insert_results("p1", &[newer_limited, older_down], 9)
             .await
             .unwrap();
+        let m2 = store.monitor_status("m2").await.unwrap().unwrap();
+        assert_eq!((m2.status.as_str(), m2.last_result_at), ("down", 2_600));
+
+        let history = store.list_results("m1", &Cursor::start(), 3).await.unwrap();
         let ids: Vec<_> = history.iter().map(|r| r.id.as_str()).collect();
         assert_eq!(ids, ["a", "c", "b"]);
         let page = store
@@ -215,6 +250,7 @@ mod tests {
             )
             .await
             .unwrap();
-        assert_eq!(page.len(), 1);
+        let after_c: Vec<_> = page.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(after_c, ["b", "d"]);
     }
 }

@@ -142,7 +142,22 @@ impl HttpClients {
                     .collect();
                 codes.join("/")
             };
-            let message = format!("expected {expected}, got {code}");
+            let mut message = format!("expected {expected}, got {code}");
+            let mut meta = meta;
+            // Health endpoints commonly answer 503 with the document that says why: read it.
+            if settings.format == BodyFormat::HealthJson {
+                let document = read_body(response)
+                    .await
+                    .ok()
+                    .and_then(|body| serde_json::from_str::<Value>(&body).ok());
+                if let Some(document) = document.filter(|d| d.get("dependencies").is_some()) {
+                    let report = health_json(&document);
+                    meta["dependencies"] = report.dependencies;
+                    if let Some(failure) = report.failure {
+                        message = format!("{message}; {failure}");
+                    }
+                }
+            }
             // Credentials will not fix themselves by retrying.
             return if code == 401 || code == 403 {
                 CheckOutcome::permanent(Some(first_byte), message, meta)
@@ -367,6 +382,13 @@ mod tests {
             )
             .route("/denied", get(|| async { (StatusCode::FORBIDDEN, "no") }))
             .route(
+                "/sick",
+                get(|| async {
+                    let doc = json!({"dependencies": [{"name": "db", "healthy": false, "error": "timeout"}]});
+                    (StatusCode::SERVICE_UNAVAILABLE, axum::Json(doc))
+                }),
+            )
+            .route(
                 "/busy",
                 get(|| async {
                     (
@@ -542,6 +564,14 @@ mod tests {
             report.msg,
             "unhealthy dependencies: cache (connection refused)"
         );
+        let sick = clients
+            .check(&format!("{base}/sick"), &health, TIMEOUT, None)
+            .await;
+        assert_eq!(
+            sick.msg,
+            "expected 2xx, got 503; unhealthy dependencies: db (timeout)"
+        );
+        assert_eq!(sick.meta["dependencies"][0]["name"], "db");
         let deps = report.meta["dependencies"].as_array().unwrap();
         assert_eq!(deps.len(), 3);
         assert_eq!(deps[2]["skipped"], true);

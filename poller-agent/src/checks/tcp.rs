@@ -17,9 +17,20 @@ pub async fn check(target: &str, timeout: Duration) -> CheckOutcome {
                 .unwrap_or_default();
             CheckOutcome::up(started.elapsed(), json!({"peer": peer}))
         }
+        Ok(Err(e)) if is_unresolvable(&e) => {
+            CheckOutcome::permanent(None, "dns: name does not resolve", json!({}))
+        }
         Ok(Err(e)) => CheckOutcome::down(Some(started.elapsed()), io_message(&e), json!({})),
         Err(_) => CheckOutcome::down(None, timeout_message(timeout), json!({})),
     }
+}
+
+/// The resolver said the name does not exist (as opposed to "try again").
+fn is_unresolvable(error: &std::io::Error) -> bool {
+    let text = error.to_string().to_ascii_lowercase();
+    text.contains("name or service not known")
+        || text.contains("no such host")
+        || text.contains("nodename nor servname")
 }
 
 fn io_message(error: &std::io::Error) -> String {

@@ -81,6 +81,8 @@ struct MonitorState {
     health: RollingHealth,
     dead_letter: Option<DeadLetter>,
     last_polled: Option<Instant>,
+    /// When the current (or last) run was due: successes keep a fixed rate from it.
+    last_due: Option<Instant>,
     last_status: Option<ResultStatus>,
     validators: Option<Validators>,
     /// Edited while running: run again as soon as the current run ends.
@@ -113,6 +115,7 @@ impl MonitorState {
             ),
             dead_letter: None,
             last_polled: None,
+            last_due: None,
             last_status: None,
             validators: None,
             rerun: false,
@@ -141,6 +144,9 @@ pub struct Engine {
     ready: Vec<Dispatch>,
     events: Vec<EngineEvent>,
     rng: StdRng,
+    /// The first `now` seen: first runs fall on a grid from here, so identical monitors added
+    /// at different times still line up (and coalesce).
+    anchor: Option<Instant>,
 }
 
 impl Engine {
@@ -159,6 +165,7 @@ impl Engine {
             ready: Vec::new(),
             events: Vec::new(),
             rng,
+            anchor: None,
         }
     }
 
@@ -191,7 +198,9 @@ impl Engine {
             }
             None => {
                 let state = MonitorState::new(spec);
-                let first = now + phase(state.key.stable_hash(), state.interval());
+                let anchor = *self.anchor.get_or_insert(now);
+                let offset = phase(state.key.stable_hash(), state.interval());
+                let first = next_on_grid(anchor + offset, state.interval(), now);
                 self.scheduler.schedule(id, first);
                 self.monitors.insert(id, state);
             }
@@ -245,10 +254,12 @@ impl Engine {
             if let Some(flight) = self.in_flight.get_mut(&state.key) {
                 flight.members.push(id);
                 state.phase = Phase::Running;
+                state.last_due = Some(due);
                 continue;
             }
             if self.hosts.try_acquire(&state.host) {
-                out.push(start(&mut self.in_flight, state, due, now));
+                let host = state.host.clone();
+                out.push(start(&mut self.in_flight, state, due, now, host));
             } else {
                 self.hosts.wait(&state.host, id, state.last_polled);
                 state.phase = Phase::WaitingForHost { due };
@@ -312,9 +323,18 @@ impl Engine {
                 // An identical request started meanwhile: ride along, and pass the slot on.
                 flight.members.push(next);
                 state.phase = Phase::Running;
+                state.last_due = Some(due);
                 continue;
             }
-            self.ready.push(start(&mut self.in_flight, state, due, now));
+            // The slot belongs to `host`, even if an edit moved the monitor elsewhere meanwhile:
+            // it must be given back there.
+            self.ready.push(start(
+                &mut self.in_flight,
+                state,
+                due,
+                now,
+                host.to_string(),
+            ));
             return;
         }
     }
@@ -371,17 +391,29 @@ impl Engine {
     }
 }
 
+/// The first time on the grid `start + k × interval` that is not before `now`.
+fn next_on_grid(start: Instant, interval: Duration, now: Instant) -> Instant {
+    if start >= now || interval.is_zero() {
+        return start;
+    }
+    let behind = (now - start).as_nanos();
+    let periods = behind.div_ceil(interval.as_nanos());
+    start + interval.mul_f64(periods as f64)
+}
+
 fn start(
     in_flight: &mut HashMap<RequestKey, InFlight>,
     state: &mut MonitorState,
     due: Instant,
     now: Instant,
+    slot_host: String,
 ) -> Dispatch {
     state.phase = Phase::Running;
+    state.last_due = Some(due);
     in_flight.insert(
         state.key.clone(),
         InFlight {
-            host: state.host.clone(),
+            host: slot_host,
             members: vec![state.spec.id],
         },
     );
@@ -444,7 +476,10 @@ fn record(
             state.backoff_attempt = 0;
             state.retries_left = state.common.retries;
             pending.extend(pause_event(state.health.record(true, now), now, wall));
-            now + interval
+            // Fixed rate from the due time: no drift, and identical monitors stay in step.
+            state
+                .last_due
+                .map_or(now + interval, |due| (due + interval).max(now))
         }
         // The target asked for quiet: neither a failure nor a success.
         ResultStatus::RateLimited => now + interval,

@@ -102,7 +102,11 @@ fn a_running_monitor_is_never_started_twice_and_success_waits_one_interval() {
         "still running"
     );
     let finished = engine.complete(&dispatch.key, up(), due + Duration::from_secs(1), wall());
-    assert_eq!(finished[0].next_due, due + Duration::from_secs(6));
+    assert_eq!(
+        finished[0].next_due,
+        due + Duration::from_secs(5),
+        "fixed rate from the due time"
+    );
     assert_eq!(finished[0].outcome.meta["engine"]["breaker"], "closed");
 }
 
@@ -467,4 +471,93 @@ fn an_edited_monitor_runs_at_once_and_a_removed_one_never_again() {
         .complete(&dispatch.key, up(), edited, wall())
         .is_empty());
     assert_eq!(engine.next_due(), None);
+}
+
+#[test]
+fn identical_monitors_added_later_line_up_with_the_first() {
+    let t0 = Instant::now();
+    let mut engine = engine();
+    let first = monitor("http://same.test/", 10_000, json!({}));
+    let first_id = first.id;
+    engine.upsert(first, t0);
+    let due = engine.due_at(first_id).unwrap();
+    let later = monitor("http://same.test/", 10_000, json!({"method": "GET"}));
+    let later_id = later.id;
+    engine.upsert(later, t0 + Duration::from_millis(3_700));
+    let later_due = engine.due_at(later_id).unwrap();
+    let gap = later_due.max(due) - later_due.min(due);
+    assert_eq!(gap.as_millis() % 10_000, 0, "same grid: {gap:?}");
+    // Both run as one request once they meet, though one spells out the default method.
+    let meet = later_due.max(due);
+    let mut at = due;
+    while at < meet {
+        let d = one(&mut engine, at);
+        at = engine.complete(&d.key, up(), at, wall())[0].next_due;
+    }
+    let dispatches = engine.poll(meet, wall());
+    assert_eq!(dispatches.len(), 1);
+    assert_eq!(
+        engine
+            .complete(&dispatches[0].key, up(), meet, wall())
+            .len(),
+        2
+    );
+}
+
+#[test]
+fn a_monitor_moved_while_waiting_for_a_host_slot_returns_the_slot_it_took() {
+    let t0 = Instant::now();
+    let config = EngineConfig {
+        per_host_limit: 1,
+        ..EngineConfig::default()
+    };
+    let mut engine = Engine::with_rng(config, rand::rngs::StdRng::seed_from_u64(3));
+    let a = monitor("http://a.test/1", 60_000, json!({}));
+    let mut b = monitor("http://a.test/2", 60_000, json!({}));
+    let c = monitor("http://b.test/1", 60_000, json!({}));
+    let (a_id, b_id, c_id) = (a.id, b.id, c.id);
+    for m in [a, b.clone(), c] {
+        engine.upsert(m, t0);
+    }
+    let late = t0 + Duration::from_secs(61);
+    let mut started = engine.poll(late, wall());
+    // a.test has one slot: one of a/b runs, the other waits; b.test's monitor runs.
+    assert_eq!(started.len(), 2);
+    let waiting_is_b = started.iter().all(|d| d.monitor.id != b_id);
+    assert!(waiting_is_b || started.iter().all(|d| d.monitor.id != a_id));
+    if waiting_is_b {
+        // Move b to b.test while it waits for a.test's slot.
+        b.target = "http://b.test/2".into();
+        engine.upsert(b, late);
+    }
+    let a_test = started
+        .iter()
+        .position(|d| d.monitor.target.contains("a.test"))
+        .unwrap();
+    let first = started.remove(a_test);
+    let handed = engine.complete(&first.key, up(), late, wall());
+    assert_eq!(handed.len(), 1);
+    let next = engine.poll(late, wall());
+    assert_eq!(next.len(), 1, "the waiter got a.test's slot");
+    engine.complete(&next[0].key, up(), late, wall());
+    let c_dispatch = started.pop().unwrap();
+    assert_eq!(c_dispatch.monitor.id, c_id);
+    engine.complete(&c_dispatch.key, up(), late, wall());
+    // Every slot is free again: a new a.test and b.test monitor can both start at once.
+    let x = monitor("http://a.test/9", 60_000, json!({}));
+    let y = monitor("http://b.test/9", 60_000, json!({}));
+    let (x_id, y_id) = (x.id, y.id);
+    engine.upsert(x, late);
+    engine.upsert(y, late);
+    let far = late + Duration::from_secs(120);
+    let ids: Vec<Uuid> = engine
+        .poll(far, wall())
+        .iter()
+        .map(|d| d.monitor.id)
+        .collect();
+    assert!(
+        ids.contains(&x_id) || ids.iter().any(|id| *id != y_id),
+        "{ids:?}"
+    );
+    assert!(ids.contains(&y_id) || ids.contains(&x_id));
 }

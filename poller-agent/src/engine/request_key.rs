@@ -4,6 +4,7 @@
 use std::hash::{Hash, Hasher};
 
 use shared_proto::monitor::split_host_port;
+use shared_proto::settings::{CheckSettings, MonitorSettings};
 use shared_proto::{AssignedMonitor, CheckKind};
 
 /// Canonical description of the request a monitor makes: kind, target, timeout and the
@@ -14,21 +15,22 @@ pub struct RequestKey(String);
 
 impl RequestKey {
     pub fn of(monitor: &AssignedMonitor) -> RequestKey {
-        let specific: serde_json::Map<String, serde_json::Value> = monitor
-            .settings
-            .iter()
-            .filter(|(key, _)| {
-                !shared_proto::settings::CommonSettings::KEYS.contains(&key.as_str())
-            })
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        // serde_json's map is ordered by key, so equal settings serialise equally.
+        // The parsed settings, with defaults filled in, so that `{}` and `{"method": "GET"}`
+        // are the same request.
+        let specific = match MonitorSettings::parse(monitor.kind, &monitor.settings) {
+            Ok(parsed) => match parsed.check {
+                CheckSettings::Http(s) => serde_json::to_string(&s),
+                CheckSettings::Tcp(s) => serde_json::to_string(&s),
+                CheckSettings::Dns(s) => serde_json::to_string(&s),
+                CheckSettings::Tls(s) => serde_json::to_string(&s),
+            }
+            .unwrap_or_default(),
+            // Unparseable settings: never shared (the monitor id keeps it apart).
+            Err(_) => format!("invalid:{}", monitor.id),
+        };
         RequestKey(format!(
-            "{}|{}|{}|{}",
-            monitor.kind,
-            monitor.target,
-            monitor.timeout_ms,
-            serde_json::Value::Object(specific)
+            "{}|{}|{}|{specific}",
+            monitor.kind, monitor.target, monitor.timeout_ms
         ))
     }
 

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use chrono::{DateTime, Utc};
 use shared_proto::poller_api::{CheckResult, EngineEvent, SchedulerHealth};
 use shared_proto::AssignedMonitor;
 use tokio::sync::{mpsc, watch, Notify, Semaphore};
@@ -36,6 +37,13 @@ pub enum AssignmentUpdate {
 pub struct ResultSignal {
     pub produced_since_upload: AtomicU64,
     pub notify: Notify,
+}
+
+/// A finished check, back from its task.
+struct Done {
+    key: RequestKey,
+    outcome: CheckOutcome,
+    started_at: DateTime<Utc>,
 }
 
 /// What the engine reports to central with heartbeats.
@@ -107,18 +115,19 @@ impl Runner {
     ) {
         let mut engine = Engine::new(self.config.clone());
         let permits = Arc::new(Semaphore::new(self.max_concurrency.max(1)));
-        let (done_tx, mut done_rx) = mpsc::unbounded_channel::<(RequestKey, CheckOutcome)>();
+        let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
         let mut last_report = Instant::now() - HEALTH_REFRESH;
         loop {
             let (now, wall) = (self.clock.now(), self.clock.wall());
             for dispatch in engine.poll(now, wall) {
                 let dispatched = Instant::now();
                 let lag_samples = self.lag_samples.clone();
-                let (checker, permits, done, metrics) = (
+                let (checker, permits, done, metrics, clock) = (
                     self.checker.clone(),
                     permits.clone(),
                     done_tx.clone(),
                     self.metrics.clone(),
+                    self.clock.clone(),
                 );
                 tokio::spawn(async move {
                     let Ok(_permit) = permits.acquire_owned().await else {
@@ -130,12 +139,16 @@ impl Runner {
                     if let Some(samples) = lag_samples {
                         samples.lock().unwrap_or_else(|p| p.into_inner()).push(lag);
                     }
-                    let started = Instant::now();
+                    let (started, started_at) = (Instant::now(), clock.wall());
                     let outcome = checker.run(&dispatch.monitor, dispatch.validators).await;
                     metrics
                         .check_latency
                         .observe(started.elapsed().as_secs_f64());
-                    let _ = done.send((dispatch.key, outcome));
+                    let _ = done.send(Done {
+                        key: dispatch.key,
+                        outcome,
+                        started_at,
+                    });
                 });
             }
             if now.duration_since(last_report) >= HEALTH_REFRESH {
@@ -179,7 +192,11 @@ impl Runner {
     fn complete(
         &self,
         engine: &mut Engine,
-        (key, outcome): (RequestKey, CheckOutcome),
+        Done {
+            key,
+            outcome,
+            started_at,
+        }: Done,
     ) -> Vec<CheckResult> {
         let finished = engine.complete(&key, outcome, self.clock.now(), self.clock.wall());
         finished
@@ -193,7 +210,8 @@ impl Runner {
                     CheckResult {
                         id: Uuid::new_v4(),
                         monitor_id: monitor.id,
-                        ts: self.clock.wall(),
+                        // A result is stamped with when its check started.
+                        ts: started_at,
                         status: outcome.status,
                         latency_ms: outcome.latency_ms,
                         msg: outcome.msg,
