@@ -347,6 +347,17 @@ impl Agent {
     pub fn is_running(&self) -> bool {
         self.child.is_some()
     }
+
+    /// Waits for the process to exit by itself; `None` if it is still running after `timeout`.
+    pub async fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let child = self.child.as_mut()?;
+        let status = tokio::time::timeout(timeout, child.wait())
+            .await
+            .ok()?
+            .ok()?;
+        self.child = None;
+        Some(status)
+    }
 }
 
 /// A local HTTP service to monitor, whose answer the test controls.

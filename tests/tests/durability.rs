@@ -257,3 +257,28 @@ mod chrono_free {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupt_queue_file_stops_the_agent_with_a_way_out() -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    let dir = central.dir.path().join("agent");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join("poller.db"), vec![0x42u8; 64 * 1024])?;
+    let mut agent = Agent::start(&central.url, Some("preg_x_y".into()), &dir).await?;
+    let status = agent
+        .wait_exit(Duration::from_secs(20))
+        .await
+        .expect("the agent exits");
+    assert!(!status.success());
+    let log = agent.log();
+    assert!(
+        log.contains("move it aside"),
+        "the error says what to do:\n{log}"
+    );
+    assert_eq!(
+        std::fs::read(dir.join("poller.db"))?,
+        vec![0x42u8; 64 * 1024],
+        "the file is left as it was"
+    );
+    Ok(())
+}

@@ -129,3 +129,165 @@ async fn the_same_batch_uploaded_twice_is_stored_once() -> anyhow::Result<()> {
     central.stop().await;
     Ok(())
 }
+
+/// A poller with its access token, as a fake agent speaking the real API.
+struct FakePoller {
+    id: String,
+    access: String,
+}
+
+async fn register_named(
+    central: &Central,
+    http: &reqwest::Client,
+    name: &str,
+) -> anyhow::Result<FakePoller> {
+    let token = central.registration_token().await?;
+    let answer: Value = http
+        .post(format!("{}/api/poller/register", central.url))
+        .json(&json!({"registration_token": token, "name": name, "capabilities": ["http"], "version": "test"}))
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
+    Ok(FakePoller {
+        id: answer["poller_id"].as_str().unwrap().to_string(),
+        access: answer["access_token"].as_str().unwrap().to_string(),
+    })
+}
+
+async fn upload(
+    central: &Central,
+    http: &reqwest::Client,
+    poller: &FakePoller,
+    batch: &Value,
+) -> anyhow::Result<Value> {
+    Ok(http
+        .post(format!("{}/api/poller/results", central.url))
+        .bearer_auth(&poller.access)
+        .json(batch)
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?)
+}
+
+fn batch_for(monitor: &str, count: usize) -> Value {
+    let results: Vec<Value> = (0..count)
+        .map(|i| json!({"id": Uuid::new_v4(), "monitor_id": monitor, "ts": format!("2026-01-01T00:00:{:02}Z", i % 60), "status": "up"}))
+        .collect();
+    json!({"batch_id": Uuid::new_v4(), "results": results})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_uploads_of_one_batch_store_each_result_once() -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    let http = reqwest::Client::new();
+    let poller = register_named(&central, &http, "racer").await?;
+    let monitor = central
+        .create_monitor(json!({"name": "m", "kind": "http", "target": "http://127.0.0.1:9/"}))
+        .await?;
+    let batch = batch_for(&monitor, 40);
+    let url = format!("{}/api/poller/results", central.url);
+    let uploads = (0..8).map(|_| {
+        let (http, url, access, batch) = (
+            http.clone(),
+            url.clone(),
+            poller.access.clone(),
+            batch.clone(),
+        );
+        async move {
+            http.post(url)
+                .bearer_auth(access)
+                .json(&batch)
+                .send()
+                .await?
+                .error_for_status()?
+                .json::<Value>()
+                .await
+        }
+    });
+    let acks = futures_join_all(uploads).await;
+    let (mut accepted, mut duplicates) = (0, 0);
+    for ack in acks {
+        let ack = ack?;
+        accepted += ack["accepted"].as_u64().unwrap();
+        duplicates += ack["duplicates"].as_u64().unwrap();
+    }
+    assert_eq!(
+        (accepted, duplicates),
+        (40, 7 * 40),
+        "each result stored by exactly one upload"
+    );
+    assert_eq!(central.result_ids(&monitor).await?.len(), 40);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_poller_cannot_report_for_another_pollers_monitor() -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    let http = reqwest::Client::new();
+    let owner = register_named(&central, &http, "owner").await?;
+    let intruder = register_named(&central, &http, "intruder").await?;
+    let monitor = central
+        .create_monitor(
+            json!({"name": "m", "kind": "http", "target": "http://127.0.0.1:9/",
+                               "poller_mode": "pinned", "poller_id": owner.id}),
+        )
+        .await?;
+
+    let forged = upload(&central, &http, &intruder, &batch_for(&monitor, 3)).await?;
+    assert_eq!(forged["accepted"], 0, "{forged}");
+    let reasons: Vec<&str> = forged["rejected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(reasons.len(), 3);
+    assert!(
+        reasons
+            .iter()
+            .all(|r| r.contains("not assigned to this poller")),
+        "{reasons:?}"
+    );
+
+    let genuine = upload(&central, &http, &owner, &batch_for(&monitor, 3)).await?;
+    assert_eq!(genuine["accepted"], 3, "{genuine}");
+    assert_eq!(
+        central.result_ids(&monitor).await?.len(),
+        3,
+        "only the owner's results are stored"
+    );
+
+    // Nor can it read the owner's assignments: its own list is empty.
+    let assignments: Value = http
+        .get(format!(
+            "{}/api/poller/assignments?since_version=0",
+            central.url
+        ))
+        .bearer_auth(&intruder.access)
+        .send()
+        .await?
+        .json()
+        .await?;
+    assert_eq!(assignments["upserts"], json!([]), "{assignments}");
+    Ok(())
+}
+
+/// Runs futures concurrently (a tiny `join_all`, to keep the test crate's dependencies few).
+async fn futures_join_all<F: std::future::Future>(
+    futures: impl IntoIterator<Item = F>,
+) -> Vec<F::Output>
+where
+    F: Send + 'static,
+    F::Output: Send + 'static,
+{
+    let handles: Vec<_> = futures.into_iter().map(tokio::spawn).collect();
+    let mut outputs = Vec::new();
+    for handle in handles {
+        outputs.push(handle.await.expect("task"));
+    }
+    outputs
+}
