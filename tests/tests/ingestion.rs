@@ -277,11 +277,9 @@ async fn a_poller_cannot_report_for_another_pollers_monitor() -> anyhow::Result<
 }
 
 /// Runs futures concurrently (a tiny `join_all`, to keep the test crate's dependencies few).
-async fn futures_join_all<F: std::future::Future>(
-    futures: impl IntoIterator<Item = F>,
-) -> Vec<F::Output>
+async fn futures_join_all<F>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output>
 where
-    F: Send + 'static,
+    F: std::future::Future + Send + 'static,
     F::Output: Send + 'static,
 {
     let handles: Vec<_> = futures.into_iter().map(tokio::spawn).collect();
