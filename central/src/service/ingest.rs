@@ -21,7 +21,9 @@ const MAX_CLOCK_SKEW_MS: i64 = 5 * 60 * 1000;
 #[derive(Debug, Deserialize)]
 pub struct IncomingBatch {
     pub batch_id: Uuid,
-    pub results: Vec<serde_json::Value>,
+    /// Kept raw until each is parsed on its own: one malformed result must not sink the
+    /// batch, and parsing straight into `CheckResult` avoids building a JSON tree first.
+    pub results: Vec<Box<serde_json::value::RawValue>>,
 }
 
 impl App {
@@ -35,22 +37,25 @@ impl App {
         let now = now_ms();
         let mut ack = ResultsAck::default();
         let mut candidates = Vec::with_capacity(batch.results.len());
-        for (index, raw) in batch.results.into_iter().enumerate() {
-            let label = raw
-                .get("id")
-                .and_then(|id| id.as_str())
-                .map_or_else(|| format!("#{index}"), str::to_string);
-            match serde_json::from_value::<CheckResult>(raw) {
+        for (index, raw) in batch.results.iter().enumerate() {
+            // Named by its id when it has a readable one, else by its position.
+            let label = || {
+                serde_json::from_str::<serde_json::Value>(raw.get())
+                    .ok()
+                    .and_then(|v| v.get("id")?.as_str().map(str::to_string))
+                    .unwrap_or_else(|| format!("#{index}"))
+            };
+            match serde_json::from_str::<CheckResult>(raw.get()) {
                 Ok(result) if result.ts.timestamp_millis() > now + MAX_CLOCK_SKEW_MS => {
                     ack.rejected.push(RejectedResult {
-                        id: label,
+                        id: result.id.to_string(),
                         reason: "ts is more than 5 minutes in the future; check the poller's clock"
                             .into(),
                     })
                 }
                 Ok(result) => candidates.push(result),
                 Err(e) => ack.rejected.push(RejectedResult {
-                    id: label,
+                    id: label(),
                     reason: format!("malformed result: {e}"),
                 }),
             }

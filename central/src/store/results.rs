@@ -5,11 +5,10 @@ use std::collections::{HashMap, HashSet};
 use sqlx::any::AnyRow;
 use sqlx::{FromRow, Row};
 
-use super::monitors::placeholders;
-use super::{Cursor, Store};
+use super::{Backend, Cursor, Store};
 
-/// A validated result, ready to store.
-#[derive(Debug, Clone)]
+/// A validated result, ready to store. Serialises to the row shape the insert unpacks.
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct NewResult {
     pub id: String,
     pub monitor_id: String,
@@ -20,6 +19,7 @@ pub struct NewResult {
     /// JSON.
     pub meta: String,
     /// When the agent will check again (from `meta.engine.next_due_at`).
+    #[serde(skip)]
     pub next_due_at: Option<i64>,
 }
 
@@ -50,8 +50,8 @@ impl FromRow<'_, AnyRow> for ResultRow {
     }
 }
 
-/// Rows per multi-row INSERT: 9 parameters each keeps a statement far below SQLite's limit.
-const INSERT_CHUNK: usize = 500;
+/// Rows per INSERT statement.
+const INSERT_CHUNK: usize = 1_000;
 
 impl Store {
     /// Stores the results that are not stored yet and returns their ids; a result whose id is
@@ -67,29 +67,29 @@ impl Store {
         let _guard = self.write_lock().await;
         let mut tx = self.pool.begin().await?;
         let mut inserted = HashSet::with_capacity(results.len());
+        // The batch travels as one JSON parameter that the database unpacks itself: binding
+        // thousands of parameters one by one costs more than the insert.
+        let rows_source = match self.backend() {
+            Backend::Sqlite => "json_each($3) AS r",
+            Backend::Postgres => "jsonb_array_elements(CAST($3 AS jsonb)) AS r(value)",
+        };
+        let sql = format!(
+            "INSERT INTO results (id, monitor_id, poller_id, ts, status, latency_ms, msg, meta, \
+             received_at) \
+             SELECT r.value ->> 'id', r.value ->> 'monitor_id', $1, CAST(r.value ->> 'ts' AS BIGINT), \
+             r.value ->> 'status', CAST(r.value ->> 'latency_ms' AS BIGINT), r.value ->> 'msg', \
+             r.value ->> 'meta', $2 FROM {rows_source} WHERE true \
+             ON CONFLICT (id) DO NOTHING RETURNING id"
+        );
         for chunk in results.chunks(INSERT_CHUNK) {
-            let values = (0..chunk.len())
-                .map(|i| format!("({})", placeholders(i * 9 + 1, 9)))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let sql = format!(
-                "INSERT INTO results (id, monitor_id, poller_id, ts, status, latency_ms, msg, meta, \
-                 received_at) VALUES {values} ON CONFLICT (id) DO NOTHING RETURNING id"
-            );
-            let mut query = sqlx::query_as::<_, (String,)>(&sql);
-            for result in chunk {
-                query = query
-                    .bind(&result.id)
-                    .bind(&result.monitor_id)
-                    .bind(poller_id)
-                    .bind(result.ts)
-                    .bind(&result.status)
-                    .bind(result.latency_ms)
-                    .bind(&result.msg)
-                    .bind(&result.meta)
-                    .bind(received_at);
-            }
-            inserted.extend(query.fetch_all(&mut *tx).await?.into_iter().map(|(id,)| id));
+            let rows = serde_json::to_string(chunk)?;
+            let stored: Vec<(String,)> = sqlx::query_as(&sql)
+                .bind(poller_id)
+                .bind(received_at)
+                .bind(rows)
+                .fetch_all(&mut *tx)
+                .await?;
+            inserted.extend(stored.into_iter().map(|(id,)| id));
         }
 
         // Per monitor: the newest up/down result sets the verdict; a newer rate-limited one
