@@ -27,9 +27,9 @@ fn main() {
             id: Uuid::new_v4(),
             monitor_id: monitors[i % monitors.len()],
             ts: chrono::Utc::now(),
-            status: if i % 10 == 0 { ResultStatus::Down } else { ResultStatus::Up },
+            status: if i.is_multiple_of(10) { ResultStatus::Down } else { ResultStatus::Up },
             latency_ms: Some(12),
-            msg: if i % 10 == 0 { "expected 2xx, got 503".into() } else { String::new() },
+            msg: if i.is_multiple_of(10) { "expected 2xx, got 503".into() } else { String::new() },
             meta: serde_json::json!({"status_code": 200, "first_byte_ms": 11, "engine": {"breaker": "closed"}}),
         };
 
