@@ -225,7 +225,7 @@ pub struct MonitorPatch {
 }
 
 /// Distinguishes a missing field (`None`) from an explicit `null` (`Some(None)`).
-mod double_option {
+pub(crate) mod double_option {
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
     pub fn serialize<T: Serialize, S: Serializer>(

@@ -112,6 +112,39 @@ pub struct PollerView {
     pub scheduler: Option<crate::poller_api::SchedulerHealth>,
 }
 
+/// `PATCH /api/v1/pollers/{id}`: every field optional; `null` clears an optional one.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PollerPatch {
+    #[serde(default, with = "crate::monitor::double_option")]
+    pub alias: Option<Option<String>>,
+    #[serde(default, with = "crate::monitor::double_option")]
+    pub region: Option<Option<String>>,
+    #[serde(default, with = "crate::monitor::double_option")]
+    pub datacenter: Option<Option<String>>,
+    pub enabled: Option<bool>,
+}
+
+impl PollerPatch {
+    pub fn validate(&self) -> Result<(), ValidationError> {
+        if let Some(Some(alias)) = &self.alias {
+            if alias.trim().is_empty() || alias.chars().count() > 200 {
+                return Err(ValidationError::new(
+                    "alias",
+                    "must be 1 to 200 characters, or null to clear it",
+                ));
+            }
+        }
+        if let Some(Some(region)) = &self.region {
+            validate_label("region", region)?;
+        }
+        if let Some(Some(datacenter)) = &self.datacenter {
+            validate_label("datacenter", datacenter)?;
+        }
+        Ok(())
+    }
+}
+
 /// A stored monitor: the operator's spec plus what central decided about it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MonitorView {

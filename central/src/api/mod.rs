@@ -8,7 +8,7 @@ mod settings;
 use std::sync::Arc;
 
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use axum::Router;
 use tower_http::decompression::RequestDecompressionLayer;
 
@@ -34,8 +34,21 @@ pub fn router(app: Arc<App>) -> Router {
             "/registration-tokens",
             post(settings::create_registration_token).get(settings::list_registration_tokens),
         )
+        .route(
+            "/registration-tokens/{id}",
+            delete(settings::revoke_registration_token),
+        )
+        .route(
+            "/registration-tokens/{id}/rotate",
+            post(settings::rotate_registration_token),
+        )
         .route("/pollers", get(settings::list_pollers))
-        .route("/pollers/{id}", get(settings::get_poller))
+        .route(
+            "/pollers/{id}",
+            get(settings::get_poller)
+                .patch(settings::update_poller)
+                .delete(settings::delete_poller),
+        )
         .route("/pollers/{id}/events", get(settings::poller_events))
         .route(
             "/monitors",

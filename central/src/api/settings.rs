@@ -9,14 +9,15 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use shared_proto::poller_api::EngineEvent;
 use shared_proto::settings_api::{
-    CreateRegistrationToken, MonitorStatusView, MonitorView, Page, PollerView,
-    RegistrationTokenView, StoredResult,
+    CreateRegistrationToken, MonitorStatusView, MonitorView, Page, PollerPatch, PollerStatus,
+    PollerView, RegistrationTokenView, StoredResult,
 };
 use shared_proto::{MonitorPatch, MonitorSpec};
 use uuid::Uuid;
 
 use super::extract::{Admin, ApiJson, ApiPath, ApiQuery, PageQuery};
 use crate::error::{ApiError, ApiResult};
+use crate::service::pollers::PollerFilter;
 use crate::service::App;
 use crate::store::Cursor;
 
@@ -38,13 +39,67 @@ pub async fn list_registration_tokens(
     app.list_registration_tokens(&cursor, limit).await.map(Json)
 }
 
+pub async fn revoke_registration_token(
+    State(app): State<Arc<App>>,
+    _: Admin,
+    ApiPath(id): ApiPath<Uuid>,
+) -> ApiResult<StatusCode> {
+    app.revoke_registration_token(id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+pub async fn rotate_registration_token(
+    State(app): State<Arc<App>>,
+    _: Admin,
+    ApiPath(id): ApiPath<Uuid>,
+) -> ApiResult<Json<RegistrationTokenView>> {
+    app.rotate_registration_token(id).await.map(Json)
+}
+
+/// `?cursor=&limit=&region=&datacenter=&status=`
+#[derive(Debug, Deserialize)]
+pub struct PollerListQuery {
+    cursor: Option<String>,
+    limit: Option<u32>,
+    region: Option<String>,
+    datacenter: Option<String>,
+    status: Option<PollerStatus>,
+}
+
 pub async fn list_pollers(
     State(app): State<Arc<App>>,
     _: Admin,
-    ApiQuery(page): ApiQuery<PageQuery>,
+    ApiQuery(query): ApiQuery<PollerListQuery>,
 ) -> ApiResult<Json<Page<PollerView>>> {
-    let (cursor, limit) = page.parse()?;
-    app.list_pollers(&cursor, limit).await.map(Json)
+    let (cursor, limit) = PageQuery {
+        cursor: query.cursor,
+        limit: query.limit,
+    }
+    .parse()?;
+    let filter = PollerFilter {
+        region: query.region,
+        datacenter: query.datacenter,
+        status: query.status,
+    };
+    app.list_pollers(&filter, &cursor, limit).await.map(Json)
+}
+
+pub async fn update_poller(
+    State(app): State<Arc<App>>,
+    _: Admin,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiJson(patch): ApiJson<PollerPatch>,
+) -> ApiResult<Json<PollerView>> {
+    app.update_poller(id, patch).await.map(Json)
+}
+
+pub async fn delete_poller(
+    State(app): State<Arc<App>>,
+    _: Admin,
+    ApiPath(id): ApiPath<Uuid>,
+) -> ApiResult<StatusCode> {
+    app.delete_poller(id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 pub async fn get_poller(

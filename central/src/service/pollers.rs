@@ -4,7 +4,7 @@ use shared_proto::poller_api::{
     default_capabilities, validate_capabilities, EngineEvent, HeartbeatRequest, HeartbeatResponse,
     RegisterRequest, RegisterResponse, TokenRequest, TokenResponse,
 };
-use shared_proto::settings_api::{Page, PollerStatus, PollerView};
+use shared_proto::settings_api::{Page, PollerPatch, PollerStatus, PollerView};
 use uuid::Uuid;
 
 use super::tokens::page;
@@ -16,7 +16,17 @@ use crate::store::{Cursor, EventRow, HeartbeatUpdate, PollerRow, RefreshTokenRow
 const REFRESH_TTL_MS: i64 = 90 * 24 * 3600 * 1000;
 /// A backlog above either figure marks a poller `degraded`.
 const DEGRADED_QUEUE_DEPTH: i64 = 10_000;
+/// How long a spent refresh token may be presented again as a retry (see `refresh_poller_token`).
+const REFRESH_RETRY_GRACE_MS: i64 = 60_000;
 const DEGRADED_QUEUE_AGE_MS: i64 = 15 * 60 * 1000;
+
+/// `GET /api/v1/pollers` filters.
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct PollerFilter {
+    pub region: Option<String>,
+    pub datacenter: Option<String>,
+    pub status: Option<PollerStatus>,
+}
 
 impl App {
     pub async fn register_poller(&self, request: RegisterRequest) -> ApiResult<RegisterResponse> {
@@ -85,6 +95,7 @@ impl App {
             expires_at: now + REFRESH_TTL_MS,
             spent_at: None,
             revoked_at: None,
+            replaced_by: None,
         };
         self.store.insert_refresh_token(&row, now).await?;
         Ok((
@@ -115,6 +126,23 @@ impl App {
             ));
         }
         if row.spent_at.is_some() || !self.store.spend_refresh_token(&row.id, now).await? {
+            // An agent whose answer was lost retries with the same token moments later, its
+            // successor never used: give it a fresh successor instead of locking it out.
+            let retry = row
+                .spent_at
+                .is_some_and(|at| now - at <= REFRESH_RETRY_GRACE_MS)
+                && match &row.replaced_by {
+                    Some(successor) => {
+                        self.store
+                            .revoke_unused_refresh_token(successor, now)
+                            .await?
+                    }
+                    None => false,
+                };
+            if retry {
+                tracing::info!(poller_id = %row.poller_id, "refresh retried after a lost answer; successor replaced");
+                return self.renew_tokens(&row, now).await;
+            }
             self.store
                 .revoke_refresh_family(&row.family_id, now)
                 .await?;
@@ -125,8 +153,18 @@ impl App {
                     .into(),
             ));
         }
-        let poller = self.live_poller(&row.poller_id).await?;
-        let (refresh_token, _) = self.issue_refresh_token(&poller.id, &row.family_id).await?;
+        self.renew_tokens(&row, now).await
+    }
+
+    /// A new access token and the successor of the (now spent) refresh token `spent`.
+    async fn renew_tokens(&self, spent: &RefreshTokenRow, now: i64) -> ApiResult<TokenResponse> {
+        let poller = self.live_poller(&spent.poller_id).await?;
+        let (refresh_token, successor) = self
+            .issue_refresh_token(&poller.id, &spent.family_id)
+            .await?;
+        self.store
+            .set_refresh_successor(&spent.id, &successor)
+            .await?;
         let poller_id = Uuid::try_parse(&poller.id).map_err(anyhow::Error::from)?;
         let (access_token, access_expires_at) =
             self.jwt.issue(poller_id, time_of(now), self.access_ttl)?;
@@ -231,12 +269,69 @@ impl App {
         }
     }
 
-    pub async fn list_pollers(&self, after: &Cursor, limit: u32) -> ApiResult<Page<PollerView>> {
-        let rows = self.store.list_pollers(after, limit).await?;
+    /// Operator changes: alias, placement labels, enabled. Placement follows at once.
+    pub async fn update_poller(&self, id: Uuid, patch: PollerPatch) -> ApiResult<PollerView> {
+        patch.validate()?;
+        let mut row = self
+            .store
+            .poller(&id.to_string())
+            .await?
+            .ok_or_else(|| ApiError::NotFound(format!("no poller with id {id}")))?;
+        let PollerPatch {
+            alias,
+            region,
+            datacenter,
+            enabled,
+        } = patch;
+        if let Some(alias) = alias {
+            row.alias = alias;
+        }
+        if let Some(region) = region {
+            row.region = region;
+        }
+        if let Some(datacenter) = datacenter {
+            row.datacenter = datacenter;
+        }
+        if let Some(enabled) = enabled {
+            row.enabled = enabled;
+        }
+        self.store.update_poller(&row).await?;
+        self.reconcile().await?;
+        self.get_poller(id).await
+    }
+
+    /// Deletes a poller: its tokens stop working on its next call, its monitors fail over.
+    pub async fn delete_poller(&self, id: Uuid) -> ApiResult<()> {
+        let now = now_ms();
+        if !self.store.delete_poller(&id.to_string(), now).await? {
+            return Err(ApiError::NotFound(format!("no poller with id {id}")));
+        }
+        self.store
+            .revoke_poller_refresh_tokens(&id.to_string(), now)
+            .await?;
+        tracing::info!(poller_id = %id, "poller deleted and its tokens revoked");
+        self.reconcile().await
+    }
+
+    pub async fn list_pollers(
+        &self,
+        filter: &PollerFilter,
+        after: &Cursor,
+        limit: u32,
+    ) -> ApiResult<Page<PollerView>> {
+        let rows = self
+            .store
+            .list_pollers(
+                filter.region.as_deref(),
+                filter.datacenter.as_deref(),
+                after,
+                limit,
+            )
+            .await?;
         let counts: std::collections::HashMap<String, i64> =
             self.store.assigned_counts().await?.into_iter().collect();
         let now = now_ms();
-        Ok(page(
+        let mut listed = page(
             rows,
             limit,
             |r| Cursor {
@@ -244,7 +339,13 @@ impl App {
                 id: r.id.clone(),
             },
             |r| self.poller_view(r, counts.get(&r.id).copied().unwrap_or(0), now),
-        ))
+        );
+        // Status is derived, so it filters after the page is read: a page may come back short,
+        // and its cursor still leads on.
+        if let Some(status) = filter.status {
+            listed.items.retain(|p| p.status == status);
+        }
+        Ok(listed)
     }
 
     pub async fn get_poller(&self, id: Uuid) -> ApiResult<PollerView> {

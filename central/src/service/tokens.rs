@@ -51,6 +51,43 @@ impl App {
         ))
     }
 
+    pub async fn revoke_registration_token(&self, id: Uuid) -> ApiResult<()> {
+        if !self
+            .store
+            .revoke_registration_token(&id.to_string(), now_ms())
+            .await?
+        {
+            return Err(ApiError::NotFound(format!(
+                "no registration token with id {id}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// A new secret for the same token (same id, uses and limits); the old secret stops
+    /// working at once. The answer carries the new secret, which is never shown again.
+    pub async fn rotate_registration_token(&self, id: Uuid) -> ApiResult<RegistrationTokenView> {
+        let secret = auth::new_secret();
+        let hash = auth::hash_secret_blocking(secret.clone()).await?;
+        if !self
+            .store
+            .rotate_registration_token(&id.to_string(), &hash)
+            .await?
+        {
+            return Err(ApiError::NotFound(format!(
+                "no usable registration token with id {id} (revoked tokens cannot be rotated)"
+            )));
+        }
+        let row = self
+            .store
+            .registration_token(&id.to_string())
+            .await?
+            .ok_or_else(|| ApiError::NotFound(format!("no registration token with id {id}")))?;
+        let mut view = registration_view(&row);
+        view.token = Some(auth::format_token(auth::REGISTRATION_PREFIX, id, &secret));
+        Ok(view)
+    }
+
     /// Checks a presented registration token and counts one use of it.
     pub(super) async fn spend_registration_token(
         &self,

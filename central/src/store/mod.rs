@@ -53,6 +53,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "engine reports",
         include_str!("../../../migrations/sqlite/20261121000002_engine_reports.sql"),
     ),
+    (
+        20261121000003,
+        "token lifecycle",
+        include_str!("../../../migrations/sqlite/20261121000003_token_lifecycle.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -64,6 +69,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261121000002,
         "engine reports",
         include_str!("../../../migrations/postgres/20261121000002_engine_reports.sql"),
+    ),
+    (
+        20261121000003,
+        "token lifecycle",
+        include_str!("../../../migrations/postgres/20261121000003_token_lifecycle.sql"),
     ),
 ];
 

@@ -115,9 +115,17 @@ impl Store {
             .await?)
     }
 
-    pub async fn list_pollers(&self, after: &Cursor, limit: u32) -> anyhow::Result<Vec<PollerRow>> {
+    /// Live pollers, optionally of one region and/or datacenter.
+    pub async fn list_pollers(
+        &self,
+        region: Option<&str>,
+        datacenter: Option<&str>,
+        after: &Cursor,
+        limit: u32,
+    ) -> anyhow::Result<Vec<PollerRow>> {
         let sql = format!(
             "SELECT {POLLER_COLUMNS} FROM pollers WHERE deleted_at IS NULL \
+             AND ($4 IS NULL OR region = $4) AND ($5 IS NULL OR datacenter = $5) \
              AND (created_at > $1 OR (created_at = $1 AND id > $2)) \
              ORDER BY created_at, id LIMIT $3"
         );
@@ -125,6 +133,8 @@ impl Store {
             .bind(after.key)
             .bind(&after.id)
             .bind(i64::from(limit))
+            .bind(region)
+            .bind(datacenter)
             .fetch_all(&self.pool)
             .await?)
     }
@@ -174,5 +184,34 @@ impl Store {
         )
         .fetch_all(&self.pool)
         .await?)
+    }
+
+    /// Rewrites what an operator may change about a poller.
+    pub async fn update_poller(&self, row: &PollerRow) -> anyhow::Result<()> {
+        let _guard = self.write_lock().await;
+        sqlx::query(
+            "UPDATE pollers SET alias = $2, region = $3, datacenter = $4, enabled = $5 \
+             WHERE id = $1 AND deleted_at IS NULL",
+        )
+        .bind(&row.id)
+        .bind(&row.alias)
+        .bind(&row.region)
+        .bind(&row.datacenter)
+        .bind(flag(row.enabled))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Marks a poller deleted; its tokens are revoked separately.
+    pub async fn delete_poller(&self, id: &str, now: i64) -> anyhow::Result<bool> {
+        let _guard = self.write_lock().await;
+        let done =
+            sqlx::query("UPDATE pollers SET deleted_at = $2 WHERE id = $1 AND deleted_at IS NULL")
+                .bind(id)
+                .bind(now)
+                .execute(&self.pool)
+                .await?;
+        Ok(done.rows_affected() == 1)
     }
 }

@@ -43,6 +43,7 @@ pub struct RefreshTokenRow {
     pub expires_at: i64,
     pub spent_at: Option<i64>,
     pub revoked_at: Option<i64>,
+    pub replaced_by: Option<String>,
 }
 
 impl FromRow<'_, AnyRow> for RefreshTokenRow {
@@ -55,6 +56,7 @@ impl FromRow<'_, AnyRow> for RefreshTokenRow {
             expires_at: row.try_get("expires_at")?,
             spent_at: row.try_get("spent_at")?,
             revoked_at: row.try_get("revoked_at")?,
+            replaced_by: row.try_get("replaced_by")?,
         })
     }
 }
@@ -154,8 +156,8 @@ impl Store {
 
     pub async fn refresh_token(&self, id: &str) -> anyhow::Result<Option<RefreshTokenRow>> {
         Ok(sqlx::query_as(
-            "SELECT id, poller_id, family_id, secret_hash, expires_at, spent_at, revoked_at \
-             FROM refresh_tokens WHERE id = $1",
+            "SELECT id, poller_id, family_id, secret_hash, expires_at, spent_at, revoked_at, \
+             replaced_by FROM refresh_tokens WHERE id = $1",
         )
         .bind(id)
         .fetch_optional(&self.pool)
@@ -188,5 +190,77 @@ impl Store {
         .execute(&self.pool)
         .await?;
         Ok(())
+    }
+
+    /// Records which token replaced a spent one.
+    pub async fn set_refresh_successor(&self, id: &str, successor: &str) -> anyhow::Result<()> {
+        let _guard = self.write_lock().await;
+        sqlx::query("UPDATE refresh_tokens SET replaced_by = $2 WHERE id = $1")
+            .bind(id)
+            .bind(successor)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Revokes one refresh token if it is still unused; `false` if it was used or revoked.
+    pub async fn revoke_unused_refresh_token(&self, id: &str, now: i64) -> anyhow::Result<bool> {
+        let _guard = self.write_lock().await;
+        let done = sqlx::query(
+            "UPDATE refresh_tokens SET revoked_at = $2 \
+             WHERE id = $1 AND spent_at IS NULL AND revoked_at IS NULL",
+        )
+        .bind(id)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Revokes every refresh token of a poller.
+    pub async fn revoke_poller_refresh_tokens(
+        &self,
+        poller_id: &str,
+        now: i64,
+    ) -> anyhow::Result<()> {
+        let _guard = self.write_lock().await;
+        sqlx::query(
+            "UPDATE refresh_tokens SET revoked_at = $2 WHERE poller_id = $1 AND revoked_at IS NULL",
+        )
+        .bind(poller_id)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Revokes a registration token; `false` if there is none with that id.
+    pub async fn revoke_registration_token(&self, id: &str, now: i64) -> anyhow::Result<bool> {
+        let _guard = self.write_lock().await;
+        let done = sqlx::query(
+            "UPDATE registration_tokens SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1",
+        )
+        .bind(id)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Gives a registration token a new secret; the old one stops working at once.
+    pub async fn rotate_registration_token(
+        &self,
+        id: &str,
+        secret_hash: &str,
+    ) -> anyhow::Result<bool> {
+        let _guard = self.write_lock().await;
+        let done = sqlx::query(
+            "UPDATE registration_tokens SET secret_hash = $2 WHERE id = $1 AND revoked_at IS NULL",
+        )
+        .bind(id)
+        .bind(secret_hash)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
     }
 }

@@ -1,0 +1,280 @@
+//! Token and poller lifecycle through the settings and poller APIs of the real binary:
+//! rotation and revocation of registration tokens, refresh rotation with reuse detection,
+//! disabling and deleting pollers taking effect on their next call.
+
+use e2e::Central;
+use reqwest::Method;
+use serde_json::{json, Value};
+
+struct Api {
+    http: reqwest::Client,
+    base: String,
+}
+
+impl Api {
+    async fn post(&self, path: &str, bearer: Option<&str>, body: Value) -> (u16, Value) {
+        let mut request = self.http.post(format!("{}{path}", self.base)).json(&body);
+        if let Some(token) = bearer {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.expect("request");
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn register(&self, token: &str, name: &str, region: &str) -> (u16, Value) {
+        let body = json!({"registration_token": token, "name": name, "region": region,
+                          "capabilities": ["http"], "version": "test"});
+        self.post("/api/poller/register", None, body).await
+    }
+
+    async fn refresh(&self, refresh_token: &str) -> (u16, Value) {
+        self.post(
+            "/api/poller/token",
+            None,
+            json!({"refresh_token": refresh_token}),
+        )
+        .await
+    }
+
+    async fn heartbeat(&self, access: &str) -> u16 {
+        self.post(
+            "/api/poller/heartbeat",
+            Some(access),
+            json!({"version": "test"}),
+        )
+        .await
+        .0
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registration_tokens_rotate_and_revoke() -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    let api = Api {
+        http: reqwest::Client::new(),
+        base: central.url.clone(),
+    };
+    let (status, created) = central
+        .admin(
+            Method::POST,
+            "/api/v1/registration-tokens",
+            Some(json!({"name": "eu", "max_uses": 3})),
+        )
+        .await?;
+    assert_eq!(status, 201);
+    let id = created["id"].as_str().unwrap().to_string();
+    let first_secret = created["token"].as_str().unwrap().to_string();
+
+    let (_, listed) = central
+        .admin(Method::GET, "/api/v1/registration-tokens", None)
+        .await?;
+    assert!(
+        listed["items"][0].get("token").is_none(),
+        "secrets are never listed: {listed}"
+    );
+
+    let (status, rotated) = central
+        .admin(
+            Method::POST,
+            &format!("/api/v1/registration-tokens/{id}/rotate"),
+            None,
+        )
+        .await?;
+    assert_eq!(status, 200, "{rotated}");
+    let second_secret = rotated["token"].as_str().unwrap().to_string();
+    assert_ne!(first_secret, second_secret);
+    assert_eq!(
+        api.register(&first_secret, "a", "eu").await.0,
+        401,
+        "the old secret is dead"
+    );
+    assert_eq!(api.register(&second_secret, "a", "eu").await.0, 200);
+
+    let (status, _) = central
+        .admin(
+            Method::DELETE,
+            &format!("/api/v1/registration-tokens/{id}"),
+            None,
+        )
+        .await?;
+    assert_eq!(status, 204);
+    assert_eq!(
+        api.register(&second_secret, "b", "eu").await.0,
+        401,
+        "revoked"
+    );
+    let (_, listed) = central
+        .admin(Method::GET, "/api/v1/registration-tokens", None)
+        .await?;
+    assert_eq!(listed["items"][0]["revoked"], true);
+    assert_eq!(listed["items"][0]["uses"], 1);
+    let (status, _) = central
+        .admin(
+            Method::POST,
+            &format!("/api/v1/registration-tokens/{id}/rotate"),
+            None,
+        )
+        .await?;
+    assert_eq!(status, 404, "a revoked token cannot be brought back");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refresh_tokens_rotate_tolerate_a_lost_answer_and_detect_reuse() -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    let api = Api {
+        http: reqwest::Client::new(),
+        base: central.url.clone(),
+    };
+    let token = central.registration_token().await?;
+    let (_, registered) = api.register(&token, "edge", "eu").await;
+    let r1 = registered["refresh_token"].as_str().unwrap().to_string();
+
+    let (status, renewed) = api.refresh(&r1).await;
+    assert_eq!(status, 200);
+    let r2 = renewed["refresh_token"].as_str().unwrap().to_string();
+    assert_eq!(
+        api.heartbeat(renewed["access_token"].as_str().unwrap())
+            .await,
+        200
+    );
+
+    // The answer carrying r2 was "lost": the agent retries with r1 and gets a working r3;
+    // r2, never used, is withdrawn.
+    let (status, retried) = api.refresh(&r1).await;
+    assert_eq!(status, 200, "{retried}");
+    let r3 = retried["refresh_token"].as_str().unwrap().to_string();
+    assert_eq!(api.refresh(&r2).await.0, 401);
+    let (status, renewed) = api.refresh(&r3).await;
+    assert_eq!(status, 200);
+    let r4 = renewed["refresh_token"].as_str().unwrap().to_string();
+    let (status, renewed) = api.refresh(&r4).await;
+    assert_eq!(status, 200);
+    let r5 = renewed["refresh_token"].as_str().unwrap().to_string();
+    let access = renewed["access_token"].as_str().unwrap().to_string();
+
+    // r4, the successor of r3, has been used: presenting r3 again is no retry but reuse,
+    // and revokes the whole family.
+    let (status, refused) = api.refresh(&r3).await;
+    assert_eq!(status, 401);
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("already used"),
+        "{refused}"
+    );
+    assert_eq!(api.refresh(&r5).await.0, 401, "the whole family is revoked");
+    // Access tokens already issued stay valid until they expire (at most 15 minutes).
+    assert_eq!(api.heartbeat(&access).await, 200);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disabling_and_deleting_a_poller_take_effect_on_its_next_call() -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    let api = Api {
+        http: reqwest::Client::new(),
+        base: central.url.clone(),
+    };
+    let (_, eu) = api
+        .register(&central.registration_token().await?, "eu-1", "eu")
+        .await;
+    let (_, _us) = api
+        .register(&central.registration_token().await?, "us-1", "us")
+        .await;
+    let eu_id = eu["poller_id"].as_str().unwrap().to_string();
+    let eu_access = eu["access_token"].as_str().unwrap().to_string();
+    let monitor = central
+        .create_monitor(
+            json!({"name": "m", "kind": "http", "target": "http://127.0.0.1:9/",
+                               "poller_mode": "grouped", "poller_region": "eu"}),
+        )
+        .await?;
+    assert_eq!(central.status(&monitor).await?["poller_id"], eu_id.as_str());
+
+    let (_, only_us) = central
+        .admin(Method::GET, "/api/v1/pollers?region=us", None)
+        .await?;
+    let names: Vec<&str> = only_us["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["us-1"]);
+    let (_, online) = central
+        .admin(Method::GET, "/api/v1/pollers?status=online", None)
+        .await?;
+    assert_eq!(online["items"].as_array().unwrap().len(), 2);
+
+    let (status, patched) = central
+        .admin(
+            Method::PATCH,
+            &format!("/api/v1/pollers/{eu_id}"),
+            Some(json!({"alias": "Frankfurt", "enabled": false})),
+        )
+        .await?;
+    assert_eq!(status, 200, "{patched}");
+    assert_eq!(
+        (patched["alias"].as_str(), patched["enabled"].as_bool()),
+        (Some("Frankfurt"), Some(false))
+    );
+    assert_eq!(
+        api.heartbeat(&eu_access).await,
+        403,
+        "disabled at once, token or not"
+    );
+    let status = central.status(&monitor).await?;
+    assert_eq!(status["status"], "stale", "{status}");
+    assert!(
+        status["reason"].as_str().unwrap().contains("disabled"),
+        "{status}"
+    );
+
+    let (status, bad) = central
+        .admin(
+            Method::PATCH,
+            &format!("/api/v1/pollers/{eu_id}"),
+            Some(json!({"region": "eu west"})),
+        )
+        .await?;
+    assert_eq!(status, 400);
+    assert!(bad["message"].as_str().unwrap().contains("region"), "{bad}");
+
+    central
+        .admin(
+            Method::PATCH,
+            &format!("/api/v1/pollers/{eu_id}"),
+            Some(json!({"enabled": true})),
+        )
+        .await?;
+    assert_eq!(api.heartbeat(&eu_access).await, 200);
+
+    let (status, _) = central
+        .admin(Method::DELETE, &format!("/api/v1/pollers/{eu_id}"), None)
+        .await?;
+    assert_eq!(status, 204);
+    assert_eq!(
+        api.heartbeat(&eu_access).await,
+        401,
+        "deleted: refused at once"
+    );
+    assert_eq!(
+        api.refresh(eu["refresh_token"].as_str().unwrap()).await.0,
+        401,
+        "its refresh token is revoked"
+    );
+    let (status, _) = central
+        .admin(Method::GET, &format!("/api/v1/pollers/{eu_id}"), None)
+        .await?;
+    assert_eq!(status, 404);
+    let (status, _) = central
+        .admin(Method::DELETE, &format!("/api/v1/pollers/{eu_id}"), None)
+        .await?;
+    assert_eq!(status, 404);
+    let (_, all) = central.admin(Method::GET, "/api/v1/pollers", None).await?;
+    assert_eq!(all["items"].as_array().unwrap().len(), 1);
+    Ok(())
+}
