@@ -29,6 +29,22 @@ fn bin_dir() -> &'static Path {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut build = std::process::Command::new(cargo);
         build.args(["build", "--bins", "-p", "central", "-p", "poller-agent"]);
+        // `cargo test` gives its tests variables (CARGO_PKG_*, …) that some build scripts
+        // watch; passing them on would rebuild those crates on every run.
+        build.env_clear();
+        for key in [
+            "PATH",
+            "HOME",
+            "CARGO_HOME",
+            "RUSTUP_HOME",
+            "RUSTUP_TOOLCHAIN",
+            "CARGO_TARGET_DIR",
+            "TMPDIR",
+        ] {
+            if let Some(value) = std::env::var_os(key) {
+                build.env(key, value);
+            }
+        }
         if release {
             build.arg("--release");
         }

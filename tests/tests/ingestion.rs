@@ -31,11 +31,17 @@ async fn the_same_batch_uploaded_twice_is_stored_once() -> anyhow::Result<()> {
         json!({"id": Uuid::new_v4(), "monitor_id": monitor_id, "ts": ts, "status": status,
                "latency_ms": 7, "msg": "", "meta": {}})
     };
+    // Recent times (an old newest result would make the monitor stale), a second apart.
+    let base = chrono::Utc::now() - chrono::Duration::seconds(10);
+    let at = |s: i64| {
+        (base + chrono::Duration::seconds(s)).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    };
+    let (t1, t2, t3, t4) = (at(1), at(2), at(3), at(4));
     let batch = json!({"batch_id": Uuid::new_v4(), "results": [
-        result("2026-01-01T00:00:01Z", "up", &monitor),
-        result("2026-01-01T00:00:03Z", "down", &monitor),
-        result("2026-01-01T00:00:02Z", "up", &monitor),
-        result("2026-01-01T00:00:04Z", "up", &stranger.to_string()),
+        result(&t1, "up", &monitor),
+        result(&t3, "down", &monitor),
+        result(&t2, "up", &monitor),
+        result(&t4, "up", &stranger.to_string()),
         {"id": "not-a-uuid", "monitor_id": monitor, "ts": "yesterday", "status": "up"},
     ]});
     let upload = || async {
@@ -85,18 +91,14 @@ async fn the_same_batch_uploaded_twice_is_stored_once() -> anyhow::Result<()> {
         .collect();
     assert_eq!(
         times,
-        [
-            "2026-01-01T00:00:01Z",
-            "2026-01-01T00:00:02Z",
-            "2026-01-01T00:00:03Z"
-        ],
+        [t1.as_str(), t2.as_str(), t3.as_str()],
         "oldest first, once each"
     );
 
     // The newest result by time decides the status, whatever order they arrived in.
     let status = central.status(&monitor).await?;
     assert_eq!(status["status"], "down", "{status}");
-    assert_eq!(status["last_result_at"], "2026-01-01T00:00:03Z");
+    assert_eq!(status["last_result_at"], t3.as_str());
 
     let (_, paged) = central
         .admin(
@@ -117,7 +119,7 @@ async fn the_same_batch_uploaded_twice_is_stored_once() -> anyhow::Result<()> {
     let (_, since) = central
         .admin(
             reqwest::Method::GET,
-            &format!("/api/v1/monitors/{monitor}/results?since=2026-01-01T00:00:02Z"),
+            &format!("/api/v1/monitors/{monitor}/results?since={t2}"),
             None,
         )
         .await?;
@@ -175,7 +177,7 @@ async fn upload(
 
 fn batch_for(monitor: &str, count: usize) -> Value {
     let results: Vec<Value> = (0..count)
-        .map(|i| json!({"id": Uuid::new_v4(), "monitor_id": monitor, "ts": format!("2026-01-01T00:00:{:02}Z", i % 60), "status": "up"}))
+        .map(|_| json!({"id": Uuid::new_v4(), "monitor_id": monitor, "ts": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true), "status": "up"}))
         .collect();
     json!({"batch_id": Uuid::new_v4(), "results": results})
 }
@@ -288,4 +290,49 @@ where
         outputs.push(handle.await.expect("task"));
     }
     outputs
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn down_needs_confirmation_and_silence_turns_stale() -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    let http = reqwest::Client::new();
+    let poller = register_named(&central, &http, "confirmer").await?;
+    let monitor = central
+        .create_monitor(
+            json!({"name": "m", "kind": "http", "target": "http://127.0.0.1:9/",
+                               "interval_ms": 5000, "settings": {"confirm_down": 2}}),
+        )
+        .await?;
+    let ago = |seconds: i64| {
+        (chrono::Utc::now() - chrono::Duration::seconds(seconds))
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    };
+    let one = |ts: String, status: &str| json!({"batch_id": Uuid::new_v4(), "results": [{"id": Uuid::new_v4(), "monitor_id": monitor, "ts": ts, "status": status}]});
+    upload(&central, &http, &poller, &one(ago(3), "up")).await?;
+    assert_eq!(central.status(&monitor).await?["status"], "up");
+    upload(&central, &http, &poller, &one(ago(2), "down")).await?;
+    let confirming = central.status(&monitor).await?;
+    assert_eq!(confirming["status"], "up", "{confirming}");
+    assert_eq!(
+        confirming["reason"],
+        "confirming down: 1 of 2 consecutive failing results"
+    );
+    upload(&central, &http, &poller, &one(ago(1), "down")).await?;
+    assert_eq!(central.status(&monitor).await?["status"], "down");
+
+    let quiet = central
+        .create_monitor(json!({"name": "quiet", "kind": "http", "target": "http://127.0.0.1:9/q", "interval_ms": 5000}))
+        .await?;
+    let old = json!({"batch_id": Uuid::new_v4(), "results": [{"id": Uuid::new_v4(), "monitor_id": quiet, "ts": ago(300), "status": "up"}]});
+    upload(&central, &http, &poller, &old).await?;
+    let stale = central.status(&quiet).await?;
+    assert_eq!(stale["status"], "stale", "{stale}");
+    assert!(
+        stale["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("no result since"),
+        "{stale}"
+    );
+    Ok(())
 }

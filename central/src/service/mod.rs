@@ -9,6 +9,7 @@ pub mod ingest;
 pub mod monitors;
 pub mod placement;
 pub mod pollers;
+pub mod status;
 pub mod tokens;
 
 use std::time::Duration;

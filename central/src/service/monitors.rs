@@ -1,11 +1,13 @@
 //! Monitors: the operator's CRUD, and the status derived from results and liveness.
 
+use shared_proto::settings::MonitorSettings;
 use shared_proto::settings_api::{
-    MonitorStatus, MonitorStatusView, MonitorView, Page, PollerStatus, StoredResult,
+    MonitorStatusView, MonitorView, Page, PollerStatus, StoredResult,
 };
 use shared_proto::{CheckKind, MonitorPatch, MonitorSpec, PollerMode, ValidationError};
 use uuid::Uuid;
 
+use super::status::{self, StatusInputs};
 use super::tokens::page;
 use super::{now_ms, time_of, App};
 use crate::error::{ApiError, ApiResult};
@@ -99,43 +101,35 @@ impl App {
             None => None,
         };
         let now = now_ms();
-        let (status, reason) = if monitor.paused {
-            (
-                MonitorStatus::Paused,
-                Some("paused by an operator".to_string()),
-            )
-        } else if let Some(reason) = &monitor.placement_reason {
-            (
-                MonitorStatus::Stale,
-                Some(format!("no poller can run it: {reason}")),
-            )
-        } else if let Some(poller) = assigned
-            .as_ref()
-            .filter(|p| self.poller_status(p, now) == PollerStatus::Offline)
-        {
-            let since = poller
-                .last_heartbeat_at
-                .map(time_of)
-                .map(|t| t.to_rfc3339())
-                .unwrap_or_default();
-            (
-                MonitorStatus::Stale,
-                Some(format!(
-                    "its poller {} is offline (last heartbeat {since})",
-                    poller.id
-                )),
-            )
-        } else {
-            match latest.as_ref().map(|l| l.status.as_str()) {
-                Some("up") => (MonitorStatus::Up, None),
-                Some("down") => (MonitorStatus::Down, None),
-                Some(_) => (
-                    MonitorStatus::Pending,
-                    Some("the target is rate limiting its poller; no verdict yet".to_string()),
-                ),
-                None => (MonitorStatus::Pending, Some("no result yet".to_string())),
+        let settings: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(&monitor.settings).unwrap_or_default();
+        let confirm_down = CheckKind::parse(&monitor.kind)
+            .and_then(|kind| MonitorSettings::parse(kind, &settings).ok())
+            .map_or(1, |s| s.common.confirm_down);
+        let recent = match latest.as_ref() {
+            Some(l) if l.status == "down" && confirm_down > 1 => {
+                self.store
+                    .recent_verdicts(&monitor.id, confirm_down + 1)
+                    .await?
             }
+            _ => Vec::new(),
         };
+        let offline = assigned
+            .as_ref()
+            .filter(|p| self.poller_status(p, now) == PollerStatus::Offline);
+        let (status, reason) = status::derive(&StatusInputs {
+            now,
+            paused: monitor.paused,
+            placement_reason: monitor.placement_reason.as_deref(),
+            offline_poller: offline.map(|p| (p.id.as_str(), p.last_heartbeat_at)),
+            interval_ms: monitor.interval_ms,
+            assigned_at: monitor.assigned_at,
+            latest: latest
+                .as_ref()
+                .map(|l| (l.status.as_str(), l.last_result_at, l.next_due_at)),
+            recent: &recent,
+            confirm_down,
+        });
         Ok(MonitorStatusView {
             monitor_id: id,
             status,

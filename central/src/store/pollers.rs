@@ -166,16 +166,6 @@ impl Store {
         Ok(())
     }
 
-    pub async fn record_upload(&self, id: &str, at: i64) -> anyhow::Result<()> {
-        let _guard = self.write_lock().await;
-        sqlx::query("UPDATE pollers SET last_upload_at = $2 WHERE id = $1")
-            .bind(id)
-            .bind(at)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
-    }
-
     /// How many monitors each poller is assigned, keyed by poller id.
     pub async fn assigned_counts(&self) -> anyhow::Result<Vec<(String, i64)>> {
         Ok(sqlx::query_as(

@@ -150,6 +150,23 @@ impl Store {
         Ok(inserted)
     }
 
+    /// The newest up/down statuses of a monitor, newest first.
+    pub async fn recent_verdicts(
+        &self,
+        monitor_id: &str,
+        limit: u32,
+    ) -> anyhow::Result<Vec<String>> {
+        let rows: Vec<(String,)> = sqlx::query_as(
+            "SELECT status FROM results WHERE monitor_id = $1 AND status <> 'rate_limited' \
+             ORDER BY ts DESC, id DESC LIMIT $2",
+        )
+        .bind(monitor_id)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().map(|(status,)| status).collect())
+    }
+
     /// A monitor's results from `since` on, oldest first.
     pub async fn list_results(
         &self,

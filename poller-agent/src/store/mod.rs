@@ -72,8 +72,10 @@ impl LocalStore {
         .and_then(|_| conn.execute_batch(SCHEMA))
         .with_context(|| {
             format!(
-                "the queue database {} cannot be used; if it is corrupt, move it aside and restart \
-                 (the agent re-registers only if credentials are lost too)",
+                "the queue database {} cannot be used. If the disk is read-only or full, fix that \
+                 and restart. If the file is corrupt, move it aside and restart with a new \
+                 POLLER_REGISTRATION_TOKEN: the credentials live in the same file, and the results \
+                 still queued in it are lost",
                 path.display()
             )
         })?;
