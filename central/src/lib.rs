@@ -8,6 +8,7 @@ pub mod config;
 pub mod demo;
 pub mod error;
 pub mod liveness;
+pub mod maintenance;
 pub mod metrics;
 pub mod service;
 pub mod store;
@@ -50,6 +51,7 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<Running> {
             .with_context(|| format!("cannot write the port file {}", path.display()))?;
     }
     liveness::spawn(app.clone());
+    maintenance::spawn(app.clone());
     let router = api::router(app.clone());
     let task = tokio::spawn(async move {
         axum::serve(listener, router)

@@ -382,17 +382,25 @@ pub struct Target {
     pub url: String,
     status: Arc<AtomicU16>,
     hits: Arc<AtomicU64>,
+    /// Every request's path and query, with when it arrived.
+    log: Arc<std::sync::Mutex<Vec<(String, Instant)>>>,
 }
 
 impl Target {
     pub async fn start() -> anyhow::Result<Target> {
         let status = Arc::new(AtomicU16::new(200));
         let hits = Arc::new(AtomicU64::new(0));
-        let (s, h) = (status.clone(), hits.clone());
-        let router = axum::Router::new().fallback(move || {
-            let (s, h) = (s.clone(), h.clone());
+        let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (s, h, l) = (status.clone(), hits.clone(), log.clone());
+        let router = axum::Router::new().fallback(move |uri: axum::http::Uri| {
+            let (s, h, l) = (s.clone(), h.clone(), l.clone());
             async move {
                 h.fetch_add(1, Ordering::SeqCst);
+                let seen = uri
+                    .path_and_query()
+                    .map(|p| p.to_string())
+                    .unwrap_or_default();
+                l.lock().unwrap().push((seen, Instant::now()));
                 let code =
                     axum::http::StatusCode::from_u16(s.load(Ordering::SeqCst)).unwrap_or_default();
                 (code, "target")
@@ -405,6 +413,7 @@ impl Target {
             url: format!("http://{addr}/health"),
             status,
             hits,
+            log,
         })
     }
 
@@ -414,5 +423,13 @@ impl Target {
 
     pub fn hits(&self) -> u64 {
         self.hits.load(Ordering::SeqCst)
+    }
+
+    /// When the first request whose path and query contain `fragment` arrived.
+    pub fn first_hit(&self, fragment: &str) -> Option<Instant> {
+        let log = self.log.lock().unwrap();
+        log.iter()
+            .find(|(seen, _)| seen.contains(fragment))
+            .map(|(_, at)| *at)
     }
 }

@@ -11,7 +11,7 @@ use shared_proto::poller_api::{
 };
 
 use super::extract::{ApiJson, ApiQuery, Poller};
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::service::ingest::IncomingBatch;
 use crate::service::App;
 
@@ -37,10 +37,15 @@ pub async fn heartbeat(
     app.heartbeat(&poller, beat).await.map(Json)
 }
 
+const MAX_WAIT_SECONDS: u64 = 60;
+
 #[derive(Debug, Deserialize)]
 pub struct AssignmentsQuery {
     #[serde(default)]
     since_version: i64,
+    /// Seconds to wait for a change when there is none yet (long poll), at most 60.
+    #[serde(default)]
+    wait: u64,
 }
 
 pub async fn assignments(
@@ -48,7 +53,17 @@ pub async fn assignments(
     Poller(poller): Poller,
     ApiQuery(query): ApiQuery<AssignmentsQuery>,
 ) -> ApiResult<Json<AssignmentsResponse>> {
-    app.assignments_for(&poller, query.since_version)
+    if query.wait > MAX_WAIT_SECONDS {
+        return Err(ApiError::bad_request(
+            "invalid_query",
+            format!(
+                "`wait` is at most {MAX_WAIT_SECONDS} seconds, got {}",
+                query.wait
+            ),
+        ));
+    }
+    let wait = std::time::Duration::from_secs(query.wait);
+    app.wait_for_assignments(&poller, query.since_version, wait)
         .await
         .map(Json)
 }

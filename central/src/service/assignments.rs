@@ -3,6 +3,8 @@
 use std::collections::HashMap;
 
 use shared_proto::poller_api::AssignmentsResponse;
+use std::time::Duration;
+
 use shared_proto::{AssignedMonitor, CheckKind, PollerMode};
 use uuid::Uuid;
 
@@ -77,36 +79,92 @@ impl App {
         Ok(online)
     }
 
-    /// A poller's assignments. Until versioned deltas land, any version other than the
-    /// current one gets the full set (which the protocol always allows).
+    /// A poller's assignments since `since_version`: only what changed (from the assignment
+    /// log), or the full set when it asks from 0, from before the compacted log, or from a
+    /// version this database never had. The cost is proportional to the changes.
     pub async fn assignments_for(
         &self,
         poller: &PollerRow,
         since_version: i64,
     ) -> ApiResult<AssignmentsResponse> {
-        // Version first, then the monitors: the set is then at least as new as the version.
+        // Version first, then the changes: the answer is then at least as new as the version.
         let version = self.store.assignment_version().await?;
-        if since_version == version {
+        let floor = self.store.assignment_log_floor().await?;
+        if since_version <= 0 || since_version < floor || since_version > version {
+            let upserts = self
+                .store
+                .monitors_assigned_to(&poller.id)
+                .await?
+                .iter()
+                .filter_map(assigned_monitor)
+                .collect();
             return Ok(AssignmentsResponse {
                 version,
-                full: false,
-                upserts: Vec::new(),
+                full: true,
+                upserts,
                 removes: Vec::new(),
             });
         }
-        let upserts = self
+        let changed = self
             .store
-            .monitors_assigned_to(&poller.id)
-            .await?
+            .changed_monitors_for(&poller.id, since_version)
+            .await?;
+        let current = self.store.monitors_by_ids(&changed).await?;
+        // The log says what changed; the monitors table says what it is now.
+        let upserts: Vec<AssignedMonitor> = current
             .iter()
+            .filter(|m| m.assigned_poller_id.as_deref() == Some(poller.id.as_str()) && !m.paused)
             .filter_map(assigned_monitor)
+            .collect();
+        let removes = changed
+            .iter()
+            .filter_map(|id| Uuid::try_parse(id).ok())
+            .filter(|id| !upserts.iter().any(|m| m.id == *id))
             .collect();
         Ok(AssignmentsResponse {
             version,
-            full: true,
+            full: false,
             upserts,
-            removes: Vec::new(),
+            removes,
         })
+    }
+
+    /// `assignments_for`, but when nothing changed waits up to `wait` for a change (long
+    /// poll): pollers hear of changes within moments without accepting connections.
+    pub async fn wait_for_assignments(
+        &self,
+        poller: &PollerRow,
+        since_version: i64,
+        wait: Duration,
+    ) -> ApiResult<AssignmentsResponse> {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            // Subscribe before looking, so that a change in between is not missed.
+            let mut changed = self.assignment_version.subscribe();
+            let answer = self.assignments_for(poller, since_version).await?;
+            let news = answer.full || !answer.upserts.is_empty() || !answer.removes.is_empty();
+            if news || tokio::time::Instant::now() >= deadline {
+                return Ok(answer);
+            }
+            // Other central replicas do not wake this one: look again every second too.
+            tokio::select! {
+                _ = changed.changed() => {}
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                _ = tokio::time::sleep_until(deadline) => {}
+            }
+        }
+    }
+
+    /// Drops assignment-log entries older than a day.
+    pub async fn compact_assignment_log(&self) -> ApiResult<()> {
+        let compacted = self
+            .store
+            .compact_assignment_log(now_ms() - 24 * 3600 * 1000)
+            .await?;
+        if compacted > 0 {
+            tracing::info!(entries = compacted, "assignment log compacted");
+        }
+        Ok(())
     }
 }
 

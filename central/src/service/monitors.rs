@@ -77,16 +77,19 @@ impl App {
         spec.apply(patch);
         self.validate_monitor(&spec).await?;
         let row = monitor_row(id, &spec, current.created_at, now_ms());
-        self.store.update_monitor_spec(&row).await?;
+        if let Some(version) = self.store.update_monitor_spec(&row).await? {
+            self.publish_version(version);
+        }
         self.reconcile().await?;
         self.get_monitor(id).await
     }
 
     pub async fn delete_monitor(&self, id: Uuid) -> ApiResult<()> {
-        if !self.store.delete_monitor(&id.to_string()).await? {
-            return Err(ApiError::NotFound(format!("no monitor with id {id}")));
-        }
-        let version = self.store.assignment_version().await?;
+        let version = self
+            .store
+            .delete_monitor(&id.to_string(), now_ms())
+            .await?
+            .ok_or_else(|| ApiError::NotFound(format!("no monitor with id {id}")))?;
         self.publish_version(version);
         Ok(())
     }

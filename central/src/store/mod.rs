@@ -58,6 +58,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "token lifecycle",
         include_str!("../../../migrations/sqlite/20261121000003_token_lifecycle.sql"),
     ),
+    (
+        20261121000004,
+        "assignment log",
+        include_str!("../../../migrations/sqlite/20261121000004_assignment_log.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -74,6 +79,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261121000003,
         "token lifecycle",
         include_str!("../../../migrations/postgres/20261121000003_token_lifecycle.sql"),
+    ),
+    (
+        20261121000004,
+        "assignment log",
+        include_str!("../../../migrations/postgres/20261121000004_assignment_log.sql"),
     ),
 ];
 

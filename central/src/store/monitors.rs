@@ -101,6 +101,26 @@ pub(super) fn placeholders(first: usize, count: usize) -> String {
         .join(", ")
 }
 
+/// Notes that `version` changed what `poller_id` should run about `monitor_id`.
+async fn log_change(
+    tx: &mut Transaction<'_, Any>,
+    version: i64,
+    poller_id: &str,
+    monitor_id: &str,
+    now: i64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO assignment_log (version, poller_id, monitor_id, created_at) VALUES ($1, $2, $3, $4)",
+    )
+    .bind(version)
+    .bind(poller_id)
+    .bind(monitor_id)
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
 async fn bump_version(tx: &mut Transaction<'_, Any>) -> sqlx::Result<i64> {
     let (version,): (i64,) = sqlx::query_as(
         "UPDATE assignment_state SET version = version + 1 WHERE id = 1 RETURNING version",
@@ -147,15 +167,17 @@ impl Store {
     }
 
     /// Rewrites a monitor's spec; its placement is left to the next reconciliation.
-    pub async fn update_monitor_spec(&self, row: &MonitorRow) -> anyhow::Result<bool> {
+    /// Rewrites a monitor's spec and returns the new assignment version (`None` if there is
+    /// no such monitor); its placement is left to the next reconciliation.
+    pub async fn update_monitor_spec(&self, row: &MonitorRow) -> anyhow::Result<Option<i64>> {
         let _guard = self.write_lock().await;
         let mut tx = self.pool.begin().await?;
         let version = bump_version(&mut tx).await?;
-        let done = sqlx::query(
+        let updated: Option<(Option<String>,)> = sqlx::query_as(
             "UPDATE monitors SET name = $2, target = $3, interval_ms = $4, timeout_ms = $5, \
              settings = $6, poller_mode = $7, poller_id = $8, poller_region = $9, \
              poller_datacenter = $10, poller_capability = $11, failover = $12, paused = $13, \
-             updated_at = $14, revision = $15 WHERE id = $1",
+             updated_at = $14, revision = $15 WHERE id = $1 RETURNING assigned_poller_id",
         )
         .bind(&row.id)
         .bind(&row.name)
@@ -172,24 +194,35 @@ impl Store {
         .bind(flag(row.paused))
         .bind(row.updated_at)
         .bind(version)
-        .execute(&mut *tx)
+        .fetch_optional(&mut *tx)
         .await?;
+        let Some((assigned,)) = updated else {
+            return Ok(None);
+        };
+        if let Some(poller) = assigned {
+            log_change(&mut tx, version, &poller, &row.id, row.updated_at).await?;
+        }
         tx.commit().await?;
-        Ok(done.rows_affected() == 1)
+        Ok(Some(version))
     }
 
-    /// Deletes a monitor with its status and history; `false` if there was none.
-    pub async fn delete_monitor(&self, id: &str) -> anyhow::Result<bool> {
+    /// Deletes a monitor with its status and history; returns the new assignment version,
+    /// `None` if there was no such monitor.
+    pub async fn delete_monitor(&self, id: &str, now: i64) -> anyhow::Result<Option<i64>> {
         let _guard = self.write_lock().await;
         let mut tx = self.pool.begin().await?;
-        let done = sqlx::query("DELETE FROM monitors WHERE id = $1")
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
-        if done.rows_affected() == 0 {
-            return Ok(false);
+        let deleted: Option<(Option<String>,)> =
+            sqlx::query_as("DELETE FROM monitors WHERE id = $1 RETURNING assigned_poller_id")
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let Some((assigned,)) = deleted else {
+            return Ok(None);
+        };
+        let version = bump_version(&mut tx).await?;
+        if let Some(poller) = assigned {
+            log_change(&mut tx, version, &poller, id, now).await?;
         }
-        bump_version(&mut tx).await?;
         sqlx::query("DELETE FROM monitor_status WHERE monitor_id = $1")
             .bind(id)
             .execute(&mut *tx)
@@ -199,7 +232,7 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
-        Ok(true)
+        Ok(Some(version))
     }
 
     pub async fn monitor(&self, id: &str) -> anyhow::Result<Option<MonitorRow>> {
@@ -275,9 +308,77 @@ impl Store {
             .bind(&change.reason)
             .execute(&mut *tx)
             .await?;
+            for poller in change.from.iter().chain(&change.to) {
+                log_change(&mut tx, version, poller, &change.monitor_id, now).await?;
+            }
         }
         tx.commit().await?;
         Ok(version)
+    }
+
+    /// Monitors whose assignment to `poller_id` changed after `since`.
+    pub async fn changed_monitors_for(
+        &self,
+        poller_id: &str,
+        since: i64,
+    ) -> anyhow::Result<Vec<String>> {
+        let rows: Vec<(String,)> = sqlx::query_as(
+            "SELECT DISTINCT monitor_id FROM assignment_log WHERE poller_id = $1 AND version > $2",
+        )
+        .bind(poller_id)
+        .bind(since)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().map(|(id,)| id).collect())
+    }
+
+    pub async fn monitors_by_ids(&self, ids: &[String]) -> anyhow::Result<Vec<MonitorRow>> {
+        let mut rows = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(500) {
+            let sql = format!(
+                "SELECT {MONITOR_COLUMNS} FROM monitors WHERE id IN ({})",
+                placeholders(1, chunk.len())
+            );
+            let mut query = sqlx::query_as(&sql);
+            for id in chunk {
+                query = query.bind(id);
+            }
+            rows.extend(query.fetch_all(&self.pool).await?);
+        }
+        Ok(rows)
+    }
+
+    /// The oldest version a delta can start from.
+    pub async fn assignment_log_floor(&self) -> anyhow::Result<i64> {
+        let (floor,): (i64,) =
+            sqlx::query_as("SELECT log_floor FROM assignment_state WHERE id = 1")
+                .fetch_one(&self.pool)
+                .await?;
+        Ok(floor)
+    }
+
+    /// Drops log entries written before `before_ms`; pollers behind them get full sets.
+    pub async fn compact_assignment_log(&self, before_ms: i64) -> anyhow::Result<u64> {
+        let _guard = self.write_lock().await;
+        let mut tx = self.pool.begin().await?;
+        let newest: Option<(Option<i64>,)> =
+            sqlx::query_as("SELECT MAX(version) FROM assignment_log WHERE created_at < $1")
+                .bind(before_ms)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let Some((Some(floor),)) = newest else {
+            return Ok(0);
+        };
+        let done = sqlx::query("DELETE FROM assignment_log WHERE version <= $1")
+            .bind(floor)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("UPDATE assignment_state SET log_floor = $1 WHERE id = 1 AND log_floor < $1")
+            .bind(floor)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(done.rows_affected())
     }
 
     /// Who owns each of these monitors (unknown ids are simply absent).

@@ -164,14 +164,19 @@ impl CentralClient {
         self.call(self.post("/api/poller/heartbeat", beat)).await
     }
 
+    /// Assignments changed since `since_version`; with `wait`, central holds the request until
+    /// something changes or the wait ends (long poll).
     pub async fn assignments(
         &self,
         since_version: i64,
+        wait: std::time::Duration,
     ) -> Result<AssignmentsResponse, UplinkError> {
         let url = self.url(&format!(
-            "/api/poller/assignments?since_version={since_version}"
+            "/api/poller/assignments?since_version={since_version}&wait={}",
+            wait.as_secs()
         ));
-        self.call(|http, token| http.get(&url).bearer_auth(token))
+        let timeout = wait + std::time::Duration::from_secs(15);
+        self.call(|http, token| http.get(&url).bearer_auth(token).timeout(timeout))
             .await
     }
 

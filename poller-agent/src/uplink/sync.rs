@@ -14,8 +14,10 @@ use crate::engine::runner::{AssignmentUpdate, EngineReport};
 use crate::metrics::AgentMetrics;
 use crate::store::{CachedAssignments, LocalStore, LAST_HEARTBEAT_AT};
 
-/// Without a heartbeat telling it otherwise, re-check assignments this often.
-const ASSIGNMENT_FALLBACK_PERIOD: Duration = Duration::from_secs(30);
+/// How long central may hold an assignments request open.
+const LONG_POLL: Duration = Duration::from_secs(20);
+/// Longest pause between failed assignment requests.
+const MAX_RETRY: Duration = Duration::from_secs(30);
 
 pub struct Heartbeats {
     pub client: Arc<CentralClient>,
@@ -119,26 +121,30 @@ impl AssignmentSync {
         let mut failures = 0u32;
         loop {
             let since = *self.version.borrow();
-            match self.client.assignments(since).await {
+            // A long poll: central answers at once when something changed, else when
+            // something changes, else after the wait; then we ask again straight away.
+            let request = self.client.assignments(since, LONG_POLL);
+            let outcome = tokio::select! {
+                outcome = request => outcome,
+                _ = shutdown.changed() => return,
+            };
+            match outcome {
                 Ok(answer) => {
                     failures = 0;
                     if let Err(e) = self.apply(answer, &mut current).await {
                         tracing::warn!("could not cache assignments: {e:#}");
                     }
+                    continue;
                 }
                 Err(e) => {
                     failures += 1;
                     log_uplink_error("assignment sync", &e);
                 }
             }
-            let wait = if failures > 0 {
-                retry_delay(failures).min(ASSIGNMENT_FALLBACK_PERIOD)
-            } else {
-                ASSIGNMENT_FALLBACK_PERIOD
-            };
             tokio::select! {
+                // A heartbeat that reports a newer version cuts the back-off short.
                 _ = self.changed.notified() => {}
-                _ = tokio::time::sleep(wait) => {}
+                _ = tokio::time::sleep(retry_delay(failures).min(MAX_RETRY)) => {}
                 _ = shutdown.changed() => return,
             }
         }
