@@ -73,6 +73,7 @@ async fn ingest(options: &Options) -> (f64, Duration, Duration) {
         database_url: format!("sqlite://{}", dir.path().join("central.db").display()),
         admin_token: Some("bench-admin-token-0123456789".into()),
         offline_after: Duration::from_secs(600),
+        failback_settle: Duration::from_secs(120),
         access_token_ttl: Duration::from_secs(900),
         port_file: None,
         tls_cert: None,

@@ -53,6 +53,10 @@ pub struct ServeArgs {
     #[arg(long, env = "CENTRAL_OFFLINE_AFTER", default_value = "60s", value_parser = parse_duration)]
     pub offline_after: Duration,
 
+    /// A poller back from offline takes its monitors back after staying online this long.
+    #[arg(long, env = "CENTRAL_FAILBACK_SETTLE", default_value = "2m", value_parser = parse_duration)]
+    pub failback_settle: Duration,
+
     /// Lifetime of poller access tokens (at most 15m).
     #[arg(long, env = "CENTRAL_ACCESS_TOKEN_TTL", default_value = "15m", value_parser = parse_duration)]
     pub access_token_ttl: Duration,

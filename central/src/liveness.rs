@@ -1,4 +1,5 @@
-//! Notices pollers going offline (or coming back) and re-runs placement when they do.
+//! Notices pollers going offline, coming back, or settling after their return, and re-runs
+//! placement when they do.
 //! It owns no state beyond the last set of online pollers it saw.
 
 use std::sync::Arc;
@@ -12,7 +13,7 @@ pub fn spawn(app: Arc<App>) {
             (app.offline_after / 10).clamp(Duration::from_millis(200), Duration::from_secs(5));
         let mut ticker = tokio::time::interval(period);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut last_online: Option<Vec<String>> = None;
+        let mut last_online: Option<Vec<(String, bool)>> = None;
         loop {
             ticker.tick().await;
             match app.online_pollers().await {

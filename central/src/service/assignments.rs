@@ -53,27 +53,35 @@ impl App {
     }
 
     fn candidate(&self, poller: &PollerRow, now: i64) -> Candidate {
+        let online =
+            self.poller_status(poller, now) != shared_proto::settings_api::PollerStatus::Offline;
+        let settle = self.failback_settle.as_millis() as i64;
         Candidate {
             id: Uuid::try_parse(&poller.id).unwrap_or_default(),
             region: poller.region.clone(),
             datacenter: poller.datacenter.clone(),
             capabilities: poller.capability_list(),
             enabled: poller.enabled,
-            online: self.poller_status(poller, now)
-                != shared_proto::settings_api::PollerStatus::Offline,
+            online,
+            settled: online
+                && poller
+                    .online_since
+                    .is_none_or(|since| now - since >= settle),
         }
     }
 
-    /// Which pollers are online now, for the liveness watcher to notice changes.
-    pub async fn online_pollers(&self) -> ApiResult<Vec<String>> {
+    /// Which pollers are online now, and which of those have settled, for the liveness
+    /// watcher to notice changes.
+    pub async fn online_pollers(&self) -> ApiResult<Vec<(String, bool)>> {
         let now = now_ms();
-        let mut online: Vec<String> = self
+        let mut online: Vec<(String, bool)> = self
             .store
             .all_pollers()
             .await?
             .iter()
-            .filter(|p| self.candidate(p, now).online)
-            .map(|p| p.id.clone())
+            .map(|p| (p.id.clone(), self.candidate(p, now)))
+            .filter(|(_, c)| c.online)
+            .map(|(id, c)| (id, c.settled))
             .collect();
         online.sort();
         Ok(online)

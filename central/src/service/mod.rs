@@ -31,6 +31,8 @@ const MAX_ACCESS_TTL: Duration = Duration::from_secs(15 * 60);
 pub struct App {
     pub store: Store,
     pub offline_after: Duration,
+    /// How long a returning poller must stay online before monitors move back to it.
+    pub failback_settle: Duration,
     access_ttl: chrono::Duration,
     admin_token_sha256: String,
     jwt: JwtKeys,
@@ -85,6 +87,7 @@ impl App {
         Ok(std::sync::Arc::new(App {
             store,
             offline_after: args.offline_after,
+            failback_settle: args.failback_settle,
             access_ttl: chrono::Duration::from_std(access_ttl).context("access token ttl")?,
             admin_token_sha256,
             jwt,

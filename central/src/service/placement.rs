@@ -16,6 +16,8 @@ pub struct Candidate {
     pub capabilities: Vec<String>,
     pub enabled: bool,
     pub online: bool,
+    /// Online for at least the settle time: trusted to take monitors back.
+    pub settled: bool,
 }
 
 /// What placement needs to know about a monitor.
@@ -62,6 +64,23 @@ pub fn place(monitor: &Placement, pollers: &[Candidate]) -> Decision {
         &eligible
     } else {
         &online
+    };
+    // A monitor leaves a healthy current poller only for one that has stayed online for the
+    // settle time, so a poller coming back (or flapping) does not drag monitors to and fro.
+    let current_online = monitor
+        .current
+        .filter(|c| pool.iter().any(|p| p.id == *c && p.online));
+    let settled_pool: Vec<&Candidate>;
+    let pool = match current_online {
+        Some(current) => {
+            settled_pool = pool
+                .iter()
+                .copied()
+                .filter(|p| p.settled || p.id == current)
+                .collect();
+            &settled_pool
+        }
+        None => pool,
     };
     let winner = pool
         .iter()
@@ -136,6 +155,7 @@ mod tests {
             capabilities: vec!["http".into(), "tcp".into()],
             enabled: true,
             online,
+            settled: online,
         }
     }
 
@@ -242,5 +262,42 @@ mod tests {
             (120..=280).contains(&moved),
             "about a fifth moves, got {moved}"
         );
+    }
+
+    #[test]
+    fn monitors_return_only_once_the_poller_has_settled() {
+        let mut pollers = vec![poller("eu", true), poller("eu", true)];
+        let monitors: Vec<Placement> = (0..50).map(|_| monitor(PollerMode::Auto)).collect();
+        let home: Vec<Decision> = monitors.iter().map(|m| place(m, &pollers)).collect();
+        let first = pollers[0].id;
+        assert!(
+            home.contains(&Decision::Assign(first)),
+            "some monitors live on the first poller"
+        );
+        // The first poller goes away: everything fails over to the second.
+        pollers[0].online = false;
+        pollers[0].settled = false;
+        let moved: Vec<Placement> = monitors
+            .iter()
+            .map(|m| {
+                let Decision::Assign(to) = place(m, &pollers) else {
+                    panic!()
+                };
+                assert_eq!(to, pollers[1].id);
+                Placement {
+                    current: Some(to),
+                    ..m.clone()
+                }
+            })
+            .collect();
+        // Back online but not settled: nothing moves yet.
+        pollers[0].online = true;
+        assert!(moved
+            .iter()
+            .all(|m| place(m, &pollers) == Decision::Assign(pollers[1].id)));
+        // Settled: each monitor returns to where hashing puts it.
+        pollers[0].settled = true;
+        let back: Vec<Decision> = moved.iter().map(|m| place(m, &pollers)).collect();
+        assert_eq!(back, home);
     }
 }

@@ -61,6 +61,7 @@ impl App {
             assignment_version: None,
             deleted_at: None,
             scheduler_health: None,
+            online_since: Some(now),
         };
         self.store.insert_poller(&row).await?;
         self.metrics.registrations.inc();
@@ -240,6 +241,7 @@ impl App {
                         .scheduler
                         .as_ref()
                         .and_then(|s| serde_json::to_string(s).ok()),
+                    came_online: !was_online,
                 },
             )
             .await?;

@@ -63,6 +63,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "assignment log",
         include_str!("../../../migrations/sqlite/20261121000004_assignment_log.sql"),
     ),
+    (
+        20261121000005,
+        "online since",
+        include_str!("../../../migrations/sqlite/20261121000005_online_since.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -84,6 +89,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261121000004,
         "assignment log",
         include_str!("../../../migrations/postgres/20261121000004_assignment_log.sql"),
+    ),
+    (
+        20261121000005,
+        "online since",
+        include_str!("../../../migrations/postgres/20261121000005_online_since.sql"),
     ),
 ];
 

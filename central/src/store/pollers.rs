@@ -27,6 +27,8 @@ pub struct PollerRow {
     pub deleted_at: Option<i64>,
     /// JSON `SchedulerHealth` from the newest heartbeat.
     pub scheduler_health: Option<String>,
+    /// When it last came online (registration, or a heartbeat after being offline).
+    pub online_since: Option<i64>,
 }
 
 impl PollerRow {
@@ -60,6 +62,7 @@ impl FromRow<'_, AnyRow> for PollerRow {
             assignment_version: row.try_get("assignment_version")?,
             deleted_at: row.try_get("deleted_at")?,
             scheduler_health: row.try_get("scheduler_health")?,
+            online_since: row.try_get("online_since")?,
         })
     }
 }
@@ -75,20 +78,22 @@ pub struct HeartbeatUpdate {
     pub dropped_results: i64,
     pub assignment_version: Option<i64>,
     pub scheduler_health: Option<String>,
+    /// The poller was offline until this heartbeat.
+    pub came_online: bool,
 }
 
 const POLLER_COLUMNS: &str =
     "id, name, alias, region, datacenter, capabilities, version, enabled, \
      registration_token_id, created_at, last_heartbeat_at, last_upload_at, queue_depth, \
-     oldest_queued_at, dropped_results, assignment_version, deleted_at, scheduler_health";
+     oldest_queued_at, dropped_results, assignment_version, deleted_at, scheduler_health, online_since";
 
 impl Store {
     pub async fn insert_poller(&self, row: &PollerRow) -> anyhow::Result<()> {
         let _guard = self.write_lock().await;
         sqlx::query(
             "INSERT INTO pollers (id, name, region, datacenter, capabilities, version, enabled, \
-             registration_token_id, created_at, last_heartbeat_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+             registration_token_id, created_at, last_heartbeat_at, online_since) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)",
         )
         .bind(&row.id)
         .bind(&row.name)
@@ -150,7 +155,9 @@ impl Store {
         sqlx::query(
             "UPDATE pollers SET last_heartbeat_at = $2, version = $3, capabilities = $4, \
              queue_depth = $5, oldest_queued_at = $6, dropped_results = $7, \
-             assignment_version = $8, scheduler_health = COALESCE($9, scheduler_health) WHERE id = $1",
+             assignment_version = $8, scheduler_health = COALESCE($9, scheduler_health), \
+             online_since = CASE WHEN $10 = 1 THEN $2 ELSE COALESCE(online_since, $2) END \
+             WHERE id = $1",
         )
         .bind(id)
         .bind(beat.at)
@@ -161,6 +168,7 @@ impl Store {
         .bind(beat.dropped_results)
         .bind(beat.assignment_version)
         .bind(&beat.scheduler_health)
+        .bind(flag(beat.came_online))
         .execute(&self.pool)
         .await?;
         Ok(())

@@ -1,0 +1,127 @@
+//! Failover with real agents: when a poller goes offline its monitors move to another poller of
+//! the group and keep being polled; when it returns they move back once it has settled.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use e2e::{eventually, Agent, Central, Target};
+use serde_json::json;
+
+async fn start_agent(central: &Central, name: &str) -> anyhow::Result<Agent> {
+    let token = central.registration_token().await?;
+    let mut agent = Agent::start(&central.url, None, &central.dir.path().join(name)).await?;
+    agent.kill().await;
+    agent.set_env("POLLER_REGISTRATION_TOKEN", &token);
+    agent.set_env("POLLER_NAME", name);
+    agent.set_env("POLLER_REGION", "eu");
+    agent.restart().await?;
+    Ok(agent)
+}
+
+async fn placement(
+    central: &Central,
+    monitors: &[String],
+) -> anyhow::Result<HashMap<String, String>> {
+    let mut placed = HashMap::new();
+    for monitor in monitors {
+        let status = central.status(monitor).await?;
+        placed.insert(
+            monitor.clone(),
+            status["poller_id"].as_str().unwrap_or_default().to_string(),
+        );
+    }
+    Ok(placed)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn monitors_fail_over_and_return_after_the_settle_time() -> anyhow::Result<()> {
+    let central = Central::start_with(&[
+        ("CENTRAL_OFFLINE_AFTER", "3s"),
+        ("CENTRAL_FAILBACK_SETTLE", "6s"),
+    ])
+    .await?;
+    let target = Target::start().await?;
+    let mut monitors = Vec::new();
+    for i in 0..12 {
+        let spec = json!({"name": format!("m{i}"), "kind": "http", "target": format!("{}?m={i}", target.url),
+                          "interval_ms": 5000, "poller_mode": "grouped", "poller_region": "eu"});
+        monitors.push(central.create_monitor(spec).await?);
+    }
+    let mut a = start_agent(&central, "agent-a").await?;
+    let _b = start_agent(&central, "agent-b").await?;
+    // Both registered and settled (the test settle time is short), every monitor reporting.
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    for monitor in &monitors {
+        central
+            .wait_for_status(monitor, "up", Duration::from_secs(60))
+            .await?;
+    }
+    let home = placement(&central, &monitors).await?;
+    let a_id = eventually(Duration::from_secs(30), "agent-a's poller id", || async {
+        let (_, pollers) = central
+            .admin(reqwest::Method::GET, "/api/v1/pollers", None)
+            .await
+            .ok()?;
+        let items = pollers["items"].as_array()?.clone();
+        items
+            .iter()
+            .find(|p| p["name"] == "agent-a")
+            .map(|p| p["id"].as_str().unwrap().to_string())
+    })
+    .await?;
+    let on_a: Vec<String> = home
+        .iter()
+        .filter(|(_, p)| **p == a_id)
+        .map(|(m, _)| m.clone())
+        .collect();
+    assert!(
+        !on_a.is_empty() && on_a.len() < monitors.len(),
+        "both agents carry monitors: {home:?}"
+    );
+
+    a.kill().await;
+    let killed = Instant::now();
+    let killed_at = chrono::Utc::now();
+    let moved = eventually(
+        Duration::from_secs(3 + 15 + 10),
+        "a's monitors polled elsewhere",
+        || async {
+            for monitor in &on_a {
+                let status = central.status(monitor).await.ok()?;
+                let elsewhere = status["poller_id"].as_str().is_some_and(|p| p != a_id);
+                // A result measured after the kill: only the other agent can have made it.
+                let fresh = status["last_result_at"]
+                    .as_str()
+                    .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+                    .is_some_and(|t| t > killed_at);
+                if !(elsewhere && fresh && status["status"] == "up") {
+                    return None;
+                }
+            }
+            Some(killed.elapsed())
+        },
+    )
+    .await?;
+    println!("failover: monitors of the killed agent up on the other one after {moved:?}");
+
+    a.restart().await?;
+    let back = Instant::now();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let early = placement(&central, &on_a).await?;
+    assert!(
+        early.values().all(|p| *p != a_id),
+        "nothing moves back before the settle time: {early:?}"
+    );
+    let returned = eventually(
+        Duration::from_secs(40),
+        "monitors back on agent-a",
+        || async {
+            let now = placement(&central, &on_a).await.ok()?;
+            now.values().all(|p| *p == a_id).then(|| back.elapsed())
+        },
+    )
+    .await?;
+    println!("failback after {returned:?} (settle time 6 s)");
+    assert!(returned >= Duration::from_secs(5), "{returned:?}");
+    Ok(())
+}
