@@ -74,6 +74,8 @@ async fn ingest(options: &Options) -> (f64, Duration, Duration) {
         admin_token: Some("bench-admin-token-0123456789".into()),
         offline_after: Duration::from_secs(600),
         failback_settle: Duration::from_secs(120),
+        // Hundreds of simulated agents register from one address.
+        auth_rate_limit: 0.0,
         access_token_ttl: Duration::from_secs(900),
         port_file: None,
         tls_cert: None,

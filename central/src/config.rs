@@ -57,6 +57,11 @@ pub struct ServeArgs {
     #[arg(long, env = "CENTRAL_FAILBACK_SETTLE", default_value = "2m", value_parser = parse_duration)]
     pub failback_settle: Duration,
 
+    /// `register` and `token` calls allowed per second from one address (bursts of four
+    /// times as many); 0 turns the limit off.
+    #[arg(long, env = "CENTRAL_AUTH_RATE_LIMIT", default_value_t = 5.0)]
+    pub auth_rate_limit: f64,
+
     /// Lifetime of poller access tokens (at most 15m).
     #[arg(long, env = "CENTRAL_ACCESS_TOKEN_TTL", default_value = "15m", value_parser = parse_duration)]
     pub access_token_ttl: Duration,

@@ -29,6 +29,8 @@ pub enum ApiError {
     UnsupportedMediaType(String),
     #[error("{0}")]
     MethodNotAllowed(String),
+    #[error("{message}")]
+    TooManyRequests { message: String, retry_after: u64 },
     #[error("internal error")]
     Internal(#[from] anyhow::Error),
 }
@@ -54,6 +56,7 @@ impl ApiError {
                 (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
             }
             ApiError::MethodNotAllowed(_) => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
+            ApiError::TooManyRequests { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }
@@ -80,7 +83,13 @@ impl IntoResponse for ApiError {
             error: code.to_string(),
             message,
         };
-        (status, Json(body)).into_response()
+        let mut response = (status, Json(body)).into_response();
+        if let ApiError::TooManyRequests { retry_after, .. } = self {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, retry_after.into());
+        }
+        response
     }
 }
 

@@ -54,7 +54,9 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<Running> {
     maintenance::spawn(app.clone());
     let router = api::router(app.clone());
     let task = tokio::spawn(async move {
-        axum::serve(listener, router)
+        // Client addresses feed the rate limit of the unauthenticated poller calls.
+        let service = router.into_make_service_with_connect_info::<SocketAddr>();
+        axum::serve(listener, service)
             .with_graceful_shutdown(shutdown_signal())
             .await
             .context("server failed")

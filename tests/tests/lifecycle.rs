@@ -278,3 +278,34 @@ async fn disabling_and_deleting_a_poller_take_effect_on_its_next_call() -> anyho
     assert_eq!(all["items"].as_array().unwrap().len(), 1);
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registration_attempts_are_rate_limited_per_address() -> anyhow::Result<()> {
+    let central = Central::start_with(&[("CENTRAL_AUTH_RATE_LIMIT", "2")]).await?;
+    let api = Api {
+        http: reqwest::Client::new(),
+        base: central.url.clone(),
+    };
+    let mut limited = None;
+    for _ in 0..30 {
+        let response = api
+            .http
+            .post(format!("{}/api/poller/register", central.url))
+            .json(&json!({"registration_token": "guess", "name": "x", "version": "t"}))
+            .send()
+            .await?;
+        if response.status() == 429 {
+            let retry_after = response.headers().get("retry-after").cloned();
+            limited = Some((retry_after, response.json::<Value>().await?));
+            break;
+        }
+        assert_eq!(response.status(), 401);
+    }
+    let (retry_after, body) = limited.expect("guessing is throttled");
+    assert!(retry_after.is_some(), "Retry-After says when to come back");
+    assert_eq!(body["error"], "rate_limited");
+    // Authenticated calls are not throttled by it.
+    let token = central.registration_token().await;
+    assert!(token.is_ok());
+    Ok(())
+}

@@ -3,11 +3,13 @@
 mod extract;
 mod ops;
 mod poller;
+mod rate_limit;
 mod settings;
 
 use std::sync::Arc;
 
 use axum::extract::DefaultBodyLimit;
+use axum::middleware;
 use axum::routing::{delete, get, post};
 use axum::Router;
 use tower_http::decompression::RequestDecompressionLayer;
@@ -20,9 +22,17 @@ const POLLER_BODY_LIMIT: usize = 8 * 1024 * 1024;
 const SETTINGS_BODY_LIMIT: usize = 256 * 1024;
 
 pub fn router(app: Arc<App>) -> Router {
-    let poller_api = Router::new()
+    let mut unauthenticated = Router::new()
         .route("/register", post(poller::register))
-        .route("/token", post(poller::token))
+        .route("/token", post(poller::token));
+    if app.auth_rate_limit > 0.0 {
+        let rate = app.auth_rate_limit;
+        let limiter = Arc::new(rate_limit::RateLimiter::new(rate, rate * 4.0));
+        unauthenticated =
+            unauthenticated.layer(middleware::from_fn_with_state(limiter, rate_limit::limit));
+    }
+    let poller_api = Router::new()
+        .merge(unauthenticated)
         .route("/heartbeat", post(poller::heartbeat))
         .route("/assignments", get(poller::assignments))
         .route("/results", post(poller::results))

@@ -33,6 +33,8 @@ pub struct App {
     pub offline_after: Duration,
     /// How long a returning poller must stay online before monitors move back to it.
     pub failback_settle: Duration,
+    /// Per-address rate of `register`/`token` calls; 0 for none.
+    pub auth_rate_limit: f64,
     access_ttl: chrono::Duration,
     admin_token_sha256: String,
     jwt: JwtKeys,
@@ -88,6 +90,7 @@ impl App {
             store,
             offline_after: args.offline_after,
             failback_settle: args.failback_settle,
+            auth_rate_limit: args.auth_rate_limit,
             access_ttl: chrono::Duration::from_std(access_ttl).context("access token ttl")?,
             admin_token_sha256,
             jwt,
