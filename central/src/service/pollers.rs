@@ -126,6 +126,9 @@ impl App {
                 "refresh token is revoked or expired; re-register the poller with a new registration token".into(),
             ));
         }
+        // A disabled (or deleted) poller is refused before its token is spent, so that it can
+        // refresh normally once an operator enables it again.
+        self.live_poller(&row.poller_id).await?;
         if row.spent_at.is_some() || !self.store.spend_refresh_token(&row.id, now).await? {
             // An agent whose answer was lost retries with the same token moments later, its
             // successor never used: give it a fresh successor instead of locking it out.

@@ -123,6 +123,7 @@ impl AssignmentSync {
             let since = *self.version.borrow();
             // A long poll: central answers at once when something changed, else when
             // something changes, else after the wait; then we ask again straight away.
+            let asked = std::time::Instant::now();
             let request = self.client.assignments(since, LONG_POLL);
             let outcome = tokio::select! {
                 outcome = request => outcome,
@@ -131,8 +132,18 @@ impl AssignmentSync {
             match outcome {
                 Ok(answer) => {
                     failures = 0;
+                    let news =
+                        answer.full || !answer.upserts.is_empty() || !answer.removes.is_empty();
                     if let Err(e) = self.apply(answer, &mut current).await {
                         tracing::warn!("could not cache assignments: {e:#}");
+                    }
+                    // A central that does not hold requests (older versions) answers at once:
+                    // do not spin on it.
+                    if !news && asked.elapsed() < Duration::from_secs(1) {
+                        tokio::select! {
+                            _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+                            _ = shutdown.changed() => return,
+                        }
                     }
                     continue;
                 }
@@ -158,6 +169,8 @@ impl AssignmentSync {
         let unchanged = !answer.full && answer.upserts.is_empty() && answer.removes.is_empty();
         if unchanged {
             self.version.send_replace(answer.version);
+            self.metrics
+                .update_state(|s| s.assignment_version = Some(answer.version));
             return Ok(());
         }
         let update = if answer.full {
