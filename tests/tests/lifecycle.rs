@@ -226,6 +226,12 @@ async fn disabling_and_deleting_a_poller_take_effect_on_its_next_call() -> anyho
         403,
         "disabled at once, token or not"
     );
+    let eu_refresh = eu["refresh_token"].as_str().unwrap();
+    assert_eq!(
+        api.refresh(eu_refresh).await.0,
+        403,
+        "no new tokens while disabled"
+    );
     let status = central.status(&monitor).await?;
     assert_eq!(status["status"], "stale", "{status}");
     assert!(
@@ -251,6 +257,11 @@ async fn disabling_and_deleting_a_poller_take_effect_on_its_next_call() -> anyho
         )
         .await?;
     assert_eq!(api.heartbeat(&eu_access).await, 200);
+    let (status, _) = api.refresh(eu_refresh).await;
+    assert_eq!(
+        status, 200,
+        "the refresh refused while disabled did not spend the token"
+    );
 
     let (status, _) = central
         .admin(Method::DELETE, &format!("/api/v1/pollers/{eu_id}"), None)
