@@ -77,6 +77,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
+        .route("/api/openapi.json", get(ops::openapi))
         .nest("/api/poller", poller_api)
         .nest("/api/v1", settings_api)
         .fallback(not_found)

@@ -35,3 +35,10 @@ pub async fn metrics(State(app): State<Arc<App>>) -> impl IntoResponse {
         app.metrics.render(),
     )
 }
+
+/// The OpenAPI document of both APIs, as kept in docs/ (a test checks it against the router).
+const OPENAPI: &str = include_str!("../../../docs/openapi.json");
+
+pub async fn openapi() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "application/json")], OPENAPI)
+}
