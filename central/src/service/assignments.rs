@@ -19,10 +19,25 @@ impl App {
     /// registered, gone offline or back.
     pub async fn reconcile(&self) -> ApiResult<()> {
         let _one_at_a_time = self.reconcile_lock.lock().await;
+        let monitors = self.store.all_monitors().await?;
+        self.place_and_store(&monitors).await
+    }
+
+    /// Re-decides the poller of one monitor (just written by an operator): the cost does not
+    /// grow with the number of monitors.
+    pub async fn reconcile_monitor(&self, monitor_id: Uuid) -> ApiResult<()> {
+        let _one_at_a_time = self.reconcile_lock.lock().await;
+        let monitors = self
+            .store
+            .monitors_by_ids(&[monitor_id.to_string()])
+            .await?;
+        self.place_and_store(&monitors).await
+    }
+
+    async fn place_and_store(&self, monitors: &[MonitorRow]) -> ApiResult<()> {
         let now = now_ms();
         let pollers = self.store.all_pollers().await?;
         let candidates: Vec<Candidate> = pollers.iter().map(|p| self.candidate(p, now)).collect();
-        let monitors = self.store.all_monitors().await?;
         let changes: Vec<AssignmentChange> = monitors
             .iter()
             .filter_map(|monitor| {

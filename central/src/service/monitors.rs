@@ -20,7 +20,7 @@ impl App {
         let now = now_ms();
         let row = monitor_row(id, &spec, now, now);
         self.store.insert_monitor(&row).await?;
-        self.reconcile().await?;
+        self.reconcile_monitor(id).await?;
         self.get_monitor(id).await
     }
 
@@ -80,7 +80,7 @@ impl App {
         if let Some(version) = self.store.update_monitor_spec(&row).await? {
             self.publish_version(version);
         }
-        self.reconcile().await?;
+        self.reconcile_monitor(id).await?;
         self.get_monitor(id).await
     }
 
