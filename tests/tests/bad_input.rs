@@ -322,6 +322,104 @@ async fn every_bad_request_gets_a_named_4xx() {
         400,
         &["expires_in"],
     );
+    // Updates and filters name their field too.
+    let created = send(
+        &central,
+        post.clone(),
+        "/api/v1/monitors",
+        admin,
+        Some(&monitor(json!({}))),
+    )
+    .await;
+    assert_eq!(created.0, 201, "{}", created.1);
+    let path = format!("/api/v1/monitors/{}", created.1["id"].as_str().unwrap());
+    let patch = reqwest::Method::PATCH;
+    for (body, words) in [
+        (json!({"interval_ms": 1}), vec!["interval_ms"]),
+        (json!({"kind": "tcp"}), vec!["kind"]),
+        (
+            json!({"settings": {"retries": 99}}),
+            vec!["settings.retries"],
+        ),
+        (json!({"poller_mode": "pinned"}), vec!["poller_id"]),
+        (json!({"target": "ftp://x"}), vec!["target"]),
+    ] {
+        let answer = send(
+            &central,
+            patch.clone(),
+            &path,
+            admin,
+            Some(&body.to_string()),
+        )
+        .await;
+        assert_error(&format!("PATCH monitor {body}"), answer, 400, &words);
+    }
+    let missing_poller = "/api/v1/pollers/7f1c1d3e-0000-4000-8000-000000000000";
+    assert_error(
+        "PATCH unknown poller",
+        send(
+            &central,
+            patch.clone(),
+            missing_poller,
+            admin,
+            Some(r#"{"enabled": false}"#),
+        )
+        .await,
+        404,
+        &["no poller"],
+    );
+    assert_error(
+        "PATCH poller with an unknown field",
+        send(
+            &central,
+            patch.clone(),
+            missing_poller,
+            admin,
+            Some(r#"{"enabld": false}"#),
+        )
+        .await,
+        400,
+        &["enabld"],
+    );
+    assert_error(
+        "bad poller status filter",
+        send(
+            &central,
+            get.clone(),
+            "/api/v1/pollers?status=sleeping",
+            admin,
+            None,
+        )
+        .await,
+        400,
+        &["sleeping"],
+    );
+    assert_error(
+        "bad since",
+        send(
+            &central,
+            get.clone(),
+            &format!("{path}/results?since=yesterday"),
+            admin,
+            None,
+        )
+        .await,
+        400,
+        &["since"],
+    );
+    assert_error(
+        "rotate an unknown token",
+        send(
+            &central,
+            post.clone(),
+            "/api/v1/registration-tokens/7f1c1d3e-0000-4000-8000-000000000000/rotate",
+            admin,
+            None,
+        )
+        .await,
+        404,
+        &["registration token"],
+    );
     assert!(
         !central.log().contains("internal error"),
         "{}",
