@@ -16,6 +16,9 @@ pub fn spawn(app: Arc<App>) {
         let mut last_online: Option<Vec<(String, bool)>> = None;
         loop {
             ticker.tick().await;
+            if let Err(e) = app.record_status_changes().await {
+                tracing::warn!("recording poller status changes failed: {e}");
+            }
             match app.online_pollers().await {
                 Ok(online) if last_online.as_ref() != Some(&online) => {
                     if let Err(e) = app.reconcile().await {

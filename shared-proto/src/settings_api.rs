@@ -100,6 +100,8 @@ pub struct PollerView {
     pub version: Option<String>,
     pub enabled: bool,
     pub status: PollerStatus,
+    /// When the status last changed, as recorded by central's liveness watcher.
+    pub status_since: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub last_heartbeat_at: Option<DateTime<Utc>>,
     pub last_upload_at: Option<DateTime<Utc>>,
@@ -143,6 +145,13 @@ impl PollerPatch {
         }
         Ok(())
     }
+}
+
+/// One change of a poller's liveness status.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PollerStatusChange {
+    pub status: PollerStatus,
+    pub at: DateTime<Utc>,
 }
 
 /// A stored monitor: the operator's spec plus what central decided about it.

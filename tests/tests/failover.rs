@@ -122,6 +122,25 @@ async fn monitors_fail_over_and_return_after_the_settle_time() -> anyhow::Result
     )
     .await?;
     println!("failback after {returned:?} (settle time 6 s)");
+
+    // Central recorded the outage with times.
+    let (_, changes) = central
+        .admin(
+            reqwest::Method::GET,
+            &format!("/api/v1/pollers/{a_id}/status-changes"),
+            None,
+        )
+        .await?;
+    let statuses: Vec<&str> = changes["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["status"].as_str().unwrap())
+        .collect();
+    assert!(
+        statuses.ends_with(&["online", "offline", "online"]),
+        "{statuses:?}"
+    );
     assert!(returned >= Duration::from_secs(5), "{returned:?}");
     Ok(())
 }

@@ -26,6 +26,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("patch", "/api/v1/pollers/{id}"),
     ("delete", "/api/v1/pollers/{id}"),
     ("get", "/api/v1/pollers/{id}/events"),
+    ("get", "/api/v1/pollers/{id}/status-changes"),
     ("post", "/api/v1/monitors"),
     ("get", "/api/v1/monitors"),
     ("get", "/api/v1/monitors/{id}"),

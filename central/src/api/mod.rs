@@ -61,6 +61,10 @@ pub fn router(app: Arc<App>) -> Router {
         )
         .route("/pollers/{id}/events", get(settings::poller_events))
         .route(
+            "/pollers/{id}/status-changes",
+            get(settings::poller_status_changes),
+        )
+        .route(
             "/monitors",
             post(settings::create_monitor).get(settings::list_monitors),
         )

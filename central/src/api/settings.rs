@@ -10,7 +10,7 @@ use serde::Deserialize;
 use shared_proto::poller_api::EngineEvent;
 use shared_proto::settings_api::{
     CreateRegistrationToken, MonitorStatusView, MonitorView, Page, PollerPatch, PollerStatus,
-    PollerView, RegistrationTokenView, StoredResult,
+    PollerStatusChange, PollerView, RegistrationTokenView, StoredResult,
 };
 use shared_proto::{MonitorPatch, MonitorSpec};
 use uuid::Uuid;
@@ -118,6 +118,18 @@ pub async fn poller_events(
 ) -> ApiResult<Json<Page<EngineEvent>>> {
     let (cursor, limit) = page.parse()?;
     app.poller_events(id, &cursor, limit).await.map(Json)
+}
+
+pub async fn poller_status_changes(
+    State(app): State<Arc<App>>,
+    _: Admin,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiQuery(page): ApiQuery<PageQuery>,
+) -> ApiResult<Json<Page<PollerStatusChange>>> {
+    let (cursor, limit) = page.parse()?;
+    app.poller_status_changes(id, &cursor, limit)
+        .await
+        .map(Json)
 }
 
 pub async fn create_monitor(

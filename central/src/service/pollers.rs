@@ -4,7 +4,7 @@ use shared_proto::poller_api::{
     default_capabilities, validate_capabilities, EngineEvent, HeartbeatRequest, HeartbeatResponse,
     RegisterRequest, RegisterResponse, TokenRequest, TokenResponse,
 };
-use shared_proto::settings_api::{Page, PollerPatch, PollerStatus, PollerView};
+use shared_proto::settings_api::{Page, PollerPatch, PollerStatus, PollerStatusChange, PollerView};
 use uuid::Uuid;
 
 use super::tokens::page;
@@ -62,6 +62,8 @@ impl App {
             deleted_at: None,
             scheduler_health: None,
             online_since: Some(now),
+            status: None,
+            status_since: None,
         };
         self.store.insert_poller(&row).await?;
         self.metrics.registrations.inc();
@@ -380,6 +382,7 @@ impl App {
             version: row.version.clone(),
             enabled: row.enabled,
             status: self.poller_status(row, now),
+            status_since: row.status_since.map(time_of),
             created_at: time_of(row.created_at),
             last_heartbeat_at: row.last_heartbeat_at.map(time_of),
             last_upload_at: row.last_upload_at.map(time_of),
@@ -426,5 +429,63 @@ impl App {
             items: events,
             next_cursor: cursor,
         })
+    }
+
+    /// Records each poller whose liveness changed since last recorded (called by the liveness
+    /// watcher); returns how many changed.
+    pub async fn record_status_changes(&self) -> ApiResult<usize> {
+        let now = now_ms();
+        let mut changed = 0;
+        for poller in self.store.all_pollers().await? {
+            let status = status_name(self.poller_status(&poller, now));
+            if poller.status.as_deref() != Some(status)
+                && self
+                    .store
+                    .record_poller_status(&poller.id, status, now)
+                    .await?
+            {
+                tracing::info!(poller_id = %poller.id, name = %poller.name, status, "poller status changed");
+                changed += 1;
+            }
+        }
+        Ok(changed)
+    }
+
+    /// A poller's recorded status changes, oldest first.
+    pub async fn poller_status_changes(
+        &self,
+        id: Uuid,
+        after: &Cursor,
+        limit: u32,
+    ) -> ApiResult<Page<PollerStatusChange>> {
+        self.get_poller(id).await?;
+        let rows = self
+            .store
+            .list_poller_status_changes(&id.to_string(), after, limit)
+            .await?;
+        Ok(page(
+            rows,
+            limit,
+            |(row_id, _, at)| Cursor {
+                key: *at,
+                id: row_id.clone(),
+            },
+            |(_, status, at)| PollerStatusChange {
+                status: match status.as_str() {
+                    "online" => PollerStatus::Online,
+                    "degraded" => PollerStatus::Degraded,
+                    _ => PollerStatus::Offline,
+                },
+                at: time_of(*at),
+            },
+        ))
+    }
+}
+
+fn status_name(status: PollerStatus) -> &'static str {
+    match status {
+        PollerStatus::Online => "online",
+        PollerStatus::Offline => "offline",
+        PollerStatus::Degraded => "degraded",
     }
 }

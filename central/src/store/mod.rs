@@ -68,6 +68,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "online since",
         include_str!("../../../migrations/sqlite/20261121000005_online_since.sql"),
     ),
+    (
+        20261121000006,
+        "poller status changes",
+        include_str!("../../../migrations/sqlite/20261121000006_poller_status_changes.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -94,6 +99,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261121000005,
         "online since",
         include_str!("../../../migrations/postgres/20261121000005_online_since.sql"),
+    ),
+    (
+        20261121000006,
+        "poller status changes",
+        include_str!("../../../migrations/postgres/20261121000006_poller_status_changes.sql"),
     ),
 ];
 

@@ -29,6 +29,9 @@ pub struct PollerRow {
     pub scheduler_health: Option<String>,
     /// When it last came online (registration, or a heartbeat after being offline).
     pub online_since: Option<i64>,
+    /// Liveness as last recorded (`online`, `offline`, `degraded`), and since when.
+    pub status: Option<String>,
+    pub status_since: Option<i64>,
 }
 
 impl PollerRow {
@@ -63,6 +66,8 @@ impl FromRow<'_, AnyRow> for PollerRow {
             deleted_at: row.try_get("deleted_at")?,
             scheduler_health: row.try_get("scheduler_health")?,
             online_since: row.try_get("online_since")?,
+            status: row.try_get("status")?,
+            status_since: row.try_get("status_since")?,
         })
     }
 }
@@ -85,7 +90,7 @@ pub struct HeartbeatUpdate {
 const POLLER_COLUMNS: &str =
     "id, name, alias, region, datacenter, capabilities, version, enabled, \
      registration_token_id, created_at, last_heartbeat_at, last_upload_at, queue_depth, \
-     oldest_queued_at, dropped_results, assignment_version, deleted_at, scheduler_health, online_since";
+     oldest_queued_at, dropped_results, assignment_version, deleted_at, scheduler_health, online_since, status, status_since";
 
 impl Store {
     pub async fn insert_poller(&self, row: &PollerRow) -> anyhow::Result<()> {
@@ -211,5 +216,59 @@ impl Store {
                 .execute(&self.pool)
                 .await?;
         Ok(done.rows_affected() == 1)
+    }
+
+    /// Records a poller's new liveness status; `false` if it was recorded already (by this or
+    /// another replica), so each change is logged once.
+    pub async fn record_poller_status(
+        &self,
+        id: &str,
+        status: &str,
+        at: i64,
+    ) -> anyhow::Result<bool> {
+        let _guard = self.write_lock().await;
+        let mut tx = self.pool.begin().await?;
+        let done = sqlx::query(
+            "UPDATE pollers SET status = $2, status_since = $3 \
+             WHERE id = $1 AND (status IS NULL OR status <> $2)",
+        )
+        .bind(id)
+        .bind(status)
+        .bind(at)
+        .execute(&mut *tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        sqlx::query(
+            "INSERT INTO poller_status_changes (id, poller_id, status, at) VALUES ($1, $2, $3, $4)",
+        )
+        .bind(uuid::Uuid::new_v4().to_string())
+        .bind(id)
+        .bind(status)
+        .bind(at)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// A poller's status changes, oldest first: (id, status, at).
+    pub async fn list_poller_status_changes(
+        &self,
+        poller_id: &str,
+        after: &Cursor,
+        limit: u32,
+    ) -> anyhow::Result<Vec<(String, String, i64)>> {
+        Ok(sqlx::query_as(
+            "SELECT id, status, at FROM poller_status_changes \
+             WHERE poller_id = $1 AND (at > $2 OR (at = $2 AND id > $3)) ORDER BY at, id LIMIT $4",
+        )
+        .bind(poller_id)
+        .bind(after.key)
+        .bind(&after.id)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?)
     }
 }
