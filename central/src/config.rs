@@ -25,6 +25,9 @@ pub enum Command {
     Serve(ServeArgs),
     /// Run central with an embedded local agent and sample monitors.
     Demo(DemoArgs),
+    /// Add a new key for signing poller access tokens; tokens signed with the previous keys
+    /// stay valid until they expire, so no poller is logged out.
+    RotateSigningKey(ServeArgs),
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {

@@ -28,6 +28,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command.unwrap_or(Command::Serve(cli.serve)) {
         Command::Serve(args) => serve(args).await,
         Command::Demo(args) => demo::run(args).await,
+        Command::RotateSigningKey(args) => {
+            let app = App::open(&args).await?;
+            let kid = app.rotate_signing_key().await?;
+            println!("new signing key {kid}; running replicas pick it up on first sight");
+            Ok(())
+        }
     }
 }
 

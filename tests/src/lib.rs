@@ -54,7 +54,8 @@ fn bin_dir() -> &'static Path {
     })
 }
 
-fn binary(name: &str) -> PathBuf {
+/// Path of a built binary of the workspace (built on first use).
+pub fn binary(name: &str) -> PathBuf {
     bin_dir().join(name)
 }
 

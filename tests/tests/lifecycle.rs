@@ -320,3 +320,82 @@ async fn registration_attempts_are_rate_limited_per_address() -> anyhow::Result<
     assert!(token.is_ok());
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rotating_the_signing_key_logs_no_poller_out() -> anyhow::Result<()> {
+    let first = Central::start().await?;
+    let database = format!("sqlite://{}", first.dir.path().join("central.db").display());
+    let api = Api {
+        http: reqwest::Client::new(),
+        base: first.url.clone(),
+    };
+    let (_, registered) = api
+        .register(&first.registration_token().await?, "edge", "eu")
+        .await;
+    let old_access = registered["access_token"].as_str().unwrap().to_string();
+    // The `kid` in a JWT's header (base64url JSON before the first dot).
+    let kid = |token: &str| -> String {
+        let header = token
+            .split('.')
+            .next()
+            .unwrap()
+            .replace('-', "+")
+            .replace('_', "/");
+        let json: Value = serde_json::from_slice(&base64_decode(&header)).unwrap();
+        json["kid"].as_str().unwrap().to_string()
+    };
+
+    let output = tokio::process::Command::new(e2e::binary("central"))
+        .arg("rotate-signing-key")
+        .env("CENTRAL_DATABASE_URL", &database)
+        .env("CENTRAL_ADMIN_TOKEN", e2e::ADMIN_TOKEN)
+        .output()
+        .await?;
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+
+    // A second replica on the same database signs with the new key…
+    let second = Central::start_with(&[("CENTRAL_DATABASE_URL", &database)]).await?;
+    let replica = Api {
+        http: reqwest::Client::new(),
+        base: second.url.clone(),
+    };
+    let (status, renewed) = replica
+        .refresh(registered["refresh_token"].as_str().unwrap())
+        .await;
+    assert_eq!(status, 200, "{renewed}");
+    let new_access = renewed["access_token"].as_str().unwrap().to_string();
+    assert_ne!(
+        kid(&new_access),
+        kid(&old_access),
+        "new tokens carry the new key's id"
+    );
+    // …the first replica, started before the rotation, accepts it (it loads the key on sight)…
+    assert_eq!(api.heartbeat(&new_access).await, 200);
+    // …and the token signed with the previous key still works on both.
+    assert_eq!(api.heartbeat(&old_access).await, 200);
+    assert_eq!(replica.heartbeat(&old_access).await, 200);
+    Ok(())
+}
+
+/// Standard base64 (with padding) to bytes; JWT headers are tiny, so a plain loop will do.
+fn base64_decode(text: &str) -> Vec<u8> {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut bits = 0u32;
+    let mut count = 0;
+    let mut out = Vec::new();
+    for byte in text.bytes().filter(|b| *b != b'=') {
+        let value = ALPHABET.iter().position(|a| *a == byte).expect("base64") as u32;
+        bits = (bits << 6) | value;
+        count += 6;
+        if count >= 8 {
+            count -= 8;
+            out.push((bits >> count) as u8);
+            bits &= (1 << count) - 1;
+        }
+    }
+    out
+}

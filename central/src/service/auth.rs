@@ -21,6 +21,8 @@ pub const REGISTRATION_PREFIX: &str = "preg";
 pub const REFRESH_PREFIX: &str = "pref";
 pub const ADMIN_PREFIX: &str = "padm";
 const AUDIENCE: &str = "poller-api";
+/// `verify`'s answer for a `kid` it does not know (perhaps one another replica just added).
+pub const UNKNOWN_KEY: &str = "access token was signed with an unknown key; refresh it";
 
 /// 256 random bits, hex.
 pub fn new_secret() -> String {
@@ -94,30 +96,55 @@ struct Claims {
     iat: i64,
 }
 
-/// The HMAC key that signs poller access tokens, stored in the database as `<kid>:<hex>` so
-/// that every central replica shares it; the `kid` lets a later key rotation keep old tokens
-/// valid until they expire.
+/// The HMAC keys of poller access tokens, stored in the database as `<kid>:<hex>[,…]`, newest
+/// last, so that every central replica shares them. Tokens are signed with the newest key and
+/// verified with whichever key their `kid` names, so rotating the key (`central
+/// rotate-signing-key`) logs no poller out: the previous keys stay until their tokens expired.
 pub struct JwtKeys {
-    kid: String,
-    encoding: EncodingKey,
-    decoding: DecodingKey,
+    keys: Vec<(String, EncodingKey, DecodingKey)>,
 }
+
+/// Keys kept after a rotation: tokens live 15 minutes, so rotating more often than every
+/// 15 minutes would drop a key whose tokens are still valid.
+const KEPT_KEYS: usize = 3;
 
 impl JwtKeys {
     pub fn generate_stored_form() -> String {
         format!("k{}:{}", &new_secret()[..8], new_secret())
     }
 
+    /// The stored form with a new key appended (and the oldest dropped beyond a few).
+    pub fn rotated_stored_form(stored: &str) -> String {
+        let mut keys: Vec<&str> = stored.split(',').filter(|k| !k.is_empty()).collect();
+        let fresh = Self::generate_stored_form();
+        keys.push(&fresh);
+        let skip = keys.len().saturating_sub(KEPT_KEYS);
+        keys[skip..].join(",")
+    }
+
     pub fn from_stored_form(stored: &str) -> anyhow::Result<JwtKeys> {
-        let (kid, secret) = stored
-            .split_once(':')
-            .context("malformed jwt signing key setting")?;
-        let secret = hex::decode(secret).context("malformed jwt signing key setting")?;
-        Ok(JwtKeys {
-            kid: kid.to_string(),
-            encoding: EncodingKey::from_secret(&secret),
-            decoding: DecodingKey::from_secret(&secret),
-        })
+        let keys = stored
+            .split(',')
+            .filter(|k| !k.is_empty())
+            .map(|entry| {
+                let (kid, secret) = entry
+                    .split_once(':')
+                    .context("malformed jwt signing key setting")?;
+                let secret = hex::decode(secret).context("malformed jwt signing key setting")?;
+                Ok((
+                    kid.to_string(),
+                    EncodingKey::from_secret(&secret),
+                    DecodingKey::from_secret(&secret),
+                ))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        anyhow::ensure!(!keys.is_empty(), "no jwt signing key stored");
+        Ok(JwtKeys { keys })
+    }
+
+    /// The key id new tokens are signed with.
+    pub fn current_kid(&self) -> &str {
+        &self.keys[self.keys.len() - 1].0
     }
 
     pub fn issue(
@@ -133,9 +160,10 @@ impl JwtKeys {
             exp: expires_at.timestamp(),
             iat: now.timestamp(),
         };
+        let (kid, encoding, _) = &self.keys[self.keys.len() - 1];
         let mut header = Header::new(Algorithm::HS256);
-        header.kid = Some(self.kid.clone());
-        let token = jsonwebtoken::encode(&header, &claims, &self.encoding)?;
+        header.kid = Some(kid.clone());
+        let token = jsonwebtoken::encode(&header, &claims, encoding)?;
         Ok((token, expires_at))
     }
 
@@ -144,16 +172,19 @@ impl JwtKeys {
     pub fn verify(&self, token: &str) -> Result<Uuid, String> {
         let header = jsonwebtoken::decode_header(token)
             .map_err(|e| format!("malformed access token: {e}"))?;
-        if header.kid.as_deref() != Some(self.kid.as_str()) {
-            return Err("access token was signed with an unknown key; refresh it".into());
-        }
+        let Some((_, _, decoding)) = self
+            .keys
+            .iter()
+            .find(|(kid, _, _)| header.kid.as_deref() == Some(kid))
+        else {
+            return Err(UNKNOWN_KEY.into());
+        };
         let mut validation = Validation::new(Algorithm::HS256);
         validation.set_audience(&[AUDIENCE]);
         validation.leeway = 5;
-        let data =
-            jsonwebtoken::decode::<Claims>(token, &self.decoding, &validation).map_err(|e| {
-                format!("access token rejected ({e}); refresh it with POST /api/poller/token")
-            })?;
+        let data = jsonwebtoken::decode::<Claims>(token, decoding, &validation).map_err(|e| {
+            format!("access token rejected ({e}); refresh it with POST /api/poller/token")
+        })?;
         Uuid::try_parse(&data.claims.sub).map_err(|_| "access token has a malformed subject".into())
     }
 }
@@ -214,6 +245,34 @@ mod tests {
         let mut tampered = token.clone();
         tampered.pop();
         assert!(keys.verify(&tampered).is_err());
+    }
+
+    #[test]
+    fn rotation_keeps_old_tokens_valid_and_signs_with_the_new_key() {
+        let stored = JwtKeys::generate_stored_form();
+        let old = JwtKeys::from_stored_form(&stored).unwrap();
+        let poller = Uuid::new_v4();
+        let (old_token, _) = old
+            .issue(poller, Utc::now(), chrono::Duration::minutes(15))
+            .unwrap();
+        let rotated = JwtKeys::rotated_stored_form(&stored);
+        let new = JwtKeys::from_stored_form(&rotated).unwrap();
+        assert_ne!(new.current_kid(), old.current_kid());
+        assert_eq!(
+            new.verify(&old_token),
+            Ok(poller),
+            "tokens of the previous key still work"
+        );
+        let (new_token, _) = new
+            .issue(poller, Utc::now(), chrono::Duration::minutes(15))
+            .unwrap();
+        assert_eq!(old.verify(&new_token), Err(UNKNOWN_KEY.to_string()));
+        let mut many = rotated.clone();
+        for _ in 0..5 {
+            many = JwtKeys::rotated_stored_form(&many);
+        }
+        assert_eq!(many.split(',').count(), KEPT_KEYS);
+        assert!(JwtKeys::from_stored_form("").is_err());
     }
 
     #[test]

@@ -37,7 +37,8 @@ pub struct App {
     pub auth_rate_limit: f64,
     access_ttl: chrono::Duration,
     admin_token_sha256: String,
-    jwt: JwtKeys,
+    /// Reloaded when a token names a key this replica has not seen (another one rotated).
+    jwt: std::sync::RwLock<JwtKeys>,
     pub metrics: Metrics,
     /// One placement pass at a time, so that two passes never undo each other's moves.
     reconcile_lock: Mutex<()>,
@@ -93,7 +94,7 @@ impl App {
             auth_rate_limit: args.auth_rate_limit,
             access_ttl: chrono::Duration::from_std(access_ttl).context("access token ttl")?,
             admin_token_sha256,
-            jwt,
+            jwt: std::sync::RwLock::new(jwt),
             metrics: Metrics::new(),
             reconcile_lock: Mutex::new(()),
             assignment_version: watch::Sender::new(version),
@@ -103,6 +104,57 @@ impl App {
     /// Whether `token` is the admin token.
     pub fn is_admin_token(&self, token: &str) -> bool {
         auth::constant_time_eq(&auth::sha256_hex(token), &self.admin_token_sha256)
+    }
+
+    /// Signs a poller access token with the newest key.
+    pub(crate) fn issue_access_token(
+        &self,
+        poller_id: uuid::Uuid,
+        now: DateTime<Utc>,
+    ) -> anyhow::Result<(String, DateTime<Utc>)> {
+        self.jwt
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .issue(poller_id, now, self.access_ttl)
+    }
+
+    /// The poller id of a valid access token; a key rotated in by another replica is loaded
+    /// from the database on first sight.
+    pub(crate) async fn verify_access_token(&self, token: &str) -> Result<uuid::Uuid, String> {
+        let first = self
+            .jwt
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .verify(token);
+        if !matches!(&first, Err(e) if e == auth::UNKNOWN_KEY) {
+            return first;
+        }
+        let stored = match self.store.setting(JWT_KEY_SETTING).await {
+            Ok(Some(stored)) => stored,
+            _ => return first,
+        };
+        let Ok(keys) = JwtKeys::from_stored_form(&stored) else {
+            return first;
+        };
+        let answer = keys.verify(token);
+        *self.jwt.write().unwrap_or_else(|p| p.into_inner()) = keys;
+        answer
+    }
+
+    /// Adds a new signing key (keeping the previous ones for tokens still valid); returns
+    /// its id. Other replicas load it when they first see a token signed with it.
+    pub async fn rotate_signing_key(&self) -> anyhow::Result<String> {
+        let stored = self
+            .store
+            .setting(JWT_KEY_SETTING)
+            .await?
+            .unwrap_or_default();
+        let rotated = JwtKeys::rotated_stored_form(&stored);
+        self.store.put_setting(JWT_KEY_SETTING, &rotated).await?;
+        let keys = JwtKeys::from_stored_form(&rotated)?;
+        let kid = keys.current_kid().to_string();
+        *self.jwt.write().unwrap_or_else(|p| p.into_inner()) = keys;
+        Ok(kid)
     }
 
     /// Records a new assignment version and wakes whoever waits for one.

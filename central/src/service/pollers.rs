@@ -71,8 +71,7 @@ impl App {
         let (refresh_token, _) = self
             .issue_refresh_token(&row.id, &Uuid::new_v4().to_string())
             .await?;
-        let (access_token, access_expires_at) =
-            self.jwt.issue(id, time_of(now), self.access_ttl)?;
+        let (access_token, access_expires_at) = self.issue_access_token(id, time_of(now))?;
         self.reconcile().await?;
         Ok(RegisterResponse {
             poller_id: id,
@@ -172,8 +171,7 @@ impl App {
             .set_refresh_successor(&spent.id, &successor)
             .await?;
         let poller_id = Uuid::try_parse(&poller.id).map_err(anyhow::Error::from)?;
-        let (access_token, access_expires_at) =
-            self.jwt.issue(poller_id, time_of(now), self.access_ttl)?;
+        let (access_token, access_expires_at) = self.issue_access_token(poller_id, time_of(now))?;
         Ok(TokenResponse {
             access_token,
             access_expires_at,
@@ -185,8 +183,8 @@ impl App {
     /// not when its token expires.
     pub async fn authenticate_poller(&self, access_token: &str) -> ApiResult<PollerRow> {
         let id = self
-            .jwt
-            .verify(access_token)
+            .verify_access_token(access_token)
+            .await
             .map_err(ApiError::Unauthorized)?;
         self.live_poller(&id.to_string()).await
     }
