@@ -183,7 +183,7 @@ fn gzip_batch(monitor: Uuid, size: usize) -> Vec<u8> {
     let now = chrono::Utc::now();
     let results: Vec<Value> = (0..size)
         .map(|i| {
-            json!({"id": Uuid::new_v4(), "monitor_id": monitor,
+            json!({"id": Uuid::now_v7(), "monitor_id": monitor,
                    "ts": now - chrono::Duration::milliseconds(i as i64),
                    "status": "up", "latency_ms": 12, "msg": "",
                    "meta": {"status_code": 200, "first_byte_ms": 11}})
@@ -225,7 +225,7 @@ async fn raw_sqlite_rate(rows_per_tx: usize) -> f64 {
                 for i in 0..rows_per_tx {
                     insert
                         .execute(rusqlite::params![
-                            Uuid::new_v4().to_string(),
+                            Uuid::now_v7().to_string(),
                             monitor,
                             "poller",
                             (rows + i) as i64,

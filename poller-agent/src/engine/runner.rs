@@ -208,7 +208,9 @@ impl Runner {
                     self.metrics
                         .record_check(monitor.kind.as_str(), outcome.status.as_str());
                     CheckResult {
-                        id: Uuid::new_v4(),
+                        // Time-ordered (v7): central's index on result ids then grows at its end instead of
+                        // taking inserts at random, which keeps ingestion fast.
+                        id: Uuid::now_v7(),
                         monitor_id: monitor.id,
                         // A result is stamped with when its check started.
                         ts: started_at,
