@@ -29,9 +29,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve(args) => serve(args).await,
         Command::Demo(args) => demo::run(args).await,
         Command::RotateSigningKey(args) => {
-            let app = App::open(&args).await?;
-            let kid = app.rotate_signing_key().await?;
-            println!("new signing key {kid}; running replicas pick it up on first sight");
+            let store = store::Store::connect(&args.database_url).await?;
+            let kid = service::rotate_signing_key(&store).await?;
+            println!(
+                "new signing key {kid}: running centrals sign with it within a minute, and tokens \
+                 signed with the previous keys stay valid until they expire"
+            );
             Ok(())
         }
     }

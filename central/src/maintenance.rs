@@ -1,4 +1,5 @@
-//! Periodic upkeep: compacting the assignment log. Owns no state.
+//! Periodic upkeep: picking up signing keys rotated elsewhere (every minute) and compacting
+//! the assignment log (every hour). Owns no state.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,12 +8,19 @@ use crate::service::App;
 
 pub fn spawn(app: Arc<App>) {
     tokio::spawn(async move {
-        let mut ticker = tokio::time::interval(Duration::from_secs(3600));
+        let mut ticker = tokio::time::interval(Duration::from_secs(60));
+        let mut minutes = 0u64;
         loop {
             ticker.tick().await;
-            if let Err(e) = app.compact_assignment_log().await {
-                tracing::warn!("assignment log compaction failed: {e}");
+            if let Err(e) = app.reload_signing_keys().await {
+                tracing::warn!("reloading signing keys failed: {e:#}");
             }
+            if minutes % 60 == 0 {
+                if let Err(e) = app.compact_assignment_log().await {
+                    tracing::warn!("assignment log compaction failed: {e}");
+                }
+            }
+            minutes += 1;
         }
     });
 }

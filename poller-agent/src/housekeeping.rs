@@ -58,6 +58,9 @@ impl Housekeeping {
 
     async fn record_dropped(&self, count: u64) -> anyhow::Result<()> {
         self.metrics.results_dropped.inc_by(count);
+        self.metrics.report_error(format!(
+            "{count} undelivered results dropped (retention or size cap)"
+        ));
         self.store.add_dropped(count).await?;
         Ok(())
     }

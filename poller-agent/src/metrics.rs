@@ -56,6 +56,8 @@ pub struct AgentState {
     pub last_heartbeat_at: Option<DateTime<Utc>>,
     pub last_upload_at: Option<DateTime<Utc>>,
     pub last_error: Option<String>,
+    #[serde(skip)]
+    pub unreported_errors: Vec<String>,
     pub queue_depth: u64,
 }
 
@@ -196,6 +198,22 @@ impl AgentMetrics {
         self.paused.set(health.paused as i64);
         self.dead_letters.set(health.dead_letters.len() as i64);
         self.monitors.set(health.monitors as i64);
+    }
+
+    /// Notes a problem for the next heartbeat (at most the newest 20 are kept).
+    pub fn report_error(&self, message: String) {
+        self.update_state(|s| {
+            s.unreported_errors.push(message);
+            let excess = s.unreported_errors.len().saturating_sub(20);
+            s.unreported_errors.drain(..excess);
+        });
+    }
+
+    /// Takes the problems noted since the last heartbeat.
+    pub fn take_errors(&self) -> Vec<String> {
+        let mut taken = Vec::new();
+        self.update_state(|s| taken = std::mem::take(&mut s.unreported_errors));
+        taken
     }
 
     pub fn update_state(&self, change: impl FnOnce(&mut AgentState)) {

@@ -97,9 +97,14 @@ pub struct HeartbeatRequest {
     /// The assignment version the agent is running.
     #[serde(default)]
     pub assignment_version: Option<i64>,
-    /// Results pruned by retention or the size cap since the agent started: loss is never silent.
+    /// Results dropped (retention, size cap, unwritable disk) over the queue's life: loss is
+    /// never silent.
     #[serde(default)]
     pub dropped_results: u64,
+    /// Problems since the previous heartbeat (failed uploads, unwritable queue, dropped
+    /// results), newest last; central marks the poller `degraded` while they are recent.
+    #[serde(default)]
+    pub errors: Vec<String>,
     /// The polling engine's health as of this heartbeat.
     #[serde(default)]
     pub scheduler: Option<SchedulerHealth>,

@@ -102,6 +102,9 @@ pub struct PollerView {
     pub status: PollerStatus,
     /// When the status last changed, as recorded by central's liveness watcher.
     pub status_since: Option<DateTime<Utc>>,
+    /// The newest problem the poller reported in a heartbeat (it is `degraded` while recent).
+    pub last_error: Option<String>,
+    pub last_error_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub last_heartbeat_at: Option<DateTime<Utc>>,
     pub last_upload_at: Option<DateTime<Utc>>,

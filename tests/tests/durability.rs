@@ -233,6 +233,15 @@ async fn retention_drops_old_results_and_says_so() -> anyhow::Result<()> {
     })
     .await?;
     assert!(poller["dropped_results"].as_u64().unwrap() >= 1);
+    // The loss is reported as a problem too, and the poller shows as degraded meanwhile.
+    assert!(
+        poller["last_error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("dropped"),
+        "{poller}"
+    );
+    assert_eq!(poller["status"], "degraded", "{poller}");
     Ok(())
 }
 

@@ -15,8 +15,8 @@ use crate::store::{AssignmentChange, MonitorRow, PollerRow};
 
 impl App {
     /// Re-decides the poller of every monitor and stores what changed under a new version.
-    /// Called after anything that can change a decision: a monitor written, a poller
-    /// registered, gone offline or back.
+    /// Called after anything that can change many decisions: a poller registered, edited,
+    /// deleted, gone offline, back or settled. (A monitor written re-decides only itself.)
     pub async fn reconcile(&self) -> ApiResult<()> {
         let _one_at_a_time = self.reconcile_lock.lock().await;
         let monitors = self.store.all_monitors().await?;

@@ -141,20 +141,14 @@ impl App {
         answer
     }
 
-    /// Adds a new signing key (keeping the previous ones for tokens still valid); returns
-    /// its id. Other replicas load it when they first see a token signed with it.
-    pub async fn rotate_signing_key(&self) -> anyhow::Result<String> {
-        let stored = self
-            .store
-            .setting(JWT_KEY_SETTING)
-            .await?
-            .unwrap_or_default();
-        let rotated = JwtKeys::rotated_stored_form(&stored);
-        self.store.put_setting(JWT_KEY_SETTING, &rotated).await?;
-        let keys = JwtKeys::from_stored_form(&rotated)?;
-        let kid = keys.current_kid().to_string();
-        *self.jwt.write().unwrap_or_else(|p| p.into_inner()) = keys;
-        Ok(kid)
+    /// Loads the signing keys from the database (another replica or the CLI may have added
+    /// one); the maintenance task calls it every minute.
+    pub async fn reload_signing_keys(&self) -> anyhow::Result<()> {
+        if let Some(stored) = self.store.setting(JWT_KEY_SETTING).await? {
+            let keys = JwtKeys::from_stored_form(&stored)?;
+            *self.jwt.write().unwrap_or_else(|p| p.into_inner()) = keys;
+        }
+        Ok(())
     }
 
     /// Records a new assignment version and wakes whoever waits for one.
@@ -167,6 +161,17 @@ impl App {
             newer
         });
     }
+}
+
+/// Adds a signing key in the database, for `central rotate-signing-key`: it touches nothing
+/// else (no admin token, no migrations beyond the store's own). Returns the new key's id.
+pub async fn rotate_signing_key(store: &Store) -> anyhow::Result<String> {
+    let stored = store.setting(JWT_KEY_SETTING).await?.unwrap_or_default();
+    let rotated = JwtKeys::rotated_stored_form(&stored);
+    store.put_setting(JWT_KEY_SETTING, &rotated).await?;
+    Ok(JwtKeys::from_stored_form(&rotated)?
+        .current_kid()
+        .to_string())
 }
 
 pub fn now_ms() -> i64 {

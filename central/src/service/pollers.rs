@@ -64,6 +64,8 @@ impl App {
             online_since: Some(now),
             status: None,
             status_since: None,
+            last_error: None,
+            last_error_at: None,
         };
         self.store.insert_poller(&row).await?;
         self.metrics.registrations.inc();
@@ -245,6 +247,7 @@ impl App {
                         .as_ref()
                         .and_then(|s| serde_json::to_string(s).ok()),
                     came_online: !was_online,
+                    error: beat.errors.last().map(|e| e.chars().take(500).collect()),
                 },
             )
             .await?;
@@ -264,10 +267,14 @@ impl App {
             Some(at) if now - at <= offline_after => {}
             _ => return PollerStatus::Offline,
         }
+        // A problem reported within the offline window keeps the poller degraded that long.
+        let recent_error = poller
+            .last_error_at
+            .is_some_and(|at| now - at <= offline_after);
         let backlog_old = poller
             .oldest_queued_at
             .is_some_and(|oldest| now - oldest > DEGRADED_QUEUE_AGE_MS);
-        if poller.queue_depth > DEGRADED_QUEUE_DEPTH || backlog_old {
+        if poller.queue_depth > DEGRADED_QUEUE_DEPTH || backlog_old || recent_error {
             PollerStatus::Degraded
         } else {
             PollerStatus::Online
@@ -381,6 +388,8 @@ impl App {
             enabled: row.enabled,
             status: self.poller_status(row, now),
             status_since: row.status_since.map(time_of),
+            last_error: row.last_error.clone(),
+            last_error_at: row.last_error_at.map(time_of),
             created_at: time_of(row.created_at),
             last_heartbeat_at: row.last_heartbeat_at.map(time_of),
             last_upload_at: row.last_upload_at.map(time_of),

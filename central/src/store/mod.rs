@@ -73,6 +73,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "poller status changes",
         include_str!("../../../migrations/sqlite/20261121000006_poller_status_changes.sql"),
     ),
+    (
+        20261121000007,
+        "poller errors",
+        include_str!("../../../migrations/sqlite/20261121000007_poller_errors.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -104,6 +109,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261121000006,
         "poller status changes",
         include_str!("../../../migrations/postgres/20261121000006_poller_status_changes.sql"),
+    ),
+    (
+        20261121000007,
+        "poller errors",
+        include_str!("../../../migrations/postgres/20261121000007_poller_errors.sql"),
     ),
 ];
 

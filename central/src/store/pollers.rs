@@ -32,6 +32,9 @@ pub struct PollerRow {
     /// Liveness as last recorded (`online`, `offline`, `degraded`), and since when.
     pub status: Option<String>,
     pub status_since: Option<i64>,
+    /// The newest problem it reported, and when.
+    pub last_error: Option<String>,
+    pub last_error_at: Option<i64>,
 }
 
 impl PollerRow {
@@ -68,6 +71,8 @@ impl FromRow<'_, AnyRow> for PollerRow {
             online_since: row.try_get("online_since")?,
             status: row.try_get("status")?,
             status_since: row.try_get("status_since")?,
+            last_error: row.try_get("last_error")?,
+            last_error_at: row.try_get("last_error_at")?,
         })
     }
 }
@@ -85,12 +90,14 @@ pub struct HeartbeatUpdate {
     pub scheduler_health: Option<String>,
     /// The poller was offline until this heartbeat.
     pub came_online: bool,
+    /// The newest problem it reports, if any.
+    pub error: Option<String>,
 }
 
 const POLLER_COLUMNS: &str =
     "id, name, alias, region, datacenter, capabilities, version, enabled, \
      registration_token_id, created_at, last_heartbeat_at, last_upload_at, queue_depth, \
-     oldest_queued_at, dropped_results, assignment_version, deleted_at, scheduler_health, online_since, status, status_since";
+     oldest_queued_at, dropped_results, assignment_version, deleted_at, scheduler_health, online_since, status, status_since, last_error, last_error_at";
 
 impl Store {
     pub async fn insert_poller(&self, row: &PollerRow) -> anyhow::Result<()> {
@@ -161,7 +168,9 @@ impl Store {
             "UPDATE pollers SET last_heartbeat_at = $2, version = $3, capabilities = $4, \
              queue_depth = $5, oldest_queued_at = $6, dropped_results = $7, \
              assignment_version = $8, scheduler_health = COALESCE($9, scheduler_health), \
-             online_since = CASE WHEN $10 = 1 THEN $2 ELSE COALESCE(online_since, $2) END \
+             online_since = CASE WHEN $10 = 1 THEN $2 ELSE COALESCE(online_since, $2) END, \
+             last_error = COALESCE($11, last_error), \
+             last_error_at = CASE WHEN $11 IS NULL THEN last_error_at ELSE $2 END \
              WHERE id = $1",
         )
         .bind(id)
@@ -174,6 +183,7 @@ impl Store {
         .bind(beat.assignment_version)
         .bind(&beat.scheduler_health)
         .bind(flag(beat.came_online))
+        .bind(&beat.error)
         .execute(&self.pool)
         .await?;
         Ok(())

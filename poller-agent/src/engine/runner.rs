@@ -286,6 +286,10 @@ impl QueueWriter {
                 }
                 Err(e) => {
                     self.metrics.results_lost.inc_by(batch.len() as u64);
+                    self.metrics.report_error(format!(
+                        "{} results could not be queued: {e:#}",
+                        batch.len()
+                    ));
                     tracing::error!(
                         "could not queue {} results, they are lost: {e:#}",
                         batch.len()

@@ -61,13 +61,18 @@ impl Heartbeats {
                 .and_then(chrono::DateTime::from_timestamp_millis),
             assignment_version: Some(version),
             dropped_results: self.store.dropped_results().await?,
+            errors: self.metrics.take_errors(),
             scheduler: Some(self.report.health()),
             events: self.report.take_events(),
         };
         let answer = match self.client.heartbeat(&beat).await {
             Ok(answer) => answer,
             Err(e) => {
+                // Undelivered news waits for the next heartbeat.
                 self.report.restore(beat.events);
+                for error in beat.errors {
+                    self.metrics.report_error(error);
+                }
                 return Err(e);
             }
         };

@@ -125,6 +125,10 @@ impl Uploader {
                 Err(e) => {
                     self.metrics.upload_failures.inc();
                     log_uplink_error("upload", &e);
+                    // Unreachable central is not news to central; a refusal is.
+                    if !matches!(e, UplinkError::Unreachable(_)) {
+                        self.metrics.report_error(format!("upload failed: {e}"));
+                    }
                     let retry_at = now + retry_delay(1).as_millis() as i64;
                     if let Err(e) = self.store.defer(ids, retry_at).await {
                         tracing::error!("cannot record the failed upload: {e:#}");
