@@ -15,7 +15,7 @@ pub fn spawn(app: Arc<App>) {
             if let Err(e) = app.reload_signing_keys().await {
                 tracing::warn!("reloading signing keys failed: {e:#}");
             }
-            if minutes % 60 == 0 {
+            if minutes.is_multiple_of(60) {
                 if let Err(e) = app.compact_assignment_log().await {
                     tracing::warn!("assignment log compaction failed: {e}");
                 }
