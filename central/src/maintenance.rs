@@ -1,5 +1,6 @@
-//! Periodic upkeep: picking up signing keys rotated elsewhere (every minute) and compacting
-//! the assignment log (every hour). Owns no state.
+//! Periodic upkeep: picking up signing keys rotated elsewhere (every minute), compacting the
+//! assignment log and pruning engine events and status changes older than 30 days (every
+//! hour). Owns no state.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +19,9 @@ pub fn spawn(app: Arc<App>) {
             if minutes.is_multiple_of(60) {
                 if let Err(e) = app.compact_assignment_log().await {
                     tracing::warn!("assignment log compaction failed: {e}");
+                }
+                if let Err(e) = app.prune_history().await {
+                    tracing::warn!("pruning old events failed: {e}");
                 }
             }
             minutes += 1;

@@ -52,7 +52,19 @@ pub async fn run(
         return Ok(());
     };
     tracing::info!(poller_id = %credentials.poller_id, "agent running");
-    metrics.update_state(|s| s.poller_id = Some(credentials.poller_id.to_string()));
+    // What the last run delivered, until this run delivers something itself.
+    let stored_time = |value: Option<String>| {
+        value
+            .and_then(|v| chrono::DateTime::parse_from_rfc3339(&v).ok())
+            .map(|t| t.with_timezone(&chrono::Utc))
+    };
+    let last_upload = stored_time(store.state_value(crate::store::LAST_UPLOAD_AT).await?);
+    let last_heartbeat = stored_time(store.state_value(crate::store::LAST_HEARTBEAT_AT).await?);
+    metrics.update_state(|s| {
+        s.poller_id = Some(credentials.poller_id.to_string());
+        s.last_upload_at = last_upload;
+        s.last_heartbeat_at = last_heartbeat;
+    });
 
     let (engine_tx, engine_rx) = mpsc::channel(16);
     let signal = Arc::new(ResultSignal::default());

@@ -142,6 +142,9 @@ pub struct DeadLetter {
 /// A state change of the engine about one monitor.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EngineEvent {
+    /// Made by the agent, so that a heartbeat sent again does not store its events twice.
+    #[serde(default)]
+    pub id: Option<Uuid>,
     pub monitor_id: Uuid,
     pub at: DateTime<Utc>,
     #[serde(flatten)]

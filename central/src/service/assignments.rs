@@ -178,6 +178,21 @@ impl App {
         }
     }
 
+    /// Drops engine events and poller status changes older than 30 days.
+    pub async fn prune_history(&self) -> ApiResult<()> {
+        let pruned = self
+            .store
+            .prune_history(now_ms() - 30 * 24 * 3600 * 1000)
+            .await?;
+        if pruned > 0 {
+            tracing::info!(
+                rows = pruned,
+                "engine events and status changes older than 30 days pruned"
+            );
+        }
+        Ok(())
+    }
+
     /// Drops assignment-log entries older than a day.
     pub async fn compact_assignment_log(&self) -> ApiResult<()> {
         let compacted = self

@@ -221,7 +221,7 @@ impl App {
             .events
             .iter()
             .map(|event| EventRow {
-                id: Uuid::new_v4().to_string(),
+                id: event.id.unwrap_or_else(Uuid::new_v4).to_string(),
                 poller_id: poller.id.clone(),
                 monitor_id: event.monitor_id.to_string(),
                 at: event.at.timestamp_millis(),

@@ -63,6 +63,20 @@ impl Store {
         Ok(())
     }
 
+    /// Deletes engine events and poller status changes older than `before_ms`.
+    pub async fn prune_history(&self, before_ms: i64) -> anyhow::Result<u64> {
+        let _guard = self.write_lock().await;
+        let events = sqlx::query("DELETE FROM engine_events WHERE at < $1")
+            .bind(before_ms)
+            .execute(&self.pool)
+            .await?;
+        let changes = sqlx::query("DELETE FROM poller_status_changes WHERE at < $1")
+            .bind(before_ms)
+            .execute(&self.pool)
+            .await?;
+        Ok(events.rows_affected() + changes.rows_affected())
+    }
+
     /// A poller's events, oldest first.
     pub async fn list_engine_events(
         &self,
@@ -80,5 +94,38 @@ impl Store {
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::testing::sqlite_store;
+
+    #[tokio::test]
+    async fn an_event_sent_twice_is_stored_once() {
+        let (store, _dir) = sqlite_store().await;
+        let event = EventRow {
+            id: "e1".into(),
+            poller_id: "p1".into(),
+            monitor_id: "m1".into(),
+            at: 1_000,
+            event: "breaker_opened".into(),
+            detail: "{}".into(),
+            next_due_at: Some(2_000),
+        };
+        store.insert_engine_events(std::slice::from_ref(&event)).await.unwrap();
+        store.insert_engine_events(&[event]).await.unwrap();
+        let stored = store
+            .list_engine_events("p1", &Cursor::start(), 10)
+            .await
+            .unwrap();
+        assert_eq!(stored.len(), 1);
+        assert_eq!(
+            store.prune_history(1_000).await.unwrap(),
+            0,
+            "not older than the cutoff"
+        );
+        assert_eq!(store.prune_history(1_001).await.unwrap(), 1);
     }
 }

@@ -437,6 +437,7 @@ fn push_event(
         events.remove(0);
     }
     events.push(EngineEvent {
+        id: Some(Uuid::now_v7()),
         monitor_id,
         at,
         kind,
