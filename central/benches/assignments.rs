@@ -87,10 +87,7 @@ async fn run(options: Options) {
         offline_after: Duration::from_secs(3600),
         failback_settle: Duration::from_secs(0),
         auth_rate_limit: 0.0,
-        access_token_ttl: Duration::from_secs(900),
-        port_file: None,
-        tls_cert: None,
-        tls_key: None,
+        ..ServeArgs::defaults()
     })
     .await
     .expect("central");

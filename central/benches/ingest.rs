@@ -76,10 +76,7 @@ async fn ingest(options: &Options) -> (f64, Duration, Duration) {
         failback_settle: Duration::from_secs(120),
         // Hundreds of simulated agents register from one address.
         auth_rate_limit: 0.0,
-        access_token_ttl: Duration::from_secs(900),
-        port_file: None,
-        tls_cert: None,
-        tls_key: None,
+        ..ServeArgs::defaults()
     })
     .await
     .expect("central");

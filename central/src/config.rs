@@ -82,6 +82,21 @@ pub struct ServeArgs {
     pub tls_key: Option<PathBuf>,
 }
 
+/// `ServeArgs` alone, to get its defaults.
+#[derive(Debug, Parser)]
+struct ServeOnly {
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+impl ServeArgs {
+    /// The documented defaults (and `CENTRAL_*` variables, if set), for code that starts a
+    /// central of its own (the demo, benchmarks) and overrides a few fields.
+    pub fn defaults() -> ServeArgs {
+        ServeOnly::parse_from(["central"]).serve
+    }
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct DemoArgs {
     /// Address of the demo's central.

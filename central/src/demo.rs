@@ -24,11 +24,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         admin_token: Some(admin_token.clone()),
         offline_after: Duration::from_secs(30),
         failback_settle: Duration::from_secs(60),
-        auth_rate_limit: 5.0,
-        access_token_ttl: Duration::from_secs(15 * 60),
-        port_file: None,
-        tls_cert: None,
-        tls_key: None,
+        ..ServeArgs::defaults()
     })
     .await?;
     let app = central.app.clone();

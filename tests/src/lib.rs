@@ -219,6 +219,32 @@ impl Central {
         Ok(body["token"].as_str().context("token")?.to_string())
     }
 
+    /// Registers a poller through the poller API, as an agent does (for tests that speak the
+    /// poller API themselves).
+    pub async fn register_poller(&self, name: &str) -> anyhow::Result<RegisteredPoller> {
+        let token = self.registration_token().await?;
+        let answer: Value = self
+            .http
+            .post(format!("{}/api/poller/register", self.url))
+            .json(&json!({"registration_token": token, "name": name, "capabilities": ["http"], "version": "test"}))
+            .send()
+            .await?
+            .error_for_status()?
+            .json()
+            .await?;
+        let field = |name: &str| {
+            answer[name]
+                .as_str()
+                .map(str::to_string)
+                .context("registration answer")
+        };
+        Ok(RegisteredPoller {
+            id: field("poller_id")?,
+            access: field("access_token")?,
+            refresh: field("refresh_token")?,
+        })
+    }
+
     pub async fn create_monitor(&self, spec: Value) -> anyhow::Result<String> {
         let (status, body) = self
             .admin(reqwest::Method::POST, "/api/v1/monitors", Some(spec))
@@ -262,6 +288,14 @@ impl Central {
     pub async fn stop(mut self) {
         self.kill().await;
     }
+}
+
+/// A poller registered by a test: its id and tokens.
+#[derive(Debug, Clone)]
+pub struct RegisteredPoller {
+    pub id: String,
+    pub access: String,
+    pub refresh: String,
 }
 
 /// A running `poller-agent` process; its data directory outlives restarts.

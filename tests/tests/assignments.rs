@@ -17,22 +17,11 @@ struct FakePoller {
 }
 
 impl FakePoller {
-    async fn register(
-        central: &Central,
-        http: &reqwest::Client,
-        name: &str,
-    ) -> anyhow::Result<FakePoller> {
-        let token = central.registration_token().await?;
-        let answer: Value = http
-            .post(format!("{}/api/poller/register", central.url))
-            .json(&json!({"registration_token": token, "name": name, "capabilities": ["http"], "version": "t"}))
-            .send()
-            .await?
-            .json()
-            .await?;
+    async fn register(central: &Central, name: &str) -> anyhow::Result<FakePoller> {
+        let poller = central.register_poller(name).await?;
         Ok(FakePoller {
-            id: answer["poller_id"].as_str().unwrap().into(),
-            access: answer["access_token"].as_str().unwrap().into(),
+            id: poller.id,
+            access: poller.access,
             version: 0,
             running: BTreeMap::new(),
         })
@@ -87,8 +76,8 @@ async fn random_changes_and_random_pulls_converge_to_what_central_says() -> anyh
     let central = Central::start().await?;
     let http = reqwest::Client::new();
     let mut pollers = [
-        FakePoller::register(&central, &http, "a").await?,
-        FakePoller::register(&central, &http, "b").await?,
+        FakePoller::register(&central, "a").await?,
+        FakePoller::register(&central, "b").await?,
     ];
     let mut seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)?

@@ -1,28 +1,14 @@
 //! Result ingestion through the real poller API: idempotent by result id, owner-checked.
 
-use e2e::Central;
+use e2e::{Central, RegisteredPoller};
 use serde_json::{json, Value};
 use uuid::Uuid;
-
-/// Registers a poller the way an agent does and returns its access token.
-async fn register(central: &Central, http: &reqwest::Client) -> anyhow::Result<String> {
-    let token = central.registration_token().await?;
-    let answer: Value = http
-        .post(format!("{}/api/poller/register", central.url))
-        .json(&json!({"registration_token": token, "name": "fake-agent", "capabilities": ["http"], "version": "test"}))
-        .send()
-        .await?
-        .error_for_status()?
-        .json()
-        .await?;
-    Ok(answer["access_token"].as_str().unwrap().to_string())
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_same_batch_uploaded_twice_is_stored_once() -> anyhow::Result<()> {
     let central = Central::start().await?;
     let http = reqwest::Client::new();
-    let access = register(&central, &http).await?;
+    let access = central.register_poller("fake-agent").await?.access;
     let monitor = central
         .create_monitor(json!({"name": "m", "kind": "http", "target": "http://127.0.0.1:9/"}))
         .await?;
@@ -132,36 +118,10 @@ async fn the_same_batch_uploaded_twice_is_stored_once() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A poller with its access token, as a fake agent speaking the real API.
-struct FakePoller {
-    id: String,
-    access: String,
-}
-
-async fn register_named(
-    central: &Central,
-    http: &reqwest::Client,
-    name: &str,
-) -> anyhow::Result<FakePoller> {
-    let token = central.registration_token().await?;
-    let answer: Value = http
-        .post(format!("{}/api/poller/register", central.url))
-        .json(&json!({"registration_token": token, "name": name, "capabilities": ["http"], "version": "test"}))
-        .send()
-        .await?
-        .error_for_status()?
-        .json()
-        .await?;
-    Ok(FakePoller {
-        id: answer["poller_id"].as_str().unwrap().to_string(),
-        access: answer["access_token"].as_str().unwrap().to_string(),
-    })
-}
-
 async fn upload(
     central: &Central,
     http: &reqwest::Client,
-    poller: &FakePoller,
+    poller: &RegisteredPoller,
     batch: &Value,
 ) -> anyhow::Result<Value> {
     Ok(http
@@ -186,7 +146,7 @@ fn batch_for(monitor: &str, count: usize) -> Value {
 async fn concurrent_uploads_of_one_batch_store_each_result_once() -> anyhow::Result<()> {
     let central = Central::start().await?;
     let http = reqwest::Client::new();
-    let poller = register_named(&central, &http, "racer").await?;
+    let poller = central.register_poller("racer").await?;
     let monitor = central
         .create_monitor(json!({"name": "m", "kind": "http", "target": "http://127.0.0.1:9/"}))
         .await?;
@@ -230,8 +190,8 @@ async fn concurrent_uploads_of_one_batch_store_each_result_once() -> anyhow::Res
 async fn a_poller_cannot_report_for_another_pollers_monitor() -> anyhow::Result<()> {
     let central = Central::start().await?;
     let http = reqwest::Client::new();
-    let owner = register_named(&central, &http, "owner").await?;
-    let intruder = register_named(&central, &http, "intruder").await?;
+    let owner = central.register_poller("owner").await?;
+    let intruder = central.register_poller("intruder").await?;
     let monitor = central
         .create_monitor(
             json!({"name": "m", "kind": "http", "target": "http://127.0.0.1:9/",
@@ -296,7 +256,7 @@ where
 async fn down_needs_confirmation_and_silence_turns_stale() -> anyhow::Result<()> {
     let central = Central::start().await?;
     let http = reqwest::Client::new();
-    let poller = register_named(&central, &http, "confirmer").await?;
+    let poller = central.register_poller("confirmer").await?;
     let monitor = central
         .create_monitor(
             json!({"name": "m", "kind": "http", "target": "http://127.0.0.1:9/",

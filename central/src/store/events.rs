@@ -114,7 +114,10 @@ mod tests {
             detail: "{}".into(),
             next_due_at: Some(2_000),
         };
-        store.insert_engine_events(std::slice::from_ref(&event)).await.unwrap();
+        store
+            .insert_engine_events(std::slice::from_ref(&event))
+            .await
+            .unwrap();
         store.insert_engine_events(&[event]).await.unwrap();
         let stored = store
             .list_engine_events("p1", &Cursor::start(), 10)
