@@ -73,7 +73,7 @@ pub struct ServeArgs {
     #[arg(long, env = "CENTRAL_PORT_FILE")]
     pub port_file: Option<PathBuf>,
 
-    /// PEM certificate chain for HTTPS (not yet supported: terminate TLS in front of central).
+    /// PEM certificate chain for HTTPS (with CENTRAL_TLS_KEY); plain HTTP when unset.
     #[arg(long, env = "CENTRAL_TLS_CERT")]
     pub tls_cert: Option<PathBuf>,
 

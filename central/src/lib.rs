@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod service;
 pub mod store;
 pub mod telemetry;
+pub mod tls;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -49,12 +50,17 @@ pub struct Running {
 
 /// Opens the store, prepares secrets and starts serving; returns once the socket is bound.
 pub async fn start(args: ServeArgs) -> anyhow::Result<Running> {
+    let acceptor = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(tls::acceptor(cert, key)?),
+        (None, None) => None,
+        _ => anyhow::bail!("set both CENTRAL_TLS_CERT and CENTRAL_TLS_KEY for HTTPS, or neither"),
+    };
     let app = App::open(&args).await?;
     let listener = TcpListener::bind(&args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let addr = listener.local_addr()?;
-    tracing::info!(%addr, "central listening");
+    tracing::info!(%addr, https = acceptor.is_some(), "central listening");
     if let Some(path) = &args.port_file {
         std::fs::write(path, addr.to_string())
             .with_context(|| format!("cannot write the port file {}", path.display()))?;
@@ -64,11 +70,17 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<Running> {
     let router = api::router(app.clone());
     let task = tokio::spawn(async move {
         // Client addresses feed the rate limit of the unauthenticated poller calls.
-        let service = router.into_make_service_with_connect_info::<SocketAddr>();
-        axum::serve(listener, service)
-            .with_graceful_shutdown(shutdown_signal())
-            .await
-            .context("server failed")
+        let service = router.into_make_service_with_connect_info::<tls::PeerAddr>();
+        match acceptor {
+            Some(acceptor) => axum::serve(tls::TlsListener::new(listener, acceptor)?, service)
+                .with_graceful_shutdown(shutdown_signal())
+                .await
+                .context("server failed"),
+            None => axum::serve(listener, service)
+                .with_graceful_shutdown(shutdown_signal())
+                .await
+                .context("server failed"),
+        }
     });
     Ok(Running { addr, app, task })
 }

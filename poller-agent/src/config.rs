@@ -51,6 +51,11 @@ pub struct AgentConfig {
     #[arg(long, env = "POLLER_CENTRAL_URL")]
     pub central_url: url::Url,
 
+    /// PEM file of a CA to trust for central's HTTPS certificate, besides the public ones
+    /// (for a central with a private certificate).
+    #[arg(long, env = "POLLER_CA_CERT")]
+    pub ca_cert: Option<PathBuf>,
+
     /// One-time registration token; needed on first start only.
     #[arg(long, env = "POLLER_REGISTRATION_TOKEN", hide_env_values = true)]
     pub registration_token: Option<String>,

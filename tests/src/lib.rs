@@ -85,6 +85,7 @@ pub struct Central {
     child: Option<Child>,
     env: Vec<(String, String)>,
     http: reqwest::Client,
+    scheme: &'static str,
 }
 
 impl Central {
@@ -104,6 +105,28 @@ impl Central {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             http: reqwest::Client::new(),
+            scheme: "http",
+        };
+        central.spawn().await?;
+        Ok(central)
+    }
+
+    /// Starts central serving HTTPS with `cert`/`key`; the test's client trusts `ca_pem`.
+    pub async fn start_https(cert: &Path, key: &Path, ca_pem: &[u8]) -> anyhow::Result<Central> {
+        let ca = reqwest::Certificate::from_pem(ca_pem)?;
+        let mut central = Central {
+            url: String::new(),
+            addr: "127.0.0.1:0".into(),
+            dir: tempfile::tempdir()?,
+            child: None,
+            env: vec![
+                ("CENTRAL_TLS_CERT".into(), cert.display().to_string()),
+                ("CENTRAL_TLS_KEY".into(), key.display().to_string()),
+            ],
+            http: reqwest::Client::builder()
+                .add_root_certificate(ca)
+                .build()?,
+            scheme: "https",
         };
         central.spawn().await?;
         Ok(central)
@@ -140,7 +163,7 @@ impl Central {
                 .filter(|s| !s.is_empty())
         })
         .await?;
-        self.url = format!("http://{}", self.addr);
+        self.url = format!("{}://{}", self.scheme, self.addr);
         Ok(())
     }
 

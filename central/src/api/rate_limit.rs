@@ -3,7 +3,7 @@
 //! A token bucket per client IP address; behind a reverse proxy they share the proxy's.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -12,6 +12,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::error::ApiError;
+use crate::tls::PeerAddr;
 
 pub struct RateLimiter {
     per_second: f64,
@@ -60,8 +61,8 @@ pub async fn limit(
 ) -> Response {
     let ip = request
         .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|ConnectInfo(addr)| addr.ip());
+        .get::<ConnectInfo<PeerAddr>>()
+        .map(|ConnectInfo(PeerAddr(addr))| addr.ip());
     if let Some(ip) = ip {
         if let Err(wait) = limiter.take(ip, Instant::now()) {
             return ApiError::TooManyRequests {

@@ -48,12 +48,6 @@ pub struct App {
 
 impl App {
     pub async fn open(args: &ServeArgs) -> anyhow::Result<std::sync::Arc<App>> {
-        if args.tls_cert.is_some() || args.tls_key.is_some() {
-            anyhow::bail!(
-                "CENTRAL_TLS_CERT/CENTRAL_TLS_KEY are not supported yet; terminate TLS in a reverse \
-                 proxy in front of central (see docs/operations.md)"
-            );
-        }
         let store = Store::connect(&args.database_url).await?;
         let admin_token_sha256 = match &args.admin_token {
             Some(token) => {

@@ -55,8 +55,25 @@ pub struct CentralClient {
 const REFRESH_MARGIN: chrono::Duration = chrono::Duration::seconds(60);
 
 impl CentralClient {
-    pub fn new(base: url::Url, store: LocalStore) -> anyhow::Result<Self> {
-        let http = reqwest::Client::builder()
+    pub fn new(
+        base: url::Url,
+        store: LocalStore,
+        ca_cert: Option<&std::path::Path>,
+    ) -> anyhow::Result<Self> {
+        let mut builder = reqwest::Client::builder();
+        if let Some(path) = ca_cert {
+            let pem = std::fs::read(path).map_err(|e| {
+                anyhow::anyhow!("cannot read POLLER_CA_CERT {}: {e}", path.display())
+            })?;
+            let ca = reqwest::Certificate::from_pem(&pem).map_err(|e| {
+                anyhow::anyhow!(
+                    "POLLER_CA_CERT {} is not a PEM certificate: {e}",
+                    path.display()
+                )
+            })?;
+            builder = builder.add_root_certificate(ca);
+        }
+        let http = builder
             .timeout(std::time::Duration::from_secs(30))
             .connect_timeout(std::time::Duration::from_secs(10))
             .user_agent(concat!("poller-agent/", env!("CARGO_PKG_VERSION")))
