@@ -211,6 +211,22 @@ impl Store {
         }
     }
 
+    /// Runs one write whose `$1` is a row id and `$2` one more value, under the write lock;
+    /// `true` if it changed exactly that row. Conditional updates (`… AND spent_at IS NULL`)
+    /// use the answer to tell who won a race.
+    async fn write_one<'q, T>(&self, sql: &'q str, id: &'q str, value: T) -> anyhow::Result<bool>
+    where
+        T: 'q + Send + sqlx::Encode<'q, sqlx::Any> + sqlx::Type<sqlx::Any>,
+    {
+        let _guard = self.write_lock().await;
+        let done = sqlx::query(sql)
+            .bind(id)
+            .bind(value)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
     /// A cheap round trip, for `/readyz`.
     pub async fn ping(&self) -> anyhow::Result<()> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;

@@ -218,14 +218,12 @@ impl Store {
 
     /// Marks a poller deleted; its tokens are revoked separately.
     pub async fn delete_poller(&self, id: &str, now: i64) -> anyhow::Result<bool> {
-        let _guard = self.write_lock().await;
-        let done =
-            sqlx::query("UPDATE pollers SET deleted_at = $2 WHERE id = $1 AND deleted_at IS NULL")
-                .bind(id)
-                .bind(now)
-                .execute(&self.pool)
-                .await?;
-        Ok(done.rows_affected() == 1)
+        self.write_one(
+            "UPDATE pollers SET deleted_at = $2 WHERE id = $1 AND deleted_at IS NULL",
+            id,
+            now,
+        )
+        .await
     }
 
     /// Records a poller's new liveness status; `false` if it was recorded already (by this or

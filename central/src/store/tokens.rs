@@ -119,17 +119,14 @@ impl Store {
     /// Counts one use if the token is still usable; `false` when it is spent, expired or revoked.
     /// The check and the count are one statement, so concurrent registrations cannot overdraw it.
     pub async fn use_registration_token(&self, id: &str, now: i64) -> anyhow::Result<bool> {
-        let _guard = self.write_lock().await;
-        let done = sqlx::query(
+        self.write_one(
             "UPDATE registration_tokens SET uses = uses + 1 \
              WHERE id = $1 AND revoked_at IS NULL AND uses < max_uses \
              AND (expires_at IS NULL OR expires_at > $2)",
+            id,
+            now,
         )
-        .bind(id)
-        .bind(now)
-        .execute(&self.pool)
-        .await?;
-        Ok(done.rows_affected() == 1)
+        .await
     }
 
     pub async fn insert_refresh_token(
@@ -167,16 +164,13 @@ impl Store {
     /// Marks a refresh token spent; `false` if it was spent (or revoked) already, so that of two
     /// concurrent refreshes with one token exactly one wins.
     pub async fn spend_refresh_token(&self, id: &str, now: i64) -> anyhow::Result<bool> {
-        let _guard = self.write_lock().await;
-        let done = sqlx::query(
+        self.write_one(
             "UPDATE refresh_tokens SET spent_at = $2 \
              WHERE id = $1 AND spent_at IS NULL AND revoked_at IS NULL",
+            id,
+            now,
         )
-        .bind(id)
-        .bind(now)
-        .execute(&self.pool)
-        .await?;
-        Ok(done.rows_affected() == 1)
+        .await
     }
 
     /// Revokes every token of a family (reuse detection).
@@ -205,16 +199,13 @@ impl Store {
 
     /// Revokes one refresh token if it is still unused; `false` if it was used or revoked.
     pub async fn revoke_unused_refresh_token(&self, id: &str, now: i64) -> anyhow::Result<bool> {
-        let _guard = self.write_lock().await;
-        let done = sqlx::query(
+        self.write_one(
             "UPDATE refresh_tokens SET revoked_at = $2 \
              WHERE id = $1 AND spent_at IS NULL AND revoked_at IS NULL",
+            id,
+            now,
         )
-        .bind(id)
-        .bind(now)
-        .execute(&self.pool)
-        .await?;
-        Ok(done.rows_affected() == 1)
+        .await
     }
 
     /// Revokes every refresh token of a poller.
@@ -236,15 +227,12 @@ impl Store {
 
     /// Revokes a registration token; `false` if there is none with that id.
     pub async fn revoke_registration_token(&self, id: &str, now: i64) -> anyhow::Result<bool> {
-        let _guard = self.write_lock().await;
-        let done = sqlx::query(
+        self.write_one(
             "UPDATE registration_tokens SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1",
+            id,
+            now,
         )
-        .bind(id)
-        .bind(now)
-        .execute(&self.pool)
-        .await?;
-        Ok(done.rows_affected() == 1)
+        .await
     }
 
     /// Gives a registration token a new secret; the old one stops working at once.
@@ -253,14 +241,11 @@ impl Store {
         id: &str,
         secret_hash: &str,
     ) -> anyhow::Result<bool> {
-        let _guard = self.write_lock().await;
-        let done = sqlx::query(
+        self.write_one(
             "UPDATE registration_tokens SET secret_hash = $2 WHERE id = $1 AND revoked_at IS NULL",
+            id,
+            secret_hash,
         )
-        .bind(id)
-        .bind(secret_hash)
-        .execute(&self.pool)
-        .await?;
-        Ok(done.rows_affected() == 1)
+        .await
     }
 }
