@@ -76,7 +76,7 @@ pub async fn run(
     let (results_tx, results_rx) = mpsc::channel(10_000);
     let runner = Runner {
         clock: Arc::new(SystemClock),
-        checker: Checker::new()?,
+        checker: Checker::new(&config.display_name())?,
         metrics: metrics.clone(),
         config: EngineConfig {
             per_host_limit: config.max_concurrent_per_host as usize,

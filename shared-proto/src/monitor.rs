@@ -14,6 +14,14 @@ pub const MIN_TIMEOUT_MS: u64 = 100;
 pub const MAX_TIMEOUT_MS: u64 = 120_000;
 pub const DEFAULT_TIMEOUT_MS: u64 = 5_000;
 const MAX_NAME_LEN: usize = 200;
+
+/// How long past its expected time a monitor's next result may be before central calls the
+/// monitor `stale`: an interval, and at least a minute (uploads are batched). The agent never
+/// stretches an interval (adaptive polling) beyond `interval + grace`, so a stretched monitor
+/// is never mistaken for a silent one.
+pub fn staleness_grace_ms(interval_ms: u64) -> u64 {
+    interval_ms.max(60_000)
+}
 const MAX_TARGET_LEN: usize = 2048;
 const MAX_LABEL_LEN: usize = 64;
 

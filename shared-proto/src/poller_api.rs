@@ -174,6 +174,13 @@ pub enum EventKind {
     RateLimited {
         retry_after_ms: u64,
     },
+    /// The target's stated rate-limit budget fell below the monitor's reserve: checks are
+    /// spaced out until it resets.
+    BudgetLow {
+        remaining: u64,
+        limit: Option<u64>,
+        reset_ms: Option<u64>,
+    },
 }
 
 impl EventKind {
@@ -188,6 +195,7 @@ impl EventKind {
             EventKind::Revived => "revived",
             EventKind::StatusChanged { .. } => "status_changed",
             EventKind::RateLimited { .. } => "rate_limited",
+            EventKind::BudgetLow { .. } => "budget_low",
         }
     }
 }

@@ -86,6 +86,14 @@ pub struct CommonSettings {
     pub auto_pause_cooldown_ms: u64,
     /// Consecutive transient failures that move the monitor to the dead-letter state.
     pub dead_letter_after: u32,
+    /// When a target's stated rate-limit budget falls below this share of its limit (or to
+    /// zero), checks are spaced out until it resets (0 disables).
+    pub rate_limit_reserve: f64,
+    /// Stretch the interval of a stable target, shrink it back when the target changes or fails.
+    pub adaptive: bool,
+    /// The longest adaptive interval; 0 means the longest central tolerates
+    /// (`interval + staleness grace`), and it is never allowed beyond that.
+    pub adaptive_max_interval_ms: u64,
 }
 
 impl Default for CommonSettings {
@@ -104,12 +112,15 @@ impl Default for CommonSettings {
             // Short, so that a recovered target is back to its interval within minutes.
             auto_pause_cooldown_ms: 120_000,
             dead_letter_after: 100,
+            rate_limit_reserve: 0.1,
+            adaptive: false,
+            adaptive_max_interval_ms: 0,
         }
     }
 }
 
 impl CommonSettings {
-    pub const KEYS: [&'static str; 12] = [
+    pub const KEYS: [&'static str; 15] = [
         "retries",
         "retry_interval_ms",
         "confirm_down",
@@ -122,6 +133,9 @@ impl CommonSettings {
         "auto_resume_threshold",
         "auto_pause_cooldown_ms",
         "dead_letter_after",
+        "rate_limit_reserve",
+        "adaptive",
+        "adaptive_max_interval_ms",
     ];
 
     fn validate(&self) -> Result<(), ValidationError> {
@@ -157,6 +171,15 @@ impl CommonSettings {
             86_400_000,
         )?;
         range_check("dead_letter_after", self.dead_letter_after, 1, 1_000_000)?;
+        range_check("rate_limit_reserve", self.rate_limit_reserve, 0.0, 1.0)?;
+        if self.adaptive_max_interval_ms != 0 {
+            range_check(
+                "adaptive_max_interval_ms",
+                self.adaptive_max_interval_ms,
+                crate::monitor::MIN_INTERVAL_MS,
+                2 * crate::monitor::MAX_INTERVAL_MS,
+            )?;
+        }
         Ok(())
     }
 }

@@ -23,10 +23,10 @@ pub struct StatusInputs<'a> {
     pub confirm_down: u32,
 }
 
-/// Past its expected time a result is overdue by this much before the monitor turns stale:
-/// an interval, and at least a minute (uploads are batched).
+/// Past its expected time a result is overdue by this much before the monitor turns stale.
 fn grace(interval_ms: i64) -> i64 {
-    interval_ms.max(60_000)
+    let grace = shared_proto::monitor::staleness_grace_ms(interval_ms.max(0) as u64);
+    i64::try_from(grace).unwrap_or(i64::MAX)
 }
 
 pub fn derive(input: &StatusInputs<'_>) -> (MonitorStatus, Option<String>) {

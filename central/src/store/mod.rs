@@ -78,6 +78,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "poller errors",
         include_str!("../../../migrations/sqlite/20261121000007_poller_errors.sql"),
     ),
+    (
+        20261121000008,
+        "verdict time",
+        include_str!("../../../migrations/sqlite/20261121000008_verdict_time.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -114,6 +119,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261121000007,
         "poller errors",
         include_str!("../../../migrations/postgres/20261121000007_poller_errors.sql"),
+    ),
+    (
+        20261121000008,
+        "verdict time",
+        include_str!("../../../migrations/postgres/20261121000008_verdict_time.sql"),
     ),
 ];
 

@@ -50,6 +50,47 @@ impl FromRow<'_, AnyRow> for ResultRow {
     }
 }
 
+/// Moves a monitor's derived status to a result, per kind of news: the up/down verdict moves
+/// only to a newer up/down result (by check time, then id), and the newest result (its time,
+/// message, latency, next check) only to a newer result of any kind. So a late result never
+/// hides a newer verdict, and a newer `rate_limited` result never hides a late up/down one.
+static STATUS_UPSERT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    const TEMPLATE: &str = "\
+    INSERT INTO monitor_status (monitor_id, status, poller_id, last_result_id, last_result_at, \
+        latency_ms, message, next_due_at, verdict_at, verdict_result_id) \
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
+    ON CONFLICT (monitor_id) DO UPDATE SET \
+        status = CASE WHEN (VERDICT_IS_NEWER) THEN excluded.status ELSE monitor_status.status END, \
+        verdict_at = CASE WHEN (VERDICT_IS_NEWER) THEN excluded.verdict_at \
+            ELSE monitor_status.verdict_at END, \
+        verdict_result_id = CASE WHEN (VERDICT_IS_NEWER) THEN excluded.verdict_result_id \
+            ELSE monitor_status.verdict_result_id END, \
+        poller_id = CASE WHEN (RESULT_IS_NEWER) THEN excluded.poller_id \
+            ELSE monitor_status.poller_id END, \
+        last_result_id = CASE WHEN (RESULT_IS_NEWER) THEN excluded.last_result_id \
+            ELSE monitor_status.last_result_id END, \
+        last_result_at = CASE WHEN (RESULT_IS_NEWER) THEN excluded.last_result_at \
+            ELSE monitor_status.last_result_at END, \
+        latency_ms = CASE WHEN (RESULT_IS_NEWER) THEN excluded.latency_ms \
+            ELSE monitor_status.latency_ms END, \
+        message = CASE WHEN (RESULT_IS_NEWER) THEN excluded.message \
+            ELSE monitor_status.message END, \
+        next_due_at = CASE WHEN (RESULT_IS_NEWER) THEN excluded.next_due_at \
+            ELSE monitor_status.next_due_at END \
+    WHERE (RESULT_IS_NEWER) OR (VERDICT_IS_NEWER)";
+    let verdict_is_newer =
+        "excluded.verdict_at IS NOT NULL AND (monitor_status.verdict_at IS NULL \
+        OR monitor_status.verdict_at < excluded.verdict_at \
+        OR (monitor_status.verdict_at = excluded.verdict_at \
+            AND monitor_status.verdict_result_id < excluded.verdict_result_id))";
+    let result_is_newer = "monitor_status.last_result_at < excluded.last_result_at \
+        OR (monitor_status.last_result_at = excluded.last_result_at \
+            AND monitor_status.last_result_id < excluded.last_result_id)";
+    TEMPLATE
+        .replace("VERDICT_IS_NEWER", verdict_is_newer)
+        .replace("RESULT_IS_NEWER", result_is_newer)
+});
+
 /// Rows per INSERT statement.
 const INSERT_CHUNK: usize = 1_000;
 
@@ -116,30 +157,20 @@ impl Store {
                 .is_none_or(|d| d.id != r.id)
         }));
         for result in updates {
-            sqlx::query(
-                "INSERT INTO monitor_status (monitor_id, status, poller_id, last_result_id, \
-                 last_result_at, latency_ms, message, next_due_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-                 ON CONFLICT (monitor_id) DO UPDATE SET \
-                 status = CASE WHEN excluded.status = 'rate_limited' THEN monitor_status.status \
-                               ELSE excluded.status END, \
-                 poller_id = excluded.poller_id, last_result_id = excluded.last_result_id, \
-                 last_result_at = excluded.last_result_at, latency_ms = excluded.latency_ms, \
-                 message = excluded.message, next_due_at = excluded.next_due_at \
-                 WHERE monitor_status.last_result_at < excluded.last_result_at \
-                 OR (monitor_status.last_result_at = excluded.last_result_at \
-                     AND monitor_status.last_result_id < excluded.last_result_id)",
-            )
-            .bind(&result.monitor_id)
-            .bind(&result.status)
-            .bind(poller_id)
-            .bind(&result.id)
-            .bind(result.ts)
-            .bind(result.latency_ms)
-            .bind(&result.msg)
-            .bind(result.next_due_at)
-            .execute(&mut *tx)
-            .await?;
+            let verdict = (result.status != "rate_limited").then_some((result.ts, &result.id));
+            sqlx::query(STATUS_UPSERT.as_str())
+                .bind(&result.monitor_id)
+                .bind(&result.status)
+                .bind(poller_id)
+                .bind(&result.id)
+                .bind(result.ts)
+                .bind(result.latency_ms)
+                .bind(&result.msg)
+                .bind(result.next_due_at)
+                .bind(verdict.map(|(ts, _)| ts))
+                .bind(verdict.map(|(_, id)| id))
+                .execute(&mut *tx)
+                .await?;
         }
         sqlx::query("UPDATE pollers SET last_upload_at = $2 WHERE id = $1")
             .bind(poller_id)
@@ -252,6 +283,28 @@ mod tests {
             .unwrap();
         let m2 = store.monitor_status("m2").await.unwrap().unwrap();
         assert_eq!((m2.status.as_str(), m2.last_result_at), ("down", 2_600));
+
+        // Across batches too: a newer rate-limited result uploaded first, then a late `up`
+        // checked before it, and a later `down` older than the verdict it would replace.
+        let m3 = |id: &str, ts, status| {
+            let mut r = result(id, ts, status);
+            r.monitor_id = "m3".into();
+            r
+        };
+        let (limited, late_up, stale_down) = (
+            m3("g", 5_000, "rate_limited"),
+            m3("h", 4_000, "up"),
+            m3("i", 3_000, "down"),
+        );
+        for batch in [limited, late_up, stale_down] {
+            store.insert_results("p1", &[batch], 10).await.unwrap();
+        }
+        let m3 = store.monitor_status("m3").await.unwrap().unwrap();
+        assert_eq!(
+            (m3.status.as_str(), m3.last_result_at),
+            ("up", 5_000),
+            "the late up is the verdict; the older down and the rate limit change nothing"
+        );
 
         let history = store.list_results("m1", &Cursor::start(), 3).await.unwrap();
         let ids: Vec<_> = history.iter().map(|r| r.id.as_str()).collect();

@@ -1,17 +1,23 @@
 //! `http`: a request whose status, body keywords, JSON value or health document must match.
-//! Honours `Retry-After` on `429`/`503` (rate-limited, not down) and, with `conditional`,
-//! sends the previous answer's validators so an unchanged resource costs a `304`.
+//! `429` is rate limiting (neither up nor down); every other unexpected status, `503`
+//! included, is down, with its `Retry-After` passed on to space the next check. With
+//! `conditional`, the validators of the last answer that passed are sent, so an unchanged
+//! resource costs a `304`. The target is untrusted: the timeout covers the whole exchange,
+//! bodies (after decompression) are read up to `MAX_BODY_BYTES`, and header values are parsed
+//! in `target_headers`.
 
+use std::hash::{Hash, Hasher};
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{json, Value};
 use shared_proto::poller_api::ResultStatus;
 use shared_proto::settings::{BodyFormat, HttpSettings};
 
+use super::target_headers::{rate_budget, retry_after};
 use super::{timeout_message, CheckOutcome, Validators};
 
-/// Bodies larger than this are not read further for assertions.
-const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// Bodies are read up to this many bytes (after decompression); assertions see this much.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 /// One client per (verify TLS, follow redirects) pair: these are client-wide in reqwest.
 /// Idle connections are not kept, so every check measures a fresh connection as a real user's
@@ -22,7 +28,7 @@ pub struct HttpClients {
 }
 
 impl HttpClients {
-    pub fn new() -> anyhow::Result<Self> {
+    pub fn new(user_agent: &str) -> anyhow::Result<Self> {
         let build = |verify: bool, follow: bool| {
             reqwest::Client::builder()
                 .danger_accept_invalid_certs(!verify)
@@ -32,7 +38,7 @@ impl HttpClients {
                     reqwest::redirect::Policy::none()
                 })
                 .pool_max_idle_per_host(0)
-                .user_agent(concat!("poller-agent/", env!("CARGO_PKG_VERSION")))
+                .user_agent(user_agent)
                 .build()
         };
         Ok(Self {
@@ -50,6 +56,7 @@ impl HttpClients {
         &self.clients[index]
     }
 
+    /// The whole exchange (connect, headers, body) is bounded by `timeout`.
     pub async fn check(
         &self,
         url: &str,
@@ -96,94 +103,138 @@ impl HttpClients {
         let code = response.status().as_u16();
         let first_byte = started.elapsed();
         let meta = json!({"status_code": code, "first_byte_ms": first_byte.as_millis() as u64});
+        let now = SystemTime::now();
+        let budget = rate_budget(response.headers(), now);
+        let wait = retry_after(response.headers(), now);
+        let with_target_state = |outcome: CheckOutcome| CheckOutcome {
+            budget,
+            retry_after: wait,
+            ..outcome
+        };
+
+        if code == 304 && settings.conditional && validators.is_some() {
+            // The validators came from an answer that passed every assertion: unchanged
+            // content passes them still.
+            let mut outcome = CheckOutcome::up(
+                first_byte,
+                json!({"status_code": 304, "first_byte_ms": first_byte.as_millis() as u64, "unchanged": true}),
+            );
+            outcome.fingerprint = validators.as_ref().map(fingerprint_of_validators);
+            outcome.validators = validators;
+            return with_target_state(outcome);
+        }
+        let wait_text = wait.map_or(String::new(), |d| {
+            format!(", retry after {} s", d.as_secs())
+        });
+        if code == 429 && !settings.expected_status.contains(&429) {
+            return with_target_state(CheckOutcome {
+                status: ResultStatus::RateLimited,
+                ..CheckOutcome::down(
+                    Some(first_byte),
+                    format!("rate limited (429){wait_text}"),
+                    meta,
+                )
+            });
+        }
+        if !settings.accepts(code) {
+            return with_target_state(
+                unexpected_status(settings, code, response, first_byte, meta, &wait_text).await,
+            );
+        }
         let new_validators = settings
             .conditional
             .then(|| validators_of(&response))
             .flatten();
-
-        if code == 304 && settings.conditional && validators.is_some() {
-            let mut outcome =
-                CheckOutcome::up(first_byte, json!({"status_code": 304, "unchanged": true}));
-            outcome.validators = validators;
-            return outcome;
-        }
-        if code == 429
-            || (code == 503
-                && response
-                    .headers()
-                    .contains_key(reqwest::header::RETRY_AFTER))
-        {
-            let retry_after = response
-                .headers()
-                .get(reqwest::header::RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| parse_retry_after(v, SystemTime::now()));
-            let wait = retry_after.map_or(String::new(), |d| {
-                format!(", retry after {} s", d.as_secs())
-            });
-            return CheckOutcome {
-                status: ResultStatus::RateLimited,
-                retry_after,
-                ..CheckOutcome::down(
-                    Some(first_byte),
-                    format!("rate limited ({code}){wait}"),
-                    meta,
-                )
-            };
-        }
-        if !settings.accepts(code) {
-            let expected = if settings.expected_status.is_empty() {
-                "2xx".to_string()
-            } else {
-                let codes: Vec<String> = settings
-                    .expected_status
-                    .iter()
-                    .map(u16::to_string)
-                    .collect();
-                codes.join("/")
-            };
-            let mut message = format!("expected {expected}, got {code}");
-            let mut meta = meta;
-            // Health endpoints commonly answer 503 with the document that says why: read it.
-            if settings.format == BodyFormat::HealthJson {
-                let document = read_body(response)
-                    .await
-                    .ok()
-                    .and_then(|body| serde_json::from_str::<Value>(&body).ok());
-                if let Some(document) = document.filter(|d| d.get("dependencies").is_some()) {
-                    let report = health_json(&document);
-                    meta["dependencies"] = report.dependencies;
-                    if let Some(failure) = report.failure {
-                        message = format!("{message}; {failure}");
-                    }
-                }
-            }
-            // Credentials will not fix themselves by retrying.
-            return if code == 401 || code == 403 {
-                CheckOutcome::permanent(Some(first_byte), message, meta)
-            } else {
-                CheckOutcome::down(Some(first_byte), message, meta)
-            };
-        }
         let needs_body = settings.keyword.is_some()
             || settings.keyword_absent.is_some()
             || settings.json_path.is_some()
             || settings.format == BodyFormat::HealthJson;
         let mut outcome = if needs_body {
             match read_body(response).await {
-                Ok(body) => assert_body(settings, &body, started.elapsed(), meta),
+                Ok(body) => {
+                    let mut outcome = assert_body(
+                        settings,
+                        &body.text,
+                        started.elapsed(),
+                        meta,
+                        body.truncated,
+                    );
+                    outcome.fingerprint = Some(fingerprint(code, &body.text));
+                    outcome
+                }
                 Err(e) => CheckOutcome::down(
                     Some(started.elapsed()),
-                    format!("reading body failed: {e}"),
+                    format!("reading body failed: {}", error_chain(&e)),
                     meta,
                 ),
             }
         } else {
-            CheckOutcome::up(first_byte, meta)
+            let mut outcome = CheckOutcome::up(first_byte, meta);
+            outcome.fingerprint = Some(match &new_validators {
+                Some(v) => fingerprint_of_validators(v),
+                None => fingerprint(code, ""),
+            });
+            outcome
         };
-        outcome.validators = new_validators;
-        outcome
+        if outcome.status == ResultStatus::Up {
+            outcome.validators = new_validators;
+        }
+        with_target_state(outcome)
     }
+}
+
+/// A status the monitor does not accept: down, with the health document's reasons when the
+/// monitor reads one (health endpoints commonly answer 503 with the document that says why).
+async fn unexpected_status(
+    settings: &HttpSettings,
+    code: u16,
+    response: reqwest::Response,
+    first_byte: Duration,
+    mut meta: Value,
+    wait_text: &str,
+) -> CheckOutcome {
+    let expected = if settings.expected_status.is_empty() {
+        "2xx".to_string()
+    } else {
+        let codes: Vec<String> = settings
+            .expected_status
+            .iter()
+            .map(u16::to_string)
+            .collect();
+        codes.join("/")
+    };
+    let mut message = format!("expected {expected}, got {code}{wait_text}");
+    if settings.format == BodyFormat::HealthJson {
+        let document = read_body(response)
+            .await
+            .ok()
+            .and_then(|body| serde_json::from_str::<Value>(&body.text).ok());
+        if let Some(document) = document.filter(|d| d.get("dependencies").is_some()) {
+            let report = health_json(&document);
+            meta["dependencies"] = report.dependencies;
+            if let Some(failure) = report.failure {
+                message = format!("{message}; {failure}");
+            }
+        }
+    }
+    // Credentials will not fix themselves by retrying.
+    if code == 401 || code == 403 {
+        CheckOutcome::permanent(Some(first_byte), message, meta)
+    } else {
+        CheckOutcome::down(Some(first_byte), message, meta)
+    }
+}
+
+fn fingerprint(code: u16, body: &str) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (code, body).hash(&mut hasher);
+    hasher.finish()
+}
+
+fn fingerprint_of_validators(validators: &Validators) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (&validators.etag, &validators.last_modified).hash(&mut hasher);
+    hasher.finish()
 }
 
 fn validators_of(response: &reqwest::Response) -> Option<Validators> {
@@ -201,27 +252,26 @@ fn validators_of(response: &reqwest::Response) -> Option<Validators> {
     (validators.etag.is_some() || validators.last_modified.is_some()).then_some(validators)
 }
 
-/// `Retry-After` as seconds or an HTTP date.
-pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
-    let value = value.trim();
-    if let Ok(seconds) = value.parse::<u64>() {
-        return Some(Duration::from_secs(seconds));
-    }
-    let at = httpdate::parse_http_date(value).ok()?;
-    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
-}
-
 fn assert_body(
     settings: &HttpSettings,
     body: &str,
     latency: Duration,
     mut meta: Value,
+    truncated: bool,
 ) -> CheckOutcome {
+    if truncated {
+        meta["body_truncated_at"] = json!(MAX_BODY_BYTES);
+    }
     if let Some(keyword) = &settings.keyword {
         if !body.contains(keyword.as_str()) {
+            let within = if truncated {
+                format!(" in the first {} KiB", MAX_BODY_BYTES / 1024)
+            } else {
+                String::new()
+            };
             return CheckOutcome::down(
                 Some(latency),
-                format!("keyword `{keyword}` not found"),
+                format!("keyword `{keyword}` not found{within}"),
                 meta,
             );
         }
@@ -321,15 +371,40 @@ fn health_json(document: &Value) -> HealthReport {
     }
 }
 
-async fn read_body(mut response: reqwest::Response) -> Result<String, reqwest::Error> {
+struct Body {
+    text: String,
+    /// The body went on past `MAX_BODY_BYTES`; the rest was not read.
+    truncated: bool,
+}
+
+/// Reads at most `MAX_BODY_BYTES` (decompressed, when the target compressed it): an endless
+/// or inflating body costs a bounded amount of memory, and the check decides on what it read.
+async fn read_body(mut response: reqwest::Response) -> Result<Body, reqwest::Error> {
     let mut body = Vec::new();
+    let mut truncated = false;
     while let Some(chunk) = response.chunk().await? {
-        body.extend_from_slice(&chunk);
-        if body.len() >= MAX_BODY_BYTES {
+        let room = MAX_BODY_BYTES - body.len();
+        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if chunk.len() >= room {
+            truncated = chunk.len() > room || response.chunk().await.ok().flatten().is_some();
             break;
         }
     }
-    Ok(String::from_utf8_lossy(&body).into_owned())
+    Ok(Body {
+        text: String::from_utf8_lossy(&body).into_owned(),
+        truncated,
+    })
+}
+
+/// Every cause of an error, joined: reqwest's own message alone rarely says what happened.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut parts = vec![error.to_string()];
+    let mut source = error.source();
+    while let Some(e) = source {
+        parts.push(e.to_string());
+        source = e.source();
+    }
+    parts.join(": ")
 }
 
 /// One line, classified: `connection refused` (transient), `dns: name does not resolve`
@@ -440,7 +515,7 @@ mod tests {
     #[tokio::test]
     async fn status_keyword_json_and_timeout_outcomes() {
         let base = serve().await;
-        let clients = HttpClients::new().unwrap();
+        let clients = HttpClients::new("poller-agent/test (probe)").unwrap();
         let check = |path: &str, settings: HttpSettings| {
             let url = format!("{base}{path}");
             let clients = clients.clone();
@@ -517,7 +592,7 @@ mod tests {
     #[tokio::test]
     async fn rate_limits_conditional_requests_and_health_documents() {
         let base = serve().await;
-        let clients = HttpClients::new().unwrap();
+        let clients = HttpClients::new("poller-agent/test (probe)").unwrap();
 
         let busy = clients
             .check(
@@ -583,7 +658,7 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         drop(listener);
-        let clients = HttpClients::new().unwrap();
+        let clients = HttpClients::new("poller-agent/test (probe)").unwrap();
         let refused = clients
             .check(
                 &format!("http://{addr}/"),
@@ -606,19 +681,5 @@ mod tests {
             .await;
         assert!(nowhere.permanent, "{nowhere:?}");
         assert_eq!(nowhere.msg, "dns: name does not resolve");
-    }
-
-    #[test]
-    fn retry_after_accepts_seconds_and_dates() {
-        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-        assert_eq!(parse_retry_after("30", now), Some(Duration::from_secs(30)));
-        let later = httpdate::fmt_http_date(now + Duration::from_secs(90));
-        assert_eq!(
-            parse_retry_after(&later, now),
-            Some(Duration::from_secs(90))
-        );
-        let past = httpdate::fmt_http_date(now - Duration::from_secs(90));
-        assert_eq!(parse_retry_after(&past, now), Some(Duration::ZERO));
-        assert_eq!(parse_retry_after("soon", now), None);
     }
 }

@@ -3,6 +3,7 @@
 
 mod dns;
 mod http;
+pub mod target_headers;
 mod tcp;
 mod tls;
 
@@ -12,6 +13,8 @@ use serde_json::Value;
 use shared_proto::poller_api::ResultStatus;
 use shared_proto::settings::{CheckSettings, MonitorSettings};
 use shared_proto::{AssignedMonitor, CheckKind};
+
+pub use target_headers::RateBudget;
 
 /// The kinds this agent can run (its default capabilities).
 pub const SUPPORTED_KINDS: [CheckKind; 4] = CheckKind::ALL;
@@ -35,8 +38,13 @@ pub struct CheckOutcome {
     pub permanent: bool,
     /// The target asked for this much quiet (`Retry-After`).
     pub retry_after: Option<Duration>,
-    /// Validators to send next time (HTTP with `conditional`).
+    /// Validators to send next time (HTTP with `conditional`); set only when the answer passed.
     pub validators: Option<Validators>,
+    /// The target's rate-limit budget, when its answer stated one.
+    pub budget: Option<RateBudget>,
+    /// What the answer looked like (status and body), for adaptive intervals: equal
+    /// fingerprints mean the target did not change. `None` for kinds that do not say.
+    pub fingerprint: Option<u64>,
 }
 
 impl CheckOutcome {
@@ -49,6 +57,8 @@ impl CheckOutcome {
             permanent: false,
             retry_after: None,
             validators: None,
+            budget: None,
+            fingerprint: None,
         }
     }
 
@@ -62,6 +72,8 @@ impl CheckOutcome {
             permanent: false,
             retry_after: None,
             validators: None,
+            budget: None,
+            fingerprint: None,
         }
     }
 
@@ -83,9 +95,11 @@ pub struct Checker {
 }
 
 impl Checker {
-    pub fn new() -> anyhow::Result<Self> {
+    /// `poller_name` goes into every HTTP request's `User-Agent`, so that a target can tell
+    /// the probe and its location apart.
+    pub fn new(poller_name: &str) -> anyhow::Result<Self> {
         Ok(Self {
-            http: http::HttpClients::new()?,
+            http: http::HttpClients::new(&user_agent(poller_name))?,
             dns: dns::DnsChecker::new(),
             tls: tls::TlsChecker::new()?,
         })
@@ -114,6 +128,20 @@ impl Checker {
             CheckSettings::Tls(s) => self.tls.check(&monitor.target, &s, timeout).await,
         }
     }
+}
+
+/// `poller-agent/<version> (<poller name>)`, with anything a header value cannot hold in the
+/// name replaced, so that no name can break the agent's requests.
+pub fn user_agent(poller_name: &str) -> String {
+    let name: String = poller_name
+        .chars()
+        .map(|c| match c {
+            ' '..='~' if c != '(' && c != ')' => c,
+            _ => '_',
+        })
+        .take(100)
+        .collect();
+    format!("poller-agent/{} ({name})", env!("CARGO_PKG_VERSION"))
 }
 
 /// `timeout after 5000 ms`

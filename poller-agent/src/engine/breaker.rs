@@ -107,6 +107,14 @@ impl Breaker {
         (!was_closed).then_some(Transition::Closed)
     }
 
+    /// The probe ended without a verdict (the target rate-limited it): the next admission may
+    /// probe again, so the monitor is never left waiting for a probe that will not report.
+    pub fn release_probe(&mut self) {
+        if self.inner == (Inner::HalfOpen { probing: true }) {
+            self.inner = Inner::HalfOpen { probing: false };
+        }
+    }
+
     pub fn record_failure(&mut self, now: Instant) -> Option<Transition> {
         self.consecutive_failures = self.consecutive_failures.saturating_add(1);
         let open = match self.inner {
@@ -115,7 +123,7 @@ impl Breaker {
             Inner::Open { .. } => false,
         };
         open.then(|| {
-            let until = now + self.cooldown;
+            let until = now.checked_add(self.cooldown).unwrap_or(now);
             self.inner = Inner::Open { until };
             Transition::Opened { until }
         })

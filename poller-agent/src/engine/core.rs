@@ -16,13 +16,15 @@ use shared_proto::settings::{CommonSettings, MonitorSettings};
 use shared_proto::AssignedMonitor;
 use uuid::Uuid;
 
+use super::adaptive::Adaptive;
 use super::backoff::Backoff;
 use super::breaker::{Admission, Breaker, BreakerState, Transition};
+use super::budget;
 use super::host_limit::HostLimiter;
 use super::request_key::{host_of, RequestKey};
 use super::rolling::{PauseTransition, RollingHealth};
 use super::scheduler::{phase, Scheduler};
-use crate::checks::{CheckOutcome, Validators};
+use crate::checks::{CheckOutcome, RateBudget, Validators};
 
 /// Engine-wide settings.
 #[derive(Debug, Clone)]
@@ -87,6 +89,11 @@ struct MonitorState {
     validators: Option<Validators>,
     /// Edited while running: run again as soon as the current run ends.
     rerun: bool,
+    /// `settings.adaptive`: the stretched interval.
+    adaptive: Option<Adaptive>,
+    /// The target's last stated rate-limit budget, and whether it was low.
+    budget: Option<RateBudget>,
+    budget_low: bool,
 }
 
 impl MonitorState {
@@ -119,6 +126,14 @@ impl MonitorState {
             last_status: None,
             validators: None,
             rerun: false,
+            adaptive: common.adaptive.then(|| {
+                Adaptive::new(
+                    Duration::from_millis(spec.interval_ms),
+                    common.adaptive_max_interval_ms,
+                )
+            }),
+            budget: None,
+            budget_low: false,
             spec: Arc::new(spec),
             common,
         }
@@ -208,8 +223,17 @@ impl Engine {
     }
 
     pub fn remove(&mut self, id: Uuid) {
-        self.monitors.remove(&id);
         self.scheduler.cancel(id);
+        let Some(state) = self.monitors.remove(&id) else {
+            return;
+        };
+        // A run in flight finishes for the others that share it; this monitor's share of it
+        // is dropped, so that a monitor added again with the same id never gets its result.
+        if state.phase == Phase::Running {
+            for flight in self.in_flight.values_mut() {
+                flight.members.retain(|member| *member != id);
+            }
+        }
     }
 
     /// Makes the set exactly `monitors`.
@@ -247,7 +271,7 @@ impl Engine {
                 push_event(&mut self.events, &self.config, id, wall, event, None);
             }
             if let Admission::Rejected { until } = admission {
-                let retry = until.unwrap_or(now + state.interval());
+                let retry = until.unwrap_or_else(|| later(now, state.interval()));
                 self.scheduler.schedule(id, retry);
                 continue;
             }
@@ -359,7 +383,9 @@ impl Engine {
             monitors: self.monitors.len() as u64,
             running: self.in_flight.len() as u64,
             waiting_for_host: self.hosts.waiting() as u64,
-            due_soon: self.scheduler.due_before(now + Duration::from_secs(10)) as u64,
+            due_soon: self
+                .scheduler
+                .due_before(later(now, Duration::from_secs(10))) as u64,
             breakers_open: count(&|s| s.breaker.state() == BreakerState::Open),
             breakers_half_open: count(&|s| s.breaker.state() == BreakerState::HalfOpen),
             paused: count(&|s| s.health.paused_until().is_some_and(|until| until > now)),
@@ -389,6 +415,51 @@ impl Engine {
     pub fn due_at(&self, id: Uuid) -> Option<Instant> {
         self.scheduler.due_at(id)
     }
+
+    /// Where a monitor stands, for the model-based tests.
+    #[cfg(test)]
+    pub(crate) fn inspect(&self, id: Uuid) -> Option<Inspection> {
+        let state = self.monitors.get(&id)?;
+        let in_flight = self
+            .in_flight
+            .values()
+            .filter(|flight| flight.members.contains(&id))
+            .count();
+        Some(Inspection {
+            phase: match state.phase {
+                Phase::Scheduled => "scheduled",
+                Phase::WaitingForHost { .. } => "waiting_for_host",
+                Phase::Running => "running",
+            },
+            in_flight,
+            due_at: self.scheduler.due_at(id),
+            consecutive_failures: state.health.consecutive_failures(),
+            breaker: state.breaker.state(),
+            dead_letter: state.dead_letter.is_some(),
+        })
+    }
+}
+
+#[cfg(test)]
+#[derive(Debug, Clone)]
+pub(crate) struct Inspection {
+    pub phase: &'static str,
+    /// How many requests in flight count this monitor as a member.
+    pub in_flight: usize,
+    pub due_at: Option<Instant>,
+    pub consecutive_failures: u32,
+    pub breaker: BreakerState,
+    pub dead_letter: bool,
+}
+
+/// The longest delay the engine ever schedules: longer than any setting allows, short enough
+/// that adding it to an `Instant` cannot overflow.
+const MAX_DELAY: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// `at + delay`, with `delay` capped at `MAX_DELAY`: never a panic, whatever a target or a
+/// setting made `delay`.
+fn later(at: Instant, delay: Duration) -> Instant {
+    at.checked_add(delay.min(MAX_DELAY)).unwrap_or(at)
 }
 
 /// The first time on the grid `start + k × interval` that is not before `now`.
@@ -398,7 +469,8 @@ fn next_on_grid(start: Instant, interval: Duration, now: Instant) -> Instant {
     }
     let behind = (now - start).as_nanos();
     let periods = behind.div_ceil(interval.as_nanos());
-    start + interval.mul_f64(periods as f64)
+    let ahead = interval.as_nanos() * periods - behind;
+    later(now, Duration::from_nanos(ahead as u64))
 }
 
 fn start(
@@ -462,10 +534,17 @@ fn record(
     let id = state.spec.id;
     let mut pending: Vec<EventKind> = Vec::new();
     state.last_polled = Some(now);
-    if let Some(validators) = &outcome.validators {
-        state.validators = Some(validators.clone());
+    // Validators come only from an answer that passed every assertion, so that a `304` can only
+    // ever confirm content that was judged up; after a failure the next request is a full one.
+    match outcome.status {
+        ResultStatus::Up => state.validators = outcome.validators.clone(),
+        ResultStatus::Down => state.validators = None,
+        ResultStatus::RateLimited => {}
     }
     let interval = state.interval();
+    // Numbers a target chooses (Retry-After, rate-limit resets) space checks out, never longer
+    // than the monitor's own longest backoff.
+    let backoff_max = Duration::from_millis(state.common.backoff_max_ms);
     let mut next = match outcome.status {
         ResultStatus::Up => {
             if state.breaker.record_success() == Some(Transition::Closed) {
@@ -477,14 +556,25 @@ fn record(
             state.backoff_attempt = 0;
             state.retries_left = state.common.retries;
             pending.extend(pause_event(state.health.record(true, now), now, wall));
+            let step = match &mut state.adaptive {
+                Some(adaptive) => adaptive.up(outcome.fingerprint, rng),
+                None => interval,
+            };
             // Fixed rate from the due time: no drift, and identical monitors stay in step.
             state
                 .last_due
-                .map_or(now + interval, |due| (due + interval).max(now))
+                .map_or(later(now, step), |due| later(due, step).max(now))
         }
-        // The target asked for quiet: neither a failure nor a success.
-        ResultStatus::RateLimited => now + interval,
+        // The target asked for quiet: neither a failure nor a success. A half-open breaker's
+        // probe ended without a verdict, so the next run may probe again.
+        ResultStatus::RateLimited => {
+            state.breaker.release_probe();
+            later(now, interval)
+        }
         ResultStatus::Down => {
+            if let Some(adaptive) = &mut state.adaptive {
+                adaptive.reset();
+            }
             pending.extend(pause_event(state.health.record(false, now), now, wall));
             let hopeless = outcome.permanent
                 || state.health.consecutive_failures() >= state.common.dead_letter_after;
@@ -502,27 +592,45 @@ fn record(
                 pending.push(EventKind::BreakerOpened);
             }
             if state.dead_letter.is_some() {
-                now + config.dead_letter_recheck
+                later(now, config.dead_letter_recheck)
             } else if let Some(until) = state.breaker.open_until() {
                 until
             } else if state.retries_left > 0 {
                 state.retries_left -= 1;
-                now + Duration::from_millis(state.common.retry_interval_ms)
+                later(now, Duration::from_millis(state.common.retry_interval_ms))
             } else {
                 let delay = state.backoff.delay(state.backoff_attempt, rng);
                 state.backoff_attempt = state.backoff_attempt.saturating_add(1);
-                now + interval.max(delay)
+                later(now, interval.max(delay))
             }
         }
     };
     if let Some(until) = state.health.paused_until() {
         next = next.max(until);
     }
-    if let Some(wait) = outcome.retry_after {
-        next = next.max(now + wait);
+    if let Some(asked) = outcome.retry_after {
+        // The target chooses this number: it may space checks out, never park the monitor.
+        let wait = asked.min(backoff_max);
+        next = next.max(later(now, wait));
         pending.push(EventKind::RateLimited {
             retry_after_ms: wait.as_millis() as u64,
         });
+    }
+    if let Some(stated) = outcome.budget {
+        let reserve = state.common.rate_limit_reserve;
+        let low = budget::is_low(&stated, reserve);
+        if let Some(wait) = budget::spacing(&stated, reserve) {
+            next = next.max(later(now, wait.min(backoff_max)));
+        }
+        if low && !state.budget_low {
+            pending.push(EventKind::BudgetLow {
+                remaining: stated.remaining,
+                limit: stated.limit,
+                reset_ms: stated.reset.map(|r| r.as_millis() as u64),
+            });
+        }
+        state.budget = Some(stated);
+        state.budget_low = low;
     }
     let decisive = matches!(outcome.status, ResultStatus::Up | ResultStatus::Down);
     if decisive && state.last_status != Some(outcome.status) {
@@ -576,5 +684,16 @@ fn with_engine_meta(
         "paused_until": state.health.paused_until().map(|u| wall_of(u, now, wall)),
         "dead_letter": state.dead_letter.is_some(),
     });
+    if let Some(adaptive) = &state.adaptive {
+        meta["engine"]["interval_ms"] = json!(adaptive.current().as_millis() as u64);
+    }
+    if let Some(budget) = &state.budget {
+        meta["engine"]["rate_limit"] = json!({
+            "limit": budget.limit,
+            "remaining": budget.remaining,
+            "reset_at": budget.reset.map(|r| wall_of(later(now, r), now, wall)),
+            "low": state.budget_low,
+        });
+    }
     meta
 }

@@ -14,18 +14,18 @@ use super::breaker::BreakerState;
 use super::core::{Dispatch, Engine, EngineConfig};
 use crate::checks::CheckOutcome;
 
-fn wall() -> DateTime<Utc> {
+pub(super) fn wall() -> DateTime<Utc> {
     DateTime::from_timestamp(1_800_000_000, 0).unwrap()
 }
 
-fn engine() -> Engine {
+pub(super) fn engine() -> Engine {
     Engine::with_rng(
         EngineConfig::default(),
         rand::rngs::StdRng::seed_from_u64(1),
     )
 }
 
-fn monitor(url: &str, interval_ms: u64, settings: Value) -> AssignedMonitor {
+pub(super) fn monitor(url: &str, interval_ms: u64, settings: Value) -> AssignedMonitor {
     AssignedMonitor {
         id: Uuid::new_v4(),
         name: "m".into(),
@@ -38,11 +38,11 @@ fn monitor(url: &str, interval_ms: u64, settings: Value) -> AssignedMonitor {
     }
 }
 
-fn up() -> CheckOutcome {
+pub(super) fn up() -> CheckOutcome {
     CheckOutcome::up(Duration::from_millis(5), json!({}))
 }
 
-fn down() -> CheckOutcome {
+pub(super) fn down() -> CheckOutcome {
     CheckOutcome::down(
         Some(Duration::from_millis(5)),
         "expected 2xx, got 503",
@@ -51,14 +51,14 @@ fn down() -> CheckOutcome {
 }
 
 /// Polls at `at` and expects exactly one dispatch.
-fn one(engine: &mut Engine, at: Instant) -> Dispatch {
+pub(super) fn one(engine: &mut Engine, at: Instant) -> Dispatch {
     let mut dispatches = engine.poll(at, wall());
     assert_eq!(dispatches.len(), 1, "expected one dispatch at {at:?}");
     dispatches.pop().unwrap()
 }
 
 /// Runs a single monitor's check whenever due, with `outcome`, and returns the next due time.
-fn run_once(engine: &mut Engine, id: Uuid, outcome: CheckOutcome) -> Instant {
+pub(super) fn run_once(engine: &mut Engine, id: Uuid, outcome: CheckOutcome) -> Instant {
     let at = engine.due_at(id).expect("scheduled");
     let dispatch = one(engine, at);
     let finished = engine.complete(&dispatch.key, outcome, at, wall());

@@ -86,11 +86,11 @@ impl RollingHealth {
                 self.paused_until = None;
                 return Some(PauseTransition::Resumed);
             }
-            return self.pause(now + self.cooldown);
+            return self.pause(now.checked_add(self.cooldown).unwrap_or(now));
         }
         let full = self.window.len() == self.size;
         if full && self.pause_below > 0.0 && rate < self.pause_below {
-            return self.pause(now + self.cooldown);
+            return self.pause(now.checked_add(self.cooldown).unwrap_or(now));
         }
         None
     }
