@@ -19,6 +19,12 @@ pub enum ApiError {
     Unauthorized(String),
     #[error("{0}")]
     Forbidden(String),
+    /// The poller behind valid credentials was deleted: its agent should stop probing.
+    #[error("{0}")]
+    PollerDeleted(String),
+    /// The poller behind valid credentials is disabled: its agent should pause until enabled.
+    #[error("{0}")]
+    PollerDisabled(String),
     #[error("{0}")]
     NotFound(String),
     #[error("{0}")]
@@ -49,6 +55,8 @@ impl ApiError {
             ApiError::BadRequest { code, .. } => (StatusCode::BAD_REQUEST, code),
             ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
             ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
+            ApiError::PollerDeleted(_) => (StatusCode::UNAUTHORIZED, "poller_deleted"),
+            ApiError::PollerDisabled(_) => (StatusCode::FORBIDDEN, "poller_disabled"),
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             ApiError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
             ApiError::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use shared_proto::poller_api::RegisterRequest;
 use tokio::sync::{mpsc, watch, Notify};
+use tokio::task::JoinSet;
 
 use crate::checks::Checker;
 use crate::config::AgentConfig;
@@ -116,6 +117,7 @@ pub async fn run(
         retention: config.retention,
         max_bytes: config.queue_max_bytes,
     };
+    let health_metrics = metrics.clone();
     let uploader = Uploader {
         client,
         store,
@@ -124,19 +126,59 @@ pub async fn run(
         batch_interval: config.batch_interval,
         results: signal,
     };
-    let tasks = [
-        tokio::spawn(runner.run(engine_rx, stop_rx.clone())),
-        tokio::spawn(writer.run(results_rx)),
-        tokio::spawn(housekeeping.run(stop_rx.clone())),
-        tokio::spawn(sync.run(stop_rx.clone())),
-        tokio::spawn(heartbeats.run(stop_rx.clone())),
-        tokio::spawn(uploader.run(stop_rx)),
-    ];
-    for task in tasks {
-        task.await.context("an agent task failed")?;
-    }
+    let mut tasks = JoinSet::new();
+    let stopping = stop_rx.clone();
+    tasks.spawn(named("runner", runner.run(engine_rx, stop_rx.clone())));
+    tasks.spawn(named("queue writer", writer.run(results_rx)));
+    tasks.spawn(named("housekeeping", housekeeping.run(stop_rx.clone())));
+    tasks.spawn(named("assignment sync", sync.run(stop_rx.clone())));
+    tasks.spawn(named("heartbeats", heartbeats.run(stop_rx.clone())));
+    tasks.spawn(named("uploader", uploader.run(stop_rx)));
+    supervise(tasks, stopping, &health_metrics).await?;
     tracing::info!("agent stopped");
     Ok(())
+}
+
+/// Runs `task` and says which one it was when it ends.
+async fn named(name: &'static str, task: impl Future<Output = ()>) -> &'static str {
+    task.await;
+    name
+}
+
+/// Waits for the agent's tasks. They end only when asked to stop: one that ends before (it
+/// returned, or panicked) leaves the agent unable to do its work, so the agent says which,
+/// fails `/healthz`, and exits with an error for its supervisor (Docker's restart policy) to
+/// start it afresh. Results already queued are safe in SQLite.
+async fn supervise(
+    mut tasks: JoinSet<&'static str>,
+    stopping: watch::Receiver<bool>,
+    metrics: &AgentMetrics,
+) -> anyhow::Result<()> {
+    while let Some(ended) = tasks.join_next().await {
+        if *stopping.borrow() {
+            continue;
+        }
+        let what = match ended {
+            Ok(name) => format!("the {name} task stopped unexpectedly"),
+            Err(e) if e.is_panic() => {
+                format!("an agent task panicked: {}", panic_message(e.into_panic()))
+            }
+            Err(e) => format!("an agent task was cancelled: {e}"),
+        };
+        metrics.update_state(|s| s.failed_task = Some(what.clone()));
+        tracing::error!("{what}; the agent exits so that it can be restarted");
+        anyhow::bail!("{what}");
+    }
+    Ok(())
+}
+
+/// The text a panic carried, when it carried text.
+pub fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".into())
 }
 
 /// Stored credentials, or a registration with the one-time token. `None` if asked to stop

@@ -1,5 +1,6 @@
-//! The agent's local HTTP endpoints: `/healthz` (alive), `/readyz` (registered and talking to
-//! central recently, or at least polling), `/metrics` (Prometheus).
+//! The agent's local HTTP endpoints: `/healthz` (alive: every task running), `/readyz`
+//! (registered and polling, which goes on while central is away, but not while central has
+//! disabled or deleted the poller), `/metrics` (Prometheus).
 
 use std::sync::Arc;
 
@@ -14,7 +15,7 @@ use crate::metrics::AgentMetrics;
 
 pub fn router(metrics: Arc<AgentMetrics>) -> Router {
     Router::new()
-        .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
+        .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(render_metrics))
         .with_state(metrics)
@@ -23,7 +24,7 @@ pub fn router(metrics: Arc<AgentMetrics>) -> Router {
 async fn readyz(State(metrics): State<Arc<AgentMetrics>>) -> impl IntoResponse {
     let state = metrics.state();
     // Ready once registered: polling continues while central is away, which is the point.
-    let status = if state.poller_id.is_some() {
+    let status = if state.poller_id.is_some() && state.checks_stopped.is_none() {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
@@ -32,6 +33,16 @@ async fn readyz(State(metrics): State<Arc<AgentMetrics>>) -> impl IntoResponse {
         status,
         Json(json!({"ready": status == StatusCode::OK, "state": state})),
     )
+}
+
+async fn healthz(State(metrics): State<Arc<AgentMetrics>>) -> impl IntoResponse {
+    match metrics.state().failed_task {
+        None => (StatusCode::OK, Json(json!({"status": "ok"}))),
+        Some(task) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"status": "failed", "failed_task": task})),
+        ),
+    }
 }
 
 async fn render_metrics(State(metrics): State<Arc<AgentMetrics>>) -> impl IntoResponse {

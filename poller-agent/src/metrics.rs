@@ -45,6 +45,8 @@ pub struct AgentMetrics {
     pub results_lost: Counter,
     pub results_dropped: Counter,
     pub upload_failures: Counter,
+    /// 1 while central has disabled or deleted this poller and its checks are stopped.
+    pub checks_stopped: Gauge,
     pub state: Mutex<AgentState>,
 }
 
@@ -59,6 +61,10 @@ pub struct AgentState {
     #[serde(skip)]
     pub unreported_errors: Vec<String>,
     pub queue_depth: u64,
+    /// Set while central has disabled or deleted this poller: why its checks are stopped.
+    pub checks_stopped: Option<String>,
+    /// Set when one of the agent's tasks died: the agent is exiting.
+    pub failed_task: Option<String>,
 }
 
 /// 1 ms … ~16 s.
@@ -84,6 +90,7 @@ impl AgentMetrics {
             results_lost: Counter::default(),
             results_dropped: Counter::default(),
             upload_failures: Counter::default(),
+            checks_stopped: Gauge::default(),
             state: Mutex::new(AgentState::default()),
             registry: Registry::default(),
         };
@@ -126,6 +133,11 @@ impl AgentMetrics {
             "monitors",
             "Monitors assigned to this agent",
             metrics.monitors.clone(),
+        );
+        registry.register(
+            "checks_stopped",
+            "1 while central has disabled or deleted this poller, so its checks are stopped",
+            metrics.checks_stopped.clone(),
         );
         registry.register(
             "queue_depth",

@@ -12,6 +12,8 @@ use anyhow::{bail, Context};
 use serde_json::{json, Value};
 use tokio::process::{Child, Command};
 
+pub mod hostile;
+
 pub const ADMIN_TOKEN: &str = "e2e-admin-token-0123456789";
 
 /// Directory holding the built binaries, built on first use.
@@ -420,6 +422,25 @@ impl Agent {
 
     pub fn is_running(&self) -> bool {
         self.child.is_some()
+    }
+
+    /// The process id of the running process.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref()?.id()
+    }
+
+    /// How the process ended, if it has (without waiting); `None` while it runs.
+    pub fn exit_status(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.as_mut()?.try_wait().ok().flatten()
+    }
+
+    /// The process's peak resident memory so far (`VmHWM` from `/proc/<pid>/status`), in bytes;
+    /// `None` when it is not running or not on Linux.
+    pub fn peak_rss_bytes(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()?)).ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib * 1024)
     }
 
     /// Waits for the process to exit by itself; `None` if it is still running after `timeout`.

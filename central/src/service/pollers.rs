@@ -124,14 +124,15 @@ impl App {
             return Err(invalid());
         }
         let now = now_ms();
+        // A deleted or disabled poller is told so first (its agent stops or pauses its checks
+        // on that answer), and before its token is spent, so that a disabled one can refresh
+        // normally once an operator enables it again.
+        self.live_poller(&row.poller_id).await?;
         if row.revoked_at.is_some() || row.expires_at <= now {
             return Err(ApiError::Unauthorized(
                 "refresh token is revoked or expired; re-register the poller with a new registration token".into(),
             ));
         }
-        // A disabled (or deleted) poller is refused before its token is spent, so that it can
-        // refresh normally once an operator enables it again.
-        self.live_poller(&row.poller_id).await?;
         if row.spent_at.is_some() || !self.store.spend_refresh_token(&row.id, now).await? {
             // An agent whose answer was lost retries with the same token moments later, its
             // successor never used: give it a fresh successor instead of locking it out.
@@ -193,11 +194,17 @@ impl App {
 
     async fn live_poller(&self, id: &str) -> ApiResult<PollerRow> {
         let poller = self.store.poller(id).await?.ok_or_else(|| {
-            ApiError::Unauthorized("this poller was deleted; re-register it".into())
+            ApiError::PollerDeleted(
+                "this poller was deleted, so it must stop checking; to bring it back, register it \
+                 again with a new registration token"
+                    .into(),
+            )
         })?;
         if !poller.enabled {
-            return Err(ApiError::Forbidden(
-                "this poller is disabled; an operator can enable it with PATCH /api/v1/pollers/{id}".into(),
+            return Err(ApiError::PollerDisabled(
+                "this poller is disabled, so it must pause its checks; an operator can enable it \
+                 with PATCH /api/v1/pollers/{id}"
+                    .into(),
             ));
         }
         Ok(poller)

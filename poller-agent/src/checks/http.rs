@@ -123,8 +123,10 @@ impl HttpClients {
             outcome.validators = validators;
             return with_target_state(outcome);
         }
+        // What the target asked for; the engine decides when the next check really runs
+        // (`meta.engine.next_due_at`).
         let wait_text = wait.map_or(String::new(), |d| {
-            format!(", retry after {} s", d.as_secs())
+            format!(", target asks to retry after {} s", d.as_secs())
         });
         if code == 429 && !settings.expected_status.contains(&429) {
             return with_target_state(CheckOutcome {
@@ -604,7 +606,10 @@ mod tests {
             .await;
         assert_eq!(busy.status, ResultStatus::RateLimited);
         assert_eq!(busy.retry_after, Some(Duration::from_secs(120)));
-        assert_eq!(busy.msg, "rate limited (429), retry after 120 s");
+        assert_eq!(
+            busy.msg,
+            "rate limited (429), target asks to retry after 120 s"
+        );
 
         let conditional = HttpSettings {
             conditional: true,

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
+use serde_json::json;
 use shared_proto::poller_api::{CheckResult, EngineEvent, SchedulerHealth};
 use shared_proto::AssignedMonitor;
 use tokio::sync::{mpsc, watch, Notify, Semaphore};
@@ -140,7 +141,14 @@ impl Runner {
                         samples.lock().unwrap_or_else(|p| p.into_inner()).push(lag);
                     }
                     let (started, started_at) = (Instant::now(), clock.wall());
-                    let outcome = checker.run(&dispatch.monitor, dispatch.validators).await;
+                    let (monitor, validators) =
+                        (dispatch.monitor.clone(), dispatch.validators.clone());
+                    let limit = hard_limit(&monitor);
+                    let outcome = guarded(
+                        async move { checker.run(&monitor, validators).await },
+                        limit,
+                    )
+                    .await;
                     metrics
                         .check_latency
                         .observe(started.elapsed().as_secs_f64());
@@ -236,6 +244,39 @@ impl Runner {
     }
 }
 
+/// Longer than any check should take: its own timeout, plus room for a check that runs a few
+/// steps each bounded by it (DNS, then connect, then TLS).
+fn hard_limit(monitor: &AssignedMonitor) -> Duration {
+    Duration::from_millis(monitor.timeout_ms.saturating_mul(3)).max(Duration::from_secs(5))
+}
+
+/// Runs one check in a task of its own, so that whatever it does, an outcome comes back and
+/// the engine frees its slots: a check that panics is a failed result (and an `error` log
+/// line), one that outlives `limit` is cancelled and failed.
+pub async fn guarded(
+    check: impl std::future::Future<Output = CheckOutcome> + Send + 'static,
+    limit: Duration,
+) -> CheckOutcome {
+    let mut task = tokio::spawn(check);
+    match tokio::time::timeout(limit, &mut task).await {
+        Ok(Ok(outcome)) => outcome,
+        Ok(Err(e)) if e.is_panic() => {
+            let message = crate::agent::panic_message(e.into_panic());
+            tracing::error!("a check panicked: {message}");
+            CheckOutcome::down(None, format!("the check crashed: {message}"), json!({}))
+        }
+        Ok(Err(e)) => CheckOutcome::down(None, format!("the check was cancelled: {e}"), json!({})),
+        Err(_) => {
+            task.abort();
+            CheckOutcome::down(
+                None,
+                format!("the check did not finish within {} ms", limit.as_millis()),
+                json!({}),
+            )
+        }
+    }
+}
+
 /// Writes results to the queue in small transactions: whatever has arrived since the last
 /// write goes in one, so thousands per second cost a handful of commits.
 pub struct QueueWriter {
@@ -300,5 +341,30 @@ impl QueueWriter {
             }
         }
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shared_proto::poller_api::ResultStatus;
+
+    #[tokio::test]
+    async fn a_panicking_check_is_a_failed_result() {
+        let outcome = guarded(async { panic!("bug in a check") }, Duration::from_secs(5)).await;
+        assert_eq!(outcome.status, ResultStatus::Down);
+        assert_eq!(outcome.msg, "the check crashed: bug in a check");
+    }
+
+    #[tokio::test]
+    async fn a_check_that_never_ends_is_cut_off() {
+        let outcome = guarded(std::future::pending(), Duration::from_millis(50)).await;
+        assert_eq!(outcome.msg, "the check did not finish within 50 ms");
+        let fine = guarded(
+            async { CheckOutcome::up(Duration::from_millis(1), json!({})) },
+            Duration::from_secs(5),
+        )
+        .await;
+        assert_eq!(fine.status, ResultStatus::Up);
     }
 }

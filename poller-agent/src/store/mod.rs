@@ -67,7 +67,10 @@ impl LocalStore {
         let conn = Connection::open(&path)
             .with_context(|| format!("cannot open the queue database {}", path.display()))?;
         conn.execute_batch(
-            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;",
+            // FULL: a commit is on disk before the agent relies on it. With NORMAL, a power
+            // loss may roll back the last commits: a queued result would be lost, or new
+            // credentials, leaving the agent with a refresh token central has already spent.
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA busy_timeout = 5000;",
         )
         .and_then(|_| conn.execute_batch(SCHEMA))
         .with_context(|| {
@@ -98,5 +101,21 @@ impl LocalStore {
         .await
         .context("queue database task failed")?
         .context("queue database error")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn every_commit_is_on_disk_before_it_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalStore::open(dir.path()).unwrap();
+        let synchronous: i64 = store
+            .with_conn(|c| c.query_row("PRAGMA synchronous", [], |r| r.get(0)))
+            .await
+            .unwrap();
+        assert_eq!(synchronous, 2, "FULL");
     }
 }

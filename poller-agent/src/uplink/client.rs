@@ -27,6 +27,10 @@ pub enum UplinkError {
     },
     #[error("this agent's credentials were revoked: {0}")]
     CredentialsRevoked(String),
+    #[error("central deleted this poller: {0}")]
+    PollerDeleted(String),
+    #[error("central disabled this poller: {0}")]
+    PollerDisabled(String),
     #[error("the agent has no credentials yet")]
     NotRegistered,
     #[error(transparent)]
@@ -44,11 +48,42 @@ impl UplinkError {
     }
 }
 
+/// Whether central lets this poller work, as its last authenticated answer said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Standing {
+    Active,
+    /// Paused by an operator: checks stop until central accepts the poller again.
+    Disabled(String),
+    /// Gone for good: checks stop; the queue is kept for an operator to inspect.
+    Deleted(String),
+}
+
+impl Standing {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Standing::Active => "active",
+            Standing::Disabled(_) => "disabled",
+            Standing::Deleted(_) => "deleted",
+        }
+    }
+
+    /// `disabled: <central's message>`
+    pub fn describe(&self) -> String {
+        match self {
+            Standing::Active => "active".into(),
+            Standing::Disabled(message) | Standing::Deleted(message) => {
+                format!("{}: {message}", self.name())
+            }
+        }
+    }
+}
+
 pub struct CentralClient {
     http: reqwest::Client,
     base: url::Url,
     store: LocalStore,
     credentials: Mutex<Option<Credentials>>,
+    standing: tokio::sync::watch::Sender<Standing>,
 }
 
 /// Refresh when the access token has less than this left.
@@ -83,7 +118,45 @@ impl CentralClient {
             base,
             store,
             credentials: Mutex::new(None),
+            standing: tokio::sync::watch::Sender::new(Standing::Active),
         })
+    }
+
+    /// Follows what central says of this poller: every task that probes or syncs stops or
+    /// resumes on it.
+    pub fn standing(&self) -> tokio::sync::watch::Receiver<Standing> {
+        self.standing.subscribe()
+    }
+
+    /// Records what an authenticated call's answer says of the poller; logs changes once.
+    fn observe<T>(&self, outcome: &Result<T, UplinkError>) {
+        let standing = match outcome {
+            Ok(_) => Standing::Active,
+            Err(UplinkError::PollerDisabled(message)) => Standing::Disabled(message.clone()),
+            Err(UplinkError::PollerDeleted(message)) => Standing::Deleted(message.clone()),
+            Err(_) => return,
+        };
+        self.standing.send_if_modified(|current| {
+            if current.name() == standing.name() {
+                return false;
+            }
+            match &standing {
+                Standing::Active => {
+                    tracing::warn!("central accepts this poller again: checks resume")
+                }
+                Standing::Disabled(message) => tracing::error!(
+                    "central disabled this poller: checks stopped, queued results kept; \
+                     they resume when an operator enables it ({message})"
+                ),
+                Standing::Deleted(message) => tracing::error!(
+                    "central deleted this poller: checks stopped, queued results kept in \
+                     POLLER_DATA_DIR; give the agent a new POLLER_REGISTRATION_TOKEN and remove \
+                     its credentials to register it again ({message})"
+                ),
+            }
+            *current = standing;
+            true
+        });
     }
 
     fn url(&self, path: &str) -> String {
@@ -136,7 +209,10 @@ impl CentralClient {
                     message,
                     ..
                 }) => return Err(UplinkError::CredentialsRevoked(message)),
-                other => other?,
+                other => {
+                    self.observe(&other);
+                    other?
+                }
             };
             let renewed = Credentials {
                 poller_id: credentials.poller_id,
@@ -157,13 +233,15 @@ impl CentralClient {
         build: impl Fn(&reqwest::Client, &str) -> reqwest::RequestBuilder,
     ) -> Result<T, UplinkError> {
         let token = self.access_token(None).await?;
-        match decode(build(&self.http, &token).send().await).await {
+        let outcome = match decode(build(&self.http, &token).send().await).await {
             Err(UplinkError::Refused { status: 401, .. }) => {
                 let token = self.access_token(Some(&token)).await?;
                 decode(build(&self.http, &token).send().await).await
             }
             other => other,
-        }
+        };
+        self.observe(&outcome);
+        outcome
     }
 
     fn post<'a, B: Serialize>(
@@ -234,6 +312,11 @@ async fn decode<T: DeserializeOwned>(
         Ok(error) => (error.error, error.message),
         Err(_) => (String::new(), body.chars().take(300).collect()),
     };
+    match code.as_str() {
+        "poller_deleted" => return Err(UplinkError::PollerDeleted(message)),
+        "poller_disabled" => return Err(UplinkError::PollerDisabled(message)),
+        _ => {}
+    }
     Err(UplinkError::Refused {
         status: status.as_u16(),
         code,

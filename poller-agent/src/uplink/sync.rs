@@ -9,6 +9,7 @@ use shared_proto::AssignedMonitor;
 use tokio::sync::{mpsc, watch, Notify};
 use uuid::Uuid;
 
+use super::client::Standing;
 use super::{retry_delay, CentralClient, UplinkError};
 use crate::engine::runner::{AssignmentUpdate, EngineReport};
 use crate::metrics::AgentMetrics;
@@ -124,7 +125,19 @@ impl AssignmentSync {
             Err(e) => tracing::warn!("assignment cache unreadable, waiting for central: {e:#}"),
         }
         let mut failures = 0u32;
+        let mut standing = self.client.standing();
         loop {
+            let stood = standing.borrow_and_update().clone();
+            if stood != Standing::Active {
+                self.stop_checks(&stood, &mut current).await;
+                tokio::select! {
+                    _ = standing.changed() => {}
+                    _ = shutdown.changed() => return,
+                }
+                continue;
+            }
+            self.metrics.checks_stopped.set(0);
+            self.metrics.update_state(|s| s.checks_stopped = None);
             let since = *self.version.borrow();
             // A long poll: central answers at once when something changed, else when
             // something changes, else after the wait; then we ask again straight away.
@@ -132,6 +145,9 @@ impl AssignmentSync {
             let request = self.client.assignments(since, LONG_POLL);
             let outcome = tokio::select! {
                 outcome = request => outcome,
+                // A heartbeat learned that central disabled or deleted the poller: stop now,
+                // not when the long poll ends.
+                _ = standing.changed() => continue,
                 _ = shutdown.changed() => return,
             };
             match outcome {
@@ -160,9 +176,41 @@ impl AssignmentSync {
             tokio::select! {
                 // A heartbeat that reports a newer version cuts the back-off short.
                 _ = self.changed.notified() => {}
+                _ = standing.changed() => {}
                 _ = tokio::time::sleep(retry_delay(failures).min(MAX_RETRY)) => {}
                 _ = shutdown.changed() => return,
             }
+        }
+    }
+
+    /// Central disabled or deleted this poller: another poller owns its monitors now, so it
+    /// stops probing them at once, and forgets them (the cache too, so that a restart does
+    /// not resume them). Queued results stay. A full set is asked for once central accepts
+    /// the poller again.
+    async fn stop_checks(
+        &self,
+        standing: &Standing,
+        current: &mut BTreeMap<Uuid, AssignedMonitor>,
+    ) {
+        self.metrics.checks_stopped.set(1);
+        self.metrics
+            .update_state(|s| s.checks_stopped = Some(standing.describe()));
+        if current.is_empty() && *self.version.borrow() == 0 {
+            return;
+        }
+        current.clear();
+        let _ = self
+            .engine
+            .send(AssignmentUpdate::Replace(Vec::new()))
+            .await;
+        self.version.send_replace(0);
+        self.metrics.update_state(|s| s.assignment_version = None);
+        let empty = CachedAssignments {
+            version: 0,
+            monitors: Vec::new(),
+        };
+        if let Err(e) = self.store.save_assignments(&empty).await {
+            tracing::warn!("could not clear the assignment cache: {e:#}");
         }
     }
 
@@ -215,6 +263,10 @@ impl AssignmentSync {
 pub(super) fn log_uplink_error(what: &str, error: &UplinkError) {
     match error {
         UplinkError::Unreachable(_) => tracing::warn!("{what}: {error}; will retry"),
+        // Said once, when it happens, by the client.
+        UplinkError::PollerDeleted(_) | UplinkError::PollerDisabled(_) => {
+            tracing::debug!("{what}: {error}")
+        }
         UplinkError::CredentialsRevoked(_) => tracing::error!(
             "{what}: {error}. Polling continues and results stay queued; give the agent a new \
              POLLER_REGISTRATION_TOKEN and remove the credentials from POLLER_DATA_DIR to re-register"
