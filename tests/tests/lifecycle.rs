@@ -141,11 +141,12 @@ async fn refresh_tokens_rotate_tolerate_a_lost_answer_and_detect_reuse() -> anyh
     );
 
     // The answer carrying r2 was "lost": the agent retries with r1 and gets a working r3;
-    // r2, never used, is withdrawn.
+    // r2, never used, is superseded (presenting it would now revoke the family, see
+    // `a_replayed_refresh_token_is_caught_when_its_victim_refreshes`).
     let (status, retried) = api.refresh(&r1).await;
     assert_eq!(status, 200, "{retried}");
+    let _superseded_r2 = r2;
     let r3 = retried["refresh_token"].as_str().unwrap().to_string();
-    assert_eq!(api.refresh(&r2).await.0, 401);
     let (status, renewed) = api.refresh(&r3).await;
     assert_eq!(status, 200);
     let r4 = renewed["refresh_token"].as_str().unwrap().to_string();
@@ -168,6 +169,90 @@ async fn refresh_tokens_rotate_tolerate_a_lost_answer_and_detect_reuse() -> anyh
     assert_eq!(api.refresh(&r5).await.0, 401, "the whole family is revoked");
     // Access tokens already issued stay valid until they expire (at most 15 minutes).
     assert_eq!(api.heartbeat(&access).await, 200);
+    Ok(())
+}
+
+/// RFC 9700 §4.14.2: a replayer inside the retry grace gets a fresh token and supersedes the
+/// victim's; when the victim presents its superseded token, the whole family is revoked, so the
+/// theft is revealed instead of silently succeeding.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replayed_refresh_token_is_caught_when_its_victim_refreshes() -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    let api = Api {
+        http: reqwest::Client::new(),
+        base: central.url.clone(),
+    };
+    let token = central.registration_token().await?;
+    let (_, registered) = api.register(&token, "edge", "eu").await;
+    let r1 = registered["refresh_token"].as_str().unwrap().to_string();
+
+    let (status, victim) = api.refresh(&r1).await;
+    assert_eq!(status, 200);
+    let victims_r2 = victim["refresh_token"].as_str().unwrap().to_string();
+    let (status, thief) = api.refresh(&r1).await;
+    assert_eq!(
+        status, 200,
+        "a replay inside the grace looks like a retry: {thief}"
+    );
+    let thiefs_r3 = thief["refresh_token"].as_str().unwrap().to_string();
+
+    let (status, refused) = api.refresh(&victims_r2).await;
+    assert_eq!(status, 401, "{refused}");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("already used"),
+        "{refused}"
+    );
+    assert_eq!(
+        api.refresh(&thiefs_r3).await.0,
+        401,
+        "the replayer's chain is revoked with the family"
+    );
+    assert!(
+        central.log().contains("suspected theft"),
+        "logged as a suspected theft"
+    );
+    Ok(())
+}
+
+/// Two refreshes racing with one token are a retry, not a reuse: both get a pair (the later
+/// one superseding the earlier), and the family survives the race.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_refreshes_with_one_token_do_not_revoke_the_family() -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    let api = Api {
+        http: reqwest::Client::new(),
+        base: central.url.clone(),
+    };
+    for round in 0..5 {
+        let token = central.registration_token().await?;
+        let (_, registered) = api.register(&token, &format!("edge-{round}"), "eu").await;
+        let refresh = registered["refresh_token"].as_str().unwrap().to_string();
+        let ((a_status, a), (b_status, b)) =
+            tokio::join!(api.refresh(&refresh), api.refresh(&refresh));
+        assert_eq!((a_status, b_status), (200, 200), "round {round}: {a} {b}");
+        for answer in [&a, &b] {
+            let access = answer["access_token"].as_str().unwrap();
+            assert_eq!(api.heartbeat(access).await, 200, "round {round}");
+        }
+        // One successor was superseded by the other; the live one keeps the family going.
+        let outcomes = [
+            api.refresh(b["refresh_token"].as_str().unwrap()).await.0,
+            api.refresh(a["refresh_token"].as_str().unwrap()).await.0,
+        ];
+        assert!(
+            outcomes[0] == 200 || outcomes == [401, 401],
+            "round {round}: {outcomes:?}"
+        );
+    }
+    assert!(
+        !central
+            .log()
+            .contains("spent refresh token presented again"),
+        "no race was taken for a reuse"
+    );
     Ok(())
 }
 

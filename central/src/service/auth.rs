@@ -24,6 +24,32 @@ const AUDIENCE: &str = "poller-api";
 /// `verify`'s answer for a `kid` it does not know (perhaps one another replica just added).
 pub const UNKNOWN_KEY: &str = "access token was signed with an unknown key; refresh it";
 
+/// Lets an expensive action happen at most once per `gap`, whoever asks: the first caller
+/// after the gap gets `true`, everyone else meanwhile `false`.
+#[derive(Debug)]
+pub struct ReloadGate {
+    gap: std::time::Duration,
+    last: std::sync::Mutex<Option<std::time::Instant>>,
+}
+
+impl ReloadGate {
+    pub fn new(gap: std::time::Duration) -> Self {
+        Self {
+            gap,
+            last: std::sync::Mutex::new(None),
+        }
+    }
+
+    pub fn try_begin(&self, now: std::time::Instant) -> bool {
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        if last.is_some_and(|at| now.saturating_duration_since(at) < self.gap) {
+            return false;
+        }
+        *last = Some(now);
+        true
+    }
+}
+
 /// 256 random bits, hex.
 pub fn new_secret() -> String {
     let mut bytes = [0u8; 32];
@@ -280,5 +306,18 @@ mod tests {
         assert!(constant_time_eq("abc", "abc"));
         assert!(!constant_time_eq("abc", "abd"));
         assert!(!constant_time_eq("abc", "ab"));
+    }
+
+    #[test]
+    fn unknown_kids_reload_keys_at_most_once_per_gap() {
+        let gate = ReloadGate::new(std::time::Duration::from_secs(5));
+        let t0 = std::time::Instant::now();
+        assert!(gate.try_begin(t0), "the first unknown kid looks");
+        let flood = (0..1000)
+            .filter(|i| gate.try_begin(t0 + std::time::Duration::from_millis(*i)))
+            .count();
+        assert_eq!(flood, 0, "a flood within the gap costs nothing");
+        assert!(gate.try_begin(t0 + std::time::Duration::from_secs(5)));
+        assert!(!gate.try_begin(t0 + std::time::Duration::from_secs(6)));
     }
 }

@@ -26,6 +26,8 @@ use auth::JwtKeys;
 const ADMIN_TOKEN_SETTING: &str = "admin_token_sha256";
 const JWT_KEY_SETTING: &str = "jwt_signing_key";
 const MAX_ACCESS_TTL: Duration = Duration::from_secs(15 * 60);
+/// The shortest time between two key reloads caused by unknown `kid`s.
+const KEY_RELOAD_GAP: Duration = Duration::from_secs(5);
 
 /// Shared state of a running central.
 pub struct App {
@@ -39,6 +41,9 @@ pub struct App {
     admin_token_sha256: String,
     /// Reloaded when a token names a key this replica has not seen (another one rotated).
     jwt: std::sync::RwLock<JwtKeys>,
+    /// Unknown `kid`s reload the keys at most this often: a forged token must not cost a
+    /// database read each.
+    key_reloads: auth::ReloadGate,
     pub metrics: Metrics,
     /// One placement pass at a time, so that two passes never undo each other's moves.
     reconcile_lock: Mutex<()>,
@@ -89,6 +94,7 @@ impl App {
             access_ttl: chrono::Duration::from_std(access_ttl).context("access token ttl")?,
             admin_token_sha256,
             jwt: std::sync::RwLock::new(jwt),
+            key_reloads: auth::ReloadGate::new(KEY_RELOAD_GAP),
             metrics: Metrics::new(),
             reconcile_lock: Mutex::new(()),
             assignment_version: watch::Sender::new(version),
@@ -121,6 +127,11 @@ impl App {
             .unwrap_or_else(|p| p.into_inner())
             .verify(token);
         if !matches!(&first, Err(e) if e == auth::UNKNOWN_KEY) {
+            return first;
+        }
+        // Another replica may have rotated the key: look, but not more often than the gate
+        // allows; meanwhile unknown kids are refused cheaply (a real agent just refreshes).
+        if !self.key_reloads.try_begin(std::time::Instant::now()) {
             return first;
         }
         let stored = match self.store.setting(JWT_KEY_SETTING).await {

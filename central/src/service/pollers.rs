@@ -18,6 +18,8 @@ const REFRESH_TTL_MS: i64 = 90 * 24 * 3600 * 1000;
 const DEGRADED_QUEUE_DEPTH: i64 = 10_000;
 /// How long a spent refresh token may be presented again as a retry (see `refresh_poller_token`).
 const REFRESH_RETRY_GRACE_MS: i64 = 60_000;
+/// `revoked_reason` of a successor revoked because its parent was presented again in the grace.
+const SUPERSEDED: &str = "superseded";
 const DEGRADED_QUEUE_AGE_MS: i64 = 15 * 60 * 1000;
 
 /// `GET /api/v1/pollers` filters.
@@ -99,6 +101,7 @@ impl App {
             expires_at: now + REFRESH_TTL_MS,
             spent_at: None,
             revoked_at: None,
+            revoked_reason: None,
             replaced_by: None,
         };
         self.store.insert_refresh_token(&row, now).await?;
@@ -108,8 +111,12 @@ impl App {
         ))
     }
 
-    /// Trades a refresh token for a new pair. Each refresh token works once; presenting a spent
-    /// one revokes its whole family, because only a thief or a replay would do that.
+    /// Trades a refresh token for a new pair. Each refresh token works once (RFC 9700
+    /// §4.14.2): presenting a spent one revokes its whole family, because only a thief or a
+    /// replay would do that; except within a short grace, where an agent whose answer was lost
+    /// retries and gets a fresh successor, the unused one being revoked as `superseded`. Whoever
+    /// later presents a superseded token held the lost answer, so one of the two presenters was
+    /// a replayer: that too revokes the family, and the legitimate agent's next refresh tells it.
     pub async fn refresh_poller_token(&self, request: TokenRequest) -> ApiResult<TokenResponse> {
         let invalid =
             || ApiError::Unauthorized("refresh token is not valid; re-register the poller".into());
@@ -127,52 +134,96 @@ impl App {
         // A deleted or disabled poller is told so first (its agent stops or pauses its checks
         // on that answer), and before its token is spent, so that a disabled one can refresh
         // normally once an operator enables it again.
-        self.live_poller(&row.poller_id).await?;
+        let poller = self.live_poller(&row.poller_id).await?;
+        if row.revoked_reason.as_deref() == Some(SUPERSEDED) {
+            tracing::warn!(
+                poller_id = %row.poller_id,
+                "a superseded refresh token was presented: one of two holders replayed a token \
+                 (suspected theft); family revoked"
+            );
+            return Err(self.revoke_family(&row, now).await?);
+        }
         if row.revoked_at.is_some() || row.expires_at <= now {
             return Err(ApiError::Unauthorized(
                 "refresh token is revoked or expired; re-register the poller with a new registration token".into(),
             ));
         }
-        if row.spent_at.is_some() || !self.store.spend_refresh_token(&row.id, now).await? {
-            // An agent whose answer was lost retries with the same token moments later, its
-            // successor never used: give it a fresh successor instead of locking it out.
-            let retry = row
-                .spent_at
-                .is_some_and(|at| now - at <= REFRESH_RETRY_GRACE_MS)
-                && match &row.replaced_by {
-                    Some(successor) => {
-                        self.store
-                            .revoke_unused_refresh_token(successor, now)
-                            .await?
-                    }
-                    None => false,
-                };
-            if retry {
-                tracing::info!(poller_id = %row.poller_id, "refresh retried after a lost answer; successor replaced");
-                return self.renew_tokens(&row, now).await;
+        let row = if row.spent_at.is_none() {
+            let (refresh_token, successor) =
+                self.issue_refresh_token(&poller.id, &row.family_id).await?;
+            if self
+                .store
+                .spend_refresh_token(&row.id, now, &successor)
+                .await?
+            {
+                return self.token_pair(&poller, refresh_token, now);
             }
+            // Another request spent it at the same moment: nobody will ever see this
+            // successor. Read the token again and treat this one as a retry after it.
             self.store
-                .revoke_refresh_family(&row.family_id, now)
+                .revoke_unused_refresh_token(&successor, now, "orphaned")
                 .await?;
-            tracing::warn!(poller_id = %row.poller_id, "spent refresh token presented again; family revoked");
-            return Err(ApiError::Unauthorized(
-                "refresh token was already used, so every token of this poller is revoked; \
-                 re-register the poller with a new registration token"
-                    .into(),
-            ));
-        }
-        self.renew_tokens(&row, now).await
+            self.store
+                .refresh_token(&row.id)
+                .await?
+                .ok_or_else(invalid)?
+        } else {
+            row
+        };
+        self.refresh_again(row, &poller, now).await
     }
 
-    /// A new access token and the successor of the (now spent) refresh token `spent`.
-    async fn renew_tokens(&self, spent: &RefreshTokenRow, now: i64) -> ApiResult<TokenResponse> {
-        let poller = self.live_poller(&spent.poller_id).await?;
-        let (refresh_token, successor) = self
-            .issue_refresh_token(&poller.id, &spent.family_id)
-            .await?;
+    /// A spent token presented again: a retry after a lost answer within the grace (its
+    /// successor unused: that one is superseded and a new one issued), else reuse.
+    async fn refresh_again(
+        &self,
+        row: RefreshTokenRow,
+        poller: &PollerRow,
+        now: i64,
+    ) -> ApiResult<TokenResponse> {
+        let within_grace = row
+            .spent_at
+            .is_some_and(|at| now - at <= REFRESH_RETRY_GRACE_MS);
+        let superseded = match (&row.replaced_by, within_grace) {
+            (Some(successor), true) => {
+                self.store
+                    .revoke_unused_refresh_token(successor, now, SUPERSEDED)
+                    .await?
+            }
+            _ => false,
+        };
+        if !superseded {
+            tracing::warn!(poller_id = %row.poller_id, "spent refresh token presented again; family revoked");
+            return Err(self.revoke_family(&row, now).await?);
+        }
+        tracing::info!(poller_id = %row.poller_id, "refresh retried after a lost answer; successor superseded");
+        let (refresh_token, successor) =
+            self.issue_refresh_token(&poller.id, &row.family_id).await?;
         self.store
-            .set_refresh_successor(&spent.id, &successor)
+            .set_refresh_successor(&row.id, &successor)
             .await?;
+        self.token_pair(poller, refresh_token, now)
+    }
+
+    /// Revokes every refresh token descended from the same registration; the error to answer.
+    async fn revoke_family(&self, row: &RefreshTokenRow, now: i64) -> ApiResult<ApiError> {
+        self.store
+            .revoke_refresh_family(&row.family_id, now)
+            .await?;
+        Ok(ApiError::Unauthorized(
+            "refresh token was already used, so every token of this poller is revoked; \
+             re-register the poller with a new registration token"
+                .into(),
+        ))
+    }
+
+    /// A new access token beside `refresh_token`.
+    fn token_pair(
+        &self,
+        poller: &PollerRow,
+        refresh_token: String,
+        now: i64,
+    ) -> ApiResult<TokenResponse> {
         let poller_id = Uuid::try_parse(&poller.id).map_err(anyhow::Error::from)?;
         let (access_token, access_expires_at) = self.issue_access_token(poller_id, time_of(now))?;
         Ok(TokenResponse {

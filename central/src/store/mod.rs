@@ -83,6 +83,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "verdict time",
         include_str!("../../../migrations/sqlite/20261121000008_verdict_time.sql"),
     ),
+    (
+        20261121000009,
+        "refresh revoked reason",
+        include_str!("../../../migrations/sqlite/20261121000009_refresh_revoked_reason.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -124,6 +129,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261121000008,
         "verdict time",
         include_str!("../../../migrations/postgres/20261121000008_verdict_time.sql"),
+    ),
+    (
+        20261121000009,
+        "refresh revoked reason",
+        include_str!("../../../migrations/postgres/20261121000009_refresh_revoked_reason.sql"),
     ),
 ];
 

@@ -43,6 +43,8 @@ pub struct RefreshTokenRow {
     pub expires_at: i64,
     pub spent_at: Option<i64>,
     pub revoked_at: Option<i64>,
+    /// `superseded` for the unused successor revoked by a retry within the grace.
+    pub revoked_reason: Option<String>,
     pub replaced_by: Option<String>,
 }
 
@@ -56,6 +58,7 @@ impl FromRow<'_, AnyRow> for RefreshTokenRow {
             expires_at: row.try_get("expires_at")?,
             spent_at: row.try_get("spent_at")?,
             revoked_at: row.try_get("revoked_at")?,
+            revoked_reason: row.try_get("revoked_reason")?,
             replaced_by: row.try_get("replaced_by")?,
         })
     }
@@ -154,23 +157,33 @@ impl Store {
     pub async fn refresh_token(&self, id: &str) -> anyhow::Result<Option<RefreshTokenRow>> {
         Ok(sqlx::query_as(
             "SELECT id, poller_id, family_id, secret_hash, expires_at, spent_at, revoked_at, \
-             replaced_by FROM refresh_tokens WHERE id = $1",
+             revoked_reason, replaced_by FROM refresh_tokens WHERE id = $1",
         )
         .bind(id)
         .fetch_optional(&self.pool)
         .await?)
     }
 
-    /// Marks a refresh token spent; `false` if it was spent (or revoked) already, so that of two
-    /// concurrent refreshes with one token exactly one wins.
-    pub async fn spend_refresh_token(&self, id: &str, now: i64) -> anyhow::Result<bool> {
-        self.write_one(
-            "UPDATE refresh_tokens SET spent_at = $2 \
+    /// Marks a refresh token spent by `successor` (already stored), in one statement; `false`
+    /// if it was spent (or revoked) already, so that of two concurrent refreshes with one token
+    /// exactly one wins, and the loser finds the winner's successor when it reads again.
+    pub async fn spend_refresh_token(
+        &self,
+        id: &str,
+        now: i64,
+        successor: &str,
+    ) -> anyhow::Result<bool> {
+        let _guard = self.write_lock().await;
+        let done = sqlx::query(
+            "UPDATE refresh_tokens SET spent_at = $2, replaced_by = $3 \
              WHERE id = $1 AND spent_at IS NULL AND revoked_at IS NULL",
-            id,
-            now,
         )
-        .await
+        .bind(id)
+        .bind(now)
+        .bind(successor)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
     }
 
     /// Revokes every token of a family (reuse detection).
@@ -197,15 +210,25 @@ impl Store {
         Ok(())
     }
 
-    /// Revokes one refresh token if it is still unused; `false` if it was used or revoked.
-    pub async fn revoke_unused_refresh_token(&self, id: &str, now: i64) -> anyhow::Result<bool> {
-        self.write_one(
-            "UPDATE refresh_tokens SET revoked_at = $2 \
+    /// Revokes one refresh token if it is still unused, saying why; `false` if it was used or
+    /// revoked.
+    pub async fn revoke_unused_refresh_token(
+        &self,
+        id: &str,
+        now: i64,
+        reason: &str,
+    ) -> anyhow::Result<bool> {
+        let _guard = self.write_lock().await;
+        let done = sqlx::query(
+            "UPDATE refresh_tokens SET revoked_at = $2, revoked_reason = $3 \
              WHERE id = $1 AND spent_at IS NULL AND revoked_at IS NULL",
-            id,
-            now,
         )
-        .await
+        .bind(id)
+        .bind(now)
+        .bind(reason)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
     }
 
     /// Revokes every refresh token of a poller.
