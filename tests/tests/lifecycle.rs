@@ -12,6 +12,15 @@ struct Api {
 }
 
 impl Api {
+    fn of(central: &Central) -> Api {
+        Api {
+            http: reqwest::Client::new(),
+            base: central.url.clone(),
+        }
+    }
+}
+
+impl Api {
     async fn post(&self, path: &str, bearer: Option<&str>, body: Value) -> (u16, Value) {
         let mut request = self.http.post(format!("{}{path}", self.base)).json(&body);
         if let Some(token) = bearer {
@@ -51,10 +60,7 @@ impl Api {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn registration_tokens_rotate_and_revoke() -> anyhow::Result<()> {
     let central = Central::start().await?;
-    let api = Api {
-        http: reqwest::Client::new(),
-        base: central.url.clone(),
-    };
+    let api = Api::of(&central);
     let (status, created) = central
         .admin(
             Method::POST,
@@ -123,10 +129,7 @@ async fn registration_tokens_rotate_and_revoke() -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refresh_tokens_rotate_tolerate_a_lost_answer_and_detect_reuse() -> anyhow::Result<()> {
     let central = Central::start().await?;
-    let api = Api {
-        http: reqwest::Client::new(),
-        base: central.url.clone(),
-    };
+    let api = Api::of(&central);
     let token = central.registration_token().await?;
     let (_, registered) = api.register(&token, "edge", "eu").await;
     let r1 = registered["refresh_token"].as_str().unwrap().to_string();
@@ -178,10 +181,7 @@ async fn refresh_tokens_rotate_tolerate_a_lost_answer_and_detect_reuse() -> anyh
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replayed_refresh_token_is_caught_when_its_victim_refreshes() -> anyhow::Result<()> {
     let central = Central::start().await?;
-    let api = Api {
-        http: reqwest::Client::new(),
-        base: central.url.clone(),
-    };
+    let api = Api::of(&central);
     let token = central.registration_token().await?;
     let (_, registered) = api.register(&token, "edge", "eu").await;
     let r1 = registered["refresh_token"].as_str().unwrap().to_string();
@@ -222,10 +222,7 @@ async fn a_replayed_refresh_token_is_caught_when_its_victim_refreshes() -> anyho
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_refreshes_with_one_token_do_not_revoke_the_family() -> anyhow::Result<()> {
     let central = Central::start().await?;
-    let api = Api {
-        http: reqwest::Client::new(),
-        base: central.url.clone(),
-    };
+    let api = Api::of(&central);
     for round in 0..5 {
         let token = central.registration_token().await?;
         let (_, registered) = api.register(&token, &format!("edge-{round}"), "eu").await;
@@ -259,10 +256,7 @@ async fn concurrent_refreshes_with_one_token_do_not_revoke_the_family() -> anyho
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn disabling_and_deleting_a_poller_take_effect_on_its_next_call() -> anyhow::Result<()> {
     let central = Central::start().await?;
-    let api = Api {
-        http: reqwest::Client::new(),
-        base: central.url.clone(),
-    };
+    let api = Api::of(&central);
     let (_, eu) = api
         .register(&central.registration_token().await?, "eu-1", "eu")
         .await;
@@ -378,10 +372,7 @@ async fn disabling_and_deleting_a_poller_take_effect_on_its_next_call() -> anyho
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn registration_attempts_are_rate_limited_per_address() -> anyhow::Result<()> {
     let central = Central::start_with(&[("CENTRAL_AUTH_RATE_LIMIT", "2")]).await?;
-    let api = Api {
-        http: reqwest::Client::new(),
-        base: central.url.clone(),
-    };
+    let api = Api::of(&central);
     let mut limited = None;
     for _ in 0..30 {
         let response = api
