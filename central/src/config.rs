@@ -80,6 +80,40 @@ pub struct ServeArgs {
     /// PEM private key for HTTPS.
     #[arg(long, env = "CENTRAL_TLS_KEY")]
     pub tls_key: Option<PathBuf>,
+
+    /// PEM CA certificate(s): when set (with HTTPS), the poller API requires a client
+    /// certificate signed by one of them (mutual TLS).
+    #[arg(long, env = "CENTRAL_TLS_CLIENT_CA")]
+    pub tls_client_ca: Option<PathBuf>,
+
+    /// Requests served at once (long polls for assignments excepted); beyond this central
+    /// answers 503 with `Retry-After` instead of queueing without bound.
+    #[arg(long, env = "CENTRAL_MAX_CONCURRENT_REQUESTS", default_value_t = 512,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_concurrent_requests: u32,
+
+    /// Assignment long polls held open at once (one per agent); beyond this a long poll is
+    /// answered at once, as if it had not asked to wait.
+    #[arg(long, env = "CENTRAL_MAX_LONG_POLLS", default_value_t = 10_000)]
+    pub max_long_polls: u32,
+
+    /// Comma-separated CIDRs of reverse proxies whose `X-Forwarded-For` is believed (for the
+    /// per-address rate limit); from anyone else the header is ignored.
+    #[arg(long, env = "CENTRAL_TRUSTED_PROXIES", value_delimiter = ',', value_parser = parse_cidr)]
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+
+    /// Serve `/metrics` on this address only (and not on CENTRAL_LISTEN), so that it need not
+    /// be public.
+    #[arg(long, env = "CENTRAL_METRICS_LISTEN")]
+    pub metrics_listen: Option<String>,
+}
+
+/// A CIDR (`10.0.0.0/8`) or a single address (`192.0.2.7`).
+fn parse_cidr(text: &str) -> Result<ipnet::IpNet, String> {
+    let text = text.trim();
+    text.parse::<ipnet::IpNet>()
+        .or_else(|_| text.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+        .map_err(|_| format!("`{text}` is not a CIDR like 10.0.0.0/8 or an IP address"))
 }
 
 /// `ServeArgs` alone, to get its defaults.

@@ -37,6 +37,12 @@ pub enum ApiError {
     MethodNotAllowed(String),
     #[error("{message}")]
     TooManyRequests { message: String, retry_after: u64 },
+    /// Central is at its request cap: shed, not queued.
+    #[error("{message}")]
+    Overloaded { message: String, retry_after: u64 },
+    /// The poller API needs a client certificate (`CENTRAL_TLS_CLIENT_CA`) and none was shown.
+    #[error("{0}")]
+    ClientCertificateRequired(String),
     #[error("internal error")]
     Internal(#[from] anyhow::Error),
 }
@@ -65,6 +71,10 @@ impl ApiError {
             }
             ApiError::MethodNotAllowed(_) => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             ApiError::TooManyRequests { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
+            ApiError::Overloaded { .. } => (StatusCode::SERVICE_UNAVAILABLE, "overloaded"),
+            ApiError::ClientCertificateRequired(_) => {
+                (StatusCode::UNAUTHORIZED, "client_certificate_required")
+            }
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }
@@ -92,7 +102,9 @@ impl IntoResponse for ApiError {
             message,
         };
         let mut response = (status, Json(body)).into_response();
-        if let ApiError::TooManyRequests { retry_after, .. } = self {
+        if let ApiError::TooManyRequests { retry_after, .. }
+        | ApiError::Overloaded { retry_after, .. } = self
+        {
             response
                 .headers_mut()
                 .insert(axum::http::header::RETRY_AFTER, retry_after.into());

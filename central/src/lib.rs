@@ -44,6 +44,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
 /// A started central: its address, and a handle that stops it.
 pub struct Running {
     pub addr: SocketAddr,
+    /// Where `/metrics` is served when `CENTRAL_METRICS_LISTEN` gives it a listener of its own.
+    pub metrics_addr: Option<SocketAddr>,
     pub app: Arc<App>,
     pub task: tokio::task::JoinHandle<anyhow::Result<()>>,
 }
@@ -51,7 +53,10 @@ pub struct Running {
 /// Opens the store, prepares secrets and starts serving; returns once the socket is bound.
 pub async fn start(args: ServeArgs) -> anyhow::Result<Running> {
     let acceptor = match (&args.tls_cert, &args.tls_key) {
-        (Some(cert), Some(key)) => Some(tls::acceptor(cert, key)?),
+        (Some(cert), Some(key)) => Some(tls::acceptor(cert, key, args.tls_client_ca.as_deref())?),
+        (None, None) if args.tls_client_ca.is_some() => anyhow::bail!(
+            "CENTRAL_TLS_CLIENT_CA needs HTTPS: set CENTRAL_TLS_CERT and CENTRAL_TLS_KEY too"
+        ),
         (None, None) => None,
         _ => anyhow::bail!("set both CENTRAL_TLS_CERT and CENTRAL_TLS_KEY for HTTPS, or neither"),
     };
@@ -65,9 +70,34 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<Running> {
         std::fs::write(path, addr.to_string())
             .with_context(|| format!("cannot write the port file {}", path.display()))?;
     }
+    let metrics_listener = match &args.metrics_listen {
+        Some(address) => {
+            let listener = TcpListener::bind(address)
+                .await
+                .with_context(|| format!("cannot listen on CENTRAL_METRICS_LISTEN {address}"))?;
+            tracing::info!(addr = %listener.local_addr()?, "metrics listening");
+            Some(listener)
+        }
+        None => None,
+    };
+    let metrics_addr = metrics_listener
+        .as_ref()
+        .map(TcpListener::local_addr)
+        .transpose()?;
     liveness::spawn(app.clone());
     maintenance::spawn(app.clone());
-    let router = api::router(app.clone());
+    if let Some(listener) = metrics_listener {
+        let router = api::metrics_router(app.clone());
+        tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, router)
+                .with_graceful_shutdown(shutdown_signal())
+                .await
+            {
+                tracing::error!("the metrics listener failed: {e}");
+            }
+        });
+    }
+    let router = api::router(app.clone(), &api::HttpOptions::from_args(&args));
     let task = tokio::spawn(async move {
         // Client addresses feed the rate limit of the unauthenticated poller calls.
         let service = router.into_make_service_with_connect_info::<tls::PeerAddr>();
@@ -82,7 +112,12 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<Running> {
                 .context("server failed"),
         }
     });
-    Ok(Running { addr, app, task })
+    Ok(Running {
+        addr,
+        metrics_addr,
+        app,
+        task,
+    })
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {

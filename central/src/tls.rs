@@ -1,6 +1,8 @@
-//! HTTPS for central (`CENTRAL_TLS_CERT`, `CENTRAL_TLS_KEY`): a listener whose connections
-//! arrive already through their TLS handshake. Handshakes run in their own tasks, so a slow or
-//! hostile client never holds up the accept loop.
+//! HTTPS for central (`CENTRAL_TLS_CERT`, `CENTRAL_TLS_KEY`, optionally `CENTRAL_TLS_CLIENT_CA`
+//! for mutual TLS): a listener whose connections arrive already through their TLS handshake.
+//! Handshakes run in their own tasks, so a slow or hostile client never holds up the accept
+//! loop, and at most `MAX_CONCURRENT_HANDSHAKES` run at once: past that, new connections wait
+//! in the kernel's backlog instead of costing memory and CPU here.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -11,15 +13,19 @@ use anyhow::Context;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Semaphore};
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
 /// A handshake that takes longer than this is dropped.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Handshakes in progress at once.
+pub const MAX_CONCURRENT_HANDSHAKES: usize = 256;
 
-/// Reads a PEM certificate chain and private key.
-pub fn acceptor(cert: &Path, key: &Path) -> anyhow::Result<TlsAcceptor> {
+/// Reads a PEM certificate chain and private key, and with `client_ca` asks every client for a
+/// certificate signed by that CA. Clients without one may still connect (the settings API and
+/// probes do not need one); `PeerAddr::client_certified` tells the poller API who showed one.
+pub fn acceptor(cert: &Path, key: &Path, client_ca: Option<&Path>) -> anyhow::Result<TlsAcceptor> {
     let chain = CertificateDer::pem_file_iter(cert)
         .with_context(|| format!("cannot read CENTRAL_TLS_CERT {}", cert.display()))?
         .collect::<Result<Vec<_>, _>>()
@@ -36,14 +42,49 @@ pub fn acceptor(cert: &Path, key: &Path) -> anyhow::Result<TlsAcceptor> {
     );
     let key = PrivateKeyDer::from_pem_file(key)
         .with_context(|| format!("CENTRAL_TLS_KEY {} is not a PEM private key", key.display()))?;
-    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()?
-    .with_no_client_auth()
-    .with_single_cert(chain, key)
-    .context("the TLS certificate and key do not fit together")?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()?;
+    let builder = match client_ca {
+        None => builder.with_no_client_auth(),
+        Some(path) => builder.with_client_cert_verifier(client_verifier(path, provider)?),
+    };
+    let config = builder
+        .with_single_cert(chain, key)
+        .context("the TLS certificate and key do not fit together")?;
     Ok(TlsAcceptor::from(Arc::new(config)))
+}
+
+fn client_verifier(
+    path: &Path,
+    provider: Arc<rustls::crypto::CryptoProvider>,
+) -> anyhow::Result<Arc<dyn rustls::server::danger::ClientCertVerifier>> {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(path)
+        .with_context(|| format!("cannot read CENTRAL_TLS_CLIENT_CA {}", path.display()))?
+    {
+        let cert = cert.with_context(|| {
+            format!(
+                "CENTRAL_TLS_CLIENT_CA {} is not a PEM certificate",
+                path.display()
+            )
+        })?;
+        roots.add(cert).with_context(|| {
+            format!(
+                "CENTRAL_TLS_CLIENT_CA {} holds an unusable CA certificate",
+                path.display()
+            )
+        })?;
+    }
+    anyhow::ensure!(
+        !roots.is_empty(),
+        "CENTRAL_TLS_CLIENT_CA {} holds no certificate",
+        path.display()
+    );
+    rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+        .allow_unauthenticated()
+        .build()
+        .context("cannot build the client certificate verifier")
 }
 
 pub struct TlsListener {
@@ -55,8 +96,12 @@ impl TlsListener {
     pub fn new(tcp: TcpListener, acceptor: TlsAcceptor) -> std::io::Result<TlsListener> {
         let local = tcp.local_addr()?;
         let (sender, ready) = mpsc::channel(64);
+        let handshakes = Arc::new(Semaphore::new(MAX_CONCURRENT_HANDSHAKES));
         tokio::spawn(async move {
             loop {
+                let Ok(slot) = handshakes.clone().acquire_owned().await else {
+                    return;
+                };
                 let (stream, peer) = match tcp.accept().await {
                     Ok(accepted) => accepted,
                     Err(e) => {
@@ -67,7 +112,10 @@ impl TlsListener {
                 };
                 let (acceptor, sender) = (acceptor.clone(), sender.clone());
                 tokio::spawn(async move {
-                    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+                    let handshake =
+                        tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await;
+                    drop(slot);
+                    match handshake {
                         Ok(Ok(tls)) => {
                             let _ = sender.send((tls, peer)).await;
                         }
@@ -98,15 +146,22 @@ impl axum::serve::Listener for TlsListener {
     }
 }
 
-/// The client's address, for `ConnectInfo`, over plain or TLS connections alike.
+/// The client's address, for `ConnectInfo`, over plain or TLS connections alike, and whether
+/// it showed a client certificate that `CENTRAL_TLS_CLIENT_CA` vouches for.
 #[derive(Debug, Clone, Copy)]
-pub struct PeerAddr(pub SocketAddr);
+pub struct PeerAddr {
+    pub addr: SocketAddr,
+    pub client_certified: bool,
+}
 
 impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, TcpListener>>
     for PeerAddr
 {
     fn connect_info(stream: axum::serve::IncomingStream<'_, TcpListener>) -> Self {
-        PeerAddr(*stream.remote_addr())
+        PeerAddr {
+            addr: *stream.remote_addr(),
+            client_certified: false,
+        }
     }
 }
 
@@ -114,6 +169,11 @@ impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, TlsL
     for PeerAddr
 {
     fn connect_info(stream: axum::serve::IncomingStream<'_, TlsListener>) -> Self {
-        PeerAddr(*stream.remote_addr())
+        // The verifier accepted the handshake, so a certificate presented is a vouched one.
+        let (_, session) = stream.io().get_ref();
+        PeerAddr {
+            addr: *stream.remote_addr(),
+            client_certified: session.peer_certificates().is_some_and(|c| !c.is_empty()),
+        }
     }
 }

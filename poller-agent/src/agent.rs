@@ -48,7 +48,7 @@ pub async fn run(
     let client = Arc::new(CentralClient::new(
         config.central_url.clone(),
         store.clone(),
-        config.ca_cert.as_deref(),
+        &config.tls,
     )?);
     let Some(credentials) = credentials(&config, &store, &client, stop_rx.clone()).await? else {
         return Ok(());

@@ -44,6 +44,24 @@ fn parse_capabilities(text: &str) -> Result<String, String> {
     Ok(list.join(","))
 }
 
+/// TLS towards central: an extra CA to trust, and a client certificate for mutual TLS.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct UplinkTls {
+    /// PEM file of a CA to trust for central's HTTPS certificate, besides the public ones
+    /// (for a central with a private certificate).
+    #[arg(long, env = "POLLER_CA_CERT")]
+    pub ca_cert: Option<PathBuf>,
+
+    /// PEM client certificate (chain) shown to central, for a central that requires one
+    /// (`CENTRAL_TLS_CLIENT_CA`); with POLLER_TLS_KEY.
+    #[arg(long, env = "POLLER_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// PEM private key of POLLER_TLS_CERT.
+    #[arg(long, env = "POLLER_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+}
+
 #[derive(Debug, Clone, Parser)]
 #[command(name = "poller-agent", version, about = "Outbound-only remote poller")]
 pub struct AgentConfig {
@@ -51,10 +69,9 @@ pub struct AgentConfig {
     #[arg(long, env = "POLLER_CENTRAL_URL")]
     pub central_url: url::Url,
 
-    /// PEM file of a CA to trust for central's HTTPS certificate, besides the public ones
-    /// (for a central with a private certificate).
-    #[arg(long, env = "POLLER_CA_CERT")]
-    pub ca_cert: Option<PathBuf>,
+    /// How the agent's HTTPS connections to central are secured.
+    #[command(flatten)]
+    pub tls: UplinkTls,
 
     /// One-time registration token; needed on first start only.
     #[arg(long, env = "POLLER_REGISTRATION_TOKEN", hide_env_values = true)]

@@ -6,12 +6,21 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::monitor::{validate_label, AssignedMonitor, CheckKind};
-use crate::ValidationError;
+use crate::{bounded, ValidationError};
 
 /// Most results one upload may carry; larger backlogs go in several batches.
 pub const MAX_BATCH_RESULTS: usize = 5_000;
 /// Longest `msg` central keeps; longer ones are cut, not rejected.
 pub const MAX_RESULT_MSG_LEN: usize = 1_024;
+/// Caps of a heartbeat, each well above what an agent sends (500 events, 20 errors, 100 dead
+/// letters): central refuses more while parsing rather than after.
+pub const MAX_HEARTBEAT_EVENTS: usize = 1_000;
+pub const MAX_HEARTBEAT_ERRORS: usize = 100;
+pub const MAX_DEAD_LETTERS: usize = 1_000;
+pub const MAX_CAPABILITIES: usize = 64;
+/// Longest `version`, and longest text kept of an error, event reason or dead-letter reason.
+pub const MAX_VERSION_LEN: usize = 64;
+pub const MAX_REPORTED_TEXT_LEN: usize = 1_024;
 
 /// `POST /api/poller/register`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -22,7 +31,7 @@ pub struct RegisterRequest {
     pub region: Option<String>,
     #[serde(default)]
     pub datacenter: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "bounded::vec::<_, _, MAX_CAPABILITIES>")]
     pub capabilities: Vec<String>,
     pub version: String,
 }
@@ -32,6 +41,7 @@ impl RegisterRequest {
         if self.name.trim().is_empty() || self.name.len() > 200 {
             return Err(ValidationError::new("name", "must be 1 to 200 characters"));
         }
+        validate_version(&self.version)?;
         if let Some(region) = &self.region {
             validate_label("region", region)?;
         }
@@ -42,11 +52,28 @@ impl RegisterRequest {
     }
 }
 
+/// The agent's version: what operators read in the poller list.
+pub fn validate_version(version: &str) -> Result<(), ValidationError> {
+    if version.is_empty()
+        || version.len() > MAX_VERSION_LEN
+        || version.chars().any(char::is_control)
+    {
+        return Err(ValidationError::new(
+            "version",
+            format!("must be 1 to {MAX_VERSION_LEN} printable characters"),
+        ));
+    }
+    Ok(())
+}
+
 /// Capabilities are free-form labels so that pollers can advertise more than the check kinds
 /// (e.g. `icmp`, `internal-network`); each must still be a well-formed label.
 pub fn validate_capabilities(capabilities: &[String]) -> Result<(), ValidationError> {
-    if capabilities.len() > 64 {
-        return Err(ValidationError::new("capabilities", "at most 64 entries"));
+    if capabilities.len() > MAX_CAPABILITIES {
+        return Err(ValidationError::new(
+            "capabilities",
+            format!("at most {MAX_CAPABILITIES} entries"),
+        ));
     }
     capabilities
         .iter()
@@ -88,7 +115,7 @@ pub struct TokenResponse {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HeartbeatRequest {
     pub version: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "bounded::vec::<_, _, MAX_CAPABILITIES>")]
     pub capabilities: Vec<String>,
     #[serde(default)]
     pub queue_depth: u64,
@@ -103,14 +130,47 @@ pub struct HeartbeatRequest {
     pub dropped_results: u64,
     /// Problems since the previous heartbeat (failed uploads, unwritable queue, dropped
     /// results), newest last; central marks the poller `degraded` while they are recent.
-    #[serde(default)]
+    #[serde(
+        default,
+        deserialize_with = "bounded::vec::<_, _, MAX_HEARTBEAT_ERRORS>"
+    )]
     pub errors: Vec<String>,
     /// The polling engine's health as of this heartbeat.
     #[serde(default)]
     pub scheduler: Option<SchedulerHealth>,
     /// Engine state changes since the previous heartbeat (at most the newest 500).
-    #[serde(default)]
+    #[serde(
+        default,
+        deserialize_with = "bounded::vec::<_, _, MAX_HEARTBEAT_EVENTS>"
+    )]
     pub events: Vec<EngineEvent>,
+}
+
+impl HeartbeatRequest {
+    /// Refuses what an operator could not use, and cuts free texts to
+    /// `MAX_REPORTED_TEXT_LEN` (a long reason is not worth losing the heartbeat over).
+    pub fn validate_and_trim(&mut self) -> Result<(), ValidationError> {
+        validate_version(&self.version)?;
+        validate_capabilities(&self.capabilities)?;
+        self.errors.iter_mut().for_each(trim_text);
+        if let Some(scheduler) = &mut self.scheduler {
+            for dead in &mut scheduler.dead_letters {
+                trim_text(&mut dead.reason);
+            }
+        }
+        for event in &mut self.events {
+            if let EventKind::DeadLettered { reason } = &mut event.kind {
+                trim_text(reason);
+            }
+        }
+        Ok(())
+    }
+}
+
+fn trim_text(text: &mut String) {
+    if let Some((cut, _)) = text.char_indices().nth(MAX_REPORTED_TEXT_LEN) {
+        text.truncate(cut);
+    }
 }
 
 /// A snapshot of the agent's polling engine, sent with each heartbeat.
@@ -126,6 +186,7 @@ pub struct SchedulerHealth {
     pub breakers_open: u64,
     pub breakers_half_open: u64,
     pub paused: u64,
+    #[serde(deserialize_with = "bounded::vec::<_, _, MAX_DEAD_LETTERS>")]
     pub dead_letters: Vec<DeadLetter>,
     /// How late the most overdue monitor is (0 when none is late).
     pub most_overdue_ms: u64,

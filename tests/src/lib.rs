@@ -115,16 +115,29 @@ impl Central {
 
     /// Starts central serving HTTPS with `cert`/`key`; the test's client trusts `ca_pem`.
     pub async fn start_https(cert: &Path, key: &Path, ca_pem: &[u8]) -> anyhow::Result<Central> {
+        Self::start_https_with(cert, key, ca_pem, &[]).await
+    }
+
+    /// `start_https` with extra environment variables.
+    pub async fn start_https_with(
+        cert: &Path,
+        key: &Path,
+        ca_pem: &[u8],
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Central> {
         let ca = reqwest::Certificate::from_pem(ca_pem)?;
         let mut central = Central {
             url: String::new(),
             addr: "127.0.0.1:0".into(),
             dir: tempfile::tempdir()?,
             child: None,
-            env: vec![
-                ("CENTRAL_TLS_CERT".into(), cert.display().to_string()),
-                ("CENTRAL_TLS_KEY".into(), key.display().to_string()),
-            ],
+            env: [
+                ("CENTRAL_TLS_CERT".to_string(), cert.display().to_string()),
+                ("CENTRAL_TLS_KEY".to_string(), key.display().to_string()),
+            ]
+            .into_iter()
+            .chain(env.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+            .collect(),
             http: reqwest::Client::builder()
                 .add_root_certificate(ca)
                 .build()?,

@@ -1,44 +1,93 @@
 //! HTTP: the router and thin handlers. Handlers parse, call one service method, and answer.
 
+mod client_addr;
 mod extract;
 mod ops;
+mod overload;
 mod poller;
 mod rate_limit;
 mod settings;
 
 use std::sync::Arc;
 
-use axum::extract::DefaultBodyLimit;
-use axum::middleware;
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Request};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
-use axum::Router;
+use axum::{Extension, Router};
 use tower_http::decompression::RequestDecompressionLayer;
 
+use crate::config::ServeArgs;
 use crate::error::ApiError;
 use crate::service::App;
+use crate::tls::PeerAddr;
 
 /// Result uploads are the largest bodies: up to 5,000 results.
 const POLLER_BODY_LIMIT: usize = 8 * 1024 * 1024;
+/// Heartbeats carry at most 1,000 events and 1,000 dead letters.
+const HEARTBEAT_BODY_LIMIT: usize = 1024 * 1024;
 const SETTINGS_BODY_LIMIT: usize = 256 * 1024;
 
-pub fn router(app: Arc<App>) -> Router {
+/// What the HTTP layer is told by the configuration.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    pub max_concurrent_requests: u32,
+    pub max_long_polls: u32,
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// `CENTRAL_TLS_CLIENT_CA` is set: the poller API wants a vouched client certificate.
+    pub require_client_certificate: bool,
+    /// `/metrics` is served here too (false when it has a listener of its own).
+    pub metrics_on_main_listener: bool,
+}
+
+impl HttpOptions {
+    pub fn from_args(args: &ServeArgs) -> Self {
+        Self {
+            max_concurrent_requests: args.max_concurrent_requests,
+            max_long_polls: args.max_long_polls,
+            trusted_proxies: args.trusted_proxies.clone(),
+            require_client_certificate: args.tls_client_ca.is_some(),
+            metrics_on_main_listener: args.metrics_listen.is_none(),
+        }
+    }
+}
+
+/// The router of `CENTRAL_METRICS_LISTEN`: metrics and nothing else.
+pub fn metrics_router(app: Arc<App>) -> Router {
+    Router::new()
+        .route("/metrics", get(ops::metrics))
+        .fallback(not_found)
+        .with_state(app)
+}
+
+pub fn router(app: Arc<App>, options: &HttpOptions) -> Router {
     let mut unauthenticated = Router::new()
         .route("/register", post(poller::register))
         .route("/token", post(poller::token));
     if app.auth_rate_limit > 0.0 {
         let rate = app.auth_rate_limit;
-        let limiter = Arc::new(rate_limit::RateLimiter::new(rate, rate * 4.0));
+        let proxies = client_addr::TrustedProxies::new(options.trusted_proxies.clone());
+        let limiter = Arc::new(rate_limit::RateLimiter::new(rate, rate * 4.0, proxies));
         unauthenticated =
             unauthenticated.layer(middleware::from_fn_with_state(limiter, rate_limit::limit));
     }
-    let poller_api = Router::new()
+    let mut poller_api = Router::new()
         .merge(unauthenticated)
-        .route("/heartbeat", post(poller::heartbeat))
+        .route(
+            "/heartbeat",
+            post(poller::heartbeat).layer(DefaultBodyLimit::max(HEARTBEAT_BODY_LIMIT)),
+        )
         .route("/assignments", get(poller::assignments))
         .route("/results", post(poller::results))
         // Agents gzip their uploads; the body limit applies to the decompressed body too.
         .layer(RequestDecompressionLayer::new())
-        .layer(DefaultBodyLimit::max(POLLER_BODY_LIMIT));
+        .layer(DefaultBodyLimit::max(POLLER_BODY_LIMIT))
+        .layer(Extension(Arc::new(overload::LongPolls::new(
+            options.max_long_polls,
+        ))));
+    if options.require_client_certificate {
+        poller_api = poller_api.layer(middleware::from_fn(require_client_certificate));
+    }
     let settings_api = Router::new()
         .route(
             "/registration-tokens",
@@ -77,16 +126,43 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/monitors/{id}/status", get(settings::monitor_status))
         .route("/monitors/{id}/results", get(settings::monitor_results))
         .layer(DefaultBodyLimit::max(SETTINGS_BODY_LIMIT));
-    Router::new()
-        .route("/healthz", get(ops::healthz))
-        .route("/readyz", get(ops::readyz))
-        .route("/metrics", get(ops::metrics))
+    let shed = middleware::from_fn_with_state(
+        overload::RequestSlots::new(options.max_concurrent_requests),
+        overload::shed,
+    );
+    let mut router = Router::new()
         .route("/api/openapi.json", get(ops::openapi))
         .nest("/api/poller", poller_api)
         .nest("/api/v1", settings_api)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .with_state(app)
+        // Probes are exempt from shedding: an overloaded central is still alive and ready.
+        .layer(shed)
+        .route("/healthz", get(ops::healthz))
+        .route("/readyz", get(ops::readyz));
+    if options.metrics_on_main_listener {
+        router = router.route("/metrics", get(ops::metrics));
+    }
+    router.with_state(app)
+}
+
+/// With mutual TLS on, the poller API answers only connections that showed a client
+/// certificate signed by `CENTRAL_TLS_CLIENT_CA` (the handshake already verified it).
+async fn require_client_certificate(request: Request, next: Next) -> Response {
+    let certified = request
+        .extensions()
+        .get::<ConnectInfo<PeerAddr>>()
+        .is_some_and(|ConnectInfo(peer)| peer.client_certified);
+    if certified {
+        next.run(request).await
+    } else {
+        ApiError::ClientCertificateRequired(
+            "the poller API requires a client certificate signed by central's \
+             CENTRAL_TLS_CLIENT_CA; give the agent one with POLLER_TLS_CERT and POLLER_TLS_KEY"
+                .into(),
+        )
+        .into_response()
+    }
 }
 
 async fn not_found(uri: axum::http::Uri) -> ApiError {

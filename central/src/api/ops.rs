@@ -17,12 +17,19 @@ pub async fn healthz() -> impl IntoResponse {
 pub async fn readyz(State(app): State<Arc<App>>) -> impl IntoResponse {
     match app.store.ping().await {
         Ok(()) => (StatusCode::OK, Json(json!({"status": "ready"}))),
-        Err(e) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            Json(
-                json!({"status": "not_ready", "error": "database_unreachable", "message": e.to_string()}),
-            ),
-        ),
+        Err(e) => {
+            // The driver's words may name hosts, users or paths: they go to the log only.
+            tracing::warn!("not ready: the database does not answer: {e:#}");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                Json(json!({
+                    "status": "not_ready",
+                    "error": "database_unreachable",
+                    "unavailable": ["database"],
+                    "message": "the database does not answer; central's log says why",
+                })),
+            )
+        }
     }
 }
 

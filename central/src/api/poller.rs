@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::Json;
+use axum::{Extension, Json};
 use serde::Deserialize;
 use shared_proto::poller_api::{
     AssignmentsResponse, HeartbeatRequest, HeartbeatResponse, RegisterRequest, RegisterResponse,
@@ -11,6 +11,7 @@ use shared_proto::poller_api::{
 };
 
 use super::extract::{ApiJson, ApiQuery, Poller};
+use super::overload::LongPolls;
 use crate::error::{ApiError, ApiResult};
 use crate::service::ingest::IncomingBatch;
 use crate::service::App;
@@ -50,6 +51,7 @@ pub struct AssignmentsQuery {
 
 pub async fn assignments(
     State(app): State<Arc<App>>,
+    Extension(long_polls): Extension<Arc<LongPolls>>,
     Poller(poller): Poller,
     ApiQuery(query): ApiQuery<AssignmentsQuery>,
 ) -> ApiResult<Json<AssignmentsResponse>> {
@@ -62,10 +64,21 @@ pub async fn assignments(
             ),
         ));
     }
-    let wait = std::time::Duration::from_secs(query.wait);
-    app.wait_for_assignments(&poller, query.since_version, wait)
-        .await
-        .map(Json)
+    // Past the cap of held long polls, answer at once: the agent simply asks again.
+    let slot = if query.wait > 0 {
+        long_polls.try_wait()
+    } else {
+        None
+    };
+    let wait = match slot {
+        Some(_) => std::time::Duration::from_secs(query.wait),
+        None => std::time::Duration::ZERO,
+    };
+    let answer = app
+        .wait_for_assignments(&poller, query.since_version, wait)
+        .await;
+    drop(slot);
+    answer.map(Json)
 }
 
 pub async fn results(

@@ -1,6 +1,10 @@
 //! Per-address rate limit for the unauthenticated poller calls (`register`, `token`), which
 //! verify argon2 hashes and would otherwise let anyone burn central's CPU or guess at leisure.
-//! A token bucket per client IP address; behind a reverse proxy they share the proxy's.
+//! A token bucket per client address (`client_addr` decides what that is behind a proxy).
+//!
+//! Memory is bounded and each request costs O(1): buckets live in two generations; when the
+//! current one is full it becomes the previous one and the older is dropped whole. An address
+//! idle for a generation starts again with a full bucket, which is what it would have by then.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -11,37 +15,55 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use super::client_addr::TrustedProxies;
 use crate::error::ApiError;
 use crate::tls::PeerAddr;
+
+type Buckets = HashMap<IpAddr, (f64, Instant)>;
 
 pub struct RateLimiter {
     per_second: f64,
     burst: f64,
-    buckets: Mutex<HashMap<IpAddr, (f64, Instant)>>,
+    generation_size: usize,
+    generations: Mutex<(Buckets, Buckets)>,
+    proxies: TrustedProxies,
 }
 
-/// Addresses remembered at most; full buckets are forgotten first.
-const MAX_TRACKED: usize = 10_000;
+/// Addresses per generation: at most twice this many are remembered.
+const GENERATION_SIZE: usize = 10_000;
 
 impl RateLimiter {
-    pub fn new(per_second: f64, burst: f64) -> Self {
+    pub fn new(per_second: f64, burst: f64, proxies: TrustedProxies) -> Self {
+        Self::with_generation_size(per_second, burst, proxies, GENERATION_SIZE)
+    }
+
+    fn with_generation_size(
+        per_second: f64,
+        burst: f64,
+        proxies: TrustedProxies,
+        generation_size: usize,
+    ) -> Self {
         Self {
             per_second,
             burst,
-            buckets: Mutex::new(HashMap::new()),
+            generation_size,
+            generations: Mutex::new((HashMap::new(), HashMap::new())),
+            proxies,
         }
     }
 
     /// Takes one token for `ip`, or says how long until one is there.
     pub fn take(&self, ip: IpAddr, now: Instant) -> Result<(), Duration> {
-        let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
-        if buckets.len() >= MAX_TRACKED {
-            let (rate, burst) = (self.per_second, self.burst);
-            buckets.retain(|_, (tokens, at)| {
-                *tokens + now.duration_since(*at).as_secs_f64() * rate < burst
-            });
+        let mut guard = self.generations.lock().unwrap_or_else(|p| p.into_inner());
+        let (current, previous) = &mut *guard;
+        if !current.contains_key(&ip) {
+            let carried = previous.remove(&ip).unwrap_or((self.burst, now));
+            if current.len() >= self.generation_size {
+                *previous = std::mem::take(current);
+            }
+            current.insert(ip, carried);
         }
-        let (tokens, at) = buckets.entry(ip).or_insert((self.burst, now));
+        let (tokens, at) = current.get_mut(&ip).expect("inserted above");
         *tokens =
             (*tokens + now.duration_since(*at).as_secs_f64() * self.per_second).min(self.burst);
         *at = now;
@@ -52,6 +74,12 @@ impl RateLimiter {
             Err(Duration::from_secs_f64((1.0 - *tokens) / self.per_second))
         }
     }
+
+    #[cfg(test)]
+    fn remembered(&self) -> usize {
+        let guard = self.generations.lock().unwrap();
+        guard.0.len() + guard.1.len()
+    }
 }
 
 pub async fn limit(
@@ -59,11 +87,12 @@ pub async fn limit(
     request: Request,
     next: Next,
 ) -> Response {
-    let ip = request
+    let peer = request
         .extensions()
         .get::<ConnectInfo<PeerAddr>>()
-        .map(|ConnectInfo(PeerAddr(addr))| addr.ip());
-    if let Some(ip) = ip {
+        .map(|ConnectInfo(peer)| peer.addr.ip());
+    if let Some(peer) = peer {
+        let ip = limiter.proxies.client_ip(peer, request.headers());
         if let Err(wait) = limiter.take(ip, Instant::now()) {
             return ApiError::TooManyRequests {
                 message: format!(
@@ -84,7 +113,7 @@ mod tests {
 
     #[test]
     fn allows_a_burst_then_the_rate() {
-        let limiter = RateLimiter::new(2.0, 3.0);
+        let limiter = RateLimiter::new(2.0, 3.0, TrustedProxies::default());
         let (ip, other) = ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
         let t0 = Instant::now();
         for _ in 0..3 {
@@ -98,5 +127,23 @@ mod tests {
         );
         assert!(limiter.take(ip, t0 + Duration::from_millis(500)).is_ok());
         assert!(limiter.take(ip, t0 + Duration::from_millis(500)).is_err());
+    }
+
+    #[test]
+    fn memory_is_bounded_and_a_busy_address_keeps_its_debt_across_generations() {
+        let limiter = RateLimiter::with_generation_size(1.0, 2.0, TrustedProxies::default(), 4);
+        let t0 = Instant::now();
+        let busy: IpAddr = "10.9.9.9".parse().unwrap();
+        assert!(limiter.take(busy, t0).is_ok());
+        assert!(limiter.take(busy, t0).is_ok());
+        for i in 0..10_000u32 {
+            let ip = IpAddr::from(i.to_be_bytes());
+            let _ = limiter.take(ip, t0);
+            assert!(limiter.remembered() <= 8, "two generations of four at most");
+            if i % 3 == 0 {
+                // Still limited: its empty bucket moved with it, not reset by the churn.
+                assert!(limiter.take(busy, t0).is_err());
+            }
+        }
     }
 }

@@ -2,7 +2,9 @@
 
 use std::collections::HashMap;
 
+use serde::de::{IgnoredAny, SeqAccess, Visitor};
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use shared_proto::poller_api::{
     CheckResult, RejectedResult, ResultsAck, MAX_BATCH_RESULTS, MAX_RESULT_MSG_LEN,
 };
@@ -21,23 +23,58 @@ const MAX_CLOCK_SKEW_MS: i64 = 5 * 60 * 1000;
 #[derive(Debug, Deserialize)]
 pub struct IncomingBatch {
     pub batch_id: Uuid,
-    /// Kept raw until each is parsed on its own: one malformed result must not sink the
-    /// batch, and parsing straight into `CheckResult` avoids building a JSON tree first.
-    pub results: Vec<Box<serde_json::value::RawValue>>,
+    pub results: CappedResults,
+}
+
+/// The first `MAX_BATCH_RESULTS` results, kept raw until each is parsed on its own (one
+/// malformed result must not sink the batch), and how many the upload held in all. Elements
+/// past the cap are counted without being kept, so an 8 MiB body of tiny elements costs no
+/// more memory than a legal batch, and the agent still learns to split (413).
+#[derive(Debug, Default)]
+pub struct CappedResults {
+    pub kept: Vec<Box<RawValue>>,
+    pub total: usize,
+}
+
+impl<'de> Deserialize<'de> for CappedResults {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Counting;
+        impl<'de> Visitor<'de> for Counting {
+            type Value = CappedResults;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an array of results")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<CappedResults, A::Error> {
+                let mut results = CappedResults::default();
+                while results.kept.len() < MAX_BATCH_RESULTS {
+                    match seq.next_element::<Box<RawValue>>()? {
+                        Some(raw) => results.kept.push(raw),
+                        None => break,
+                    }
+                }
+                results.total = results.kept.len();
+                while seq.next_element::<IgnoredAny>()?.is_some() {
+                    results.total += 1;
+                }
+                Ok(results)
+            }
+        }
+        deserializer.deserialize_seq(Counting)
+    }
 }
 
 impl App {
     pub async fn ingest(&self, poller: &PollerRow, batch: IncomingBatch) -> ApiResult<ResultsAck> {
-        if batch.results.len() > MAX_BATCH_RESULTS {
+        if batch.results.total > MAX_BATCH_RESULTS {
             return Err(ApiError::PayloadTooLarge(format!(
-                "a batch holds at most {MAX_BATCH_RESULTS} results, got {}; split it",
-                batch.results.len()
+                "`results`: a batch holds at most {MAX_BATCH_RESULTS} results, got {}; split it",
+                batch.results.total
             )));
         }
         let now = now_ms();
         let mut ack = ResultsAck::default();
-        let mut candidates = Vec::with_capacity(batch.results.len());
-        for (index, raw) in batch.results.iter().enumerate() {
+        let mut candidates = Vec::with_capacity(batch.results.kept.len());
+        for (index, raw) in batch.results.kept.iter().enumerate() {
             // Named by its id when it has a readable one, else by its position.
             let label = || {
                 serde_json::from_str::<serde_json::Value>(raw.get())

@@ -1,8 +1,8 @@
 //! Poller lifecycle: registration, token refresh, authentication, heartbeats, liveness.
 
 use shared_proto::poller_api::{
-    default_capabilities, validate_capabilities, EngineEvent, HeartbeatRequest, HeartbeatResponse,
-    RegisterRequest, RegisterResponse, TokenRequest, TokenResponse,
+    default_capabilities, EngineEvent, HeartbeatRequest, HeartbeatResponse, RegisterRequest,
+    RegisterResponse, TokenRequest, TokenResponse,
 };
 use shared_proto::settings_api::{Page, PollerPatch, PollerStatus, PollerStatusChange, PollerView};
 use uuid::Uuid;
@@ -264,9 +264,9 @@ impl App {
     pub async fn heartbeat(
         &self,
         poller: &PollerRow,
-        beat: HeartbeatRequest,
+        mut beat: HeartbeatRequest,
     ) -> ApiResult<HeartbeatResponse> {
-        validate_capabilities(&beat.capabilities)?;
+        beat.validate_and_trim()?;
         let now = now_ms();
         let capabilities = if beat.capabilities.is_empty() {
             poller.capabilities.clone()

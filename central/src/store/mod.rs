@@ -150,7 +150,8 @@ impl Store {
             Backend::Postgres
         } else {
             anyhow::bail!(
-                "CENTRAL_DATABASE_URL must start with sqlite:// or postgres://, got `{url}`"
+                "CENTRAL_DATABASE_URL must start with sqlite:// or postgres://, got `{}`",
+                redacted(url)
             );
         };
         let url = match backend {
@@ -161,7 +162,7 @@ impl Store {
             _ => url.to_string(),
         };
         let options = AnyConnectOptions::from_str(&url)
-            .with_context(|| format!("invalid CENTRAL_DATABASE_URL `{url}`"))?;
+            .with_context(|| format!("invalid CENTRAL_DATABASE_URL `{}`", redacted(&url)))?;
         let pool = AnyPoolOptions::new()
             .max_connections(match backend {
                 Backend::Sqlite => 4,
@@ -182,7 +183,7 @@ impl Store {
             })
             .connect_with(options)
             .await
-            .with_context(|| format!("cannot open the database at `{url}`"))?;
+            .with_context(|| format!("cannot open the database at `{}`", redacted(&url)))?;
         let store = Store {
             pool,
             backend,
@@ -346,5 +347,61 @@ pub(crate) mod testing {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}", dir.path().join("central.db").display());
         (Store::connect(&url).await.unwrap(), dir)
+    }
+}
+
+/// The database URL as it may be shown: with its password (and any `password=` parameter)
+/// replaced, so that no error message or log line carries the secret.
+pub fn redacted(url: &str) -> String {
+    let Ok(mut parsed) = url::Url::parse(url) else {
+        // Unparseable: show the scheme only, the rest could be anything.
+        let scheme = url.split_once(':').map_or("", |(scheme, _)| scheme);
+        return format!("{scheme}:<unparseable, hidden>");
+    };
+    if parsed.password().is_some() {
+        let _ = parsed.set_password(Some("REDACTED"));
+    }
+    if parsed
+        .query_pairs()
+        .any(|(key, _)| key.eq_ignore_ascii_case("password"))
+    {
+        let pairs: Vec<(String, String)> = parsed
+            .query_pairs()
+            .map(|(key, value)| {
+                let value = if key.eq_ignore_ascii_case("password") {
+                    "REDACTED".to_string()
+                } else {
+                    value.into_owned()
+                };
+                (key.into_owned(), value)
+            })
+            .collect();
+        parsed.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    parsed.to_string()
+}
+
+#[cfg(test)]
+mod redaction_tests {
+    use super::redacted;
+
+    #[test]
+    fn passwords_never_show() {
+        let shown = redacted("postgres://central:s3cret@db.internal:5432/central?sslmode=require");
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(
+            shown.contains("central:REDACTED@db.internal:5432"),
+            "{shown}"
+        );
+        let shown = redacted("postgres://db/central?user=c&password=s3cret");
+        assert!(
+            !shown.contains("s3cret") && shown.contains("user=c"),
+            "{shown}"
+        );
+        assert_eq!(
+            redacted("sqlite://central.db?mode=rwc"),
+            "sqlite://central.db?mode=rwc"
+        );
+        assert!(!redacted("postgres://a:s3cret@[bad").contains("s3cret"));
     }
 }

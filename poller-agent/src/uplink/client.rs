@@ -13,6 +13,7 @@ use shared_proto::poller_api::{
 use shared_proto::ErrorBody;
 use tokio::sync::Mutex;
 
+use crate::config::UplinkTls;
 use crate::store::{Credentials, LocalStore};
 
 #[derive(Debug, thiserror::Error)]
@@ -90,13 +91,27 @@ pub struct CentralClient {
 const REFRESH_MARGIN: chrono::Duration = chrono::Duration::seconds(60);
 
 impl CentralClient {
-    pub fn new(
-        base: url::Url,
-        store: LocalStore,
-        ca_cert: Option<&std::path::Path>,
-    ) -> anyhow::Result<Self> {
+    pub fn new(base: url::Url, store: LocalStore, tls: &UplinkTls) -> anyhow::Result<Self> {
         let mut builder = reqwest::Client::builder();
-        if let Some(path) = ca_cert {
+        if let (Some(cert), Some(key)) = (&tls.tls_cert, &tls.tls_key) {
+            let read = |path: &std::path::Path, name: &str| {
+                std::fs::read(path)
+                    .map_err(|e| anyhow::anyhow!("cannot read {name} {}: {e}", path.display()))
+            };
+            let mut pem = read(cert, "POLLER_TLS_CERT")?;
+            pem.push(b'\n');
+            pem.extend(read(key, "POLLER_TLS_KEY")?);
+            let identity = reqwest::Identity::from_pem(&pem).map_err(|e| {
+                anyhow::anyhow!(
+                    "POLLER_TLS_CERT {} and POLLER_TLS_KEY {} are not a PEM certificate and \
+                     private key: {e}",
+                    cert.display(),
+                    key.display()
+                )
+            })?;
+            builder = builder.identity(identity);
+        }
+        if let Some(path) = &tls.ca_cert {
             let pem = std::fs::read(path).map_err(|e| {
                 anyhow::anyhow!("cannot read POLLER_CA_CERT {}: {e}", path.display())
             })?;

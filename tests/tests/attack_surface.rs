@@ -1,0 +1,267 @@
+//! Central's attack surface, from outside: every request's cost is bounded before it is paid
+//! (result counts, heartbeat caps, concurrent requests), the auth rate limit cannot be dodged
+//! with a forged `X-Forwarded-For`, secrets stay out of logs, and `/metrics` can be kept off
+//! the public listener.
+
+use std::time::Duration;
+
+use e2e::{binary, eventually, Central, ADMIN_TOKEN};
+use serde_json::{json, Value};
+use tokio::io::AsyncWriteExt;
+
+async fn post_raw(central: &Central, path: &str, token: &str, body: String) -> (u16, Value) {
+    let response = reqwest::Client::new()
+        .post(format!("{}{path}", central.url))
+        .bearer_auth(token)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .expect("request");
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_uploads_and_heartbeats_are_refused_while_parsing() -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    let poller = central.register_poller("bounded").await?;
+
+    // A million tiny elements (2 MB): counted without being kept, refused as too many.
+    let elements = vec!["0"; 1_000_000].join(",");
+    let body = format!(
+        r#"{{"batch_id":"{}","results":[{elements}]}}"#,
+        uuid::Uuid::new_v4()
+    );
+    let (status, answer) = post_raw(&central, "/api/poller/results", &poller.access, body).await;
+    assert_eq!(status, 413, "{answer}");
+    assert_eq!(answer["error"], "payload_too_large");
+    let message = answer["message"].as_str().unwrap();
+    assert!(
+        message.contains("got 1000000") && message.contains("`results`"),
+        "{message}"
+    );
+
+    // Heartbeats: each list has a cap, and the refusal names the field.
+    let event = json!({"monitor_id": uuid::Uuid::new_v4(), "at": "2026-11-23T00:00:00Z",
+                       "event": "resumed", "next_due_at": null});
+    let cases = [
+        (
+            "events",
+            json!({"version": "1", "events": vec![event; 1_001]}),
+        ),
+        ("errors", json!({"version": "1", "errors": vec!["e"; 101]})),
+        (
+            "capabilities",
+            json!({"version": "1", "capabilities": vec!["http"; 65]}),
+        ),
+        ("version", json!({"version": "v".repeat(65)})),
+        ("version", json!({"version": ""})),
+    ];
+    for (field, beat) in cases {
+        let (status, answer) = post_raw(
+            &central,
+            "/api/poller/heartbeat",
+            &poller.access,
+            beat.to_string(),
+        )
+        .await;
+        assert_eq!(status, 400, "{field}: {answer}");
+        let message = answer["message"].as_str().unwrap();
+        assert!(message.contains(field), "{field}: {message}");
+    }
+    // A long reason is cut, not refused: the heartbeat still counts.
+    let long = json!({"version": "1", "errors": ["x".repeat(100_000)],
+        "events": [{"monitor_id": uuid::Uuid::new_v4(), "at": "2026-11-23T00:00:00Z",
+                    "event": "dead_lettered", "reason": "y".repeat(100_000), "next_due_at": null}]});
+    let (status, answer) = post_raw(
+        &central,
+        "/api/poller/heartbeat",
+        &poller.access,
+        long.to_string(),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    let (_, events) = central
+        .admin(
+            reqwest::Method::GET,
+            &format!("/api/v1/pollers/{}/events", poller.id),
+            None,
+        )
+        .await?;
+    let reason = events["items"][0]["reason"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        !reason.is_empty() && reason.len() <= 1024,
+        "kept {} characters",
+        reason.len()
+    );
+    Ok(())
+}
+
+/// Starts a request whose body never finishes arriving: it holds a request slot.
+async fn hold_a_request(addr: &str) -> anyhow::Result<tokio::net::TcpStream> {
+    let mut stream = tokio::net::TcpStream::connect(addr).await?;
+    let head = format!(
+        "POST /api/v1/monitors HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {ADMIN_TOKEN}\r\n\
+         content-type: application/json\r\ncontent-length: 1000\r\n\r\n{{\"name\":"
+    );
+    stream.write_all(head.as_bytes()).await?;
+    Ok(stream)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn beyond_the_request_cap_central_sheds_with_503_and_retry_after() -> anyhow::Result<()> {
+    let central = Central::start_with(&[("CENTRAL_MAX_CONCURRENT_REQUESTS", "2")]).await?;
+    let slow = [
+        hold_a_request(&central.addr).await?,
+        hold_a_request(&central.addr).await?,
+    ];
+    let http = reqwest::Client::new();
+    let list = || {
+        http.get(format!("{}/api/v1/pollers", central.url))
+            .bearer_auth(ADMIN_TOKEN)
+            .send()
+    };
+    let shed = eventually(Duration::from_secs(10), "a shed request", || async {
+        let response = list().await.ok()?;
+        (response.status() == 503).then_some(response)
+    })
+    .await?;
+    assert_eq!(shed.headers()["retry-after"], "1");
+    let body: Value = shed.json().await?;
+    assert_eq!(body["error"], "overloaded", "{body}");
+    // Probes still answer: an overloaded central is alive and ready.
+    let health = http.get(format!("{}/healthz", central.url)).send().await?;
+    assert_eq!(health.status(), 200);
+
+    drop(slow);
+    eventually(Duration::from_secs(10), "slots freed", || async {
+        (list().await.ok()?.status() == 200).then_some(())
+    })
+    .await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_poll_past_its_cap_is_answered_at_once() -> anyhow::Result<()> {
+    let central = Central::start_with(&[("CENTRAL_MAX_LONG_POLLS", "0")]).await?;
+    let poller = central.register_poller("impatient").await?;
+    let http = reqwest::Client::new();
+    let version = |since: i64| {
+        http.get(format!(
+            "{}/api/poller/assignments?since_version={since}&wait=60",
+            central.url
+        ))
+        .bearer_auth(&poller.access)
+        .send()
+    };
+    let first: Value = version(0).await?.json().await?;
+    let current = first["version"].as_i64().unwrap();
+    // Nothing changes, so a held long poll would take the whole minute; this one must not.
+    let answer = tokio::time::timeout(Duration::from_secs(20), version(current)).await;
+    let answer: Value = answer.expect("answered without waiting")?.json().await?;
+    assert_eq!(answer["full"], false, "{answer}");
+    Ok(())
+}
+
+async fn token_call(central: &Central, forwarded_for: &str) -> u16 {
+    reqwest::Client::new()
+        .post(format!("{}/api/poller/token", central.url))
+        .header("x-forwarded-for", forwarded_for)
+        .json(&json!({"refresh_token": "not-a-token"}))
+        .send()
+        .await
+        .expect("request")
+        .status()
+        .as_u16()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forwarded_for_is_believed_only_from_trusted_proxies() -> anyhow::Result<()> {
+    // One call a second, bursts of four: the fifth quick call from one address is refused.
+    let limits = [("CENTRAL_AUTH_RATE_LIMIT", "1")];
+
+    // Untrusted peer: a forged header per call does not buy a fresh bucket.
+    let direct = Central::start_with(&limits).await?;
+    let statuses: Vec<u16> = futures_seq(&direct, |i| format!("198.51.100.{i}")).await;
+    assert_eq!(statuses[..4], [401; 4], "{statuses:?}");
+    assert_eq!(
+        statuses[4], 429,
+        "forged X-Forwarded-For dodged the limit: {statuses:?}"
+    );
+
+    // Behind a trusted proxy (the test is on 127.0.0.1): each client has its own bucket.
+    let proxied = Central::start_with(&[
+        limits[0],
+        ("CENTRAL_TRUSTED_PROXIES", "10.0.0.0/8, 127.0.0.1"),
+    ])
+    .await?;
+    let statuses = futures_seq(&proxied, |_| "203.0.113.5".to_string()).await;
+    assert_eq!(statuses[4], 429, "{statuses:?}");
+    assert_eq!(
+        token_call(&proxied, "203.0.113.6").await,
+        401,
+        "another client is not limited"
+    );
+    // A client forging an entry left of the proxy's own cannot choose its key.
+    assert_eq!(token_call(&proxied, "192.0.2.1, 203.0.113.5").await, 429);
+    Ok(())
+}
+
+async fn futures_seq(central: &Central, forwarded: impl Fn(usize) -> String) -> Vec<u16> {
+    let mut statuses = Vec::new();
+    for i in 0..5 {
+        statuses.push(token_call(central, &forwarded(i)).await);
+    }
+    statuses
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_database_password_never_reaches_the_log() -> anyhow::Result<()> {
+    let output = tokio::process::Command::new(binary("central"))
+        .arg("serve")
+        .env("CENTRAL_LISTEN", "127.0.0.1:0")
+        .env(
+            "CENTRAL_DATABASE_URL",
+            "postgres://central:Sup3rS3cret@127.0.0.1:1/central?connect_timeout=2",
+        )
+        .env("CENTRAL_ADMIN_TOKEN", ADMIN_TOKEN)
+        .output()
+        .await?;
+    assert!(!output.status.success());
+    let text = String::from_utf8_lossy(&output.stderr) + String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("cannot open the database"), "{text}");
+    assert!(!text.contains("Sup3rS3cret"), "the password leaked: {text}");
+    assert!(text.contains("REDACTED"), "{text}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_can_have_a_listener_of_their_own() -> anyhow::Result<()> {
+    let central = Central::start_with(&[("CENTRAL_METRICS_LISTEN", "127.0.0.1:0")]).await?;
+    let http = reqwest::Client::new();
+    let public = http.get(format!("{}/metrics", central.url)).send().await?;
+    assert_eq!(public.status(), 404, "metrics are off the public listener");
+    let addr = eventually(Duration::from_secs(10), "the metrics address", || async {
+        let log = central.log();
+        let line = log
+            .lines()
+            .find(|l| l.contains("metrics listening"))?
+            .to_string();
+        Some(
+            line.split("addr=")
+                .nth(1)?
+                .split_whitespace()
+                .next()?
+                .to_string(),
+        )
+    })
+    .await?;
+    let private = http.get(format!("http://{addr}/metrics")).send().await?;
+    assert_eq!(private.status(), 200);
+    assert!(private.text().await?.contains("# EOF"));
+    Ok(())
+}
