@@ -63,6 +63,36 @@ impl CreateRegistrationToken {
     }
 }
 
+/// `POST /api/v1/registration-tokens/{id}/rotate` (the body is optional).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RotateRegistrationToken {
+    /// How long the current secret keeps working beside the new one, e.g. `24h` (at most
+    /// 30 days); unset or `0s`: it stops at once.
+    #[serde(default)]
+    pub overlap: Option<String>,
+}
+
+/// Longest overlap of a rotation: a leaked old secret must not live on for long.
+pub const MAX_ROTATION_OVERLAP: std::time::Duration = std::time::Duration::from_secs(30 * 86_400);
+
+impl RotateRegistrationToken {
+    /// Validates and returns the overlap (zero: none).
+    pub fn validate(&self) -> Result<std::time::Duration, ValidationError> {
+        let Some(text) = self.overlap.as_deref() else {
+            return Ok(std::time::Duration::ZERO);
+        };
+        let overlap = parse_duration(text).map_err(|m| ValidationError::new("overlap", m))?;
+        if overlap > MAX_ROTATION_OVERLAP {
+            return Err(ValidationError::new(
+                "overlap",
+                "must be at most 30d; rotate again later to extend",
+            ));
+        }
+        Ok(overlap)
+    }
+}
+
 /// A registration token as listed. `token` (the secret) is present only in the answer to
 /// creation or rotation; central keeps only its hash.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -77,6 +107,9 @@ pub struct RegistrationTokenView {
     pub max_uses: u32,
     pub uses: u32,
     pub revoked: bool,
+    /// Until when the secret before the latest rotation still works (rotation with overlap).
+    #[serde(default)]
+    pub previous_secret_valid_until: Option<DateTime<Utc>>,
 }
 
 /// Poller liveness as central derives it.

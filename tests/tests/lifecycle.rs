@@ -127,6 +127,70 @@ async fn registration_tokens_rotate_and_revoke() -> anyhow::Result<()> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rotation_with_overlap_keeps_the_old_secret_working_that_long() -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    let api = Api::of(&central);
+    let (_, created) = central
+        .admin(
+            Method::POST,
+            "/api/v1/registration-tokens",
+            Some(json!({"name": "fleet", "max_uses": 10})),
+        )
+        .await?;
+    let id = created["id"].as_str().unwrap().to_string();
+    let first = created["token"].as_str().unwrap().to_string();
+    let rotate = |overlap: Value| {
+        let path = format!("/api/v1/registration-tokens/{id}/rotate");
+        let central = &central;
+        async move {
+            central
+                .admin(Method::POST, &path, Some(json!({ "overlap": overlap })))
+                .await
+        }
+    };
+
+    let (status, refused) = rotate(json!("31d")).await?;
+    assert_eq!(status, 400, "{refused}");
+    assert!(refused["message"].as_str().unwrap().contains("overlap"));
+
+    let (status, rotated) = rotate(json!("3s")).await?;
+    assert_eq!(status, 200, "{rotated}");
+    assert!(
+        rotated["previous_secret_valid_until"].is_string(),
+        "{rotated}"
+    );
+    let second = rotated["token"].as_str().unwrap().to_string();
+    assert_eq!(
+        api.register(&first, "old-config", "eu").await.0,
+        200,
+        "overlap"
+    );
+    assert_eq!(api.register(&second, "new-config", "eu").await.0, 200);
+    tokio::time::sleep(std::time::Duration::from_millis(3_200)).await;
+    assert_eq!(
+        api.register(&first, "late", "eu").await.0,
+        401,
+        "overlap over"
+    );
+    assert_eq!(api.register(&second, "new-config-2", "eu").await.0, 200);
+
+    // A second rotation keeps only the secret it replaces: the first one stays dead.
+    let (_, rotated) = rotate(json!("1h")).await?;
+    let third = rotated["token"].as_str().unwrap().to_string();
+    assert_eq!(api.register(&first, "older", "eu").await.0, 401);
+    assert_eq!(api.register(&second, "previous", "eu").await.0, 200);
+    assert_eq!(api.register(&third, "newest", "eu").await.0, 200);
+    let (_, listed) = central
+        .admin(Method::GET, "/api/v1/registration-tokens", None)
+        .await?;
+    assert_eq!(
+        listed["items"][0]["uses"], 5,
+        "five registrations got in: {listed}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refresh_tokens_rotate_tolerate_a_lost_answer_and_detect_reuse() -> anyhow::Result<()> {
     let central = Central::start().await?;
     let api = Api::of(&central);

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use axum::body::Bytes;
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
@@ -25,6 +26,42 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
             Ok(axum::Json(value)) => Ok(ApiJson(value)),
             Err(rejection) => Err(json_error(rejection)),
         }
+    }
+}
+
+/// A JSON body that may be left out: an empty body is `T::default()`.
+pub struct OptionalJson<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let is_json = req
+            .headers()
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| {
+                let mime = v.split(';').next().unwrap_or("").trim();
+                mime.eq_ignore_ascii_case("application/json") || mime.ends_with("+json")
+            });
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
+            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::PayloadTooLarge("request body is too large".into())
+            } else {
+                ApiError::bad_request("invalid_body", e.body_text())
+            }
+        })?;
+        if bytes.is_empty() {
+            return Ok(OptionalJson(T::default()));
+        }
+        if !is_json {
+            return Err(ApiError::UnsupportedMediaType(
+                "send the body as JSON with `Content-Type: application/json`, or no body".into(),
+            ));
+        }
+        axum::Json::<T>::from_bytes(&bytes)
+            .map(|axum::Json(value)| OptionalJson(value))
+            .map_err(json_error)
     }
 }
 

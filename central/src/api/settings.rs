@@ -10,12 +10,12 @@ use serde::Deserialize;
 use shared_proto::poller_api::EngineEvent;
 use shared_proto::settings_api::{
     CreateRegistrationToken, MonitorStatusView, MonitorView, Page, PollerPatch, PollerStatus,
-    PollerStatusChange, PollerView, RegistrationTokenView, StoredResult,
+    PollerStatusChange, PollerView, RegistrationTokenView, RotateRegistrationToken, StoredResult,
 };
 use shared_proto::{MonitorPatch, MonitorSpec};
 use uuid::Uuid;
 
-use super::extract::{Admin, ApiJson, ApiPath, ApiQuery, PageQuery};
+use super::extract::{Admin, ApiJson, ApiPath, ApiQuery, OptionalJson, PageQuery};
 use crate::error::{ApiError, ApiResult};
 use crate::service::pollers::PollerFilter;
 use crate::service::App;
@@ -52,8 +52,9 @@ pub async fn rotate_registration_token(
     State(app): State<Arc<App>>,
     _: Admin,
     ApiPath(id): ApiPath<Uuid>,
+    OptionalJson(request): OptionalJson<RotateRegistrationToken>,
 ) -> ApiResult<Json<RegistrationTokenView>> {
-    app.rotate_registration_token(id).await.map(Json)
+    app.rotate_registration_token(id, request).await.map(Json)
 }
 
 /// `?cursor=&limit=&region=&datacenter=&status=`

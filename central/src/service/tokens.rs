@@ -1,6 +1,8 @@
 //! Registration tokens: created by operators, spent by pollers registering.
 
-use shared_proto::settings_api::{CreateRegistrationToken, Page, RegistrationTokenView};
+use shared_proto::settings_api::{
+    CreateRegistrationToken, Page, RegistrationTokenView, RotateRegistrationToken,
+};
 use uuid::Uuid;
 
 use super::{auth, now_ms, time_of, App};
@@ -27,6 +29,8 @@ impl App {
             max_uses: i64::from(request.max_uses.unwrap_or(1)),
             uses: 0,
             revoked_at: None,
+            previous_secret_hash: None,
+            previous_valid_until: None,
         };
         self.store.insert_registration_token(&row).await?;
         let mut view = registration_view(&row);
@@ -64,14 +68,22 @@ impl App {
         Ok(())
     }
 
-    /// A new secret for the same token (same id, uses and limits); the old secret stops
-    /// working at once. The answer carries the new secret, which is never shown again.
-    pub async fn rotate_registration_token(&self, id: Uuid) -> ApiResult<RegistrationTokenView> {
+    /// A new secret for the same token (same id, uses and limits). The current secret keeps
+    /// working for the requested overlap (none: it stops at once); any older one stops now.
+    /// The answer carries the new secret, which is never shown again.
+    pub async fn rotate_registration_token(
+        &self,
+        id: Uuid,
+        request: RotateRegistrationToken,
+    ) -> ApiResult<RegistrationTokenView> {
+        let overlap = request.validate()?;
+        let old_valid_until =
+            (!overlap.is_zero()).then(|| now_ms().saturating_add(overlap.as_millis() as i64));
         let secret = auth::new_secret();
         let hash = auth::hash_secret_blocking(secret.clone()).await?;
         if !self
             .store
-            .rotate_registration_token(&id.to_string(), &hash)
+            .rotate_registration_token(&id.to_string(), &hash, old_valid_until)
             .await?
         {
             return Err(ApiError::NotFound(format!(
@@ -106,7 +118,7 @@ impl App {
             .registration_token(&id.to_string())
             .await?
             .ok_or_else(invalid)?;
-        if !auth::verify_secret_blocking(secret, row.secret_hash.clone()).await? {
+        if !self.registration_secret_matches(&row, secret).await? {
             return Err(invalid());
         }
         if !self.store.use_registration_token(&row.id, now_ms()).await? {
@@ -115,6 +127,32 @@ impl App {
             ));
         }
         Ok(row)
+    }
+}
+
+impl App {
+    /// The newest secret, or the one before it while its overlap lasts.
+    async fn registration_secret_matches(
+        &self,
+        row: &RegistrationTokenRow,
+        secret: String,
+    ) -> ApiResult<bool> {
+        if auth::verify_secret_blocking(secret.clone(), row.secret_hash.clone()).await? {
+            return Ok(true);
+        }
+        match (&row.previous_secret_hash, row.previous_valid_until) {
+            (Some(previous), Some(until)) if now_ms() < until => {
+                let matched = auth::verify_secret_blocking(secret, previous.clone()).await?;
+                if matched {
+                    tracing::info!(
+                        token = %row.id,
+                        "a poller registered with the previous secret of a rotated token"
+                    );
+                }
+                Ok(matched)
+            }
+            _ => Ok(false),
+        }
     }
 }
 
@@ -129,6 +167,10 @@ fn registration_view(row: &RegistrationTokenRow) -> RegistrationTokenView {
         max_uses: row.max_uses.try_into().unwrap_or(u32::MAX),
         uses: row.uses.try_into().unwrap_or(u32::MAX),
         revoked: row.revoked_at.is_some(),
+        previous_secret_valid_until: row
+            .previous_valid_until
+            .filter(|until| *until > now_ms())
+            .map(time_of),
     }
 }
 

@@ -88,6 +88,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "refresh revoked reason",
         include_str!("../../../migrations/sqlite/20261121000009_refresh_revoked_reason.sql"),
     ),
+    (
+        20261121000010,
+        "registration overlap",
+        include_str!("../../../migrations/sqlite/20261121000010_registration_overlap.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -134,6 +139,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261121000009,
         "refresh revoked reason",
         include_str!("../../../migrations/postgres/20261121000009_refresh_revoked_reason.sql"),
+    ),
+    (
+        20261121000010,
+        "registration overlap",
+        include_str!("../../../migrations/postgres/20261121000010_registration_overlap.sql"),
     ),
 ];
 

@@ -16,6 +16,9 @@ pub struct RegistrationTokenRow {
     pub max_uses: i64,
     pub uses: i64,
     pub revoked_at: Option<i64>,
+    /// The secret before the newest rotation, valid until `previous_valid_until`.
+    pub previous_secret_hash: Option<String>,
+    pub previous_valid_until: Option<i64>,
 }
 
 impl FromRow<'_, AnyRow> for RegistrationTokenRow {
@@ -30,6 +33,8 @@ impl FromRow<'_, AnyRow> for RegistrationTokenRow {
             max_uses: row.try_get("max_uses")?,
             uses: row.try_get("uses")?,
             revoked_at: row.try_get("revoked_at")?,
+            previous_secret_hash: row.try_get("previous_secret_hash")?,
+            previous_valid_until: row.try_get("previous_valid_until")?,
         })
     }
 }
@@ -64,8 +69,8 @@ impl FromRow<'_, AnyRow> for RefreshTokenRow {
     }
 }
 
-const REGISTRATION_COLUMNS: &str =
-    "id, name, secret_hash, region, created_at, expires_at, max_uses, uses, revoked_at";
+const REGISTRATION_COLUMNS: &str = "id, name, secret_hash, region, created_at, expires_at, \
+     max_uses, uses, revoked_at, previous_secret_hash, previous_valid_until";
 
 impl Store {
     pub async fn insert_registration_token(
@@ -258,17 +263,30 @@ impl Store {
         .await
     }
 
-    /// Gives a registration token a new secret; the old one stops working at once.
+    /// Gives a registration token a new secret. With `old_valid_until`, the current secret
+    /// stays valid until then (any older one stops at once); without, it stops at once.
     pub async fn rotate_registration_token(
         &self,
         id: &str,
         secret_hash: &str,
+        old_valid_until: Option<i64>,
     ) -> anyhow::Result<bool> {
-        self.write_one(
-            "UPDATE registration_tokens SET secret_hash = $2 WHERE id = $1 AND revoked_at IS NULL",
-            id,
-            secret_hash,
-        )
-        .await
+        let _guard = self.write_lock().await;
+        let query = match old_valid_until {
+            Some(until) => sqlx::query(
+                "UPDATE registration_tokens SET previous_secret_hash = secret_hash, \
+                 previous_valid_until = $3, secret_hash = $2 WHERE id = $1 AND revoked_at IS NULL",
+            )
+            .bind(id)
+            .bind(secret_hash)
+            .bind(until),
+            None => sqlx::query(
+                "UPDATE registration_tokens SET previous_secret_hash = NULL, \
+                 previous_valid_until = NULL, secret_hash = $2 WHERE id = $1 AND revoked_at IS NULL",
+            )
+            .bind(id)
+            .bind(secret_hash),
+        };
+        Ok(query.execute(&self.pool).await?.rows_affected() == 1)
     }
 }
