@@ -28,6 +28,8 @@ pub enum Command {
     /// Add a new key for signing poller access tokens; tokens signed with the previous keys
     /// stay valid until they expire, so no poller is logged out.
     RotateSigningKey(ServeArgs),
+    /// Print the OpenAPI document of both APIs (what `/api/openapi.json` serves).
+    Openapi,
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {

@@ -29,6 +29,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command.unwrap_or(Command::Serve(cli.serve)) {
         Command::Serve(args) => serve(args).await,
         Command::Demo(args) => demo::run(args).await,
+        Command::Openapi => {
+            print!("{}", api::openapi::DOCUMENT.as_str());
+            Ok(())
+        }
         Command::RotateSigningKey(args) => {
             let store = store::Store::connect(&args.database_url).await?;
             let kid = service::rotate_signing_key(&store).await?;

@@ -21,6 +21,7 @@ impl ValidationError {
 
 /// `{"error": "<machine_code>", "message": "<what went wrong and how to fix it>"}`
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ErrorBody {
     pub error: String,
     pub message: String,

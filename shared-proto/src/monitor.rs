@@ -27,6 +27,7 @@ const MAX_LABEL_LEN: usize = 64;
 
 /// The built-in check kinds; each is also a poller capability of the same name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum CheckKind {
     Http,
@@ -65,6 +66,7 @@ impl std::fmt::Display for CheckKind {
 
 /// How central chooses the poller of a monitor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum PollerMode {
     /// Any online poller with the capability.
@@ -101,14 +103,28 @@ fn default_timeout() -> u64 {
 
 /// A monitor as the operator writes it (`POST /api/v1/monitors`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct MonitorSpec {
+    #[cfg_attr(
+        feature = "openapi",
+        schema(min_length = 1, max_length = 200, pattern = r"\S")
+    )]
     pub name: String,
     pub kind: CheckKind,
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 2048))]
     pub target: String,
     #[serde(default = "default_interval")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(minimum = 5000, maximum = 3600000, default = 30000)
+    )]
     pub interval_ms: u64,
     #[serde(default = "default_timeout")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(minimum = 100, maximum = 120000, default = 5000)
+    )]
     pub timeout_ms: u64,
     #[serde(default)]
     pub settings: Map<String, Value>,
@@ -117,10 +133,13 @@ pub struct MonitorSpec {
     #[serde(default)]
     pub poller_id: Option<Uuid>,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(pattern = r"^[A-Za-z0-9._-]{1,64}$"))]
     pub poller_region: Option<String>,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(pattern = r"^[A-Za-z0-9._-]{1,64}$"))]
     pub poller_datacenter: Option<String>,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(pattern = r"^[A-Za-z0-9._-]{1,64}$"))]
     pub poller_capability: Option<String>,
     /// Defaults to `true` for `auto` and `grouped`, `false` for `pinned`.
     #[serde(default)]
@@ -212,21 +231,32 @@ impl MonitorSpec {
 /// `PATCH /api/v1/monitors/{id}`: every field optional; `null` clears an optional field.
 /// The kind of a monitor cannot change: create a new monitor instead.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct MonitorPatch {
+    #[cfg_attr(
+        feature = "openapi",
+        schema(min_length = 1, max_length = 200, pattern = r"\S")
+    )]
     pub name: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 2048))]
     pub target: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(minimum = 5000, maximum = 3600000))]
     pub interval_ms: Option<u64>,
+    #[cfg_attr(feature = "openapi", schema(minimum = 100, maximum = 120000))]
     pub timeout_ms: Option<u64>,
     pub settings: Option<Map<String, Value>>,
     pub poller_mode: Option<PollerMode>,
     #[serde(default, with = "double_option")]
     pub poller_id: Option<Option<Uuid>>,
     #[serde(default, with = "double_option")]
+    #[cfg_attr(feature = "openapi", schema(pattern = r"^[A-Za-z0-9._-]{1,64}$"))]
     pub poller_region: Option<Option<String>>,
     #[serde(default, with = "double_option")]
+    #[cfg_attr(feature = "openapi", schema(pattern = r"^[A-Za-z0-9._-]{1,64}$"))]
     pub poller_datacenter: Option<Option<String>>,
     #[serde(default, with = "double_option")]
+    #[cfg_attr(feature = "openapi", schema(pattern = r"^[A-Za-z0-9._-]{1,64}$"))]
     pub poller_capability: Option<Option<String>>,
     pub failover: Option<bool>,
     pub paused: Option<bool>,
@@ -255,6 +285,7 @@ pub(crate) mod double_option {
 
 /// A monitor as its agent sees it in an assignment: only what is needed to run the check.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AssignedMonitor {
     pub id: Uuid,
     pub name: String,

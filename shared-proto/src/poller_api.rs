@@ -24,15 +24,27 @@ pub const MAX_REPORTED_TEXT_LEN: usize = 1_024;
 
 /// `POST /api/poller/register`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RegisterRequest {
     pub registration_token: String,
+    #[cfg_attr(
+        feature = "openapi",
+        schema(min_length = 1, max_length = 200, pattern = r"\S")
+    )]
     pub name: String,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(pattern = r"^[A-Za-z0-9._-]{1,64}$"))]
     pub region: Option<String>,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(pattern = r"^[A-Za-z0-9._-]{1,64}$"))]
     pub datacenter: Option<String>,
     #[serde(default, deserialize_with = "bounded::vec::<_, _, MAX_CAPABILITIES>")]
+    #[cfg_attr(feature = "openapi", schema(max_items = 64, inline))]
     pub capabilities: Vec<String>,
+    #[cfg_attr(
+        feature = "openapi",
+        schema(min_length = 1, max_length = 64, pattern = r"^[^\x00-\x1f\x7f]+$")
+    )]
     pub version: String,
 }
 
@@ -90,6 +102,7 @@ pub fn default_capabilities() -> Vec<String> {
 
 /// Answer to `register`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RegisterResponse {
     pub poller_id: Uuid,
     pub access_token: String,
@@ -99,12 +112,14 @@ pub struct RegisterResponse {
 
 /// `POST /api/poller/token`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TokenRequest {
     pub refresh_token: String,
 }
 
 /// Answer to `token`: the old refresh token is spent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TokenResponse {
     pub access_token: String,
     pub access_expires_at: DateTime<Utc>,
@@ -113,9 +128,15 @@ pub struct TokenResponse {
 
 /// `POST /api/poller/heartbeat`
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct HeartbeatRequest {
+    #[cfg_attr(
+        feature = "openapi",
+        schema(min_length = 1, max_length = 64, pattern = r"^[^\x00-\x1f\x7f]+$")
+    )]
     pub version: String,
     #[serde(default, deserialize_with = "bounded::vec::<_, _, MAX_CAPABILITIES>")]
+    #[cfg_attr(feature = "openapi", schema(max_items = 64))]
     pub capabilities: Vec<String>,
     #[serde(default)]
     pub queue_depth: u64,
@@ -134,6 +155,7 @@ pub struct HeartbeatRequest {
         default,
         deserialize_with = "bounded::vec::<_, _, MAX_HEARTBEAT_ERRORS>"
     )]
+    #[cfg_attr(feature = "openapi", schema(max_items = 100))]
     pub errors: Vec<String>,
     /// The polling engine's health as of this heartbeat.
     #[serde(default)]
@@ -143,6 +165,7 @@ pub struct HeartbeatRequest {
         default,
         deserialize_with = "bounded::vec::<_, _, MAX_HEARTBEAT_EVENTS>"
     )]
+    #[cfg_attr(feature = "openapi", schema(max_items = 1000))]
     pub events: Vec<EngineEvent>,
 }
 
@@ -175,6 +198,7 @@ fn trim_text(text: &mut String) {
 
 /// A snapshot of the agent's polling engine, sent with each heartbeat.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SchedulerHealth {
     pub monitors: u64,
     /// Requests in flight.
@@ -187,6 +211,7 @@ pub struct SchedulerHealth {
     pub breakers_half_open: u64,
     pub paused: u64,
     #[serde(deserialize_with = "bounded::vec::<_, _, MAX_DEAD_LETTERS>")]
+    #[cfg_attr(feature = "openapi", schema(max_items = 1000))]
     pub dead_letters: Vec<DeadLetter>,
     /// How late the most overdue monitor is (0 when none is late).
     pub most_overdue_ms: u64,
@@ -194,6 +219,7 @@ pub struct SchedulerHealth {
 
 /// A monitor the engine gave up on for now; rechecked every 30 minutes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DeadLetter {
     pub monitor_id: Uuid,
     pub reason: String,
@@ -202,6 +228,7 @@ pub struct DeadLetter {
 
 /// A state change of the engine about one monitor.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EngineEvent {
     /// Made by the agent, so that a heartbeat sent again does not store its events twice.
     #[serde(default)]
@@ -215,6 +242,7 @@ pub struct EngineEvent {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum EventKind {
     BreakerOpened,
@@ -263,6 +291,7 @@ impl EventKind {
 
 /// Answer to `heartbeat`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct HeartbeatResponse {
     pub assignment_version: i64,
     pub server_time: DateTime<Utc>,
@@ -270,6 +299,7 @@ pub struct HeartbeatResponse {
 
 /// Answer to `GET /api/poller/assignments?since_version=N`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AssignmentsResponse {
     pub version: i64,
     /// `true`: `upserts` is the whole set and anything not in it is no longer assigned.
@@ -280,6 +310,7 @@ pub struct AssignmentsResponse {
 
 /// The outcome of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum ResultStatus {
     Up,
@@ -309,6 +340,7 @@ impl ResultStatus {
 
 /// One check result. `id` is made by the agent, so a re-upload is recognised as a duplicate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CheckResult {
     pub id: Uuid,
     pub monitor_id: Uuid,
@@ -324,13 +356,16 @@ pub struct CheckResult {
 
 /// `POST /api/poller/results`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ResultsBatch {
     pub batch_id: Uuid,
+    #[cfg_attr(feature = "openapi", schema(max_items = 5000))]
     pub results: Vec<CheckResult>,
 }
 
 /// Why central refused one result of a batch; the rest of the batch is unaffected.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RejectedResult {
     /// The result's `id`, or its position in the batch when it had no readable id.
     pub id: String,
@@ -339,6 +374,7 @@ pub struct RejectedResult {
 
 /// Answer to `results`. `accepted + duplicates + rejected.len()` equals the batch size.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ResultsAck {
     pub accepted: u64,
     pub duplicates: u64,

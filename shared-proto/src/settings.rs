@@ -65,6 +65,7 @@ fn range_check<T: PartialOrd + std::fmt::Display + Copy>(
 
 /// Keys every kind accepts: down confirmation, backoff, circuit breaker, auto-pause, dead letter.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields, default)]
 pub struct CommonSettings {
     /// Re-checks after a failure before backoff takes over.
@@ -204,6 +205,7 @@ fn yes() -> bool {
 
 /// How an `http` check reads the response body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum BodyFormat {
     /// Status code and optional keyword / JSON assertions.
@@ -215,6 +217,7 @@ pub enum BodyFormat {
 
 /// Settings of an `http` check.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct HttpSettings {
     #[serde(default = "default_method")]
@@ -331,6 +334,7 @@ impl HttpSettings {
 
 /// Settings of a `tcp` check (none beyond the common ones).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct TcpSettings {}
 
@@ -342,6 +346,7 @@ fn default_record_type() -> String {
 
 /// Settings of a `dns` check.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct DnsSettings {
     #[serde(default = "default_record_type")]
@@ -394,6 +399,7 @@ fn default_warn_days() -> u32 {
 
 /// Settings of a `tls` check.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct TlsSettings {
     /// Down when the certificate expires within this many days.

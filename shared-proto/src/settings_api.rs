@@ -13,6 +13,7 @@ pub const MAX_PAGE_LIMIT: u32 = 1000;
 
 /// Every list answer: one page of items and the cursor of the next page, if any.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Page<T> {
     pub items: Vec<T>,
     pub next_cursor: Option<String>,
@@ -20,17 +21,28 @@ pub struct Page<T> {
 
 /// `POST /api/v1/registration-tokens`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CreateRegistrationToken {
+    #[cfg_attr(
+        feature = "openapi",
+        schema(min_length = 1, max_length = 200, pattern = r"\S")
+    )]
     pub name: String,
     /// e.g. `24h`; unset means the token does not expire.
     #[serde(default)]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(pattern = r"^0*[1-9][0-9]*(ms|s|m|h|d)?$", examples("24h"))
+    )]
     pub expires_in: Option<String>,
     /// How many pollers may register with it; default 1 (a one-time token).
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1))]
     pub max_uses: Option<u32>,
     /// Region given to pollers that register without one.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(pattern = r"^[A-Za-z0-9._-]{1,64}$"))]
     pub region: Option<String>,
 }
 
@@ -65,11 +77,16 @@ impl CreateRegistrationToken {
 
 /// `POST /api/v1/registration-tokens/{id}/rotate` (the body is optional).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RotateRegistrationToken {
     /// How long the current secret keeps working beside the new one, e.g. `24h` (at most
     /// 30 days); unset or `0s`: it stops at once.
     #[serde(default)]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(pattern = r"^[0-9]+(ms|s|m|h|d)?$", examples("24h"))
+    )]
     pub overlap: Option<String>,
 }
 
@@ -96,6 +113,7 @@ impl RotateRegistrationToken {
 /// A registration token as listed. `token` (the secret) is present only in the answer to
 /// creation or rotation; central keeps only its hash.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RegistrationTokenView {
     pub id: Uuid,
     pub name: String,
@@ -114,6 +132,7 @@ pub struct RegistrationTokenView {
 
 /// Poller liveness as central derives it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum PollerStatus {
     Online,
@@ -123,6 +142,7 @@ pub enum PollerStatus {
 
 /// A poller as the settings API shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PollerView {
     pub id: Uuid,
     pub name: String,
@@ -152,13 +172,20 @@ pub struct PollerView {
 
 /// `PATCH /api/v1/pollers/{id}`: every field optional; `null` clears an optional one.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct PollerPatch {
     #[serde(default, with = "crate::monitor::double_option")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(min_length = 1, max_length = 200, pattern = r"\S")
+    )]
     pub alias: Option<Option<String>>,
     #[serde(default, with = "crate::monitor::double_option")]
+    #[cfg_attr(feature = "openapi", schema(pattern = r"^[A-Za-z0-9._-]{1,64}$"))]
     pub region: Option<Option<String>>,
     #[serde(default, with = "crate::monitor::double_option")]
+    #[cfg_attr(feature = "openapi", schema(pattern = r"^[A-Za-z0-9._-]{1,64}$"))]
     pub datacenter: Option<Option<String>>,
     pub enabled: Option<bool>,
 }
@@ -185,6 +212,7 @@ impl PollerPatch {
 
 /// One change of a poller's liveness status.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PollerStatusChange {
     pub status: PollerStatus,
     pub at: DateTime<Utc>,
@@ -192,6 +220,7 @@ pub struct PollerStatusChange {
 
 /// A stored monitor: the operator's spec plus what central decided about it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MonitorView {
     pub id: Uuid,
     #[serde(flatten)]
@@ -205,6 +234,7 @@ pub struct MonitorView {
 
 /// Derived monitor status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum MonitorStatus {
     Pending,
@@ -216,6 +246,7 @@ pub enum MonitorStatus {
 
 /// `GET /api/v1/monitors/{id}/status`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MonitorStatusView {
     pub monitor_id: Uuid,
     pub status: MonitorStatus,
@@ -233,6 +264,7 @@ pub struct MonitorStatusView {
 
 /// One stored result, as `GET /api/v1/monitors/{id}/results` returns it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct StoredResult {
     pub id: Uuid,
     pub monitor_id: Uuid,

@@ -51,7 +51,10 @@ async fn the_served_document_matches_the_router() -> anyhow::Result<()> {
         env!("CARGO_MANIFEST_DIR"),
         "/../docs/openapi.json"
     ))?)?;
-    assert_eq!(spec, on_disk, "central serves docs/openapi.json as it is");
+    assert_eq!(
+        spec, on_disk,
+        "docs/openapi.json is stale: regenerate it with `cargo run -p central -- openapi > docs/openapi.json`"
+    );
 
     let documented: BTreeSet<(String, String)> = spec["paths"]
         .as_object()

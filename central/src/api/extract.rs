@@ -155,9 +155,13 @@ impl FromRequestParts<Arc<App>> for Poller {
 }
 
 /// `?cursor=&limit=` of every list.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct PageQuery {
+    /// `next_cursor` of the previous page; omit for the first page.
     pub cursor: Option<String>,
+    /// Items per page (default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
 }
 

@@ -2,6 +2,7 @@
 
 mod client_addr;
 mod extract;
+pub mod openapi;
 mod ops;
 mod overload;
 mod poller;

@@ -10,10 +10,17 @@ use serde_json::json;
 
 use crate::service::App;
 
+#[utoipa::path(get, path = "/healthz", tag = "ops", operation_id = "healthz", security(),
+    responses((status = 200, description = "The process serves.", body = serde_json::Value)))]
 pub async fn healthz() -> impl IntoResponse {
     Json(json!({"status": "ok"}))
 }
 
+#[utoipa::path(get, path = "/readyz", tag = "ops", operation_id = "readyz", security(),
+    responses(
+        (status = 200, description = "The database answers.", body = serde_json::Value),
+        (status = 503, description = "Something central needs is unavailable; `unavailable` names it.", body = serde_json::Value)
+    ))]
 pub async fn readyz(State(app): State<Arc<App>>) -> impl IntoResponse {
     match app.store.ping().await {
         Ok(()) => (StatusCode::OK, Json(json!({"status": "ready"}))),
@@ -33,6 +40,9 @@ pub async fn readyz(State(app): State<Arc<App>>) -> impl IntoResponse {
     }
 }
 
+#[utoipa::path(get, path = "/metrics", tag = "ops", operation_id = "metrics", security(),
+    responses((status = 200, description = "OpenMetrics text (absent here when CENTRAL_METRICS_LISTEN is set).",
+        content_type = "application/openmetrics-text", body = String)))]
 pub async fn metrics(State(app): State<Arc<App>>) -> impl IntoResponse {
     (
         [(
@@ -43,9 +53,11 @@ pub async fn metrics(State(app): State<Arc<App>>) -> impl IntoResponse {
     )
 }
 
-/// The OpenAPI document of both APIs, as kept in docs/ (a test checks it against the router).
-const OPENAPI: &str = include_str!("../../../docs/openapi.json");
-
+#[utoipa::path(get, path = "/api/openapi.json", tag = "ops", operation_id = "openapi", security(),
+    responses((status = 200, description = "This document.", body = serde_json::Value)))]
 pub async fn openapi() -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "application/json")], OPENAPI)
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        super::openapi::DOCUMENT.as_str(),
+    )
 }

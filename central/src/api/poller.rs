@@ -7,7 +7,7 @@ use axum::{Extension, Json};
 use serde::Deserialize;
 use shared_proto::poller_api::{
     AssignmentsResponse, HeartbeatRequest, HeartbeatResponse, RegisterRequest, RegisterResponse,
-    ResultsAck, TokenRequest, TokenResponse,
+    ResultsAck, ResultsBatch, TokenRequest, TokenResponse,
 };
 
 use super::extract::{ApiJson, ApiQuery, Poller};
@@ -16,6 +16,15 @@ use crate::error::{ApiError, ApiResult};
 use crate::service::ingest::IncomingBatch;
 use crate::service::App;
 
+#[utoipa::path(
+    post, path = "/api/poller/register", tag = "poller", operation_id = "register",
+    summary = "Register a poller with a registration token",
+    security(), request_body = RegisterRequest,
+    responses(
+        (status = 200, description = "Registered: the poller's id and first tokens.", body = RegisterResponse),
+        super::openapi::PublicBodyErrors
+    )
+)]
 pub async fn register(
     State(app): State<Arc<App>>,
     ApiJson(request): ApiJson<RegisterRequest>,
@@ -23,6 +32,15 @@ pub async fn register(
     app.register_poller(request).await.map(Json)
 }
 
+#[utoipa::path(
+    post, path = "/api/poller/token", tag = "poller", operation_id = "token",
+    summary = "Trade a refresh token for new tokens (the old one is spent)",
+    security(), request_body = TokenRequest,
+    responses(
+        (status = 200, description = "New tokens.", body = TokenResponse),
+        super::openapi::PublicBodyErrors
+    )
+)]
 pub async fn token(
     State(app): State<Arc<App>>,
     ApiJson(request): ApiJson<TokenRequest>,
@@ -30,6 +48,15 @@ pub async fn token(
     app.refresh_poller_token(request).await.map(Json)
 }
 
+#[utoipa::path(
+    post, path = "/api/poller/heartbeat", tag = "poller", operation_id = "heartbeat",
+    summary = "Report liveness, backlog and engine state",
+    security(("poller_access_token" = [])), request_body = HeartbeatRequest,
+    responses(
+        (status = 200, description = "The current assignment version.", body = HeartbeatResponse),
+        super::openapi::PollerBodyErrors
+    )
+)]
 pub async fn heartbeat(
     State(app): State<Arc<App>>,
     Poller(poller): Poller,
@@ -40,15 +67,29 @@ pub async fn heartbeat(
 
 const MAX_WAIT_SECONDS: u64 = 60;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct AssignmentsQuery {
+    /// The version the agent has; 0 (or one too old) gets the whole set.
     #[serde(default)]
+    #[param(minimum = 0)]
     since_version: i64,
     /// Seconds to wait for a change when there is none yet (long poll), at most 60.
     #[serde(default)]
+    #[param(minimum = 0, maximum = 60)]
     wait: u64,
 }
 
+#[utoipa::path(
+    get, path = "/api/poller/assignments", tag = "poller", operation_id = "assignments",
+    summary = "The poller's monitors changed since a version (long poll with `wait`)",
+    security(("poller_access_token" = [])),
+    params(AssignmentsQuery),
+    responses(
+        (status = 200, description = "Changes, or the whole set when `full`.", body = AssignmentsResponse),
+        super::openapi::PollerQueryErrors
+    )
+)]
 pub async fn assignments(
     State(app): State<Arc<App>>,
     Extension(long_polls): Extension<Arc<LongPolls>>,
@@ -81,6 +122,15 @@ pub async fn assignments(
     answer.map(Json)
 }
 
+#[utoipa::path(
+    post, path = "/api/poller/results", tag = "poller", operation_id = "results",
+    summary = "Upload a batch of results (each stored once)",
+    security(("poller_access_token" = [])), request_body = ResultsBatch,
+    responses(
+        (status = 200, description = "Accepted, duplicate and rejected counts.", body = ResultsAck),
+        super::openapi::PollerBodyErrors
+    )
+)]
 pub async fn results(
     State(app): State<Arc<App>>,
     Poller(poller): Poller,

@@ -20,7 +20,16 @@ use crate::error::{ApiError, ApiResult};
 use crate::service::pollers::PollerFilter;
 use crate::service::App;
 use crate::store::Cursor;
+use utoipa::IntoParams;
 
+#[utoipa::path(
+    post, path = "/api/v1/registration-tokens", tag = "registration-tokens", operation_id = "create_registration_token",
+    summary = "Create a registration token (the secret is in the answer, once)",
+    security(("admin_token" = [])),
+    request_body = CreateRegistrationToken,
+
+    responses((status = 201, description = "Created; `token` holds the secret.", body = RegistrationTokenView), super::openapi::BodyErrors)
+)]
 pub async fn create_registration_token(
     State(app): State<Arc<App>>,
     _: Admin,
@@ -30,6 +39,13 @@ pub async fn create_registration_token(
     Ok((StatusCode::CREATED, Json(view)))
 }
 
+#[utoipa::path(
+    get, path = "/api/v1/registration-tokens", tag = "registration-tokens", operation_id = "list_registration_tokens",
+    summary = "List registration tokens",
+    security(("admin_token" = [])),
+    params(PageQuery),
+    responses((status = 200, description = "A page of tokens.", body = Page<RegistrationTokenView>), super::openapi::QueryErrors)
+)]
 pub async fn list_registration_tokens(
     State(app): State<Arc<App>>,
     _: Admin,
@@ -39,6 +55,13 @@ pub async fn list_registration_tokens(
     app.list_registration_tokens(&cursor, limit).await.map(Json)
 }
 
+#[utoipa::path(
+    delete, path = "/api/v1/registration-tokens/{id}", tag = "registration-tokens", operation_id = "revoke_registration_token",
+    summary = "Revoke a registration token",
+    security(("admin_token" = [])),
+    params(("id" = Uuid, Path, description = "Registration token id")),
+    responses((status = 204, description = "Revoked."), super::openapi::IdErrors)
+)]
 pub async fn revoke_registration_token(
     State(app): State<Arc<App>>,
     _: Admin,
@@ -48,6 +71,14 @@ pub async fn revoke_registration_token(
     Ok(StatusCode::NO_CONTENT)
 }
 
+#[utoipa::path(
+    post, path = "/api/v1/registration-tokens/{id}/rotate", tag = "registration-tokens", operation_id = "rotate_registration_token",
+    summary = "Give a registration token a new secret, optionally keeping the old one for an overlap",
+    security(("admin_token" = [])),
+    request_body = Option<RotateRegistrationToken>,
+    params(("id" = Uuid, Path, description = "Registration token id")),
+    responses((status = 200, description = "Rotated; `token` holds the new secret.", body = RegistrationTokenView), super::openapi::IdBodyErrors)
+)]
 pub async fn rotate_registration_token(
     State(app): State<Arc<App>>,
     _: Admin,
@@ -58,15 +89,28 @@ pub async fn rotate_registration_token(
 }
 
 /// `?cursor=&limit=&region=&datacenter=&status=`
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct PollerListQuery {
+    /// `next_cursor` of the previous page; omit for the first page.
     cursor: Option<String>,
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<u32>,
+    #[param(pattern = r"^[A-Za-z0-9._-]{1,64}$")]
     region: Option<String>,
+    #[param(pattern = r"^[A-Za-z0-9._-]{1,64}$")]
     datacenter: Option<String>,
+    #[param(inline)]
     status: Option<PollerStatus>,
 }
 
+#[utoipa::path(
+    get, path = "/api/v1/pollers", tag = "pollers", operation_id = "list_pollers",
+    summary = "List pollers",
+    security(("admin_token" = [])),
+    params(PollerListQuery),
+    responses((status = 200, description = "A page of pollers.", body = Page<PollerView>), super::openapi::QueryErrors)
+)]
 pub async fn list_pollers(
     State(app): State<Arc<App>>,
     _: Admin,
@@ -85,6 +129,14 @@ pub async fn list_pollers(
     app.list_pollers(&filter, &cursor, limit).await.map(Json)
 }
 
+#[utoipa::path(
+    patch, path = "/api/v1/pollers/{id}", tag = "pollers", operation_id = "update_poller",
+    summary = "Change a poller's alias, region, datacenter or enabled flag",
+    security(("admin_token" = [])),
+    request_body = PollerPatch,
+    params(("id" = Uuid, Path, description = "Poller id")),
+    responses((status = 200, description = "The poller as changed.", body = PollerView), super::openapi::IdBodyErrors)
+)]
 pub async fn update_poller(
     State(app): State<Arc<App>>,
     _: Admin,
@@ -94,6 +146,13 @@ pub async fn update_poller(
     app.update_poller(id, patch).await.map(Json)
 }
 
+#[utoipa::path(
+    delete, path = "/api/v1/pollers/{id}", tag = "pollers", operation_id = "delete_poller",
+    summary = "Delete a poller and revoke its tokens",
+    security(("admin_token" = [])),
+    params(("id" = Uuid, Path, description = "Poller id")),
+    responses((status = 204, description = "Deleted."), super::openapi::IdErrors)
+)]
 pub async fn delete_poller(
     State(app): State<Arc<App>>,
     _: Admin,
@@ -103,6 +162,13 @@ pub async fn delete_poller(
     Ok(StatusCode::NO_CONTENT)
 }
 
+#[utoipa::path(
+    get, path = "/api/v1/pollers/{id}", tag = "pollers", operation_id = "get_poller",
+    summary = "A poller",
+    security(("admin_token" = [])),
+    params(("id" = Uuid, Path, description = "Poller id")),
+    responses((status = 200, description = "The poller.", body = PollerView), super::openapi::IdErrors)
+)]
 pub async fn get_poller(
     State(app): State<Arc<App>>,
     _: Admin,
@@ -111,6 +177,13 @@ pub async fn get_poller(
     app.get_poller(id).await.map(Json)
 }
 
+#[utoipa::path(
+    get, path = "/api/v1/pollers/{id}/events", tag = "pollers", operation_id = "poller_events",
+    summary = "Engine events a poller reported, oldest first",
+    security(("admin_token" = [])),
+    params(("id" = Uuid, Path, description = "Poller id"), PageQuery),
+    responses((status = 200, description = "A page of events.", body = Page<EngineEvent>), super::openapi::IdQueryErrors)
+)]
 pub async fn poller_events(
     State(app): State<Arc<App>>,
     _: Admin,
@@ -121,6 +194,13 @@ pub async fn poller_events(
     app.poller_events(id, &cursor, limit).await.map(Json)
 }
 
+#[utoipa::path(
+    get, path = "/api/v1/pollers/{id}/status-changes", tag = "pollers", operation_id = "poller_status_changes",
+    summary = "A poller's liveness changes, oldest first",
+    security(("admin_token" = [])),
+    params(("id" = Uuid, Path, description = "Poller id"), PageQuery),
+    responses((status = 200, description = "A page of changes.", body = Page<PollerStatusChange>), super::openapi::IdQueryErrors)
+)]
 pub async fn poller_status_changes(
     State(app): State<Arc<App>>,
     _: Admin,
@@ -133,6 +213,14 @@ pub async fn poller_status_changes(
         .map(Json)
 }
 
+#[utoipa::path(
+    post, path = "/api/v1/monitors", tag = "monitors", operation_id = "create_monitor",
+    summary = "Create a monitor (placed on a poller before the answer)",
+    security(("admin_token" = [])),
+    request_body = MonitorSpec,
+
+    responses((status = 201, description = "Created.", body = MonitorView, links(("get" = (operation_id = "get_monitor", parameters(("id" = "$response.body#/id")))), ("status" = (operation_id = "monitor_status", parameters(("id" = "$response.body#/id")))), ("update" = (operation_id = "update_monitor", parameters(("id" = "$response.body#/id")))), ("delete" = (operation_id = "delete_monitor", parameters(("id" = "$response.body#/id")))))), super::openapi::BodyErrors)
+)]
 pub async fn create_monitor(
     State(app): State<Arc<App>>,
     _: Admin,
@@ -142,6 +230,13 @@ pub async fn create_monitor(
     Ok((StatusCode::CREATED, Json(view)))
 }
 
+#[utoipa::path(
+    get, path = "/api/v1/monitors", tag = "monitors", operation_id = "list_monitors",
+    summary = "List monitors",
+    security(("admin_token" = [])),
+    params(PageQuery),
+    responses((status = 200, description = "A page of monitors.", body = Page<MonitorView>), super::openapi::QueryErrors)
+)]
 pub async fn list_monitors(
     State(app): State<Arc<App>>,
     _: Admin,
@@ -151,6 +246,13 @@ pub async fn list_monitors(
     app.list_monitors(&cursor, limit).await.map(Json)
 }
 
+#[utoipa::path(
+    get, path = "/api/v1/monitors/{id}", tag = "monitors", operation_id = "get_monitor",
+    summary = "A monitor",
+    security(("admin_token" = [])),
+    params(("id" = Uuid, Path, description = "Monitor id")),
+    responses((status = 200, description = "The monitor.", body = MonitorView), super::openapi::IdErrors)
+)]
 pub async fn get_monitor(
     State(app): State<Arc<App>>,
     _: Admin,
@@ -159,6 +261,14 @@ pub async fn get_monitor(
     app.get_monitor(id).await.map(Json)
 }
 
+#[utoipa::path(
+    patch, path = "/api/v1/monitors/{id}", tag = "monitors", operation_id = "update_monitor",
+    summary = "Change a monitor (its kind cannot change)",
+    security(("admin_token" = [])),
+    request_body = MonitorPatch,
+    params(("id" = Uuid, Path, description = "Monitor id")),
+    responses((status = 200, description = "The monitor as changed.", body = MonitorView), super::openapi::IdBodyErrors)
+)]
 pub async fn update_monitor(
     State(app): State<Arc<App>>,
     _: Admin,
@@ -168,6 +278,13 @@ pub async fn update_monitor(
     app.update_monitor(id, patch).await.map(Json)
 }
 
+#[utoipa::path(
+    delete, path = "/api/v1/monitors/{id}", tag = "monitors", operation_id = "delete_monitor",
+    summary = "Delete a monitor",
+    security(("admin_token" = [])),
+    params(("id" = Uuid, Path, description = "Monitor id")),
+    responses((status = 204, description = "Deleted."), super::openapi::IdErrors)
+)]
 pub async fn delete_monitor(
     State(app): State<Arc<App>>,
     _: Admin,
@@ -177,6 +294,13 @@ pub async fn delete_monitor(
     Ok(StatusCode::NO_CONTENT)
 }
 
+#[utoipa::path(
+    get, path = "/api/v1/monitors/{id}/status", tag = "monitors", operation_id = "monitor_status",
+    summary = "A monitor's derived status",
+    security(("admin_token" = [])),
+    params(("id" = Uuid, Path, description = "Monitor id")),
+    responses((status = 200, description = "The status.", body = MonitorStatusView), super::openapi::IdErrors)
+)]
 pub async fn monitor_status(
     State(app): State<Arc<App>>,
     _: Admin,
@@ -185,13 +309,25 @@ pub async fn monitor_status(
     app.monitor_status(id).await.map(Json)
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ResultsQuery {
+    /// Results at or after this RFC 3339 time (ignored with a `cursor`).
+    #[param(format = DateTime)]
     since: Option<String>,
+    /// `next_cursor` of the previous page; omit for the first page.
     cursor: Option<String>,
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<u32>,
 }
 
+#[utoipa::path(
+    get, path = "/api/v1/monitors/{id}/results", tag = "monitors", operation_id = "monitor_results",
+    summary = "A monitor's raw results, oldest first",
+    security(("admin_token" = [])),
+    params(("id" = Uuid, Path, description = "Monitor id"), ResultsQuery),
+    responses((status = 200, description = "A page of results.", body = Page<StoredResult>), super::openapi::IdQueryErrors)
+)]
 pub async fn monitor_results(
     State(app): State<Arc<App>>,
     _: Admin,
