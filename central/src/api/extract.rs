@@ -59,8 +59,9 @@ impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalJ
                 "send the body as JSON with `Content-Type: application/json`, or no body".into(),
             ));
         }
-        axum::Json::<T>::from_bytes(&bytes)
-            .map(|axum::Json(value)| OptionalJson(value))
+        // `null` is as good as no body.
+        axum::Json::<Option<T>>::from_bytes(&bytes)
+            .map(|axum::Json(value)| OptionalJson(value.unwrap_or_default()))
             .map_err(json_error)
     }
 }
@@ -174,7 +175,8 @@ impl PageQuery {
                 format!("`limit` must be between 1 and {MAX_PAGE_LIMIT}, got {limit}"),
             ));
         }
-        let cursor = match &self.cursor {
+        // `?cursor=` is the same as no cursor: the first page.
+        let cursor = match self.cursor.as_ref().filter(|c| !c.is_empty()) {
             Some(text) => Cursor::decode(text).ok_or_else(|| {
                 ApiError::bad_request(
                     "invalid_query",

@@ -70,9 +70,8 @@ const MAX_WAIT_SECONDS: u64 = 60;
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct AssignmentsQuery {
-    /// The version the agent has; 0 (or one too old) gets the whole set.
+    /// The version the agent has; 0 or less (or one too old) gets the whole set.
     #[serde(default)]
-    #[param(minimum = 0)]
     since_version: i64,
     /// Seconds to wait for a change when there is none yet (long poll), at most 60.
     #[serde(default)]

@@ -9,6 +9,7 @@ use shared_proto::{AssignedMonitor, CheckKind, PollerMode};
 use uuid::Uuid;
 
 use super::placement::{place, Candidate, Decision, Placement};
+use super::stored_id;
 use super::{now_ms, App};
 use crate::error::ApiResult;
 use crate::store::{AssignmentChange, MonitorRow, PollerRow};
@@ -37,24 +38,25 @@ impl App {
     async fn place_and_store(&self, monitors: &[MonitorRow]) -> ApiResult<()> {
         let now = now_ms();
         let pollers = self.store.all_pollers().await?;
-        let candidates: Vec<Candidate> = pollers.iter().map(|p| self.candidate(p, now)).collect();
-        let changes: Vec<AssignmentChange> = monitors
+        let candidates = pollers
             .iter()
-            .filter_map(|monitor| {
-                let (to, reason) = match place(&placement_of(monitor), &candidates) {
-                    Decision::Assign(poller) => (Some(poller.to_string()), None),
-                    Decision::Unplaced(reason) => (None, Some(reason)),
-                };
-                let unchanged =
-                    to == monitor.assigned_poller_id && reason == monitor.placement_reason;
-                (!unchanged).then(|| AssignmentChange {
+            .map(|p| self.candidate(p, now))
+            .collect::<anyhow::Result<Vec<Candidate>>>()?;
+        let mut changes: Vec<AssignmentChange> = Vec::new();
+        for monitor in monitors {
+            let (to, reason) = match place(&placement_of(monitor)?, &candidates) {
+                Decision::Assign(poller) => (Some(poller.to_string()), None),
+                Decision::Unplaced(reason) => (None, Some(reason)),
+            };
+            if to != monitor.assigned_poller_id || reason != monitor.placement_reason {
+                changes.push(AssignmentChange {
                     monitor_id: monitor.id.clone(),
                     from: monitor.assigned_poller_id.clone(),
                     to,
                     reason,
-                })
-            })
-            .collect();
+                });
+            }
+        }
         if changes.is_empty() {
             return Ok(());
         }
@@ -67,12 +69,12 @@ impl App {
         Ok(())
     }
 
-    fn candidate(&self, poller: &PollerRow, now: i64) -> Candidate {
+    fn candidate(&self, poller: &PollerRow, now: i64) -> anyhow::Result<Candidate> {
         let online =
             self.poller_status(poller, now) != shared_proto::settings_api::PollerStatus::Offline;
         let settle = self.failback_settle.as_millis() as i64;
-        Candidate {
-            id: Uuid::try_parse(&poller.id).unwrap_or_default(),
+        Ok(Candidate {
+            id: stored_id(&poller.id)?,
             region: poller.region.clone(),
             datacenter: poller.datacenter.clone(),
             capabilities: poller.capability_list(),
@@ -82,22 +84,20 @@ impl App {
                 && poller
                     .online_since
                     .is_none_or(|since| now - since >= settle),
-        }
+        })
     }
 
     /// Which pollers are online now, and which of those have settled, for the liveness
     /// watcher to notice changes.
     pub async fn online_pollers(&self) -> ApiResult<Vec<(String, bool)>> {
         let now = now_ms();
-        let mut online: Vec<(String, bool)> = self
-            .store
-            .all_pollers()
-            .await?
-            .iter()
-            .map(|p| (p.id.clone(), self.candidate(p, now)))
-            .filter(|(_, c)| c.online)
-            .map(|(id, c)| (id, c.settled))
-            .collect();
+        let mut online = Vec::new();
+        for poller in self.store.all_pollers().await? {
+            let candidate = self.candidate(&poller, now)?;
+            if candidate.online {
+                online.push((poller.id, candidate.settled));
+            }
+        }
         online.sort();
         Ok(online)
     }
@@ -119,8 +119,8 @@ impl App {
                 .monitors_assigned_to(&poller.id)
                 .await?
                 .iter()
-                .filter_map(assigned_monitor)
-                .collect();
+                .map(assigned_monitor)
+                .collect::<anyhow::Result<_>>()?;
             return Ok(AssignmentsResponse {
                 version,
                 full: true,
@@ -137,13 +137,15 @@ impl App {
         let upserts: Vec<AssignedMonitor> = current
             .iter()
             .filter(|m| m.assigned_poller_id.as_deref() == Some(poller.id.as_str()) && !m.paused)
-            .filter_map(assigned_monitor)
-            .collect();
-        let removes = changed
-            .iter()
-            .filter_map(|id| Uuid::try_parse(id).ok())
-            .filter(|id| !upserts.iter().any(|m| m.id == *id))
-            .collect();
+            .map(assigned_monitor)
+            .collect::<anyhow::Result<_>>()?;
+        let mut removes = Vec::new();
+        for id in &changed {
+            let id = stored_id(id)?;
+            if !upserts.iter().any(|m| m.id == id) {
+                removes.push(id);
+            }
+        }
         Ok(AssignmentsResponse {
             version,
             full: false,
@@ -206,16 +208,14 @@ impl App {
     }
 }
 
-fn placement_of(monitor: &MonitorRow) -> Placement {
-    let mode = PollerMode::parse(&monitor.poller_mode).unwrap_or_default();
-    Placement {
-        monitor_id: Uuid::try_parse(&monitor.id).unwrap_or_default(),
+fn placement_of(monitor: &MonitorRow) -> anyhow::Result<Placement> {
+    let mode = PollerMode::parse(&monitor.poller_mode)
+        .ok_or_else(|| anyhow::anyhow!("stored poller_mode `{}`", monitor.poller_mode))?;
+    Ok(Placement {
+        monitor_id: stored_id(&monitor.id)?,
         kind: monitor.kind.clone(),
         mode,
-        pinned: monitor
-            .poller_id
-            .as_deref()
-            .and_then(|id| Uuid::try_parse(id).ok()),
+        pinned: monitor.poller_id.as_deref().map(stored_id).transpose()?,
         region: monitor.poller_region.clone(),
         datacenter: monitor.poller_datacenter.clone(),
         capability: monitor.poller_capability.clone(),
@@ -223,16 +223,19 @@ fn placement_of(monitor: &MonitorRow) -> Placement {
         current: monitor
             .assigned_poller_id
             .as_deref()
-            .and_then(|id| Uuid::try_parse(id).ok()),
-    }
+            .map(stored_id)
+            .transpose()?,
+    })
 }
 
-fn assigned_monitor(row: &MonitorRow) -> Option<AssignedMonitor> {
-    let settings: HashMap<String, serde_json::Value> = serde_json::from_str(&row.settings).ok()?;
-    Some(AssignedMonitor {
-        id: Uuid::try_parse(&row.id).ok()?,
+/// A stored monitor as its agent gets it; a corrupt row is an error, never silently left out.
+fn assigned_monitor(row: &MonitorRow) -> anyhow::Result<AssignedMonitor> {
+    let settings: HashMap<String, serde_json::Value> = serde_json::from_str(&row.settings)?;
+    Ok(AssignedMonitor {
+        id: stored_id(&row.id)?,
         name: row.name.clone(),
-        kind: CheckKind::parse(&row.kind)?,
+        kind: CheckKind::parse(&row.kind)
+            .ok_or_else(|| anyhow::anyhow!("stored kind `{}`", row.kind))?,
         target: row.target.clone(),
         interval_ms: row.interval_ms.max(0) as u64,
         timeout_ms: row.timeout_ms.max(0) as u64,

@@ -51,6 +51,13 @@ pub struct App {
     pub assignment_version: watch::Sender<i64>,
 }
 
+/// An id read back from the database. A malformed one is a fault of the store, reported as
+/// such, never quietly turned into the nil UUID.
+pub(crate) fn stored_id(text: &str) -> anyhow::Result<uuid::Uuid> {
+    uuid::Uuid::try_parse(text)
+        .map_err(|_| anyhow::anyhow!("the database holds a malformed id `{text}`"))
+}
+
 impl App {
     pub async fn open(args: &ServeArgs) -> anyhow::Result<std::sync::Arc<App>> {
         let store = Store::connect(&args.database_url).await?;

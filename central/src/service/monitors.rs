@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::status::{self, StatusInputs};
 use super::tokens::page;
-use super::{now_ms, time_of, App};
+use super::{now_ms, stored_id, time_of, App};
 use crate::error::{ApiError, ApiResult};
 use crate::store::{Cursor, MonitorRow};
 
@@ -63,8 +63,8 @@ impl App {
                 key: r.created_at,
                 id: r.id.clone(),
             },
-            |_| (),
-        );
+            |_| Ok(()),
+        )?;
         Ok(Page {
             items: views,
             next_cursor: paged.next_cursor.take(),
@@ -136,7 +136,7 @@ impl App {
         Ok(MonitorStatusView {
             monitor_id: id,
             status,
-            poller_id: assigned.map(|p| Uuid::try_parse(&p.id).unwrap_or_default()),
+            poller_id: assigned.map(|p| stored_id(&p.id)).transpose()?,
             last_result_at: latest.as_ref().map(|l| time_of(l.last_result_at)),
             latency_ms: latest
                 .as_ref()
@@ -166,17 +166,19 @@ impl App {
                 key: r.ts,
                 id: r.id.clone(),
             },
-            |r| StoredResult {
-                id: Uuid::try_parse(&r.id).unwrap_or_default(),
-                monitor_id: id,
-                poller_id: Uuid::try_parse(&r.poller_id).unwrap_or_default(),
-                ts: time_of(r.ts),
-                status: r.status.clone(),
-                latency_ms: r.latency_ms.map(|l| l.max(0) as u64),
-                msg: r.msg.clone(),
-                meta: serde_json::from_str(&r.meta).unwrap_or(serde_json::Value::Null),
+            |r| {
+                Ok(StoredResult {
+                    id: stored_id(&r.id)?,
+                    monitor_id: id,
+                    poller_id: stored_id(&r.poller_id)?,
+                    ts: time_of(r.ts),
+                    status: r.status.clone(),
+                    latency_ms: r.latency_ms.map(|l| l.max(0) as u64),
+                    msg: r.msg.clone(),
+                    meta: serde_json::from_str(&r.meta).unwrap_or(serde_json::Value::Null),
+                })
             },
-        ))
+        )?)
     }
 }
 
@@ -215,8 +217,9 @@ fn monitor_view(row: &MonitorRow) -> anyhow::Result<MonitorView> {
         interval_ms: row.interval_ms.max(0) as u64,
         timeout_ms: row.timeout_ms.max(0) as u64,
         settings: serde_json::from_str(&row.settings)?,
-        poller_mode: PollerMode::parse(&row.poller_mode).unwrap_or_default(),
-        poller_id: row.poller_id.as_deref().map(Uuid::try_parse).transpose()?,
+        poller_mode: PollerMode::parse(&row.poller_mode)
+            .ok_or_else(|| anyhow::anyhow!("stored poller_mode `{}`", row.poller_mode))?,
+        poller_id: row.poller_id.as_deref().map(stored_id).transpose()?,
         poller_region: row.poller_region.clone(),
         poller_datacenter: row.poller_datacenter.clone(),
         poller_capability: row.poller_capability.clone(),

@@ -7,6 +7,7 @@ use shared_proto::poller_api::{
 use shared_proto::settings_api::{Page, PollerPatch, PollerStatus, PollerStatusChange, PollerView};
 use uuid::Uuid;
 
+use super::stored_id;
 use super::tokens::page;
 use super::{auth, now_ms, time_of, App};
 use crate::error::{ApiError, ApiResult};
@@ -409,7 +410,7 @@ impl App {
                 id: r.id.clone(),
             },
             |r| self.poller_view(r, counts.get(&r.id).copied().unwrap_or(0), now),
-        );
+        )?;
         // Status is derived, so it filters after the page is read: a page may come back short,
         // and its cursor still leads on.
         if let Some(status) = filter.status {
@@ -431,12 +432,12 @@ impl App {
             .into_iter()
             .find(|(poller, _)| *poller == row.id)
             .map_or(0, |(_, n)| n);
-        Ok(self.poller_view(&row, count, now_ms()))
+        Ok(self.poller_view(&row, count, now_ms())?)
     }
 
-    fn poller_view(&self, row: &PollerRow, assigned: i64, now: i64) -> PollerView {
-        PollerView {
-            id: Uuid::try_parse(&row.id).unwrap_or_default(),
+    fn poller_view(&self, row: &PollerRow, assigned: i64, now: i64) -> anyhow::Result<PollerView> {
+        Ok(PollerView {
+            id: stored_id(&row.id)?,
             name: row.name.clone(),
             alias: row.alias.clone(),
             region: row.region.clone(),
@@ -460,7 +461,7 @@ impl App {
                 .scheduler_health
                 .as_deref()
                 .and_then(|s| serde_json::from_str(s).ok()),
-        }
+        })
     }
 
     /// The engine events a poller reported, oldest first.
@@ -487,8 +488,8 @@ impl App {
                 key: r.at,
                 id: r.id.clone(),
             },
-            |_| (),
-        )
+            |_| Ok(()),
+        )?
         .next_cursor;
         Ok(Page {
             items: events,
@@ -535,15 +536,18 @@ impl App {
                 key: *at,
                 id: row_id.clone(),
             },
-            |(_, status, at)| PollerStatusChange {
-                status: match status.as_str() {
-                    "online" => PollerStatus::Online,
-                    "degraded" => PollerStatus::Degraded,
-                    _ => PollerStatus::Offline,
-                },
-                at: time_of(*at),
+            |(_, status, at)| {
+                Ok(PollerStatusChange {
+                    status: match status.as_str() {
+                        "online" => PollerStatus::Online,
+                        "degraded" => PollerStatus::Degraded,
+                        "offline" => PollerStatus::Offline,
+                        other => anyhow::bail!("stored poller status `{other}`"),
+                    },
+                    at: time_of(*at),
+                })
             },
-        ))
+        )?)
     }
 }
 

@@ -5,7 +5,7 @@ use shared_proto::settings_api::{
 };
 use uuid::Uuid;
 
-use super::{auth, now_ms, time_of, App};
+use super::{auth, now_ms, stored_id, time_of, App};
 use crate::error::{ApiError, ApiResult};
 use crate::store::{Cursor, RegistrationTokenRow};
 
@@ -33,7 +33,7 @@ impl App {
             previous_valid_until: None,
         };
         self.store.insert_registration_token(&row).await?;
-        let mut view = registration_view(&row);
+        let mut view = registration_view(&row)?;
         view.token = Some(auth::format_token(auth::REGISTRATION_PREFIX, id, &secret));
         Ok(view)
     }
@@ -52,7 +52,7 @@ impl App {
                 id: r.id.clone(),
             },
             registration_view,
-        ))
+        )?)
     }
 
     pub async fn revoke_registration_token(&self, id: Uuid) -> ApiResult<()> {
@@ -95,7 +95,7 @@ impl App {
             .registration_token(&id.to_string())
             .await?
             .ok_or_else(|| ApiError::NotFound(format!("no registration token with id {id}")))?;
-        let mut view = registration_view(&row);
+        let mut view = registration_view(&row)?;
         view.token = Some(auth::format_token(auth::REGISTRATION_PREFIX, id, &secret));
         Ok(view)
     }
@@ -156,9 +156,9 @@ impl App {
     }
 }
 
-fn registration_view(row: &RegistrationTokenRow) -> RegistrationTokenView {
-    RegistrationTokenView {
-        id: Uuid::try_parse(&row.id).unwrap_or_default(),
+fn registration_view(row: &RegistrationTokenRow) -> anyhow::Result<RegistrationTokenView> {
+    Ok(RegistrationTokenView {
+        id: stored_id(&row.id)?,
         name: row.name.clone(),
         token: None,
         region: row.region.clone(),
@@ -171,7 +171,7 @@ fn registration_view(row: &RegistrationTokenRow) -> RegistrationTokenView {
             .previous_valid_until
             .filter(|until| *until > now_ms())
             .map(time_of),
-    }
+    })
 }
 
 /// Builds a page from rows fetched with `limit`: a full page gets a cursor to the next one.
@@ -179,13 +179,13 @@ pub(super) fn page<R, T>(
     rows: Vec<R>,
     limit: u32,
     cursor_of: impl Fn(&R) -> Cursor,
-    view: impl Fn(&R) -> T,
-) -> Page<T> {
+    view: impl Fn(&R) -> anyhow::Result<T>,
+) -> anyhow::Result<Page<T>> {
     let next_cursor = (rows.len() == limit as usize)
         .then(|| rows.last().map(|r| cursor_of(r).encode()))
         .flatten();
-    Page {
-        items: rows.iter().map(view).collect(),
+    Ok(Page {
+        items: rows.iter().map(view).collect::<anyhow::Result<_>>()?,
         next_cursor,
-    }
+    })
 }

@@ -285,31 +285,54 @@ impl Store {
         changes: &[AssignmentChange],
         now: i64,
     ) -> anyhow::Result<i64> {
+        // Rows are touched in id order, so that two writers never wait on each other in a
+        // cycle (PostgreSQL would abort one as a deadlock).
+        let mut ordered: Vec<&AssignmentChange> = changes.iter().collect();
+        ordered.sort_by(|a, b| a.monitor_id.cmp(&b.monitor_id));
         let _guard = self.write_lock().await;
         let mut tx = self.pool.begin().await?;
         let version = bump_version(&mut tx).await?;
-        for change in changes {
-            if change.from == change.to {
-                sqlx::query("UPDATE monitors SET placement_reason = $2 WHERE id = $1")
-                    .bind(&change.monitor_id)
-                    .bind(&change.reason)
-                    .execute(&mut *tx)
-                    .await?;
+        for change in ordered {
+            // Compare-and-set on the poller the decision was made from: if another decider
+            // moved the monitor meanwhile, its move stands and this one is dropped, so the
+            // previous poller's reassignment grace is never lost to a double move.
+            let current = |n: usize| match change.from {
+                Some(_) => format!("assigned_poller_id = ${n}"),
+                None => "assigned_poller_id IS NULL".to_string(),
+            };
+            let moves = change.from != change.to;
+            let sql = if moves {
+                format!(
+                    "UPDATE monitors SET assigned_poller_id = $2, \
+                     previous_poller_id = COALESCE(assigned_poller_id, previous_poller_id), \
+                     assigned_at = $3, placement_reason = $4 WHERE id = $1 AND {}",
+                    current(5)
+                )
+            } else {
+                format!(
+                    "UPDATE monitors SET placement_reason = $2 WHERE id = $1 AND {}",
+                    current(3)
+                )
+            };
+            let mut query = sqlx::query(&sql).bind(&change.monitor_id);
+            query = if moves {
+                query.bind(&change.to).bind(now).bind(&change.reason)
+            } else {
+                query.bind(&change.reason)
+            };
+            if let Some(from) = &change.from {
+                query = query.bind(from);
+            }
+            let applied = query.execute(&mut *tx).await?.rows_affected() == 1;
+            if !applied {
+                tracing::debug!(monitor_id = %change.monitor_id,
+                    "placement skipped: the monitor moved since it was read");
                 continue;
             }
-            sqlx::query(
-                "UPDATE monitors SET assigned_poller_id = $2, \
-                 previous_poller_id = COALESCE(assigned_poller_id, previous_poller_id), \
-                 assigned_at = $3, placement_reason = $4 WHERE id = $1",
-            )
-            .bind(&change.monitor_id)
-            .bind(&change.to)
-            .bind(now)
-            .bind(&change.reason)
-            .execute(&mut *tx)
-            .await?;
-            for poller in change.from.iter().chain(&change.to) {
-                log_change(&mut tx, version, poller, &change.monitor_id, now).await?;
+            if moves {
+                for poller in change.from.iter().chain(&change.to) {
+                    log_change(&mut tx, version, poller, &change.monitor_id, now).await?;
+                }
             }
         }
         tx.commit().await?;
@@ -427,5 +450,62 @@ impl Store {
             })
         })
         .transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::testing::sqlite_store;
+
+    async fn assigned(store: &Store, monitor: &str) -> (Option<String>, Option<String>) {
+        sqlx::query_as("SELECT assigned_poller_id, previous_poller_id FROM monitors WHERE id = $1")
+            .bind(monitor)
+            .fetch_one(&store.pool)
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_move_decided_on_a_stale_read_is_dropped() {
+        let (store, _dir) = sqlite_store().await;
+        sqlx::query(
+            "INSERT INTO monitors (id, name, kind, target, interval_ms, timeout_ms, settings, \
+             poller_mode, created_at, updated_at, revision) \
+             VALUES ('m1', 'm', 'http', 'http://127.0.0.1/', 5000, 1000, '{}', 'auto', 0, 0, 1)",
+        )
+        .execute(&store.pool)
+        .await
+        .unwrap();
+        let change = |from: Option<&str>, to: &str| AssignmentChange {
+            monitor_id: "m1".into(),
+            from: from.map(str::to_string),
+            to: Some(to.into()),
+            reason: None,
+        };
+        store
+            .apply_assignments(&[change(None, "a")], 1)
+            .await
+            .unwrap();
+        // Two deciders both read `a` and decide: the first move wins.
+        store
+            .apply_assignments(&[change(Some("a"), "b")], 2)
+            .await
+            .unwrap();
+        store
+            .apply_assignments(&[change(Some("a"), "c")], 3)
+            .await
+            .unwrap();
+        assert_eq!(
+            assigned(&store, "m1").await,
+            (Some("b".into()), Some("a".into())),
+            "the second move was decided on a stale read; `a` keeps its grace as previous"
+        );
+        // A decision from a stale unassigned read does not apply either.
+        store
+            .apply_assignments(&[change(None, "d")], 4)
+            .await
+            .unwrap();
+        assert_eq!(assigned(&store, "m1").await.0.as_deref(), Some("b"));
     }
 }

@@ -150,13 +150,20 @@ impl Store {
                 *slot = result;
             }
         }
-        let mut updates: Vec<&NewResult> = decisive.values().copied().collect();
-        updates.extend(newest.values().filter(|r| {
-            decisive
-                .get(r.monitor_id.as_str())
-                .is_none_or(|d| d.id != r.id)
-        }));
-        for result in updates {
+        // The verdict's upsert before the newer non-verdict one of the same monitor; rows in
+        // monitor-id order, so that concurrent batches never deadlock on PostgreSQL.
+        let mut updates: Vec<(&str, u8, &NewResult)> = decisive
+            .iter()
+            .map(|(monitor, result)| (*monitor, 0, *result))
+            .collect();
+        updates.extend(
+            newest
+                .iter()
+                .filter(|(monitor, r)| decisive.get(*monitor).is_none_or(|d| d.id != r.id))
+                .map(|(monitor, result)| (*monitor, 1, *result)),
+        );
+        updates.sort_by_key(|(monitor, order, _)| (*monitor, *order));
+        for (_, _, result) in updates {
             let verdict = (result.status != "rate_limited").then_some((result.ts, &result.id));
             sqlx::query(STATUS_UPSERT.as_str())
                 .bind(&result.monitor_id)
