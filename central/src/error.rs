@@ -7,7 +7,7 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use shared_proto::{ErrorBody, ValidationError};
+use shared_proto::{ErrorBody, Rule, ValidationError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -57,7 +57,11 @@ impl ApiError {
 
     fn status_and_code(&self) -> (StatusCode, &'static str) {
         match self {
-            ApiError::Validation(_) => (StatusCode::BAD_REQUEST, "invalid_field"),
+            ApiError::Validation(e) => match e.rule {
+                Rule::Field => (StatusCode::BAD_REQUEST, "invalid_field"),
+                Rule::Combination => (StatusCode::BAD_REQUEST, "invalid_combination"),
+                Rule::Reference => (StatusCode::BAD_REQUEST, "unknown_reference"),
+            },
             ApiError::BadRequest { code, .. } => (StatusCode::BAD_REQUEST, code),
             ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
             ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),

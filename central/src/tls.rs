@@ -94,9 +94,18 @@ pub struct TlsListener {
 
 impl TlsListener {
     pub fn new(tcp: TcpListener, acceptor: TlsAcceptor) -> std::io::Result<TlsListener> {
+        Self::with_limits(tcp, acceptor, MAX_CONCURRENT_HANDSHAKES, HANDSHAKE_TIMEOUT)
+    }
+
+    fn with_limits(
+        tcp: TcpListener,
+        acceptor: TlsAcceptor,
+        max_handshakes: usize,
+        handshake_timeout: Duration,
+    ) -> std::io::Result<TlsListener> {
         let local = tcp.local_addr()?;
         let (sender, ready) = mpsc::channel(64);
-        let handshakes = Arc::new(Semaphore::new(MAX_CONCURRENT_HANDSHAKES));
+        let handshakes = Arc::new(Semaphore::new(max_handshakes));
         tokio::spawn(async move {
             loop {
                 let Ok(slot) = handshakes.clone().acquire_owned().await else {
@@ -113,7 +122,7 @@ impl TlsListener {
                 let (acceptor, sender) = (acceptor.clone(), sender.clone());
                 tokio::spawn(async move {
                     let handshake =
-                        tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await;
+                        tokio::time::timeout(handshake_timeout, acceptor.accept(stream)).await;
                     drop(slot);
                     match handshake {
                         Ok(Ok(tls)) => {
@@ -175,5 +184,94 @@ impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, TlsL
             addr: *stream.remote_addr(),
             client_certified: session.peer_certificates().is_some_and(|c| !c.is_empty()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use axum::serve::Listener;
+    use rustls::pki_types::ServerName;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    /// Writes a self-signed certificate for 127.0.0.1; returns its DER and the acceptor.
+    fn self_signed(dir: &Path) -> (CertificateDer<'static>, TlsAcceptor) {
+        let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap();
+        let (cert_path, key_path) = (dir.join("cert.pem"), dir.join("key.pem"));
+        std::fs::write(&cert_path, cert.cert.pem()).unwrap();
+        std::fs::write(&key_path, cert.signing_key.serialize_pem()).unwrap();
+        let acceptor = acceptor(&cert_path, &key_path, None).unwrap();
+        (cert.cert.der().clone(), acceptor)
+    }
+
+    /// A TLS client that trusts `cert`; completes the handshake and one byte of echo.
+    async fn handshake(addr: SocketAddr, cert: CertificateDer<'static>) {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(cert).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+        let tcp = TcpStream::connect(addr).await.unwrap();
+        let name = ServerName::try_from("127.0.0.1").unwrap();
+        let mut tls = connector.connect(name, tcp).await.unwrap();
+        tls.write_all(b"x").await.unwrap();
+        let mut byte = [0u8; 1];
+        tls.read_exact(&mut byte).await.unwrap();
+        assert_eq!(&byte, b"x");
+    }
+
+    #[tokio::test]
+    async fn idle_handshakes_past_the_cap_wait_and_a_real_client_gets_through_after_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cert, acceptor) = self_signed(dir.path());
+        let tcp = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let timeout = Duration::from_millis(800);
+        let mut listener = TlsListener::with_limits(tcp, acceptor, 2, timeout).unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            loop {
+                let (mut tls, _) = listener.accept().await;
+                tokio::spawn(async move {
+                    let mut byte = [0u8; 1];
+                    if tls.read_exact(&mut byte).await.is_ok() {
+                        let _ = tls.write_all(&byte).await;
+                    }
+                });
+            }
+        });
+
+        // Two connections that never say hello take both handshake slots.
+        let idle = [
+            TcpStream::connect(addr).await.unwrap(),
+            TcpStream::connect(addr).await.unwrap(),
+        ];
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let started = Instant::now();
+        let real = tokio::spawn(handshake(addr, cert.clone()));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            !real.is_finished(),
+            "with both slots held, a third handshake must wait"
+        );
+        tokio::time::timeout(Duration::from_secs(10), real)
+            .await
+            .expect("the slots free when the idle handshakes time out")
+            .unwrap();
+        assert!(
+            started.elapsed() >= Duration::from_millis(500),
+            "it got through only after the idle ones were dropped ({:?})",
+            started.elapsed()
+        );
+        drop(idle);
+
+        // With the slots free again, the next client is served as usual.
+        handshake(addr, cert).await;
     }
 }

@@ -2,12 +2,26 @@
 
 use serde::{Deserialize, Serialize};
 
-/// A rejected field: which one, and what would make it acceptable.
+/// A rejected field: which one, what would make it acceptable, and which kind of rule it broke.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{field}: {message}")]
 pub struct ValidationError {
     pub field: String,
     pub message: String,
+    pub rule: Rule,
+}
+
+/// The kinds of rule a field can break. The OpenAPI schema states only the first; the others
+/// are stated in prose, so clients (and the API fuzzer) are told them apart by error code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// The field's own syntax or range.
+    Field,
+    /// A rule between fields that are each well-formed: a `target` that does not suit the
+    /// `kind`, a timeout longer than the interval.
+    Combination,
+    /// The field names an object that does not exist.
+    Reference,
 }
 
 impl ValidationError {
@@ -15,6 +29,29 @@ impl ValidationError {
         Self {
             field: field.into(),
             message: message.into(),
+            rule: Rule::Field,
+        }
+    }
+
+    pub fn combination(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            rule: Rule::Combination,
+            ..Self::new(field, message)
+        }
+    }
+
+    pub fn reference(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            rule: Rule::Reference,
+            ..Self::new(field, message)
+        }
+    }
+
+    /// The same failure, caused by the field's combination with another.
+    pub fn in_combination(self) -> Self {
+        Self {
+            rule: Rule::Combination,
+            ..self
         }
     }
 }

@@ -11,5 +11,5 @@ pub mod poller_api;
 pub mod settings;
 pub mod settings_api;
 
-pub use error::{ErrorBody, ValidationError};
+pub use error::{ErrorBody, Rule, ValidationError};
 pub use monitor::{AssignedMonitor, CheckKind, MonitorPatch, MonitorSpec, PollerMode};

@@ -24,6 +24,9 @@ pub fn staleness_grace_ms(interval_ms: u64) -> u64 {
 }
 const MAX_TARGET_LEN: usize = 2048;
 const MAX_LABEL_LEN: usize = 64;
+/// What [`validate_label`] accepts, for the OpenAPI document (whose `pattern = "…"` attributes
+/// must spell it out as a literal).
+pub const LABEL_PATTERN: &str = r"^[A-Za-z0-9._-]{1,64}$";
 
 /// The built-in check kinds; each is also a poller capability of the same name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -108,7 +111,7 @@ fn default_timeout() -> u64 {
 pub struct MonitorSpec {
     #[cfg_attr(
         feature = "openapi",
-        schema(min_length = 1, max_length = 200, pattern = r"\S")
+        schema(min_length = 1, max_length = 200, pattern = r"[^\s\x00-\x1f\x7f-\x9f]")
     )]
     pub name: String,
     pub kind: CheckKind,
@@ -155,7 +158,9 @@ impl MonitorSpec {
         validate_target(self.kind, &self.target)?;
         validate_interval(self.interval_ms)?;
         validate_timeout(self.timeout_ms, self.interval_ms)?;
-        MonitorSettings::parse(self.kind, &self.settings)?;
+        // Which settings exist, and their ranges, depend on the kind.
+        MonitorSettings::parse(self.kind, &self.settings)
+            .map_err(ValidationError::in_combination)?;
         validate_placement(
             self.poller_mode,
             self.poller_id,
@@ -236,7 +241,7 @@ impl MonitorSpec {
 pub struct MonitorPatch {
     #[cfg_attr(
         feature = "openapi",
-        schema(min_length = 1, max_length = 200, pattern = r"\S")
+        schema(min_length = 1, max_length = 200, pattern = r"[^\s\x00-\x1f\x7f-\x9f]")
     )]
     pub name: Option<String>,
     #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 2048))]
@@ -299,8 +304,14 @@ pub struct AssignedMonitor {
     pub revision: i64,
 }
 
+/// Whether a name has nothing to read: only whitespace and control characters. The OpenAPI
+/// documents the opposite as the pattern `[^\s\x00-\x1f\x7f-\x9f]` (one readable character).
+pub fn is_blank(text: &str) -> bool {
+    text.chars().all(|c| c.is_whitespace() || c.is_control())
+}
+
 pub fn validate_name(name: &str) -> Result<(), ValidationError> {
-    if name.trim().is_empty() {
+    if is_blank(name) {
         return Err(ValidationError::new("name", "must not be empty"));
     }
     if name.chars().count() > MAX_NAME_LEN {
@@ -332,7 +343,7 @@ pub fn validate_timeout(timeout_ms: u64, interval_ms: u64) -> Result<(), Validat
         ));
     }
     if timeout_ms > interval_ms {
-        return Err(ValidationError::new(
+        return Err(ValidationError::combination(
             "timeout_ms",
             format!("must not exceed interval_ms ({interval_ms}), got {timeout_ms}"),
         ));
@@ -372,12 +383,12 @@ fn validate_placement(
         validate_label("poller_datacenter", datacenter)?;
     }
     match mode {
-        PollerMode::Pinned if poller_id.is_none() => Err(ValidationError::new(
+        PollerMode::Pinned if poller_id.is_none() => Err(ValidationError::combination(
             "poller_id",
             "is required when poller_mode is `pinned`",
         )),
         PollerMode::Grouped if region.is_none() && datacenter.is_none() => {
-            Err(ValidationError::new(
+            Err(ValidationError::combination(
                 "poller_region",
                 "is required when poller_mode is `grouped` (or set poller_datacenter)",
             ))
@@ -389,13 +400,17 @@ fn validate_placement(
 /// Targets by kind: `http` takes an http(s) URL; `tcp` and `tls` take `host:port`
 /// (`tls` defaults to port 443); `dns` takes a domain name.
 pub fn validate_target(kind: CheckKind, target: &str) -> Result<(), ValidationError> {
-    let fail = |message: String| Err(ValidationError::new("target", message));
     if target.is_empty() {
-        return fail("must not be empty".into());
+        return Err(ValidationError::new("target", "must not be empty"));
     }
     if target.len() > MAX_TARGET_LEN {
-        return fail(format!("must be at most {MAX_TARGET_LEN} characters"));
+        return Err(ValidationError::new(
+            "target",
+            format!("must be at most {MAX_TARGET_LEN} characters"),
+        ));
     }
+    // From here on the syntax depends on the kind.
+    let fail = |message: String| Err(ValidationError::combination("target", message));
     match kind {
         CheckKind::Http => match url::Url::parse(target) {
             Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => Ok(()),

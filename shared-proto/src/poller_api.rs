@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::monitor::{validate_label, AssignedMonitor, CheckKind};
+use crate::monitor::{is_blank, validate_label, AssignedMonitor, CheckKind};
 use crate::{bounded, ValidationError};
 
 /// Most results one upload may carry; larger backlogs go in several batches.
@@ -29,7 +29,7 @@ pub struct RegisterRequest {
     pub registration_token: String,
     #[cfg_attr(
         feature = "openapi",
-        schema(min_length = 1, max_length = 200, pattern = r"\S")
+        schema(min_length = 1, max_length = 200, pattern = r"[^\s\x00-\x1f\x7f-\x9f]")
     )]
     pub name: String,
     #[serde(default)]
@@ -39,18 +39,18 @@ pub struct RegisterRequest {
     #[cfg_attr(feature = "openapi", schema(pattern = r"^[A-Za-z0-9._-]{1,64}$"))]
     pub datacenter: Option<String>,
     #[serde(default, deserialize_with = "bounded::vec::<_, _, MAX_CAPABILITIES>")]
-    #[cfg_attr(feature = "openapi", schema(max_items = 64, inline))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = capability_list_schema))]
     pub capabilities: Vec<String>,
     #[cfg_attr(
         feature = "openapi",
-        schema(min_length = 1, max_length = 64, pattern = r"^[^\x00-\x1f\x7f]+$")
+        schema(min_length = 1, max_length = 64, pattern = r"^[^\x00-\x1f\x7f-\x9f]+$")
     )]
     pub version: String,
 }
 
 impl RegisterRequest {
     pub fn validate(&self) -> Result<(), ValidationError> {
-        if self.name.trim().is_empty() || self.name.len() > 200 {
+        if is_blank(&self.name) || self.name.chars().count() > 200 {
             return Err(ValidationError::new("name", "must be 1 to 200 characters"));
         }
         validate_version(&self.version)?;
@@ -67,7 +67,7 @@ impl RegisterRequest {
 /// The agent's version: what operators read in the poller list.
 pub fn validate_version(version: &str) -> Result<(), ValidationError> {
     if version.is_empty()
-        || version.len() > MAX_VERSION_LEN
+        || version.chars().count() > MAX_VERSION_LEN
         || version.chars().any(char::is_control)
     {
         return Err(ValidationError::new(
@@ -90,6 +90,22 @@ pub fn validate_capabilities(capabilities: &[String]) -> Result<(), ValidationEr
     capabilities
         .iter()
         .try_for_each(|c| validate_label("capabilities", c))
+}
+
+/// `capabilities` in the OpenAPI document: a list of labels.
+#[cfg(feature = "openapi")]
+fn capability_list_schema() -> utoipa::openapi::schema::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
+    let label = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some(crate::monitor::LABEL_PATTERN));
+    ArrayBuilder::new()
+        .items(label)
+        .max_items(Some(MAX_CAPABILITIES))
+        .description(Some(
+            "What the poller can run: check kinds and free-form labels; default every kind.",
+        ))
+        .build()
 }
 
 /// The capabilities a poller has when it names none: every built-in check kind.
@@ -132,11 +148,11 @@ pub struct TokenResponse {
 pub struct HeartbeatRequest {
     #[cfg_attr(
         feature = "openapi",
-        schema(min_length = 1, max_length = 64, pattern = r"^[^\x00-\x1f\x7f]+$")
+        schema(min_length = 1, max_length = 64, pattern = r"^[^\x00-\x1f\x7f-\x9f]+$")
     )]
     pub version: String,
     #[serde(default, deserialize_with = "bounded::vec::<_, _, MAX_CAPABILITIES>")]
-    #[cfg_attr(feature = "openapi", schema(max_items = 64))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = capability_list_schema))]
     pub capabilities: Vec<String>,
     #[serde(default)]
     pub queue_depth: u64,

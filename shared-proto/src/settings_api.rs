@@ -1,11 +1,13 @@
 //! Bodies of the settings API (operator → central).
 
+use std::time::Duration;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::duration::parse_duration;
-use crate::monitor::{validate_label, MonitorSpec};
+use crate::duration::parse_api_duration;
+use crate::monitor::{is_blank, validate_label, MonitorSpec};
 use crate::ValidationError;
 
 pub const DEFAULT_PAGE_LIMIT: u32 = 100;
@@ -19,6 +21,12 @@ pub struct Page<T> {
     pub next_cursor: Option<String>,
 }
 
+/// The longest `expires_in` of a registration token.
+pub const MAX_TOKEN_LIFETIME: Duration = Duration::from_secs(3650 * 86_400);
+
+/// The most pollers one registration token may enrol.
+pub const MAX_TOKEN_USES: u32 = 1_000_000;
+
 /// `POST /api/v1/registration-tokens`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -26,19 +34,16 @@ pub struct Page<T> {
 pub struct CreateRegistrationToken {
     #[cfg_attr(
         feature = "openapi",
-        schema(min_length = 1, max_length = 200, pattern = r"\S")
+        schema(min_length = 1, max_length = 200, pattern = r"[^\s\x00-\x1f\x7f-\x9f]")
     )]
     pub name: String,
     /// e.g. `24h`; unset means the token does not expire.
     #[serde(default)]
-    #[cfg_attr(
-        feature = "openapi",
-        schema(pattern = r"^0*[1-9][0-9]*(ms|s|m|h|d)?$", examples("24h"))
-    )]
+    #[cfg_attr(feature = "openapi", schema(schema_with = expires_in_schema))]
     pub expires_in: Option<String>,
     /// How many pollers may register with it; default 1 (a one-time token).
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(minimum = 1))]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 1000000))]
     pub max_uses: Option<u32>,
     /// Region given to pollers that register without one.
     #[serde(default)]
@@ -48,14 +53,16 @@ pub struct CreateRegistrationToken {
 
 impl CreateRegistrationToken {
     /// Validates and returns the expiry as a duration.
-    pub fn validate(&self) -> Result<Option<std::time::Duration>, ValidationError> {
-        if self.name.trim().is_empty() || self.name.len() > 200 {
+    pub fn validate(&self) -> Result<Option<Duration>, ValidationError> {
+        if is_blank(&self.name) || self.name.chars().count() > 200 {
             return Err(ValidationError::new("name", "must be 1 to 200 characters"));
         }
-        if self.max_uses == Some(0) {
+        if let Some(uses) = self.max_uses.filter(|n| !(1..=MAX_TOKEN_USES).contains(n)) {
             return Err(ValidationError::new(
                 "max_uses",
-                "must be at least 1 (or leave it out for 1)",
+                format!(
+                    "must be between 1 and {MAX_TOKEN_USES} (or leave it out for 1), got {uses}"
+                ),
             ));
         }
         if let Some(region) = &self.region {
@@ -64,8 +71,8 @@ impl CreateRegistrationToken {
         self.expires_in
             .as_deref()
             .map(|text| {
-                let duration =
-                    parse_duration(text).map_err(|m| ValidationError::new("expires_in", m))?;
+                let duration = parse_api_duration(text, MAX_TOKEN_LIFETIME)
+                    .map_err(|m| ValidationError::new("expires_in", m))?;
                 if duration.is_zero() {
                     return Err(ValidationError::new("expires_in", "must be longer than 0s"));
                 }
@@ -83,30 +90,53 @@ pub struct RotateRegistrationToken {
     /// How long the current secret keeps working beside the new one, e.g. `24h` (at most
     /// 30 days); unset or `0s`: it stops at once.
     #[serde(default)]
-    #[cfg_attr(
-        feature = "openapi",
-        schema(pattern = r"^[0-9]+(ms|s|m|h|d)?$", examples("24h"))
-    )]
+    #[cfg_attr(feature = "openapi", schema(schema_with = overlap_schema))]
     pub overlap: Option<String>,
 }
 
+/// A duration field in the OpenAPI document, with the exact pattern of what is accepted.
+#[cfg(feature = "openapi")]
+fn duration_schema(max: Duration, zero: bool, description: &str) -> utoipa::openapi::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+        .pattern(Some(crate::duration::api_duration_pattern(max, zero)))
+        .examples(["24h"])
+        .description(Some(description))
+        .build()
+}
+
+#[cfg(feature = "openapi")]
+fn expires_in_schema() -> utoipa::openapi::Object {
+    duration_schema(
+        MAX_TOKEN_LIFETIME,
+        false,
+        "e.g. `24h` (one number, one unit of ms/s/m/h/d, at most 3650d); unset: no expiry.",
+    )
+}
+
+#[cfg(feature = "openapi")]
+fn overlap_schema() -> utoipa::openapi::Object {
+    duration_schema(
+        MAX_ROTATION_OVERLAP,
+        true,
+        "How long the current secret keeps working beside the new one, e.g. `24h` (at most \
+         30d); unset or `0s`: it stops at once.",
+    )
+}
+
 /// Longest overlap of a rotation: a leaked old secret must not live on for long.
-pub const MAX_ROTATION_OVERLAP: std::time::Duration = std::time::Duration::from_secs(30 * 86_400);
+pub const MAX_ROTATION_OVERLAP: Duration = Duration::from_secs(30 * 86_400);
 
 impl RotateRegistrationToken {
     /// Validates and returns the overlap (zero: none).
-    pub fn validate(&self) -> Result<std::time::Duration, ValidationError> {
+    pub fn validate(&self) -> Result<Duration, ValidationError> {
         let Some(text) = self.overlap.as_deref() else {
-            return Ok(std::time::Duration::ZERO);
+            return Ok(Duration::ZERO);
         };
-        let overlap = parse_duration(text).map_err(|m| ValidationError::new("overlap", m))?;
-        if overlap > MAX_ROTATION_OVERLAP {
-            return Err(ValidationError::new(
-                "overlap",
-                "must be at most 30d; rotate again later to extend",
-            ));
-        }
-        Ok(overlap)
+        parse_api_duration(text, MAX_ROTATION_OVERLAP).map_err(|m| {
+            ValidationError::new("overlap", format!("{m}; rotate again later to extend"))
+        })
     }
 }
 
@@ -178,7 +208,7 @@ pub struct PollerPatch {
     #[serde(default, with = "crate::monitor::double_option")]
     #[cfg_attr(
         feature = "openapi",
-        schema(min_length = 1, max_length = 200, pattern = r"\S")
+        schema(min_length = 1, max_length = 200, pattern = r"[^\s\x00-\x1f\x7f-\x9f]")
     )]
     pub alias: Option<Option<String>>,
     #[serde(default, with = "crate::monitor::double_option")]
@@ -193,7 +223,7 @@ pub struct PollerPatch {
 impl PollerPatch {
     pub fn validate(&self) -> Result<(), ValidationError> {
         if let Some(Some(alias)) = &self.alias {
-            if alias.trim().is_empty() || alias.chars().count() > 200 {
+            if is_blank(alias) || alias.chars().count() > 200 {
                 return Err(ValidationError::new(
                     "alias",
                     "must be 1 to 200 characters, or null to clear it",
@@ -220,7 +250,6 @@ pub struct PollerStatusChange {
 
 /// A stored monitor: the operator's spec plus what central decided about it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MonitorView {
     pub id: Uuid,
     #[serde(flatten)]
@@ -230,6 +259,58 @@ pub struct MonitorView {
     pub placement_reason: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+}
+
+/// `MonitorView`'s schema is `MonitorSpec`'s properties plus its own. The derive would write the
+/// flatten as `allOf` with the spec, whose `additionalProperties: false` (the spec refuses
+/// unknown fields on input) would then forbid the view's own fields.
+#[cfg(feature = "openapi")]
+mod monitor_view_schema {
+    use chrono::{DateTime, Utc};
+    use utoipa::openapi::schema::Object;
+    use utoipa::openapi::{RefOr, Schema};
+    use utoipa::{PartialSchema, ToSchema};
+    use uuid::Uuid;
+
+    use super::{MonitorSpec, MonitorView};
+
+    /// The fields `MonitorView` adds to the spec; keep in step with the struct.
+    #[derive(ToSchema)]
+    #[allow(dead_code)]
+    struct OwnFields {
+        id: Uuid,
+        assigned_poller_id: Option<Uuid>,
+        /// Why the monitor has no poller, when it has none.
+        placement_reason: Option<String>,
+        created_at: DateTime<Utc>,
+        updated_at: DateTime<Utc>,
+    }
+
+    fn object_of<T: PartialSchema>() -> Object {
+        match T::schema() {
+            RefOr::T(Schema::Object(object)) => object,
+            _ => unreachable!("derived struct schemas are objects"),
+        }
+    }
+
+    impl PartialSchema for MonitorView {
+        fn schema() -> RefOr<Schema> {
+            let mut view = object_of::<MonitorSpec>();
+            let own = object_of::<OwnFields>();
+            view.description =
+                Some("A stored monitor: the operator's spec plus what central decided.".into());
+            view.additional_properties = None;
+            view.properties.extend(own.properties);
+            view.required.extend(own.required);
+            Schema::Object(view).into()
+        }
+    }
+
+    impl ToSchema for MonitorView {
+        fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+            <MonitorSpec as ToSchema>::schemas(schemas);
+        }
+    }
 }
 
 /// Derived monitor status.
@@ -287,10 +368,7 @@ mod tests {
     #[test]
     fn registration_token_validation_names_the_field() {
         let ok = token(serde_json::json!({"name": "eu agents", "expires_in": "7d", "max_uses": 3}));
-        assert_eq!(
-            ok.validate().unwrap(),
-            Some(std::time::Duration::from_secs(7 * 86400))
-        );
+        assert_eq!(ok.validate().unwrap(), Some(Duration::from_secs(7 * 86400)));
         let never = token(serde_json::json!({"name": "x"}));
         assert_eq!(never.validate().unwrap(), None);
         for (body, field) in [
@@ -304,6 +382,10 @@ mod tests {
                 "expires_in",
             ),
             (serde_json::json!({"name": "x", "max_uses": 0}), "max_uses"),
+            (
+                serde_json::json!({"name": "x", "max_uses": MAX_TOKEN_USES + 1}),
+                "max_uses",
+            ),
             (serde_json::json!({"name": "x", "region": "a b"}), "region"),
         ] {
             assert_eq!(

@@ -3,10 +3,10 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
+use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use shared_proto::settings_api::{DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT};
@@ -22,10 +22,13 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match axum::Json::<T>::from_request(req, state).await {
-            Ok(axum::Json(value)) => Ok(ApiJson(value)),
-            Err(rejection) => Err(json_error(rejection)),
+        if !is_json(req.headers()) {
+            return Err(ApiError::UnsupportedMediaType(
+                "send the body as JSON with `Content-Type: application/json`".into(),
+            ));
         }
+        let bytes = body_bytes(req, state).await?;
+        decode(&bytes).map(ApiJson)
     }
 }
 
@@ -36,21 +39,8 @@ impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalJ
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let is_json = req
-            .headers()
-            .get(axum::http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| {
-                let mime = v.split(';').next().unwrap_or("").trim();
-                mime.eq_ignore_ascii_case("application/json") || mime.ends_with("+json")
-            });
-        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
-            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::PayloadTooLarge("request body is too large".into())
-            } else {
-                ApiError::bad_request("invalid_body", e.body_text())
-            }
-        })?;
+        let is_json = is_json(req.headers());
+        let bytes = body_bytes(req, state).await?;
         if bytes.is_empty() {
             return Ok(OptionalJson(T::default()));
         }
@@ -60,22 +50,68 @@ impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalJ
             ));
         }
         // `null` is as good as no body.
-        axum::Json::<Option<T>>::from_bytes(&bytes)
-            .map(|axum::Json(value)| OptionalJson(value.unwrap_or_default()))
-            .map_err(json_error)
+        decode::<Option<T>>(&bytes).map(|value| OptionalJson(value.unwrap_or_default()))
     }
 }
 
-fn json_error(rejection: JsonRejection) -> ApiError {
-    match rejection.status() {
-        StatusCode::PAYLOAD_TOO_LARGE => {
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            let mime = v.split(';').next().unwrap_or("").trim();
+            mime.eq_ignore_ascii_case("application/json") || mime.ends_with("+json")
+        })
+}
+
+async fn body_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
+    Bytes::from_request(req, state).await.map_err(|e| {
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::PayloadTooLarge("request body is too large".into())
+        } else {
+            ApiError::bad_request("invalid_body", e.body_text())
         }
-        StatusCode::UNSUPPORTED_MEDIA_TYPE => ApiError::UnsupportedMediaType(
-            "send the body as JSON with `Content-Type: application/json`".into(),
-        ),
-        // axum's text names the offending field path, e.g. `interval_ms: invalid type…`.
-        _ => ApiError::bad_request("invalid_body", rejection.body_text()),
+    })
+}
+
+/// Parses a body. JSON has one number type, so `3.0` is the integer 3 to JSON Schema and to
+/// most clients' encoders; serde refuses it for an integer field. Only a body refused for that
+/// reason is parsed a second time, with integral numbers rewritten as integers: the common case
+/// costs one parse, and no other input is read differently.
+fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let error = match axum::Json::<T>::from_bytes(bytes) {
+        Ok(axum::Json(value)) => return Ok(value),
+        Err(rejection) => rejection,
+    };
+    if error.body_text().contains("invalid type: floating point") {
+        if let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(bytes) {
+            integral_floats_to_integers(&mut value);
+            if let Ok(parsed) = serde_json::from_value(value) {
+                return Ok(parsed);
+            }
+        }
+    }
+    // axum's text names the offending field path, e.g. `interval_ms: invalid type…`.
+    Err(ApiError::bad_request("invalid_body", error.body_text()))
+}
+
+/// Rewrites every float with no fractional part that an `i64`/`u64` holds exactly as an integer.
+fn integral_floats_to_integers(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    // 2^53: past it a float no longer stands for one integer.
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    match value {
+        Value::Number(number) => {
+            if let Some(float) = number.as_f64().filter(|_| number.is_f64()) {
+                if float.fract() == 0.0 && float.abs() <= EXACT {
+                    // In range by the check above, so the cast is exact.
+                    *number = serde_json::Number::from(float as i64);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(integral_floats_to_integers),
+        Value::Object(fields) => fields.values_mut().for_each(integral_floats_to_integers),
+        Value::Null | Value::Bool(_) | Value::String(_) => {}
     }
 }
 
@@ -160,6 +196,7 @@ impl FromRequestParts<Arc<App>> for Poller {
 #[into_params(parameter_in = Query)]
 pub struct PageQuery {
     /// `next_cursor` of the previous page; omit for the first page.
+    #[param(pattern = r"^(-?[0-9]{1,18}\.[0-9a-f-]{0,36})?$")]
     pub cursor: Option<String>,
     /// Items per page (default 100).
     #[param(minimum = 1, maximum = 1000)]
@@ -186,5 +223,43 @@ impl PageQuery {
             None => Cursor::start(),
         };
         Ok((cursor, limit))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Counts {
+        count: u32,
+        nested: Vec<u64>,
+        ratio: f64,
+    }
+
+    #[test]
+    fn integral_floats_are_integers_and_nothing_else_changes() {
+        let parsed: Counts =
+            decode(br#"{"count": 3.0, "nested": [1e3, 4025273014964846.0], "ratio": 2.0}"#)
+                .unwrap();
+        assert_eq!(
+            parsed,
+            Counts {
+                count: 3,
+                nested: vec![1000, 4_025_273_014_964_846],
+                ratio: 2.0
+            }
+        );
+        for (body, field) in [
+            (r#"{"count": 3.5, "nested": [], "ratio": 1}"#, "count"),
+            (r#"{"count": 1, "nested": [1e300], "ratio": 1}"#, "nested"),
+            (r#"{"count": -1.0, "nested": [], "ratio": 1}"#, "count"),
+        ] {
+            let error = decode::<Counts>(body.as_bytes()).unwrap_err();
+            assert!(
+                matches!(&error, ApiError::BadRequest { code: "invalid_body", message } if message.contains(field)),
+                "{body}: {error:?}"
+            );
+        }
     }
 }

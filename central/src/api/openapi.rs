@@ -3,10 +3,14 @@
 //! `/api/openapi.json`; `central openapi` prints it, and `docs/openapi.json` is that output
 //! (a test keeps the two equal).
 
+use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use shared_proto::ErrorBody;
+use utoipa::openapi::content::ContentBuilder;
+use utoipa::openapi::response::{Response, ResponseBuilder};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{Ref, RefOr};
 use utoipa::{IntoResponses, Modify, OpenApi};
 
 use super::{ops, poller, settings};
@@ -31,6 +35,7 @@ use super::{ops, poller, settings};
         settings::update_monitor, settings::delete_monitor, settings::monitor_status,
         settings::monitor_results,
     ),
+    components(schemas(ErrorBody)),
     modifiers(&BearerSchemes),
     tags(
         (name = "poller", description = "Agent → central; all but `register` and `token` take a poller access token."),
@@ -76,193 +81,251 @@ impl Modify for BearerSchemes {
 
 /// The document as served (pretty JSON, stable order).
 pub static DOCUMENT: LazyLock<String> = LazyLock::new(|| {
-    ApiDoc::openapi()
-        .to_pretty_json()
-        .expect("the OpenAPI document serialises")
-        + "\n"
+    let mut document =
+        serde_json::to_value(ApiDoc::openapi()).expect("the OpenAPI document serialises");
+    tidy_formats(&mut document);
+    serde_json::to_string_pretty(&document).expect("a JSON value serialises") + "\n"
 });
+
+/// The keywords that constrain the string or number itself, as opposed to describing the field.
+const VALUE_KEYWORDS: [&str; 7] = [
+    "format",
+    "pattern",
+    "minLength",
+    "maxLength",
+    "minimum",
+    "maximum",
+    "enum",
+];
+
+/// Spells unsigned formats as the OpenAPI format registry does, and rewrites
+/// `{type: [T, null], format: F, …}` (how utoipa writes an `Option` of a formatted
+/// value) as `{oneOf: [{type: T, format: F, …}, {type: null}]}`. Both mean the same, but
+/// generators (schemathesis) fill the first with strings of type T that ignore the format, e.g.
+/// `""` for an optional date-time, and then call the refusal a failure.
+fn tidy_formats(value: &mut serde_json::Value) {
+    use serde_json::{json, Value};
+    match value {
+        Value::Object(fields) => {
+            let nullable_with_format = fields.contains_key("format")
+                && fields
+                    .get("type")
+                    .and_then(Value::as_array)
+                    .is_some_and(|types| types.len() == 2 && types.contains(&json!("null")));
+            if nullable_with_format {
+                let types = fields.remove("type").expect("checked above");
+                let inner_type = types
+                    .as_array()
+                    .and_then(|t| t.iter().find(|t| *t != "null"))
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                let mut inner = serde_json::Map::from_iter([("type".to_string(), inner_type)]);
+                for keyword in VALUE_KEYWORDS {
+                    if let Some(constraint) = fields.remove(keyword) {
+                        inner.insert(keyword.to_string(), constraint);
+                    }
+                }
+                fields.insert(
+                    "oneOf".into(),
+                    json!([Value::Object(inner), {"type": "null"}]),
+                );
+            }
+            // utoipa spells the unsigned formats `u-int32`, `u-int64`: the registry's names are
+            // `uint32`, `uint64`.
+            // Validators ignore those formats, so the largest value serde takes is written out
+            // as `maximum` (utoipa's own `maximum` is an f64, which cannot hold u64::MAX).
+            let unsigned_bits = fields
+                .get("format")
+                .and_then(Value::as_str)
+                .and_then(|format| format.strip_prefix("u-int"))
+                .map(str::to_owned);
+            if let Some(bits) = unsigned_bits {
+                fields.insert("format".into(), json!(format!("uint{bits}")));
+                let largest = match bits.as_str() {
+                    "8" => u64::from(u8::MAX),
+                    "16" => u64::from(u16::MAX),
+                    "32" => u64::from(u32::MAX),
+                    _ => u64::MAX,
+                };
+                fields.entry("maximum").or_insert(json!(largest));
+            }
+            fields.values_mut().for_each(tidy_formats);
+        }
+        Value::Array(items) => items.iter_mut().for_each(tidy_formats),
+        _ => {}
+    }
+}
 
 // The error answers each kind of operation can give, by status. `ApiError` in crate::error is
 // what produces them; the `error` codes per status are listed in docs/protocol.md.
 
-/// Settings-API operations with a JSON body and no id.
-#[derive(IntoResponses)]
-pub enum BodyErrors {
-    #[response(
-        status = 400,
-        description = "`invalid_field` or `invalid_body`: the message names the field."
-    )]
-    BadRequest(ErrorBody),
-    #[response(
-        status = 401,
-        description = "`unauthorized`: missing or wrong admin token."
-    )]
-    Unauthorized(ErrorBody),
-    #[response(status = 413, description = "`payload_too_large`: body over 256 KiB.")]
-    TooLarge(ErrorBody),
-    #[response(
-        status = 415,
-        description = "`unsupported_media_type`: send `Content-Type: application/json`."
-    )]
-    MediaType(ErrorBody),
-    #[response(
-        status = 503,
-        description = "`overloaded`: retry after `Retry-After` seconds."
-    )]
-    Overloaded(ErrorBody),
+const ADMIN_UNAUTHORIZED: &str = "`unauthorized`: missing or wrong admin token.";
+const POLLER_UNAUTHORIZED: &str =
+    "`unauthorized`, `poller_deleted` or `client_certificate_required`.";
+const POLLER_FORBIDDEN: &str = "`poller_disabled`.";
+const NOT_FOUND: &str = "`not_found`: no object with this id.";
+const TOO_LARGE: &str = "`payload_too_large`: body over 256 KiB.";
+const MEDIA_TYPE: &str = "`unsupported_media_type`: send `Content-Type: application/json`.";
+const OVERLOADED: &str = "`overloaded`: retry after `Retry-After` seconds.";
+const RATE_LIMITED: &str = "`rate_limited`: retry after `Retry-After` seconds.";
+const BODY_INVALID: &str = "`invalid_body` (not the schema's shape), `invalid_field` (a field \
+                            breaks its own rule) or `invalid_combination` (fields that are each \
+                            valid break a rule between them); the message names the field.";
+
+/// `ErrorBody` answers, one per `(status, description)`.
+fn error_responses(answers: &[(u16, &str)]) -> BTreeMap<String, RefOr<Response>> {
+    answers
+        .iter()
+        .map(|&(status, description)| {
+            let body = ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("ErrorBody")))
+                .build();
+            let response = ResponseBuilder::new()
+                .description(description)
+                .content("application/json", body)
+                .build();
+            (status.to_string(), RefOr::T(response))
+        })
+        .collect()
 }
 
-/// Settings-API lists.
-#[derive(IntoResponses)]
-pub enum QueryErrors {
-    #[response(
-        status = 400,
-        description = "`invalid_query`: the message names the parameter."
-    )]
-    BadRequest(ErrorBody),
-    #[response(
-        status = 401,
-        description = "`unauthorized`: missing or wrong admin token."
-    )]
-    Unauthorized(ErrorBody),
-    #[response(
-        status = 503,
-        description = "`overloaded`: retry after `Retry-After` seconds."
-    )]
-    Overloaded(ErrorBody),
+/// A named set of error answers, for `responses(...)` in the handlers' annotations.
+macro_rules! error_set {
+    ($(#[$doc:meta])* $name:ident { $($status:literal => $description:expr),+ $(,)? }) => {
+        $(#[$doc])*
+        pub struct $name;
+
+        impl IntoResponses for $name {
+            fn responses() -> BTreeMap<String, RefOr<Response>> {
+                error_responses(&[$(($status, $description)),+])
+            }
+        }
+    };
 }
 
-/// Settings-API operations on one object, without a body.
-#[derive(IntoResponses)]
-pub enum IdErrors {
-    #[response(status = 400, description = "`invalid_path`: the id is not a UUID.")]
-    BadRequest(ErrorBody),
-    #[response(
-        status = 401,
-        description = "`unauthorized`: missing or wrong admin token."
-    )]
-    Unauthorized(ErrorBody),
-    #[response(status = 404, description = "`not_found`: no object with this id.")]
-    NotFound(ErrorBody),
-    #[response(
-        status = 503,
-        description = "`overloaded`: retry after `Retry-After` seconds."
-    )]
-    Overloaded(ErrorBody),
-}
+error_set!(
+    /// Settings-API operations with a JSON body and no id.
+    BodyErrors {
+        400 => BODY_INVALID,
+        401 => ADMIN_UNAUTHORIZED,
+        413 => TOO_LARGE,
+        415 => MEDIA_TYPE,
+        503 => OVERLOADED,
+    }
+);
 
-/// Settings-API lists under one object.
-#[derive(IntoResponses)]
-pub enum IdQueryErrors {
-    #[response(status = 400, description = "`invalid_path` or `invalid_query`.")]
-    BadRequest(ErrorBody),
-    #[response(
-        status = 401,
-        description = "`unauthorized`: missing or wrong admin token."
-    )]
-    Unauthorized(ErrorBody),
-    #[response(status = 404, description = "`not_found`: no object with this id.")]
-    NotFound(ErrorBody),
-    #[response(
-        status = 503,
-        description = "`overloaded`: retry after `Retry-After` seconds."
-    )]
-    Overloaded(ErrorBody),
-}
+error_set!(
+    /// Settings-API lists.
+    QueryErrors {
+        400 => "`invalid_query`: the message names the parameter.",
+        401 => ADMIN_UNAUTHORIZED,
+        503 => OVERLOADED,
+    }
+);
 
-/// Settings-API operations on one object, with a JSON body.
-#[derive(IntoResponses)]
-pub enum IdBodyErrors {
-    #[response(
-        status = 400,
-        description = "`invalid_path`, `invalid_field` or `invalid_body`."
-    )]
-    BadRequest(ErrorBody),
-    #[response(
-        status = 401,
-        description = "`unauthorized`: missing or wrong admin token."
-    )]
-    Unauthorized(ErrorBody),
-    #[response(status = 404, description = "`not_found`: no object with this id.")]
-    NotFound(ErrorBody),
-    #[response(status = 413, description = "`payload_too_large`: body over 256 KiB.")]
-    TooLarge(ErrorBody),
-    #[response(
-        status = 415,
-        description = "`unsupported_media_type`: send `Content-Type: application/json`."
-    )]
-    MediaType(ErrorBody),
-    #[response(
-        status = 503,
-        description = "`overloaded`: retry after `Retry-After` seconds."
-    )]
-    Overloaded(ErrorBody),
-}
+error_set!(
+    /// Settings-API operations on one object, without a body.
+    IdErrors {
+        400 => "`invalid_path`: the id is not a UUID.",
+        401 => ADMIN_UNAUTHORIZED,
+        404 => NOT_FOUND,
+        503 => OVERLOADED,
+    }
+);
 
-/// `register` and `token`: no bearer token, rate limited per address.
-#[derive(IntoResponses)]
-pub enum PublicBodyErrors {
-    #[response(status = 400, description = "`invalid_field` or `invalid_body`.")]
-    BadRequest(ErrorBody),
-    #[response(
-        status = 401,
-        description = "`unauthorized`, `poller_deleted` or `client_certificate_required`."
-    )]
-    Unauthorized(ErrorBody),
-    #[response(status = 403, description = "`poller_disabled`.")]
-    Forbidden(ErrorBody),
-    #[response(status = 413, description = "`payload_too_large`.")]
-    TooLarge(ErrorBody),
-    #[response(status = 415, description = "`unsupported_media_type`.")]
-    MediaType(ErrorBody),
-    #[response(
-        status = 429,
-        description = "`rate_limited`: retry after `Retry-After` seconds."
-    )]
-    RateLimited(ErrorBody),
-    #[response(
-        status = 503,
-        description = "`overloaded`: retry after `Retry-After` seconds."
-    )]
-    Overloaded(ErrorBody),
-}
+error_set!(
+    /// Settings-API lists under one object.
+    IdQueryErrors {
+        400 => "`invalid_path` or `invalid_query`.",
+        401 => ADMIN_UNAUTHORIZED,
+        404 => NOT_FOUND,
+        503 => OVERLOADED,
+    }
+);
 
-/// Poller-API operations with a JSON body.
-#[derive(IntoResponses)]
-pub enum PollerBodyErrors {
-    #[response(status = 400, description = "`invalid_field` or `invalid_body`.")]
-    BadRequest(ErrorBody),
-    #[response(
-        status = 401,
-        description = "`unauthorized`, `poller_deleted` or `client_certificate_required`."
-    )]
-    Unauthorized(ErrorBody),
-    #[response(status = 403, description = "`poller_disabled`.")]
-    Forbidden(ErrorBody),
-    #[response(
-        status = 413,
-        description = "`payload_too_large`: over the body limit, or over 5,000 results."
-    )]
-    TooLarge(ErrorBody),
-    #[response(status = 415, description = "`unsupported_media_type`.")]
-    MediaType(ErrorBody),
-    #[response(
-        status = 503,
-        description = "`overloaded`: retry after `Retry-After` seconds."
-    )]
-    Overloaded(ErrorBody),
-}
+error_set!(
+    /// Settings-API operations on one object, with a JSON body.
+    IdBodyErrors {
+        400 => "`invalid_path`, or a body error as on create: `invalid_body`, `invalid_field` \
+                or `invalid_combination`.",
+        401 => ADMIN_UNAUTHORIZED,
+        404 => NOT_FOUND,
+        413 => TOO_LARGE,
+        415 => MEDIA_TYPE,
+        503 => OVERLOADED,
+    }
+);
 
-/// Poller-API reads.
-#[derive(IntoResponses)]
-pub enum PollerQueryErrors {
-    #[response(status = 400, description = "`invalid_query`.")]
-    BadRequest(ErrorBody),
-    #[response(
-        status = 401,
-        description = "`unauthorized`, `poller_deleted` or `client_certificate_required`."
-    )]
-    Unauthorized(ErrorBody),
-    #[response(status = 403, description = "`poller_disabled`.")]
-    Forbidden(ErrorBody),
+error_set!(
+    /// `register` and `token`: no bearer token, rate limited per address.
+    PublicBodyErrors {
+        400 => BODY_INVALID,
+        401 => POLLER_UNAUTHORIZED,
+        403 => POLLER_FORBIDDEN,
+        413 => "`payload_too_large`.",
+        415 => MEDIA_TYPE,
+        429 => RATE_LIMITED,
+        503 => OVERLOADED,
+    }
+);
+
+error_set!(
+    /// Poller-API operations with a JSON body.
+    PollerBodyErrors {
+        400 => BODY_INVALID,
+        401 => POLLER_UNAUTHORIZED,
+        403 => POLLER_FORBIDDEN,
+        413 => "`payload_too_large`: over the body limit, or over 5,000 results.",
+        415 => MEDIA_TYPE,
+        503 => OVERLOADED,
+    }
+);
+
+error_set!(
+    /// Poller-API reads.
+    PollerQueryErrors {
+        400 => "`invalid_query`.",
+        401 => POLLER_UNAUTHORIZED,
+        403 => POLLER_FORBIDDEN,
+    }
+);
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    /// Every schema object in the document, depth first.
+    fn schemas(value: &Value, found: &mut Vec<serde_json::Map<String, Value>>) {
+        match value {
+            Value::Object(fields) => {
+                found.push(fields.clone());
+                fields.values().for_each(|v| schemas(v, found));
+            }
+            Value::Array(items) => items.iter().for_each(|v| schemas(v, found)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn formats_are_never_beside_a_type_list_and_unsigned_ones_have_their_maximum() {
+        let document: Value = serde_json::from_str(&super::DOCUMENT).unwrap();
+        let mut all = Vec::new();
+        schemas(&document, &mut all);
+        let mut unsigned = 0;
+        for schema in &all {
+            if schema.contains_key("format") {
+                assert!(!schema["type"].is_array(), "{schema:?}");
+            }
+            match schema.get("format").and_then(Value::as_str) {
+                Some("uint64") => {
+                    unsigned += 1;
+                    // Its own limit where the field has one, else the type's.
+                    assert!(schema["maximum"].is_u64(), "{schema:?}");
+                }
+                Some(format) => assert!(!format.starts_with("u-int"), "{format}"),
+                None => {}
+            }
+        }
+        assert!(unsigned > 5, "the heartbeat alone has several u64 counts");
+    }
 }

@@ -7,6 +7,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
+use shared_proto::monitor::validate_label;
 use shared_proto::poller_api::EngineEvent;
 use shared_proto::settings_api::{
     CreateRegistrationToken, MonitorStatusView, MonitorView, Page, PollerPatch, PollerStatus,
@@ -93,6 +94,7 @@ pub async fn rotate_registration_token(
 #[into_params(parameter_in = Query)]
 pub struct PollerListQuery {
     /// `next_cursor` of the previous page; omit for the first page.
+    #[param(pattern = r"^(-?[0-9]{1,18}\.[0-9a-f-]{0,36})?$")]
     cursor: Option<String>,
     #[param(minimum = 1, maximum = 1000)]
     limit: Option<u32>,
@@ -121,6 +123,13 @@ pub async fn list_pollers(
         limit: query.limit,
     }
     .parse()?;
+    for (name, label) in [("region", &query.region), ("datacenter", &query.datacenter)] {
+        if let Some(label) = label {
+            validate_label(name, label).map_err(|e| {
+                ApiError::bad_request("invalid_query", format!("`{}` {}", e.field, e.message))
+            })?;
+        }
+    }
     let filter = PollerFilter {
         region: query.region,
         datacenter: query.datacenter,
@@ -316,6 +325,7 @@ pub struct ResultsQuery {
     #[param(format = DateTime)]
     since: Option<String>,
     /// `next_cursor` of the previous page; omit for the first page.
+    #[param(pattern = r"^(-?[0-9]{1,18}\.[0-9a-f-]{0,36})?$")]
     cursor: Option<String>,
     #[param(minimum = 1, maximum = 1000)]
     limit: Option<u32>,
@@ -349,11 +359,8 @@ pub async fn monitor_results(
                     ),
                 )
             })?;
-            // Results at exactly `since` are included: start just before it.
-            cursor = Cursor {
-                key: since.timestamp_millis() - 1,
-                id: "\u{10FFFF}".into(),
-            };
+            // Results at exactly `since` are included.
+            cursor = Cursor::before_key(since.timestamp_millis());
         }
     }
     app.monitor_results(id, &cursor, limit).await.map(Json)

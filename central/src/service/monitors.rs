@@ -28,7 +28,7 @@ impl App {
         spec.validate()?;
         if let (PollerMode::Pinned, Some(poller_id)) = (spec.poller_mode, spec.poller_id) {
             if self.store.poller(&poller_id.to_string()).await?.is_none() {
-                return Err(ValidationError::new(
+                return Err(ValidationError::reference(
                     "poller_id",
                     format!("no poller with id {poller_id}; list them with GET /api/v1/pollers"),
                 )

@@ -321,13 +321,25 @@ pub struct Cursor {
 }
 
 impl Cursor {
-    /// Opaque on the wire: `<key>.<id>`.
+    /// Opaque on the wire: `<key>.<id>`, with `key` a signed decimal of at most 18 digits and `id`
+    /// a lowercase UUID. Every string of that shape (the OpenAPI pattern
+    /// `^-?[0-9]{1,18}\.[0-9a-f-]{0,36}$`) decodes, so a client can never hold a cursor that
+    /// looks right and is refused.
     pub fn encode(&self) -> String {
         format!("{}.{}", self.key, self.id)
     }
 
     pub fn decode(text: &str) -> Option<Cursor> {
         let (key, id) = text.split_once('.')?;
+        let digits = key.strip_prefix('-').unwrap_or(key);
+        let key_ok = (1..=18).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit());
+        let id_ok = id.len() <= 36
+            && id
+                .bytes()
+                .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f' | b'-'));
+        if !(key_ok && id_ok) {
+            return None;
+        }
         Some(Cursor {
             key: key.parse().ok()?,
             id: id.to_string(),
@@ -336,8 +348,13 @@ impl Cursor {
 
     /// Start of the first page.
     pub fn start() -> Cursor {
+        Cursor::before_key(i64::MIN)
+    }
+
+    /// Just before every row whose key is `key` (ids sort after the empty string).
+    pub fn before_key(key: i64) -> Cursor {
         Cursor {
-            key: i64::MIN,
+            key,
             id: String::new(),
         }
     }
@@ -346,6 +363,37 @@ impl Cursor {
 /// A flag column.
 fn flag(value: bool) -> i64 {
     i64::from(value)
+}
+
+#[cfg(test)]
+mod cursor_tests {
+    use super::Cursor;
+
+    #[test]
+    fn what_encode_writes_decodes_and_nothing_else_does() {
+        let cursor = Cursor {
+            key: -1_764_000_000_000,
+            id: "0f9e8d7c-6b5a-4f3e-9d2c-1b0a99887766".into(),
+        };
+        assert_eq!(Cursor::decode(&cursor.encode()), Some(cursor));
+        for text in ["999999999999999999.", "-5.abc", "0."] {
+            assert!(Cursor::decode(text).is_some(), "{text}");
+        }
+        for text in [
+            "",
+            ".",
+            "x.",
+            "+5.a",
+            "5",
+            "1234567890123456789.a",
+            "5.A",
+            "5.a.b",
+            "5. ",
+            "5.0123456789abcdef0123456789abcdef01234",
+        ] {
+            assert_eq!(Cursor::decode(text), None, "{text}");
+        }
+    }
 }
 
 #[cfg(test)]
