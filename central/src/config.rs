@@ -54,6 +54,12 @@ pub struct ServeArgs {
     #[arg(long, env = "CENTRAL_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
 
+    /// An enrolment secret agents may register with (`POLLER_REGISTRATION_TOKEN`), for
+    /// deployments that start central and agents together; at least 16 characters, reusable,
+    /// stored only as a hash. Changing it retires the previous value; unsetting it disables it.
+    #[arg(long, env = "CENTRAL_REGISTRATION_TOKEN", hide_env_values = true)]
+    pub registration_token: Option<String>,
+
     /// A poller is offline after this long without a heartbeat.
     #[arg(long, env = "CENTRAL_OFFLINE_AFTER", default_value = "60s", value_parser = parse_duration)]
     pub offline_after: Duration,

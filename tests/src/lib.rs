@@ -182,6 +182,14 @@ impl Central {
         Ok(())
     }
 
+    /// Sets (`Some`) or removes (`None`) an environment variable for later starts.
+    pub fn set_env(&mut self, key: &str, value: Option<&str>) {
+        self.env.retain(|(k, _)| k != key);
+        if let Some(value) = value {
+            self.env.push((key.to_string(), value.to_string()));
+        }
+    }
+
     /// Kills central (`kill -9`), keeping its database and address for `restart`.
     pub async fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {

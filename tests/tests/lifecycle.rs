@@ -2,7 +2,9 @@
 //! rotation and revocation of registration tokens, refresh rotation with reuse detection,
 //! disabling and deleting pollers taking effect on their next call.
 
-use e2e::Central;
+use std::time::Duration;
+
+use e2e::{eventually, Agent, Central};
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -538,4 +540,62 @@ fn base64_decode(text: &str) -> Vec<u8> {
         }
     }
     out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_environment_registration_token_enrols_agents_and_follows_the_environment(
+) -> anyhow::Result<()> {
+    const VARIABLE: &str = "CENTRAL_REGISTRATION_TOKEN";
+    let (first, second) = ("fleet-secret-one-0123456789", "fleet-secret-two-0123456789");
+    let mut central = Central::start_with(&[(VARIABLE, first)]).await?;
+    let api = Api::of(&central);
+
+    // A real agent enrols with the value from central's environment.
+    let agent_dir = tempfile::tempdir()?;
+    let mut agent = Agent::start(&central.url, Some(first.into()), agent_dir.path()).await?;
+    eventually(Duration::from_secs(20), "the agent registered", || async {
+        let (_, pollers) = central
+            .admin(Method::GET, "/api/v1/pollers", None)
+            .await
+            .ok()?;
+        (pollers["items"].as_array()?.len() == 1).then_some(())
+    })
+    .await?;
+    agent.kill().await;
+    // Reusable, listed under its variable's name, counted.
+    assert_eq!(api.register(first, "second", "eu").await.0, 200);
+    let (_, tokens) = central
+        .admin(Method::GET, "/api/v1/registration-tokens", None)
+        .await?;
+    let listed = &tokens["items"][0];
+    assert_eq!(listed["name"], VARIABLE, "{tokens}");
+    assert_eq!(listed["uses"], 2, "{tokens}");
+
+    // A restart with the same value keeps it (and its count); a new value retires the old one.
+    central.restart().await?;
+    assert_eq!(api.register(first, "third", "eu").await.0, 200);
+    central.set_env(VARIABLE, Some(second));
+    central.restart().await?;
+    assert_eq!(api.register(first, "fourth", "eu").await.0, 401);
+    assert_eq!(api.register(second, "fifth", "eu").await.0, 200);
+
+    // Without the variable, no value works; a too-short one stops central at start.
+    central.set_env(VARIABLE, None);
+    central.restart().await?;
+    assert_eq!(api.register(second, "sixth", "eu").await.0, 401);
+    let dir = tempfile::tempdir()?;
+    let refused = tokio::process::Command::new(e2e::binary("central"))
+        .arg("serve")
+        .env("CENTRAL_LISTEN", "127.0.0.1:0")
+        .env(
+            "CENTRAL_DATABASE_URL",
+            format!("sqlite://{}", dir.path().join("c.db").display()),
+        )
+        .env(VARIABLE, "short")
+        .output();
+    let refused = tokio::time::timeout(Duration::from_secs(30), refused).await??;
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("at least 16 characters"), "{stderr}");
+    Ok(())
 }

@@ -87,6 +87,7 @@ impl App {
                 }
             },
         };
+        tokens::sync_environment_token(&store, args.registration_token.as_deref()).await?;
         let jwt_key = store
             .setting_or_insert(JWT_KEY_SETTING, &JwtKeys::generate_stored_form())
             .await?;

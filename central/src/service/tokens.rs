@@ -1,13 +1,69 @@
 //! Registration tokens: created by operators, spent by pollers registering.
 
 use shared_proto::settings_api::{
-    CreateRegistrationToken, Page, RegistrationTokenView, RotateRegistrationToken,
+    CreateRegistrationToken, Page, RegistrationTokenView, RotateRegistrationToken, MAX_TOKEN_USES,
 };
 use uuid::Uuid;
 
 use super::{auth, now_ms, stored_id, time_of, App};
 use crate::error::{ApiError, ApiResult};
-use crate::store::{Cursor, RegistrationTokenRow};
+use crate::store::{Cursor, RegistrationTokenRow, Store};
+
+/// The id of the registration token that `CENTRAL_REGISTRATION_TOKEN` stands for.
+pub const ENVIRONMENT_TOKEN_ID: Uuid = Uuid::from_u128(0x0000_0000_0000_4000_8000_0000_0000_e0e0);
+const ENVIRONMENT_TOKEN_NAME: &str = "CENTRAL_REGISTRATION_TOKEN";
+
+/// Makes the stored environment token agree with `CENTRAL_REGISTRATION_TOKEN` at start: a new
+/// value replaces the stored one (uses counted afresh, the old value refused from now on); the
+/// same value leaves it as it is (so an operator's revocation holds until the value changes);
+/// no value revokes it. Every replica does this with the same value, and agrees.
+pub(super) async fn sync_environment_token(
+    store: &Store,
+    secret: Option<&str>,
+) -> anyhow::Result<()> {
+    let id = ENVIRONMENT_TOKEN_ID.to_string();
+    let stored = store.registration_token(&id).await?;
+    let Some(secret) = secret else {
+        if stored.is_some_and(|row| row.revoked_at.is_none()) {
+            store.revoke_registration_token(&id, now_ms()).await?;
+            tracing::info!(
+                "CENTRAL_REGISTRATION_TOKEN is unset: its registration token is revoked"
+            );
+        }
+        return Ok(());
+    };
+    anyhow::ensure!(
+        secret.chars().count() >= 16 && !secret.starts_with(auth::REGISTRATION_PREFIX),
+        "CENTRAL_REGISTRATION_TOKEN must be at least 16 characters and must not start with `{}_` \
+         (try `openssl rand -hex 32`)",
+        auth::REGISTRATION_PREFIX
+    );
+    if let Some(row) = &stored {
+        if auth::verify_secret_blocking(secret.to_string(), row.secret_hash.clone()).await? {
+            return Ok(());
+        }
+    }
+    store
+        .replace_registration_token(&RegistrationTokenRow {
+            id,
+            name: ENVIRONMENT_TOKEN_NAME.into(),
+            secret_hash: auth::hash_secret_blocking(secret.to_string()).await?,
+            region: None,
+            created_at: now_ms(),
+            expires_at: None,
+            max_uses: i64::from(MAX_TOKEN_USES),
+            uses: 0,
+            revoked_at: None,
+            previous_secret_hash: None,
+            previous_valid_until: None,
+        })
+        .await?;
+    tracing::info!(
+        replaced = stored.is_some(),
+        "registration token from CENTRAL_REGISTRATION_TOKEN stored"
+    );
+    Ok(())
+}
 
 impl App {
     /// Creates a token; the answer carries the secret, which is never shown again.
@@ -111,8 +167,15 @@ impl App {
                     .into(),
             )
         };
-        let (id, secret) =
-            auth::parse_token(auth::REGISTRATION_PREFIX, token).ok_or_else(invalid)?;
+        let (id, secret) = match auth::parse_token(auth::REGISTRATION_PREFIX, token) {
+            Some(parsed) => parsed,
+            // Not of the form central gives out: perhaps CENTRAL_REGISTRATION_TOKEN, which is
+            // any string the operator chose (never one starting with the prefix).
+            None if !token.starts_with(auth::REGISTRATION_PREFIX) => {
+                (ENVIRONMENT_TOKEN_ID, token.to_string())
+            }
+            None => return Err(invalid()),
+        };
         let row = self
             .store
             .registration_token(&id.to_string())

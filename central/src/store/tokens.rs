@@ -95,6 +95,35 @@ impl Store {
         Ok(())
     }
 
+    /// Stores a registration token, replacing the one of the same id (its uses, revocation and
+    /// overlap included).
+    pub async fn replace_registration_token(
+        &self,
+        row: &RegistrationTokenRow,
+    ) -> anyhow::Result<()> {
+        let _guard = self.write_lock().await;
+        sqlx::query(
+            "INSERT INTO registration_tokens \
+             (id, name, secret_hash, region, created_at, expires_at, max_uses, uses) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 0) \
+             ON CONFLICT (id) DO UPDATE SET name = excluded.name, \
+             secret_hash = excluded.secret_hash, region = excluded.region, \
+             created_at = excluded.created_at, expires_at = excluded.expires_at, \
+             max_uses = excluded.max_uses, uses = 0, revoked_at = NULL, \
+             previous_secret_hash = NULL, previous_valid_until = NULL",
+        )
+        .bind(&row.id)
+        .bind(&row.name)
+        .bind(&row.secret_hash)
+        .bind(&row.region)
+        .bind(row.created_at)
+        .bind(row.expires_at)
+        .bind(row.max_uses)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
     pub async fn registration_token(
         &self,
         id: &str,
