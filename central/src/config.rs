@@ -24,6 +24,7 @@ pub enum Command {
     /// Run the server (the default).
     Serve(ServeArgs),
     /// Run central with an embedded local agent and sample monitors.
+    #[cfg(feature = "demo")]
     Demo(DemoArgs),
     /// Add a new key for signing poller access tokens; tokens signed with the previous keys
     /// stay valid until they expire, so no poller is logged out.

@@ -5,6 +5,7 @@
 
 pub mod api;
 pub mod config;
+#[cfg(feature = "demo")]
 pub mod demo;
 pub mod error;
 pub mod liveness;
@@ -28,6 +29,7 @@ use service::App;
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command.unwrap_or(Command::Serve(cli.serve)) {
         Command::Serve(args) => serve(args).await,
+        #[cfg(feature = "demo")]
         Command::Demo(args) => demo::run(args).await,
         Command::Openapi => {
             print!("{}", api::openapi::DOCUMENT.as_str());
