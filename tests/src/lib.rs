@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use tokio::process::{Child, Command};
 
 pub mod hostile;
+pub mod postgres;
 
 pub const ADMIN_TOKEN: &str = "e2e-admin-token-0123456789";
 
@@ -79,6 +80,18 @@ where
     }
 }
 
+/// A fresh database for one central: a SQLite file in `dir`, or with `E2E_DATABASE=postgres` a
+/// database on a PostgreSQL server of its own.
+async fn database(dir: &tempfile::TempDir) -> anyhow::Result<(String, Option<postgres::Postgres>)> {
+    if postgres::suite_uses_postgres() {
+        let server = postgres::Postgres::start().await?;
+        let url = server.create_database("central").await?;
+        return Ok((url, Some(server)));
+    }
+    let url = format!("sqlite://{}", dir.path().join("central.db").display());
+    Ok((url, None))
+}
+
 /// A running `central` process. Its data directory (and address) outlive restarts.
 pub struct Central {
     pub url: String,
@@ -88,6 +101,9 @@ pub struct Central {
     env: Vec<(String, String)>,
     http: reqwest::Client,
     scheme: &'static str,
+    database_url: String,
+    /// The server behind `database_url` on the PostgreSQL backend; lives as long as central.
+    _postgres: Option<postgres::Postgres>,
 }
 
 impl Central {
@@ -97,10 +113,12 @@ impl Central {
 
     /// Starts central with extra environment variables.
     pub async fn start_with(env: &[(&str, &str)]) -> anyhow::Result<Central> {
+        let dir = tempfile::tempdir()?;
+        let (database_url, postgres) = database(&dir).await?;
         let mut central = Central {
             url: String::new(),
             addr: "127.0.0.1:0".into(),
-            dir: tempfile::tempdir()?,
+            dir,
             child: None,
             env: env
                 .iter()
@@ -108,6 +126,8 @@ impl Central {
                 .collect(),
             http: reqwest::Client::new(),
             scheme: "http",
+            database_url,
+            _postgres: postgres,
         };
         central.spawn().await?;
         Ok(central)
@@ -126,10 +146,12 @@ impl Central {
         env: &[(&str, &str)],
     ) -> anyhow::Result<Central> {
         let ca = reqwest::Certificate::from_pem(ca_pem)?;
+        let dir = tempfile::tempdir()?;
+        let (database_url, postgres) = database(&dir).await?;
         let mut central = Central {
             url: String::new(),
             addr: "127.0.0.1:0".into(),
-            dir: tempfile::tempdir()?,
+            dir,
             child: None,
             env: [
                 ("CENTRAL_TLS_CERT".to_string(), cert.display().to_string()),
@@ -142,6 +164,8 @@ impl Central {
                 .add_root_certificate(ca)
                 .build()?,
             scheme: "https",
+            database_url,
+            _postgres: postgres,
         };
         central.spawn().await?;
         Ok(central)
@@ -159,10 +183,7 @@ impl Central {
             .arg("serve")
             .env("CENTRAL_LISTEN", &self.addr)
             .env("CENTRAL_PORT_FILE", &port_file)
-            .env(
-                "CENTRAL_DATABASE_URL",
-                format!("sqlite://{}", self.dir.path().join("central.db").display()),
-            )
+            .env("CENTRAL_DATABASE_URL", &self.database_url)
             .env("CENTRAL_ADMIN_TOKEN", ADMIN_TOKEN)
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
@@ -180,6 +201,11 @@ impl Central {
         .await?;
         self.url = format!("{}://{}", self.scheme, self.addr);
         Ok(())
+    }
+
+    /// The database central runs on (`CENTRAL_DATABASE_URL`).
+    pub fn database_url(&self) -> &str {
+        &self.database_url
     }
 
     /// Sets (`Some`) or removes (`None`) an environment variable for later starts.

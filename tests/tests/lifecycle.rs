@@ -466,7 +466,7 @@ async fn registration_attempts_are_rate_limited_per_address() -> anyhow::Result<
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rotating_the_signing_key_logs_no_poller_out() -> anyhow::Result<()> {
     let first = Central::start().await?;
-    let database = format!("sqlite://{}", first.dir.path().join("central.db").display());
+    let database = first.database_url().to_string();
     let api = Api {
         http: reqwest::Client::new(),
         base: first.url.clone(),

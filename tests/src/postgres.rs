@@ -1,0 +1,148 @@
+//! A throwaway PostgreSQL server for tests on the PostgreSQL backend: `initdb` and `postgres`
+//! from Debian's packages (`apt-get install postgresql`), run as the `postgres` user (initdb
+//! refuses root), on a free loopback port with its socket and data in a temporary directory.
+//! No system service is involved; the server is a child process and dies with its handle.
+//!
+//! Developers get the same server the e2e suite uses: `E2E_DATABASE=postgres cargo test -p e2e`.
+
+use std::os::unix::fs::chown;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use tokio::process::{Child, Command};
+
+use crate::eventually;
+
+/// Which database the e2e suite runs central on: `E2E_DATABASE=postgres` or SQLite (default).
+pub fn suite_uses_postgres() -> bool {
+    std::env::var("E2E_DATABASE").is_ok_and(|v| v.eq_ignore_ascii_case("postgres"))
+}
+
+pub struct Postgres {
+    port: u16,
+    bin: PathBuf,
+    user: (u32, u32),
+    _child: Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Postgres {
+    /// Creates a cluster and starts its server; ready when this returns.
+    pub async fn start() -> anyhow::Result<Postgres> {
+        let bin = server_bin_dir()?;
+        let user @ (uid, gid) = postgres_user().await?;
+        let dir = tempfile::tempdir()?;
+        chown(dir.path(), Some(uid), Some(gid)).context("handing the temp dir to postgres")?;
+        let data = dir.path().join("data");
+        let initdb = Command::new(bin.join("initdb"))
+            .arg("-D")
+            .arg(&data)
+            .args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"])
+            .uid(uid)
+            .gid(gid)
+            .output()
+            .await
+            .context("running initdb")?;
+        if !initdb.status.success() {
+            bail!("initdb failed: {}", String::from_utf8_lossy(&initdb.stderr));
+        }
+        let port = free_port()?;
+        let log = std::fs::File::create(dir.path().join("postgres.log"))?;
+        chown(dir.path().join("postgres.log"), Some(uid), Some(gid))?;
+        let child = Command::new(bin.join("postgres"))
+            .arg("-D")
+            .arg(&data)
+            .arg("-p")
+            .arg(port.to_string())
+            .arg("-k")
+            .arg(dir.path())
+            // Loopback only; durability is not what these tests measure.
+            .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"])
+            .args(["-c", "synchronous_commit=off", "-c", "max_connections=300"])
+            .uid(uid)
+            .gid(gid)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .kill_on_drop(true)
+            .spawn()
+            .context("starting postgres")?;
+        let server = Postgres {
+            port,
+            bin,
+            user,
+            _child: child,
+            _dir: dir,
+        };
+        eventually(Duration::from_secs(30), "postgres accepting", || async {
+            server.psql("SELECT 1").await.ok()
+        })
+        .await?;
+        Ok(server)
+    }
+
+    /// Creates an empty database; returns its URL.
+    pub async fn create_database(&self, name: &str) -> anyhow::Result<String> {
+        self.psql(&format!("CREATE DATABASE \"{name}\"")).await?;
+        Ok(self.url(name))
+    }
+
+    pub fn url(&self, database: &str) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/{database}", self.port)
+    }
+
+    /// Runs one statement as the superuser.
+    pub async fn psql(&self, sql: &str) -> anyhow::Result<String> {
+        let output = Command::new(self.bin.join("psql"))
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-U",
+                "postgres",
+                "-d",
+                "postgres",
+                "-tAc",
+                sql,
+            ])
+            .arg("-p")
+            .arg(self.port.to_string())
+            .uid(self.user.0)
+            .gid(self.user.1)
+            .output()
+            .await?;
+        if !output.status.success() {
+            bail!("psql `{sql}`: {}", String::from_utf8_lossy(&output.stderr));
+        }
+        Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
+    }
+}
+
+/// `/usr/lib/postgresql/<newest>/bin`.
+fn server_bin_dir() -> anyhow::Result<PathBuf> {
+    let root = Path::new("/usr/lib/postgresql");
+    let newest = std::fs::read_dir(root)
+        .with_context(|| format!("{} is missing: apt-get install postgresql", root.display()))?
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .max()
+        .context("no PostgreSQL version under /usr/lib/postgresql")?;
+    Ok(root.join(newest.to_string()).join("bin"))
+}
+
+async fn postgres_user() -> anyhow::Result<(u32, u32)> {
+    let id = |flag: &'static str| async move {
+        let output = Command::new("id").args([flag, "postgres"]).output().await?;
+        anyhow::ensure!(
+            output.status.success(),
+            "no `postgres` user (apt-get install postgresql)"
+        );
+        Ok::<u32, anyhow::Error>(String::from_utf8_lossy(&output.stdout).trim().parse()?)
+    };
+    Ok((id("-u").await?, id("-g").await?))
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
