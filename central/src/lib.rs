@@ -8,6 +8,7 @@ pub mod config;
 #[cfg(feature = "demo")]
 pub mod demo;
 pub mod error;
+pub mod leadership;
 pub mod liveness;
 pub mod maintenance;
 pub mod metrics;
@@ -90,8 +91,9 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<Running> {
         .as_ref()
         .map(TcpListener::local_addr)
         .transpose()?;
-    liveness::spawn(app.clone());
-    maintenance::spawn(app.clone());
+    let leadership = leadership::spawn(app.clone(), leadership::replica_name(addr));
+    liveness::spawn(app.clone(), leadership.clone());
+    maintenance::spawn(app.clone(), leadership);
     if let Some(listener) = metrics_listener {
         let router = api::metrics_router(app.clone());
         tokio::spawn(async move {

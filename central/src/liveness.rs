@@ -1,13 +1,14 @@
 //! Notices pollers going offline, coming back, or settling after their return, and re-runs
-//! placement when they do.
+//! placement when they do; only on the replica that holds the duties lease (`leadership`).
 //! It owns no state beyond the last set of online pollers it saw.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::leadership::Leadership;
 use crate::service::App;
 
-pub fn spawn(app: Arc<App>) {
+pub fn spawn(app: Arc<App>, leadership: Leadership) {
     tokio::spawn(async move {
         let period =
             (app.offline_after / 10).clamp(Duration::from_millis(200), Duration::from_secs(5));
@@ -16,6 +17,11 @@ pub fn spawn(app: Arc<App>) {
         let mut last_online: Option<Vec<(String, bool)>> = None;
         loop {
             ticker.tick().await;
+            if !leadership.is_leader() {
+                // Whoever leads next starts from a fresh look, and places at once.
+                last_online = None;
+                continue;
+            }
             if let Err(e) = app.record_status_changes().await {
                 tracing::warn!("recording poller status changes failed: {e}");
             }

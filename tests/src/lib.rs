@@ -115,6 +115,23 @@ impl Central {
     pub async fn start_with(env: &[(&str, &str)]) -> anyhow::Result<Central> {
         let dir = tempfile::tempdir()?;
         let (database_url, postgres) = database(&dir).await?;
+        Self::start_on(dir, database_url, postgres, env).await
+    }
+
+    /// Starts a replica on an existing database (another central's, or a server of the test's).
+    pub async fn start_replica(
+        database_url: &str,
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Central> {
+        Self::start_on(tempfile::tempdir()?, database_url.to_string(), None, env).await
+    }
+
+    async fn start_on(
+        dir: tempfile::TempDir,
+        database_url: String,
+        postgres: Option<postgres::Postgres>,
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Central> {
         let mut central = Central {
             url: String::new(),
             addr: "127.0.0.1:0".into(),

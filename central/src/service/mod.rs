@@ -109,6 +109,18 @@ impl App {
         }))
     }
 
+    /// Takes or renews a lease for `ttl`; `true` if `holder` has it now.
+    pub async fn take_lease(
+        &self,
+        name: &str,
+        holder: &str,
+        ttl: Duration,
+    ) -> anyhow::Result<bool> {
+        let now = now_ms();
+        let until = now.saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX));
+        self.store.acquire_lease(name, holder, now, until).await
+    }
+
     /// Whether `token` is the admin token.
     pub fn is_admin_token(&self, token: &str) -> bool {
         auth::constant_time_eq(&auth::sha256_hex(token), &self.admin_token_sha256)

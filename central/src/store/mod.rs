@@ -5,6 +5,7 @@
 //! which both dialects accept. Schema changes live in `migrations/<database>/`.
 
 mod events;
+mod leases;
 mod monitors;
 mod pollers;
 mod results;
@@ -93,6 +94,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "registration overlap",
         include_str!("../../../migrations/sqlite/20261121000010_registration_overlap.sql"),
     ),
+    (
+        20261123000011,
+        "leases",
+        include_str!("../../../migrations/sqlite/20261123000011_leases.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -144,6 +150,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261121000010,
         "registration overlap",
         include_str!("../../../migrations/postgres/20261121000010_registration_overlap.sql"),
+    ),
+    (
+        20261123000011,
+        "leases",
+        include_str!("../../../migrations/postgres/20261123000011_leases.sql"),
     ),
 ];
 
