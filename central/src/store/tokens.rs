@@ -77,22 +77,7 @@ impl Store {
         &self,
         row: &RegistrationTokenRow,
     ) -> anyhow::Result<()> {
-        let _guard = self.write_lock().await;
-        sqlx::query(
-            "INSERT INTO registration_tokens \
-             (id, name, secret_hash, region, created_at, expires_at, max_uses, uses) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, 0)",
-        )
-        .bind(&row.id)
-        .bind(&row.name)
-        .bind(&row.secret_hash)
-        .bind(&row.region)
-        .bind(row.created_at)
-        .bind(row.expires_at)
-        .bind(row.max_uses)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+        self.write_registration_token(row, "").await
     }
 
     /// Stores a registration token, replacing the one of the same id (its uses, revocation and
@@ -101,26 +86,39 @@ impl Store {
         &self,
         row: &RegistrationTokenRow,
     ) -> anyhow::Result<()> {
-        let _guard = self.write_lock().await;
-        sqlx::query(
-            "INSERT INTO registration_tokens \
-             (id, name, secret_hash, region, created_at, expires_at, max_uses, uses) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, 0) \
-             ON CONFLICT (id) DO UPDATE SET name = excluded.name, \
+        self.write_registration_token(
+            row,
+            "ON CONFLICT (id) DO UPDATE SET name = excluded.name, \
              secret_hash = excluded.secret_hash, region = excluded.region, \
              created_at = excluded.created_at, expires_at = excluded.expires_at, \
              max_uses = excluded.max_uses, uses = 0, revoked_at = NULL, \
              previous_secret_hash = NULL, previous_valid_until = NULL",
         )
-        .bind(&row.id)
-        .bind(&row.name)
-        .bind(&row.secret_hash)
-        .bind(&row.region)
-        .bind(row.created_at)
-        .bind(row.expires_at)
-        .bind(row.max_uses)
-        .execute(&self.pool)
-        .await?;
+        .await
+    }
+
+    /// Inserts a fresh token (no uses, not revoked), with `on_conflict` as the statement's tail.
+    async fn write_registration_token(
+        &self,
+        row: &RegistrationTokenRow,
+        on_conflict: &str,
+    ) -> anyhow::Result<()> {
+        let sql = format!(
+            "INSERT INTO registration_tokens \
+             (id, name, secret_hash, region, created_at, expires_at, max_uses, uses) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 0) {on_conflict}"
+        );
+        let _guard = self.write_lock().await;
+        sqlx::query(&sql)
+            .bind(&row.id)
+            .bind(&row.name)
+            .bind(&row.secret_hash)
+            .bind(&row.region)
+            .bind(row.created_at)
+            .bind(row.expires_at)
+            .bind(row.max_uses)
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 
