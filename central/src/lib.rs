@@ -16,6 +16,7 @@ pub mod service;
 pub mod store;
 pub mod telemetry;
 pub mod tls;
+pub mod wakeups;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -91,6 +92,7 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<Running> {
         .as_ref()
         .map(TcpListener::local_addr)
         .transpose()?;
+    wakeups::spawn(app.clone());
     let leadership = leadership::spawn(app.clone(), leadership::replica_name(addr));
     liveness::spawn(app.clone(), leadership.clone());
     maintenance::spawn(app.clone(), leadership);

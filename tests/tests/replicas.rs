@@ -126,3 +126,186 @@ async fn one_replica_runs_the_duties_and_another_takes_over_when_it_is_killed() 
     drop(server);
     Ok(())
 }
+
+/// Two replicas on one fresh PostgreSQL database.
+async fn two_replicas(env: &[(&str, &str)]) -> anyhow::Result<(Postgres, Central, Central)> {
+    let server = Postgres::start().await?;
+    let url = server.create_database("central").await?;
+    let first = Central::start_replica(&url, env).await?;
+    let second = Central::start_replica(&url, env).await?;
+    Ok((server, first, second))
+}
+
+/// Asks `central` for the poller's assignments since `version`, waiting up to `wait_s`.
+async fn long_poll(
+    http: &reqwest::Client,
+    central: &Central,
+    access: &str,
+    version: i64,
+    wait_s: u32,
+) -> anyhow::Result<Value> {
+    Ok(http
+        .get(format!(
+            "{}/api/poller/assignments?since_version={version}&wait={wait_s}",
+            central.url
+        ))
+        .bearer_auth(access)
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?)
+}
+
+fn upserted(answer: &Value, monitor: &str) -> bool {
+    answer["upserts"]
+        .as_array()
+        .is_some_and(|u| u.iter().any(|m| m["id"] == monitor))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: E2E_DATABASE=postgres cargo test -p e2e -- --include-ignored"]
+async fn a_long_poll_on_one_replica_wakes_for_an_edit_made_on_another() -> anyhow::Result<()> {
+    let (server, editor, waiter) = two_replicas(&[]).await?;
+    let http = reqwest::Client::new();
+    let poller = waiter.register_poller("far").await?;
+    let monitor = editor
+        .create_monitor(
+            json!({"name": "m", "kind": "http", "target": "http://127.0.0.1:9/0",
+            "poller_mode": "pinned", "poller_id": poller.id, "interval_ms": 3_600_000}),
+        )
+        .await?;
+    let mut version = long_poll(&http, &waiter, &poller.access, 0, 0).await?["version"]
+        .as_i64()
+        .unwrap();
+
+    // Waiting costs no queries and has no periodic re-read: only the database's announcement
+    // of the editor's commit can answer these polls before their 30 s are up (at the end of
+    // its wait a poll would find the edit too, so the time tells a wake-up from a timeout).
+    let mut took = Vec::new();
+    for round in 1..=30 {
+        if round == 15 {
+            // Cut the listening connections: the replicas reopen them and catch up.
+            let cut = server
+                .psql(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+                     WHERE query LIKE 'LISTEN%'",
+                )
+                .await?;
+            assert_eq!(cut, "2", "one listening connection per replica");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let poll = tokio::spawn({
+            let (http, url, access) = (http.clone(), waiter.url.clone(), poller.access.clone());
+            async move {
+                let answer: Value = http
+                    .get(format!(
+                        "{url}/api/poller/assignments?since_version={version}&wait=30"
+                    ))
+                    .bearer_auth(access)
+                    .send()
+                    .await?
+                    .json()
+                    .await?;
+                anyhow::Ok((answer, Instant::now()))
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        let sent = Instant::now();
+        let (status, body) = editor
+            .admin(
+                Method::PATCH,
+                &format!("/api/v1/monitors/{monitor}"),
+                Some(json!({"target": format!("http://127.0.0.1:9/{round}")})),
+            )
+            .await?;
+        anyhow::ensure!(status == 200, "edit: {status} {body}");
+        let (answer, answered) = poll.await??;
+        assert!(
+            upserted(&answer, &monitor),
+            "round {round}: the poll ended without the edit: {answer}"
+        );
+        assert_eq!(
+            answer["upserts"][0]["target"],
+            format!("http://127.0.0.1:9/{round}")
+        );
+        let took_this = answered.saturating_duration_since(sent);
+        assert!(
+            took_this < Duration::from_secs(15),
+            "round {round}: answered after {took_this:?}, by the poll's deadline, not a wake-up"
+        );
+        took.push(took_this);
+        version = answer["version"].as_i64().unwrap();
+    }
+    took.sort();
+    println!(
+        "replicas: edit on one replica → long poll answered on the other: p50 {:?}, p99 {:?}, max {:?} ({} rounds)",
+        took[took.len() / 2],
+        took[took.len() * 99 / 100],
+        took[took.len() - 1],
+        took.len()
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: E2E_DATABASE=postgres cargo test -p e2e -- --include-ignored"]
+async fn one_batch_uploaded_to_two_replicas_at_once_is_stored_once() -> anyhow::Result<()> {
+    let (_server, first, second) = two_replicas(&[]).await?;
+    let http = reqwest::Client::new();
+    let poller = first.register_poller("twice").await?;
+    let monitor = first
+        .create_monitor(
+            json!({"name": "m", "kind": "http", "target": "http://127.0.0.1:9/",
+            "poller_mode": "pinned", "poller_id": poller.id}),
+        )
+        .await?;
+    let now = chrono::Utc::now();
+    for round in 0..5 {
+        let results: Vec<Value> = (0..400)
+            .map(|i| {
+                let ts = now - chrono::Duration::milliseconds(i64::from(round * 400 + i));
+                json!({"id": uuid::Uuid::now_v7(), "monitor_id": monitor, "status": "up",
+                    "ts": ts.to_rfc3339_opts(chrono::SecondsFormat::Millis, true), "latency_ms": 3})
+            })
+            .collect();
+        let batch = json!({"batch_id": uuid::Uuid::new_v4(), "results": results});
+        // The agent retried through a load balancer: the same batch lands on both replicas,
+        // three times each, all at once.
+        let uploads = [&first, &second, &first, &second, &first, &second].map(|central| {
+            let (http, url, access, batch) = (
+                http.clone(),
+                format!("{}/api/poller/results", central.url),
+                poller.access.clone(),
+                batch.clone(),
+            );
+            tokio::spawn(async move {
+                let ack: Value = http
+                    .post(url)
+                    .bearer_auth(access)
+                    .json(&batch)
+                    .send()
+                    .await?
+                    .error_for_status()?
+                    .json()
+                    .await?;
+                anyhow::Ok(ack)
+            })
+        });
+        let (mut accepted, mut duplicates) = (0, 0);
+        for upload in uploads {
+            let ack = upload.await??;
+            accepted += ack["accepted"].as_u64().unwrap();
+            duplicates += ack["duplicates"].as_u64().unwrap();
+        }
+        assert_eq!(
+            (accepted, duplicates),
+            (400, 5 * 400),
+            "round {round}: each result is new exactly once"
+        );
+    }
+    let ids = second.result_ids(&monitor).await?;
+    let unique: std::collections::HashSet<_> = ids.iter().collect();
+    assert_eq!((ids.len(), unique.len()), (2_000, 2_000));
+    Ok(())
+}

@@ -171,10 +171,10 @@ impl App {
             if news || tokio::time::Instant::now() >= deadline {
                 return Ok(answer);
             }
-            // Other central replicas do not wake this one: look again every second too.
+            // Woken by a change made here or, through `wakeups`, on another replica; waiting
+            // costs no database query.
             tokio::select! {
                 _ = changed.changed() => {}
-                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
                 _ = tokio::time::sleep_until(deadline) => {}
             }
         }

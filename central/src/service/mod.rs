@@ -176,8 +176,14 @@ impl App {
         Ok(())
     }
 
+    /// Reads the current assignment version and wakes the long polls if it is new here.
+    pub(crate) async fn refresh_assignment_version(&self) -> anyhow::Result<()> {
+        self.publish_version(self.store.assignment_version().await?);
+        Ok(())
+    }
+
     /// Records a new assignment version and wakes whoever waits for one.
-    fn publish_version(&self, version: i64) {
+    pub(crate) fn publish_version(&self, version: i64) {
         self.assignment_version.send_if_modified(|current| {
             let newer = version > *current;
             if newer {

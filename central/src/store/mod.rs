@@ -10,12 +10,14 @@ mod monitors;
 mod pollers;
 mod results;
 mod tokens;
+mod wakeups;
 
 pub use events::EventRow;
 pub use monitors::{AssignmentChange, MonitorRow, OwnershipRow, StatusRow};
 pub use pollers::{HeartbeatUpdate, PollerRow};
 pub use results::{NewResult, ResultRow};
 pub use tokens::{RefreshTokenRow, RegistrationTokenRow};
+pub use wakeups::{VersionListener, Wakeup};
 
 use std::borrow::Cow;
 use std::str::FromStr;
@@ -34,10 +36,11 @@ pub enum Backend {
     Postgres,
 }
 
-#[derive(Debug)]
 pub struct Store {
     pool: AnyPool,
     backend: Backend,
+    /// Kept to open the notification connection of `listen_for_versions` (PostgreSQL only).
+    url: String,
     /// SQLite allows one writer at a time; queueing writers here, rather than letting them
     /// collide inside SQLite, turns lock contention into a short wait instead of `SQLITE_BUSY`.
     sqlite_writer: Mutex<()>,
@@ -156,7 +159,22 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         "leases",
         include_str!("../../../migrations/postgres/20261123000011_leases.sql"),
     ),
+    // PostgreSQL only: the trigger behind cross-replica wake-ups (see `wakeups`).
+    (
+        20261123000012,
+        "assignment notify",
+        include_str!("../../../migrations/postgres/20261123000012_assignment_notify.sql"),
+    ),
 ];
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Not the URL: it may hold the database password.
+        f.debug_struct("Store")
+            .field("backend", &self.backend)
+            .finish_non_exhaustive()
+    }
+}
 
 /// Guard held by a writer; on PostgreSQL it guards nothing.
 pub struct WriteGuard<'a>(#[allow(dead_code)] Option<MutexGuard<'a, ()>>);
@@ -208,6 +226,7 @@ impl Store {
         let store = Store {
             pool,
             backend,
+            url: url.clone(),
             sqlite_writer: Mutex::new(()),
         };
         store.migrate().await?;

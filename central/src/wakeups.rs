@@ -1,0 +1,32 @@
+//! Cross-replica wake-ups: a long poll waiting on one replica wakes when another replica
+//! changes its poller's assignments. On PostgreSQL every replica listens for the versions the
+//! database announces and hands them to the in-process notification that long polls wait on;
+//! on SQLite there is one process, and that notification is all there is. It wakes; it never
+//! decides what a poller gets (that is `service::assignments`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::service::App;
+use crate::store::Wakeup;
+
+/// Starts listening, if the database can announce versions.
+pub fn spawn(app: Arc<App>) {
+    let Some(mut listener) = app.store.listen_for_versions() else {
+        return;
+    };
+    tokio::spawn(async move {
+        loop {
+            match listener.next().await {
+                Wakeup::Version(version) => app.publish_version(version),
+                // Announcements made while nobody listened are gone: one read catches up.
+                Wakeup::Listening => {
+                    while let Err(e) = app.refresh_assignment_version().await {
+                        tracing::warn!("cannot read the assignment version: {e:#}; retrying");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                }
+            }
+        }
+    });
+}
