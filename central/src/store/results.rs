@@ -50,15 +50,19 @@ impl FromRow<'_, AnyRow> for ResultRow {
     }
 }
 
-/// Moves a monitor's derived status to a result, per kind of news: the up/down verdict moves
+/// Moves monitors' derived status (one row per monitor, as JSON in `$2`; `$1` the poller) to a result, per kind of news: the up/down verdict moves
 /// only to a newer up/down result (by check time, then id), and the newest result (its time,
 /// message, latency, next check) only to a newer result of any kind. So a late result never
 /// hides a newer verdict, and a newer `rate_limited` result never hides a late up/down one.
-static STATUS_UPSERT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+fn status_upsert(backend: Backend) -> String {
     const TEMPLATE: &str = "\
     INSERT INTO monitor_status (monitor_id, status, poller_id, last_result_id, last_result_at, \
         latency_ms, message, next_due_at, verdict_at, verdict_result_id) \
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
+    SELECT r.value ->> 'monitor_id', r.value ->> 'status', $1, r.value ->> 'id', \
+        CAST(r.value ->> 'ts' AS BIGINT), CAST(r.value ->> 'latency_ms' AS BIGINT), \
+        r.value ->> 'msg', CAST(r.value ->> 'next_due_at' AS BIGINT), \
+        CAST(r.value ->> 'verdict_at' AS BIGINT), r.value ->> 'verdict_result_id' \
+    FROM ROWS_SOURCE WHERE true \
     ON CONFLICT (monitor_id) DO UPDATE SET \
         status = CASE WHEN (VERDICT_IS_NEWER) THEN excluded.status ELSE monitor_status.status END, \
         verdict_at = CASE WHEN (VERDICT_IS_NEWER) THEN excluded.verdict_at \
@@ -89,7 +93,50 @@ static STATUS_UPSERT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| 
     TEMPLATE
         .replace("VERDICT_IS_NEWER", verdict_is_newer)
         .replace("RESULT_IS_NEWER", result_is_newer)
-});
+        .replace("ROWS_SOURCE", &json_rows(backend, "$2"))
+}
+
+/// The rows of a JSON array parameter, as `r.value`.
+fn json_rows(backend: Backend, parameter: &str) -> String {
+    match backend {
+        Backend::Sqlite => format!("json_each({parameter}) AS r"),
+        Backend::Postgres => {
+            format!("jsonb_array_elements(CAST({parameter} AS jsonb)) AS r(value)")
+        }
+    }
+}
+
+/// One monitor's move in `status_upsert`.
+#[derive(serde::Serialize)]
+struct StatusMove<'a> {
+    monitor_id: &'a str,
+    status: &'a str,
+    id: &'a str,
+    ts: i64,
+    latency_ms: Option<i64>,
+    msg: &'a str,
+    next_due_at: Option<i64>,
+    /// Set for an up/down result only: the verdict moves with it.
+    verdict_at: Option<i64>,
+    verdict_result_id: Option<&'a str>,
+}
+
+impl<'a> StatusMove<'a> {
+    fn of(result: &'a NewResult) -> Self {
+        let verdict = result.status != "rate_limited";
+        StatusMove {
+            monitor_id: &result.monitor_id,
+            status: &result.status,
+            id: &result.id,
+            ts: result.ts,
+            latency_ms: result.latency_ms,
+            msg: &result.msg,
+            next_due_at: result.next_due_at,
+            verdict_at: verdict.then_some(result.ts),
+            verdict_result_id: verdict.then_some(result.id.as_str()),
+        }
+    }
+}
 
 /// Rows per INSERT statement.
 const INSERT_CHUNK: usize = 1_000;
@@ -110,10 +157,7 @@ impl Store {
         let mut inserted = HashSet::with_capacity(results.len());
         // The batch travels as one JSON parameter that the database unpacks itself: binding
         // thousands of parameters one by one costs more than the insert.
-        let rows_source = match self.backend() {
-            Backend::Sqlite => "json_each($3) AS r",
-            Backend::Postgres => "jsonb_array_elements(CAST($3 AS jsonb)) AS r(value)",
-        };
+        let rows_source = json_rows(self.backend(), "$3");
         let sql = format!(
             "INSERT INTO results (id, monitor_id, poller_id, ts, status, latency_ms, msg, meta, \
              received_at) \
@@ -150,32 +194,24 @@ impl Store {
                 *slot = result;
             }
         }
-        // The verdict's upsert before the newer non-verdict one of the same monitor; rows in
-        // monitor-id order, so that concurrent batches never deadlock on PostgreSQL.
-        let mut updates: Vec<(&str, u8, &NewResult)> = decisive
+        // Two statements, each touching a monitor at most once (an upsert may not touch a row
+        // twice): the verdicts, then the newer rate-limited results, which keep the verdict.
+        // Rows in monitor-id order, so that concurrent batches never deadlock on PostgreSQL.
+        let mut verdicts: Vec<StatusMove> = decisive.values().map(|r| StatusMove::of(r)).collect();
+        let mut newer_news: Vec<StatusMove> = newest
             .iter()
-            .map(|(monitor, result)| (*monitor, 0, *result))
+            .filter(|(monitor, r)| decisive.get(*monitor).is_none_or(|d| d.id != r.id))
+            .map(|(_, r)| StatusMove::of(r))
             .collect();
-        updates.extend(
-            newest
-                .iter()
-                .filter(|(monitor, r)| decisive.get(*monitor).is_none_or(|d| d.id != r.id))
-                .map(|(monitor, result)| (*monitor, 1, *result)),
-        );
-        updates.sort_by_key(|(monitor, order, _)| (*monitor, *order));
-        for (_, _, result) in updates {
-            let verdict = (result.status != "rate_limited").then_some((result.ts, &result.id));
-            sqlx::query(STATUS_UPSERT.as_str())
-                .bind(&result.monitor_id)
-                .bind(&result.status)
+        let upsert = status_upsert(self.backend());
+        for moves in [&mut verdicts, &mut newer_news] {
+            if moves.is_empty() {
+                continue;
+            }
+            moves.sort_by_key(|m| m.monitor_id);
+            sqlx::query(&upsert)
                 .bind(poller_id)
-                .bind(&result.id)
-                .bind(result.ts)
-                .bind(result.latency_ms)
-                .bind(&result.msg)
-                .bind(result.next_due_at)
-                .bind(verdict.map(|(ts, _)| ts))
-                .bind(verdict.map(|(_, id)| id))
+                .bind(serde_json::to_string(moves)?)
                 .execute(&mut *tx)
                 .await?;
         }
