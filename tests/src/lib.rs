@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use tokio::process::{Child, Command};
 
 pub mod hostile;
+pub mod load_balancer;
 pub mod postgres;
 
 pub const ADMIN_TOKEN: &str = "e2e-admin-token-0123456789";
@@ -248,7 +249,16 @@ impl Central {
 
     /// Every stored result id of a monitor.
     pub async fn result_ids(&self, monitor_id: &str) -> anyhow::Result<Vec<String>> {
-        let mut ids = Vec::new();
+        self.results(monitor_id)
+            .await?
+            .iter()
+            .map(|r| Ok(r["id"].as_str().context("id")?.to_string()))
+            .collect()
+    }
+
+    /// Every stored result of a monitor, oldest first, as the settings API gives them.
+    pub async fn results(&self, monitor_id: &str) -> anyhow::Result<Vec<Value>> {
+        let mut results = Vec::new();
         let mut cursor: Option<String> = None;
         loop {
             let path = match &cursor {
@@ -257,12 +267,10 @@ impl Central {
             };
             let (status, page) = self.admin(reqwest::Method::GET, &path, None).await?;
             anyhow::ensure!(status == 200, "results: {status} {page}");
-            for item in page["items"].as_array().context("items")? {
-                ids.push(item["id"].as_str().context("id")?.to_string());
-            }
+            results.extend(page["items"].as_array().context("items")?.iter().cloned());
             match page["next_cursor"].as_str() {
                 Some(next) => cursor = Some(next.to_string()),
-                None => return Ok(ids),
+                None => return Ok(results),
             }
         }
     }
@@ -402,12 +410,25 @@ impl Agent {
         token: Option<String>,
         data_dir: &Path,
     ) -> anyhow::Result<Agent> {
+        Self::start_with(central_url, token, data_dir, &[]).await
+    }
+
+    /// `start` with extra environment variables (`POLLER_NAME`, `POLLER_REGION`, …).
+    pub async fn start_with(
+        central_url: &str,
+        token: Option<String>,
+        data_dir: &Path,
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Agent> {
         let mut agent = Agent {
             child: None,
             data_dir: data_dir.to_path_buf(),
             central_url: central_url.to_string(),
             token,
-            extra_env: Vec::new(),
+            extra_env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         };
         agent.spawn()?;
         Ok(agent)

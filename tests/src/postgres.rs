@@ -141,7 +141,7 @@ async fn postgres_user() -> anyhow::Result<(u32, u32)> {
     Ok((id("-u").await?, id("-g").await?))
 }
 
-fn free_port() -> anyhow::Result<u16> {
+pub(crate) fn free_port() -> anyhow::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port())
