@@ -98,12 +98,28 @@ async fn killing_a_replica_behind_the_proxy_loses_no_result_and_places_nothing_t
         ("CENTRAL_REGISTRATION_TOKEN", ENROLMENT_SECRET),
         ("CENTRAL_TRUSTED_PROXIES", "127.0.0.1/32"),
     ];
-    let mut leader = Central::start_replica(&url, &env).await?;
-    eventually(Duration::from_secs(10), "a leader", || async {
-        leader.log().contains(LEADING).then_some(())
+    // Both at once, as an orchestrator starts them: migrations and first-start setup race.
+    let (first, second) = tokio::join!(
+        Central::start_replica(&url, &env),
+        Central::start_replica(&url, &env)
+    );
+    let (first, second) = (first?, second?);
+    let first_leads = eventually(Duration::from_secs(15), "a leader", || async {
+        match (
+            first.log().contains(LEADING),
+            second.log().contains(LEADING),
+        ) {
+            (true, false) => Some(true),
+            (false, true) => Some(false),
+            _ => None,
+        }
     })
     .await?;
-    let survivor = Central::start_replica(&url, &env).await?;
+    let (mut leader, survivor) = if first_leads {
+        (first, second)
+    } else {
+        (second, first)
+    };
     let balancer = LoadBalancer::haproxy(&[&leader.addr, &survivor.addr]).await?;
     let operator = Operator {
         url: balancer.url.clone(),
