@@ -1,16 +1,21 @@
-//! Assignment benchmark: M monitors over P pollers on SQLite. Measures the server time of a
-//! full snapshot and of a delta carrying one change, then the propagation time (edit through
-//! the settings API → the poller's long poll answers with it) under a steady stream of edits.
+//! Assignment benchmark: M monitors over P pollers. Measures the server time of a full snapshot
+//! and of a delta carrying one change, then the propagation time (edit through the service →
+//! the poller's long poll answers with it) under a steady stream of edits. With R replicas
+//! the edits are made on the first and the long polls wait on the last, so every change
+//! crosses replicas (PostgreSQL LISTEN/NOTIFY).
 //!
 //! cargo bench -p central --bench assignments -- --monitors 100000 --pollers 100 --edits-per-minute 1000
+//! scripts/with-postgres.sh sh -c 'cargo bench -p central --bench assignments -- \
+//!     --database-url "$PG_URL" --replicas 2 --monitors 10000'
+
+mod common;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use central::config::ServeArgs;
-use serde_json::{json, Value};
-use shared_proto::settings_api::CreateRegistrationToken;
+use common::{fresh_database, percentile, register_pollers, start_replicas};
+use serde_json::Value;
 use shared_proto::{CheckKind, MonitorPatch, MonitorSpec, PollerMode};
 use uuid::Uuid;
 
@@ -19,6 +24,8 @@ struct Options {
     pollers: usize,
     edits_per_minute: u64,
     duration: Duration,
+    database_url: Option<String>,
+    replicas: usize,
 }
 
 fn options() -> Options {
@@ -27,6 +34,8 @@ fn options() -> Options {
         pollers: 100,
         edits_per_minute: 1_000,
         duration: Duration::from_secs(30),
+        database_url: None,
+        replicas: 1,
     };
     let mut args = std::env::args().skip(1).filter(|a| a != "--bench");
     while let Some(flag) = args.next() {
@@ -38,17 +47,12 @@ fn options() -> Options {
             "--duration" => {
                 options.duration = shared_proto::duration::parse_duration(&value).expect("30s")
             }
+            "--database-url" => options.database_url = Some(value),
+            "--replicas" => options.replicas = value.parse().expect("--replicas N"),
             other => panic!("unknown flag {other}"),
         }
     }
     options
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted
-        .get(((sorted.len().max(1) - 1) as f64 * p) as usize)
-        .copied()
-        .unwrap_or_default()
 }
 
 fn spec(i: usize) -> MonitorSpec {
@@ -69,59 +73,20 @@ fn spec(i: usize) -> MonitorSpec {
     }
 }
 
-fn main() {
+#[tokio::main]
+async fn main() {
     let options = options();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(run(options));
-}
-
-async fn run(options: Options) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let running = central::start(ServeArgs {
-        listen: "127.0.0.1:0".into(),
-        database_url: format!("sqlite://{}", dir.path().join("central.db").display()),
-        admin_token: Some("bench-admin-token-0123456789".into()),
-        offline_after: Duration::from_secs(3600),
-        failback_settle: Duration::from_secs(0),
-        auth_rate_limit: 0.0,
-        ..ServeArgs::defaults()
-    })
-    .await
-    .expect("central");
-    let app = running.app.clone();
-    let base = format!("http://{}", running.addr);
+    let database = fresh_database(options.database_url.as_deref()).await;
+    let replicas = start_replicas(&database, options.replicas).await;
+    let app = replicas[0].app.clone();
+    // Edits go through the first replica; long polls wait on the last.
+    let base = format!("http://{}", replicas[replicas.len() - 1].addr);
     let http = reqwest::Client::new();
-    let token = app
-        .create_registration_token(CreateRegistrationToken {
-            name: "bench".into(),
-            expires_in: None,
-            max_uses: Some(options.pollers as u32),
-            region: None,
-        })
+    let pollers: Vec<(String, String)> = register_pollers(&app, &base, options.pollers, 4)
         .await
-        .expect("token")
-        .token
-        .expect("secret");
-    let mut pollers = Vec::new();
-    for i in 0..options.pollers {
-        let answer: Value = http
-            .post(format!("{base}/api/poller/register"))
-            .json(&json!({"registration_token": token, "name": format!("p{i}"), "capabilities": ["http"], "version": "b"}))
-            .send()
-            .await
-            .expect("register")
-            .json()
-            .await
-            .expect("answer");
-        let id = answer["poller_id"].as_str().expect("id").to_string();
-        pollers.push((
-            id,
-            answer["access_token"].as_str().expect("token").to_string(),
-        ));
-    }
+        .into_iter()
+        .map(|p| (p.id, p.access))
+        .collect();
     let started = Instant::now();
     let mut ids = Vec::with_capacity(options.monitors);
     for i in 0..options.monitors {
@@ -234,8 +199,16 @@ async fn run(options: Options) {
     let mut latencies = std::mem::take(&mut *latencies.lock().unwrap());
     latencies.sort();
     println!(
-        "propagation at {} edits/min     p50 {:.1} ms, p99 {:.1} ms ({} of {edits} edits seen)",
+        "propagation at {} edits/min, database {}, edit on replica 1 of {}, poll on replica {}:\n\
+         \x20                              p50 {:.1} ms, p99 {:.1} ms ({} of {edits} edits seen)",
         options.edits_per_minute,
+        if database.is_postgres() {
+            "postgres"
+        } else {
+            "sqlite"
+        },
+        replicas.len(),
+        replicas.len(),
         percentile(&latencies, 0.5).as_secs_f64() * 1e3,
         percentile(&latencies, 0.99).as_secs_f64() * 1e3,
         latencies.len(),

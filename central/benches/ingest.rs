@@ -1,23 +1,31 @@
 //! Central ingest benchmark: P simulated agents, each registered through the real poller API
 //! with one pinned monitor, upload gzip batches of B results as fast as central answers, for
 //! D seconds. Prints sustained results/s and upload latency percentiles, and beside them the
-//! raw batched-INSERT rate of SQLite on this machine as the ceiling.
+//! database's own ceiling on this machine: SQLite's prepared INSERT, or PostgreSQL's COPY of
+//! the same rows into the same table.
 //!
 //! cargo bench -p central --bench ingest -- --pollers 20 --batch 50 --duration 10s
+//! With PostgreSQL (a fresh database is created on that server; agents are spread over R
+//! replicas, as a load balancer would):
+//! cargo bench -p central --bench ingest -- --database-url postgres://… --replicas 2
+
+mod common;
 
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use central::config::ServeArgs;
+use common::{fresh_database, ms, percentile, register_pollers, start_replicas};
 use serde_json::{json, Value};
-use shared_proto::settings_api::CreateRegistrationToken;
 use shared_proto::{CheckKind, MonitorSpec, PollerMode};
+use sqlx::Connection;
 use uuid::Uuid;
 
 struct Options {
     pollers: usize,
     batch: usize,
     duration: Duration,
+    database_url: Option<String>,
+    replicas: usize,
 }
 
 fn options() -> Options {
@@ -25,6 +33,8 @@ fn options() -> Options {
         pollers: 20,
         batch: 50,
         duration: Duration::from_secs(10),
+        database_url: None,
+        replicas: 1,
     };
     let mut args = std::env::args().skip(1).filter(|a| a != "--bench");
     while let Some(flag) = args.next() {
@@ -36,6 +46,8 @@ fn options() -> Options {
                 options.duration =
                     shared_proto::duration::parse_duration(&value).expect("--duration 10s")
             }
+            "--database-url" => options.database_url = Some(value),
+            "--replicas" => options.replicas = value.parse().expect("--replicas N"),
             other => panic!("unknown flag {other}"),
         }
     }
@@ -49,66 +61,44 @@ fn main() {
         .build()
         .expect("runtime");
     runtime.block_on(async move {
-        let rows_per_tx = options.batch;
-        let ceiling = raw_sqlite_rate(rows_per_tx).await;
-        let (rate, p50, p99) = ingest(&options).await;
+        let database = fresh_database(options.database_url.as_deref()).await;
+        let (rate, latencies, monitor) = ingest(&options, &database.url).await;
+        let ceiling = if database.is_postgres() {
+            let rate = postgres_copy_rate(&database.url, monitor, options.batch).await;
+            format!("PostgreSQL COPY     {rate:>9.0} rows/s (same table, {} rows per COPY)", options.batch)
+        } else {
+            let rate = raw_sqlite_rate(options.batch).await;
+            format!("raw SQLite ceiling   {rate:>9.0} rows/s (prepared INSERT, {} rows per transaction)", options.batch)
+        };
         println!(
-            "pollers={} batch={} duration={:?}\n\
+            "database={} replicas={} pollers={} batch={} duration={:?}\n\
              ingest               {rate:>9.0} results/s\n\
-             upload latency       p50 {:.1} ms, p99 {:.1} ms\n\
-             raw SQLite ceiling   {ceiling:>9.0} rows/s (prepared INSERT, {rows_per_tx} rows per transaction)",
+             upload latency       p50 {:.1} ms, p99 {:.1} ms\n{ceiling}",
+            if database.is_postgres() { "postgres" } else { "sqlite" },
+            options.replicas,
             options.pollers,
             options.batch,
             options.duration,
-            p50.as_secs_f64() * 1e3,
-            p99.as_secs_f64() * 1e3,
+            ms(percentile(&latencies, 0.5)),
+            ms(percentile(&latencies, 0.99)),
         );
     });
 }
 
-async fn ingest(options: &Options) -> (f64, Duration, Duration) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let running = central::start(ServeArgs {
-        listen: "127.0.0.1:0".into(),
-        database_url: format!("sqlite://{}", dir.path().join("central.db").display()),
-        admin_token: Some("bench-admin-token-0123456789".into()),
-        offline_after: Duration::from_secs(600),
-        failback_settle: Duration::from_secs(120),
-        // Hundreds of simulated agents register from one address.
-        auth_rate_limit: 0.0,
-        ..ServeArgs::defaults()
-    })
-    .await
-    .expect("central");
-    let app = running.app.clone();
-    let base = format!("http://{}", running.addr);
-    let token = app
-        .create_registration_token(CreateRegistrationToken {
-            name: "bench".into(),
-            expires_in: None,
-            max_uses: Some(options.pollers as u32),
-            region: None,
-        })
-        .await
-        .expect("token")
-        .token
-        .expect("secret");
+/// Runs the load; returns results/s, the sorted upload latencies and one of the monitors.
+async fn ingest(options: &Options, database_url: &str) -> (f64, Vec<Duration>, Uuid) {
+    let database = common::Database::existing(database_url);
+    let replicas = start_replicas(&database, options.replicas).await;
+    let app = replicas[0].app.clone();
+    let bases: Vec<String> = replicas
+        .iter()
+        .map(|r| format!("http://{}", r.addr))
+        .collect();
+    let pollers = register_pollers(&app, &bases[0], options.pollers, 4).await;
     let http = reqwest::Client::new();
     let mut agents = Vec::new();
-    for i in 0..options.pollers {
-        let answer: Value = http
-            .post(format!("{base}/api/poller/register"))
-            .json(
-                &json!({"registration_token": token, "name": format!("bench-{i}"),
-                          "capabilities": ["http"], "version": "bench"}),
-            )
-            .send()
-            .await
-            .expect("register")
-            .json()
-            .await
-            .expect("register answer");
-        let poller_id = Uuid::parse_str(answer["poller_id"].as_str().expect("id")).expect("uuid");
+    for (i, poller) in pollers.into_iter().enumerate() {
+        let poller_id = Uuid::parse_str(&poller.id).expect("uuid");
         let monitor = app
             .create_monitor(MonitorSpec {
                 name: format!("bench {i}"),
@@ -127,17 +117,21 @@ async fn ingest(options: &Options) -> (f64, Duration, Duration) {
             })
             .await
             .expect("monitor");
-        let access = answer["access_token"].as_str().expect("token").to_string();
-        agents.push((access, monitor.id));
+        // Spread over the replicas as a round-robin load balancer would.
+        agents.push((bases[i % bases.len()].clone(), poller.access, monitor.id));
     }
+    let some_monitor = agents[0].2;
 
     let deadline = Instant::now() + options.duration;
     let started = Instant::now();
-    let url = format!("{base}/api/poller/results");
     let tasks: Vec<_> = agents
         .into_iter()
-        .map(|(access, monitor)| {
-            let (http, url, batch) = (http.clone(), url.clone(), options.batch);
+        .map(|(base, access, monitor)| {
+            let (http, url, batch) = (
+                http.clone(),
+                format!("{base}/api/poller/results"),
+                options.batch,
+            );
             tokio::spawn(async move {
                 let mut latencies = Vec::new();
                 let mut accepted = 0u64;
@@ -172,8 +166,37 @@ async fn ingest(options: &Options) -> (f64, Duration, Duration) {
     }
     let elapsed = started.elapsed().as_secs_f64();
     latencies.sort();
-    let at = |p: f64| latencies[((latencies.len() - 1) as f64 * p) as usize];
-    (total as f64 / elapsed, at(0.5), at(0.99))
+    (total as f64 / elapsed, latencies, some_monitor)
+}
+
+/// Rows per second PostgreSQL itself takes through COPY, in COPYs of `rows_per_copy` rows into
+/// central's `results` table (its key, index and the monitor's real id), on one connection:
+/// the ceiling for ingestion on this server, without HTTP, JSON parsing or upserts.
+async fn postgres_copy_rate(url: &str, monitor: Uuid, rows_per_copy: usize) -> f64 {
+    let mut conn = sqlx::PgConnection::connect(url).await.expect("postgres");
+    let started = Instant::now();
+    let mut rows = 0usize;
+    while started.elapsed() < Duration::from_secs(3) {
+        let mut text = String::with_capacity(rows_per_copy * 160);
+        for i in 0..rows_per_copy {
+            text.push_str(&format!(
+                "{}\t{monitor}\tpoller\t{}\tup\t12\t\t{{\"status_code\":200,\"first_byte_ms\":11}}\t0\n",
+                Uuid::now_v7(),
+                rows + i
+            ));
+        }
+        let mut copy = conn
+            .copy_in_raw(
+                "COPY results (id, monitor_id, poller_id, ts, status, latency_ms, msg, meta, \
+                 received_at) FROM STDIN",
+            )
+            .await
+            .expect("copy");
+        copy.send(text.into_bytes()).await.expect("copy rows");
+        copy.finish().await.expect("copy finish");
+        rows += rows_per_copy;
+    }
+    rows as f64 / started.elapsed().as_secs_f64()
 }
 
 fn gzip_batch(monitor: Uuid, size: usize) -> Vec<u8> {

@@ -166,13 +166,26 @@ impl App {
         loop {
             // Subscribe before looking, so that a change in between is not missed.
             let mut changed = self.assignment_version.subscribe();
-            let answer = self.assignments_for(poller, since_version).await?;
-            let news = answer.full || !answer.upserts.is_empty() || !answer.removes.is_empty();
-            if news || tokio::time::Instant::now() >= deadline {
-                return Ok(answer);
+            // This replica hears of every new version (its own writes, and the others' through
+            // `wakeups`), so a poller already at the newest one has nothing to fetch: it waits,
+            // and is answered at its deadline, without a database query.
+            let up_to_date = since_version > 0 && *changed.borrow_and_update() == since_version;
+            let timed_out = tokio::time::Instant::now() >= deadline;
+            if up_to_date && timed_out {
+                return Ok(AssignmentsResponse {
+                    version: since_version,
+                    full: false,
+                    upserts: Vec::new(),
+                    removes: Vec::new(),
+                });
             }
-            // Woken by a change made here or, through `wakeups`, on another replica; waiting
-            // costs no database query.
+            if !up_to_date {
+                let answer = self.assignments_for(poller, since_version).await?;
+                let news = answer.full || !answer.upserts.is_empty() || !answer.removes.is_empty();
+                if news || timed_out {
+                    return Ok(answer);
+                }
+            }
             tokio::select! {
                 _ = changed.changed() => {}
                 _ = tokio::time::sleep_until(deadline) => {}
