@@ -20,6 +20,9 @@ const LEASE: &str = "duties";
 const TTL: Duration = Duration::from_secs(10);
 const RENEW_EVERY: Duration = Duration::from_secs(2);
 const CLOCK_MARGIN: Duration = Duration::from_secs(2);
+/// A lease taken up to this long after it expired was handed over (another replica was there
+/// to take it); later, central was down in between, and pollers could not report meanwhile.
+const LAPSE: Duration = Duration::from_secs(5);
 
 /// A replica's view of its own leadership; cheap to clone and to ask.
 #[derive(Clone, Default)]
@@ -59,8 +62,11 @@ pub fn spawn(app: Arc<App>, holder: String) -> Leadership {
         loop {
             ticker.tick().await;
             let asked = Instant::now();
-            let held = match app.take_lease(LEASE, &holder, TTL).await {
-                Ok(held) => held,
+            let held = match app.take_lease(LEASE, &holder, TTL, LAPSE).await {
+                Ok(lease) => {
+                    app.set_watching_since(lease.held_since);
+                    lease.held
+                }
                 Err(e) => {
                     // Unknown: the write may or may not have landed. Stop leading at once; the
                     // lease itself runs out on its own if nobody renews it.

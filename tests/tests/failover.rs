@@ -144,3 +144,73 @@ async fn monitors_fail_over_and_return_after_the_settle_time() -> anyhow::Result
     assert!(returned >= Duration::from_secs(5), "{returned:?}");
     Ok(())
 }
+
+/// Ids and statuses of the pollers central knows, by name.
+async fn poller_named(central: &Central, name: &str) -> anyhow::Result<serde_json::Value> {
+    let (_, pollers) = central
+        .admin(reqwest::Method::GET, "/api/v1/pollers", None)
+        .await?;
+    pollers["items"]
+        .as_array()
+        .and_then(|items| items.iter().find(|p| p["name"] == name).cloned())
+        .ok_or_else(|| anyhow::anyhow!("no poller named {name}: {pollers}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_central_outage_makes_no_healthy_poller_offline() -> anyhow::Result<()> {
+    let mut central = Central::start_with(&[("CENTRAL_OFFLINE_AFTER", "3s")]).await?;
+    let target = Target::start().await?;
+    let monitor = central
+        .create_monitor(
+            json!({"name": "m", "kind": "http", "target": target.url, "interval_ms": 5000}),
+        )
+        .await?;
+    let mut agent = start_agent(&central, "steady").await?;
+    central
+        .wait_for_status(&monitor, "up", Duration::from_secs(60))
+        .await?;
+    let poller = poller_named(&central, "steady").await?["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // Down for longer than CENTRAL_OFFLINE_AFTER: the agent could not report meanwhile.
+    central.kill().await;
+    tokio::time::sleep(Duration::from_secs(9)).await;
+    central.restart().await?;
+    for _ in 0..6 {
+        let standing = poller_named(&central, "steady").await?;
+        assert_ne!(standing["status"], "offline", "{standing}");
+        let status = central.status(&monitor).await?;
+        assert_ne!(status["status"], "stale", "{status}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let (_, changes) = central
+        .admin(
+            reqwest::Method::GET,
+            &format!("/api/v1/pollers/{poller}/status-changes"),
+            None,
+        )
+        .await?;
+    assert!(
+        !changes["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["status"] == "offline"),
+        "no offline recorded across the outage: {changes}"
+    );
+
+    // Silence while central is up still counts.
+    agent.kill().await;
+    eventually(
+        Duration::from_secs(20),
+        "the silent poller offline",
+        || async {
+            let standing = poller_named(&central, "steady").await.ok()?;
+            (standing["status"] == "offline").then_some(())
+        },
+    )
+    .await?;
+    Ok(())
+}

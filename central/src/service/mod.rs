@@ -20,7 +20,7 @@ use tokio::sync::{watch, Mutex};
 
 use crate::config::ServeArgs;
 use crate::metrics::Metrics;
-use crate::store::Store;
+use crate::store::{LeaseState, Store};
 use auth::JwtKeys;
 
 const ADMIN_TOKEN_SETTING: &str = "admin_token_sha256";
@@ -49,6 +49,9 @@ pub struct App {
     reconcile_lock: Mutex<()>,
     /// The newest assignment version this replica knows of; long polls wait on it.
     pub assignment_version: watch::Sender<i64>,
+    /// See `watching_since`; kept current by `leadership` from the duties lease, and this
+    /// process's start until it first looks.
+    watching_since: std::sync::atomic::AtomicI64,
 }
 
 /// An id read back from the database. A malformed one is a fault of the store, reported as
@@ -106,19 +109,37 @@ impl App {
             metrics: Metrics::new(),
             reconcile_lock: Mutex::new(()),
             assignment_version: watch::Sender::new(version),
+            watching_since: std::sync::atomic::AtomicI64::new(now_ms()),
         }))
     }
 
-    /// Takes or renews a lease for `ttl`; `true` if `holder` has it now.
+    /// Takes or renews a lease for `ttl`; a lease that nobody held for longer than `lapse`
+    /// after it expired starts a new holding.
     pub async fn take_lease(
         &self,
         name: &str,
         holder: &str,
         ttl: Duration,
-    ) -> anyhow::Result<bool> {
+        lapse: Duration,
+    ) -> anyhow::Result<LeaseState> {
         let now = now_ms();
-        let until = now.saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX));
-        self.store.acquire_lease(name, holder, now, until).await
+        let millis = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+        let until = now.saturating_add(millis(ttl));
+        self.store
+            .acquire_lease(name, holder, now, until, millis(lapse))
+            .await
+    }
+
+    /// Since when central (some replica) has been up without interruption: pollers could not
+    /// reach it before, so their silence counts from here at the earliest.
+    pub fn watching_since(&self) -> i64 {
+        self.watching_since
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_watching_since(&self, since: i64) {
+        self.watching_since
+            .store(since, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Whether `token` is the admin token.

@@ -322,8 +322,10 @@ impl App {
     /// Liveness as of `now`.
     pub fn poller_status(&self, poller: &PollerRow, now: i64) -> PollerStatus {
         let offline_after = self.offline_after.as_millis() as i64;
+        // Silence while central itself was down is not the poller's: it counts from central's
+        // return at the earliest, so a central outage never makes healthy pollers look offline.
         match poller.last_heartbeat_at {
-            Some(at) if now - at <= offline_after => {}
+            Some(at) if now - at.max(self.watching_since()) <= offline_after => {}
             _ => return PollerStatus::Offline,
         }
         // A problem reported within the offline window keeps the poller degraded that long.

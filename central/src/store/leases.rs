@@ -2,31 +2,59 @@
 
 use super::Store;
 
+/// A lease as one replica sees it after trying to take it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaseState {
+    /// Whether the replica that asked holds it now.
+    pub held: bool,
+    /// Since when replicas have been looking after it without a gap longer than the caller's
+    /// `lapse`.
+    pub held_since: i64,
+}
+
 impl Store {
     /// Takes or renews the lease `name` for `holder` until `until`, if it is free, expired
-    /// (before `now`) or already `holder`'s; `true` if `holder` holds it now. One conditional
-    /// upsert, so two replicas racing for an expired lease cannot both win.
+    /// (before `now`) or already `holder`'s. One conditional upsert, so two replicas racing for
+    /// an expired lease cannot both win. Every call marks the lease as seen; when nobody saw it
+    /// for more than `lapse` ms (no replica was running), a new `held_since` begins.
     pub async fn acquire_lease(
         &self,
         name: &str,
         holder: &str,
         now: i64,
         until: i64,
-    ) -> anyhow::Result<bool> {
+        lapse: i64,
+    ) -> anyhow::Result<LeaseState> {
         let _guard = self.write_lock().await;
-        let done = sqlx::query(
-            "INSERT INTO leases (name, holder, expires_at) VALUES ($1, $2, $3) \
-             ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, \
-             expires_at = excluded.expires_at \
-             WHERE leases.holder = excluded.holder OR leases.expires_at < $4",
+        let mut tx = self.pool.begin().await?;
+        // A new lease row is born expired (holder ''), for the update below to take.
+        let (held_since,): (i64,) = sqlx::query_as(
+            "INSERT INTO leases (name, holder, expires_at, held_since, seen_at) \
+             VALUES ($1, '', $2 - 1, $2, $2) \
+             ON CONFLICT (name) DO UPDATE SET seen_at = $2, \
+             held_since = CASE WHEN leases.seen_at + $3 < $2 THEN $2 ELSE leases.held_since END \
+             RETURNING held_since",
+        )
+        .bind(name)
+        .bind(now)
+        .bind(lapse)
+        .fetch_one(&mut *tx)
+        .await?;
+        let taken = sqlx::query(
+            "UPDATE leases SET holder = $2, expires_at = $3 \
+             WHERE name = $1 AND (holder = $2 OR expires_at < $4)",
         )
         .bind(name)
         .bind(holder)
         .bind(until)
         .bind(now)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await?;
-        Ok(done.rows_affected() == 1)
+        tx.commit().await?;
+        Ok(LeaseState {
+            held: taken.rows_affected() == 1,
+            held_since,
+        })
     }
 }
 
@@ -37,23 +65,36 @@ mod tests {
     #[tokio::test]
     async fn one_holder_at_a_time_until_the_lease_expires() {
         let (store, _dir) = sqlite_store().await;
-        assert!(store.acquire_lease("duties", "a", 0, 100).await.unwrap());
-        assert!(
-            !store.acquire_lease("duties", "b", 50, 150).await.unwrap(),
-            "b must wait while a's lease runs"
+        let take = |holder: &'static str, now: i64| {
+            let store = &store;
+            async move {
+                let state = store
+                    .acquire_lease("duties", holder, now, now + 100, 100)
+                    .await
+                    .unwrap();
+                (state.held, state.held_since)
+            }
+        };
+        assert_eq!(take("a", 0).await, (true, 0));
+        assert_eq!(
+            take("b", 50).await,
+            (false, 0),
+            "b waits while a's lease runs"
         );
-        assert!(
-            store.acquire_lease("duties", "a", 60, 160).await.unwrap(),
-            "a renews"
+        assert_eq!(take("a", 60).await, (true, 0), "a renews");
+        assert_eq!(take("b", 150).await, (false, 0));
+        assert_eq!(
+            take("b", 161).await,
+            (true, 0),
+            "expired: b takes over at once, and the holding goes on"
         );
-        assert!(!store.acquire_lease("duties", "b", 150, 250).await.unwrap());
-        assert!(
-            store.acquire_lease("duties", "b", 161, 261).await.unwrap(),
-            "expired: b takes over"
-        );
-        assert!(
-            !store.acquire_lease("duties", "a", 170, 270).await.unwrap(),
+        assert_eq!(
+            take("a", 170).await,
+            (false, 0),
             "a late renewal does not take it back"
         );
+        // Nobody looks for longer than the lapse (every replica was down): a new holding.
+        assert_eq!(take("a", 400).await, (true, 400));
+        assert_eq!(take("a", 450).await, (true, 400));
     }
 }

@@ -13,6 +13,7 @@ mod tokens;
 mod wakeups;
 
 pub use events::EventRow;
+pub use leases::LeaseState;
 pub use monitors::{AssignmentChange, MonitorRow, OwnershipRow, StatusRow};
 pub use pollers::{HeartbeatUpdate, PollerRow};
 pub use results::{NewResult, ResultRow};
@@ -102,6 +103,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "leases",
         include_str!("../../../migrations/sqlite/20261123000011_leases.sql"),
     ),
+    (
+        20261123000013,
+        "lease held since",
+        include_str!("../../../migrations/sqlite/20261123000013_lease_held_since.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -164,6 +170,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261123000012,
         "assignment notify",
         include_str!("../../../migrations/postgres/20261123000012_assignment_notify.sql"),
+    ),
+    (
+        20261123000013,
+        "lease held since",
+        include_str!("../../../migrations/postgres/20261123000013_lease_held_since.sql"),
     ),
 ];
 
