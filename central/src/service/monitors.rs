@@ -132,7 +132,6 @@ impl App {
                 .map(|l| (l.status.as_str(), l.last_result_at, l.next_due_at)),
             recent: &recent,
             confirm_down,
-            watching_since: self.watching_since(),
         });
         Ok(MonitorStatusView {
             monitor_id: id,

@@ -21,9 +21,6 @@ pub struct StatusInputs<'a> {
     /// The newest up/down results, newest first (at least `confirm_down` of them when there are).
     pub recent: &'a [String],
     pub confirm_down: u32,
-    /// Since when central has been up without interruption (`App::watching_since`): no result
-    /// could arrive while it was down, so none is overdue before an interval after this.
-    pub watching_since: i64,
 }
 
 /// Past its expected time a result is overdue by this much before the monitor turns stale.
@@ -60,7 +57,6 @@ pub fn derive(input: &StatusInputs<'_>) -> (MonitorStatus, Option<String>) {
                 at + input.interval_ms
             }),
     };
-    let expected_by = expected_by.max(input.watching_since.saturating_add(input.interval_ms));
     if input.now > expected_by.saturating_add(grace(input.interval_ms)) {
         let last = input.latest.map_or("no result yet".into(), |(_, at, _)| {
             format!("no result since {}", time_of(at).to_rfc3339())
@@ -160,20 +156,6 @@ mod tests {
         assert!(derive(&input).1.unwrap().starts_with("no result yet;"));
         input.assigned_at = Some(NOW - 1_000);
         assert_eq!(derive(&input).0, MonitorStatus::Pending);
-    }
-
-    #[test]
-    fn no_result_is_overdue_while_central_was_down() {
-        let recent = statuses(&["up"]);
-        let mut input = base(&recent);
-        input.latest = Some(("up", NOW - 200_000, None));
-        assert_eq!(derive(&input).0, MonitorStatus::Stale);
-        // Central came back 10 s ago: the agent has not had an interval to deliver since.
-        input.watching_since = NOW - 10_000;
-        assert_eq!(derive(&input).0, MonitorStatus::Up);
-        // Back for 2 minutes (interval 30 s + grace 60 s): now the silence is the poller's.
-        input.watching_since = NOW - 120_000;
-        assert_eq!(derive(&input).0, MonitorStatus::Stale);
     }
 
     #[test]
