@@ -150,9 +150,11 @@ async fn repeated_kill_9_of_the_agent_loses_nothing() -> anyhow::Result<()> {
         agent.restart().await?;
     }
     // Enough results for the check to mean something; a loaded machine may need a while.
-    eventually(TIMEOUT, "8 results queued over the agent's runs", || async {
-        (agent.queued_ids().len() >= 8).then_some(())
-    })
+    eventually(
+        TIMEOUT,
+        "8 results queued over the agent's runs",
+        || async { (agent.queued_ids().len() >= 8).then_some(()) },
+    )
     .await?;
     assert_all_delivered_once(&central, &agent, &monitors).await?;
     let (_, pollers) = central.admin(Method::GET, "/api/v1/pollers", None).await?;
