@@ -286,22 +286,7 @@ impl Central {
         path: &str,
         body: Option<Value>,
     ) -> anyhow::Result<(u16, Value)> {
-        let mut request = self
-            .http
-            .request(method, format!("{}{path}", self.url))
-            .bearer_auth(ADMIN_TOKEN);
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let response = request.send().await?;
-        let status = response.status().as_u16();
-        let text = response.text().await?;
-        let body = if text.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_str(&text).with_context(|| format!("not JSON: {text}"))?
-        };
-        Ok((status, body))
+        admin_request(&self.http, &self.url, method, path, body).await
     }
 
     pub async fn registration_token(&self) -> anyhow::Result<String> {
@@ -385,6 +370,32 @@ impl Central {
     pub async fn stop(mut self) {
         self.kill().await;
     }
+}
+
+/// Sends a settings-API request with the admin token to `base_url` (a central, or a load
+/// balancer in front of replicas); returns status and JSON body.
+pub async fn admin_request(
+    http: &reqwest::Client,
+    base_url: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> anyhow::Result<(u16, Value)> {
+    let mut request = http
+        .request(method, format!("{base_url}{path}"))
+        .bearer_auth(ADMIN_TOKEN);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await?;
+    let status = response.status().as_u16();
+    let text = response.text().await?;
+    let body = if text.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&text).with_context(|| format!("not JSON: {text}"))?
+    };
+    Ok((status, body))
 }
 
 /// A poller registered by a test: its id and tokens.

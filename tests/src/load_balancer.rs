@@ -35,11 +35,14 @@ impl LoadBalancer {
             .enumerate()
             .map(|(i, address)| format!("    server replica{i} {address} check\n"))
             .collect();
-        // Long polls hold a request up to 60 s: the server timeout must outlast them.
+        // Long polls hold a request up to 60 s: the server timeout must outlast them. No reuse
+        // of idle server connections: a request sent on one to a replica that just died gets a
+        // 502 (HAProxy retries only failed connects), one on a new connection is redispatched.
         let config = format!(
             "global\n    maxconn 2000\n\
              defaults\n    mode http\n    timeout connect 1s\n    timeout client 90s\n\
              \x20   timeout server 90s\n    retries 3\n    option redispatch\n    option forwardfor\n\
+             \x20   http-reuse never\n\
              frontend central\n    bind 127.0.0.1:{port}\n    default_backend replicas\n\
              backend replicas\n    balance roundrobin\n    option httpchk GET /readyz\n\
              \x20   default-server inter 500ms fall 2 rise 2\n{servers}"

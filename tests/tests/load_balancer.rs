@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use e2e::load_balancer::LoadBalancer;
 use e2e::postgres::Postgres;
-use e2e::{eventually, Agent, Central, Target, ADMIN_TOKEN};
+use e2e::{admin_request, eventually, Agent, Central, Target};
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -24,17 +24,8 @@ struct Operator {
 
 impl Operator {
     async fn call(&self, method: Method, path: &str, body: Option<Value>) -> anyhow::Result<Value> {
-        let mut request = self
-            .http
-            .request(method, format!("{}{path}", self.url))
-            .bearer_auth(ADMIN_TOKEN);
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let answer = request.send().await?;
-        let status = answer.status();
-        let body: Value = answer.json().await.unwrap_or(Value::Null);
-        anyhow::ensure!(status.is_success(), "{path}: {status} {body}");
+        let (status, body) = admin_request(&self.http, &self.url, method, path, body).await?;
+        anyhow::ensure!((200..300).contains(&status), "{path}: {status} {body}");
         Ok(body)
     }
 

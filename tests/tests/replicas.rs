@@ -136,18 +136,18 @@ async fn two_replicas(env: &[(&str, &str)]) -> anyhow::Result<(Postgres, Central
     Ok((server, first, second))
 }
 
-/// Asks `central` for the poller's assignments since `version`, waiting up to `wait_s`.
+/// Asks the central at `url` for the poller's assignments since `version`, waiting up to
+/// `wait_s`.
 async fn long_poll(
     http: &reqwest::Client,
-    central: &Central,
+    url: &str,
     access: &str,
     version: i64,
     wait_s: u32,
 ) -> anyhow::Result<Value> {
     Ok(http
         .get(format!(
-            "{}/api/poller/assignments?since_version={version}&wait={wait_s}",
-            central.url
+            "{url}/api/poller/assignments?since_version={version}&wait={wait_s}"
         ))
         .bearer_auth(access)
         .send()
@@ -175,7 +175,7 @@ async fn a_long_poll_on_one_replica_wakes_for_an_edit_made_on_another() -> anyho
             "poller_mode": "pinned", "poller_id": poller.id, "interval_ms": 3_600_000}),
         )
         .await?;
-    let mut version = long_poll(&http, &waiter, &poller.access, 0, 0).await?["version"]
+    let mut version = long_poll(&http, &waiter.url, &poller.access, 0, 0).await?["version"]
         .as_i64()
         .unwrap();
 
@@ -198,15 +198,7 @@ async fn a_long_poll_on_one_replica_wakes_for_an_edit_made_on_another() -> anyho
         let poll = tokio::spawn({
             let (http, url, access) = (http.clone(), waiter.url.clone(), poller.access.clone());
             async move {
-                let answer: Value = http
-                    .get(format!(
-                        "{url}/api/poller/assignments?since_version={version}&wait=30"
-                    ))
-                    .bearer_auth(access)
-                    .send()
-                    .await?
-                    .json()
-                    .await?;
+                let answer = long_poll(&http, &url, &access, version, 30).await?;
                 anyhow::Ok((answer, Instant::now()))
             }
         });
