@@ -68,6 +68,8 @@ fn spec(i: usize) -> MonitorSpec {
         poller_region: None,
         poller_datacenter: None,
         poller_capability: None,
+        poller_regions: None,
+        quorum: None,
         failover: None,
         paused: false,
     }

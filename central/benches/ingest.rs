@@ -112,6 +112,8 @@ async fn ingest(options: &Options, database_url: &str) -> (f64, Vec<Duration>, U
                 poller_region: None,
                 poller_datacenter: None,
                 poller_capability: None,
+                poller_regions: None,
+                quorum: None,
                 failover: None,
                 paused: false,
             })

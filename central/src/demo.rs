@@ -51,7 +51,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     };
 
     if app
-        .list_monitors(&Cursor::start(), 1)
+        .list_monitors(&Default::default(), &Cursor::start(), 1)
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?
         .items
@@ -129,6 +129,8 @@ fn sample_monitors(target: &str, central: &str) -> Vec<MonitorSpec> {
         poller_region: None,
         poller_datacenter: None,
         poller_capability: None,
+        poller_regions: None,
+        quorum: None,
         failover: None,
         paused: false,
     };
@@ -171,7 +173,10 @@ async fn print_statuses(app: std::sync::Arc<crate::service::App>, started: Insta
     let mut ticker = tokio::time::interval_at(first, Duration::from_secs(15));
     loop {
         ticker.tick().await;
-        let Ok(page) = app.list_monitors(&Cursor::start(), 100).await else {
+        let Ok(page) = app
+            .list_monitors(&Default::default(), &Cursor::start(), 100)
+            .await
+        else {
             continue;
         };
         println!("[{:>4}s] monitor status:", started.elapsed().as_secs());

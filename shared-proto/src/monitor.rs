@@ -14,6 +14,8 @@ pub const MIN_TIMEOUT_MS: u64 = 100;
 pub const MAX_TIMEOUT_MS: u64 = 120_000;
 pub const DEFAULT_TIMEOUT_MS: u64 = 5_000;
 const MAX_NAME_LEN: usize = 200;
+/// A multi-location monitor runs in at most this many regions.
+pub const MAX_LOCATIONS: usize = 16;
 
 /// How long past its expected time a monitor's next result may be before central calls the
 /// monitor `stale`: an interval, and at least a minute (uploads are batched). The agent never
@@ -79,6 +81,8 @@ pub enum PollerMode {
     Grouped,
     /// Exactly `poller_id`.
     Pinned,
+    /// One poller in each of `poller_regions`, their verdicts combined by `quorum`.
+    Multi,
 }
 
 impl PollerMode {
@@ -87,13 +91,19 @@ impl PollerMode {
             PollerMode::Auto => "auto",
             PollerMode::Grouped => "grouped",
             PollerMode::Pinned => "pinned",
+            PollerMode::Multi => "multi",
         }
     }
 
     pub fn parse(text: &str) -> Option<Self> {
-        [PollerMode::Auto, PollerMode::Grouped, PollerMode::Pinned]
-            .into_iter()
-            .find(|m| m.as_str() == text)
+        [
+            PollerMode::Auto,
+            PollerMode::Grouped,
+            PollerMode::Pinned,
+            PollerMode::Multi,
+        ]
+        .into_iter()
+        .find(|m| m.as_str() == text)
     }
 }
 
@@ -144,7 +154,16 @@ pub struct MonitorSpec {
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(pattern = r"^[A-Za-z0-9._-]{1,64}$"))]
     pub poller_capability: Option<String>,
-    /// Defaults to `true` for `auto` and `grouped`, `false` for `pinned`.
+    /// For `multi`: the regions to check from, one poller in each (two or more).
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(min_items = 2, max_items = 16))]
+    pub poller_regions: Option<Vec<String>>,
+    /// For `multi`: how many locations must see the target down for the monitor to be
+    /// `down`; fewer make it `degraded`. Defaults to a majority of the regions.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 16))]
+    pub quorum: Option<u32>,
+    /// Defaults to `true` for `auto`, `grouped` and `multi`, `false` for `pinned`.
     #[serde(default)]
     pub failover: Option<bool>,
     #[serde(default)]
@@ -167,6 +186,11 @@ impl MonitorSpec {
             self.poller_region.as_deref(),
             self.poller_datacenter.as_deref(),
         )?;
+        validate_locations(
+            self.poller_mode,
+            self.poller_regions.as_deref(),
+            self.quorum,
+        )?;
         if let Some(capability) = &self.poller_capability {
             validate_label("poller_capability", capability)?;
         }
@@ -176,6 +200,12 @@ impl MonitorSpec {
     pub fn effective_failover(&self) -> bool {
         self.failover
             .unwrap_or(self.poller_mode != PollerMode::Pinned)
+    }
+
+    /// How many locations must agree on `down`: the set quorum, else a majority.
+    pub fn effective_quorum(&self) -> u32 {
+        let regions = self.poller_regions.as_ref().map_or(1, Vec::len) as u32;
+        self.quorum.unwrap_or(regions / 2 + 1)
     }
 
     /// Applies a partial update; the caller validates the result.
@@ -191,6 +221,8 @@ impl MonitorSpec {
             poller_region,
             poller_datacenter,
             poller_capability,
+            poller_regions,
+            quorum,
             failover,
             paused,
         } = patch;
@@ -223,6 +255,12 @@ impl MonitorSpec {
         }
         if let Some(v) = poller_capability {
             self.poller_capability = v;
+        }
+        if let Some(v) = poller_regions {
+            self.poller_regions = v;
+        }
+        if let Some(v) = quorum {
+            self.quorum = v;
         }
         if let Some(v) = failover {
             self.failover = Some(v);
@@ -263,6 +301,12 @@ pub struct MonitorPatch {
     #[serde(default, with = "double_option")]
     #[cfg_attr(feature = "openapi", schema(pattern = r"^[A-Za-z0-9._-]{1,64}$"))]
     pub poller_capability: Option<Option<String>>,
+    #[serde(default, with = "double_option")]
+    #[cfg_attr(feature = "openapi", schema(min_items = 2, max_items = 16))]
+    pub poller_regions: Option<Option<Vec<String>>>,
+    #[serde(default, with = "double_option")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 16))]
+    pub quorum: Option<Option<u32>>,
     pub failover: Option<bool>,
     pub paused: Option<bool>,
 }
@@ -395,6 +439,69 @@ fn validate_placement(
         }
         _ => Ok(()),
     }
+}
+
+/// `multi` needs two or more distinct regions and a quorum they can reach; the other modes
+/// take neither field, so that a forgotten `poller_mode` is not silently a single location.
+fn validate_locations(
+    mode: PollerMode,
+    regions: Option<&[String]>,
+    quorum: Option<u32>,
+) -> Result<(), ValidationError> {
+    if mode != PollerMode::Multi {
+        if regions.is_some() {
+            return Err(ValidationError::combination(
+                "poller_regions",
+                "is only used when poller_mode is `multi`; set poller_mode to `multi` or drop it",
+            ));
+        }
+        if quorum.is_some() {
+            return Err(ValidationError::combination(
+                "quorum",
+                "is only used when poller_mode is `multi`; set poller_mode to `multi` or drop it",
+            ));
+        }
+        return Ok(());
+    }
+    let Some(regions) = regions else {
+        return Err(ValidationError::combination(
+            "poller_regions",
+            "is required when poller_mode is `multi`: list two or more regions, like [\"eu\", \"us\"]",
+        ));
+    };
+    for region in regions {
+        validate_label("poller_regions", region)?;
+    }
+    let mut distinct: Vec<&String> = regions.iter().collect();
+    distinct.sort();
+    distinct.dedup();
+    if distinct.len() != regions.len() {
+        return Err(ValidationError::new(
+            "poller_regions",
+            "lists a region twice; list each region once",
+        ));
+    }
+    if !(2..=MAX_LOCATIONS).contains(&regions.len()) {
+        return Err(ValidationError::new(
+            "poller_regions",
+            format!(
+                "must list between 2 and {MAX_LOCATIONS} regions, got {}; for one region use poller_mode `grouped`",
+                regions.len()
+            ),
+        ));
+    }
+    if let Some(quorum) = quorum {
+        if quorum == 0 || quorum as usize > regions.len() {
+            return Err(ValidationError::combination(
+                "quorum",
+                format!(
+                    "must be between 1 and the number of poller_regions ({}), got {quorum}",
+                    regions.len()
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Targets by kind: `http` takes an http(s) URL; `tcp` and `tls` take `host:port`
@@ -638,6 +745,46 @@ mod tests {
             !monitor.effective_failover(),
             "pinned monitors do not fail over by default"
         );
+    }
+
+    #[test]
+    fn multi_location_needs_distinct_regions_and_a_reachable_quorum() {
+        let multi = |regions: Value, quorum: Value| {
+            let mut m = with(http_monitor(), "poller_mode", json!("multi"));
+            m["poller_regions"] = regions;
+            m["quorum"] = quorum;
+            m
+        };
+        assert_eq!(
+            field_of(with(http_monitor(), "poller_mode", json!("multi"))),
+            "poller_regions"
+        );
+        assert_eq!(
+            field_of(multi(json!(["eu"]), Value::Null)),
+            "poller_regions"
+        );
+        assert_eq!(
+            field_of(multi(json!(["eu", "eu"]), Value::Null)),
+            "poller_regions"
+        );
+        assert_eq!(
+            field_of(multi(json!(["eu", "us west"]), Value::Null)),
+            "poller_regions"
+        );
+        assert_eq!(field_of(multi(json!(["eu", "us"]), json!(3))), "quorum");
+        assert_eq!(field_of(multi(json!(["eu", "us"]), json!(0))), "quorum");
+        let three = spec(multi(json!(["eu", "us", "ap"]), Value::Null)).unwrap();
+        three.validate().unwrap();
+        assert_eq!(three.effective_quorum(), 2, "a majority of three");
+        assert!(three.effective_failover());
+        let four = spec(multi(json!(["a", "b", "c", "d"]), Value::Null)).unwrap();
+        assert_eq!(four.effective_quorum(), 3, "a majority of four");
+        let set = spec(multi(json!(["eu", "us"]), json!(1))).unwrap();
+        assert_eq!(set.effective_quorum(), 1);
+        // Location fields on a single-location monitor are a mistake, not ignored.
+        let stray = with(http_monitor(), "poller_regions", json!(["eu", "us"]));
+        assert_eq!(field_of(stray), "poller_regions");
+        assert_eq!(field_of(with(http_monitor(), "quorum", json!(1))), "quorum");
     }
 
     #[test]

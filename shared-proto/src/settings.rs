@@ -73,6 +73,8 @@ pub struct CommonSettings {
     pub retry_interval_ms: u64,
     /// Consecutive failing results central needs before it calls the monitor down.
     pub confirm_down: u32,
+    /// Consecutive passing results central needs before a down monitor is up again (resolved).
+    pub confirm_up: u32,
     pub backoff_base_ms: u64,
     pub backoff_max_ms: u64,
     /// Consecutive failures that open the circuit breaker.
@@ -103,6 +105,7 @@ impl Default for CommonSettings {
             retries: 0,
             retry_interval_ms: 5_000,
             confirm_down: 1,
+            confirm_up: 1,
             backoff_base_ms: 1_000,
             backoff_max_ms: 300_000,
             breaker_threshold: 10,
@@ -121,10 +124,11 @@ impl Default for CommonSettings {
 }
 
 impl CommonSettings {
-    pub const KEYS: [&'static str; 15] = [
+    pub const KEYS: [&'static str; 16] = [
         "retries",
         "retry_interval_ms",
         "confirm_down",
+        "confirm_up",
         "backoff_base_ms",
         "backoff_max_ms",
         "breaker_threshold",
@@ -143,6 +147,7 @@ impl CommonSettings {
         range_check("retries", self.retries, 0, 10)?;
         range_check("retry_interval_ms", self.retry_interval_ms, 1_000, 300_000)?;
         range_check("confirm_down", self.confirm_down, 1, 20)?;
+        range_check("confirm_up", self.confirm_up, 1, 20)?;
         range_check("backoff_base_ms", self.backoff_base_ms, 100, 3_600_000)?;
         range_check(
             "backoff_max_ms",

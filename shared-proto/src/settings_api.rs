@@ -259,6 +259,9 @@ pub struct MonitorView {
     pub placement_reason: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// The derived status now (in lists and reads; see `GET …/status` for the details).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<MonitorStatus>,
 }
 
 /// `MonitorView`'s schema is `MonitorSpec`'s properties plus its own. The derive would write the
@@ -284,6 +287,8 @@ mod monitor_view_schema {
         placement_reason: Option<String>,
         created_at: DateTime<Utc>,
         updated_at: DateTime<Utc>,
+        /// The derived status now (in lists and reads; see `GET …/status` for the details).
+        status: Option<super::MonitorStatus>,
     }
 
     fn object_of<T: PartialSchema>() -> Object {
@@ -321,8 +326,52 @@ pub enum MonitorStatus {
     Pending,
     Up,
     Down,
+    /// Some locations see the target down, fewer than the quorum.
+    Degraded,
     Stale,
     Paused,
+}
+
+impl MonitorStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MonitorStatus::Pending => "pending",
+            MonitorStatus::Up => "up",
+            MonitorStatus::Down => "down",
+            MonitorStatus::Degraded => "degraded",
+            MonitorStatus::Stale => "stale",
+            MonitorStatus::Paused => "paused",
+        }
+    }
+}
+
+/// The status of one location of a multi-location monitor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum LocationStatus {
+    /// No result from this location yet.
+    Pending,
+    Up,
+    Down,
+    /// Its poller is offline, no poller of the region can run it, or its results are overdue:
+    /// nobody knows, and it counts neither as up nor as down.
+    Unknown,
+}
+
+/// One location of a multi-location monitor.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct LocationView {
+    pub region: String,
+    /// The poller checking from this region now.
+    pub poller_id: Option<Uuid>,
+    pub status: LocationStatus,
+    pub last_result_at: Option<DateTime<Utc>>,
+    pub latency_ms: Option<u64>,
+    pub message: Option<String>,
+    /// Why the status is what it is, when that is not obvious.
+    pub reason: Option<String>,
 }
 
 /// `GET /api/v1/monitors/{id}/status`
@@ -341,6 +390,12 @@ pub struct MonitorStatusView {
     pub next_check_at: Option<DateTime<Utc>>,
     /// Why the status is what it is, when that is not obvious (`stale`, `pending`).
     pub reason: Option<String>,
+    /// For a multi-location monitor: each location's own status, in `poller_regions` order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub locations: Vec<LocationView>,
+    /// For a multi-location monitor: how many locations must see it down for `down`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quorum: Option<u32>,
 }
 
 /// One stored result, as `GET /api/v1/monitors/{id}/results` returns it.
@@ -350,6 +405,9 @@ pub struct StoredResult {
     pub id: Uuid,
     pub monitor_id: Uuid,
     pub poller_id: Uuid,
+    /// The location it was checked from (multi-location monitors only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
     pub ts: DateTime<Utc>,
     pub status: String,
     pub latency_ms: Option<u64>,

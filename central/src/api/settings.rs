@@ -10,14 +10,16 @@ use serde::Deserialize;
 use shared_proto::monitor::validate_label;
 use shared_proto::poller_api::EngineEvent;
 use shared_proto::settings_api::{
-    CreateRegistrationToken, MonitorStatusView, MonitorView, Page, PollerPatch, PollerStatus,
-    PollerStatusChange, PollerView, RegistrationTokenView, RotateRegistrationToken, StoredResult,
+    CreateRegistrationToken, MonitorStatus, MonitorStatusView, MonitorView, Page, PollerPatch,
+    PollerStatus, PollerStatusChange, PollerView, RegistrationTokenView, RotateRegistrationToken,
+    StoredResult,
 };
 use shared_proto::{MonitorPatch, MonitorSpec};
 use uuid::Uuid;
 
 use super::extract::{Admin, ApiJson, ApiPath, ApiQuery, OptionalJson, PageQuery};
 use crate::error::{ApiError, ApiResult};
+use crate::service::monitors::MonitorFilter;
 use crate::service::pollers::PollerFilter;
 use crate::service::App;
 use crate::store::Cursor;
@@ -243,16 +245,46 @@ pub async fn create_monitor(
     get, path = "/api/v1/monitors", tag = "monitors", operation_id = "list_monitors",
     summary = "List monitors",
     security(("admin_token" = [])),
-    params(PageQuery),
-    responses((status = 200, description = "A page of monitors.", body = Page<MonitorView>), super::openapi::QueryErrors)
+    params(MonitorListQuery),
+    responses((status = 200, description = "A page of monitors, each with its status now.", body = Page<MonitorView>), super::openapi::QueryErrors)
 )]
 pub async fn list_monitors(
     State(app): State<Arc<App>>,
     _: Admin,
-    ApiQuery(page): ApiQuery<PageQuery>,
+    ApiQuery(query): ApiQuery<MonitorListQuery>,
 ) -> ApiResult<Json<Page<MonitorView>>> {
-    let (cursor, limit) = page.parse()?;
-    app.list_monitors(&cursor, limit).await.map(Json)
+    let (cursor, limit) = PageQuery {
+        cursor: query.cursor,
+        limit: query.limit,
+    }
+    .parse()?;
+    if let Some(region) = &query.region {
+        validate_label("region", region).map_err(|e| {
+            ApiError::bad_request("invalid_query", format!("`{}` {}", e.field, e.message))
+        })?;
+    }
+    let filter = MonitorFilter {
+        status: query.status,
+        region: query.region,
+    };
+    app.list_monitors(&filter, &cursor, limit).await.map(Json)
+}
+
+/// `?cursor=&limit=&status=&region=`
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct MonitorListQuery {
+    /// `next_cursor` of the previous page; omit for the first page.
+    #[param(pattern = r"^(-?[0-9]{1,18}\.[0-9a-f-]{0,36})?$")]
+    cursor: Option<String>,
+    #[param(minimum = 1, maximum = 1000)]
+    limit: Option<u32>,
+    /// Only monitors in this status now.
+    #[param(inline)]
+    status: Option<MonitorStatus>,
+    /// Only monitors running in this region (their poller's, or one of their locations).
+    #[param(pattern = r"^[A-Za-z0-9._-]{1,64}$")]
+    region: Option<String>,
 }
 
 #[utoipa::path(

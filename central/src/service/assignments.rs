@@ -12,7 +12,7 @@ use super::placement::{place, Candidate, Decision, Placement};
 use super::stored_id;
 use super::{now_ms, App};
 use crate::error::ApiResult;
-use crate::store::{AssignmentChange, MonitorRow, PollerRow};
+use crate::store::{AssignmentChange, LocationRow, MonitorRow, PollerRow};
 
 impl App {
     /// Re-decides the poller of every monitor and stores what changed under a new version.
@@ -42,27 +42,46 @@ impl App {
             .iter()
             .map(|p| self.candidate(p, now))
             .collect::<anyhow::Result<Vec<Candidate>>>()?;
+        let ids: Vec<String> = monitors.iter().map(|m| m.id.clone()).collect();
+        let mut locations: HashMap<String, Vec<LocationRow>> = HashMap::new();
+        for location in self.store.locations_of(Some(&ids)).await? {
+            locations
+                .entry(location.monitor_id.clone())
+                .or_default()
+                .push(location);
+        }
         let mut changes: Vec<AssignmentChange> = Vec::new();
         for monitor in monitors {
-            let (to, reason) = match place(&placement_of(monitor)?, &candidates) {
-                Decision::Assign(poller) => (Some(poller.to_string()), None),
-                Decision::Unplaced(reason) => (None, Some(reason)),
-            };
-            if to != monitor.assigned_poller_id || reason != monitor.placement_reason {
-                changes.push(AssignmentChange {
-                    monitor_id: monitor.id.clone(),
-                    from: monitor.assigned_poller_id.clone(),
-                    to,
-                    reason,
-                });
+            let placement = placement_of(monitor)?;
+            if placement.mode != PollerMode::Multi {
+                let stored = Slot::of_monitor(monitor);
+                changes.extend(stored.change_to(place(&placement, &candidates)));
+                continue;
+            }
+            // Each location is placed in its region; the monitor's own placement (from before
+            // it was multi-location) is cleared.
+            changes.extend(Slot::of_monitor(monitor).change_to(Decision::Unplaced(String::new())));
+            for location in locations.get(&monitor.id).into_iter().flatten() {
+                let in_region = Placement {
+                    region: Some(location.region.clone()),
+                    datacenter: None,
+                    current: location
+                        .assigned_poller_id
+                        .as_deref()
+                        .map(stored_id)
+                        .transpose()?,
+                    ..placement.clone()
+                };
+                let stored = Slot::of_location(location);
+                changes.extend(stored.change_to(place(&in_region, &candidates)));
             }
         }
         if changes.is_empty() {
             return Ok(());
         }
         for change in changes.iter().filter(|c| c.from != c.to) {
-            tracing::info!(monitor_id = %change.monitor_id, from = ?change.from, to = ?change.to,
-                reason = ?change.reason, "monitor placement changed");
+            tracing::info!(monitor_id = %change.monitor_id, region = ?change.region, from = ?change.from,
+                to = ?change.to, reason = ?change.reason, "monitor placement changed");
         }
         let version = self.store.apply_assignments(&changes, now).await?;
         self.publish_version(version);
@@ -133,10 +152,22 @@ impl App {
             .changed_monitors_for(&poller.id, since_version)
             .await?;
         let current = self.store.monitors_by_ids(&changed).await?;
+        let located_here: Vec<String> = self
+            .store
+            .locations_of(Some(&changed))
+            .await?
+            .into_iter()
+            .filter(|l| l.assigned_poller_id.as_deref() == Some(poller.id.as_str()))
+            .map(|l| l.monitor_id)
+            .collect();
         // The log says what changed; the monitors table says what it is now.
         let upserts: Vec<AssignedMonitor> = current
             .iter()
-            .filter(|m| m.assigned_poller_id.as_deref() == Some(poller.id.as_str()) && !m.paused)
+            .filter(|m| {
+                let here = m.assigned_poller_id.as_deref() == Some(poller.id.as_str())
+                    || located_here.contains(&m.id);
+                here && !m.paused
+            })
             .map(assigned_monitor)
             .collect::<anyhow::Result<_>>()?;
         let mut removes = Vec::new();
@@ -218,6 +249,51 @@ impl App {
             tracing::info!(entries = compacted, "assignment log compacted");
         }
         Ok(())
+    }
+}
+
+/// One placement as stored: a monitor's own, or one location's.
+struct Slot<'a> {
+    monitor_id: &'a str,
+    region: Option<&'a str>,
+    poller: Option<&'a String>,
+    reason: Option<&'a String>,
+}
+
+impl<'a> Slot<'a> {
+    fn of_monitor(monitor: &'a MonitorRow) -> Self {
+        Slot {
+            monitor_id: &monitor.id,
+            region: None,
+            poller: monitor.assigned_poller_id.as_ref(),
+            reason: monitor.placement_reason.as_ref(),
+        }
+    }
+
+    fn of_location(location: &'a LocationRow) -> Self {
+        Slot {
+            monitor_id: &location.monitor_id,
+            region: Some(&location.region),
+            poller: location.assigned_poller_id.as_ref(),
+            reason: location.placement_reason.as_ref(),
+        }
+    }
+
+    /// The change that stores `decision`, if it differs from what is stored. An empty unplaced
+    /// reason clears the slot without a reason (a multi-location monitor's own placement).
+    fn change_to(&self, decision: Decision) -> Option<AssignmentChange> {
+        let (to, reason) = match decision {
+            Decision::Assign(poller) => (Some(poller.to_string()), None),
+            Decision::Unplaced(reason) if reason.is_empty() => (None, None),
+            Decision::Unplaced(reason) => (None, Some(reason)),
+        };
+        (to.as_ref() != self.poller || reason.as_ref() != self.reason).then(|| AssignmentChange {
+            monitor_id: self.monitor_id.to_string(),
+            region: self.region.map(str::to_string),
+            from: self.poller.cloned(),
+            to,
+            reason,
+        })
     }
 }
 

@@ -104,28 +104,26 @@ impl App {
             .collect();
         monitor_ids.sort();
         monitor_ids.dedup();
-        let owners: HashMap<String, OwnershipRow> = self
-            .store
-            .ownership(&monitor_ids)
-            .await?
-            .into_iter()
-            .map(|o| (o.id.clone(), o))
-            .collect();
+        let mut owners: HashMap<String, Vec<OwnershipRow>> = HashMap::new();
+        for owner in self.store.ownership(&monitor_ids).await? {
+            owners.entry(owner.id.clone()).or_default().push(owner);
+        }
         let mut accepted = Vec::with_capacity(candidates.len());
         for result in candidates {
             let monitor_id = result.monitor_id.to_string();
-            match owners.get(&monitor_id) {
-                None => ack.rejected.push(RejectedResult {
+            let Some(slots) = owners.get(&monitor_id) else {
+                ack.rejected.push(RejectedResult {
                     id: result.id.to_string(),
                     reason: format!("monitor {monitor_id} does not exist (deleted?)"),
+                });
+                continue;
+            };
+            match reporting_slot(slots, &poller.id, now) {
+                Some(slot) => accepted.push(new_result(result, slot.region.clone())),
+                None => ack.rejected.push(RejectedResult {
+                    id: result.id.to_string(),
+                    reason: format!("monitor {monitor_id} is not assigned to this poller"),
                 }),
-                Some(owner) if !may_report(owner, &poller.id, now) => {
-                    ack.rejected.push(RejectedResult {
-                        id: result.id.to_string(),
-                        reason: format!("monitor {monitor_id} is not assigned to this poller"),
-                    })
-                }
-                Some(_) => accepted.push(new_result(result)),
             }
         }
 
@@ -151,16 +149,26 @@ impl App {
     }
 }
 
-fn may_report(owner: &OwnershipRow, poller_id: &str, now: i64) -> bool {
-    let current = owner.assigned_poller_id.as_deref() == Some(poller_id);
-    let recent_previous = owner.previous_poller_id.as_deref() == Some(poller_id)
-        && owner
-            .assigned_at
-            .is_some_and(|at| now - at <= REASSIGNMENT_GRACE_MS);
-    current || recent_previous
+/// The placement (the monitor's one, or one of its locations) on whose behalf the poller
+/// reports: where it runs the monitor now, else where it ran it until a recent move.
+fn reporting_slot<'a>(
+    slots: &'a [OwnershipRow],
+    poller_id: &str,
+    now: i64,
+) -> Option<&'a OwnershipRow> {
+    let current = slots
+        .iter()
+        .find(|s| s.assigned_poller_id.as_deref() == Some(poller_id));
+    current.or_else(|| {
+        slots.iter().find(|s| {
+            s.previous_poller_id.as_deref() == Some(poller_id)
+                && s.assigned_at
+                    .is_some_and(|at| now - at <= REASSIGNMENT_GRACE_MS)
+        })
+    })
 }
 
-fn new_result(result: CheckResult) -> NewResult {
+fn new_result(result: CheckResult, region: Option<String>) -> NewResult {
     let mut msg = result.msg;
     if msg.len() > MAX_RESULT_MSG_LEN {
         let cut = (0..=MAX_RESULT_MSG_LEN)
@@ -172,6 +180,7 @@ fn new_result(result: CheckResult) -> NewResult {
     NewResult {
         id: result.id.to_string(),
         monitor_id: result.monitor_id.to_string(),
+        region,
         ts: result.ts.timestamp_millis(),
         status: result.status.as_str().to_string(),
         latency_ms: result.latency_ms.map(|l| l.min(i64::MAX as u64) as i64),

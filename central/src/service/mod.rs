@@ -9,7 +9,9 @@ pub mod ingest;
 pub mod monitors;
 pub mod placement;
 pub mod pollers;
+pub mod quorum;
 pub mod status;
+pub mod statuses;
 pub mod tokens;
 
 use std::time::Duration;

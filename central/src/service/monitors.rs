@@ -1,17 +1,25 @@
 //! Monitors: the operator's CRUD, and the status derived from results and liveness.
 
-use shared_proto::settings::MonitorSettings;
-use shared_proto::settings_api::{
-    MonitorStatusView, MonitorView, Page, PollerStatus, StoredResult,
-};
+use shared_proto::settings_api::{MonitorStatusView, MonitorView, Page, StoredResult};
 use shared_proto::{CheckKind, MonitorPatch, MonitorSpec, PollerMode, ValidationError};
 use uuid::Uuid;
 
-use super::status::{self, StatusInputs};
+use std::collections::HashMap;
+
 use super::tokens::page;
 use super::{now_ms, stored_id, time_of, App};
 use crate::error::{ApiError, ApiResult};
 use crate::store::{Cursor, MonitorRow};
+
+/// Rows read per step of a filtered list.
+const FILTER_CHUNK: u32 = 500;
+
+/// `GET /api/v1/monitors?status=&region=`.
+#[derive(Debug, Default, Clone)]
+pub struct MonitorFilter {
+    pub status: Option<shared_proto::settings_api::MonitorStatus>,
+    pub region: Option<String>,
+}
 
 impl App {
     pub async fn create_monitor(&self, spec: MonitorSpec) -> ApiResult<MonitorView> {
@@ -40,7 +48,13 @@ impl App {
 
     pub async fn get_monitor(&self, id: Uuid) -> ApiResult<MonitorView> {
         let row = self.monitor_row(id).await?;
-        monitor_view(&row).map_err(ApiError::Internal)
+        let mut view = monitor_view(&row)?;
+        view.status = self
+            .statuses_of(std::slice::from_ref(&row))
+            .await?
+            .pop()
+            .map(|s| s.status);
+        Ok(view)
     }
 
     async fn monitor_row(&self, id: Uuid) -> ApiResult<MonitorRow> {
@@ -50,25 +64,65 @@ impl App {
             .ok_or_else(|| ApiError::NotFound(format!("no monitor with id {id}")))
     }
 
-    pub async fn list_monitors(&self, after: &Cursor, limit: u32) -> ApiResult<Page<MonitorView>> {
-        let rows = self.store.list_monitors(after, limit).await?;
-        let views = rows
-            .iter()
-            .map(monitor_view)
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        let mut paged = page(
-            rows,
-            limit,
-            |r| Cursor {
-                key: r.created_at,
-                id: r.id.clone(),
-            },
-            |_| Ok(()),
-        )?;
-        Ok(Page {
-            items: views,
-            next_cursor: paged.next_cursor.take(),
-        })
+    /// A page of monitors with their status now, optionally only those in a status or running
+    /// in a region. Filtered lists read on until the page is full, so a dashboard asking for
+    /// the `down` ones gets them in one call.
+    pub async fn list_monitors(
+        &self,
+        filter: &MonitorFilter,
+        after: &Cursor,
+        limit: u32,
+    ) -> ApiResult<Page<MonitorView>> {
+        let filtered = filter.status.is_some() || filter.region.is_some();
+        let chunk = if filtered {
+            limit.max(FILTER_CHUNK)
+        } else {
+            limit
+        };
+        let poller_regions: HashMap<String, Option<String>> = match &filter.region {
+            Some(_) => self
+                .store
+                .all_pollers()
+                .await?
+                .into_iter()
+                .map(|p| (p.id, p.region))
+                .collect(),
+            None => HashMap::new(),
+        };
+        let mut items = Vec::new();
+        let mut cursor = after.clone();
+        loop {
+            let rows = self.store.list_monitors(&cursor, chunk).await?;
+            let statuses = self.statuses_of(&rows).await?;
+            for (row, status) in rows.iter().zip(statuses) {
+                cursor = Cursor {
+                    key: row.created_at,
+                    id: row.id.clone(),
+                };
+                let wanted = filter.status.is_none_or(|s| s == status.status)
+                    && filter.region.as_deref().is_none_or(|region| {
+                        runs_in(row, region, &poller_regions).unwrap_or(false)
+                    });
+                if !wanted {
+                    continue;
+                }
+                let mut view = monitor_view(row)?;
+                view.status = Some(status.status);
+                items.push(view);
+                if items.len() == limit as usize {
+                    return Ok(Page {
+                        items,
+                        next_cursor: Some(cursor.encode()),
+                    });
+                }
+            }
+            if rows.len() < chunk as usize {
+                return Ok(Page {
+                    items,
+                    next_cursor: None,
+                });
+            }
+        }
     }
 
     pub async fn update_monitor(&self, id: Uuid, patch: MonitorPatch) -> ApiResult<MonitorView> {
@@ -95,57 +149,14 @@ impl App {
     }
 
     /// The monitor's status: `paused`, `stale` (nobody can be polling it), else its newest
-    /// result (`up`/`down`), else `pending`.
+    /// verdict (`up`/`down`, or for several locations `up`/`degraded`/`down` by quorum), else
+    /// `pending`.
     pub async fn monitor_status(&self, id: Uuid) -> ApiResult<MonitorStatusView> {
         let monitor = self.monitor_row(id).await?;
-        let latest = self.store.monitor_status(&monitor.id).await?;
-        let assigned = match &monitor.assigned_poller_id {
-            Some(poller_id) => self.store.poller(poller_id).await?,
-            None => None,
-        };
-        let now = now_ms();
-        let settings: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_str(&monitor.settings).unwrap_or_default();
-        let confirm_down = CheckKind::parse(&monitor.kind)
-            .and_then(|kind| MonitorSettings::parse(kind, &settings).ok())
-            .map_or(1, |s| s.common.confirm_down);
-        let recent = match latest.as_ref() {
-            Some(l) if l.status == "down" && confirm_down > 1 => {
-                self.store
-                    .recent_verdicts(&monitor.id, confirm_down + 1)
-                    .await?
-            }
-            _ => Vec::new(),
-        };
-        let offline = assigned
-            .as_ref()
-            .filter(|p| self.poller_status(p, now) == PollerStatus::Offline);
-        let (status, reason) = status::derive(&StatusInputs {
-            now,
-            paused: monitor.paused,
-            placement_reason: monitor.placement_reason.as_deref(),
-            offline_poller: offline.map(|p| (p.id.as_str(), p.last_heartbeat_at)),
-            interval_ms: monitor.interval_ms,
-            assigned_at: monitor.assigned_at,
-            latest: latest
-                .as_ref()
-                .map(|l| (l.status.as_str(), l.last_result_at, l.next_due_at)),
-            recent: &recent,
-            confirm_down,
-        });
-        Ok(MonitorStatusView {
-            monitor_id: id,
-            status,
-            poller_id: assigned.map(|p| stored_id(&p.id)).transpose()?,
-            last_result_at: latest.as_ref().map(|l| time_of(l.last_result_at)),
-            latency_ms: latest
-                .as_ref()
-                .and_then(|l| l.latency_ms)
-                .map(|l| l.max(0) as u64),
-            next_check_at: latest.as_ref().and_then(|l| l.next_due_at).map(time_of),
-            message: latest.map(|l| l.message),
-            reason,
-        })
+        let mut statuses = self.statuses_of(std::slice::from_ref(&monitor)).await?;
+        statuses
+            .pop()
+            .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("no status derived for {id}")))
     }
 
     pub async fn monitor_results(
@@ -171,6 +182,7 @@ impl App {
                     id: stored_id(&r.id)?,
                     monitor_id: id,
                     poller_id: stored_id(&r.poller_id)?,
+                    region: r.region.clone(),
                     ts: time_of(r.ts),
                     status: r.status.clone(),
                     latency_ms: r.latency_ms.map(|l| l.max(0) as u64),
@@ -196,6 +208,11 @@ fn monitor_row(id: Uuid, spec: &MonitorSpec, created_at: i64, updated_at: i64) -
         poller_region: spec.poller_region.clone(),
         poller_datacenter: spec.poller_datacenter.clone(),
         poller_capability: spec.poller_capability.clone(),
+        poller_regions: spec
+            .poller_regions
+            .as_ref()
+            .map(|r| serde_json::Value::from(r.clone()).to_string()),
+        quorum: spec.quorum.map(i64::from),
         failover: spec.failover,
         paused: spec.paused,
         created_at,
@@ -223,6 +240,12 @@ fn monitor_view(row: &MonitorRow) -> anyhow::Result<MonitorView> {
         poller_region: row.poller_region.clone(),
         poller_datacenter: row.poller_datacenter.clone(),
         poller_capability: row.poller_capability.clone(),
+        poller_regions: row
+            .poller_regions
+            .as_deref()
+            .map(serde_json::from_str)
+            .transpose()?,
+        quorum: row.quorum.map(|q| q.clamp(0, i64::from(u32::MAX)) as u32),
         failover: row.failover,
         paused: row.paused,
     };
@@ -237,5 +260,22 @@ fn monitor_view(row: &MonitorRow) -> anyhow::Result<MonitorView> {
         placement_reason: row.placement_reason.clone(),
         created_at: time_of(row.created_at),
         updated_at: time_of(row.updated_at),
+        status: None,
     })
+}
+
+/// Whether a monitor runs in (or, unplaced, is meant for) `region`.
+fn runs_in(
+    row: &MonitorRow,
+    region: &str,
+    poller_regions: &HashMap<String, Option<String>>,
+) -> anyhow::Result<bool> {
+    let assigned_there = row
+        .assigned_poller_id
+        .as_ref()
+        .and_then(|p| poller_regions.get(p))
+        .is_some_and(|r| r.as_deref() == Some(region));
+    Ok(assigned_there
+        || row.poller_region.as_deref() == Some(region)
+        || row.regions()?.iter().any(|r| r == region))
 }

@@ -93,7 +93,8 @@ fn matches_mode(monitor: &Placement, poller: &Candidate) -> bool {
     match monitor.mode {
         PollerMode::Auto => true,
         PollerMode::Pinned => monitor.pinned == Some(poller.id),
-        PollerMode::Grouped => {
+        // A location of a multi-location monitor is placed as a group of its one region.
+        PollerMode::Grouped | PollerMode::Multi => {
             let region_ok = monitor.region.is_none() || monitor.region == poller.region;
             let dc_ok = monitor.datacenter.is_none() || monitor.datacenter == poller.datacenter;
             region_ok && dc_ok
@@ -118,7 +119,7 @@ fn unplaced_reason(monitor: &Placement, pollers: &[Candidate]) -> String {
     match monitor.mode {
         _ if pollers.is_empty() => "no poller is registered".into(),
         PollerMode::Pinned if scope.is_empty() => "the pinned poller does not exist".into(),
-        PollerMode::Grouped if scope.is_empty() => format!(
+        PollerMode::Grouped | PollerMode::Multi if scope.is_empty() => format!(
             "no poller in region {} / datacenter {}",
             monitor.region.as_deref().unwrap_or("any"),
             monitor.datacenter.as_deref().unwrap_or("any")

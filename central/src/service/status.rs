@@ -18,9 +18,22 @@ pub struct StatusInputs<'a> {
     pub assigned_at: Option<i64>,
     /// Newest result: its status, time, and when the agent said it checks next.
     pub latest: Option<(&'a str, i64, Option<i64>)>,
-    /// The newest up/down results, newest first (at least `confirm_down` of them when there are).
+    /// The newest up/down results, newest first: `verdict_window` of them when the latest
+    /// needs confirming (see `needs_history`), else none.
     pub recent: &'a [String],
     pub confirm_down: u32,
+    pub confirm_up: u32,
+}
+
+/// Whether deriving the status needs the recent verdicts: only while a change of verdict
+/// may be awaiting confirmation.
+pub fn needs_history(latest: &str, confirm_down: u32, confirm_up: u32) -> bool {
+    (latest == "down" && confirm_down > 1) || (latest == "up" && confirm_up > 1)
+}
+
+/// How many recent verdicts `derive` needs to tell a confirmed verdict from a passing one.
+pub fn verdict_window(confirm_down: u32, confirm_up: u32) -> u32 {
+    confirm_down.max(1) + confirm_up.max(1) + 1
 }
 
 /// Past its expected time a result is overdue by this much before the monitor turns stale.
@@ -71,8 +84,15 @@ pub fn derive(input: &StatusInputs<'_>) -> (MonitorStatus, Option<String>) {
     }
     match input.latest.map(|(status, _, _)| status) {
         None => (MonitorStatus::Pending, Some("no result yet".into())),
-        Some("up") => (MonitorStatus::Up, None),
-        Some("down") => confirm_down(input),
+        Some(latest @ ("up" | "down")) => {
+            if needs_history(latest, input.confirm_down, input.confirm_up) {
+                confirmed_verdict(input.recent, input.confirm_down, input.confirm_up)
+            } else if latest == "up" {
+                (MonitorStatus::Up, None)
+            } else {
+                (MonitorStatus::Down, None)
+            }
+        }
         Some(_) => (
             MonitorStatus::Pending,
             Some("the target is rate limiting its poller; no verdict yet".into()),
@@ -80,25 +100,40 @@ pub fn derive(input: &StatusInputs<'_>) -> (MonitorStatus, Option<String>) {
     }
 }
 
-/// `down` only after `confirm_down` consecutive failing results; until then the previous
-/// verdict stands.
-fn confirm_down(input: &StatusInputs<'_>) -> (MonitorStatus, Option<String>) {
-    let needed = input.confirm_down.max(1) as usize;
-    if needed == 1 {
-        return (MonitorStatus::Down, None);
+/// The verdict with hysteresis: `down` only after `confirm_down` consecutive failing results,
+/// and back `up` only after `confirm_up` consecutive passing ones; until a change is confirmed
+/// the previous verdict stands. (A first `up` needs no confirming: there is nothing to resolve.)
+/// `recent` is newest first; with no confirmed verdict in it the monitor is `pending`.
+pub fn confirmed_verdict(
+    recent: &[String],
+    confirm_down: u32,
+    confirm_up: u32,
+) -> (MonitorStatus, Option<String>) {
+    let (confirm_down, confirm_up) = (confirm_down.max(1) as usize, confirm_up.max(1) as usize);
+    let mut verdict = None;
+    let mut run: Option<(&str, usize)> = None;
+    for status in recent.iter().rev() {
+        let length = match run {
+            Some((s, n)) if s == status => n + 1,
+            _ => 1,
+        };
+        run = Some((status, length));
+        match status.as_str() {
+            "down" if length >= confirm_down => verdict = Some(MonitorStatus::Down),
+            "up" if length >= confirm_up || verdict.is_none() => verdict = Some(MonitorStatus::Up),
+            _ => {}
+        }
     }
-    let failing = input.recent.iter().take_while(|s| *s == "down").count();
-    if failing >= needed {
-        return (MonitorStatus::Down, None);
-    }
-    let reason = Some(format!(
-        "confirming down: {failing} of {needed} consecutive failing results"
-    ));
-    if input.recent.iter().any(|s| s == "up") {
-        (MonitorStatus::Up, reason)
-    } else {
-        (MonitorStatus::Pending, reason)
-    }
+    let reason = match (run, verdict) {
+        (Some(("down", n)), _) if n < confirm_down => Some(format!(
+            "confirming down: {n} of {confirm_down} consecutive failing results"
+        )),
+        (Some(("up", n)), Some(MonitorStatus::Down)) => Some(format!(
+            "confirming up: {n} of {confirm_up} consecutive passing results"
+        )),
+        _ => None,
+    };
+    (verdict.unwrap_or(MonitorStatus::Pending), reason)
 }
 
 #[cfg(test)]
@@ -115,6 +150,7 @@ mod tests {
             latest: Some(("up", NOW - 5_000, None)),
             recent,
             confirm_down: 1,
+            confirm_up: 1,
             ..StatusInputs::default()
         }
     }
@@ -182,5 +218,79 @@ mod tests {
         );
         input.confirm_down = 1;
         assert_eq!(derive(&input).0, MonitorStatus::Down);
+    }
+
+    #[test]
+    fn up_needs_confirmation_after_a_down() {
+        let recovering = statuses(&["up", "down", "down"]);
+        let mut input = base(&recovering);
+        input.confirm_up = 2;
+        let (status, reason) = derive(&input);
+        assert_eq!(status, MonitorStatus::Down);
+        assert_eq!(
+            reason.unwrap(),
+            "confirming up: 1 of 2 consecutive passing results"
+        );
+        let recovered = statuses(&["up", "up", "down"]);
+        input.recent = &recovered;
+        assert_eq!(derive(&input), (MonitorStatus::Up, None));
+        let first = statuses(&["up"]);
+        input.recent = &first;
+        assert_eq!(derive(&input).0, MonitorStatus::Up, "nothing to resolve");
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn history() -> impl Strategy<Value = Vec<bool>> {
+            proptest::collection::vec(any::<bool>(), 1..40)
+        }
+
+        fn words(ups: &[bool]) -> Vec<String> {
+            ups.iter()
+                .rev()
+                .map(|up| if *up { "up" } else { "down" }.to_string())
+                .collect()
+        }
+
+        proptest! {
+            /// With no confirmation asked, the verdict is the newest result.
+            #[test]
+            fn without_thresholds_the_newest_result_decides(ups in history()) {
+                let (status, _) = confirmed_verdict(&words(&ups), 1, 1);
+                let newest = if *ups.last().unwrap() { MonitorStatus::Up } else { MonitorStatus::Down };
+                prop_assert_eq!(status, newest);
+            }
+
+            /// A run of `confirm` equal results always decides, whatever came before.
+            #[test]
+            fn a_long_enough_run_decides(ups in history(), down in 1u32..6, up in 1u32..6, tail_up: bool) {
+                let mut all = ups.clone();
+                let run = if tail_up { up } else { down };
+                all.extend(std::iter::repeat_n(tail_up, run as usize));
+                let (status, reason) = confirmed_verdict(&words(&all), down, up);
+                prop_assert_eq!(status, if tail_up { MonitorStatus::Up } else { MonitorStatus::Down });
+                prop_assert!(reason.is_none());
+            }
+
+            /// A run shorter than its threshold never changes the verdict of the history before it.
+            #[test]
+            fn a_short_run_keeps_the_previous_verdict(ups in history(), down in 2u32..6, up in 2u32..6, tail_up: bool) {
+                let (before, _) = confirmed_verdict(&words(&ups), down, up);
+                let threshold = if tail_up { up } else { down };
+                let mut all = ups.clone();
+                // One less than needed, counting equal results already at the end.
+                let already = ups.iter().rev().take_while(|u| **u == tail_up).count() as u32;
+                prop_assume!(already + 1 < threshold);
+                all.extend(std::iter::repeat_n(tail_up, (threshold - 1 - already) as usize));
+                let (after, _) = confirmed_verdict(&words(&all), down, up);
+                if before == MonitorStatus::Pending && tail_up {
+                    prop_assert_eq!(after, MonitorStatus::Up, "a first up needs no confirming");
+                } else {
+                    prop_assert_eq!(after, before);
+                }
+            }
+        }
     }
 }

@@ -6,6 +6,7 @@
 
 mod events;
 mod leases;
+mod locations;
 mod monitors;
 mod pollers;
 mod results;
@@ -14,6 +15,7 @@ mod wakeups;
 
 pub use events::EventRow;
 pub use leases::LeaseState;
+pub use locations::{LocationRow, LocationStatusRow};
 pub use monitors::{AssignmentChange, MonitorRow, OwnershipRow, StatusRow};
 pub use pollers::{HeartbeatUpdate, PollerRow};
 pub use results::{NewResult, ResultRow};
@@ -108,6 +110,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "lease held since",
         include_str!("../../../migrations/sqlite/20261123000013_lease_held_since.sql"),
     ),
+    (
+        20261124000014,
+        "locations",
+        include_str!("../../../migrations/sqlite/20261124000014_locations.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -175,6 +182,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261123000013,
         "lease held since",
         include_str!("../../../migrations/postgres/20261123000013_lease_held_since.sql"),
+    ),
+    (
+        20261124000014,
+        "locations",
+        include_str!("../../../migrations/postgres/20261124000014_locations.sql"),
     ),
 ];
 

@@ -20,6 +20,9 @@ pub struct MonitorRow {
     pub poller_region: Option<String>,
     pub poller_datacenter: Option<String>,
     pub poller_capability: Option<String>,
+    /// JSON array, for `multi` monitors.
+    pub poller_regions: Option<String>,
+    pub quorum: Option<i64>,
     pub failover: Option<bool>,
     pub paused: bool,
     pub created_at: i64,
@@ -46,6 +49,8 @@ impl FromRow<'_, AnyRow> for MonitorRow {
             poller_region: row.try_get("poller_region")?,
             poller_datacenter: row.try_get("poller_datacenter")?,
             poller_capability: row.try_get("poller_capability")?,
+            poller_regions: row.try_get("poller_regions")?,
+            quorum: row.try_get("quorum")?,
             failover: row.try_get::<Option<i64>, _>("failover")?.map(|f| f != 0),
             paused: row.try_get::<i64, _>("paused")? != 0,
             created_at: row.try_get("created_at")?,
@@ -59,19 +64,34 @@ impl FromRow<'_, AnyRow> for MonitorRow {
     }
 }
 
+impl MonitorRow {
+    /// The regions of a multi-location monitor; none for the other modes.
+    pub fn regions(&self) -> anyhow::Result<Vec<String>> {
+        match &self.poller_regions {
+            Some(json) => Ok(serde_json::from_str(json)?),
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
 /// A placement decision that differs from what is stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AssignmentChange {
     pub monitor_id: String,
+    /// The location it is about, for a multi-location monitor; `None` for the monitor's one
+    /// placement.
+    pub region: Option<String>,
     pub from: Option<String>,
     pub to: Option<String>,
     pub reason: Option<String>,
 }
 
-/// Who may upload results for a monitor.
+/// Who may upload results for a monitor, or for one of its locations.
 #[derive(Debug, Clone)]
 pub struct OwnershipRow {
     pub id: String,
+    /// The location, for a multi-location monitor (one row per location).
+    pub region: Option<String>,
     pub assigned_poller_id: Option<String>,
     pub previous_poller_id: Option<String>,
     pub assigned_at: Option<i64>,
@@ -89,7 +109,8 @@ pub struct StatusRow {
 }
 
 const MONITOR_COLUMNS: &str = "id, name, kind, target, interval_ms, timeout_ms, settings, \
-     poller_mode, poller_id, poller_region, poller_datacenter, poller_capability, failover, \
+     poller_mode, poller_id, poller_region, poller_datacenter, poller_capability, \
+     poller_regions, quorum, failover, \
      paused, created_at, updated_at, revision, assigned_poller_id, previous_poller_id, \
      assigned_at, placement_reason";
 
@@ -130,6 +151,64 @@ async fn bump_version(tx: &mut Transaction<'_, Any>) -> sqlx::Result<i64> {
     Ok(version)
 }
 
+/// The pollers a monitor's locations run on now.
+async fn location_pollers(
+    tx: &mut Transaction<'_, Any>,
+    monitor_id: &str,
+) -> sqlx::Result<Vec<String>> {
+    let rows: Vec<(String,)> = sqlx::query_as(
+        "SELECT assigned_poller_id FROM monitor_locations \
+         WHERE monitor_id = $1 AND assigned_poller_id IS NOT NULL",
+    )
+    .bind(monitor_id)
+    .fetch_all(&mut **tx)
+    .await?;
+    Ok(rows.into_iter().map(|(p,)| p).collect())
+}
+
+/// Makes a monitor's location rows the given regions: new ones start unplaced (the next
+/// reconciliation places them), dropped ones go with their status, and their pollers hear of
+/// it under `version`.
+async fn sync_locations(
+    tx: &mut Transaction<'_, Any>,
+    monitor_id: &str,
+    regions: &[String],
+    version: i64,
+    now: i64,
+) -> anyhow::Result<()> {
+    let existing: Vec<(String, Option<String>)> = sqlx::query_as(
+        "SELECT region, assigned_poller_id FROM monitor_locations WHERE monitor_id = $1",
+    )
+    .bind(monitor_id)
+    .fetch_all(&mut **tx)
+    .await?;
+    for (region, poller) in existing.iter().filter(|(r, _)| !regions.contains(r)) {
+        for table in ["monitor_locations", "location_status"] {
+            sqlx::query(&format!(
+                "DELETE FROM {table} WHERE monitor_id = $1 AND region = $2"
+            ))
+            .bind(monitor_id)
+            .bind(region)
+            .execute(&mut **tx)
+            .await?;
+        }
+        if let Some(poller) = poller {
+            log_change(tx, version, poller, monitor_id, now).await?;
+        }
+    }
+    for region in regions
+        .iter()
+        .filter(|r| !existing.iter().any(|(e, _)| e == *r))
+    {
+        sqlx::query("INSERT INTO monitor_locations (monitor_id, region) VALUES ($1, $2)")
+            .bind(monitor_id)
+            .bind(region)
+            .execute(&mut **tx)
+            .await?;
+    }
+    Ok(())
+}
+
 impl Store {
     /// Inserts a monitor (unplaced) and returns the assignment version it was created at.
     pub async fn insert_monitor(&self, row: &MonitorRow) -> anyhow::Result<i64> {
@@ -139,8 +218,10 @@ impl Store {
         sqlx::query(
             "INSERT INTO monitors (id, name, kind, target, interval_ms, timeout_ms, settings, \
              poller_mode, poller_id, poller_region, poller_datacenter, poller_capability, \
-             failover, paused, created_at, updated_at, revision, placement_reason) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
+             failover, paused, created_at, updated_at, revision, placement_reason, \
+             poller_regions, quorum) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
+             $18, $19, $20)",
         )
         .bind(&row.id)
         .bind(&row.name)
@@ -160,13 +241,15 @@ impl Store {
         .bind(row.updated_at)
         .bind(version)
         .bind(&row.placement_reason)
+        .bind(&row.poller_regions)
+        .bind(row.quorum)
         .execute(&mut *tx)
         .await?;
+        sync_locations(&mut tx, &row.id, &row.regions()?, version, row.created_at).await?;
         tx.commit().await?;
         Ok(version)
     }
 
-    /// Rewrites a monitor's spec; its placement is left to the next reconciliation.
     /// Rewrites a monitor's spec and returns the new assignment version (`None` if there is
     /// no such monitor); its placement is left to the next reconciliation.
     pub async fn update_monitor_spec(&self, row: &MonitorRow) -> anyhow::Result<Option<i64>> {
@@ -177,7 +260,8 @@ impl Store {
             "UPDATE monitors SET name = $2, target = $3, interval_ms = $4, timeout_ms = $5, \
              settings = $6, poller_mode = $7, poller_id = $8, poller_region = $9, \
              poller_datacenter = $10, poller_capability = $11, failover = $12, paused = $13, \
-             updated_at = $14, revision = $15 WHERE id = $1 RETURNING assigned_poller_id",
+             updated_at = $14, revision = $15, poller_regions = $16, quorum = $17 \
+             WHERE id = $1 RETURNING assigned_poller_id",
         )
         .bind(&row.id)
         .bind(&row.name)
@@ -194,14 +278,20 @@ impl Store {
         .bind(flag(row.paused))
         .bind(row.updated_at)
         .bind(version)
+        .bind(&row.poller_regions)
+        .bind(row.quorum)
         .fetch_optional(&mut *tx)
         .await?;
         let Some((assigned,)) = updated else {
             return Ok(None);
         };
-        if let Some(poller) = assigned {
+        // Every poller running it (its one placement, or each location) gets the new spec.
+        let mut running: Vec<String> = location_pollers(&mut tx, &row.id).await?;
+        running.extend(assigned);
+        for poller in running {
             log_change(&mut tx, version, &poller, &row.id, row.updated_at).await?;
         }
+        sync_locations(&mut tx, &row.id, &row.regions()?, version, row.updated_at).await?;
         tx.commit().await?;
         Ok(Some(version))
     }
@@ -223,6 +313,7 @@ impl Store {
         if let Some(poller) = assigned {
             log_change(&mut tx, version, &poller, id, now).await?;
         }
+        sync_locations(&mut tx, id, &[], version, now).await?;
         sqlx::query("DELETE FROM monitor_status WHERE monitor_id = $1")
             .bind(id)
             .execute(&mut *tx)
@@ -267,11 +358,14 @@ impl Store {
         Ok(sqlx::query_as(&sql).fetch_all(&self.pool).await?)
     }
 
-    /// The unpaused monitors a poller should run now.
+    /// The unpaused monitors a poller should run now: those placed on it, and those with a
+    /// location on it.
     pub async fn monitors_assigned_to(&self, poller_id: &str) -> anyhow::Result<Vec<MonitorRow>> {
         let sql = format!(
             "SELECT {MONITOR_COLUMNS} FROM monitors \
-             WHERE assigned_poller_id = $1 AND paused = 0 ORDER BY id"
+             WHERE (assigned_poller_id = $1 OR id IN \
+                 (SELECT monitor_id FROM monitor_locations WHERE assigned_poller_id = $1)) \
+             AND paused = 0 ORDER BY id"
         );
         Ok(sqlx::query_as(&sql)
             .bind(poller_id)
@@ -288,7 +382,7 @@ impl Store {
         // Rows are touched in id order, so that two writers never wait on each other in a
         // cycle (PostgreSQL would abort one as a deadlock).
         let mut ordered: Vec<&AssignmentChange> = changes.iter().collect();
-        ordered.sort_by(|a, b| a.monitor_id.cmp(&b.monitor_id));
+        ordered.sort_by(|a, b| (&a.monitor_id, &a.region).cmp(&(&b.monitor_id, &b.region)));
         let _guard = self.write_lock().await;
         let mut tx = self.pool.begin().await?;
         let version = bump_version(&mut tx).await?;
@@ -296,23 +390,32 @@ impl Store {
             // Compare-and-set on the poller the decision was made from: if another decider
             // moved the monitor meanwhile, its move stands and this one is dropped, so the
             // previous poller's reassignment grace is never lost to a double move.
-            let current = |n: usize| match change.from {
-                Some(_) => format!("assigned_poller_id = ${n}"),
+            let moves = change.from != change.to;
+            // Parameters: the monitor, what is set, then the compare-and-set poller, then the
+            // location (for a multi-location monitor, whose placements are rows of their own).
+            let mut next = if moves { 5 } else { 3 };
+            let current = match change.from {
+                Some(_) => {
+                    next += 1;
+                    format!("assigned_poller_id = ${}", next - 1)
+                }
                 None => "assigned_poller_id IS NULL".to_string(),
             };
-            let moves = change.from != change.to;
+            let (table, row) = match &change.region {
+                Some(_) => (
+                    "monitor_locations",
+                    format!("monitor_id = $1 AND region = ${next}"),
+                ),
+                None => ("monitors", "id = $1".to_string()),
+            };
             let sql = if moves {
                 format!(
-                    "UPDATE monitors SET assigned_poller_id = $2, \
+                    "UPDATE {table} SET assigned_poller_id = $2, \
                      previous_poller_id = COALESCE(assigned_poller_id, previous_poller_id), \
-                     assigned_at = $3, placement_reason = $4 WHERE id = $1 AND {}",
-                    current(5)
+                     assigned_at = $3, placement_reason = $4 WHERE {row} AND {current}"
                 )
             } else {
-                format!(
-                    "UPDATE monitors SET placement_reason = $2 WHERE id = $1 AND {}",
-                    current(3)
-                )
+                format!("UPDATE {table} SET placement_reason = $2 WHERE {row} AND {current}")
             };
             let mut query = sqlx::query(&sql).bind(&change.monitor_id);
             query = if moves {
@@ -322,6 +425,9 @@ impl Store {
             };
             if let Some(from) = &change.from {
                 query = query.bind(from);
+            }
+            if let Some(region) = &change.region {
+                query = query.bind(region);
             }
             let applied = query.execute(&mut *tx).await?.rows_affected() == 1;
             if !applied {
@@ -404,15 +510,20 @@ impl Store {
         Ok(done.rows_affected())
     }
 
-    /// Who owns each of these monitors (unknown ids are simply absent).
+    /// Who owns each of these monitors (unknown ids are simply absent): one row for a
+    /// single-location monitor, one per location for a multi-location one.
     pub async fn ownership(&self, monitor_ids: &[String]) -> anyhow::Result<Vec<OwnershipRow>> {
         if monitor_ids.is_empty() {
             return Ok(Vec::new());
         }
+        let ids = placeholders(1, monitor_ids.len());
         let sql = format!(
-            "SELECT id, assigned_poller_id, previous_poller_id, assigned_at FROM monitors \
-             WHERE id IN ({})",
-            placeholders(1, monitor_ids.len())
+            "SELECT id, NULL AS region, assigned_poller_id, previous_poller_id, assigned_at \
+             FROM monitors WHERE id IN ({ids}) AND poller_mode <> 'multi' \
+             UNION ALL \
+             SELECT l.monitor_id, l.region, l.assigned_poller_id, l.previous_poller_id, \
+             l.assigned_at FROM monitor_locations l JOIN monitors m ON m.id = l.monitor_id \
+             WHERE l.monitor_id IN ({ids}) AND m.poller_mode = 'multi'"
         );
         let mut query = sqlx::query(&sql);
         for id in monitor_ids {
@@ -423,6 +534,7 @@ impl Store {
             .map(|row| {
                 Ok(OwnershipRow {
                     id: row.try_get("id")?,
+                    region: row.try_get("region")?,
                     assigned_poller_id: row.try_get("assigned_poller_id")?,
                     previous_poller_id: row.try_get("previous_poller_id")?,
                     assigned_at: row.try_get("assigned_at")?,
@@ -479,6 +591,7 @@ mod tests {
         .unwrap();
         let change = |from: Option<&str>, to: &str| AssignmentChange {
             monitor_id: "m1".into(),
+            region: None,
             from: from.map(str::to_string),
             to: Some(to.into()),
             reason: None,

@@ -192,8 +192,12 @@ impl Store {
     /// How many monitors each poller is assigned, keyed by poller id.
     pub async fn assigned_counts(&self) -> anyhow::Result<Vec<(String, i64)>> {
         Ok(sqlx::query_as(
-            "SELECT assigned_poller_id, COUNT(*) FROM monitors \
-             WHERE assigned_poller_id IS NOT NULL GROUP BY assigned_poller_id",
+            "SELECT assigned_poller_id, COUNT(*) FROM ( \
+                 SELECT assigned_poller_id FROM monitors WHERE assigned_poller_id IS NOT NULL \
+                 UNION ALL \
+                 SELECT assigned_poller_id FROM monitor_locations \
+                 WHERE assigned_poller_id IS NOT NULL) AS placed \
+             GROUP BY assigned_poller_id",
         )
         .fetch_all(&self.pool)
         .await?)

@@ -12,6 +12,8 @@ use super::{Backend, Cursor, Store};
 pub struct NewResult {
     pub id: String,
     pub monitor_id: String,
+    /// The location it was checked from, for a multi-location monitor.
+    pub region: Option<String>,
     pub ts: i64,
     pub status: String,
     pub latency_ms: Option<i64>,
@@ -28,6 +30,7 @@ pub struct ResultRow {
     pub id: String,
     pub monitor_id: String,
     pub poller_id: String,
+    pub region: Option<String>,
     pub ts: i64,
     pub status: String,
     pub latency_ms: Option<i64>,
@@ -41,6 +44,7 @@ impl FromRow<'_, AnyRow> for ResultRow {
             id: row.try_get("id")?,
             monitor_id: row.try_get("monitor_id")?,
             poller_id: row.try_get("poller_id")?,
+            region: row.try_get("region")?,
             ts: row.try_get("ts")?,
             status: row.try_get("status")?,
             latency_ms: row.try_get("latency_ms")?,
@@ -50,50 +54,70 @@ impl FromRow<'_, AnyRow> for ResultRow {
     }
 }
 
-/// Moves monitors' derived status (one row per monitor, as JSON in `$2`; `$1` the poller) to a result, per kind of news: the up/down verdict moves
-/// only to a newer up/down result (by check time, then id), and the newest result (its time,
-/// message, latency, next check) only to a newer result of any kind. So a late result never
-/// hides a newer verdict, and a newer `rate_limited` result never hides a late up/down one.
-fn status_upsert(backend: Backend) -> String {
+/// Where `status_upsert` writes: a monitor's newest result and verdict, or one location's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StatusTable {
+    Monitor,
+    Location,
+}
+
+/// Moves derived status rows (one per monitor or location, as JSON in `$2`; `$1` the poller)
+/// to a result, per kind of news: the up/down verdict moves only to a newer up/down result (by
+/// check time, then id), and the newest result (its time, message, latency, next check) only
+/// to a newer result of any kind. So a late result never hides a newer verdict, and a newer
+/// `rate_limited` result never hides a late up/down one.
+fn status_upsert(backend: Backend, table: StatusTable) -> String {
     const TEMPLATE: &str = "\
-    INSERT INTO monitor_status (monitor_id, status, poller_id, last_result_id, last_result_at, \
-        latency_ms, message, next_due_at, verdict_at, verdict_result_id) \
-    SELECT r.value ->> 'monitor_id', r.value ->> 'status', $1, r.value ->> 'id', \
+    INSERT INTO STATUS_TABLE (monitor_id, KEY_COLUMNS status, poller_id, last_result_id, \
+        last_result_at, latency_ms, message, next_due_at, verdict_at, verdict_result_id) \
+    SELECT r.value ->> 'monitor_id', KEY_VALUES r.value ->> 'status', $1, r.value ->> 'id', \
         CAST(r.value ->> 'ts' AS BIGINT), CAST(r.value ->> 'latency_ms' AS BIGINT), \
         r.value ->> 'msg', CAST(r.value ->> 'next_due_at' AS BIGINT), \
         CAST(r.value ->> 'verdict_at' AS BIGINT), r.value ->> 'verdict_result_id' \
     FROM ROWS_SOURCE WHERE true \
-    ON CONFLICT (monitor_id) DO UPDATE SET \
-        status = CASE WHEN (VERDICT_IS_NEWER) THEN excluded.status ELSE monitor_status.status END, \
+    ON CONFLICT (monitor_id KEY_CONFLICT) DO UPDATE SET \
+        status = CASE WHEN (VERDICT_IS_NEWER) THEN excluded.status ELSE STATUS_TABLE.status END, \
         verdict_at = CASE WHEN (VERDICT_IS_NEWER) THEN excluded.verdict_at \
-            ELSE monitor_status.verdict_at END, \
+            ELSE STATUS_TABLE.verdict_at END, \
         verdict_result_id = CASE WHEN (VERDICT_IS_NEWER) THEN excluded.verdict_result_id \
-            ELSE monitor_status.verdict_result_id END, \
+            ELSE STATUS_TABLE.verdict_result_id END, \
         poller_id = CASE WHEN (RESULT_IS_NEWER) THEN excluded.poller_id \
-            ELSE monitor_status.poller_id END, \
+            ELSE STATUS_TABLE.poller_id END, \
         last_result_id = CASE WHEN (RESULT_IS_NEWER) THEN excluded.last_result_id \
-            ELSE monitor_status.last_result_id END, \
+            ELSE STATUS_TABLE.last_result_id END, \
         last_result_at = CASE WHEN (RESULT_IS_NEWER) THEN excluded.last_result_at \
-            ELSE monitor_status.last_result_at END, \
+            ELSE STATUS_TABLE.last_result_at END, \
         latency_ms = CASE WHEN (RESULT_IS_NEWER) THEN excluded.latency_ms \
-            ELSE monitor_status.latency_ms END, \
+            ELSE STATUS_TABLE.latency_ms END, \
         message = CASE WHEN (RESULT_IS_NEWER) THEN excluded.message \
-            ELSE monitor_status.message END, \
+            ELSE STATUS_TABLE.message END, \
         next_due_at = CASE WHEN (RESULT_IS_NEWER) THEN excluded.next_due_at \
-            ELSE monitor_status.next_due_at END \
+            ELSE STATUS_TABLE.next_due_at END \
     WHERE (RESULT_IS_NEWER) OR (VERDICT_IS_NEWER)";
-    let verdict_is_newer =
-        "excluded.verdict_at IS NOT NULL AND (monitor_status.verdict_at IS NULL \
-        OR monitor_status.verdict_at < excluded.verdict_at \
-        OR (monitor_status.verdict_at = excluded.verdict_at \
-            AND monitor_status.verdict_result_id < excluded.verdict_result_id))";
-    let result_is_newer = "monitor_status.last_result_at < excluded.last_result_at \
-        OR (monitor_status.last_result_at = excluded.last_result_at \
-            AND monitor_status.last_result_id < excluded.last_result_id)";
+    let verdict_is_newer = "excluded.verdict_at IS NOT NULL AND (STATUS_TABLE.verdict_at IS NULL \
+        OR STATUS_TABLE.verdict_at < excluded.verdict_at \
+        OR (STATUS_TABLE.verdict_at = excluded.verdict_at \
+            AND STATUS_TABLE.verdict_result_id < excluded.verdict_result_id))";
+    let result_is_newer = "STATUS_TABLE.last_result_at < excluded.last_result_at \
+        OR (STATUS_TABLE.last_result_at = excluded.last_result_at \
+            AND STATUS_TABLE.last_result_id < excluded.last_result_id)";
+    let (name, key_columns, key_values, key_conflict) = match table {
+        StatusTable::Monitor => ("monitor_status", "", "", ""),
+        StatusTable::Location => (
+            "location_status",
+            "region,",
+            "r.value ->> 'region',",
+            ", region",
+        ),
+    };
     TEMPLATE
         .replace("VERDICT_IS_NEWER", verdict_is_newer)
         .replace("RESULT_IS_NEWER", result_is_newer)
         .replace("ROWS_SOURCE", &json_rows(backend, "$2"))
+        .replace("STATUS_TABLE", name)
+        .replace("KEY_COLUMNS", key_columns)
+        .replace("KEY_VALUES", key_values)
+        .replace("KEY_CONFLICT", key_conflict)
 }
 
 /// The rows of a JSON array parameter, as `r.value`.
@@ -110,6 +134,7 @@ fn json_rows(backend: Backend, parameter: &str) -> String {
 #[derive(serde::Serialize)]
 struct StatusMove<'a> {
     monitor_id: &'a str,
+    region: Option<&'a str>,
     status: &'a str,
     id: &'a str,
     ts: i64,
@@ -126,6 +151,7 @@ impl<'a> StatusMove<'a> {
         let verdict = result.status != "rate_limited";
         StatusMove {
             monitor_id: &result.monitor_id,
+            region: result.region.as_deref(),
             status: &result.status,
             id: &result.id,
             ts: result.ts,
@@ -136,6 +162,43 @@ impl<'a> StatusMove<'a> {
             verdict_result_id: verdict.then_some(result.id.as_str()),
         }
     }
+}
+
+/// The status moves of newly stored results, as at most two statements' rows, each touching
+/// a status row (a monitor, or a monitor's location) at most once, since an upsert may not
+/// touch a row twice: the verdicts, then the newer rate-limited results, which keep the verdict.
+/// Rows in key order, so that concurrent batches never deadlock on PostgreSQL.
+fn status_moves<'a>(results: &[&'a NewResult]) -> Vec<Vec<StatusMove<'a>>> {
+    type Key<'a> = (&'a str, Option<&'a str>);
+    let mut decisive: HashMap<Key<'a>, &'a NewResult> = HashMap::new();
+    let mut newest: HashMap<Key<'a>, &'a NewResult> = HashMap::new();
+    for &result in results {
+        let key = (result.monitor_id.as_str(), result.region.as_deref());
+        let newer = |slot: &&NewResult| (result.ts, &result.id) > (slot.ts, &slot.id);
+        if result.status != "rate_limited" {
+            let slot = decisive.entry(key).or_insert(result);
+            if newer(slot) {
+                *slot = result;
+            }
+        }
+        let slot = newest.entry(key).or_insert(result);
+        if newer(slot) {
+            *slot = result;
+        }
+    }
+    let mut verdicts: Vec<StatusMove> = decisive.values().map(|r| StatusMove::of(r)).collect();
+    let mut newer_news: Vec<StatusMove> = newest
+        .iter()
+        .filter(|(key, r)| decisive.get(*key).is_none_or(|d| d.id != r.id))
+        .map(|(_, r)| StatusMove::of(r))
+        .collect();
+    for moves in [&mut verdicts, &mut newer_news] {
+        moves.sort_by_key(|m| (m.monitor_id, m.region));
+    }
+    [verdicts, newer_news]
+        .into_iter()
+        .filter(|moves| !moves.is_empty())
+        .collect()
 }
 
 /// Rows per INSERT statement.
@@ -160,10 +223,10 @@ impl Store {
         let rows_source = json_rows(self.backend(), "$3");
         let sql = format!(
             "INSERT INTO results (id, monitor_id, poller_id, ts, status, latency_ms, msg, meta, \
-             received_at) \
+             received_at, region) \
              SELECT r.value ->> 'id', r.value ->> 'monitor_id', $1, CAST(r.value ->> 'ts' AS BIGINT), \
              r.value ->> 'status', CAST(r.value ->> 'latency_ms' AS BIGINT), r.value ->> 'msg', \
-             r.value ->> 'meta', $2 FROM {rows_source} WHERE true \
+             r.value ->> 'meta', $2, r.value ->> 'region' FROM {rows_source} WHERE true \
              ON CONFLICT (id) DO NOTHING RETURNING id"
         );
         for chunk in results.chunks(INSERT_CHUNK) {
@@ -177,43 +240,28 @@ impl Store {
             inserted.extend(stored.into_iter().map(|(id,)| id));
         }
 
-        // Per monitor: the newest up/down result sets the verdict; a newer rate-limited one
-        // then updates the message and time only (its upsert keeps the status).
-        let mut decisive: HashMap<&str, &NewResult> = HashMap::new();
-        let mut newest: HashMap<&str, &NewResult> = HashMap::new();
-        for result in results.iter().filter(|r| inserted.contains(&r.id)) {
-            let newer = |slot: &&NewResult| (result.ts, &result.id) > (slot.ts, &slot.id);
-            if result.status != "rate_limited" {
-                let slot = decisive.entry(result.monitor_id.as_str()).or_insert(result);
-                if newer(slot) {
-                    *slot = result;
-                }
-            }
-            let slot = newest.entry(result.monitor_id.as_str()).or_insert(result);
-            if newer(slot) {
-                *slot = result;
-            }
-        }
-        // Two statements, each touching a monitor at most once (an upsert may not touch a row
-        // twice): the verdicts, then the newer rate-limited results, which keep the verdict.
-        // Rows in monitor-id order, so that concurrent batches never deadlock on PostgreSQL.
-        let mut verdicts: Vec<StatusMove> = decisive.values().map(|r| StatusMove::of(r)).collect();
-        let mut newer_news: Vec<StatusMove> = newest
+        let stored: Vec<&NewResult> = results
             .iter()
-            .filter(|(monitor, r)| decisive.get(*monitor).is_none_or(|d| d.id != r.id))
-            .map(|(_, r)| StatusMove::of(r))
+            .filter(|r| inserted.contains(&r.id))
             .collect();
-        let upsert = status_upsert(self.backend());
-        for moves in [&mut verdicts, &mut newer_news] {
-            if moves.is_empty() {
-                continue;
+        // Each monitor's status, and each location's (results of multi-location monitors).
+        let located: Vec<&NewResult> = stored
+            .iter()
+            .copied()
+            .filter(|r| r.region.is_some())
+            .collect();
+        for (table, results) in [
+            (StatusTable::Monitor, &stored),
+            (StatusTable::Location, &located),
+        ] {
+            let upsert = status_upsert(self.backend(), table);
+            for moves in status_moves(results) {
+                sqlx::query(&upsert)
+                    .bind(poller_id)
+                    .bind(serde_json::to_string(&moves)?)
+                    .execute(&mut *tx)
+                    .await?;
             }
-            moves.sort_by_key(|m| m.monitor_id);
-            sqlx::query(&upsert)
-                .bind(poller_id)
-                .bind(serde_json::to_string(moves)?)
-                .execute(&mut *tx)
-                .await?;
         }
         sqlx::query("UPDATE pollers SET last_upload_at = $2 WHERE id = $1")
             .bind(poller_id)
@@ -224,20 +272,26 @@ impl Store {
         Ok(inserted)
     }
 
-    /// The newest up/down statuses of a monitor, newest first.
+    /// The newest up/down statuses of a monitor, or of one of its locations, newest first.
     pub async fn recent_verdicts(
         &self,
         monitor_id: &str,
+        region: Option<&str>,
         limit: u32,
     ) -> anyhow::Result<Vec<String>> {
-        let rows: Vec<(String,)> = sqlx::query_as(
+        let in_region = match region {
+            Some(_) => "AND region = $3",
+            None => "",
+        };
+        let sql = format!(
             "SELECT status FROM results WHERE monitor_id = $1 AND status <> 'rate_limited' \
-             ORDER BY ts DESC, id DESC LIMIT $2",
-        )
-        .bind(monitor_id)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
+             {in_region} ORDER BY ts DESC, id DESC LIMIT $2"
+        );
+        let mut query = sqlx::query_as(&sql).bind(monitor_id).bind(i64::from(limit));
+        if let Some(region) = region {
+            query = query.bind(region);
+        }
+        let rows: Vec<(String,)> = query.fetch_all(&self.pool).await?;
         Ok(rows.into_iter().map(|(status,)| status).collect())
     }
 
@@ -249,7 +303,7 @@ impl Store {
         limit: u32,
     ) -> anyhow::Result<Vec<ResultRow>> {
         Ok(sqlx::query_as(
-            "SELECT id, monitor_id, poller_id, ts, status, latency_ms, msg, meta FROM results \
+            "SELECT id, monitor_id, poller_id, region, ts, status, latency_ms, msg, meta FROM results \
              WHERE monitor_id = $1 AND (ts > $2 OR (ts = $2 AND id > $3)) \
              ORDER BY ts, id LIMIT $4",
         )
@@ -271,6 +325,7 @@ mod tests {
         NewResult {
             id: id.into(),
             monitor_id: "m1".into(),
+            region: None,
             ts,
             status: status.into(),
             latency_ms: Some(5),

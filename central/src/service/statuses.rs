@@ -1,0 +1,208 @@
+//! The derived status of monitors, many at once: a few bulk reads (newest results, locations,
+//! pollers), then `status::derive` per monitor or per location, and `quorum::combine` over the
+//! locations of a multi-location monitor. The status read, the monitor list and alerting all
+//! come through here, so they never disagree.
+
+use std::collections::HashMap;
+
+use shared_proto::settings::MonitorSettings;
+use shared_proto::settings_api::{
+    LocationStatus, LocationView, MonitorStatus, MonitorStatusView, PollerStatus,
+};
+use shared_proto::CheckKind;
+
+use super::status::{self, needs_history, verdict_window, StatusInputs};
+use super::{now_ms, quorum, stored_id, time_of, App};
+use crate::error::ApiResult;
+use crate::store::{LocationRow, MonitorRow, PollerRow, StatusRow};
+
+/// Above this many monitors one read of every row is cheaper than reads by id.
+const READ_ALL_ABOVE: usize = 500;
+
+/// What the derivation of a batch of monitors reads once.
+struct Known {
+    now: i64,
+    latest: HashMap<String, StatusRow>,
+    locations: HashMap<(String, String), LocationRow>,
+    location_latest: HashMap<(String, String), StatusRow>,
+    pollers: HashMap<String, PollerRow>,
+}
+
+/// A monitor's confirmation thresholds (`settings.confirm_down`, `settings.confirm_up`).
+fn thresholds(monitor: &MonitorRow) -> (u32, u32) {
+    let settings: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&monitor.settings).unwrap_or_default();
+    CheckKind::parse(&monitor.kind)
+        .and_then(|kind| MonitorSettings::parse(kind, &settings).ok())
+        .map_or((1, 1), |s| (s.common.confirm_down, s.common.confirm_up))
+}
+
+impl App {
+    /// The status of each monitor, in the order given.
+    pub async fn statuses_of(&self, monitors: &[MonitorRow]) -> ApiResult<Vec<MonitorStatusView>> {
+        let ids: Vec<String> = monitors.iter().map(|m| m.id.clone()).collect();
+        let scope = (ids.len() <= READ_ALL_ABOVE).then_some(ids.as_slice());
+        let known = Known {
+            now: now_ms(),
+            latest: self.store.monitor_statuses(scope).await?,
+            locations: self
+                .store
+                .locations_of(scope)
+                .await?
+                .into_iter()
+                .map(|l| ((l.monitor_id.clone(), l.region.clone()), l))
+                .collect(),
+            location_latest: self
+                .store
+                .location_statuses(scope)
+                .await?
+                .into_iter()
+                .map(|l| ((l.monitor_id, l.region), l.status))
+                .collect(),
+            pollers: self
+                .store
+                .all_pollers()
+                .await?
+                .into_iter()
+                .map(|p| (p.id.clone(), p))
+                .collect(),
+        };
+        let mut views = Vec::with_capacity(monitors.len());
+        for monitor in monitors {
+            views.push(self.status_of(monitor, &known).await?);
+        }
+        Ok(views)
+    }
+
+    async fn status_of(&self, monitor: &MonitorRow, known: &Known) -> ApiResult<MonitorStatusView> {
+        let latest = known.latest.get(&monitor.id);
+        let regions = monitor.regions()?;
+        let (status, reason, poller_id, locations, quorum) = if regions.is_empty() {
+            let assigned = monitor.assigned_poller_id.as_deref();
+            let (status, reason) = self
+                .derive_slot(
+                    monitor,
+                    None,
+                    assigned,
+                    monitor.assigned_at,
+                    monitor.placement_reason.as_deref(),
+                    latest,
+                    known,
+                )
+                .await?;
+            let poller_id = assigned.map(stored_id).transpose()?;
+            (status, reason, poller_id, Vec::new(), None)
+        } else {
+            let mut locations = Vec::with_capacity(regions.len());
+            for region in &regions {
+                locations.push(self.location_view(monitor, region, known).await?);
+            }
+            let quorum = monitor
+                .quorum
+                .map_or(regions.len() as u32 / 2 + 1, |q| q.max(1) as u32);
+            let (status, reason) = if monitor.paused {
+                (MonitorStatus::Paused, Some("paused by an operator".into()))
+            } else {
+                let each: Vec<LocationStatus> = locations.iter().map(|l| l.status).collect();
+                quorum::combine(&each, quorum)
+            };
+            (status, reason, None, locations, Some(quorum))
+        };
+        Ok(MonitorStatusView {
+            monitor_id: stored_id(&monitor.id)?,
+            status,
+            poller_id,
+            last_result_at: latest.map(|l| time_of(l.last_result_at)),
+            latency_ms: latest.and_then(|l| l.latency_ms).map(|l| l.max(0) as u64),
+            next_check_at: latest.and_then(|l| l.next_due_at).map(time_of),
+            message: latest.map(|l| l.message.clone()),
+            reason,
+            locations,
+            quorum,
+        })
+    }
+
+    async fn location_view(
+        &self,
+        monitor: &MonitorRow,
+        region: &str,
+        known: &Known,
+    ) -> ApiResult<LocationView> {
+        let key = (monitor.id.clone(), region.to_string());
+        let location = known.locations.get(&key);
+        let latest = known.location_latest.get(&key);
+        let assigned = location.and_then(|l| l.assigned_poller_id.as_deref());
+        let (status, reason) = self
+            .derive_slot(
+                monitor,
+                Some(region),
+                assigned,
+                location.and_then(|l| l.assigned_at),
+                location.and_then(|l| l.placement_reason.as_deref()),
+                latest,
+                known,
+            )
+            .await?;
+        let status = match status {
+            MonitorStatus::Up => LocationStatus::Up,
+            MonitorStatus::Down => LocationStatus::Down,
+            MonitorStatus::Pending => LocationStatus::Pending,
+            // Nobody can tell what this location sees: its poller is offline or silent, or no
+            // poller of the region can run the check.
+            MonitorStatus::Stale | MonitorStatus::Degraded | MonitorStatus::Paused => {
+                LocationStatus::Unknown
+            }
+        };
+        Ok(LocationView {
+            region: region.to_string(),
+            poller_id: assigned.map(stored_id).transpose()?,
+            status,
+            last_result_at: latest.map(|l| time_of(l.last_result_at)),
+            latency_ms: latest.and_then(|l| l.latency_ms).map(|l| l.max(0) as u64),
+            message: latest.map(|l| l.message.clone()),
+            reason,
+        })
+    }
+
+    /// `status::derive` for one placement: a monitor's own, or one location's.
+    #[allow(clippy::too_many_arguments)]
+    async fn derive_slot(
+        &self,
+        monitor: &MonitorRow,
+        region: Option<&str>,
+        assigned: Option<&str>,
+        assigned_at: Option<i64>,
+        placement_reason: Option<&str>,
+        latest: Option<&StatusRow>,
+        known: &Known,
+    ) -> ApiResult<(MonitorStatus, Option<String>)> {
+        let (confirm_down, confirm_up) = thresholds(monitor);
+        let recent = match latest {
+            Some(l) if needs_history(&l.status, confirm_down, confirm_up) => {
+                self.store
+                    .recent_verdicts(
+                        &monitor.id,
+                        region,
+                        verdict_window(confirm_down, confirm_up),
+                    )
+                    .await?
+            }
+            _ => Vec::new(),
+        };
+        let offline = assigned
+            .and_then(|id| known.pollers.get(id))
+            .filter(|p| self.poller_status(p, known.now) == PollerStatus::Offline);
+        Ok(status::derive(&StatusInputs {
+            now: known.now,
+            paused: monitor.paused,
+            placement_reason,
+            offline_poller: offline.map(|p| (p.id.as_str(), p.last_heartbeat_at)),
+            interval_ms: monitor.interval_ms,
+            assigned_at,
+            latest: latest.map(|l| (l.status.as_str(), l.last_result_at, l.next_due_at)),
+            recent: &recent,
+            confirm_down,
+            confirm_up,
+        }))
+    }
+}

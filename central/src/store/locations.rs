@@ -1,0 +1,132 @@
+//! Where each location of a multi-location monitor runs, and each location's newest result;
+//! with the bulk status reads that list and alert on many monitors at once.
+
+use std::collections::HashMap;
+
+use sqlx::any::AnyRow;
+use sqlx::{FromRow, Row};
+
+use super::monitors::placeholders;
+use super::{StatusRow, Store};
+
+/// One location of a multi-location monitor: its region and the poller checking from there.
+#[derive(Debug, Clone)]
+pub struct LocationRow {
+    pub monitor_id: String,
+    pub region: String,
+    pub assigned_poller_id: Option<String>,
+    pub assigned_at: Option<i64>,
+    pub placement_reason: Option<String>,
+}
+
+impl FromRow<'_, AnyRow> for LocationRow {
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
+        Ok(Self {
+            monitor_id: row.try_get("monitor_id")?,
+            region: row.try_get("region")?,
+            assigned_poller_id: row.try_get("assigned_poller_id")?,
+            assigned_at: row.try_get("assigned_at")?,
+            placement_reason: row.try_get("placement_reason")?,
+        })
+    }
+}
+
+/// The newest result of one location.
+#[derive(Debug, Clone)]
+pub struct LocationStatusRow {
+    pub monitor_id: String,
+    pub region: String,
+    pub status: StatusRow,
+}
+
+const STATUS_COLUMNS: &str =
+    "monitor_id, status, poller_id, last_result_at, latency_ms, message, next_due_at";
+
+fn status_row(row: &AnyRow) -> sqlx::Result<StatusRow> {
+    Ok(StatusRow {
+        status: row.try_get("status")?,
+        poller_id: row.try_get("poller_id")?,
+        last_result_at: row.try_get("last_result_at")?,
+        latency_ms: row.try_get("latency_ms")?,
+        message: row.try_get("message")?,
+        next_due_at: row.try_get("next_due_at")?,
+    })
+}
+
+impl Store {
+    /// The locations of these monitors (all monitors' with `None`).
+    pub async fn locations_of(&self, ids: Option<&[String]>) -> anyhow::Result<Vec<LocationRow>> {
+        const COLUMNS: &str =
+            "monitor_id, region, assigned_poller_id, assigned_at, placement_reason";
+        let Some(ids) = ids else {
+            let sql = format!("SELECT {COLUMNS} FROM monitor_locations");
+            return Ok(sqlx::query_as(&sql).fetch_all(&self.pool).await?);
+        };
+        let mut rows = Vec::new();
+        for chunk in ids.chunks(500) {
+            let sql = format!(
+                "SELECT {COLUMNS} FROM monitor_locations WHERE monitor_id IN ({})",
+                placeholders(1, chunk.len())
+            );
+            let mut query = sqlx::query_as(&sql);
+            for id in chunk {
+                query = query.bind(id);
+            }
+            rows.extend(query.fetch_all(&self.pool).await?);
+        }
+        Ok(rows)
+    }
+
+    /// The newest result of each of these monitors (all monitors' with `None`), by monitor.
+    pub async fn monitor_statuses(
+        &self,
+        ids: Option<&[String]>,
+    ) -> anyhow::Result<HashMap<String, StatusRow>> {
+        let rows = self.status_rows("monitor_status", "", ids).await?;
+        rows.iter()
+            .map(|row| Ok((row.try_get("monitor_id")?, status_row(row)?)))
+            .collect()
+    }
+
+    /// The newest result of each location of these monitors (all with `None`).
+    pub async fn location_statuses(
+        &self,
+        ids: Option<&[String]>,
+    ) -> anyhow::Result<Vec<LocationStatusRow>> {
+        let rows = self.status_rows("location_status", "region, ", ids).await?;
+        rows.iter()
+            .map(|row| {
+                Ok(LocationStatusRow {
+                    monitor_id: row.try_get("monitor_id")?,
+                    region: row.try_get("region")?,
+                    status: status_row(row)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn status_rows(
+        &self,
+        table: &str,
+        extra: &str,
+        ids: Option<&[String]>,
+    ) -> anyhow::Result<Vec<AnyRow>> {
+        let Some(ids) = ids else {
+            let sql = format!("SELECT {extra}{STATUS_COLUMNS} FROM {table}");
+            return Ok(sqlx::query(&sql).fetch_all(&self.pool).await?);
+        };
+        let mut rows = Vec::new();
+        for chunk in ids.chunks(500) {
+            let sql = format!(
+                "SELECT {extra}{STATUS_COLUMNS} FROM {table} WHERE monitor_id IN ({})",
+                placeholders(1, chunk.len())
+            );
+            let mut query = sqlx::query(&sql);
+            for id in chunk {
+                query = query.bind(id);
+            }
+            rows.extend(query.fetch_all(&self.pool).await?);
+        }
+        Ok(rows)
+    }
+}

@@ -1,0 +1,203 @@
+//! Multi-location monitors with real agents: three agents in three regions check one target,
+//! which fails for the locations the test chooses (it tells them apart by the `User-Agent`).
+//! One failing location makes the monitor `degraded`, two (the quorum) `down`; a location
+//! whose agent is gone is `unknown` and counts neither way.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use e2e::{eventually, Agent, Central};
+use reqwest::Method;
+use serde_json::{json, Value};
+
+/// A target that answers 503 to the agents named in `failing` and 200 to everyone else.
+#[derive(Clone, Default)]
+struct RegionalTarget {
+    url: String,
+    failing: Arc<Mutex<HashSet<String>>>,
+}
+
+impl RegionalTarget {
+    async fn start() -> anyhow::Result<RegionalTarget> {
+        let mut target = RegionalTarget::default();
+        let failing = target.failing.clone();
+        let router = axum::Router::new().fallback(move |headers: axum::http::HeaderMap| {
+            let failing = failing.clone();
+            async move {
+                let agent = headers
+                    .get("user-agent")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default()
+                    .to_string();
+                let fails = failing
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .any(|name| agent.contains(&format!("({name})")));
+                if fails {
+                    (axum::http::StatusCode::SERVICE_UNAVAILABLE, "failing here")
+                } else {
+                    (axum::http::StatusCode::OK, "fine")
+                }
+            }
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        target.url = format!("http://{}/health", listener.local_addr()?);
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        Ok(target)
+    }
+
+    fn fail_for(&self, names: &[&str]) {
+        *self.failing.lock().unwrap() = names.iter().map(|n| n.to_string()).collect();
+    }
+}
+
+async fn start_agent(central: &Central, name: &str, region: &str) -> anyhow::Result<Agent> {
+    let token = central.registration_token().await?;
+    Agent::start_with(
+        &central.url,
+        Some(token),
+        &central.dir.path().join(name),
+        &[("POLLER_NAME", name), ("POLLER_REGION", region)],
+    )
+    .await
+}
+
+/// Waits until the monitor's status is `wanted` with these location statuses (by region).
+async fn wait_for(
+    central: &Central,
+    monitor: &str,
+    wanted: &str,
+    locations: &[(&str, &str)],
+) -> anyhow::Result<Value> {
+    eventually(
+        Duration::from_secs(40),
+        &format!("status {wanted} with locations {locations:?}"),
+        || async {
+            let status = central.status(monitor).await.ok()?;
+            let each = status["locations"].as_array()?;
+            let matches = locations.iter().all(|(region, expected)| {
+                each.iter()
+                    .any(|l| l["region"] == *region && l["status"] == *expected)
+            });
+            (status["status"] == wanted && matches).then_some(status)
+        },
+    )
+    .await
+}
+
+async fn listed(central: &Central, query: &str) -> anyhow::Result<Vec<Value>> {
+    let (code, page) = central
+        .admin(Method::GET, &format!("/api/v1/monitors?{query}"), None)
+        .await?;
+    anyhow::ensure!(code == 200, "listing monitors: {code} {page}");
+    Ok(page["items"].as_array().cloned().unwrap_or_default())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quorum_of_locations_decides_down_and_a_lone_failure_is_degraded() -> anyhow::Result<()> {
+    let central = Central::start_with(&[("CENTRAL_OFFLINE_AFTER", "4s")]).await?;
+    let target = RegionalTarget::start().await?;
+    let _eu = start_agent(&central, "eu-1", "eu").await?;
+    let _us = start_agent(&central, "us-1", "us").await?;
+    let mut ap = start_agent(&central, "ap-1", "ap").await?;
+
+    // Regions with no poller yet are fine: their location waits, unplaced, for one.
+    let monitor = central
+        .create_monitor(
+            json!({"name": "everywhere", "kind": "http", "target": target.url,
+            "interval_ms": 5000, "poller_mode": "multi", "poller_regions": ["eu", "us", "ap"]}),
+        )
+        .await?;
+    let all_up = [("eu", "up"), ("us", "up"), ("ap", "up")];
+    let status = wait_for(&central, &monitor, "up", &all_up).await?;
+    assert_eq!(status["quorum"], 2, "a majority of three: {status}");
+
+    // Each location runs on the agent of its region.
+    let (_, pollers) = central.admin(Method::GET, "/api/v1/pollers", None).await?;
+    for location in status["locations"].as_array().unwrap() {
+        let poller = pollers["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["id"] == location["poller_id"])
+            .expect("the location's poller is registered");
+        assert_eq!(poller["region"], location["region"], "{location}");
+    }
+
+    target.fail_for(&["eu-1"]);
+    let degraded = wait_for(
+        &central,
+        &monitor,
+        "degraded",
+        &[("eu", "down"), ("us", "up"), ("ap", "up")],
+    )
+    .await?;
+    assert!(
+        degraded["reason"].as_str().unwrap().contains("1 of 3"),
+        "{degraded}"
+    );
+    let ids = |items: &[Value]| -> Vec<String> {
+        items
+            .iter()
+            .map(|m| m["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        ids(&listed(&central, "status=degraded").await?),
+        [monitor.as_str()]
+    );
+    assert!(listed(&central, "status=down").await?.is_empty());
+
+    target.fail_for(&["eu-1", "us-1"]);
+    wait_for(
+        &central,
+        &monitor,
+        "down",
+        &[("eu", "down"), ("us", "down"), ("ap", "up")],
+    )
+    .await?;
+    let down = listed(&central, "status=down&region=ap").await?;
+    assert_eq!(ids(&down), [monitor.as_str()]);
+    assert_eq!(down[0]["status"], "down", "the list carries the status");
+    assert!(listed(&central, "region=sa").await?.is_empty());
+
+    target.fail_for(&[]);
+    wait_for(&central, &monitor, "up", &all_up).await?;
+
+    // Every result names the location it was checked from, and came from that region's agent.
+    let results = central.results(&monitor).await?;
+    let regions: HashSet<&str> = results
+        .iter()
+        .map(|r| r["region"].as_str().expect("a located result"))
+        .collect();
+    assert_eq!(regions, HashSet::from(["eu", "us", "ap"]));
+
+    // The Asian agent goes away: its location is unknown, not down, and the monitor stays up.
+    ap.kill().await;
+    let status = wait_for(
+        &central,
+        &monitor,
+        "up",
+        &[("eu", "up"), ("us", "up"), ("ap", "unknown")],
+    )
+    .await?;
+    assert!(
+        status["reason"]
+            .as_str()
+            .unwrap()
+            .contains("1 location unknown"),
+        "{status}"
+    );
+    // Unknown never counts as down: one real failure more is still only degraded.
+    target.fail_for(&["eu-1"]);
+    wait_for(
+        &central,
+        &monitor,
+        "degraded",
+        &[("eu", "down"), ("us", "up"), ("ap", "unknown")],
+    )
+    .await?;
+    Ok(())
+}
