@@ -189,6 +189,7 @@ async fn run(options: &Options, target: &str) {
             timeout_ms: 5_000,
             settings: Default::default(),
             revision: 1,
+            phase_ms: None,
         })
         .collect();
     tokio::spawn(runner.run(updates_rx, stop_rx));

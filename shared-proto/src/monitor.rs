@@ -346,6 +346,11 @@ pub struct AssignedMonitor {
     pub settings: Map<String, Value>,
     /// Assignment version at which this monitor's spec last changed.
     pub revision: i64,
+    /// When in its interval to check, in ms past each UTC multiple of the interval. Set for the
+    /// locations of a multi-location monitor, each a different share of the interval, so that
+    /// its checks from several places are spread out rather than fired together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase_ms: Option<u64>,
 }
 
 /// Whether a name has nothing to read: only whitespace and control characters. The OpenAPI

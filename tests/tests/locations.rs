@@ -126,6 +126,28 @@ async fn a_quorum_of_locations_decides_down_and_a_lone_failure_is_degraded() -> 
         assert_eq!(poller["region"], location["region"], "{location}");
     }
 
+    // The three locations check at different thirds of the interval, not together: their first
+    // results' offsets within the 5 s interval are at least a second apart (1.67 s planned).
+    let first = central.results(&monitor).await?;
+    let mut offsets: Vec<i64> = ["eu", "us", "ap"]
+        .iter()
+        .map(|region| {
+            let result = first
+                .iter()
+                .find(|r| r["region"] == *region)
+                .expect("a result");
+            let ts = chrono::DateTime::parse_from_rfc3339(result["ts"].as_str().unwrap()).unwrap();
+            ts.timestamp_millis().rem_euclid(5_000)
+        })
+        .collect();
+    offsets.sort();
+    let gaps = [
+        offsets[1] - offsets[0],
+        offsets[2] - offsets[1],
+        offsets[0] + 5_000 - offsets[2],
+    ];
+    assert!(gaps.iter().all(|gap| *gap >= 1_000), "offsets {offsets:?}");
+
     target.fail_for(&["eu-1"]);
     let degraded = wait_for(
         &central,

@@ -133,12 +133,12 @@ impl App {
         let version = self.store.assignment_version().await?;
         let floor = self.store.assignment_log_floor().await?;
         if since_version <= 0 || since_version < floor || since_version > version {
-            let upserts = self
-                .store
-                .monitors_assigned_to(&poller.id)
-                .await?
+            let rows = self.store.monitors_assigned_to(&poller.id).await?;
+            let ids: Vec<String> = rows.iter().map(|m| m.id.clone()).collect();
+            let located_here = self.locations_on(poller, &ids).await?;
+            let upserts = rows
                 .iter()
-                .map(assigned_monitor)
+                .map(|m| assigned_monitor(m, located_here.get(&m.id)))
                 .collect::<anyhow::Result<_>>()?;
             return Ok(AssignmentsResponse {
                 version,
@@ -152,23 +152,16 @@ impl App {
             .changed_monitors_for(&poller.id, since_version)
             .await?;
         let current = self.store.monitors_by_ids(&changed).await?;
-        let located_here: Vec<String> = self
-            .store
-            .locations_of(Some(&changed))
-            .await?
-            .into_iter()
-            .filter(|l| l.assigned_poller_id.as_deref() == Some(poller.id.as_str()))
-            .map(|l| l.monitor_id)
-            .collect();
+        let located_here = self.locations_on(poller, &changed).await?;
         // The log says what changed; the monitors table says what it is now.
         let upserts: Vec<AssignedMonitor> = current
             .iter()
             .filter(|m| {
                 let here = m.assigned_poller_id.as_deref() == Some(poller.id.as_str())
-                    || located_here.contains(&m.id);
+                    || located_here.contains_key(&m.id);
                 here && !m.paused
             })
-            .map(assigned_monitor)
+            .map(|m| assigned_monitor(m, located_here.get(&m.id)))
             .collect::<anyhow::Result<_>>()?;
         let mut removes = Vec::new();
         for id in &changed {
@@ -183,6 +176,22 @@ impl App {
             upserts,
             removes,
         })
+    }
+
+    /// Of these monitors, those with a location on `poller`, and the location's region.
+    async fn locations_on(
+        &self,
+        poller: &PollerRow,
+        monitor_ids: &[String],
+    ) -> ApiResult<HashMap<String, String>> {
+        Ok(self
+            .store
+            .locations_of(Some(monitor_ids))
+            .await?
+            .into_iter()
+            .filter(|l| l.assigned_poller_id.as_deref() == Some(poller.id.as_str()))
+            .map(|l| (l.monitor_id, l.region))
+            .collect())
     }
 
     /// `assignments_for`, but when nothing changed waits up to `wait` for a change (long
@@ -317,8 +326,14 @@ fn placement_of(monitor: &MonitorRow) -> anyhow::Result<Placement> {
     })
 }
 
-/// A stored monitor as its agent gets it; a corrupt row is an error, never silently left out.
-fn assigned_monitor(row: &MonitorRow) -> anyhow::Result<AssignedMonitor> {
+/// A stored monitor as its agent gets it (for a location of a multi-location monitor, with that
+/// location's share of the interval as its phase); a corrupt row is an error, never silently
+/// left out.
+fn assigned_monitor(row: &MonitorRow, region: Option<&String>) -> anyhow::Result<AssignedMonitor> {
+    let regions = row.regions()?;
+    let phase_ms = region
+        .and_then(|r| regions.iter().position(|x| x == r))
+        .map(|index| row.interval_ms.max(0) as u64 * index as u64 / regions.len() as u64);
     let settings: HashMap<String, serde_json::Value> = serde_json::from_str(&row.settings)?;
     Ok(AssignedMonitor {
         id: stored_id(&row.id)?,
@@ -330,5 +345,6 @@ fn assigned_monitor(row: &MonitorRow) -> anyhow::Result<AssignedMonitor> {
         timeout_ms: row.timeout_ms.max(0) as u64,
         settings: settings.into_iter().collect(),
         revision: row.revision,
+        phase_ms,
     })
 }

@@ -162,6 +162,9 @@ pub struct Engine {
     /// The first `now` seen: first runs fall on a grid from here, so identical monitors added
     /// at different times still line up (and coalesce).
     anchor: Option<Instant>,
+    /// A monotonic instant with its wall time, for monitors whose checks are phased against
+    /// the wall clock (`phase_ms`).
+    wall: Option<(Instant, i64)>,
 }
 
 impl Engine {
@@ -181,7 +184,13 @@ impl Engine {
             events: Vec::new(),
             rng,
             anchor: None,
+            wall: None,
         }
+    }
+
+    /// Tells the engine the wall time (ms since the epoch) at `now`, for `phase_ms`.
+    pub fn note_wall_time(&mut self, now: Instant, wall_ms: i64) {
+        self.wall = Some((now, wall_ms));
     }
 
     pub fn len(&self) -> usize {
@@ -212,10 +221,22 @@ impl Engine {
                 }
             }
             None => {
+                let wall_phase = spec.phase_ms;
                 let state = MonitorState::new(spec);
                 let anchor = *self.anchor.get_or_insert(now);
-                let offset = phase(state.key.stable_hash(), state.interval());
-                let first = next_on_grid(anchor + offset, state.interval(), now);
+                let first = match (wall_phase, self.wall) {
+                    (Some(phase_ms), Some((at, wall_ms))) => {
+                        let interval_ms = state.interval().as_millis().max(1) as i64;
+                        let wall_now =
+                            wall_ms + now.saturating_duration_since(at).as_millis() as i64;
+                        let wait = (phase_ms as i64 - wall_now).rem_euclid(interval_ms);
+                        later(now, Duration::from_millis(wait as u64))
+                    }
+                    _ => {
+                        let offset = phase(state.key.stable_hash(), state.interval());
+                        next_on_grid(anchor + offset, state.interval(), now)
+                    }
+                };
                 self.scheduler.schedule(id, first);
                 self.monitors.insert(id, state);
             }

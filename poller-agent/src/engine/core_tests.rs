@@ -35,6 +35,7 @@ pub(super) fn monitor(url: &str, interval_ms: u64, settings: Value) -> AssignedM
         timeout_ms: 1000,
         settings: settings.as_object().cloned().unwrap_or_default(),
         revision: 1,
+        phase_ms: None,
     }
 }
 
@@ -560,4 +561,25 @@ fn a_monitor_moved_while_waiting_for_a_host_slot_returns_the_slot_it_took() {
         "{ids:?}"
     );
     assert!(ids.contains(&y_id) || ids.contains(&x_id));
+}
+
+#[test]
+fn a_phased_monitor_first_runs_at_its_share_of_the_wall_clock_interval() {
+    let t0 = Instant::now();
+    let mut engine = engine();
+    // Wall time 1_000 ms past a multiple of the 5 s interval.
+    engine.note_wall_time(t0, 1_800_000_001_000);
+    let mut located = monitor("http://a.test/", 5_000, json!({}));
+    located.phase_ms = Some(3_000);
+    let mut earlier = monitor("http://b.test/", 5_000, json!({}));
+    earlier.phase_ms = Some(500);
+    let (a, b) = (located.id, earlier.id);
+    engine.upsert(located, t0);
+    engine.upsert(earlier, t0);
+    assert_eq!(engine.due_at(a), Some(t0 + Duration::from_millis(2_000)));
+    assert_eq!(
+        engine.due_at(b),
+        Some(t0 + Duration::from_millis(4_500)),
+        "a phase already passed in this interval waits for the next"
+    );
 }

@@ -98,6 +98,7 @@ mod tests {
             timeout_ms: 1000,
             settings: settings.as_object().unwrap().clone(),
             revision: 1,
+            phase_ms: None,
         }
     }
 

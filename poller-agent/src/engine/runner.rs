@@ -182,6 +182,7 @@ impl Runner {
                 }
                 update = updates.recv() => {
                     let now = self.clock.now();
+                    engine.note_wall_time(now, self.clock.wall().timestamp_millis());
                     match update {
                         Some(AssignmentUpdate::Replace(monitors)) => engine.replace_all(monitors, now),
                         Some(AssignmentUpdate::Delta { upserts, removes }) => {
