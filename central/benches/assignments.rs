@@ -70,6 +70,7 @@ fn spec(i: usize) -> MonitorSpec {
         poller_capability: None,
         poller_regions: None,
         quorum: None,
+        notification_channel_ids: Vec::new(),
         failover: None,
         paused: false,
     }

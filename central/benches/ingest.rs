@@ -114,6 +114,7 @@ async fn ingest(options: &Options, database_url: &str) -> (f64, Vec<Duration>, U
                 poller_capability: None,
                 poller_regions: None,
                 quorum: None,
+                notification_channel_ids: Vec::new(),
                 failover: None,
                 paused: false,
             })

@@ -131,6 +131,7 @@ fn sample_monitors(target: &str, central: &str) -> Vec<MonitorSpec> {
         poller_capability: None,
         poller_regions: None,
         quorum: None,
+        notification_channel_ids: Vec::new(),
         failover: None,
         paused: false,
     };

@@ -3,6 +3,7 @@
 //! Requests flow one way: `api` (router and thin handlers) → `service` (domain rules) →
 //! `store` (all SQL). Background work (`liveness`) goes through `service` as well.
 
+pub mod alerting;
 pub mod api;
 pub mod config;
 #[cfg(feature = "demo")]
@@ -12,6 +13,7 @@ pub mod leadership;
 pub mod liveness;
 pub mod maintenance;
 pub mod metrics;
+pub mod notify;
 pub mod service;
 pub mod store;
 pub mod telemetry;
@@ -95,6 +97,8 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<Running> {
     wakeups::spawn(app.clone());
     let leadership = leadership::spawn(app.clone(), leadership::replica_name(addr));
     liveness::spawn(app.clone(), leadership.clone());
+    alerting::spawn(app.clone(), leadership.clone());
+    notify::dispatch::spawn(app.clone(), leadership.clone(), app.notifier.clone());
     maintenance::spawn(app.clone(), leadership);
     if let Some(listener) = metrics_listener {
         let router = api::metrics_router(app.clone());

@@ -10,6 +10,8 @@ pub struct Metrics {
     pub results_duplicate: Counter,
     pub results_rejected: Counter,
     pub registrations: Counter,
+    pub notifications_delivered: Counter,
+    pub notification_attempts_failed: Counter,
 }
 
 impl Metrics {
@@ -19,6 +21,18 @@ impl Metrics {
         let results_duplicate = Counter::default();
         let results_rejected = Counter::default();
         let registrations = Counter::default();
+        let notifications_delivered = Counter::default();
+        let notification_attempts_failed = Counter::default();
+        registry.register(
+            "notifications_delivered",
+            "Notifications a receiver accepted",
+            notifications_delivered.clone(),
+        );
+        registry.register(
+            "notification_attempts_failed",
+            "Delivery attempts that failed (each is retried until a day has passed)",
+            notification_attempts_failed.clone(),
+        );
         registry.register(
             "results_accepted",
             "Results stored",
@@ -45,6 +59,8 @@ impl Metrics {
             results_duplicate,
             results_rejected,
             registrations,
+            notifications_delivered,
+            notification_attempts_failed,
         }
     }
 

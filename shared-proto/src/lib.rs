@@ -7,6 +7,7 @@ pub mod bounded;
 pub mod duration;
 pub mod error;
 pub mod monitor;
+pub mod notifications;
 pub mod poller_api;
 pub mod settings;
 pub mod settings_api;

@@ -168,6 +168,10 @@ pub struct MonitorSpec {
     pub failover: Option<bool>,
     #[serde(default)]
     pub paused: bool,
+    /// Channels told of this monitor's status changes, beside the default channels.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_items = 20))]
+    pub notification_channel_ids: Vec<Uuid>,
 }
 
 impl MonitorSpec {
@@ -193,6 +197,12 @@ impl MonitorSpec {
         )?;
         if let Some(capability) = &self.poller_capability {
             validate_label("poller_capability", capability)?;
+        }
+        if self.notification_channel_ids.len() > 20 {
+            return Err(ValidationError::new(
+                "notification_channel_ids",
+                "at most 20 channels; make a channel the default to reach every monitor",
+            ));
         }
         Ok(())
     }
@@ -225,6 +235,7 @@ impl MonitorSpec {
             quorum,
             failover,
             paused,
+            notification_channel_ids,
         } = patch;
         if let Some(v) = name {
             self.name = v;
@@ -268,6 +279,9 @@ impl MonitorSpec {
         if let Some(v) = paused {
             self.paused = v;
         }
+        if let Some(v) = notification_channel_ids {
+            self.notification_channel_ids = v;
+        }
     }
 }
 
@@ -309,6 +323,8 @@ pub struct MonitorPatch {
     pub quorum: Option<Option<u32>>,
     pub failover: Option<bool>,
     pub paused: Option<bool>,
+    #[cfg_attr(feature = "openapi", schema(max_items = 20))]
+    pub notification_channel_ids: Option<Vec<Uuid>>,
 }
 
 /// Distinguishes a missing field (`None`) from an explicit `null` (`Some(None)`).

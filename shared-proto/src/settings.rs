@@ -75,6 +75,8 @@ pub struct CommonSettings {
     pub confirm_down: u32,
     /// Consecutive passing results central needs before a down monitor is up again (resolved).
     pub confirm_up: u32,
+    /// While down (or degraded, or stale), notify again this often; 0 sends one notification.
+    pub repeat_interval_ms: u64,
     pub backoff_base_ms: u64,
     pub backoff_max_ms: u64,
     /// Consecutive failures that open the circuit breaker.
@@ -106,6 +108,7 @@ impl Default for CommonSettings {
             retry_interval_ms: 5_000,
             confirm_down: 1,
             confirm_up: 1,
+            repeat_interval_ms: 0,
             backoff_base_ms: 1_000,
             backoff_max_ms: 300_000,
             breaker_threshold: 10,
@@ -124,11 +127,12 @@ impl Default for CommonSettings {
 }
 
 impl CommonSettings {
-    pub const KEYS: [&'static str; 16] = [
+    pub const KEYS: [&'static str; 17] = [
         "retries",
         "retry_interval_ms",
         "confirm_down",
         "confirm_up",
+        "repeat_interval_ms",
         "backoff_base_ms",
         "backoff_max_ms",
         "breaker_threshold",
@@ -148,6 +152,14 @@ impl CommonSettings {
         range_check("retry_interval_ms", self.retry_interval_ms, 1_000, 300_000)?;
         range_check("confirm_down", self.confirm_down, 1, 20)?;
         range_check("confirm_up", self.confirm_up, 1, 20)?;
+        if self.repeat_interval_ms != 0 {
+            range_check(
+                "repeat_interval_ms",
+                self.repeat_interval_ms,
+                60_000,
+                7 * 86_400_000,
+            )?;
+        }
         range_check("backoff_base_ms", self.backoff_base_ms, 100, 3_600_000)?;
         range_check(
             "backoff_max_ms",

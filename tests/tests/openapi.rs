@@ -34,6 +34,13 @@ const ROUTES: &[(&str, &str)] = &[
     ("delete", "/api/v1/monitors/{id}"),
     ("get", "/api/v1/monitors/{id}/status"),
     ("get", "/api/v1/monitors/{id}/results"),
+    ("post", "/api/v1/notification-channels"),
+    ("get", "/api/v1/notification-channels"),
+    ("get", "/api/v1/notification-channels/{id}"),
+    ("patch", "/api/v1/notification-channels/{id}"),
+    ("delete", "/api/v1/notification-channels/{id}"),
+    ("post", "/api/v1/notification-channels/{id}/test"),
+    ("get", "/api/v1/notifications"),
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

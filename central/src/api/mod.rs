@@ -2,6 +2,7 @@
 
 mod client_addr;
 mod extract;
+mod notifications;
 pub mod openapi;
 mod ops;
 mod overload;
@@ -126,6 +127,21 @@ pub fn router(app: Arc<App>, options: &HttpOptions) -> Router {
         )
         .route("/monitors/{id}/status", get(settings::monitor_status))
         .route("/monitors/{id}/results", get(settings::monitor_results))
+        .route(
+            "/notification-channels",
+            post(notifications::create_channel).get(notifications::list_channels),
+        )
+        .route(
+            "/notification-channels/{id}",
+            get(notifications::get_channel)
+                .patch(notifications::update_channel)
+                .delete(notifications::delete_channel),
+        )
+        .route(
+            "/notification-channels/{id}/test",
+            post(notifications::test_channel),
+        )
+        .route("/notifications", get(notifications::list_notifications))
         .layer(DefaultBodyLimit::max(SETTINGS_BODY_LIMIT));
     let shed = middleware::from_fn_with_state(
         overload::RequestSlots::new(options.max_concurrent_requests),

@@ -13,7 +13,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{Ref, RefOr};
 use utoipa::{IntoResponses, Modify, OpenApi};
 
-use super::{ops, poller, settings};
+use super::{notifications, ops, poller, settings};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -34,6 +34,9 @@ use super::{ops, poller, settings};
         settings::create_monitor, settings::list_monitors, settings::get_monitor,
         settings::update_monitor, settings::delete_monitor, settings::monitor_status,
         settings::monitor_results,
+        notifications::create_channel, notifications::list_channels, notifications::get_channel,
+        notifications::update_channel, notifications::delete_channel, notifications::test_channel,
+        notifications::list_notifications,
     ),
     components(schemas(ErrorBody)),
     modifiers(&BearerSchemes),
@@ -42,6 +45,7 @@ use super::{ops, poller, settings};
         (name = "registration-tokens", description = "Enrolment secrets for new pollers."),
         (name = "pollers", description = "The poller registry."),
         (name = "monitors", description = "Monitors, their status and results."),
+        (name = "notifications", description = "Notification channels and the delivery log."),
         (name = "ops", description = "Probes, metrics and this document; no authentication."),
     )
 )]

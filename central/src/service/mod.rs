@@ -3,8 +3,10 @@
 //! Handlers call these; these call the store. Nothing here knows about HTTP beyond returning
 //! `ApiError`, and nothing here writes SQL.
 
+pub mod alerts;
 pub mod assignments;
 pub mod auth;
+pub mod channels;
 pub mod ingest;
 pub mod monitors;
 pub mod placement;
@@ -51,6 +53,8 @@ pub struct App {
     reconcile_lock: Mutex<()>,
     /// The newest assignment version this replica knows of; long polls wait on it.
     pub assignment_version: watch::Sender<i64>,
+    /// Sends to notification channels (test sends; the outbox dispatcher has its own handle).
+    pub notifier: crate::notify::Notifier,
     /// See `watching_since`; kept current by `leadership` from the duties lease, and this
     /// process's start until it first looks.
     watching_since: std::sync::atomic::AtomicI64,
@@ -110,6 +114,7 @@ impl App {
             key_reloads: auth::ReloadGate::new(KEY_RELOAD_GAP),
             metrics: Metrics::new(),
             reconcile_lock: Mutex::new(()),
+            notifier: crate::notify::Notifier::new()?,
             assignment_version: watch::Sender::new(version),
             watching_since: std::sync::atomic::AtomicI64::new(now_ms()),
         }))

@@ -43,6 +43,15 @@ impl App {
                 .into());
             }
         }
+        for channel in &spec.notification_channel_ids {
+            if self.store.channel(&channel.to_string()).await?.is_none() {
+                return Err(ValidationError::reference(
+                    "notification_channel_ids",
+                    format!("no notification channel with id {channel}; list them with GET /api/v1/notification-channels"),
+                )
+                .into());
+            }
+        }
         Ok(())
     }
 
@@ -213,6 +222,15 @@ fn monitor_row(id: Uuid, spec: &MonitorSpec, created_at: i64, updated_at: i64) -
             .as_ref()
             .map(|r| serde_json::Value::from(r.clone()).to_string()),
         quorum: spec.quorum.map(i64::from),
+        notification_channel_ids: (!spec.notification_channel_ids.is_empty()).then(|| {
+            serde_json::Value::from(
+                spec.notification_channel_ids
+                    .iter()
+                    .map(|id| id.to_string())
+                    .collect::<Vec<_>>(),
+            )
+            .to_string()
+        }),
         failover: spec.failover,
         paused: spec.paused,
         created_at,
@@ -248,6 +266,11 @@ fn monitor_view(row: &MonitorRow) -> anyhow::Result<MonitorView> {
         quorum: row.quorum.map(|q| q.clamp(0, i64::from(u32::MAX)) as u32),
         failover: row.failover,
         paused: row.paused,
+        notification_channel_ids: row
+            .channel_ids()?
+            .iter()
+            .map(|id| stored_id(id))
+            .collect::<anyhow::Result<_>>()?,
     };
     Ok(MonitorView {
         id: Uuid::try_parse(&row.id)?,

@@ -11,7 +11,9 @@ use super::stored_id;
 use super::tokens::page;
 use super::{auth, now_ms, time_of, App};
 use crate::error::{ApiError, ApiResult};
+use crate::store::ChannelRow;
 use crate::store::{Cursor, EventRow, HeartbeatUpdate, PollerRow, RefreshTokenRow};
+use shared_proto::notifications::{Notification, NotificationEvent, Subject};
 
 /// Refresh tokens outlive any outage an agent should ride out while still holding one.
 const REFRESH_TTL_MS: i64 = 90 * 24 * 3600 * 1000;
@@ -504,13 +506,62 @@ impl App {
     pub async fn record_status_changes(&self) -> ApiResult<usize> {
         let now = now_ms();
         let mut changed = 0;
+        let mut defaults: Option<Vec<ChannelRow>> = None;
         for poller in self.store.all_pollers().await? {
             let status = status_name(self.poller_status(&poller, now));
-            if poller.status.as_deref() != Some(status)
-                && self
-                    .store
-                    .record_poller_status(&poller.id, status, now)
-                    .await?
+            if poller.status.as_deref() == Some(status) {
+                continue;
+            }
+            let event = match (poller.status.as_deref(), status) {
+                (Some("online" | "degraded"), "offline") => Some(NotificationEvent::PollerOffline),
+                (Some("offline"), "online" | "degraded") => Some(NotificationEvent::PollerOnline),
+                _ => None,
+            };
+            let notifications = match event {
+                Some(event) => {
+                    if defaults.is_none() {
+                        defaults = Some(self.store.all_channels().await?);
+                    }
+                    let targets: Vec<&ChannelRow> =
+                        defaults.iter().flatten().filter(|c| c.is_default).collect();
+                    let name = poller.alias.clone().unwrap_or_else(|| poller.name.clone());
+                    let message = Notification {
+                        id: Uuid::nil(),
+                        event,
+                        monitor: None,
+                        poller: Some(Subject {
+                            id: stored_id(&poller.id)?,
+                            name: name.clone(),
+                        }),
+                        status: status.to_string(),
+                        previous_status: poller.status.clone(),
+                        at: time_of(now),
+                        message: match event {
+                            NotificationEvent::PollerOffline => format!(
+                                "poller {name} is offline: no heartbeat since {}",
+                                poller
+                                    .last_heartbeat_at
+                                    .map_or("ever".into(), |t| time_of(t).to_rfc3339())
+                            ),
+                            _ => format!("poller {name} is back online"),
+                        },
+                        reminder: false,
+                        locations: None,
+                    };
+                    super::alerts::outbox_rows(&targets, &message, None, Some(&poller.id))?
+                }
+                None => Vec::new(),
+            };
+            if self
+                .store
+                .record_poller_status(
+                    &poller.id,
+                    poller.status.as_deref(),
+                    status,
+                    now,
+                    &notifications,
+                )
+                .await?
             {
                 tracing::info!(poller_id = %poller.id, name = %poller.name, status, "poller status changed");
                 changed += 1;

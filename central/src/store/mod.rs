@@ -8,6 +8,7 @@ mod events;
 mod leases;
 mod locations;
 mod monitors;
+mod notifications;
 mod pollers;
 mod results;
 mod tokens;
@@ -17,6 +18,7 @@ pub use events::EventRow;
 pub use leases::LeaseState;
 pub use locations::{LocationRow, LocationStatusRow};
 pub use monitors::{AssignmentChange, MonitorRow, OwnershipRow, StatusRow};
+pub use notifications::{AlertStateRow, AlertUpdate, Attempt, ChannelRow, OutboxRow};
 pub use pollers::{HeartbeatUpdate, PollerRow};
 pub use results::{NewResult, ResultRow};
 pub use tokens::{RefreshTokenRow, RegistrationTokenRow};
@@ -115,6 +117,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "locations",
         include_str!("../../../migrations/sqlite/20261124000014_locations.sql"),
     ),
+    (
+        20261124000015,
+        "notifications",
+        include_str!("../../../migrations/sqlite/20261124000015_notifications.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -187,6 +194,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261124000014,
         "locations",
         include_str!("../../../migrations/postgres/20261124000014_locations.sql"),
+    ),
+    (
+        20261124000015,
+        "notifications",
+        include_str!("../../../migrations/postgres/20261124000015_notifications.sql"),
     ),
 ];
 

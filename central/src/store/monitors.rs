@@ -23,6 +23,8 @@ pub struct MonitorRow {
     /// JSON array, for `multi` monitors.
     pub poller_regions: Option<String>,
     pub quorum: Option<i64>,
+    /// JSON array of channel ids.
+    pub notification_channel_ids: Option<String>,
     pub failover: Option<bool>,
     pub paused: bool,
     pub created_at: i64,
@@ -51,6 +53,7 @@ impl FromRow<'_, AnyRow> for MonitorRow {
             poller_capability: row.try_get("poller_capability")?,
             poller_regions: row.try_get("poller_regions")?,
             quorum: row.try_get("quorum")?,
+            notification_channel_ids: row.try_get("notification_channel_ids")?,
             failover: row.try_get::<Option<i64>, _>("failover")?.map(|f| f != 0),
             paused: row.try_get::<i64, _>("paused")? != 0,
             created_at: row.try_get("created_at")?,
@@ -65,6 +68,14 @@ impl FromRow<'_, AnyRow> for MonitorRow {
 }
 
 impl MonitorRow {
+    /// The channels the monitor lists (beside the default channels).
+    pub fn channel_ids(&self) -> anyhow::Result<Vec<String>> {
+        match &self.notification_channel_ids {
+            Some(json) => Ok(serde_json::from_str(json)?),
+            None => Ok(Vec::new()),
+        }
+    }
+
     /// The regions of a multi-location monitor; none for the other modes.
     pub fn regions(&self) -> anyhow::Result<Vec<String>> {
         match &self.poller_regions {
@@ -110,7 +121,7 @@ pub struct StatusRow {
 
 const MONITOR_COLUMNS: &str = "id, name, kind, target, interval_ms, timeout_ms, settings, \
      poller_mode, poller_id, poller_region, poller_datacenter, poller_capability, \
-     poller_regions, quorum, failover, \
+     poller_regions, quorum, notification_channel_ids, failover, \
      paused, created_at, updated_at, revision, assigned_poller_id, previous_poller_id, \
      assigned_at, placement_reason";
 
@@ -219,9 +230,9 @@ impl Store {
             "INSERT INTO monitors (id, name, kind, target, interval_ms, timeout_ms, settings, \
              poller_mode, poller_id, poller_region, poller_datacenter, poller_capability, \
              failover, paused, created_at, updated_at, revision, placement_reason, \
-             poller_regions, quorum) \
+             poller_regions, quorum, notification_channel_ids) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-             $18, $19, $20)",
+             $18, $19, $20, $21)",
         )
         .bind(&row.id)
         .bind(&row.name)
@@ -243,6 +254,7 @@ impl Store {
         .bind(&row.placement_reason)
         .bind(&row.poller_regions)
         .bind(row.quorum)
+        .bind(&row.notification_channel_ids)
         .execute(&mut *tx)
         .await?;
         sync_locations(&mut tx, &row.id, &row.regions()?, version, row.created_at).await?;
@@ -260,7 +272,8 @@ impl Store {
             "UPDATE monitors SET name = $2, target = $3, interval_ms = $4, timeout_ms = $5, \
              settings = $6, poller_mode = $7, poller_id = $8, poller_region = $9, \
              poller_datacenter = $10, poller_capability = $11, failover = $12, paused = $13, \
-             updated_at = $14, revision = $15, poller_regions = $16, quorum = $17 \
+             updated_at = $14, revision = $15, poller_regions = $16, quorum = $17, \
+             notification_channel_ids = $18 \
              WHERE id = $1 RETURNING assigned_poller_id",
         )
         .bind(&row.id)
@@ -280,6 +293,7 @@ impl Store {
         .bind(version)
         .bind(&row.poller_regions)
         .bind(row.quorum)
+        .bind(&row.notification_channel_ids)
         .fetch_optional(&mut *tx)
         .await?;
         let Some((assigned,)) = updated else {
@@ -314,6 +328,10 @@ impl Store {
             log_change(&mut tx, version, &poller, id, now).await?;
         }
         sync_locations(&mut tx, id, &[], version, now).await?;
+        sqlx::query("DELETE FROM alert_state WHERE monitor_id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
         sqlx::query("DELETE FROM monitor_status WHERE monitor_id = $1")
             .bind(id)
             .execute(&mut *tx)

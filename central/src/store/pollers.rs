@@ -3,6 +3,7 @@
 use sqlx::any::AnyRow;
 use sqlx::{FromRow, Row};
 
+use super::OutboxRow;
 use super::{flag, Cursor, Store};
 
 #[derive(Debug, Clone)]
@@ -230,23 +231,27 @@ impl Store {
         .await
     }
 
-    /// Records a poller's new liveness status; `false` if it was recorded already (by this or
-    /// another replica), so each change is logged once.
+    /// Records a poller's new liveness status, replacing `previous`, with the notifications the
+    /// change makes; `false` if the stored status was no longer `previous` (this or another
+    /// replica recorded a change first), so each change is logged and notified once.
     pub async fn record_poller_status(
         &self,
         id: &str,
+        previous: Option<&str>,
         status: &str,
         at: i64,
+        notifications: &[OutboxRow],
     ) -> anyhow::Result<bool> {
         let _guard = self.write_lock().await;
         let mut tx = self.pool.begin().await?;
         let done = sqlx::query(
             "UPDATE pollers SET status = $2, status_since = $3 \
-             WHERE id = $1 AND (status IS NULL OR status <> $2)",
+             WHERE id = $1 AND COALESCE(status, '') = $4 AND COALESCE(status, '') <> $2",
         )
         .bind(id)
         .bind(status)
         .bind(at)
+        .bind(previous.unwrap_or_default())
         .execute(&mut *tx)
         .await?;
         if done.rows_affected() == 0 {
@@ -261,6 +266,7 @@ impl Store {
         .bind(at)
         .execute(&mut *tx)
         .await?;
+        super::notifications::insert_outbox(&mut tx, notifications).await?;
         tx.commit().await?;
         Ok(true)
     }

@@ -1,0 +1,195 @@
+//! Notification channels: the operator's CRUD and test sends, and the delivery log.
+
+use std::collections::BTreeMap;
+
+use shared_proto::notifications::{
+    ChannelKind, ChannelPatch, ChannelSpec, ChannelTestResult, DeliveryStatus, Notification,
+    NotificationEvent, NotificationView,
+};
+use shared_proto::settings_api::Page;
+use uuid::Uuid;
+
+use super::tokens::page;
+use super::{now_ms, stored_id, time_of, App};
+use crate::error::{ApiError, ApiResult};
+use crate::store::{ChannelRow, Cursor, OutboxRow};
+
+pub use shared_proto::notifications::ChannelView;
+
+impl App {
+    pub async fn create_channel(&self, spec: ChannelSpec) -> ApiResult<ChannelView> {
+        spec.validate()?;
+        let now = now_ms();
+        let row = channel_row(Uuid::new_v4(), &spec, now, now);
+        self.store.insert_channel(&row).await?;
+        Ok(channel_view(&row)?)
+    }
+
+    pub async fn get_channel(&self, id: Uuid) -> ApiResult<ChannelView> {
+        Ok(channel_view(&self.channel_row(id).await?)?)
+    }
+
+    async fn channel_row(&self, id: Uuid) -> ApiResult<ChannelRow> {
+        self.store
+            .channel(&id.to_string())
+            .await?
+            .ok_or_else(|| ApiError::NotFound(format!("no notification channel with id {id}")))
+    }
+
+    pub async fn list_channels(&self, after: &Cursor, limit: u32) -> ApiResult<Page<ChannelView>> {
+        let rows = self.store.list_channels(after, limit).await?;
+        Ok(page(
+            rows,
+            limit,
+            |r| Cursor {
+                key: r.created_at,
+                id: r.id.clone(),
+            },
+            channel_view,
+        )?)
+    }
+
+    pub async fn update_channel(&self, id: Uuid, patch: ChannelPatch) -> ApiResult<ChannelView> {
+        let current = self.channel_row(id).await?;
+        let mut spec = channel_spec(&current)?;
+        spec.apply(patch);
+        spec.validate()?;
+        let row = channel_row(id, &spec, current.created_at, now_ms());
+        if !self.store.update_channel(&row).await? {
+            return Err(ApiError::NotFound(format!(
+                "no notification channel with id {id}"
+            )));
+        }
+        Ok(channel_view(&row)?)
+    }
+
+    pub async fn delete_channel(&self, id: Uuid) -> ApiResult<()> {
+        if self.store.delete_channel(&id.to_string(), now_ms()).await? {
+            Ok(())
+        } else {
+            Err(ApiError::NotFound(format!(
+                "no notification channel with id {id}"
+            )))
+        }
+    }
+
+    /// Sends a `test` message now, outside the outbox, and says how it went.
+    pub async fn test_channel(&self, id: Uuid) -> ApiResult<ChannelTestResult> {
+        let channel = self.channel_row(id).await?;
+        let message = Notification {
+            id: Uuid::now_v7(),
+            event: NotificationEvent::Test,
+            monitor: None,
+            poller: None,
+            status: "test".into(),
+            previous_status: None,
+            at: time_of(now_ms()),
+            message: format!("a test of the notification channel {}", channel.name),
+            reminder: false,
+            locations: None,
+        };
+        let outcome = self.notifier.deliver(&channel, &message).await;
+        Ok(ChannelTestResult {
+            delivered: outcome.is_ok(),
+            error: outcome.err(),
+        })
+    }
+
+    /// The delivery log, oldest first.
+    pub async fn list_notifications(
+        &self,
+        monitor_id: Option<Uuid>,
+        channel_id: Option<Uuid>,
+        after: &Cursor,
+        limit: u32,
+    ) -> ApiResult<Page<NotificationView>> {
+        let rows = self
+            .store
+            .list_notifications(
+                monitor_id.map(|m| m.to_string()).as_deref(),
+                channel_id.map(|c| c.to_string()).as_deref(),
+                after,
+                limit,
+            )
+            .await?;
+        Ok(page(
+            rows,
+            limit,
+            |r| Cursor {
+                key: r.created_at,
+                id: r.id.clone(),
+            },
+            notification_view,
+        )?)
+    }
+}
+
+fn channel_row(id: Uuid, spec: &ChannelSpec, created_at: i64, updated_at: i64) -> ChannelRow {
+    ChannelRow {
+        id: id.to_string(),
+        name: spec.name.trim().to_string(),
+        kind: spec.kind.as_str().to_string(),
+        url: spec.url.clone(),
+        secret: spec.secret.clone(),
+        headers: serde_json::to_string(&spec.headers).unwrap_or_else(|_| "{}".into()),
+        is_default: spec.default,
+        email_from: spec.from.clone(),
+        email_to: serde_json::Value::from(spec.to.clone()).to_string(),
+        created_at,
+        updated_at,
+    }
+}
+
+fn channel_spec(row: &ChannelRow) -> anyhow::Result<ChannelSpec> {
+    Ok(ChannelSpec {
+        name: row.name.clone(),
+        kind: ChannelKind::parse(&row.kind)
+            .ok_or_else(|| anyhow::anyhow!("stored channel kind `{}`", row.kind))?,
+        url: row.url.clone(),
+        secret: row.secret.clone(),
+        headers: serde_json::from_str::<BTreeMap<String, String>>(&row.headers)?,
+        default: row.is_default,
+        from: row.email_from.clone(),
+        to: serde_json::from_str(&row.email_to)?,
+    })
+}
+
+fn channel_view(row: &ChannelRow) -> anyhow::Result<ChannelView> {
+    let spec = channel_spec(row)?;
+    Ok(ChannelView {
+        id: stored_id(&row.id)?,
+        name: spec.name,
+        kind: spec.kind,
+        url: spec.url,
+        has_secret: spec.secret.is_some(),
+        headers: spec.headers,
+        default: spec.default,
+        from: spec.from,
+        to: spec.to,
+        created_at: time_of(row.created_at),
+        updated_at: time_of(row.updated_at),
+    })
+}
+
+fn notification_view(row: &OutboxRow) -> anyhow::Result<NotificationView> {
+    let event: NotificationEvent =
+        serde_json::from_value(serde_json::Value::String(row.event.clone()))?;
+    let status = match row.status.as_str() {
+        "delivered" => DeliveryStatus::Delivered,
+        "failed" => DeliveryStatus::Failed,
+        _ => DeliveryStatus::Pending,
+    };
+    Ok(NotificationView {
+        id: stored_id(&row.id)?,
+        channel_id: stored_id(&row.channel_id)?,
+        event,
+        monitor_id: row.monitor_id.as_deref().map(stored_id).transpose()?,
+        poller_id: row.poller_id.as_deref().map(stored_id).transpose()?,
+        status,
+        attempts: row.attempts.clamp(0, i64::from(u32::MAX)) as u32,
+        last_error: row.last_error.clone(),
+        created_at: time_of(row.created_at),
+        next_attempt_at: row.next_attempt_at.map(time_of),
+        delivered_at: row.delivered_at.map(time_of),
+    })
+}

@@ -1,0 +1,387 @@
+//! Notification channels, each monitor's alerting state, and the outbox of notifications
+//! (which is also the delivery log). Alert-state changes and the notifications they cause are
+//! written in one transaction, so a notification is never lost nor made twice by a restart.
+
+use sqlx::any::AnyRow;
+use sqlx::{Any, FromRow, Row, Transaction};
+
+use super::{flag, Cursor, Store};
+
+#[derive(Debug, Clone)]
+pub struct ChannelRow {
+    pub id: String,
+    pub name: String,
+    pub kind: String,
+    pub url: Option<String>,
+    pub secret: Option<String>,
+    /// JSON object.
+    pub headers: String,
+    pub is_default: bool,
+    pub email_from: Option<String>,
+    /// JSON array.
+    pub email_to: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl FromRow<'_, AnyRow> for ChannelRow {
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
+        Ok(Self {
+            id: row.try_get("id")?,
+            name: row.try_get("name")?,
+            kind: row.try_get("kind")?,
+            url: row.try_get("url")?,
+            secret: row.try_get("secret")?,
+            headers: row.try_get("headers")?,
+            is_default: row.try_get::<i64, _>("is_default")? != 0,
+            email_from: row.try_get("email_from")?,
+            email_to: row.try_get("email_to")?,
+            created_at: row.try_get("created_at")?,
+            updated_at: row.try_get("updated_at")?,
+        })
+    }
+}
+
+const CHANNEL_COLUMNS: &str = "id, name, kind, url, secret, headers, is_default, email_from, \
+    email_to, created_at, updated_at";
+
+/// What alerting last knew of a monitor.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlertStateRow {
+    pub monitor_id: String,
+    pub status: String,
+    pub since: i64,
+    pub notified_status: Option<String>,
+    pub notified_at: Option<i64>,
+    /// JSON array of the times of recent status changes.
+    pub changes: String,
+}
+
+impl FromRow<'_, AnyRow> for AlertStateRow {
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
+        Ok(Self {
+            monitor_id: row.try_get("monitor_id")?,
+            status: row.try_get("status")?,
+            since: row.try_get("since")?,
+            notified_status: row.try_get("notified_status")?,
+            notified_at: row.try_get("notified_at")?,
+            changes: row.try_get("changes")?,
+        })
+    }
+}
+
+/// A new alert state, the one it replaces (`None`: the monitor had none), and the
+/// notifications the change makes.
+#[derive(Debug, Clone)]
+pub struct AlertUpdate {
+    pub state: AlertStateRow,
+    pub replaces: Option<AlertStateRow>,
+    pub notifications: Vec<OutboxRow>,
+}
+
+/// One notification to one channel.
+#[derive(Debug, Clone)]
+pub struct OutboxRow {
+    pub id: String,
+    pub channel_id: String,
+    pub event: String,
+    pub monitor_id: Option<String>,
+    pub poller_id: Option<String>,
+    /// The message, as JSON.
+    pub payload: String,
+    pub status: String,
+    pub attempts: i64,
+    pub last_error: Option<String>,
+    pub created_at: i64,
+    pub next_attempt_at: Option<i64>,
+    pub delivered_at: Option<i64>,
+}
+
+impl FromRow<'_, AnyRow> for OutboxRow {
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
+        Ok(Self {
+            id: row.try_get("id")?,
+            channel_id: row.try_get("channel_id")?,
+            event: row.try_get("event")?,
+            monitor_id: row.try_get("monitor_id")?,
+            poller_id: row.try_get("poller_id")?,
+            payload: row.try_get("payload")?,
+            status: row.try_get("status")?,
+            attempts: row.try_get("attempts")?,
+            last_error: row.try_get("last_error")?,
+            created_at: row.try_get("created_at")?,
+            next_attempt_at: row.try_get("next_attempt_at")?,
+            delivered_at: row.try_get("delivered_at")?,
+        })
+    }
+}
+
+const OUTBOX_COLUMNS: &str = "id, channel_id, event, monitor_id, poller_id, payload, status, \
+    attempts, last_error, created_at, next_attempt_at, delivered_at";
+
+pub(super) async fn insert_outbox(
+    tx: &mut Transaction<'_, Any>,
+    rows: &[OutboxRow],
+) -> sqlx::Result<()> {
+    for row in rows {
+        sqlx::query(
+            "INSERT INTO notifications (id, channel_id, event, monitor_id, poller_id, payload, \
+             status, attempts, created_at, next_attempt_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $7, $7)",
+        )
+        .bind(&row.id)
+        .bind(&row.channel_id)
+        .bind(&row.event)
+        .bind(&row.monitor_id)
+        .bind(&row.poller_id)
+        .bind(&row.payload)
+        .bind(row.created_at)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
+}
+
+impl Store {
+    pub async fn insert_channel(&self, row: &ChannelRow) -> anyhow::Result<()> {
+        let _guard = self.write_lock().await;
+        let sql = format!(
+            "INSERT INTO notification_channels ({CHANNEL_COLUMNS}) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+        );
+        bind_channel(sqlx::query(&sql), row)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Rewrites a channel; `false` if there is no such channel.
+    pub async fn update_channel(&self, row: &ChannelRow) -> anyhow::Result<bool> {
+        let _guard = self.write_lock().await;
+        let done = bind_channel(
+            sqlx::query(
+                "UPDATE notification_channels SET name = $2, kind = $3, url = $4, secret = $5, \
+                 headers = $6, is_default = $7, email_from = $8, email_to = $9, \
+                 created_at = $10, updated_at = $11 WHERE id = $1",
+            ),
+            row,
+        )
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Deletes a channel; its undelivered notifications are given up. `false` if unknown.
+    pub async fn delete_channel(&self, id: &str, now: i64) -> anyhow::Result<bool> {
+        let _guard = self.write_lock().await;
+        let mut tx = self.pool.begin().await?;
+        let done = sqlx::query("DELETE FROM notification_channels WHERE id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "UPDATE notifications SET status = 'failed', last_error = 'the channel was deleted', \
+             next_attempt_at = NULL WHERE channel_id = $1 AND status = 'pending'",
+        )
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+        let _ = now;
+        tx.commit().await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    pub async fn channel(&self, id: &str) -> anyhow::Result<Option<ChannelRow>> {
+        let sql = format!("SELECT {CHANNEL_COLUMNS} FROM notification_channels WHERE id = $1");
+        Ok(sqlx::query_as(&sql)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
+    pub async fn all_channels(&self) -> anyhow::Result<Vec<ChannelRow>> {
+        let sql = format!("SELECT {CHANNEL_COLUMNS} FROM notification_channels");
+        Ok(sqlx::query_as(&sql).fetch_all(&self.pool).await?)
+    }
+
+    pub async fn list_channels(
+        &self,
+        after: &Cursor,
+        limit: u32,
+    ) -> anyhow::Result<Vec<ChannelRow>> {
+        let sql = format!(
+            "SELECT {CHANNEL_COLUMNS} FROM notification_channels \
+             WHERE created_at > $1 OR (created_at = $1 AND id > $2) \
+             ORDER BY created_at, id LIMIT $3"
+        );
+        Ok(sqlx::query_as(&sql)
+            .bind(after.key)
+            .bind(&after.id)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    pub async fn alert_states(&self) -> anyhow::Result<Vec<AlertStateRow>> {
+        Ok(sqlx::query_as(
+            "SELECT monitor_id, status, since, notified_status, notified_at, changes \
+             FROM alert_state",
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Applies alert-state changes with their notifications, in one transaction. Each change
+    /// is a compare-and-set on the state it replaces, so if two replicas decide the same change
+    /// only one writes it (and its notifications); returns how many applied.
+    pub async fn record_alerts(&self, updates: &[AlertUpdate]) -> anyhow::Result<usize> {
+        if updates.is_empty() {
+            return Ok(0);
+        }
+        let _guard = self.write_lock().await;
+        let mut tx = self.pool.begin().await?;
+        let mut applied = 0;
+        for update in updates {
+            let state = &update.state;
+            let done = match &update.replaces {
+                None => sqlx::query(
+                    "INSERT INTO alert_state (monitor_id, status, since, notified_status, \
+                     notified_at, changes) VALUES ($1, $2, $3, $4, $5, $6) \
+                     ON CONFLICT (monitor_id) DO NOTHING",
+                ),
+                Some(_) => sqlx::query(
+                    "UPDATE alert_state SET status = $2, since = $3, notified_status = $4, \
+                     notified_at = $5, changes = $6 WHERE monitor_id = $1 AND status = $7 \
+                     AND COALESCE(notified_status, '') = $8 AND COALESCE(notified_at, 0) = $9",
+                ),
+            }
+            .bind(&state.monitor_id)
+            .bind(&state.status)
+            .bind(state.since)
+            .bind(&state.notified_status)
+            .bind(state.notified_at)
+            .bind(&state.changes);
+            let done = match &update.replaces {
+                None => done,
+                Some(old) => done
+                    .bind(&old.status)
+                    .bind(old.notified_status.clone().unwrap_or_default())
+                    .bind(old.notified_at.unwrap_or(0)),
+            }
+            .execute(&mut *tx)
+            .await?;
+            if done.rows_affected() == 1 {
+                insert_outbox(&mut tx, &update.notifications).await?;
+                applied += 1;
+            }
+        }
+        tx.commit().await?;
+        Ok(applied)
+    }
+
+    /// Undelivered notifications, oldest first.
+    pub async fn pending_notifications(&self, limit: u32) -> anyhow::Result<Vec<OutboxRow>> {
+        let sql = format!(
+            "SELECT {OUTBOX_COLUMNS} FROM notifications WHERE status = 'pending' \
+             ORDER BY created_at, id LIMIT $1"
+        );
+        Ok(sqlx::query_as(&sql)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    /// Records one delivery attempt: delivered, retry at `next_attempt_at`, or given up.
+    pub async fn record_attempt(
+        &self,
+        id: &str,
+        outcome: Attempt<'_>,
+        now: i64,
+    ) -> anyhow::Result<()> {
+        let _guard = self.write_lock().await;
+        let query = match outcome {
+            Attempt::Delivered => sqlx::query(
+                "UPDATE notifications SET status = 'delivered', attempts = attempts + 1, \
+                 delivered_at = $2, next_attempt_at = NULL WHERE id = $1 AND status = 'pending'",
+            )
+            .bind(id)
+            .bind(now),
+            Attempt::Retry { error, at } => sqlx::query(
+                "UPDATE notifications SET attempts = attempts + 1, last_error = $2, \
+                 next_attempt_at = $3 WHERE id = $1 AND status = 'pending'",
+            )
+            .bind(id)
+            .bind(error)
+            .bind(at),
+            Attempt::GiveUp { error } => sqlx::query(
+                "UPDATE notifications SET status = 'failed', attempts = attempts + 1, \
+                 last_error = $2, next_attempt_at = NULL WHERE id = $1 AND status = 'pending'",
+            )
+            .bind(id)
+            .bind(error),
+        };
+        query.execute(&self.pool).await?;
+        Ok(())
+    }
+
+    /// The delivery log, oldest first, optionally for one monitor and/or channel.
+    pub async fn list_notifications(
+        &self,
+        monitor_id: Option<&str>,
+        channel_id: Option<&str>,
+        after: &Cursor,
+        limit: u32,
+    ) -> anyhow::Result<Vec<OutboxRow>> {
+        let sql = format!(
+            "SELECT {OUTBOX_COLUMNS} FROM notifications \
+             WHERE (created_at > $1 OR (created_at = $1 AND id > $2)) \
+             AND ($3 = '' OR monitor_id = $3) AND ($4 = '' OR channel_id = $4) \
+             ORDER BY created_at, id LIMIT $5"
+        );
+        Ok(sqlx::query_as(&sql)
+            .bind(after.key)
+            .bind(&after.id)
+            .bind(monitor_id.unwrap_or_default())
+            .bind(channel_id.unwrap_or_default())
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    /// Drops delivered and failed notifications created before `before`.
+    pub async fn prune_notifications(&self, before: i64) -> anyhow::Result<u64> {
+        let _guard = self.write_lock().await;
+        let done =
+            sqlx::query("DELETE FROM notifications WHERE status <> 'pending' AND created_at < $1")
+                .bind(before)
+                .execute(&self.pool)
+                .await?;
+        Ok(done.rows_affected())
+    }
+}
+
+/// The outcome of one delivery attempt.
+#[derive(Debug, Clone, Copy)]
+pub enum Attempt<'a> {
+    Delivered,
+    Retry { error: &'a str, at: i64 },
+    GiveUp { error: &'a str },
+}
+
+fn bind_channel<'q>(
+    query: sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>,
+    row: &'q ChannelRow,
+) -> sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>> {
+    query
+        .bind(&row.id)
+        .bind(&row.name)
+        .bind(&row.kind)
+        .bind(&row.url)
+        .bind(&row.secret)
+        .bind(&row.headers)
+        .bind(flag(row.is_default))
+        .bind(&row.email_from)
+        .bind(&row.email_to)
+        .bind(row.created_at)
+        .bind(row.updated_at)
+}

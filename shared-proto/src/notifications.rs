@@ -1,0 +1,473 @@
+//! Notification channels as the operator writes them, the delivery log, and the message a
+//! receiver gets. Validation only; sending is central's `notify`.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::ValidationError;
+
+const MAX_NAME_LEN: usize = 200;
+const MAX_URL_LEN: usize = 2048;
+const MAX_HEADERS: usize = 20;
+const MAX_RECIPIENTS: usize = 20;
+
+/// How a channel delivers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum ChannelKind {
+    /// The message as JSON, optionally signed (`X-Signature-256`).
+    Webhook,
+    /// `{"text": …}` for Slack (and compatible) incoming webhooks.
+    Slack,
+    /// An Alertmanager webhook (version 4) payload.
+    Alertmanager,
+    /// A plain-text mail through SMTP.
+    Email,
+}
+
+impl ChannelKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChannelKind::Webhook => "webhook",
+            ChannelKind::Slack => "slack",
+            ChannelKind::Alertmanager => "alertmanager",
+            ChannelKind::Email => "email",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        [Self::Webhook, Self::Slack, Self::Alertmanager, Self::Email]
+            .into_iter()
+            .find(|k| k.as_str() == text)
+    }
+}
+
+/// `POST /api/v1/notification-channels`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ChannelSpec {
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 200))]
+    pub name: String,
+    pub kind: ChannelKind,
+    /// `http(s)://…` for webhook, slack and alertmanager; `smtp://host:port` (or `smtps://`,
+    /// with `user:password@` if the server wants a login) for email.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_length = 2048))]
+    pub url: Option<String>,
+    /// Webhook only: signs each body with HMAC-SHA256 (`X-Signature-256: sha256=<hex>`).
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(min_length = 16, max_length = 256))]
+    pub secret: Option<String>,
+    /// Extra HTTP headers (webhook, slack, alertmanager).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Every monitor notifies this channel, beside the ones it lists.
+    #[serde(default)]
+    pub default: bool,
+    /// Email only: the sender address.
+    #[serde(default)]
+    pub from: Option<String>,
+    /// Email only: the recipients.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_items = 20))]
+    pub to: Vec<String>,
+}
+
+/// `PATCH /api/v1/notification-channels/{id}`: fields to change; `null` clears `secret`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ChannelPatch {
+    pub name: Option<String>,
+    pub url: Option<String>,
+    #[serde(default, with = "crate::monitor::double_option")]
+    pub secret: Option<Option<String>>,
+    pub headers: Option<BTreeMap<String, String>>,
+    pub default: Option<bool>,
+    pub from: Option<String>,
+    pub to: Option<Vec<String>>,
+}
+
+impl ChannelSpec {
+    pub fn apply(&mut self, patch: ChannelPatch) {
+        let ChannelPatch {
+            name,
+            url,
+            secret,
+            headers,
+            default,
+            from,
+            to,
+        } = patch;
+        if let Some(v) = name {
+            self.name = v;
+        }
+        if let Some(v) = url {
+            self.url = Some(v);
+        }
+        if let Some(v) = secret {
+            self.secret = v;
+        }
+        if let Some(v) = headers {
+            self.headers = v;
+        }
+        if let Some(v) = default {
+            self.default = v;
+        }
+        if let Some(v) = from {
+            self.from = Some(v);
+        }
+        if let Some(v) = to {
+            self.to = v;
+        }
+    }
+
+    /// Checks every field for the kind; the first failure names the field and the fix.
+    pub fn validate(&self) -> Result<(), ValidationError> {
+        crate::monitor::validate_name(&self.name)?;
+        if self.name.chars().count() > MAX_NAME_LEN {
+            return Err(ValidationError::new(
+                "name",
+                "must be at most 200 characters",
+            ));
+        }
+        let url = self.url.as_deref().ok_or_else(|| {
+            ValidationError::combination(
+                "url",
+                match self.kind {
+                    ChannelKind::Email => {
+                        "is required: the SMTP server, like smtp://mail.example.com:587"
+                    }
+                    _ => "is required: the receiver's http(s) URL",
+                },
+            )
+        })?;
+        if url.len() > MAX_URL_LEN {
+            return Err(ValidationError::new(
+                "url",
+                "must be at most 2048 characters",
+            ));
+        }
+        let parsed = url::Url::parse(url)
+            .map_err(|e| ValidationError::new("url", format!("`{url}` is not a URL ({e})")))?;
+        let schemes: &[&str] = match self.kind {
+            ChannelKind::Email => &["smtp", "smtps"],
+            _ => &["http", "https"],
+        };
+        if !schemes.contains(&parsed.scheme()) || parsed.host().is_none() {
+            return Err(ValidationError::combination(
+                "url",
+                format!(
+                    "a {} channel needs a {} URL with a host, got `{url}`",
+                    self.kind.as_str(),
+                    schemes.join(":// or ") + "://"
+                ),
+            ));
+        }
+        if let Some(secret) = &self.secret {
+            if self.kind != ChannelKind::Webhook {
+                return Err(ValidationError::combination(
+                    "secret",
+                    "only webhook channels sign their messages; drop it",
+                ));
+            }
+            if !(16..=256).contains(&secret.len()) {
+                return Err(ValidationError::new(
+                    "secret",
+                    "must be 16 to 256 characters (a random string, e.g. from `openssl rand -hex 32`)",
+                ));
+            }
+        }
+        if self.headers.len() > MAX_HEADERS {
+            return Err(ValidationError::new("headers", "at most 20 headers"));
+        }
+        for (name, value) in &self.headers {
+            let valid_name = !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+            if !valid_name {
+                return Err(ValidationError::new(
+                    "headers",
+                    format!("`{name}` is not a valid header name"),
+                ));
+            }
+            if value.bytes().any(|b| b.is_ascii_control() && b != b'\t') || value.len() > 4096 {
+                return Err(ValidationError::new(
+                    "headers",
+                    format!("the value of `{name}` must be printable and at most 4096 bytes"),
+                ));
+            }
+        }
+        match self.kind {
+            ChannelKind::Email => {
+                let from = self.from.as_deref().ok_or_else(|| {
+                    ValidationError::combination(
+                        "from",
+                        "is required for email: the sender address",
+                    )
+                })?;
+                check_address("from", from)?;
+                if self.to.is_empty() || self.to.len() > MAX_RECIPIENTS {
+                    return Err(ValidationError::combination(
+                        "to",
+                        "email needs 1 to 20 recipient addresses",
+                    ));
+                }
+                for address in &self.to {
+                    check_address("to", address)?;
+                }
+                if !self.headers.is_empty() {
+                    return Err(ValidationError::combination(
+                        "headers",
+                        "email channels take no HTTP headers",
+                    ));
+                }
+            }
+            _ => {
+                if self.from.is_some() || !self.to.is_empty() {
+                    return Err(ValidationError::combination(
+                        if self.from.is_some() { "from" } else { "to" },
+                        "only email channels have senders and recipients; drop it",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A mail address as `local@domain`: enough to catch typos; the SMTP server judges the rest.
+fn check_address(field: &str, address: &str) -> Result<(), ValidationError> {
+    let ok = address.len() <= 254
+        && address.split_once('@').is_some_and(|(local, domain)| {
+            !local.is_empty() && domain.contains('.') || domain == "localhost"
+        })
+        && !address
+            .bytes()
+            .any(|b| b.is_ascii_whitespace() || b.is_ascii_control() || b == b'<' || b == b'>');
+    if ok {
+        Ok(())
+    } else {
+        Err(ValidationError::new(
+            field,
+            format!("`{address}` is not a mail address like ops@example.com"),
+        ))
+    }
+}
+
+/// A stored channel. The secret is never shown again, only whether there is one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ChannelView {
+    pub id: Uuid,
+    pub name: String,
+    pub kind: ChannelKind,
+    pub url: Option<String>,
+    pub has_secret: bool,
+    pub headers: BTreeMap<String, String>,
+    pub default: bool,
+    pub from: Option<String>,
+    pub to: Vec<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// What happened, as the `event` of a notification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub enum NotificationEvent {
+    #[serde(rename = "monitor.down")]
+    MonitorDown,
+    #[serde(rename = "monitor.degraded")]
+    MonitorDegraded,
+    #[serde(rename = "monitor.up")]
+    MonitorUp,
+    #[serde(rename = "monitor.stale")]
+    MonitorStale,
+    #[serde(rename = "poller.offline")]
+    PollerOffline,
+    #[serde(rename = "poller.online")]
+    PollerOnline,
+    /// `POST …/{id}/test`.
+    #[serde(rename = "test")]
+    Test,
+}
+
+impl NotificationEvent {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::MonitorDown => "monitor.down",
+            Self::MonitorDegraded => "monitor.degraded",
+            Self::MonitorUp => "monitor.up",
+            Self::MonitorStale => "monitor.stale",
+            Self::PollerOffline => "poller.offline",
+            Self::PollerOnline => "poller.online",
+            Self::Test => "test",
+        }
+    }
+
+    /// Whether it opens (or keeps open) a problem, rather than resolving one.
+    pub fn is_problem(self) -> bool {
+        matches!(
+            self,
+            Self::MonitorDown | Self::MonitorDegraded | Self::MonitorStale | Self::PollerOffline
+        )
+    }
+}
+
+/// The object a notification is about.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Subject {
+    pub id: Uuid,
+    pub name: String,
+}
+
+/// What a receiver gets (the webhook body; the other kinds are rendered from it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Notification {
+    /// Also sent as `X-Notification-Id`; the same on every retry, so duplicates can be dropped.
+    pub id: Uuid,
+    pub event: NotificationEvent,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitor: Option<Subject>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub poller: Option<Subject>,
+    /// The status now (`down`, `degraded`, `up`, `stale`, `offline`, `online`).
+    pub status: String,
+    pub previous_status: Option<String>,
+    /// When central decided the status.
+    pub at: DateTime<Utc>,
+    pub message: String,
+    /// A reminder of a problem already notified (`repeat_interval_ms`).
+    #[serde(default)]
+    pub reminder: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locations: Option<Vec<crate::settings_api::LocationView>>,
+}
+
+/// Delivery state of one notification to one channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum DeliveryStatus {
+    /// Not delivered yet; retried with backoff.
+    Pending,
+    Delivered,
+    /// Given up (after 24 hours of attempts, or the channel was deleted).
+    Failed,
+}
+
+/// `GET /api/v1/notifications`: one row of the delivery log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct NotificationView {
+    pub id: Uuid,
+    pub channel_id: Uuid,
+    pub event: NotificationEvent,
+    pub monitor_id: Option<Uuid>,
+    pub poller_id: Option<Uuid>,
+    pub status: DeliveryStatus,
+    pub attempts: u32,
+    pub last_error: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    pub delivered_at: Option<DateTime<Utc>>,
+}
+
+/// Answer to `POST /api/v1/notification-channels/{id}/test`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ChannelTestResult {
+    pub delivered: bool,
+    /// What the receiver or the network said, when it was not delivered.
+    pub error: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn field_of(value: serde_json::Value) -> String {
+        serde_json::from_value::<ChannelSpec>(value)
+            .unwrap()
+            .validate()
+            .unwrap_err()
+            .field
+    }
+
+    #[test]
+    fn channels_are_checked_per_kind() {
+        let ok = json!({"name": "ops", "kind": "webhook", "url": "https://hooks.example.com/x", "secret": "0123456789abcdef"});
+        serde_json::from_value::<ChannelSpec>(ok)
+            .unwrap()
+            .validate()
+            .unwrap();
+        assert_eq!(field_of(json!({"name": "ops", "kind": "webhook"})), "url");
+        assert_eq!(
+            field_of(json!({"name": "ops", "kind": "slack", "url": "smtp://x.example.com"})),
+            "url"
+        );
+        assert_eq!(
+            field_of(
+                json!({"name": "ops", "kind": "slack", "url": "https://x.example.com", "secret": "0123456789abcdef"})
+            ),
+            "secret"
+        );
+        assert_eq!(
+            field_of(
+                json!({"name": "ops", "kind": "webhook", "url": "https://x.example.com", "secret": "short"})
+            ),
+            "secret"
+        );
+        assert_eq!(
+            field_of(
+                json!({"name": "ops", "kind": "webhook", "url": "https://x.example.com", "headers": {"a b": "c"}})
+            ),
+            "headers"
+        );
+        let mail = json!({"name": "ops", "kind": "email", "url": "smtp://127.0.0.1:2525", "from": "central@example.com", "to": ["ops@example.com"]});
+        serde_json::from_value::<ChannelSpec>(mail)
+            .unwrap()
+            .validate()
+            .unwrap();
+        assert_eq!(
+            field_of(
+                json!({"name": "ops", "kind": "email", "url": "smtp://127.0.0.1:2525", "to": ["ops@example.com"]})
+            ),
+            "from"
+        );
+        assert_eq!(
+            field_of(
+                json!({"name": "ops", "kind": "email", "url": "smtp://127.0.0.1:2525", "from": "c@example.com", "to": ["not an address"]})
+            ),
+            "to"
+        );
+        assert_eq!(
+            field_of(
+                json!({"name": "ops", "kind": "webhook", "url": "https://x.example.com", "to": ["ops@example.com"]})
+            ),
+            "to"
+        );
+    }
+
+    #[test]
+    fn events_have_their_contract_names() {
+        assert_eq!(
+            serde_json::to_value(NotificationEvent::MonitorDegraded).unwrap(),
+            "monitor.degraded"
+        );
+        assert_eq!(
+            serde_json::to_value(NotificationEvent::PollerOffline).unwrap(),
+            "poller.offline"
+        );
+    }
+}
