@@ -15,6 +15,7 @@ use tokio::process::{Child, Command};
 pub mod hostile;
 pub mod load_balancer;
 pub mod postgres;
+pub mod receivers;
 
 pub const ADMIN_TOKEN: &str = "e2e-admin-token-0123456789";
 

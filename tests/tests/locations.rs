@@ -4,54 +4,12 @@
 //! whose agent is gone is `unknown` and counts neither way.
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use e2e::receivers::RegionalTarget;
 use e2e::{eventually, Agent, Central};
 use reqwest::Method;
 use serde_json::{json, Value};
-
-/// A target that answers 503 to the agents named in `failing` and 200 to everyone else.
-#[derive(Clone, Default)]
-struct RegionalTarget {
-    url: String,
-    failing: Arc<Mutex<HashSet<String>>>,
-}
-
-impl RegionalTarget {
-    async fn start() -> anyhow::Result<RegionalTarget> {
-        let mut target = RegionalTarget::default();
-        let failing = target.failing.clone();
-        let router = axum::Router::new().fallback(move |headers: axum::http::HeaderMap| {
-            let failing = failing.clone();
-            async move {
-                let agent = headers
-                    .get("user-agent")
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or_default()
-                    .to_string();
-                let fails = failing
-                    .lock()
-                    .unwrap()
-                    .iter()
-                    .any(|name| agent.contains(&format!("({name})")));
-                if fails {
-                    (axum::http::StatusCode::SERVICE_UNAVAILABLE, "failing here")
-                } else {
-                    (axum::http::StatusCode::OK, "fine")
-                }
-            }
-        });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        target.url = format!("http://{}/health", listener.local_addr()?);
-        tokio::spawn(async move { axum::serve(listener, router).await });
-        Ok(target)
-    }
-
-    fn fail_for(&self, names: &[&str]) {
-        *self.failing.lock().unwrap() = names.iter().map(|n| n.to_string()).collect();
-    }
-}
 
 async fn start_agent(central: &Central, name: &str, region: &str) -> anyhow::Result<Agent> {
     let token = central.registration_token().await?;

@@ -32,7 +32,7 @@ pub struct AlertState {
     pub since: i64,
     pub notified_status: Option<String>,
     pub notified_at: Option<i64>,
-    /// When the status changed recently (within the flap window).
+    /// When the monitor went from working to not or back, recently (within the flap window).
     pub changes: Vec<i64>,
 }
 
@@ -84,9 +84,20 @@ pub fn step(
         changes: Vec::new(),
     });
     if state.status != current {
+        // Flapping is going between working and not: a move among problems (`degraded` to
+        // `down`) or out of `pending` is not a flap.
+        let working = |status: &str| match status {
+            "up" => Some(true),
+            "down" | "degraded" | "stale" => Some(false),
+            _ => None,
+        };
+        if let (Some(was), Some(is)) = (working(&state.status), working(current)) {
+            if was != is {
+                state.changes.push(now);
+            }
+        }
         state.status = current.to_string();
         state.since = now;
-        state.changes.push(now);
     }
     state
         .changes

@@ -1,0 +1,358 @@
+//! Notifications with real binaries: three agents in three regions check one multi-location
+//! monitor (quorum 2) that notifies a signed webhook (a default channel) and an Alertmanager
+//! receiver. One failing location is `degraded`, two are `down`, recovery is `up`: each told
+//! once per channel. The `up` is made while both receivers are down and central is killed and
+//! restarted before they come back: it still arrives, once. A lost agent is `poller.offline`.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use e2e::receivers::{HttpReceiver, RegionalTarget, SmtpSink};
+use e2e::{eventually, Agent, Central};
+use hmac::{Hmac, Mac};
+use reqwest::Method;
+use serde_json::{json, Value};
+use sha2::Sha256;
+
+const SECRET: &str = "a-webhook-secret-of-some-length";
+
+async fn start_agent(central: &Central, name: &str, region: &str) -> anyhow::Result<Agent> {
+    let token = central.registration_token().await?;
+    Agent::start_with(
+        &central.url,
+        Some(token),
+        &central.dir.path().join(name),
+        &[("POLLER_NAME", name), ("POLLER_REGION", region)],
+    )
+    .await
+}
+
+async fn create_channel(central: &Central, spec: Value) -> anyhow::Result<String> {
+    let (code, body) = central
+        .admin(Method::POST, "/api/v1/notification-channels", Some(spec))
+        .await?;
+    anyhow::ensure!(code == 201, "creating a channel: {code} {body}");
+    Ok(body["id"].as_str().unwrap().to_string())
+}
+
+/// The events a webhook receiver accepted, in order.
+fn webhook_events(receiver: &HttpReceiver) -> Vec<String> {
+    receiver
+        .received()
+        .iter()
+        .map(|r| r.json["event"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// The events an Alertmanager receiver accepted, in order.
+fn alertmanager_events(receiver: &HttpReceiver) -> Vec<String> {
+    receiver
+        .received()
+        .iter()
+        .map(|r| {
+            r.json["alerts"][0]["annotations"]["event"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect()
+}
+
+async fn wait_events(
+    what: &str,
+    receiver: &HttpReceiver,
+    events: fn(&HttpReceiver) -> Vec<String>,
+    wanted: &[&str],
+) -> anyhow::Result<()> {
+    eventually(Duration::from_secs(40), what, || async {
+        (events(receiver) == wanted).then_some(())
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("{e}; received {:?}", events(receiver)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_alert_reaches_every_channel_once_through_a_receiver_outage_and_a_restart(
+) -> anyhow::Result<()> {
+    let mut central = Central::start_with(&[("CENTRAL_OFFLINE_AFTER", "4s")]).await?;
+    let target = RegionalTarget::start().await?;
+    let webhook = HttpReceiver::start().await?;
+    let manager = HttpReceiver::start().await?;
+    create_channel(
+        &central,
+        json!({"name": "on-call webhook", "kind": "webhook", "url": format!("{}/hook", webhook.url),
+               "secret": SECRET, "headers": {"X-Team": "sre"}, "default": true}),
+    )
+    .await?;
+    let alertmanager = create_channel(
+        &central,
+        json!({"name": "alertmanager", "kind": "alertmanager", "url": format!("{}/api/v2/alerts", manager.url)}),
+    )
+    .await?;
+    let _eu = start_agent(&central, "eu-1", "eu").await?;
+    let _us = start_agent(&central, "us-1", "us").await?;
+    let mut ap = start_agent(&central, "ap-1", "ap").await?;
+    let monitor = central
+        .create_monitor(json!({"name": "shop", "kind": "http", "target": target.url,
+            "interval_ms": 5000, "poller_mode": "multi", "poller_regions": ["eu", "us", "ap"],
+            "notification_channel_ids": [alertmanager]}))
+        .await?;
+    central
+        .wait_for_status(&monitor, "up", Duration::from_secs(40))
+        .await?;
+
+    target.fail_for(&["eu-1"]);
+    let webhook_degraded = ["monitor.degraded"];
+    wait_events(
+        "a degraded alert",
+        &webhook,
+        webhook_events,
+        &webhook_degraded,
+    )
+    .await?;
+    wait_events(
+        "a degraded alert",
+        &manager,
+        alertmanager_events,
+        &webhook_degraded,
+    )
+    .await?;
+
+    target.fail_for(&["eu-1", "us-1"]);
+    let down = ["monitor.degraded", "monitor.down"];
+    wait_events("a down alert", &webhook, webhook_events, &down).await?;
+    wait_events("a down alert", &manager, alertmanager_events, &down).await?;
+
+    // Both receivers go down; the target recovers; central is killed and restarted before
+    // the receivers come back.
+    webhook.refuse(true);
+    manager.refuse(true);
+    target.fail_for(&[]);
+    central
+        .wait_for_status(&monitor, "up", Duration::from_secs(40))
+        .await?;
+    eventually(
+        Duration::from_secs(20),
+        "a refused delivery of `up`",
+        || async { (webhook.refused() > 0 && manager.refused() > 0).then_some(()) },
+    )
+    .await?;
+    central.kill().await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    central.restart().await?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    webhook.refuse(false);
+    manager.refuse(false);
+    let resolved = ["monitor.degraded", "monitor.down", "monitor.up"];
+    wait_events(
+        "the up, after the outage",
+        &webhook,
+        webhook_events,
+        &resolved,
+    )
+    .await?;
+    wait_events(
+        "the up, after the outage",
+        &manager,
+        alertmanager_events,
+        &resolved,
+    )
+    .await?;
+
+    // An agent lost: its location is unknown (the monitor stays up, nothing to tell about it),
+    // and the default channel hears that the poller is offline.
+    ap.kill().await;
+    let with_poller = [
+        "monitor.degraded",
+        "monitor.down",
+        "monitor.up",
+        "poller.offline",
+    ];
+    wait_events("poller offline", &webhook, webhook_events, &with_poller).await?;
+    // Time for any duplicate or stray notification to show up.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(webhook_events(&webhook), with_poller);
+    assert_eq!(alertmanager_events(&manager), resolved);
+    assert_eq!(central.status(&monitor).await?["status"], "up");
+
+    // Every delivery carries its id, no id came twice, and the webhook's are signed.
+    for receiver in [&webhook, &manager] {
+        let ids: Vec<String> = receiver
+            .received()
+            .iter()
+            .map(|r| r.notification_id.clone().expect("X-Notification-Id"))
+            .collect();
+        let distinct: HashSet<&String> = ids.iter().collect();
+        assert_eq!(
+            distinct.len(),
+            ids.len(),
+            "a notification came twice: {ids:?}"
+        );
+    }
+    for received in webhook.received() {
+        assert_eq!(
+            received.json["id"].as_str(),
+            received.notification_id.as_deref()
+        );
+        let mut mac = Hmac::<Sha256>::new_from_slice(SECRET.as_bytes())?;
+        mac.update(received.body.as_bytes());
+        let expected = format!("sha256={}", hex::encode(mac.finalize().into_bytes()));
+        assert_eq!(received.signature.as_deref(), Some(expected.as_str()));
+        assert_eq!(received.path, "/hook");
+    }
+    let last = manager.received().pop().unwrap().json;
+    assert_eq!(last["version"], "4");
+    assert_eq!(last["status"], "resolved");
+    assert_eq!(last["alerts"][0]["labels"]["id"], monitor.as_str());
+    let down_alert = &webhook.received()[1].json;
+    assert_eq!(down_alert["monitor"]["id"], monitor.as_str());
+    assert_eq!(down_alert["previous_status"], "degraded");
+    assert_eq!(down_alert["locations"].as_array().unwrap().len(), 3);
+
+    // The delivery log tells the same story, with the retries of the `up`.
+    let (_, log) = central
+        .admin(
+            Method::GET,
+            &format!("/api/v1/notifications?monitor_id={monitor}"),
+            None,
+        )
+        .await?;
+    let rows = log["items"].as_array().unwrap();
+    assert_eq!(rows.len(), 6, "{log}");
+    assert!(rows.iter().all(|r| r["status"] == "delivered"), "{log}");
+    let ups: Vec<&Value> = rows.iter().filter(|r| r["event"] == "monitor.up").collect();
+    assert!(
+        ups.iter().all(|r| r["attempts"].as_u64().unwrap() >= 2),
+        "the up was refused at least once: {log}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn channels_are_validated_tested_and_reach_mail_and_chat() -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    let sink = SmtpSink::start().await?;
+    let chat = HttpReceiver::start().await?;
+    let mail = create_channel(
+        &central,
+        json!({"name": "mail", "kind": "email", "url": sink.url, "from": "central@example.com",
+               "to": ["ops@example.com", "sre@example.com"]}),
+    )
+    .await?;
+    let slack = create_channel(
+        &central,
+        json!({"name": "chat", "kind": "slack", "url": format!("{}/services/T0/B0/x", chat.url)}),
+    )
+    .await?;
+    for channel in [&mail, &slack] {
+        let (code, answer) = central
+            .admin(
+                Method::POST,
+                &format!("/api/v1/notification-channels/{channel}/test"),
+                None,
+            )
+            .await?;
+        assert_eq!(
+            (code, &answer["delivered"]),
+            (200, &json!(true)),
+            "{answer}"
+        );
+    }
+    let mails = sink.mails();
+    assert_eq!(mails.len(), 1);
+    assert!(
+        mails[0].contains("To: ops@example.com, sre@example.com"),
+        "{}",
+        mails[0]
+    );
+    assert!(
+        mails[0].contains("a test of the notification channel mail"),
+        "{}",
+        mails[0]
+    );
+    let text = chat.received()[0].json["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(text.starts_with("[TEST]"), "{text}");
+
+    // A receiver that refuses is reported, not hidden.
+    chat.refuse(true);
+    let (_, answer) = central
+        .admin(
+            Method::POST,
+            &format!("/api/v1/notification-channels/{slack}/test"),
+            None,
+        )
+        .await?;
+    assert_eq!(answer["delivered"], false);
+    assert!(
+        answer["error"].as_str().unwrap().contains("503"),
+        "{answer}"
+    );
+
+    // Bad channels and references are refused naming the field.
+    for (spec, field) in [
+        (
+            json!({"name": "x", "kind": "webhook", "url": "ftp://example.com"}),
+            "url",
+        ),
+        (
+            json!({"name": "x", "kind": "email", "url": sink.url, "to": ["ops@example.com"]}),
+            "from",
+        ),
+        (
+            json!({"name": "x", "kind": "slack", "url": chat.url, "secret": "0123456789abcdef"}),
+            "secret",
+        ),
+    ] {
+        let (code, body) = central
+            .admin(Method::POST, "/api/v1/notification-channels", Some(spec))
+            .await?;
+        assert_eq!(code, 400, "{body}");
+        assert!(body["message"].as_str().unwrap().contains(field), "{body}");
+    }
+    let (code, body) = central
+        .admin(
+            Method::POST,
+            "/api/v1/monitors",
+            Some(json!({"name": "m", "kind": "http", "target": chat.url,
+                "notification_channel_ids": [uuid::Uuid::new_v4()]})),
+        )
+        .await?;
+    assert_eq!(code, 400, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("notification_channel_ids"),
+        "{body}"
+    );
+
+    // The secret is never shown back; a channel can be changed and deleted.
+    let (_, view) = central
+        .admin(
+            Method::GET,
+            &format!("/api/v1/notification-channels/{slack}"),
+            None,
+        )
+        .await?;
+    assert!(view.get("secret").is_none());
+    let (code, changed) = central
+        .admin(
+            Method::PATCH,
+            &format!("/api/v1/notification-channels/{slack}"),
+            Some(json!({"default": true})),
+        )
+        .await?;
+    assert_eq!((code, &changed["default"]), (200, &json!(true)));
+    let (code, _) = central
+        .admin(
+            Method::DELETE,
+            &format!("/api/v1/notification-channels/{slack}"),
+            None,
+        )
+        .await?;
+    assert_eq!(code, 204);
+    Ok(())
+}
