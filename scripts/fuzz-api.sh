@@ -73,6 +73,7 @@ ADMIN=$(python3 -c 'import secrets; print("fuzz-admin-" + secrets.token_hex(16))
     CENTRAL_PORT_FILE="$WORK/port" \
     CENTRAL_DATABASE_URL="sqlite://$WORK/central.db" \
     CENTRAL_ADMIN_TOKEN="$ADMIN" \
+    CENTRAL_NOTIFY_ALLOWED_NETWORKS=127.0.0.0/8 \
     CENTRAL_AUTH_RATE_LIMIT=0 \
     RUST_LOG="${RUST_LOG:-info}" \
     "$CENTRAL_BIN" serve >"$LOG" 2>&1

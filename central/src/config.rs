@@ -111,6 +111,11 @@ pub struct ServeArgs {
     #[arg(long, env = "CENTRAL_TRUSTED_PROXIES", value_delimiter = ',', value_parser = parse_cidr)]
     pub trusted_proxies: Vec<ipnet::IpNet>,
 
+    /// Comma-separated CIDRs notifications may be sent to (webhook, chat, Alertmanager and
+    /// SMTP hosts, after name resolution); unset, anywhere.
+    #[arg(long, env = "CENTRAL_NOTIFY_ALLOWED_NETWORKS", value_delimiter = ',', value_parser = parse_cidr)]
+    pub notify_allowed_networks: Vec<ipnet::IpNet>,
+
     /// Serve `/metrics` on this address only (and not on CENTRAL_LISTEN), so that it need not
     /// be public.
     #[arg(long, env = "CENTRAL_METRICS_LISTEN")]

@@ -204,6 +204,7 @@ impl Central {
             .env("CENTRAL_PORT_FILE", &port_file)
             .env("CENTRAL_DATABASE_URL", &self.database_url)
             .env("CENTRAL_ADMIN_TOKEN", ADMIN_TOKEN)
+            .env("CENTRAL_NOTIFY_ALLOWED_NETWORKS", "127.0.0.0/8")
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
             .stderr(log)

@@ -129,6 +129,21 @@ async fn a_quorum_of_locations_decides_down_and_a_lone_failure_is_degraded() -> 
         [monitor.as_str()]
     );
     assert!(listed(&central, "status=down").await?.is_empty());
+    // Prometheus sees the same: the monitor and each location, by region.
+    let metrics = reqwest::get(format!("{}/metrics", central.url))
+        .await?
+        .text()
+        .await?;
+    for (region, up) in [("", 0), ("eu", 0), ("us", 1), ("ap", 1)] {
+        let series = format!(
+            "central_monitor_up{{monitor_id=\"{monitor}\",name=\"everywhere\",region=\"{region}\"}} {up}"
+        );
+        assert!(metrics.contains(&series), "{series} in\n{metrics}");
+    }
+    assert!(metrics.contains(&format!(
+        "central_monitor_state{{monitor_id=\"{monitor}\",name=\"everywhere\",region=\"\",status=\"degraded\"}} 1"
+    )));
+    assert!(metrics.contains("central_poller_up{"), "{metrics}");
 
     target.fail_for(&["eu-1", "us-1"]);
     wait_for(

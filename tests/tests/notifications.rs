@@ -291,6 +291,28 @@ async fn channels_are_validated_tested_and_reach_mail_and_chat() -> anyhow::Resu
         "{answer}"
     );
 
+    // Outside the allowed networks (the harness allows loopback only), nothing is sent.
+    let elsewhere = create_channel(
+        &central,
+        json!({"name": "elsewhere", "kind": "webhook", "url": "http://192.0.2.1:9/x"}),
+    )
+    .await?;
+    let (_, answer) = central
+        .admin(
+            Method::POST,
+            &format!("/api/v1/notification-channels/{elsewhere}/test"),
+            None,
+        )
+        .await?;
+    assert_eq!(answer["delivered"], false);
+    assert!(
+        answer["error"]
+            .as_str()
+            .unwrap()
+            .contains("outside CENTRAL_NOTIFY_ALLOWED_NETWORKS"),
+        "{answer}"
+    );
+
     // Bad channels and references are refused naming the field.
     for (spec, field) in [
         (

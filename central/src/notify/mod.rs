@@ -21,10 +21,12 @@ const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Clone)]
 pub struct Notifier {
     http: reqwest::Client,
+    /// Where messages may go (`CENTRAL_NOTIFY_ALLOWED_NETWORKS`); empty: anywhere.
+    allowed: Vec<ipnet::IpNet>,
 }
 
 impl Notifier {
-    pub fn new() -> anyhow::Result<Notifier> {
+    pub fn new(allowed: Vec<ipnet::IpNet>) -> anyhow::Result<Notifier> {
         let http = reqwest::Client::builder()
             .timeout(SEND_TIMEOUT)
             .connect_timeout(Duration::from_secs(5))
@@ -32,7 +34,39 @@ impl Notifier {
             .redirect(reqwest::redirect::Policy::none())
             .user_agent(concat!("central/", env!("CARGO_PKG_VERSION")))
             .build()?;
-        Ok(Notifier { http })
+        Ok(Notifier { http, allowed })
+    }
+
+    /// Refuses a receiver whose host resolves outside the allowed networks. (The sender
+    /// resolves the name again; a name that changes its answer in between could slip through,
+    /// so allow by address where that matters.)
+    async fn check_destination(&self, url: &str) -> Result<(), String> {
+        if self.allowed.is_empty() {
+            return Ok(());
+        }
+        let parsed = url::Url::parse(url).map_err(|e| format!("the url: {e}"))?;
+        let host = parsed
+            .host_str()
+            .ok_or("the url has no host")?
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
+        let port = parsed.port_or_known_default().unwrap_or(25);
+        let addresses: Vec<std::net::SocketAddr> = tokio::net::lookup_host((host.as_str(), port))
+            .await
+            .map_err(|e| format!("resolving {host}: {e}"))?
+            .collect();
+        match addresses
+            .iter()
+            .find(|a| !self.allowed.iter().any(|net| net.contains(&a.ip())))
+        {
+            None if !addresses.is_empty() => Ok(()),
+            None => Err(format!("{host} resolves to no address")),
+            Some(outside) => Err(format!(
+                "{host} ({}) is outside CENTRAL_NOTIFY_ALLOWED_NETWORKS",
+                outside.ip()
+            )),
+        }
     }
 
     /// Delivers `message` to `channel`; the error says what the receiver or the network did.
@@ -53,6 +87,7 @@ impl Notifier {
                 .into_iter()
                 .collect();
         let sending = async {
+            self.check_destination(url).await?;
             match kind {
                 ChannelKind::Webhook => {
                     let body = serde_json::to_string(message).map_err(|e| e.to_string())?;

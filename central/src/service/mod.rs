@@ -114,7 +114,7 @@ impl App {
             key_reloads: auth::ReloadGate::new(KEY_RELOAD_GAP),
             metrics: Metrics::new(),
             reconcile_lock: Mutex::new(()),
-            notifier: crate::notify::Notifier::new()?,
+            notifier: crate::notify::Notifier::new(args.notify_allowed_networks.clone())?,
             assignment_version: watch::Sender::new(version),
             watching_since: std::sync::atomic::AtomicI64::new(now_ms()),
         }))

@@ -14,6 +14,7 @@ use shared_proto::CheckKind;
 use super::status::{self, needs_history, verdict_window, StatusInputs};
 use super::{now_ms, quorum, stored_id, time_of, App};
 use crate::error::ApiResult;
+use crate::metrics::{MonitorSample, PollerSample};
 use crate::store::{LocationRow, MonitorRow, PollerRow, StatusRow};
 
 /// Above this many monitors one read of every row is cheaper than reads by id.
@@ -38,6 +39,78 @@ fn thresholds(monitor: &MonitorRow) -> (u32, u32) {
 }
 
 impl App {
+    /// `/metrics`: the state gauges of every monitor, location and poller, then the process
+    /// counters. If the state cannot be read the counters are still served.
+    pub async fn render_metrics(&self) -> String {
+        let counters = self.metrics.render();
+        match self.state_metrics().await {
+            Ok(state) => state.trim_end().trim_end_matches("# EOF").to_string() + &counters,
+            Err(e) => {
+                tracing::warn!("reading state for /metrics failed: {e}");
+                counters
+            }
+        }
+    }
+
+    async fn state_metrics(&self) -> ApiResult<String> {
+        let monitors = self.store.all_monitors().await?;
+        let statuses = self.statuses_of(&monitors).await?;
+        let pollers = self.store.all_pollers().await?;
+        let now = now_ms();
+        let mut samples = Vec::new();
+        for (monitor, status) in monitors.iter().zip(&statuses) {
+            let up = match status.status {
+                MonitorStatus::Up => Some(1),
+                MonitorStatus::Down | MonitorStatus::Degraded => Some(0),
+                _ => None,
+            };
+            samples.push(MonitorSample {
+                monitor_id: &monitor.id,
+                name: &monitor.name,
+                region: "",
+                status: status.status.as_str(),
+                up,
+                latency_ms: status.latency_ms.map(|l| l as i64),
+            });
+            for location in &status.locations {
+                let (status, up) = match location.status {
+                    LocationStatus::Up => ("up", Some(1)),
+                    LocationStatus::Down => ("down", Some(0)),
+                    LocationStatus::Pending => ("pending", None),
+                    LocationStatus::Unknown => ("unknown", None),
+                };
+                samples.push(MonitorSample {
+                    monitor_id: &monitor.id,
+                    name: &monitor.name,
+                    region: &location.region,
+                    status,
+                    up,
+                    latency_ms: location.latency_ms.map(|l| l as i64),
+                });
+            }
+        }
+        let poller_statuses: Vec<&'static str> = pollers
+            .iter()
+            .map(|p| match self.poller_status(p, now) {
+                PollerStatus::Online => "online",
+                PollerStatus::Offline => "offline",
+                PollerStatus::Degraded => "degraded",
+            })
+            .collect();
+        let poller_samples: Vec<PollerSample> = pollers
+            .iter()
+            .zip(&poller_statuses)
+            .map(|(p, status)| PollerSample {
+                poller_id: &p.id,
+                name: p.alias.as_deref().unwrap_or(&p.name),
+                region: p.region.as_deref().unwrap_or_default(),
+                status,
+                queue_depth: p.queue_depth,
+            })
+            .collect();
+        Ok(crate::metrics::render_state(&samples, &poller_samples))
+    }
+
     /// The status of each monitor, in the order given.
     pub async fn statuses_of(&self, monitors: &[MonitorRow]) -> ApiResult<Vec<MonitorStatusView>> {
         let ids: Vec<String> = monitors.iter().map(|m| m.id.clone()).collect();
