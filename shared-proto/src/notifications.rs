@@ -51,7 +51,10 @@ impl ChannelKind {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ChannelSpec {
-    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 200))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(min_length = 1, max_length = 200, pattern = r"[^\s\x00-\x1f\x7f-\x9f]")
+    )]
     pub name: String,
     pub kind: ChannelKind,
     /// `http(s)://…` for webhook, slack and alertmanager; `smtp://host:port` (or `smtps://`,
@@ -83,9 +86,15 @@ pub struct ChannelSpec {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ChannelPatch {
+    #[cfg_attr(
+        feature = "openapi",
+        schema(min_length = 1, max_length = 200, pattern = r"[^\s\x00-\x1f\x7f-\x9f]")
+    )]
     pub name: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(max_length = 2048))]
     pub url: Option<String>,
     #[serde(default, with = "crate::monitor::double_option")]
+    #[cfg_attr(feature = "openapi", schema(min_length = 16, max_length = 256))]
     pub secret: Option<Option<String>>,
     pub headers: Option<BTreeMap<String, String>>,
     pub default: Option<bool>,
@@ -242,15 +251,27 @@ impl ChannelSpec {
     }
 }
 
-/// A mail address as `local@domain`: enough to catch typos; the SMTP server judges the rest.
+/// A mail address `local@domain` (RFC 5321 without quoted local parts or address literals):
+/// what a mail server accepts as a recipient, and what JSON Schema calls `email`.
 fn check_address(field: &str, address: &str) -> Result<(), ValidationError> {
+    const ATEXT: &[u8] = b"!#$%&'*+-/=?^_`{|}~";
+    let atom = |part: &str| {
+        !part.is_empty()
+            && part
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || ATEXT.contains(&b))
+    };
+    let label = |part: &str| {
+        !part.is_empty()
+            && part.len() <= 63
+            && !part.starts_with('-')
+            && !part.ends_with('-')
+            && part.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    };
     let ok = address.len() <= 254
         && address.split_once('@').is_some_and(|(local, domain)| {
-            !local.is_empty() && domain.contains('.') || domain == "localhost"
-        })
-        && !address
-            .bytes()
-            .any(|b| b.is_ascii_whitespace() || b.is_ascii_control() || b == b'<' || b == b'>');
+            local.len() <= 64 && local.split('.').all(atom) && domain.split('.').all(label)
+        });
     if ok {
         Ok(())
     } else {

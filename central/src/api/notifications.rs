@@ -15,7 +15,7 @@ use utoipa::IntoParams;
 use uuid::Uuid;
 
 use super::extract::{Admin, ApiJson, ApiPath, ApiQuery, PageQuery};
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::service::App;
 
 #[utoipa::path(
@@ -118,9 +118,9 @@ pub async fn test_channel(
 #[into_params(parameter_in = Query)]
 pub struct NotificationQuery {
     /// Only notifications about this monitor.
-    monitor_id: Option<String>,
+    monitor_id: Option<Uuid>,
     /// Only notifications to this channel.
-    channel_id: Option<String>,
+    channel_id: Option<Uuid>,
     /// `next_cursor` of the previous page; omit for the first page.
     #[param(pattern = r"^(-?[0-9]{1,18}\.[0-9a-f-]{0,36})?$")]
     cursor: Option<String>,
@@ -145,21 +145,7 @@ pub async fn list_notifications(
         limit: query.limit,
     }
     .parse()?;
-    let id = |name: &str, value: Option<String>| {
-        value
-            .map(|v| {
-                Uuid::try_parse(&v).map_err(|_| {
-                    ApiError::bad_request(
-                        "invalid_query",
-                        format!("`{name}` must be a UUID, got `{v}`"),
-                    )
-                })
-            })
-            .transpose()
-    };
-    let monitor_id = id("monitor_id", query.monitor_id)?;
-    let channel_id = id("channel_id", query.channel_id)?;
-    app.list_notifications(monitor_id, channel_id, &cursor, limit)
+    app.list_notifications(query.monitor_id, query.channel_id, &cursor, limit)
         .await
         .map(Json)
 }

@@ -88,8 +88,65 @@ pub static DOCUMENT: LazyLock<String> = LazyLock::new(|| {
     let mut document =
         serde_json::to_value(ApiDoc::openapi()).expect("the OpenAPI document serialises");
     tidy_formats(&mut document);
+    state_item_rules(&mut document);
     serde_json::to_string_pretty(&document).expect("a JSON value serialises") + "\n"
 });
+
+/// Rules on the items and keys of collections, which the derives cannot spell: region labels
+/// (distinct), HTTP header names and values, mail addresses, and URLs.
+fn state_item_rules(document: &mut serde_json::Value) {
+    use serde_json::{json, Value};
+    let label = json!({"type": "string", "pattern": shared_proto::monitor::LABEL_PATTERN});
+    let header_rules = json!({
+        "maxProperties": 20,
+        "propertyNames": {"pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"},
+        "additionalProperties": {"type": "string", "maxLength": 4096, "pattern": "^[^\\x00-\\x08\\x0a-\\x1f\\x7f]*$"},
+    });
+    let email = json!({"type": "string", "format": "email", "maxLength": 254});
+    let rules: [(&str, &str, Value); 8] = [
+        (
+            "MonitorSpec",
+            "poller_regions",
+            json!({"items": label, "uniqueItems": true}),
+        ),
+        (
+            "MonitorPatch",
+            "poller_regions",
+            json!({"items": label, "uniqueItems": true}),
+        ),
+        ("ChannelSpec", "headers", header_rules.clone()),
+        ("ChannelPatch", "headers", header_rules),
+        ("ChannelSpec", "to", json!({"items": email})),
+        ("ChannelPatch", "to", json!({"items": email})),
+        ("ChannelSpec", "url", json!({"format": "uri"})),
+        ("ChannelPatch", "url", json!({"format": "uri"})),
+    ];
+    for (schema, property, extra) in rules {
+        let Some(field) = document.pointer_mut(&format!(
+            "/components/schemas/{schema}/properties/{property}"
+        )) else {
+            continue;
+        };
+        // An `Option` is `oneOf: [T, null]` or `type: [T, null]`: the rules go on T.
+        let target = match field.get_mut("oneOf").and_then(Value::as_array_mut) {
+            Some(branches) => branches
+                .iter_mut()
+                .find(|b| b.get("type") != Some(&json!("null"))),
+            None => Some(field),
+        };
+        if let (Some(Value::Object(target)), Value::Object(extra)) = (target, extra) {
+            target.extend(extra);
+        }
+    }
+    for (schema, property) in [("ChannelSpec", "from"), ("ChannelPatch", "from")] {
+        if let Some(Value::Object(field)) = document.pointer_mut(&format!(
+            "/components/schemas/{schema}/properties/{property}"
+        )) {
+            field.insert("format".into(), json!("email"));
+            field.insert("maxLength".into(), json!(254));
+        }
+    }
+}
 
 /// The keywords that constrain the string or number itself, as opposed to describing the field.
 const VALUE_KEYWORDS: [&str; 7] = [

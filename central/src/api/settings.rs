@@ -381,19 +381,24 @@ pub async fn monitor_results(
         limit: query.limit,
     }
     .parse()?;
-    if cursor == Cursor::start() {
-        if let Some(since) = &query.since {
-            let since: DateTime<Utc> = since.parse().map_err(|_| {
+    // A malformed `since` is refused even beside a cursor (which it would not move).
+    let since = query
+        .since
+        .as_deref()
+        .map(|since| {
+            since.parse::<DateTime<Utc>>().map_err(|_| {
                 ApiError::bad_request(
                     "invalid_query",
                     format!(
                         "`since` must be an RFC 3339 time like 2026-01-31T12:00:00Z, got `{since}`"
                     ),
                 )
-            })?;
-            // Results at exactly `since` are included.
-            cursor = Cursor::before_key(since.timestamp_millis());
-        }
+            })
+        })
+        .transpose()?;
+    if let (true, Some(since)) = (cursor == Cursor::start(), since) {
+        // Results at exactly `since` are included.
+        cursor = Cursor::before_key(since.timestamp_millis());
     }
     app.monitor_results(id, &cursor, limit).await.map(Json)
 }

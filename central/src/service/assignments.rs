@@ -233,16 +233,16 @@ impl App {
         }
     }
 
-    /// Drops engine events and poller status changes older than 30 days.
+    /// Drops engine events, poller status changes and settled notifications older than 30
+    /// days.
     pub async fn prune_history(&self) -> ApiResult<()> {
-        let pruned = self
-            .store
-            .prune_history(now_ms() - 30 * 24 * 3600 * 1000)
-            .await?;
+        let before = now_ms() - 30 * 24 * 3600 * 1000;
+        let pruned = self.store.prune_history(before).await?
+            + self.store.prune_notifications(before).await?;
         if pruned > 0 {
             tracing::info!(
                 rows = pruned,
-                "engine events and status changes older than 30 days pruned"
+                "engine events, status changes and notifications older than 30 days pruned"
             );
         }
         Ok(())
