@@ -87,8 +87,8 @@ impl Modify for BearerSchemes {
 pub static DOCUMENT: LazyLock<String> = LazyLock::new(|| {
     let mut document =
         serde_json::to_value(ApiDoc::openapi()).expect("the OpenAPI document serialises");
-    tidy_formats(&mut document);
     state_item_rules(&mut document);
+    tidy_formats(&mut document);
     serde_json::to_string_pretty(&document).expect("a JSON value serialises") + "\n"
 });
 
