@@ -2,7 +2,8 @@
 //! monitor (quorum 2) that notifies a signed webhook (a default channel) and an Alertmanager
 //! receiver. One failing location is `degraded`, two are `down`, recovery is `up`: each told
 //! once per channel. The `up` is made while both receivers are down and central is killed and
-//! restarted before they come back: it still arrives, once. A lost agent is `poller.offline`.
+//! restarted before they come back: it still arrives, once. A lost agent is `poller.offline`
+//! and the monitor only it ran `monitor.stale`; back, they are `poller.online` and `monitor.up`.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -97,8 +98,18 @@ async fn every_alert_reaches_every_channel_once_through_a_receiver_outage_and_a_
             "interval_ms": 5000, "poller_mode": "multi", "poller_regions": ["eu", "us", "ap"],
             "notification_channel_ids": [alertmanager]}))
         .await?;
+    // A single-location monitor on the Asian agent only: stale when that agent is lost.
+    let ap_only = central
+        .create_monitor(
+            json!({"name": "ap shop", "kind": "http", "target": target.url,
+            "interval_ms": 5000, "poller_mode": "grouped", "poller_region": "ap"}),
+        )
+        .await?;
     central
         .wait_for_status(&monitor, "up", Duration::from_secs(40))
+        .await?;
+    central
+        .wait_for_status(&ap_only, "up", Duration::from_secs(40))
         .await?;
 
     target.fail_for(&["eu-1"]);
@@ -159,21 +170,41 @@ async fn every_alert_reaches_every_channel_once_through_a_receiver_outage_and_a_
     )
     .await?;
 
-    // An agent lost: its location is unknown (the monitor stays up, nothing to tell about it),
-    // and the default channel hears that the poller is offline.
+    // An agent lost: its location is unknown (the multi-location monitor stays up, nothing to
+    // tell about it); the default channel hears that the poller is offline and that the monitor
+    // only it ran is stale. It comes back: online, and that monitor is up again.
     ap.kill().await;
-    let with_poller = [
-        "monitor.degraded",
-        "monitor.down",
-        "monitor.up",
-        "poller.offline",
-    ];
-    wait_events("poller offline", &webhook, webhook_events, &with_poller).await?;
+    let tail = |from: usize| {
+        let mut events: Vec<String> = webhook_events(&webhook).into_iter().skip(from).collect();
+        events.sort();
+        events
+    };
+    eventually(
+        Duration::from_secs(40),
+        "poller offline and monitor stale",
+        || async { (tail(3) == ["monitor.stale", "poller.offline"]).then_some(()) },
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("{e}; received {:?}", webhook_events(&webhook)))?;
+    assert_eq!(central.status(&monitor).await?["status"], "up");
+    ap.restart().await?;
+    eventually(
+        Duration::from_secs(40),
+        "poller online and monitor up",
+        || async { (tail(5) == ["monitor.up", "poller.online"]).then_some(()) },
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("{e}; received {:?}", webhook_events(&webhook)))?;
     // Time for any duplicate or stray notification to show up.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    assert_eq!(webhook_events(&webhook), with_poller);
+    assert_eq!(
+        webhook_events(&webhook).len(),
+        7,
+        "{:?}",
+        webhook_events(&webhook)
+    );
+    assert_eq!(&webhook_events(&webhook)[..3], resolved);
     assert_eq!(alertmanager_events(&manager), resolved);
-    assert_eq!(central.status(&monitor).await?["status"], "up");
 
     // Every delivery carries its id, no id came twice, and the webhook's are signed.
     for receiver in [&webhook, &manager] {

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use shared_proto::notifications::{Notification, NotificationEvent, Subject};
 use shared_proto::settings::MonitorSettings;
-use shared_proto::settings_api::MonitorStatusView;
+use shared_proto::settings_api::{MonitorStatusView, PollerStatus};
 use shared_proto::CheckKind;
 use uuid::Uuid;
 
@@ -268,6 +268,13 @@ impl App {
             .map(|s| (s.monitor_id.clone(), s))
             .collect();
         let channels = self.store.all_channels().await?;
+        let pollers: HashMap<String, crate::store::PollerRow> = self
+            .store
+            .all_pollers()
+            .await?
+            .into_iter()
+            .map(|p| (p.id.clone(), p))
+            .collect();
         let mut updates = Vec::new();
         for (monitor, status) in monitors.iter().zip(&statuses) {
             let stored = states.get(&monitor.id);
@@ -275,10 +282,16 @@ impl App {
             let mut current = status.status.as_str();
             // Right after central (all of it) was down, results are overdue because nobody
             // could upload them, not because nobody checks: no `stale` until agents had an
-            // interval and its grace to deliver.
+            // interval and its grace to deliver. (A poller known offline is real news: its own
+            // offline rule already counts from central's return.)
             let grace =
                 shared_proto::monitor::staleness_grace_ms(monitor.interval_ms.max(0) as u64) as i64;
-            if current == "stale" && now - self.watching_since() < monitor.interval_ms + grace {
+            let poller_offline = status
+                .poller_id
+                .and_then(|id| pollers.get(&id.to_string()))
+                .is_some_and(|p| self.poller_status(p, now) == PollerStatus::Offline);
+            let catching_up = now - self.watching_since() < monitor.interval_ms + grace;
+            if current == "stale" && catching_up && !poller_offline {
                 if let Some(previous) = &previous {
                     current = previous.status.as_str();
                 }
