@@ -329,6 +329,19 @@ impl Central {
         })
     }
 
+    /// Starts an agent named `name` in `region`, registered with a fresh token, its data
+    /// directory under this central's.
+    pub async fn start_agent(&self, name: &str, region: &str) -> anyhow::Result<Agent> {
+        let token = self.registration_token().await?;
+        Agent::start_with(
+            &self.url,
+            Some(token),
+            &self.dir.path().join(name),
+            &[("POLLER_NAME", name), ("POLLER_REGION", region)],
+        )
+        .await
+    }
+
     pub async fn create_monitor(&self, spec: Value) -> anyhow::Result<String> {
         let (status, body) = self
             .admin(reqwest::Method::POST, "/api/v1/monitors", Some(spec))

@@ -7,20 +7,9 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use e2e::receivers::RegionalTarget;
-use e2e::{eventually, Agent, Central};
+use e2e::{eventually, Central};
 use reqwest::Method;
 use serde_json::{json, Value};
-
-async fn start_agent(central: &Central, name: &str, region: &str) -> anyhow::Result<Agent> {
-    let token = central.registration_token().await?;
-    Agent::start_with(
-        &central.url,
-        Some(token),
-        &central.dir.path().join(name),
-        &[("POLLER_NAME", name), ("POLLER_REGION", region)],
-    )
-    .await
-}
 
 /// Waits until the monitor's status is `wanted` with these location statuses (by region).
 async fn wait_for(
@@ -57,9 +46,9 @@ async fn listed(central: &Central, query: &str) -> anyhow::Result<Vec<Value>> {
 async fn a_quorum_of_locations_decides_down_and_a_lone_failure_is_degraded() -> anyhow::Result<()> {
     let central = Central::start_with(&[("CENTRAL_OFFLINE_AFTER", "4s")]).await?;
     let target = RegionalTarget::start().await?;
-    let _eu = start_agent(&central, "eu-1", "eu").await?;
-    let _us = start_agent(&central, "us-1", "us").await?;
-    let mut ap = start_agent(&central, "ap-1", "ap").await?;
+    let _eu = central.start_agent("eu-1", "eu").await?;
+    let _us = central.start_agent("us-1", "us").await?;
+    let mut ap = central.start_agent("ap-1", "ap").await?;
 
     // Regions with no poller yet are fine: their location waits, unplaced, for one.
     let monitor = central

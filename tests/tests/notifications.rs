@@ -9,24 +9,13 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use e2e::receivers::{HttpReceiver, RegionalTarget, SmtpSink};
-use e2e::{eventually, Agent, Central};
+use e2e::{eventually, Central};
 use hmac::{Hmac, Mac};
 use reqwest::Method;
 use serde_json::{json, Value};
 use sha2::Sha256;
 
 const SECRET: &str = "a-webhook-secret-of-some-length";
-
-async fn start_agent(central: &Central, name: &str, region: &str) -> anyhow::Result<Agent> {
-    let token = central.registration_token().await?;
-    Agent::start_with(
-        &central.url,
-        Some(token),
-        &central.dir.path().join(name),
-        &[("POLLER_NAME", name), ("POLLER_REGION", region)],
-    )
-    .await
-}
 
 async fn create_channel(central: &Central, spec: Value) -> anyhow::Result<String> {
     let (code, body) = central
@@ -90,9 +79,9 @@ async fn every_alert_reaches_every_channel_once_through_a_receiver_outage_and_a_
         json!({"name": "alertmanager", "kind": "alertmanager", "url": format!("{}/api/v2/alerts", manager.url)}),
     )
     .await?;
-    let _eu = start_agent(&central, "eu-1", "eu").await?;
-    let _us = start_agent(&central, "us-1", "us").await?;
-    let mut ap = start_agent(&central, "ap-1", "ap").await?;
+    let _eu = central.start_agent("eu-1", "eu").await?;
+    let _us = central.start_agent("us-1", "us").await?;
+    let mut ap = central.start_agent("ap-1", "ap").await?;
     let monitor = central
         .create_monitor(json!({"name": "shop", "kind": "http", "target": target.url,
             "interval_ms": 5000, "poller_mode": "multi", "poller_regions": ["eu", "us", "ap"],

@@ -64,7 +64,7 @@ impl App {
     }
 
     pub async fn delete_channel(&self, id: Uuid) -> ApiResult<()> {
-        if self.store.delete_channel(&id.to_string(), now_ms()).await? {
+        if self.store.delete_channel(&id.to_string()).await? {
             Ok(())
         } else {
             Err(ApiError::NotFound(format!(

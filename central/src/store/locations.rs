@@ -6,7 +6,6 @@ use std::collections::HashMap;
 use sqlx::any::AnyRow;
 use sqlx::{FromRow, Row};
 
-use super::monitors::placeholders;
 use super::{StatusRow, Store};
 
 /// One location of a multi-location monitor: its region and the poller checking from there.
@@ -62,19 +61,12 @@ impl Store {
             let sql = format!("SELECT {COLUMNS} FROM monitor_locations");
             return Ok(sqlx::query_as(&sql).fetch_all(&self.pool).await?);
         };
-        let mut rows = Vec::new();
-        for chunk in ids.chunks(500) {
-            let sql = format!(
-                "SELECT {COLUMNS} FROM monitor_locations WHERE monitor_id IN ({})",
-                placeholders(1, chunk.len())
-            );
-            let mut query = sqlx::query_as(&sql);
-            for id in chunk {
-                query = query.bind(id);
-            }
-            rows.extend(query.fetch_all(&self.pool).await?);
-        }
-        Ok(rows)
+        let select = format!("SELECT {COLUMNS} FROM monitor_locations WHERE");
+        let rows = self.rows_where_in(&select, "monitor_id", ids).await?;
+        Ok(rows
+            .iter()
+            .map(LocationRow::from_row)
+            .collect::<sqlx::Result<_>>()?)
     }
 
     /// The newest result of each of these monitors (all monitors' with `None`), by monitor.
@@ -115,18 +107,7 @@ impl Store {
             let sql = format!("SELECT {extra}{STATUS_COLUMNS} FROM {table}");
             return Ok(sqlx::query(&sql).fetch_all(&self.pool).await?);
         };
-        let mut rows = Vec::new();
-        for chunk in ids.chunks(500) {
-            let sql = format!(
-                "SELECT {extra}{STATUS_COLUMNS} FROM {table} WHERE monitor_id IN ({})",
-                placeholders(1, chunk.len())
-            );
-            let mut query = sqlx::query(&sql);
-            for id in chunk {
-                query = query.bind(id);
-            }
-            rows.extend(query.fetch_all(&self.pool).await?);
-        }
-        Ok(rows)
+        let select = format!("SELECT {extra}{STATUS_COLUMNS} FROM {table} WHERE");
+        self.rows_where_in(&select, "monitor_id", ids).await
     }
 }

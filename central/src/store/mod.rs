@@ -215,6 +215,29 @@ impl std::fmt::Debug for Store {
 pub struct WriteGuard<'a>(#[allow(dead_code)] Option<MutexGuard<'a, ()>>);
 
 impl Store {
+    /// `{select} {column} IN (…ids…)`, in chunks of 500 ids (the bind limit is far above,
+    /// but statements this long are slow to prepare): the rows of all chunks.
+    pub(crate) async fn rows_where_in(
+        &self,
+        select: &str,
+        column: &str,
+        ids: &[String],
+    ) -> anyhow::Result<Vec<sqlx::any::AnyRow>> {
+        let mut rows = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(500) {
+            let sql = format!(
+                "{select} {column} IN ({})",
+                monitors::placeholders(1, chunk.len())
+            );
+            let mut query = sqlx::query(&sql);
+            for id in chunk {
+                query = query.bind(id);
+            }
+            rows.extend(query.fetch_all(&self.pool).await?);
+        }
+        Ok(rows)
+    }
+
     /// Connects, creating a SQLite file if needed, and applies pending migrations.
     pub async fn connect(url: &str) -> anyhow::Result<Store> {
         sqlx::any::install_default_drivers();

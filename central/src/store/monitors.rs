@@ -480,19 +480,12 @@ impl Store {
     }
 
     pub async fn monitors_by_ids(&self, ids: &[String]) -> anyhow::Result<Vec<MonitorRow>> {
-        let mut rows = Vec::with_capacity(ids.len());
-        for chunk in ids.chunks(500) {
-            let sql = format!(
-                "SELECT {MONITOR_COLUMNS} FROM monitors WHERE id IN ({})",
-                placeholders(1, chunk.len())
-            );
-            let mut query = sqlx::query_as(&sql);
-            for id in chunk {
-                query = query.bind(id);
-            }
-            rows.extend(query.fetch_all(&self.pool).await?);
-        }
-        Ok(rows)
+        let select = format!("SELECT {MONITOR_COLUMNS} FROM monitors WHERE");
+        let rows = self.rows_where_in(&select, "id", ids).await?;
+        Ok(rows
+            .iter()
+            .map(MonitorRow::from_row)
+            .collect::<sqlx::Result<_>>()?)
     }
 
     /// The oldest version a delta can start from.

@@ -172,7 +172,7 @@ impl Store {
     }
 
     /// Deletes a channel; its undelivered notifications are given up. `false` if unknown.
-    pub async fn delete_channel(&self, id: &str, now: i64) -> anyhow::Result<bool> {
+    pub async fn delete_channel(&self, id: &str) -> anyhow::Result<bool> {
         let _guard = self.write_lock().await;
         let mut tx = self.pool.begin().await?;
         let done = sqlx::query("DELETE FROM notification_channels WHERE id = $1")
@@ -186,7 +186,6 @@ impl Store {
         .bind(id)
         .execute(&mut *tx)
         .await?;
-        let _ = now;
         tx.commit().await?;
         Ok(done.rows_affected() == 1)
     }
