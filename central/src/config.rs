@@ -116,6 +116,23 @@ pub struct ServeArgs {
     #[arg(long, env = "CENTRAL_NOTIFY_ALLOWED_NETWORKS", value_delimiter = ',', value_parser = parse_cidr)]
     pub notify_allowed_networks: Vec<ipnet::IpNet>,
 
+    /// Raw results older than this are pruned, except each status change and the result
+    /// before it; the rollups keep uptime and latency history.
+    #[arg(long, env = "CENTRAL_RESULTS_RETENTION", default_value = "7d", value_parser = parse_duration)]
+    pub results_retention: Duration,
+
+    /// How long minute buckets of history are kept.
+    #[arg(long, env = "CENTRAL_HISTORY_MINUTES_RETENTION", default_value = "48h", value_parser = parse_duration)]
+    pub minute_rollups_retention: Duration,
+
+    /// How long hour buckets of history are kept.
+    #[arg(long, env = "CENTRAL_HISTORY_HOURS_RETENTION", default_value = "90d", value_parser = parse_duration)]
+    pub hour_rollups_retention: Duration,
+
+    /// How long day buckets of history (and kept status changes) are kept.
+    #[arg(long, env = "CENTRAL_HISTORY_DAYS_RETENTION", default_value = "730d", value_parser = parse_duration)]
+    pub day_rollups_retention: Duration,
+
     /// Serve `/metrics` on this address only (and not on CENTRAL_LISTEN), so that it need not
     /// be public.
     #[arg(long, env = "CENTRAL_METRICS_LISTEN")]

@@ -6,6 +6,7 @@
 pub mod bounded;
 pub mod duration;
 pub mod error;
+pub mod history;
 pub mod monitor;
 pub mod notifications;
 pub mod poller_api;

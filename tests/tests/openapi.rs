@@ -34,6 +34,8 @@ const ROUTES: &[(&str, &str)] = &[
     ("delete", "/api/v1/monitors/{id}"),
     ("get", "/api/v1/monitors/{id}/status"),
     ("get", "/api/v1/monitors/{id}/results"),
+    ("get", "/api/v1/monitors/{id}/uptime"),
+    ("get", "/api/v1/monitors/{id}/history"),
     ("post", "/api/v1/notification-channels"),
     ("get", "/api/v1/notification-channels"),
     ("get", "/api/v1/notification-channels/{id}"),

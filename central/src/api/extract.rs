@@ -226,6 +226,32 @@ impl PageQuery {
     }
 }
 
+/// A `since` query parameter: an RFC 3339 time, or a 400 naming the field.
+pub fn parse_since(since: Option<&str>) -> Result<Option<chrono::DateTime<chrono::Utc>>, ApiError> {
+    since
+        .map(|since| {
+            since.parse().map_err(|_| {
+                ApiError::bad_request(
+                    "invalid_query",
+                    format!(
+                        "`since` must be an RFC 3339 time like 2026-01-31T12:00:00Z, got `{since}`"
+                    ),
+                )
+            })
+        })
+        .transpose()
+}
+
+/// A `region` query parameter, checked like a region label.
+pub fn valid_region(region: Option<String>) -> Result<Option<String>, ApiError> {
+    if let Some(region) = &region {
+        shared_proto::monitor::validate_label("region", region).map_err(|e| {
+            ApiError::bad_request("invalid_query", format!("`{}` {}", e.field, e.message))
+        })?;
+    }
+    Ok(region)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

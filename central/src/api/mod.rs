@@ -2,6 +2,7 @@
 
 mod client_addr;
 mod extract;
+mod history;
 mod notifications;
 pub mod openapi;
 mod ops;
@@ -127,6 +128,8 @@ pub fn router(app: Arc<App>, options: &HttpOptions) -> Router {
         )
         .route("/monitors/{id}/status", get(settings::monitor_status))
         .route("/monitors/{id}/results", get(settings::monitor_results))
+        .route("/monitors/{id}/uptime", get(history::monitor_uptime))
+        .route("/monitors/{id}/history", get(history::monitor_history))
         .route(
             "/notification-channels",
             post(notifications::create_channel).get(notifications::list_channels),

@@ -13,7 +13,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{Ref, RefOr};
 use utoipa::{IntoResponses, Modify, OpenApi};
 
-use super::{notifications, ops, poller, settings};
+use super::{history, notifications, ops, poller, settings};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -33,7 +33,7 @@ use super::{notifications, ops, poller, settings};
         settings::delete_poller, settings::poller_events, settings::poller_status_changes,
         settings::create_monitor, settings::list_monitors, settings::get_monitor,
         settings::update_monitor, settings::delete_monitor, settings::monitor_status,
-        settings::monitor_results,
+        settings::monitor_results, history::monitor_uptime, history::monitor_history,
         notifications::create_channel, notifications::list_channels, notifications::get_channel,
         notifications::update_channel, notifications::delete_channel, notifications::test_channel,
         notifications::list_notifications,

@@ -5,7 +5,6 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use shared_proto::monitor::validate_label;
 use shared_proto::poller_api::EngineEvent;
@@ -17,7 +16,9 @@ use shared_proto::settings_api::{
 use shared_proto::{MonitorPatch, MonitorSpec};
 use uuid::Uuid;
 
-use super::extract::{Admin, ApiJson, ApiPath, ApiQuery, OptionalJson, PageQuery};
+use super::extract::{
+    parse_since, valid_region, Admin, ApiJson, ApiPath, ApiQuery, OptionalJson, PageQuery,
+};
 use crate::error::{ApiError, ApiResult};
 use crate::service::monitors::MonitorFilter;
 use crate::service::pollers::PollerFilter;
@@ -258,14 +259,9 @@ pub async fn list_monitors(
         limit: query.limit,
     }
     .parse()?;
-    if let Some(region) = &query.region {
-        validate_label("region", region).map_err(|e| {
-            ApiError::bad_request("invalid_query", format!("`{}` {}", e.field, e.message))
-        })?;
-    }
     let filter = MonitorFilter {
         status: query.status,
-        region: query.region,
+        region: valid_region(query.region)?,
     };
     app.list_monitors(&filter, &cursor, limit).await.map(Json)
 }
@@ -382,20 +378,7 @@ pub async fn monitor_results(
     }
     .parse()?;
     // A malformed `since` is refused even beside a cursor (which it would not move).
-    let since = query
-        .since
-        .as_deref()
-        .map(|since| {
-            since.parse::<DateTime<Utc>>().map_err(|_| {
-                ApiError::bad_request(
-                    "invalid_query",
-                    format!(
-                        "`since` must be an RFC 3339 time like 2026-01-31T12:00:00Z, got `{since}`"
-                    ),
-                )
-            })
-        })
-        .transpose()?;
+    let since = parse_since(query.since.as_deref())?;
     if let (true, Some(since)) = (cursor == Cursor::start(), since) {
         // Results at exactly `since` are included.
         cursor = Cursor::before_key(since.timestamp_millis());

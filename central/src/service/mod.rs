@@ -7,11 +7,13 @@ pub mod alerts;
 pub mod assignments;
 pub mod auth;
 pub mod channels;
+pub mod history;
 pub mod ingest;
 pub mod monitors;
 pub mod placement;
 pub mod pollers;
 pub mod quorum;
+pub mod retention;
 pub mod status;
 pub mod statuses;
 pub mod tokens;
@@ -55,6 +57,8 @@ pub struct App {
     pub assignment_version: watch::Sender<i64>,
     /// Sends to notification channels (test sends; the outbox dispatcher has its own handle).
     pub notifier: crate::notify::Notifier,
+    /// How long raw results and each kind of rollup are kept.
+    pub retention: history::Retention,
     /// See `watching_since`; kept current by `leadership` from the duties lease, and this
     /// process's start until it first looks.
     watching_since: std::sync::atomic::AtomicI64,
@@ -116,6 +120,12 @@ impl App {
             reconcile_lock: Mutex::new(()),
             notifier: crate::notify::Notifier::new(args.notify_allowed_networks.clone())?,
             assignment_version: watch::Sender::new(version),
+            retention: history::Retention {
+                results_ms: millis(args.results_retention),
+                minutes_ms: millis(args.minute_rollups_retention),
+                hours_ms: millis(args.hour_rollups_retention),
+                days_ms: millis(args.day_rollups_retention),
+            },
             watching_since: std::sync::atomic::AtomicI64::new(now_ms()),
         }))
     }
@@ -231,6 +241,10 @@ pub async fn rotate_signing_key(store: &Store) -> anyhow::Result<String> {
     Ok(JwtKeys::from_stored_form(&rotated)?
         .current_kid()
         .to_string())
+}
+
+fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
 pub fn now_ms() -> i64 {

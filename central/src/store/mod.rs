@@ -11,6 +11,7 @@ mod monitors;
 mod notifications;
 mod pollers;
 mod results;
+mod rollups;
 mod tokens;
 mod wakeups;
 
@@ -20,7 +21,8 @@ pub use locations::{LocationRow, LocationStatusRow};
 pub use monitors::{AssignmentChange, MonitorRow, OwnershipRow, StatusRow};
 pub use notifications::{AlertStateRow, AlertUpdate, Attempt, ChannelRow, OutboxRow};
 pub use pollers::{HeartbeatUpdate, PollerRow};
-pub use results::{NewResult, ResultRow};
+pub use results::{ExpiringResult, NewResult, ResultRow};
+pub use rollups::{Resolution, RollupRow, RollupSums, LATENCY_BOUNDS_MS};
 pub use tokens::{RefreshTokenRow, RegistrationTokenRow};
 pub use wakeups::{VersionListener, Wakeup};
 
@@ -122,6 +124,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "notifications",
         include_str!("../../../migrations/sqlite/20261124000015_notifications.sql"),
     ),
+    (
+        20261125000016,
+        "rollups",
+        include_str!("../../../migrations/sqlite/20261125000016_rollups.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -199,6 +206,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261124000015,
         "notifications",
         include_str!("../../../migrations/postgres/20261124000015_notifications.sql"),
+    ),
+    (
+        20261125000016,
+        "rollups",
+        include_str!("../../../migrations/postgres/20261125000016_rollups.sql"),
     ),
 ];
 

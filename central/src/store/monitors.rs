@@ -336,10 +336,12 @@ impl Store {
             .bind(id)
             .execute(&mut *tx)
             .await?;
-        sqlx::query("DELETE FROM results WHERE monitor_id = $1")
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
+        for table in ["results", "rollups"] {
+            sqlx::query(&format!("DELETE FROM {table} WHERE monitor_id = $1"))
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+        }
         tx.commit().await?;
         Ok(Some(version))
     }

@@ -25,6 +25,15 @@ pub struct NewResult {
     pub next_due_at: Option<i64>,
 }
 
+/// What pruning needs to know of an old result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExpiringResult {
+    pub id: String,
+    pub region: Option<String>,
+    pub ts: i64,
+    pub status: String,
+}
+
 #[derive(Debug, Clone)]
 pub struct ResultRow {
     pub id: String,
@@ -121,7 +130,7 @@ fn status_upsert(backend: Backend, table: StatusTable) -> String {
 }
 
 /// The rows of a JSON array parameter, as `r.value`.
-fn json_rows(backend: Backend, parameter: &str) -> String {
+pub(super) fn json_rows(backend: Backend, parameter: &str) -> String {
     match backend {
         Backend::Sqlite => format!("json_each({parameter}) AS r"),
         Backend::Postgres => {
@@ -263,6 +272,7 @@ impl Store {
                     .await?;
             }
         }
+        self.add_to_rollups(&mut tx, &stored).await?;
         sqlx::query("UPDATE pollers SET last_upload_at = $2 WHERE id = $1")
             .bind(poller_id)
             .bind(received_at)
@@ -293,6 +303,86 @@ impl Store {
         }
         let rows: Vec<(String,)> = query.fetch_all(&self.pool).await?;
         Ok(rows.into_iter().map(|(status,)| status).collect())
+    }
+
+    /// The first monitor id after `after` that has results (a skip scan over the index, so
+    /// pruning can walk monitors, deleted ones included, without reading every result).
+    pub async fn next_monitor_with_results(&self, after: &str) -> anyhow::Result<Option<String>> {
+        let row: Option<(String,)> = sqlx::query_as(
+            "SELECT monitor_id FROM results WHERE monitor_id > $1 ORDER BY monitor_id LIMIT 1",
+        )
+        .bind(after)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map(|(id,)| id))
+    }
+
+    /// A page of a monitor's results checked before `before`, oldest first, after `after`.
+    pub async fn expiring_results(
+        &self,
+        monitor_id: &str,
+        before: i64,
+        after: &Cursor,
+        limit: u32,
+    ) -> anyhow::Result<Vec<ExpiringResult>> {
+        let rows: Vec<(String, Option<String>, i64, String)> = sqlx::query_as(
+            "SELECT id, region, ts, status FROM results WHERE monitor_id = $1 AND ts < $2 \
+             AND (ts > $3 OR (ts = $3 AND id > $4)) ORDER BY ts, id LIMIT $5",
+        )
+        .bind(monitor_id)
+        .bind(before)
+        .bind(after.key)
+        .bind(&after.id)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, region, ts, status)| ExpiringResult {
+                id,
+                region,
+                ts,
+                status,
+            })
+            .collect())
+    }
+
+    /// Deletes these results (a pruning step: a few hundred at a time).
+    pub async fn delete_results(&self, ids: &[String]) -> anyhow::Result<u64> {
+        let _guard = self.write_lock().await;
+        let mut deleted = 0;
+        for chunk in ids.chunks(500) {
+            let sql = format!(
+                "DELETE FROM results WHERE id IN ({})",
+                super::monitors::placeholders(1, chunk.len())
+            );
+            let mut query = sqlx::query(&sql);
+            for id in chunk {
+                query = query.bind(id);
+            }
+            deleted += query.execute(&self.pool).await?.rows_affected();
+        }
+        Ok(deleted)
+    }
+
+    /// Deletes up to `limit` of a monitor's results checked before `before`.
+    pub async fn delete_results_before(
+        &self,
+        monitor_id: &str,
+        before: i64,
+        limit: u32,
+    ) -> anyhow::Result<u64> {
+        let _guard = self.write_lock().await;
+        Ok(sqlx::query(
+            "DELETE FROM results WHERE id IN (SELECT id FROM results \
+             WHERE monitor_id = $1 AND ts < $2 LIMIT $3)",
+        )
+        .bind(monitor_id)
+        .bind(before)
+        .bind(i64::from(limit))
+        .execute(&self.pool)
+        .await?
+        .rows_affected())
     }
 
     /// A monitor's results from `since` on, oldest first.

@@ -1,0 +1,283 @@
+//! History reads: uptime over fixed windows and bucketed history, from the rollups only (never
+//! raw results), and the latency percentile estimated from their bands. Pruning is
+//! `retention`'s; keeping the rollups current is the store's, at ingest.
+
+use shared_proto::history::{History, HistoryBucket, HistoryResolution, Uptime, UptimeWindow};
+use uuid::Uuid;
+
+use super::{now_ms, time_of, App};
+use crate::error::{ApiError, ApiResult};
+use crate::store::{Resolution, RollupSums, LATENCY_BOUNDS_MS};
+
+/// The most buckets one history answer holds.
+pub const MAX_HISTORY_BUCKETS: u32 = 5_000;
+
+/// How long each kind of history is kept; from the configuration.
+#[derive(Debug, Clone, Copy)]
+pub struct Retention {
+    pub results_ms: i64,
+    pub minutes_ms: i64,
+    pub hours_ms: i64,
+    pub days_ms: i64,
+}
+
+impl Retention {
+    pub fn of(&self, resolution: Resolution) -> i64 {
+        match resolution {
+            Resolution::Minute => self.minutes_ms,
+            Resolution::Hour => self.hours_ms,
+            Resolution::Day => self.days_ms,
+        }
+    }
+
+    /// The finest buckets still kept for the whole of a window: 24 h from minutes, 7 and 30
+    /// days from hours, a year from days (with the default retention).
+    fn finest_covering(&self, window_ms: i64) -> Resolution {
+        Resolution::ALL
+            .into_iter()
+            .find(|&resolution| self.of(resolution) >= window_ms)
+            .unwrap_or(Resolution::Day)
+    }
+}
+
+const DAY_MS: i64 = 86_400_000;
+const UPTIME_WINDOWS_MS: [i64; 4] = [DAY_MS, 7 * DAY_MS, 30 * DAY_MS, 365 * DAY_MS];
+
+pub fn resolution_of(resolution: HistoryResolution) -> Resolution {
+    match resolution {
+        HistoryResolution::Minute => Resolution::Minute,
+        HistoryResolution::Hour => Resolution::Hour,
+        HistoryResolution::Day => Resolution::Day,
+    }
+}
+
+impl App {
+    /// Uptime and latency of monitors over the last 24 h, 7, 30 and 365 days: the whole
+    /// monitor's, or one location's (`region`).
+    pub async fn uptimes(
+        &self,
+        monitor_ids: &[String],
+        region: &str,
+        windows_ms: &[i64],
+    ) -> ApiResult<Vec<std::collections::HashMap<String, RollupSums>>> {
+        let now = now_ms();
+        let mut answers = Vec::with_capacity(windows_ms.len());
+        for &window in windows_ms {
+            let resolution = self.retention.finest_covering(window);
+            let from = resolution.bucket_of(now - window);
+            answers.push(
+                self.store
+                    .rollup_sums(monitor_ids, region, resolution, from, i64::MAX)
+                    .await?,
+            );
+        }
+        Ok(answers)
+    }
+
+    pub async fn monitor_uptime(&self, id: Uuid, region: Option<&str>) -> ApiResult<Uptime> {
+        self.existing_monitor(id).await?;
+        let ids = [id.to_string()];
+        let sums = self
+            .uptimes(&ids, region.unwrap_or(""), &UPTIME_WINDOWS_MS)
+            .await?;
+        let window =
+            |index: usize| uptime_window(&sums[index].get(&ids[0]).cloned().unwrap_or_default());
+        Ok(Uptime {
+            day: window(0),
+            week: window(1),
+            month: window(2),
+            year: window(3),
+        })
+    }
+
+    pub async fn monitor_history(
+        &self,
+        id: Uuid,
+        resolution: HistoryResolution,
+        since: Option<i64>,
+        region: Option<String>,
+    ) -> ApiResult<History> {
+        self.existing_monitor(id).await?;
+        let bucket = resolution_of(resolution);
+        // By default, as far back as a chart of this resolution usually shows.
+        let default_span = match bucket {
+            Resolution::Minute => 3_600_000,
+            Resolution::Hour => DAY_MS,
+            Resolution::Day => 30 * DAY_MS,
+        };
+        let since = since.unwrap_or_else(|| now_ms() - default_span);
+        let rows = self
+            .store
+            .rollup_buckets(
+                &id.to_string(),
+                region.as_deref().unwrap_or(""),
+                bucket,
+                bucket.bucket_of(since),
+                MAX_HISTORY_BUCKETS + 1,
+            )
+            .await?;
+        let truncated = rows.len() > MAX_HISTORY_BUCKETS as usize;
+        let buckets = rows
+            .iter()
+            .take(MAX_HISTORY_BUCKETS as usize)
+            .map(|row| history_bucket(row.bucket_start, &row.sums))
+            .collect();
+        Ok(History {
+            resolution,
+            region,
+            buckets,
+            truncated,
+        })
+    }
+
+    async fn existing_monitor(&self, id: Uuid) -> ApiResult<()> {
+        match self.store.monitor(&id.to_string()).await? {
+            Some(_) => Ok(()),
+            None => Err(ApiError::NotFound(format!("no monitor with id {id}"))),
+        }
+    }
+}
+
+fn count(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+pub fn uptime_window(sums: &RollupSums) -> UptimeWindow {
+    let checks = sums.up + sums.down;
+    UptimeWindow {
+        uptime: (checks > 0).then(|| 100.0 * sums.up as f64 / checks as f64),
+        checks: count(checks),
+        latency_ms_mean: latency_mean(sums),
+        latency_ms_p95: latency_percentile(sums, 0.95).map(count),
+    }
+}
+
+fn history_bucket(start: i64, sums: &RollupSums) -> HistoryBucket {
+    HistoryBucket {
+        start: time_of(start),
+        up: count(sums.up),
+        down: count(sums.down),
+        total: count(sums.total),
+        latency_ms_mean: latency_mean(sums),
+        latency_ms_min: sums.latency_min.map(count),
+        latency_ms_max: sums.latency_max.map(count),
+        latency_ms_p95: latency_percentile(sums, 0.95).map(count),
+    }
+}
+
+pub fn latency_mean(sums: &RollupSums) -> Option<f64> {
+    (sums.latency_count > 0).then(|| sums.latency_sum as f64 / sums.latency_count as f64)
+}
+
+/// The `quantile` latency estimated from the bands: the band holding that rank is found
+/// exactly; inside it the value is interpolated linearly, and kept within the observed min and
+/// max, so the estimate is off by at most the width of the band the true value lies in.
+pub fn latency_percentile(sums: &RollupSums, quantile: f64) -> Option<i64> {
+    let (min, max) = (sums.latency_min?, sums.latency_max?);
+    let counted: i64 = sums.bands.iter().sum();
+    if counted == 0 {
+        return None;
+    }
+    let rank = ((quantile * counted as f64).ceil() as i64).clamp(1, counted);
+    let mut below = 0;
+    for (band, &in_band) in sums.bands.iter().enumerate() {
+        if below + in_band >= rank {
+            let lower = if band == 0 {
+                0
+            } else {
+                LATENCY_BOUNDS_MS[band - 1]
+            };
+            let upper = LATENCY_BOUNDS_MS.get(band).copied().unwrap_or(max);
+            let share = (rank - below) as f64 / in_band as f64;
+            let estimate = lower as f64 + (upper - lower).max(0) as f64 * share;
+            return Some((estimate.round() as i64).clamp(min, max));
+        }
+        below += in_band;
+    }
+    Some(max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn sums_of(latencies: &[i64]) -> RollupSums {
+        let mut sums = RollupSums::default();
+        for &latency in latencies {
+            sums.up += 1;
+            sums.total += 1;
+            sums.latency_count += 1;
+            sums.latency_sum += latency;
+            sums.latency_min = Some(sums.latency_min.map_or(latency, |m| m.min(latency)));
+            sums.latency_max = Some(sums.latency_max.map_or(latency, |m| m.max(latency)));
+            sums.bands[LATENCY_BOUNDS_MS.partition_point(|&b| b < latency)] += 1;
+        }
+        sums
+    }
+
+    fn band_width(latency: i64, max: i64) -> i64 {
+        let band = LATENCY_BOUNDS_MS.partition_point(|&b| b < latency);
+        let lower = if band == 0 {
+            0
+        } else {
+            LATENCY_BOUNDS_MS[band - 1]
+        };
+        LATENCY_BOUNDS_MS.get(band).copied().unwrap_or(max) - lower
+    }
+
+    #[test]
+    fn uptime_counts_up_and_down_only() {
+        let mut sums = sums_of(&[10, 20, 30]);
+        sums.down = 1;
+        sums.total = 5;
+        let window = uptime_window(&sums);
+        assert_eq!(window.checks, 4);
+        assert_eq!(window.uptime, Some(75.0));
+        assert_eq!(window.latency_ms_mean, Some(20.0));
+        assert_eq!(uptime_window(&RollupSums::default()).uptime, None);
+    }
+
+    #[test]
+    fn retention_picks_the_finest_buckets_that_cover_a_window() {
+        let retention = Retention {
+            results_ms: 7 * DAY_MS,
+            minutes_ms: 2 * DAY_MS,
+            hours_ms: 90 * DAY_MS,
+            days_ms: 730 * DAY_MS,
+        };
+        let chosen: Vec<_> = UPTIME_WINDOWS_MS
+            .iter()
+            .map(|&w| retention.finest_covering(w))
+            .collect();
+        assert_eq!(
+            chosen,
+            [
+                Resolution::Minute,
+                Resolution::Hour,
+                Resolution::Hour,
+                Resolution::Day
+            ]
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn p95_is_within_the_band_of_the_true_value(
+            latencies in proptest::collection::vec(0i64..20_000, 1..400)
+        ) {
+            let sums = sums_of(&latencies);
+            let mut sorted = latencies.clone();
+            sorted.sort_unstable();
+            let rank = ((0.95 * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+            let truth = sorted[rank - 1];
+            let estimate = latency_percentile(&sums, 0.95).unwrap();
+            let max = *sorted.last().unwrap();
+            prop_assert!(estimate >= sorted[0] && estimate <= max);
+            prop_assert!(
+                (estimate - truth).abs() <= band_width(truth, max),
+                "estimate {} truth {}", estimate, truth
+            );
+        }
+    }
+}

@@ -1,0 +1,438 @@
+//! Rollups: minute, hour and day buckets (UTC) of each monitor's results, for the whole monitor
+//! (region `''`) and per location. They are added to in the results' own transaction, so a
+//! result counts exactly when it is stored, and read for uptime and history without touching
+//! raw results. Windows and percentiles are the service's (`service::history`), not this file's.
+
+use std::collections::{BTreeMap, HashMap};
+
+use sqlx::any::AnyRow;
+use sqlx::{Any, Row, Transaction};
+
+use super::results::{json_rows, NewResult};
+use super::{monitors::placeholders, Store};
+
+/// Upper bounds (inclusive, ms) of the latency bands counted per bucket; one more band holds
+/// everything above the last bound. Enough to estimate a p95 within a band's width.
+pub const LATENCY_BOUNDS_MS: [i64; 15] = [
+    5, 10, 25, 50, 75, 100, 150, 250, 400, 600, 1_000, 1_500, 2_500, 5_000, 10_000,
+];
+pub const LATENCY_BANDS: usize = LATENCY_BOUNDS_MS.len() + 1;
+
+/// The width of a bucket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Resolution {
+    Minute,
+    Hour,
+    Day,
+}
+
+impl Resolution {
+    pub const ALL: [Resolution; 3] = [Resolution::Minute, Resolution::Hour, Resolution::Day];
+
+    pub fn width_ms(self) -> i64 {
+        match self {
+            Resolution::Minute => 60_000,
+            Resolution::Hour => 3_600_000,
+            Resolution::Day => 86_400_000,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Resolution::Minute => "minute",
+            Resolution::Hour => "hour",
+            Resolution::Day => "day",
+        }
+    }
+
+    /// The start of the bucket holding `ts`.
+    pub fn bucket_of(self, ts: i64) -> i64 {
+        ts.div_euclid(self.width_ms()) * self.width_ms()
+    }
+}
+
+/// What a bucket (or a sum of buckets) counts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RollupSums {
+    pub up: i64,
+    pub down: i64,
+    /// Every result, `rate_limited` ones included.
+    pub total: i64,
+    /// Latency is counted over `up` results that carry one: a failure's time says how long the
+    /// check waited, not how fast the target is.
+    pub latency_count: i64,
+    pub latency_sum: i64,
+    pub latency_min: Option<i64>,
+    pub latency_max: Option<i64>,
+    /// Counts of `up` latencies per band of `LATENCY_BOUNDS_MS`.
+    pub bands: [i64; LATENCY_BANDS],
+}
+
+impl RollupSums {
+    fn count(&mut self, status: &str, latency_ms: Option<i64>) {
+        self.total += 1;
+        match status {
+            "up" => self.up += 1,
+            "down" => self.down += 1,
+            _ => return,
+        }
+        let Some(latency) = latency_ms.filter(|_| status == "up") else {
+            return;
+        };
+        self.latency_count += 1;
+        self.latency_sum += latency;
+        self.latency_min = Some(self.latency_min.map_or(latency, |min| min.min(latency)));
+        self.latency_max = Some(self.latency_max.map_or(latency, |max| max.max(latency)));
+        let band = LATENCY_BOUNDS_MS.partition_point(|&bound| bound < latency);
+        self.bands[band] += 1;
+    }
+
+    fn to_json(&self, key: &RollupKey) -> serde_json::Value {
+        let mut row = serde_json::json!({
+            "monitor_id": key.monitor_id,
+            "region": key.region,
+            "resolution": key.resolution.as_str(),
+            "bucket_start": key.bucket_start,
+            "up": self.up,
+            "down": self.down,
+            "total": self.total,
+            "latency_count": self.latency_count,
+            "latency_sum": self.latency_sum,
+            "latency_min": self.latency_min,
+            "latency_max": self.latency_max,
+        });
+        for (band, count) in self.bands.iter().enumerate() {
+            row[format!("lat_{band}")] = (*count).into();
+        }
+        row
+    }
+
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
+        let mut bands = [0; LATENCY_BANDS];
+        for (band, count) in bands.iter_mut().enumerate() {
+            *count = row.try_get(format!("lat_{band}").as_str())?;
+        }
+        Ok(Self {
+            up: row.try_get("up")?,
+            down: row.try_get("down")?,
+            total: row.try_get("total")?,
+            latency_count: row.try_get("latency_count")?,
+            latency_sum: row.try_get("latency_sum")?,
+            latency_min: row.try_get("latency_min")?,
+            latency_max: row.try_get("latency_max")?,
+            bands,
+        })
+    }
+}
+
+/// One stored bucket.
+#[derive(Debug, Clone)]
+pub struct RollupRow {
+    pub monitor_id: String,
+    pub region: String,
+    pub bucket_start: i64,
+    pub sums: RollupSums,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct RollupKey {
+    monitor_id: String,
+    region: String,
+    resolution: Resolution,
+    bucket_start: i64,
+}
+
+/// The counts newly stored results add, per bucket of every resolution, for the whole monitor
+/// and for the result's location; in key order, so that concurrent batches take row locks in
+/// one order on PostgreSQL.
+fn rollup_deltas(results: &[&NewResult]) -> BTreeMap<RollupKey, RollupSums> {
+    let mut deltas: BTreeMap<RollupKey, RollupSums> = BTreeMap::new();
+    for result in results {
+        for resolution in Resolution::ALL {
+            let regions = std::iter::once("").chain(result.region.as_deref());
+            for region in regions {
+                let key = RollupKey {
+                    monitor_id: result.monitor_id.clone(),
+                    region: region.to_string(),
+                    resolution,
+                    bucket_start: resolution.bucket_of(result.ts),
+                };
+                deltas
+                    .entry(key)
+                    .or_default()
+                    .count(&result.status, result.latency_ms);
+            }
+        }
+    }
+    deltas
+}
+
+fn band_columns() -> impl Iterator<Item = String> {
+    (0..LATENCY_BANDS).map(|band| format!("lat_{band}"))
+}
+
+const COUNTED: [&str; 5] = ["up", "down", "total", "latency_count", "latency_sum"];
+
+/// Rows of buckets per statement.
+const ROLLUP_CHUNK: usize = 500;
+
+impl Store {
+    /// Adds the counts of newly stored results to their buckets (inside the results' insert).
+    pub(super) async fn add_to_rollups(
+        &self,
+        tx: &mut Transaction<'_, Any>,
+        results: &[&NewResult],
+    ) -> anyhow::Result<()> {
+        let deltas: Vec<serde_json::Value> = rollup_deltas(results)
+            .iter()
+            .map(|(key, sums)| sums.to_json(key))
+            .collect();
+        if deltas.is_empty() {
+            return Ok(());
+        }
+        let added: Vec<String> = COUNTED
+            .iter()
+            .map(|c| c.to_string())
+            .chain(band_columns())
+            .collect();
+        let columns = added.join(", ");
+        let values = added
+            .iter()
+            .map(|column| format!("CAST(r.value ->> '{column}' AS BIGINT)"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sums = added
+            .iter()
+            .map(|column| format!("{column} = rollups.{column} + excluded.{column}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "INSERT INTO rollups (monitor_id, region, resolution, bucket_start, latency_min, \
+                latency_max, {columns}) \
+             SELECT r.value ->> 'monitor_id', r.value ->> 'region', r.value ->> 'resolution', \
+                CAST(r.value ->> 'bucket_start' AS BIGINT), \
+                CAST(r.value ->> 'latency_min' AS BIGINT), \
+                CAST(r.value ->> 'latency_max' AS BIGINT), {values} \
+             FROM {rows} WHERE true \
+             ON CONFLICT (monitor_id, region, resolution, bucket_start) DO UPDATE SET {sums}, \
+                latency_min = CASE WHEN rollups.latency_min IS NULL \
+                    OR excluded.latency_min < rollups.latency_min \
+                    THEN excluded.latency_min ELSE rollups.latency_min END, \
+                latency_max = CASE WHEN rollups.latency_max IS NULL \
+                    OR excluded.latency_max > rollups.latency_max \
+                    THEN excluded.latency_max ELSE rollups.latency_max END",
+            rows = json_rows(self.backend(), "$1"),
+        );
+        for chunk in deltas.chunks(ROLLUP_CHUNK) {
+            sqlx::query(&sql)
+                .bind(serde_json::to_string(chunk)?)
+                .execute(&mut **tx)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// The sums of each monitor's buckets of `resolution` starting in `[from, until)`, for the
+    /// whole monitor (`region` `''`) or one location. Monitors without buckets are absent.
+    pub async fn rollup_sums(
+        &self,
+        monitor_ids: &[String],
+        region: &str,
+        resolution: Resolution,
+        from: i64,
+        until: i64,
+    ) -> anyhow::Result<HashMap<String, RollupSums>> {
+        let summed = COUNTED
+            .iter()
+            .map(|c| c.to_string())
+            .chain(band_columns())
+            .map(|column| format!("CAST(COALESCE(SUM({column}), 0) AS BIGINT) AS {column}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut sums = HashMap::with_capacity(monitor_ids.len());
+        for chunk in monitor_ids.chunks(500) {
+            let sql = format!(
+                "SELECT monitor_id, {summed}, MIN(latency_min) AS latency_min, \
+                    MAX(latency_max) AS latency_max \
+                 FROM rollups WHERE region = $1 AND resolution = $2 AND bucket_start >= $3 \
+                    AND bucket_start < $4 AND monitor_id IN ({}) GROUP BY monitor_id",
+                placeholders(5, chunk.len())
+            );
+            let mut query = sqlx::query(&sql)
+                .bind(region)
+                .bind(resolution.as_str())
+                .bind(from)
+                .bind(until);
+            for id in chunk {
+                query = query.bind(id);
+            }
+            for row in query.fetch_all(&self.pool).await? {
+                sums.insert(row.try_get("monitor_id")?, RollupSums::from_row(&row)?);
+            }
+        }
+        Ok(sums)
+    }
+
+    /// A monitor's buckets of `resolution` from `since` on, oldest first: the whole monitor's
+    /// (`region` `''`) or one location's.
+    pub async fn rollup_buckets(
+        &self,
+        monitor_id: &str,
+        region: &str,
+        resolution: Resolution,
+        since: i64,
+        limit: u32,
+    ) -> anyhow::Result<Vec<RollupRow>> {
+        let rows = sqlx::query(
+            "SELECT * FROM rollups WHERE monitor_id = $1 AND region = $2 AND resolution = $3 \
+             AND bucket_start >= $4 ORDER BY bucket_start LIMIT $5",
+        )
+        .bind(monitor_id)
+        .bind(region)
+        .bind(resolution.as_str())
+        .bind(since)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(RollupRow {
+                    monitor_id: row.try_get("monitor_id")?,
+                    region: row.try_get("region")?,
+                    bucket_start: row.try_get("bucket_start")?,
+                    sums: RollupSums::from_row(row)?,
+                })
+            })
+            .collect()
+    }
+
+    /// Deletes up to `limit` buckets of `resolution` that started before `before`; returns how
+    /// many, so the caller can go on in small steps that never hold the writer long.
+    pub async fn prune_rollups(
+        &self,
+        resolution: Resolution,
+        before: i64,
+        limit: u32,
+    ) -> anyhow::Result<u64> {
+        let _guard = self.write_lock().await;
+        let deleted = sqlx::query(
+            "DELETE FROM rollups WHERE (monitor_id, region, resolution, bucket_start) IN \
+             (SELECT monitor_id, region, resolution, bucket_start FROM rollups \
+              WHERE resolution = $1 AND bucket_start < $2 LIMIT $3)",
+        )
+        .bind(resolution.as_str())
+        .bind(before)
+        .bind(i64::from(limit))
+        .execute(&self.pool)
+        .await?;
+        Ok(deleted.rows_affected())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::testing::sqlite_store;
+
+    fn result(id: &str, ts: i64, status: &str, latency: i64, region: Option<&str>) -> NewResult {
+        NewResult {
+            id: id.into(),
+            monitor_id: "m1".into(),
+            region: region.map(Into::into),
+            ts,
+            status: status.into(),
+            latency_ms: Some(latency),
+            msg: String::new(),
+            meta: "{}".into(),
+            next_due_at: None,
+        }
+    }
+
+    #[test]
+    fn latency_bands_hold_their_upper_bound() {
+        let mut sums = RollupSums::default();
+        for latency in [0, 5, 6, 10_000, 10_001] {
+            sums.count("up", Some(latency));
+        }
+        assert_eq!(sums.bands[0], 2, "0 and 5 ms");
+        assert_eq!(sums.bands[1], 1, "6 ms");
+        assert_eq!(sums.bands[LATENCY_BANDS - 2], 1, "10 s");
+        assert_eq!(sums.bands[LATENCY_BANDS - 1], 1, "above 10 s");
+        sums.count("down", Some(30_000));
+        sums.count("rate_limited", None);
+        assert_eq!((sums.up, sums.down, sums.total), (5, 1, 7));
+        assert_eq!((sums.latency_count, sums.latency_max), (5, Some(10_001)));
+    }
+
+    #[tokio::test]
+    async fn stored_results_roll_up_once_per_bucket_and_location() {
+        let (store, _dir) = sqlite_store().await;
+        let hour = 3_600_000;
+        let batch = vec![
+            result("a", hour + 1_000, "up", 40, Some("eu")),
+            result("b", hour + 61_000, "down", 900, Some("us")),
+            result("c", 2 * hour + 5, "up", 60, Some("eu")),
+        ];
+        store.insert_results("p1", &batch, 1).await.unwrap();
+        store.insert_results("p1", &batch, 2).await.unwrap();
+        let ids = vec!["m1".to_string()];
+        let whole = store
+            .rollup_sums(&ids, "", Resolution::Hour, 0, 3 * hour)
+            .await
+            .unwrap()
+            .remove("m1")
+            .unwrap();
+        assert_eq!(
+            (whole.up, whole.down, whole.total),
+            (2, 1, 3),
+            "a re-upload counts nothing"
+        );
+        assert_eq!((whole.latency_count, whole.latency_sum), (2, 100));
+        assert_eq!((whole.latency_min, whole.latency_max), (Some(40), Some(60)));
+        let eu = store
+            .rollup_sums(&ids, "eu", Resolution::Day, 0, 3 * hour)
+            .await
+            .unwrap()
+            .remove("m1")
+            .unwrap();
+        assert_eq!((eu.up, eu.total), (2, 2));
+        let minutes = store
+            .rollup_buckets("m1", "", Resolution::Minute, 0, 10)
+            .await
+            .unwrap();
+        let starts: Vec<i64> = minutes.iter().map(|b| b.bucket_start).collect();
+        assert_eq!(starts, [hour, hour + 60_000, 2 * hour]);
+
+        // A late result lands in its own (old) bucket and moves min and max.
+        store
+            .insert_results("p1", &[result("d", hour + 2_000, "up", 7, None)], 3)
+            .await
+            .unwrap();
+        let first = &store
+            .rollup_buckets("m1", "", Resolution::Minute, hour, 1)
+            .await
+            .unwrap()[0];
+        assert_eq!((first.sums.up, first.sums.latency_min), (2, Some(7)));
+
+        assert_eq!(
+            store
+                .prune_rollups(Resolution::Minute, 2 * hour, 1)
+                .await
+                .unwrap(),
+            1
+        );
+        assert_eq!(
+            store
+                .prune_rollups(Resolution::Minute, 2 * hour, 10)
+                .await
+                .unwrap(),
+            3,
+            "the whole monitor's second minute, and each location's"
+        );
+        let left = store
+            .rollup_buckets("m1", "", Resolution::Minute, 0, 10)
+            .await
+            .unwrap();
+        assert_eq!(left.len(), 1);
+    }
+}
