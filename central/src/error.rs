@@ -55,7 +55,7 @@ impl ApiError {
         }
     }
 
-    fn status_and_code(&self) -> (StatusCode, &'static str) {
+    pub(crate) fn status_and_code(&self) -> (StatusCode, &'static str) {
         match self {
             ApiError::Validation(e) => match e.rule {
                 Rule::Field => (StatusCode::BAD_REQUEST, "invalid_field"),

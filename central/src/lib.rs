@@ -19,6 +19,7 @@ pub mod store;
 pub mod telemetry;
 pub mod tls;
 pub mod wakeups;
+pub mod web;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -41,6 +41,8 @@ pub struct HttpOptions {
     pub require_client_certificate: bool,
     /// `/metrics` is served here too (false when it has a listener of its own).
     pub metrics_on_main_listener: bool,
+    /// Central serves HTTPS itself (the web page's cookies get `Secure`).
+    pub tls: bool,
 }
 
 impl HttpOptions {
@@ -51,6 +53,7 @@ impl HttpOptions {
             trusted_proxies: args.trusted_proxies.clone(),
             require_client_certificate: args.tls_client_ca.is_some(),
             metrics_on_main_listener: args.metrics_listen.is_none(),
+            tls: args.tls_cert.is_some(),
         }
     }
 }
@@ -154,6 +157,9 @@ pub fn router(app: Arc<App>, options: &HttpOptions) -> Router {
         .route("/api/openapi.json", get(ops::openapi))
         .nest("/api/poller", poller_api)
         .nest("/api/v1", settings_api)
+        .merge(crate::web::router(crate::web::WebOptions {
+            secure_cookies: options.tls,
+        }))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         // Probes are exempt from shedding: an overloaded central is still alive and ready.

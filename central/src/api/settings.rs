@@ -262,6 +262,7 @@ pub async fn list_monitors(
     let filter = MonitorFilter {
         status: query.status,
         region: valid_region(query.region)?,
+        name: None,
     };
     app.list_monitors(&filter, &cursor, limit).await.map(Json)
 }

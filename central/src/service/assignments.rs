@@ -238,7 +238,8 @@ impl App {
     pub async fn prune_history(&self) -> ApiResult<()> {
         let before = now_ms() - 30 * 24 * 3600 * 1000;
         let pruned = self.store.prune_history(before).await?
-            + self.store.prune_notifications(before).await?;
+            + self.store.prune_notifications(before).await?
+            + self.store.prune_sessions(now_ms()).await?;
         if pruned > 0 {
             tracing::info!(
                 rows = pruned,

@@ -10,10 +10,12 @@ pub mod channels;
 pub mod history;
 pub mod ingest;
 pub mod monitors;
+pub mod overview;
 pub mod placement;
 pub mod pollers;
 pub mod quorum;
 pub mod retention;
+pub mod sessions;
 pub mod status;
 pub mod statuses;
 pub mod tokens;
@@ -80,6 +82,11 @@ impl App {
                     anyhow::bail!("CENTRAL_ADMIN_TOKEN must be at least 16 characters long");
                 }
                 let hash = auth::sha256_hex(token);
+                let previous = store.setting(ADMIN_TOKEN_SETTING).await?;
+                if previous.is_some_and(|previous| previous != hash) {
+                    // Whoever logged in to the page with the old token is out.
+                    store.delete_all_sessions().await?;
+                }
                 store.put_setting(ADMIN_TOKEN_SETTING, &hash).await?;
                 hash
             }

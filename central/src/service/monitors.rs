@@ -19,6 +19,8 @@ const FILTER_CHUNK: u32 = 500;
 pub struct MonitorFilter {
     pub status: Option<shared_proto::settings_api::MonitorStatus>,
     pub region: Option<String>,
+    /// Only monitors whose name contains this, ignoring case (the web page's search).
+    pub name: Option<String>,
 }
 
 impl App {
@@ -82,7 +84,21 @@ impl App {
         after: &Cursor,
         limit: u32,
     ) -> ApiResult<Page<MonitorView>> {
-        let filtered = filter.status.is_some() || filter.region.is_some();
+        let page = self.list_monitors_with_status(filter, after, limit).await?;
+        Ok(Page {
+            items: page.items.into_iter().map(|(view, _)| view).collect(),
+            next_cursor: page.next_cursor,
+        })
+    }
+
+    /// A page of monitors (oldest first) that pass the filter, each with its derived status.
+    pub async fn list_monitors_with_status(
+        &self,
+        filter: &MonitorFilter,
+        after: &Cursor,
+        limit: u32,
+    ) -> ApiResult<Page<(MonitorView, MonitorStatusView)>> {
+        let filtered = filter.status.is_some() || filter.region.is_some() || filter.name.is_some();
         let chunk = if filtered {
             limit.max(FILTER_CHUNK)
         } else {
@@ -98,6 +114,7 @@ impl App {
                 .collect(),
             None => HashMap::new(),
         };
+        let name = filter.name.as_deref().map(str::to_lowercase);
         let mut items = Vec::new();
         let mut cursor = after.clone();
         loop {
@@ -111,13 +128,16 @@ impl App {
                 let wanted = filter.status.is_none_or(|s| s == status.status)
                     && filter.region.as_deref().is_none_or(|region| {
                         runs_in(row, region, &poller_regions).unwrap_or(false)
-                    });
+                    })
+                    && name
+                        .as_deref()
+                        .is_none_or(|name| row.name.to_lowercase().contains(name));
                 if !wanted {
                     continue;
                 }
                 let mut view = monitor_view(row)?;
                 view.status = Some(status.status);
-                items.push(view);
+                items.push((view, status));
                 if items.len() == limit as usize {
                     return Ok(Page {
                         items,

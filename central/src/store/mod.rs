@@ -12,6 +12,7 @@ mod notifications;
 mod pollers;
 mod results;
 mod rollups;
+mod sessions;
 mod tokens;
 mod wakeups;
 
@@ -23,6 +24,7 @@ pub use notifications::{AlertStateRow, AlertUpdate, Attempt, ChannelRow, OutboxR
 pub use pollers::{HeartbeatUpdate, PollerRow};
 pub use results::{ExpiringResult, NewResult, ResultRow};
 pub use rollups::{Resolution, RollupRow, RollupSums, LATENCY_BOUNDS_MS};
+pub use sessions::SessionRow;
 pub use tokens::{RefreshTokenRow, RegistrationTokenRow};
 pub use wakeups::{VersionListener, Wakeup};
 
@@ -129,6 +131,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "rollups",
         include_str!("../../../migrations/sqlite/20261125000016_rollups.sql"),
     ),
+    (
+        20261125000017,
+        "web sessions",
+        include_str!("../../../migrations/sqlite/20261125000017_web_sessions.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -211,6 +218,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261125000016,
         "rollups",
         include_str!("../../../migrations/postgres/20261125000016_rollups.sql"),
+    ),
+    (
+        20261125000017,
+        "web sessions",
+        include_str!("../../../migrations/postgres/20261125000017_web_sessions.sql"),
     ),
 ];
 

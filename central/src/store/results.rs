@@ -385,6 +385,40 @@ impl Store {
         .rows_affected())
     }
 
+    /// The newest `per_monitor` results of each monitor, newest first (one indexed read per
+    /// monitor, sent as one statement).
+    pub async fn recent_results_of(
+        &self,
+        monitor_ids: &[String],
+        per_monitor: u32,
+    ) -> anyhow::Result<HashMap<String, Vec<ResultRow>>> {
+        let mut recent: HashMap<String, Vec<ResultRow>> = HashMap::new();
+        for chunk in monitor_ids.chunks(100) {
+            let sql = (0..chunk.len())
+                .map(|i| {
+                    format!(
+                        "SELECT * FROM (SELECT id, monitor_id, poller_id, region, ts, status, \
+                         latency_ms, msg, meta FROM results WHERE monitor_id = ${} \
+                         ORDER BY ts DESC, id DESC LIMIT $1) AS r{i}",
+                        i + 2
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(" UNION ALL ");
+            let mut query = sqlx::query_as::<_, ResultRow>(&sql).bind(i64::from(per_monitor));
+            for id in chunk {
+                query = query.bind(id);
+            }
+            for row in query.fetch_all(&self.pool).await? {
+                recent.entry(row.monitor_id.clone()).or_default().push(row);
+            }
+        }
+        for rows in recent.values_mut() {
+            rows.sort_by(|a, b| (b.ts, &b.id).cmp(&(a.ts, &a.id)));
+        }
+        Ok(recent)
+    }
+
     /// A monitor's results from `since` on, oldest first.
     pub async fn list_results(
         &self,

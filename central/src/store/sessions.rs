@@ -1,0 +1,77 @@
+//! Sessions of the operators' web page, by the hash of their cookie.
+
+use super::Store;
+
+#[derive(Debug, Clone)]
+pub struct SessionRow {
+    pub csrf_token: String,
+    pub expires_at: i64,
+}
+
+impl Store {
+    pub async fn insert_session(
+        &self,
+        id_sha256: &str,
+        csrf_token: &str,
+        now: i64,
+        expires_at: i64,
+    ) -> anyhow::Result<()> {
+        let _guard = self.write_lock().await;
+        sqlx::query(
+            "INSERT INTO web_sessions (id_sha256, csrf_token, created_at, expires_at) \
+             VALUES ($1, $2, $3, $4)",
+        )
+        .bind(id_sha256)
+        .bind(csrf_token)
+        .bind(now)
+        .bind(expires_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The session, if it exists and has not ended by `now`.
+    pub async fn session(&self, id_sha256: &str, now: i64) -> anyhow::Result<Option<SessionRow>> {
+        let row: Option<(String, i64)> = sqlx::query_as(
+            "SELECT csrf_token, expires_at FROM web_sessions \
+             WHERE id_sha256 = $1 AND expires_at > $2",
+        )
+        .bind(id_sha256)
+        .bind(now)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map(|(csrf_token, expires_at)| SessionRow {
+            csrf_token,
+            expires_at,
+        }))
+    }
+
+    pub async fn delete_session(&self, id_sha256: &str) -> anyhow::Result<()> {
+        let _guard = self.write_lock().await;
+        sqlx::query("DELETE FROM web_sessions WHERE id_sha256 = $1")
+            .bind(id_sha256)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Ends every session (the admin token changed: whoever logged in with the old one is out).
+    pub async fn delete_all_sessions(&self) -> anyhow::Result<()> {
+        let _guard = self.write_lock().await;
+        sqlx::query("DELETE FROM web_sessions")
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    pub async fn prune_sessions(&self, now: i64) -> anyhow::Result<u64> {
+        let _guard = self.write_lock().await;
+        Ok(
+            sqlx::query("DELETE FROM web_sessions WHERE expires_at <= $1")
+                .bind(now)
+                .execute(&self.pool)
+                .await?
+                .rows_affected(),
+        )
+    }
+}

@@ -1,0 +1,136 @@
+//! The page shell (head, navigation, logout form) and the small pieces every page shares:
+//! status badges, times, numbers.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, Utc};
+use maud::{html, Markup, PreEscaped, DOCTYPE};
+
+use super::session::Session;
+
+/// Which section of the navigation a page belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Section {
+    Monitors,
+    Pollers,
+    Tokens,
+    Notifications,
+}
+
+fn head(title: &str) -> Markup {
+    html! {
+        head {
+            meta charset="utf-8";
+            meta name="viewport" content="width=device-width, initial-scale=1";
+            title { (title) " · Central" }
+            link rel="stylesheet" href=(super::assets::path("app.css"));
+            script src=(super::assets::path("htmx.min.js")) defer {}
+            script src=(super::assets::path("app.js")) defer {}
+        }
+    }
+}
+
+/// A page without navigation (login, errors).
+pub fn bare(title: &str, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            (head(title))
+            body { (body) }
+        }
+    }
+}
+
+/// A page of the logged-in operator.
+pub fn page(session: &Session, section: Section, title: &str, body: Markup) -> Markup {
+    let link = |href: &str, label: &str, own: Section| {
+        html! {
+            a href=(href) aria-current=[(own == section).then_some("page")] { (label) }
+        }
+    };
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            (head(title))
+            body {
+                a.skip href="#main" { "Skip to content" }
+                header.top {
+                    span.brand { "Central" }
+                    nav aria-label="Sections" {
+                        (link("/", "Monitors", Section::Monitors))
+                        (link("/pollers", "Pollers", Section::Pollers))
+                        (link("/tokens", "Tokens", Section::Tokens))
+                        (link("/notifications", "Notifications", Section::Notifications))
+                    }
+                    form.logout method="post" action="/logout" {
+                        (csrf_field(session))
+                        button type="submit" { "Log out" }
+                    }
+                }
+                main #main { (body) }
+            }
+        }
+    }
+}
+
+pub fn csrf_field(session: &Session) -> Markup {
+    html! { input type="hidden" name="csrf" value=(session.csrf()); }
+}
+
+pub fn error_page(status: StatusCode, message: &str) -> Response {
+    let title = status.canonical_reason().unwrap_or("Error");
+    let body = html! {
+        main.login {
+            h1 { (status.as_u16()) " " (title) }
+            p role="alert" { (message) }
+            p { a href="/" { "Back to the monitors" } }
+        }
+    };
+    (status, bare(title, body)).into_response()
+}
+
+/// A status as a coloured word (the colour is never the only sign: the word is there).
+pub fn badge(status: &str) -> Markup {
+    html! { span class={ "badge badge-" (status) } { (status) } }
+}
+
+/// "3 min ago", with the exact time on hover and for screen readers' `datetime`.
+pub fn ago(at: DateTime<Utc>, now: DateTime<Utc>) -> Markup {
+    let seconds = (now - at).num_seconds();
+    let text = match seconds {
+        s if s < 0 => "just now".to_string(),
+        s if s < 60 => format!("{s} s ago"),
+        s if s < 3600 => format!("{} min ago", s / 60),
+        s if s < 86_400 => format!("{} h ago", s / 3600),
+        s => format!("{} d ago", s / 86_400),
+    };
+    let exact = at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    html! { time datetime=(exact) title=(exact) { (text) } }
+}
+
+pub fn maybe_ago(at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> Markup {
+    match at {
+        Some(at) => ago(at, now),
+        None => html! { span.muted { "never" } },
+    }
+}
+
+pub fn percent(value: Option<f64>) -> Markup {
+    match value {
+        Some(v) if v >= 99.995 => html! { "100 %" },
+        Some(v) => html! { (format!("{v:.2} %")) },
+        None => html! { span.muted { "–" } },
+    }
+}
+
+pub fn millis(value: Option<u64>) -> Markup {
+    match value {
+        Some(v) => html! { (v) " ms" },
+        None => html! { span.muted { "–" } },
+    }
+}
+
+/// Raw markup for a fixed string known to be safe (inline SVG made here).
+pub fn trusted(markup: String) -> PreEscaped<String> {
+    PreEscaped(markup)
+}

@@ -1,0 +1,109 @@
+//! The operators' web page, served by central at `/`: server-rendered HTML (maud), a vendored
+//! htmx for live updates, every asset embedded in the binary. Routes are thin like `api/`'s:
+//! they check the session (and the CSRF token of every form), call `service/`, and render.
+//! Nothing here writes SQL or decides a rule.
+
+mod assets;
+mod charts;
+mod layout;
+mod monitor_form;
+mod monitors;
+mod pollers;
+mod session;
+
+use std::sync::Arc;
+
+use axum::extract::DefaultBodyLimit;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::Router;
+
+use crate::error::ApiError;
+use crate::service::App;
+
+/// Forms are small; a monitor's settings JSON is the largest field.
+const FORM_BODY_LIMIT: usize = 64 * 1024;
+
+/// What the page needs from the configuration.
+#[derive(Debug, Clone, Copy)]
+pub struct WebOptions {
+    /// Central serves HTTPS itself: cookies get `Secure`.
+    pub secure_cookies: bool,
+}
+
+pub fn router(options: WebOptions) -> Router<Arc<App>> {
+    Router::new()
+        .route("/", get(monitors::list))
+        .route("/login", get(session::login_page).post(session::log_in))
+        .route("/logout", post(session::log_out))
+        .route("/monitors/new", get(monitor_form::new_page))
+        .route("/monitors", post(monitor_form::create))
+        .route(
+            "/monitors/{id}",
+            get(monitors::detail).post(monitor_form::update),
+        )
+        .route("/monitors/{id}/edit", get(monitor_form::edit_page))
+        .route("/monitors/{id}/pause", post(monitor_form::pause))
+        .route("/monitors/{id}/resume", post(monitor_form::resume))
+        .route("/monitors/{id}/delete", post(monitor_form::delete))
+        .route("/pollers", get(pollers::list))
+        .route("/pollers/{id}", post(pollers::update))
+        .route("/pollers/{id}/delete", post(pollers::delete))
+        .route("/tokens", get(pollers::tokens).post(pollers::create_token))
+        .route("/tokens/{id}/revoke", post(pollers::revoke_token))
+        .route("/tokens/{id}/rotate", post(pollers::rotate_token))
+        .route("/notifications", get(pollers::notifications))
+        .route("/assets/{name}", get(assets::serve))
+        .layer(axum::Extension(options))
+        .layer(DefaultBodyLimit::max(FORM_BODY_LIMIT))
+}
+
+/// Why a page could not be shown.
+#[derive(Debug)]
+pub enum WebError {
+    /// No session (or it ended): to the login page.
+    LoggedOut,
+    /// A form without its session's CSRF token.
+    Csrf,
+    Api(ApiError),
+}
+
+impl From<ApiError> for WebError {
+    fn from(error: ApiError) -> Self {
+        WebError::Api(error)
+    }
+}
+
+impl From<anyhow::Error> for WebError {
+    fn from(error: anyhow::Error) -> Self {
+        WebError::Api(ApiError::Internal(error))
+    }
+}
+
+impl IntoResponse for WebError {
+    fn into_response(self) -> Response {
+        match self {
+            WebError::LoggedOut => Redirect::to("/login").into_response(),
+            WebError::Csrf => layout::error_page(
+                StatusCode::FORBIDDEN,
+                "This form has expired or did not come from this page. Go back, reload and try again.",
+            ),
+            WebError::Api(error) => {
+                let (status, _) = error.status_and_code();
+                let message = match &error {
+                    ApiError::Internal(cause) => {
+                        tracing::error!("internal error on the web page: {cause:#}");
+                        "Central could not complete the request; it has been logged. Retry later."
+                            .to_string()
+                    }
+                    ApiError::Validation(e) => format!("`{}` {}", e.field, e.message),
+                    other => other.to_string(),
+                };
+                layout::error_page(status, &message)
+            }
+        }
+    }
+}
+
+pub type WebResult<T> = Result<T, WebError>;

@@ -1,0 +1,340 @@
+//! The monitors list (the home page) and a monitor's own page.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::Uri;
+use chrono::Utc;
+use maud::{html, Markup};
+use serde::Deserialize;
+use shared_proto::history::HistoryResolution;
+use shared_proto::settings_api::{MonitorStatus, MonitorStatusView, MonitorView};
+use shared_proto::PollerMode;
+use uuid::Uuid;
+
+use super::charts::{heartbeat_bar, latency_chart};
+use super::layout::{self, ago, badge, csrf_field, maybe_ago, millis, percent, Section};
+use super::session::Session;
+use super::WebResult;
+use crate::error::ApiError;
+use crate::service::monitors::MonitorFilter;
+use crate::service::overview::{PollerLabel, BEATS};
+use crate::service::{time_of, App};
+use crate::store::Cursor;
+
+const PAGE_SIZE: u32 = 50;
+/// Live parts of a page reload themselves this often (htmx; without script, a reload does).
+pub const REFRESH: &str = "every 5s";
+
+#[derive(Debug, Default, Deserialize)]
+pub struct ListQuery {
+    #[serde(default)]
+    status: String,
+    #[serde(default)]
+    region: String,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    cursor: String,
+}
+
+fn parse_status(text: &str) -> Option<MonitorStatus> {
+    serde_json::from_value(serde_json::Value::String(text.to_string())).ok()
+}
+
+const STATUSES: [&str; 6] = ["up", "down", "degraded", "stale", "paused", "pending"];
+
+pub async fn list(
+    State(app): State<Arc<App>>,
+    session: Session,
+    uri: Uri,
+    Query(query): Query<ListQuery>,
+) -> WebResult<Markup> {
+    let filter = MonitorFilter {
+        status: parse_status(&query.status),
+        region: Some(query.region.trim().to_string()).filter(|r| !r.is_empty()),
+        name: Some(query.name.trim().to_string()).filter(|n| !n.is_empty()),
+    };
+    let cursor = match query.cursor.as_str() {
+        "" => Cursor::start(),
+        text => Cursor::decode(text).ok_or_else(|| {
+            ApiError::bad_request(
+                "invalid_query",
+                "`cursor` is not one this page made; start over",
+            )
+        })?,
+    };
+    let page = app.monitor_overview(&filter, &cursor, PAGE_SIZE).await?;
+    let pollers = app.poller_labels().await?;
+    let now = Utc::now();
+    let next = page.next_cursor.as_ref().map(|next| {
+        let query = serde_urlencoded::to_string([
+            ("status", query.status.as_str()),
+            ("region", query.region.as_str()),
+            ("name", query.name.as_str()),
+            ("cursor", next.as_str()),
+        ])
+        .unwrap_or_default();
+        format!("/?{query}")
+    });
+    let body = html! {
+        div.heading {
+            h1 { "Monitors" }
+            a.button href="/monitors/new" { "New monitor" }
+        }
+        form.filters method="get" action="/" role="search" {
+            label { "Name " input type="search" name="name" value=(query.name); }
+            label { "Status "
+                select name="status" {
+                    option value="" { "any" }
+                    @for status in STATUSES {
+                        option value=(status) selected[query.status == status] { (status) }
+                    }
+                }
+            }
+            label { "Region " input type="text" name="region" value=(query.region) size="10"; }
+            button type="submit" { "Filter" }
+        }
+        div.table-wrap {
+            table.monitors {
+                caption.visually-hidden { "Monitors and their status" }
+                thead { tr {
+                    th scope="col" { "Status" } th scope="col" { "Monitor" }
+                    th scope="col" { "Last " (BEATS) " results" }
+                    th scope="col" { "24 h" } th scope="col" { "30 d" }
+                    th scope="col" { "Latency" } th scope="col" { "Poller / region" }
+                } }
+                tbody #monitor-rows hx-get=(uri) hx-trigger=(REFRESH) hx-select="#monitor-rows"
+                    hx-swap="outerHTML" {
+                    @for item in &page.items {
+                        tr {
+                            td { (status_cell(&item.status)) }
+                            td { a href={ "/monitors/" (item.view.id) } { (item.view.spec.name) }
+                                 br; span.muted.small { (item.view.spec.kind.as_str()) " " (item.view.spec.target) } }
+                            td { (heartbeat_bar(&item.beats, BEATS as usize)) }
+                            td { (percent(item.uptime_24h)) }
+                            td { (percent(item.uptime_30d)) }
+                            td { (millis(item.status.latency_ms)) }
+                            td { (placement_cell(&item.view, &pollers)) }
+                        }
+                    }
+                    @if page.items.is_empty() {
+                        tr { td colspan="7" { "No monitors match. " a href="/monitors/new" { "Create one." } } }
+                    }
+                }
+            }
+        }
+        nav.pager aria-label="Pages" {
+            @if !query.cursor.is_empty() { a href="/" { "First page" } }
+            @if let Some(next) = next { a href=(next) rel="next" { "Next page" } }
+        }
+        p.muted.small { "Updated " (ago(now, now)) "; the list refreshes itself every 5 s." }
+    };
+    Ok(layout::page(&session, Section::Monitors, "Monitors", body))
+}
+
+fn status_cell(status: &MonitorStatusView) -> Markup {
+    html! {
+        (badge(status.status.as_str()))
+        @if let Some(reason) = &status.reason {
+            @if matches!(status.status, MonitorStatus::Stale | MonitorStatus::Pending) {
+                br; span.reason.small { (reason) }
+            }
+        }
+    }
+}
+
+fn placement_cell(view: &MonitorView, pollers: &HashMap<String, PollerLabel>) -> Markup {
+    if view.spec.poller_mode == PollerMode::Multi {
+        let regions = view
+            .spec
+            .poller_regions
+            .clone()
+            .unwrap_or_default()
+            .join(", ");
+        return html! { "multi: " (regions) };
+    }
+    match view.assigned_poller_id.map(|id| id.to_string()) {
+        Some(id) => match pollers.get(&id) {
+            Some(label) => html! {
+                (label.name) @if let Some(region) = &label.region { br; span.muted.small { (region) } }
+            },
+            None => html! { span.muted { "a deleted poller" } },
+        },
+        None => html! { span.muted { (view.placement_reason.as_deref().unwrap_or("unplaced")) } },
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct DetailQuery {
+    #[serde(default)]
+    range: String,
+}
+
+/// The chart ranges: (query value, label, resolution, span).
+const RANGES: [(&str, &str, HistoryResolution, i64); 4] = [
+    ("1h", "Recent (1 h)", HistoryResolution::Minute, 3_600_000),
+    ("24h", "24 h", HistoryResolution::Minute, 86_400_000),
+    ("7d", "7 d", HistoryResolution::Hour, 7 * 86_400_000),
+    ("30d", "30 d", HistoryResolution::Hour, 30 * 86_400_000),
+];
+
+pub async fn detail(
+    State(app): State<Arc<App>>,
+    session: Session,
+    Path(id): Path<Uuid>,
+    uri: Uri,
+    Query(query): Query<DetailQuery>,
+) -> WebResult<Markup> {
+    let monitor = app.get_monitor(id).await?;
+    let status = app.monitor_status(id).await?;
+    let uptime = app.monitor_uptime(id, None).await?;
+    let range = RANGES
+        .iter()
+        .find(|r| r.0 == query.range)
+        .unwrap_or(&RANGES[0]);
+    let since = crate::service::now_ms() - range.3;
+    let history = app.monitor_history(id, range.2, Some(since), None).await?;
+    let recent = app.recent_results(&id.to_string(), 20).await?;
+    let pollers = app.poller_labels().await?;
+    let now = Utc::now();
+    let delayed = delay_warning(&monitor, &status, now);
+    let changes = status_changes(&app.recent_results(&id.to_string(), 500).await?);
+    let windows = [
+        ("24 h", &uptime.day),
+        ("7 d", &uptime.week),
+        ("30 d", &uptime.month),
+        ("1 year", &uptime.year),
+    ];
+    let body = html! {
+        div.heading {
+            h1 { (monitor.spec.name) " " (badge(status.status.as_str())) }
+            div.actions {
+                a.button href={ "/monitors/" (id) "/edit" } { "Edit" }
+                @let (action, label) = if monitor.spec.paused { ("resume", "Resume") } else { ("pause", "Pause") };
+                form method="post" action={ "/monitors/" (id) "/" (action) } {
+                    (csrf_field(&session)) button type="submit" { (label) }
+                }
+                form method="post" action={ "/monitors/" (id) "/delete" }
+                    onsubmit="return confirm('Delete this monitor and its history?')" {
+                    (csrf_field(&session)) button.danger type="submit" { "Delete" }
+                }
+            }
+        }
+        p.muted { (monitor.spec.kind.as_str()) " " code { (monitor.spec.target) }
+            " · every " (monitor.spec.interval_ms / 1000) " s · " (placement_cell(&monitor, &pollers)) }
+        div #live hx-get=(uri) hx-trigger=(REFRESH) hx-select="#live" hx-swap="outerHTML" {
+            @if let Some(warning) = delayed {
+                p.warning role="status" { (warning) }
+            }
+            dl.facts {
+                dt { "Status" } dd { (status_cell(&status)) }
+                dt { "Last result" } dd { (maybe_ago(status.last_result_at, now)) " " (status.message.as_deref().unwrap_or("")) }
+                dt { "Latency" } dd { (millis(status.latency_ms)) }
+                dt { "Next check" } dd { (maybe_ago(status.next_check_at, now)) }
+            }
+            @if !status.locations.is_empty() {
+                h2 { "Locations" @if let Some(q) = status.quorum { " (down at " (q) ")" } }
+                table { thead { tr { th scope="col" { "Region" } th scope="col" { "Status" } th scope="col" { "Poller" }
+                    th scope="col" { "Last result" } th scope="col" { "Latency" } } }
+                    tbody { @for location in &status.locations { tr {
+                        td { (location.region) }
+                        td { (badge(&serde_json::to_value(location.status).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()))
+                             @if let Some(reason) = &location.reason { br; span.reason.small { (reason) } } }
+                        td { @match location.poller_id.and_then(|p| pollers.get(&p.to_string())) {
+                            Some(label) => (label.name), None => span.muted { "none" } } }
+                        td { (maybe_ago(location.last_result_at, now)) }
+                        td { (millis(location.latency_ms)) }
+                    } } }
+                }
+            }
+            h2 { "Uptime" }
+            table.uptime { thead { tr { th scope="col" { "Window" } th scope="col" { "Uptime" } th scope="col" { "Checks" }
+                th scope="col" { "Mean latency" } th scope="col" { "p95" } } }
+                tbody { @for (label, window) in windows { tr {
+                    td { (label) } td { (percent(window.uptime)) } td { (window.checks) }
+                    td { (millis(window.latency_ms_mean.map(|m| m.round() as u64))) } td { (millis(window.latency_ms_p95)) }
+                } } }
+            }
+            h2 { "Latency" }
+            nav.ranges aria-label="Chart range" {
+                @for (value, label, _, _) in RANGES {
+                    a href={ "?range=" (value) } aria-current=[(value == range.0).then_some("true")] { (label) }
+                }
+            }
+            (latency_chart(&history.buckets, &format!("Latency, {}", range.1)))
+            h2 { "Recent results" }
+            div.table-wrap { table { thead { tr { th scope="col" { "When" } th scope="col" { "Result" }
+                th scope="col" { "Latency" } th scope="col" { "Message" } th scope="col" { "From" } } }
+                tbody { @for result in &recent { tr {
+                    td { (ago(time_of(result.ts), now)) } td { (badge(&result.status)) }
+                    td { (millis(result.latency_ms.and_then(|l| u64::try_from(l).ok()))) }
+                    td { (result.msg) }
+                    td { @match &result.region { Some(region) => (region), None => (pollers.get(&result.poller_id).map(|p| p.name.as_str()).unwrap_or("")) } }
+                } } }
+            } }
+            h2 { "Status changes" }
+            @if changes.is_empty() { p.muted { "None among the last 500 results." } }
+            ul.events { @for (at, region, from, to) in &changes {
+                li { (ago(time_of(*at), now)) ": " (badge(from)) " → " (badge(to))
+                     @if let Some(region) = region { " in " (region) } }
+            } }
+        }
+    };
+    Ok(layout::page(
+        &session,
+        Section::Monitors,
+        &monitor.spec.name,
+        body,
+    ))
+}
+
+/// A sentence when the monitor's data is late: nobody is checking it, or its newest result is
+/// older than two intervals.
+fn delay_warning(
+    monitor: &MonitorView,
+    status: &MonitorStatusView,
+    now: chrono::DateTime<Utc>,
+) -> Option<String> {
+    if monitor.spec.paused {
+        return None;
+    }
+    if status.status == MonitorStatus::Stale {
+        return Some(format!(
+            "Data is delayed: {}",
+            status.reason.as_deref().unwrap_or("no recent results")
+        ));
+    }
+    let late = status.last_result_at.is_some_and(|at| {
+        (now - at).num_milliseconds() > 2 * monitor.spec.interval_ms as i64 + 10_000
+    });
+    late.then(|| "Data is delayed: the newest result is older than two check intervals.".into())
+}
+
+/// The verdict changes among results given newest first, newest change first, per location:
+/// (when, location, from, to).
+fn status_changes(
+    results_newest_first: &[crate::store::ResultRow],
+) -> Vec<(i64, Option<String>, String, String)> {
+    let mut last: HashMap<Option<&str>, &str> = HashMap::new();
+    let mut changes = Vec::new();
+    for result in results_newest_first.iter().rev() {
+        if result.status != "up" && result.status != "down" {
+            continue;
+        }
+        let region = result.region.as_deref();
+        if let Some(previous) = last.insert(region, &result.status) {
+            if previous != result.status {
+                changes.push((
+                    result.ts,
+                    result.region.clone(),
+                    previous.to_string(),
+                    result.status.clone(),
+                ));
+            }
+        }
+    }
+    changes.reverse();
+    changes
+}
