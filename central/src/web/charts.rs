@@ -29,6 +29,13 @@ pub fn heartbeat_bar(beats_newest_first: &[ResultRow], slots: usize) -> Markup {
         r#"<svg class="beats" viewBox="0 0 {width} 20" width="{width}" height="20" role="img" aria-label="{label}">"#
     );
     let empty = slots.saturating_sub(beats_newest_first.len());
+    for slot in 0..empty {
+        let _ = write!(
+            svg,
+            r#"<rect class="beat" x="{x}" y="0" width="{BAR}" height="20" rx="2"/>"#,
+            x = slot * (BAR + GAP)
+        );
+    }
     for (slot, beat) in (empty..slots).zip(beats_newest_first.iter().rev()) {
         let when =
             crate::service::time_of(beat.ts).to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
@@ -71,7 +78,7 @@ pub fn latency_chart(buckets: &[HistoryBucket], title: &str) -> Markup {
     };
     let y = |ms: f64| H - PAD - ms / top * (H - 2.0 * PAD);
     let mut svg = format!(
-        r#"<svg class="chart" viewBox="0 0 {W} {H}" preserveAspectRatio="none" role="img" aria-label="{title}">"#,
+        r#"<svg class="chart" viewBox="0 0 {W} {H}" role="img" aria-label="{title}">"#,
         title = escape(title)
     );
     let _ = write!(

@@ -209,7 +209,7 @@ pub async fn detail(
     ];
     let body = html! {
         div.heading {
-            h1 { (monitor.spec.name) " " (badge(status.status.as_str())) }
+            h1 { (monitor.spec.name) }
             div.actions {
                 a.button href={ "/monitors/" (id) "/edit" } { "Edit" }
                 @let (action, label) = if monitor.spec.paused { ("resume", "Resume") } else { ("pause", "Pause") };

@@ -1,0 +1,169 @@
+//! A real headless Chromium for the web page's tests, driven over WebDriver (Debian's
+//! `chromium` and `chromium-driver`, which `.ci/run` installs) through fantoccini. Each browser
+//! gets its own chromedriver on a free port and a fresh profile; both go when it is dropped.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::Context;
+use fantoccini::{Client, ClientBuilder, Locator};
+use tokio::process::{Child, Command};
+
+pub struct Browser {
+    pub client: Client,
+    _driver: Child,
+    _profile: tempfile::TempDir,
+    screenshots: PathBuf,
+}
+
+/// Where screenshots go: `target/web-screenshots/<test>/`, kept as CI artifacts.
+fn screenshot_dir(test: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/web-screenshots")
+        .join(test)
+}
+
+impl Browser {
+    pub async fn start(test: &str) -> anyhow::Result<Browser> {
+        for program in ["/usr/bin/chromium", "/usr/bin/chromedriver"] {
+            anyhow::ensure!(
+                Path::new(program).exists(),
+                "{program} is missing: install Debian's chromium and chromium-driver (as .ci/run does)"
+            );
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        let driver = Command::new("/usr/bin/chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .context("starting chromedriver")?;
+        let profile = tempfile::tempdir()?;
+        let capabilities = serde_json::json!({
+            "goog:chromeOptions": {
+                "binary": "/usr/bin/chromium",
+                "args": ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                         "--disable-background-networking", "--disable-component-update",
+                         "--disable-sync", "--no-first-run", "--window-size=1280,900",
+                         format!("--user-data-dir={}", profile.path().display())],
+            }
+        });
+        let capabilities = match capabilities {
+            serde_json::Value::Object(map) => map,
+            _ => unreachable!(),
+        };
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let url = format!("http://127.0.0.1:{port}");
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        let client = loop {
+            match ClientBuilder::rustls()?
+                .capabilities(capabilities.clone())
+                .connect(&url)
+                .await
+            {
+                Ok(client) => break client,
+                // chromedriver takes a moment to listen.
+                Err(_) if std::time::Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Err(e) => anyhow::bail!("chromedriver did not start a browser: {e}"),
+            }
+        };
+        let screenshots = screenshot_dir(test);
+        std::fs::create_dir_all(&screenshots)?;
+        Ok(Browser {
+            client,
+            _driver: driver,
+            _profile: profile,
+            screenshots,
+        })
+    }
+
+    pub async fn goto(&self, url: &str) -> anyhow::Result<()> {
+        Ok(self.client.goto(url).await?)
+    }
+
+    pub async fn fill(&self, css: &str, text: &str) -> anyhow::Result<()> {
+        let field = self.client.find(Locator::Css(css)).await?;
+        field.clear().await?;
+        field.send_keys(text).await?;
+        Ok(())
+    }
+
+    pub async fn click(&self, css: &str) -> anyhow::Result<()> {
+        self.client.find(Locator::Css(css)).await?.click().await?;
+        Ok(())
+    }
+
+    /// Picks an option of a `<select>` by its value.
+    pub async fn choose(&self, css: &str, value: &str) -> anyhow::Result<()> {
+        self.client
+            .find(Locator::Css(css))
+            .await?
+            .select_by_value(value)
+            .await?;
+        Ok(())
+    }
+
+    pub async fn text(&self, css: &str) -> anyhow::Result<String> {
+        Ok(self.client.find(Locator::Css(css)).await?.text().await?)
+    }
+
+    pub async fn current_path(&self) -> anyhow::Result<String> {
+        Ok(self.client.current_url().await?.path().to_string())
+    }
+
+    /// Waits until the page's path is `wanted` (a submitted form navigates on its own time).
+    pub async fn wait_for_path(&self, wanted: impl Fn(&str) -> bool) -> anyhow::Result<String> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let path = self.current_path().await?;
+            if wanted(&path) {
+                return Ok(path);
+            }
+            anyhow::ensure!(
+                std::time::Instant::now() < deadline,
+                "the page stayed at {path}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Waits until the element's text contains `wanted` (the page updates itself, or is
+    /// reloaded by `reload` between looks).
+    pub async fn wait_for_text(
+        &self,
+        css: &str,
+        wanted: &str,
+        timeout: Duration,
+        reload: bool,
+    ) -> anyhow::Result<String> {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let seen = self.text(css).await.unwrap_or_default();
+            if seen.contains(wanted) {
+                return Ok(seen);
+            }
+            anyhow::ensure!(
+                std::time::Instant::now() < deadline,
+                "`{css}` never said `{wanted}` within {timeout:?}; last: `{seen}`"
+            );
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            if reload {
+                self.client.refresh().await?;
+            }
+        }
+    }
+
+    /// Saves a PNG of the page as `<name>.png` among the test's screenshots.
+    pub async fn screenshot(&self, name: &str) -> anyhow::Result<PathBuf> {
+        let png = self.client.screenshot().await?;
+        let path = self.screenshots.join(format!("{name}.png"));
+        std::fs::write(&path, png)?;
+        Ok(path)
+    }
+}
