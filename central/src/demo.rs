@@ -87,6 +87,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let base = format!("http://{}", central.addr);
     println!(
         "\nThe demo is running: central, one embedded agent, and sample monitors against a local target.\n\n\
+         \x20 web page:     {base}/  (log in with the admin token)\n\
          \x20 API:          {base}\n\
          \x20 admin token:  {admin_token}\n\
          \x20 data:         {}\n\n\
