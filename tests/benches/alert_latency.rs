@@ -35,20 +35,7 @@ async fn main() -> anyhow::Result<()> {
     anyhow::ensure!(code == 201, "{channel}");
     let poller = central.register_poller("bench-poller").await?;
     let http = reqwest::Client::new();
-    let beat = {
-        let (http, url, token) = (http.clone(), central.url.clone(), poller.access.clone());
-        tokio::spawn(async move {
-            loop {
-                let _ = http
-                    .post(format!("{url}/api/poller/heartbeat"))
-                    .bearer_auth(&token)
-                    .json(&json!({"version": "bench", "capabilities": ["http"]}))
-                    .send()
-                    .await;
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-        })
-    };
+    let beat = poller.keep_alive(&central.url, Duration::from_secs(1));
     let mut ids = Vec::new();
     for i in 0..monitors {
         ids.push(

@@ -32,20 +32,7 @@ async fn main() -> anyhow::Result<()> {
     let central = Central::start().await?;
     let poller = central.register_poller("bench-poller").await?;
     let http = reqwest::Client::new();
-    let beat = {
-        let (http, url, token) = (http.clone(), central.url.clone(), poller.access.clone());
-        tokio::spawn(async move {
-            loop {
-                let _ = http
-                    .post(format!("{url}/api/poller/heartbeat"))
-                    .bearer_auth(&token)
-                    .json(&json!({"version": "bench", "capabilities": ["http"]}))
-                    .send()
-                    .await;
-                tokio::time::sleep(Duration::from_secs(5)).await;
-            }
-        })
-    };
+    let beat = poller.keep_alive(&central.url, Duration::from_secs(5));
 
     let seeding = Instant::now();
     let mut ids: Vec<String> = Vec::with_capacity(monitors);
@@ -76,31 +63,19 @@ async fn main() -> anyhow::Result<()> {
     }
     // 50 results per monitor over the last 50 minutes, every tenth one down.
     let now = Utc::now();
-    let mut batch = Vec::with_capacity(5_000);
-    for (m, id) in ids.iter().enumerate() {
-        for k in 0..50 {
+    let recent = ids.iter().enumerate().flat_map(|(m, id)| {
+        (0..50).map(move |k| {
             let ts = now - chrono::Duration::minutes(50 - k);
             let status = if (m + k as usize).is_multiple_of(10) {
                 "down"
             } else {
                 "up"
             };
-            batch.push(
-                json!({"id": Uuid::new_v4(), "monitor_id": id, "ts": ts.to_rfc3339(),
-                "status": status, "latency_ms": 20 + (k % 7) * 5, "msg": "", "meta": {}}),
-            );
-            if batch.len() == 5_000 {
-                upload(
-                    &http,
-                    &central.url,
-                    &poller.access,
-                    std::mem::take(&mut batch),
-                )
-                .await?;
-            }
-        }
-    }
-    upload(&http, &central.url, &poller.access, batch).await?;
+            json!({"id": Uuid::new_v4(), "monitor_id": id, "ts": ts.to_rfc3339(),
+                "status": status, "latency_ms": 20 + (k % 7) * 5, "msg": "", "meta": {}})
+        })
+    });
+    upload_all(&http, &central.url, &poller.access, recent).await?;
     println!(
         "seeded {monitors} monitors and {} results in {:.1} s",
         monitors * 50,
@@ -195,25 +170,13 @@ async fn main() -> anyhow::Result<()> {
 
     // A year of hourly results on one monitor: uptime from rollups vs. reading the raw year.
     let year_monitor = ids[0].clone();
-    let mut batch = Vec::with_capacity(5_000);
-    for h in 0..(365 * 24) {
+    let year = (0..(365 * 24)).map(|h| {
         let ts = now - chrono::Duration::hours(365 * 24 - h);
         let status = if h % 50 == 0 { "down" } else { "up" };
-        batch.push(
-            json!({"id": Uuid::new_v4(), "monitor_id": year_monitor, "ts": ts.to_rfc3339(),
-            "status": status, "latency_ms": 30 + h % 40, "msg": "", "meta": {}}),
-        );
-        if batch.len() == 5_000 {
-            upload(
-                &http,
-                &central.url,
-                &poller.access,
-                std::mem::take(&mut batch),
-            )
-            .await?;
-        }
-    }
-    upload(&http, &central.url, &poller.access, batch).await?;
+        json!({"id": Uuid::new_v4(), "monitor_id": year_monitor, "ts": ts.to_rfc3339(),
+            "status": status, "latency_ms": 30 + h % 40, "msg": "", "meta": {}})
+    });
+    upload_all(&http, &central.url, &poller.access, year).await?;
     let mut uptime_times = Vec::new();
     for _ in 0..50 {
         let started = Instant::now();
@@ -246,6 +209,23 @@ async fn main() -> anyhow::Result<()> {
     beat.abort();
     central.stop().await;
     Ok(())
+}
+
+/// Uploads results in batches of 5,000 (the most one upload takes).
+async fn upload_all(
+    http: &reqwest::Client,
+    url: &str,
+    access: &str,
+    results: impl Iterator<Item = Value>,
+) -> anyhow::Result<()> {
+    let mut batch = Vec::with_capacity(5_000);
+    for result in results {
+        batch.push(result);
+        if batch.len() == 5_000 {
+            upload(http, url, access, std::mem::take(&mut batch)).await?;
+        }
+    }
+    upload(http, url, access, batch).await
 }
 
 async fn upload(

@@ -422,6 +422,29 @@ pub struct RegisteredPoller {
     pub refresh: String,
 }
 
+impl RegisteredPoller {
+    /// Heartbeats every `every` in the background, as an agent would, so the poller stays
+    /// online; abort the handle to stop.
+    pub fn keep_alive(&self, central_url: &str, every: Duration) -> tokio::task::JoinHandle<()> {
+        let (http, url, token) = (
+            reqwest::Client::new(),
+            central_url.to_string(),
+            self.access.clone(),
+        );
+        tokio::spawn(async move {
+            loop {
+                let _ = http
+                    .post(format!("{url}/api/poller/heartbeat"))
+                    .bearer_auth(&token)
+                    .json(&json!({"version": "test", "capabilities": ["http"]}))
+                    .send()
+                    .await;
+                tokio::time::sleep(every).await;
+            }
+        })
+    }
+}
+
 /// A running `poller-agent` process; its data directory outlives restarts.
 pub struct Agent {
     child: Option<Child>,

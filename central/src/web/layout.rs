@@ -89,6 +89,14 @@ pub fn error_page(status: StatusCode, message: &str) -> Response {
     (status, bare(title, body)).into_response()
 }
 
+/// An enum's name on the wire (`"online"`, `"webhook"`), for showing it as the API does.
+pub fn wire_name(value: impl serde::Serialize) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default()
+}
+
 /// A status as a coloured word (the colour is never the only sign: the word is there).
 pub fn badge(status: &str) -> Markup {
     html! { span class={ "badge badge-" (status) } { (status) } }

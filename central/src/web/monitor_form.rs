@@ -397,7 +397,7 @@ fn render(
                         @let id = channel.id.to_string();
                         label.check { input type="checkbox" name="notification_channel_ids" value=(id)
                             checked[form.notification_channel_ids.contains(&id)];
-                            " " (channel.name) " (" (serde_json::to_value(channel.kind).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()) ")" }
+                            " " (channel.name) " (" (layout::wire_name(channel.kind)) ")" }
                     }
                     (message("notification_channel_ids"))
                 }

@@ -196,11 +196,13 @@ pub async fn detail(
         .unwrap_or(&RANGES[0]);
     let since = crate::service::now_ms() - range.3;
     let history = app.monitor_history(id, range.2, Some(since), None).await?;
-    let recent = app.recent_results(&id.to_string(), 20).await?;
+    // One read: the newest 500 give the status changes, their first 20 the results table.
+    let newest = app.recent_results(&id.to_string(), 500).await?;
+    let recent = &newest[..newest.len().min(20)];
     let pollers = app.poller_labels().await?;
     let now = Utc::now();
     let delayed = delay_warning(&monitor, &status, now);
-    let changes = status_changes(&app.recent_results(&id.to_string(), 500).await?);
+    let changes = status_changes(&newest);
     let windows = [
         ("24 h", &uptime.day),
         ("7 d", &uptime.week),
@@ -240,7 +242,7 @@ pub async fn detail(
                     th scope="col" { "Last result" } th scope="col" { "Latency" } } }
                     tbody { @for location in &status.locations { tr {
                         td { (location.region) }
-                        td { (badge(&serde_json::to_value(location.status).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()))
+                        td { (badge(&layout::wire_name(location.status)))
                              @if let Some(reason) = &location.reason { br; span.reason.small { (reason) } } }
                         td { @match location.poller_id.and_then(|p| pollers.get(&p.to_string())) {
                             Some(label) => (label.name), None => span.muted { "none" } } }
@@ -267,7 +269,7 @@ pub async fn detail(
             h2 { "Recent results" }
             div.table-wrap { table { thead { tr { th scope="col" { "When" } th scope="col" { "Result" }
                 th scope="col" { "Latency" } th scope="col" { "Message" } th scope="col" { "From" } } }
-                tbody { @for result in &recent { tr {
+                tbody { @for result in recent { tr {
                     td { (ago(time_of(result.ts), now)) } td { (badge(&result.status)) }
                     td { (millis(result.latency_ms.and_then(|l| u64::try_from(l).ok()))) }
                     td { (result.msg) }

@@ -17,7 +17,7 @@ use shared_proto::settings_api::{
 };
 use uuid::Uuid;
 
-use super::layout::{self, ago, badge, csrf_field, maybe_ago, Section};
+use super::layout::{self, ago, badge, csrf_field, maybe_ago, wire_name, Section};
 use super::monitors::REFRESH;
 use super::session::{CsrfForm, Session};
 use super::{WebOptions, WebResult};
@@ -34,13 +34,6 @@ pub struct PollerQuery {
     datacenter: String,
     #[serde(default)]
     status: String,
-}
-
-fn label(value: impl serde::Serialize) -> String {
-    serde_json::to_value(value)
-        .ok()
-        .and_then(|v| v.as_str().map(String::from))
-        .unwrap_or_default()
 }
 
 pub async fn list(
@@ -69,7 +62,7 @@ pub async fn list(
                 select name="status" {
                     option value="" { "any" }
                     @for status in [PollerStatus::Online, PollerStatus::Degraded, PollerStatus::Offline] {
-                        @let status = label(status);
+                        @let status = wire_name(status);
                         option value=(status) selected[query.status == status] { (status) }
                     }
                 }
@@ -88,7 +81,7 @@ pub async fn list(
                         tr {
                             td { strong { (poller.alias.as_deref().unwrap_or(&poller.name)) }
                                  @if poller.alias.is_some() { br; span.muted.small { (poller.name) } } }
-                            td { (badge(&label(poller.status)))
+                            td { (badge(&wire_name(poller.status)))
                                  @if !poller.enabled { " " span.badge.badge-paused { "disabled" } }
                                  br; span.small { "since " (maybe_ago(poller.status_since, now)) } }
                             td { (poller.region.as_deref().unwrap_or("–")) " / " (poller.datacenter.as_deref().unwrap_or("–")) }
@@ -387,7 +380,7 @@ pub async fn notifications(State(app): State<Arc<App>>, session: Session) -> Web
             thead { tr { th scope="col" { "Name" } th scope="col" { "Kind" } th scope="col" { "Where" } th scope="col" { "Default" } } }
             tbody {
                 @for channel in &channels { tr {
-                    td { (channel.name) } td { (label(channel.kind)) }
+                    td { (channel.name) } td { (wire_name(channel.kind)) }
                     td { (channel.url.as_deref().map(String::from).unwrap_or_else(|| channel.to.join(", "))) }
                     td { @if channel.default { "yes" } @else { "no" } }
                 } }
@@ -400,10 +393,10 @@ pub async fn notifications(State(app): State<Arc<App>>, session: Session) -> Web
                 th scope="col" { "Delivery" } th scope="col" { "Attempts" } th scope="col" { "Last error" } } }
             tbody { @for row in newest { tr {
                 td { (ago(row.created_at, now)) }
-                td { (label(row.event))
+                td { (wire_name(row.event))
                      @if let Some(monitor) = row.monitor_id { " " a href={ "/monitors/" (monitor) } { "monitor" } } }
                 td { (names.get(&row.channel_id).copied().unwrap_or("deleted")) }
-                td { (badge(&label(row.status))) } td { (row.attempts) }
+                td { (badge(&wire_name(row.status))) } td { (row.attempts) }
                 td { (row.last_error.as_deref().unwrap_or("")) }
             } } }
         } }
