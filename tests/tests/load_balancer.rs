@@ -171,31 +171,56 @@ async fn killing_a_replica_behind_the_proxy_loses_no_result_and_places_nothing_t
     })
     .await?;
 
-    // Now an agent dies: only the surviving replica can notice and move its monitors.
-    let a0 = operator.poller_id("a0").await?.expect("a0 registered");
-    let on_a0: Vec<String> = {
-        let mut on = Vec::new();
-        for monitor in &monitors {
-            if operator.status(monitor).await?["poller_id"] == a0.as_str() {
-                on.push(monitor.clone());
-            }
-        }
-        on
-    };
-    assert!(!on_a0.is_empty(), "a0 carries monitors");
-    agents[0].kill().await;
-    let a0_killed = chrono::Utc::now();
+    // Killing a replica made no healthy agent look offline: all of them kept beating through the
+    // proxy, and the survivor took over from their heartbeats, not from the silence of the lapse.
+    let names = ["a0", "a1", "a2", "a3"];
+    let mut poller_ids = Vec::new();
+    for name in names {
+        let id = operator.poller_id(name).await?;
+        poller_ids.push(id.ok_or_else(|| anyhow::anyhow!("{name} registered"))?);
+    }
+    for (name, id) in names.iter().zip(&poller_ids) {
+        let changes = operator
+            .call(
+                Method::GET,
+                &format!("/api/v1/pollers/{id}/status-changes"),
+                None,
+            )
+            .await?;
+        let went_offline = changes["items"]
+            .as_array()
+            .is_some_and(|items| items.iter().any(|c| c["status"] == "offline"));
+        assert!(!went_offline, "{name} looked offline: {changes}");
+    }
+
+    // Now an agent dies: only the surviving replica can notice and move its monitors. The one
+    // that dies is the first agent with monitors (hashing decides how many each one holds).
+    let mut assigned: HashMap<String, Vec<String>> = HashMap::new();
+    for monitor in &monitors {
+        let poller = operator.status(monitor).await?["poller_id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assigned.entry(poller).or_default().push(monitor.clone());
+    }
+    let victim = (0..3)
+        .find(|i| assigned.contains_key(&poller_ids[*i]))
+        .ok_or_else(|| anyhow::anyhow!("no agent among a0..a2 carries monitors: {assigned:?}"))?;
+    let victim_id = poller_ids[victim].clone();
+    let on_victim = assigned[&victim_id].clone();
+    agents[victim].kill().await;
+    let victim_killed = chrono::Utc::now();
     eventually(
         Duration::from_secs(40),
-        "a0's monitors polled elsewhere",
+        "the dead agent's monitors polled elsewhere",
         || async {
-            for monitor in &on_a0 {
+            for monitor in &on_victim {
                 let status = operator.status(monitor).await.ok()?;
-                let elsewhere = status["poller_id"].as_str().is_some_and(|p| p != a0);
+                let elsewhere = status["poller_id"].as_str().is_some_and(|p| p != victim_id);
                 let fresh = status["last_result_at"]
                     .as_str()
                     .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
-                    .is_some_and(|t| t > a0_killed);
+                    .is_some_and(|t| t > victim_killed);
                 if !(elsewhere && fresh) {
                     return None;
                 }
@@ -204,21 +229,21 @@ async fn killing_a_replica_behind_the_proxy_loses_no_result_and_places_nothing_t
         },
     )
     .await?;
-    let (_, a0_changes) = survivor
+    let (_, victim_changes) = survivor
         .admin(
             Method::GET,
-            &format!("/api/v1/pollers/{a0}/status-changes"),
+            &format!("/api/v1/pollers/{victim_id}/status-changes"),
             None,
         )
         .await?;
-    let offline_records = a0_changes["items"]
+    let offline_records = victim_changes["items"]
         .as_array()
         .map(|items| items.iter().filter(|c| c["status"] == "offline").count());
-    assert_eq!(offline_records, Some(1), "{a0_changes}");
+    assert_eq!(offline_records, Some(1), "{victim_changes}");
 
     // The killed replica and agent come back; the agent uploads what it queued before dying.
     leader.restart().await?;
-    agents[0].restart().await?;
+    agents[victim].restart().await?;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let settled = chrono::Utc::now();
     tokio::time::sleep(Duration::from_secs(12)).await;
