@@ -57,6 +57,11 @@ pub fn router(options: WebOptions) -> Router<Arc<App>> {
         .route("/assets/{name}", get(assets::serve))
         .layer(axum::Extension(options))
         .layer(DefaultBodyLimit::max(FORM_BODY_LIMIT))
+        // Pages are repetitive markup re-fetched every few seconds: gzip makes them a fraction.
+        // Compressing a secret (the CSRF token) beside reflected input (the name filter) is what
+        // BREACH measures; it needs the victim's browser to send the session cookie cross-site,
+        // which `SameSite=Strict` refuses.
+        .layer(tower_http::compression::CompressionLayer::new())
 }
 
 /// Why a page could not be shown.
