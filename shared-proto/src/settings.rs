@@ -211,7 +211,7 @@ pub enum CheckSettings {
     Tls(TlsSettings),
 }
 
-const HTTP_METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+pub const HTTP_METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 
 fn default_method() -> String {
     "GET".into()

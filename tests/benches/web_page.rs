@@ -292,7 +292,10 @@ async fn timed(client: &reqwest::Client, url: &str, runs: usize) -> anyhow::Resu
         .send()
         .await?;
     anyhow::ensure!(
-        gzipped.headers().get(reqwest::header::CONTENT_ENCODING).is_some(),
+        gzipped
+            .headers()
+            .get(reqwest::header::CONTENT_ENCODING)
+            .is_some(),
         "{url}: not compressed"
     );
     let gzipped_bytes = gzipped.bytes().await?.len();

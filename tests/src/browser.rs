@@ -159,6 +159,43 @@ impl Browser {
         }
     }
 
+    /// Resizes the window, e.g. to a phone's 390 × 844.
+    pub async fn resize(&self, width: u32, height: u32) -> anyhow::Result<()> {
+        Ok(self.client.set_window_size(width, height).await?)
+    }
+
+    /// What `accessibility.js` finds wrong with the page as shown (empty: nothing).
+    pub async fn accessibility_problems(&self) -> anyhow::Result<Vec<String>> {
+        let found = self
+            .client
+            .execute(include_str!("accessibility.js"), vec![])
+            .await?;
+        Ok(serde_json::from_value(found)?)
+    }
+
+    /// Presses Tab and tells what has the focus then (its text or label).
+    pub async fn tab(&self) -> anyhow::Result<String> {
+        use fantoccini::actions::{InputSource, KeyAction, KeyActions};
+        use fantoccini::key::Key;
+        let press = KeyActions::new("keyboard".into())
+            .then(KeyAction::Down {
+                value: Key::Tab.into(),
+            })
+            .then(KeyAction::Up {
+                value: Key::Tab.into(),
+            });
+        self.client.perform_actions(press).await?;
+        let focused = self
+            .client
+            .execute(
+                "const el = document.activeElement; \
+                 return (el.getAttribute('aria-label') || el.textContent || el.value || '').trim();",
+                vec![],
+            )
+            .await?;
+        Ok(focused.as_str().unwrap_or_default().to_string())
+    }
+
     /// Saves a PNG of the page as `<name>.png` among the test's screenshots.
     pub async fn screenshot(&self, name: &str) -> anyhow::Result<PathBuf> {
         let png = self.client.screenshot().await?;

@@ -1,12 +1,22 @@
 //! The operators' web page in a real headless Chromium, against the real central and agent:
-//! log in, make a registration token on the page and start an agent with it, create a monitor
-//! through the form, watch it turn `up` and then `down` without reloading, pause it, see a bad
-//! value refused beside its field, log out. Screenshots land in `target/web-screenshots/`.
+//! log in, make a registration token on the page and start an agent with it, rename, disable
+//! and enable the poller, rotate and revoke the token, create a monitor through the form (bad
+//! values refused beside their fields), watch it turn `up` and then `down` without reloading,
+//! edit it, pause it, log out. Every page is checked for accessibility problems (labels, names,
+//! contrast, focus order) on a desktop window and again on a phone's, where nothing may scroll
+//! sideways. Screenshots land in `target/web-screenshots/`.
 
 use std::time::Duration;
 
 use e2e::browser::Browser;
 use e2e::{Agent, Central, Target, ADMIN_TOKEN};
+
+/// Fails with what `accessibility.js` found on the page as shown.
+async fn assert_accessible(browser: &Browser, page: &str) -> anyhow::Result<()> {
+    let problems = browser.accessibility_problems().await?;
+    anyhow::ensure!(problems.is_empty(), "{page}: {problems:#?}");
+    Ok(())
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_runs_a_monitor_from_the_page() -> anyhow::Result<()> {
@@ -18,6 +28,7 @@ async fn an_operator_runs_a_monitor_from_the_page() -> anyhow::Result<()> {
     // Without a session every page leads to the login form; a wrong token is refused there.
     browser.goto(&page("/")).await?;
     assert_eq!(browser.current_path().await?, "/login");
+    assert_accessible(&browser, "login").await?;
     browser.fill("#token", "not-the-admin-token").await?;
     browser.click("form button[type=submit]").await?;
     browser
@@ -32,6 +43,9 @@ async fn an_operator_runs_a_monitor_from_the_page() -> anyhow::Result<()> {
     browser.click("form button[type=submit]").await?;
     browser.wait_for_path(|p| p == "/").await?;
     browser.screenshot("01-empty-monitors").await?;
+    assert_accessible(&browser, "empty monitors").await?;
+    // A keyboard user's first Tab offers to skip the navigation.
+    assert_eq!(browser.tab().await?, "Skip to content");
 
     // A registration token made on the page, secret shown once with its docker run line.
     browser.goto(&page("/tokens")).await?;
@@ -52,9 +66,10 @@ async fn an_operator_runs_a_monitor_from_the_page() -> anyhow::Result<()> {
         "{command}"
     );
     browser.screenshot("02-token-created").await?;
+    assert_accessible(&browser, "token created").await?;
     let _agent = Agent::start_with(
         &central.url,
-        Some(secret),
+        Some(secret.clone()),
         &central.dir.path().join("agent"),
         &[("POLLER_NAME", "web-agent")],
     )
@@ -69,12 +84,68 @@ async fn an_operator_runs_a_monitor_from_the_page() -> anyhow::Result<()> {
     let row = browser.text("#poller-rows").await?;
     assert!(row.contains("eu"), "the token's region: {row}");
     browser.screenshot("03-pollers").await?;
+    assert_accessible(&browser, "pollers").await?;
 
-    // A bad value comes back beside its field, the rest of the form as typed.
+    // Renamed, disabled and enabled again from its row.
+    browser
+        .fill("#poller-rows input[name=alias]", "edge-one")
+        .await?;
+    browser.click("#poller-rows button[value=rename]").await?;
+    browser
+        .wait_for_text("#poller-rows", "edge-one", Duration::from_secs(10), false)
+        .await?;
+    browser.click("#poller-rows button[value=disable]").await?;
+    browser
+        .wait_for_text(
+            "#poller-rows button[value=enable]",
+            "Enable",
+            Duration::from_secs(10),
+            false,
+        )
+        .await?;
+    assert!(browser.text("#poller-rows").await?.contains("disabled"));
+    browser.click("#poller-rows button[value=enable]").await?;
+    browser
+        .wait_for_text(
+            "#poller-rows button[value=disable]",
+            "Disable",
+            Duration::from_secs(10),
+            false,
+        )
+        .await?;
+
+    // The used token rotated (a new secret, shown once), then revoked.
+    browser.goto(&page("/tokens")).await?;
+    browser.click("form[action$='/rotate'] button").await?;
+    let rotated = browser
+        .wait_for_text("#secret", "preg_", Duration::from_secs(10), false)
+        .await?;
+    assert_ne!(rotated, secret, "rotation makes a new secret");
+    browser.goto(&page("/tokens")).await?;
+    browser.click("form[action$='/revoke'] button").await?;
+    browser
+        .wait_for_text("table", "revoked", Duration::from_secs(10), false)
+        .await?;
+    assert_accessible(&browser, "tokens").await?;
+
+    // Bad values come back beside their fields, the rest of the form as typed: one the form
+    // cannot read, then one the service refuses.
     browser.goto(&page("/monitors/new")).await?;
+    assert_accessible(&browser, "new monitor").await?;
     browser.fill("#name", "web tour target").await?;
     browser.fill("#target", &target.url).await?;
     browser.fill("#interval_ms", "1000").await?;
+    browser.fill("#http-expected_status", "200, ok").await?;
+    browser.click(".monitor-form button[type=submit]").await?;
+    browser
+        .wait_for_text(
+            "#http-expected_status-error",
+            "not a status code",
+            Duration::from_secs(10),
+            false,
+        )
+        .await?;
+    browser.fill("#http-expected_status", "200").await?;
     browser.click(".monitor-form button[type=submit]").await?;
     browser
         .wait_for_text(
@@ -84,6 +155,7 @@ async fn an_operator_runs_a_monitor_from_the_page() -> anyhow::Result<()> {
             false,
         )
         .await?;
+    assert_accessible(&browser, "form with an error").await?;
     let kept = browser
         .client
         .find(fantoccini::Locator::Css("#target"))
@@ -103,6 +175,29 @@ async fn an_operator_runs_a_monitor_from_the_page() -> anyhow::Result<()> {
         .wait_for_text("#live .facts dd", "up", Duration::from_secs(60), false)
         .await?;
     browser.screenshot("05-monitor-up").await?;
+    assert_accessible(&browser, "monitor").await?;
+
+    // Its settings come back in their fields on the edit form; a rename saves.
+    browser.goto(&format!("{}{path}/edit", central.url)).await?;
+    let expected_status = browser
+        .client
+        .find(fantoccini::Locator::Css("#http-expected_status"))
+        .await?
+        .prop("value")
+        .await?;
+    assert_eq!(expected_status.as_deref(), Some("200"));
+    assert_accessible(&browser, "edit monitor").await?;
+    browser.fill("#name", "web tour target, edited").await?;
+    browser.click(".monitor-form button[type=submit]").await?;
+    browser.wait_for_path(|p| p == path).await?;
+    browser
+        .wait_for_text(
+            "h1",
+            "web tour target, edited",
+            Duration::from_secs(10),
+            false,
+        )
+        .await?;
     target.answer_with(500);
     browser
         .wait_for_text("#live .facts dd", "down", Duration::from_secs(90), false)
@@ -113,10 +208,27 @@ async fn an_operator_runs_a_monitor_from_the_page() -> anyhow::Result<()> {
     browser.goto(&page("/")).await?;
     let rows = browser.text("#monitor-rows").await?;
     assert!(
-        rows.contains("web tour target") && rows.contains("down"),
+        rows.contains("web tour target, edited") && rows.contains("down"),
         "{rows}"
     );
     browser.screenshot("07-monitors").await?;
+    assert_accessible(&browser, "monitors").await?;
+
+    // On a phone: every page reads without sideways scrolling, and stays accessible.
+    browser.resize(390, 844).await?;
+    for (name, at) in [
+        ("phone-monitors", "/".to_string()),
+        ("phone-monitor", path.clone()),
+        ("phone-edit", format!("{path}/edit")),
+        ("phone-pollers", "/pollers".to_string()),
+        ("phone-tokens", "/tokens".to_string()),
+        ("phone-notifications", "/notifications".to_string()),
+    ] {
+        browser.goto(&page(&at)).await?;
+        browser.screenshot(name).await?;
+        assert_accessible(&browser, name).await?;
+    }
+    browser.resize(1280, 900).await?;
 
     // Paused from its page.
     browser.goto(&format!("{}{path}", central.url)).await?;

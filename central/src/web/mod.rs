@@ -5,6 +5,7 @@
 
 mod assets;
 mod charts;
+mod check_settings;
 mod layout;
 mod monitor_form;
 mod monitors;

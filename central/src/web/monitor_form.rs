@@ -16,6 +16,7 @@ use shared_proto::settings_api::{MonitorView, PollerView};
 use shared_proto::{CheckKind, MonitorPatch, MonitorSpec, PollerMode};
 use uuid::Uuid;
 
+use super::check_settings::{self, FieldValues};
 use super::layout::{self, Section};
 use super::session::Session;
 use super::WebResult;
@@ -43,7 +44,10 @@ pub struct MonitorForm {
     failover: String,
     paused: bool,
     notification_channel_ids: Vec<String>,
+    /// The JSON box: settings without a field of their own.
     settings: String,
+    /// The fields of the kind's own settings (`settings.method`, …).
+    check_values: FieldValues,
 }
 
 /// A message for one field (or for the whole form, `field` empty).
@@ -84,6 +88,9 @@ impl MonitorForm {
                 "paused" => form.paused = true,
                 "notification_channel_ids" => form.notification_channel_ids.push(value),
                 "settings" => form.settings = value,
+                key if key.starts_with("settings.") => {
+                    form.check_values.insert(key.to_string(), value);
+                }
                 _ => {}
             }
         }
@@ -93,6 +100,7 @@ impl MonitorForm {
     fn of(view: &MonitorView) -> Self {
         let spec = &view.spec;
         let text = |v: &Option<String>| v.clone().unwrap_or_default();
+        let (check_values, rest) = check_settings::split(spec.kind, &spec.settings);
         MonitorForm {
             csrf: String::new(),
             name: spec.name.clone(),
@@ -118,11 +126,12 @@ impl MonitorForm {
                 .iter()
                 .map(Uuid::to_string)
                 .collect(),
-            settings: if spec.settings.is_empty() {
+            settings: if rest.is_empty() {
                 String::new()
             } else {
-                serde_json::to_string_pretty(&spec.settings).unwrap_or_default()
+                serde_json::to_string_pretty(&rest).unwrap_or_default()
             },
+            check_values,
         }
     }
 
@@ -163,14 +172,14 @@ impl MonitorForm {
                     FieldError::new("quorum", "must be a whole number of locations")
                 })?),
             };
-        let settings: Map<String, Value> = match self.settings.trim() {
+        let mut settings: Map<String, Value> = match self.settings.trim() {
             "" => Map::new(),
             text => match serde_json::from_str(text) {
                 Ok(Value::Object(map)) => map,
                 Ok(_) => {
                     return Err(FieldError::new(
                         "settings",
-                        "must be a JSON object like {\"expected_status\": [200]}",
+                        "must be a JSON object like {\"confirm_down\": 2}",
                     ))
                 }
                 Err(e) => {
@@ -181,6 +190,8 @@ impl MonitorForm {
                 }
             },
         };
+        check_settings::merge(kind, &self.check_values, &mut settings)
+            .map_err(|(field, message)| FieldError::new(&field, message))?;
         let notification_channel_ids = self
             .notification_channel_ids
             .iter()
@@ -243,12 +254,16 @@ fn full_patch(spec: MonitorSpec) -> MonitorPatch {
     }
 }
 
-/// The form field a service error names: `settings.expected_status` is the settings box,
-/// `poller_regions[1]` the regions box.
+/// The form field a service error names: `settings.expected_status` has its own field,
+/// `settings.confirm_down` is in the JSON box, `poller_regions[1]` is the regions box.
 fn field_of(error: &ApiError) -> Option<FieldError> {
     match error {
         ApiError::Validation(e) => {
-            let base = e.field.split(['.', '[']).next().unwrap_or_default();
+            let base = if check_settings::has_field(&e.field) {
+                e.field.as_str()
+            } else {
+                e.field.split(['.', '[']).next().unwrap_or_default()
+            };
             Some(FieldError::new(
                 base,
                 format!("`{}` {}", e.field, e.message),
@@ -312,6 +327,11 @@ fn render(
         Mode::New => ("New monitor".to_string(), "/monitors".to_string()),
         Mode::Edit(id) => (format!("Edit {}", form.name), format!("/monitors/{id}")),
     };
+    // The kind of an existing monitor is fixed: only its own settings are offered.
+    let kinds: Vec<CheckKind> = match mode {
+        Mode::New => CheckKind::ALL.to_vec(),
+        Mode::Edit(_) => CheckKind::parse(&form.kind).into_iter().collect(),
+    };
     let mode_value = if form.poller_mode.is_empty() {
         "auto"
     } else {
@@ -319,7 +339,7 @@ fn render(
     };
     html! {
         h1 { (title) }
-        @if let Some(e) = error.filter(|e| e.field.is_empty() || !KNOWN_FIELDS.contains(&e.field.as_str())) {
+        @if let Some(e) = error.filter(|e| !is_form_field(&e.field)) {
             p.form-error role="alert" { (e.message) }
         }
         form.monitor-form method="post" action=(action) novalidate {
@@ -383,11 +403,12 @@ fn render(
                     }
                 }
             }
+            (check_settings::render(&kinds, &form.check_values, &error_for))
             div.field {
-                label for="settings" { "Settings (JSON)" }
-                textarea #settings name="settings" rows="6" aria-describedby=[described("settings")]
+                label for="settings" { "More settings (JSON)" }
+                textarea #settings name="settings" rows="4" aria-describedby=[described("settings")]
                     aria-invalid=[error_for("settings").map(|_| "true")] { (form.settings) }
-                p.hint { "Per kind, e.g. {\"expected_status\": [200], \"confirm_down\": 2}; see docs/protocol.md." }
+                p.hint { "Keys every kind takes, e.g. {\"confirm_down\": 2, \"retries\": 1}; see docs/protocol.md." }
                 (message("settings"))
             }
             @if !choices.channels.is_empty() {
@@ -406,6 +427,11 @@ fn render(
             div.actions { button type="submit" { "Save" } a href="/" { "Cancel" } }
         }
     }
+}
+
+/// Whether an error about `field` shows beside an input (else above the form).
+fn is_form_field(field: &str) -> bool {
+    KNOWN_FIELDS.contains(&field) || check_settings::has_field(field)
 }
 
 const KNOWN_FIELDS: [&str; 16] = [
@@ -432,6 +458,7 @@ pub async fn new_page(State(app): State<Arc<App>>, session: Session) -> WebResul
         kind: "http".into(),
         interval_ms: DEFAULT_INTERVAL_MS.to_string(),
         timeout_ms: DEFAULT_TIMEOUT_MS.to_string(),
+        check_values: check_settings::defaults(),
         ..Default::default()
     };
     let choices = choices(&app).await?;
@@ -574,6 +601,11 @@ mod tests {
         let error = ApiError::Validation(shared_proto::ValidationError::new(
             "settings.expected_status",
             "must list status codes",
+        ));
+        assert_eq!(field_of(&error).unwrap().field, "settings.expected_status");
+        let error = ApiError::Validation(shared_proto::ValidationError::new(
+            "settings.confirm_down",
+            "must be between 1 and 10",
         ));
         assert_eq!(field_of(&error).unwrap().field, "settings");
         let form = MonitorForm {
