@@ -1,5 +1,6 @@
-// The page works without this file: it adds copy buttons, and shows only the chosen kind's
-// settings on the monitor form (without it, every kind's show and the chosen one's count).
+// The page works without this file: it adds copy buttons, and shows only the fields of the
+// chosen kind on the monitor and channel forms (without it, every kind's show, and only the
+// chosen kind's count).
 document.addEventListener("click", (event) => {
   const button = event.target.closest("button[data-copy]");
   if (!button) return;
@@ -11,14 +12,14 @@ document.addEventListener("click", (event) => {
   });
 });
 
-function showKindSettings() {
-  const kind = document.querySelector("select#kind");
+function showKindFields() {
+  const kind = document.querySelector("select.kind-choice");
   if (!kind) return;
-  for (const fieldset of document.querySelectorAll("fieldset.kind-settings")) {
-    fieldset.hidden = fieldset.dataset.kind !== kind.value;
+  for (const fieldset of document.querySelectorAll("fieldset[data-kinds]")) {
+    fieldset.hidden = !fieldset.dataset.kinds.split(" ").includes(kind.value);
   }
 }
 document.addEventListener("change", (event) => {
-  if (event.target.matches("select#kind")) showKindSettings();
+  if (event.target.matches("select.kind-choice")) showKindFields();
 });
-document.addEventListener("DOMContentLoaded", showKindSettings);
+document.addEventListener("DOMContentLoaded", showKindFields);

@@ -1,10 +1,11 @@
 //! The operators' web page in a real headless Chromium, against the real central and agent:
 //! log in, make a registration token on the page and start an agent with it, rename, disable
-//! and enable the poller, rotate and revoke the token, create a monitor through the form (bad
-//! values refused beside their fields), watch it turn `up` and then `down` without reloading,
-//! edit it, pause it, log out. Every page is checked for accessibility problems (labels, names,
-//! contrast, focus order) on a desktop window and again on a phone's, where nothing may scroll
-//! sideways. Screenshots land in `target/web-screenshots/`.
+//! and enable the poller, rotate and revoke the token, add a webhook channel and test it, create
+//! a monitor that notifies it through the form (bad values refused beside their fields), watch
+//! it turn `up` and then `down` without reloading and the delivery land in the log, edit it,
+//! pause it, log out. Every page is checked for accessibility problems (labels, names, contrast,
+//! focus order) on a desktop window and again on a phone's, where nothing may scroll sideways.
+//! Screenshots land in `target/web-screenshots/`.
 
 use std::time::Duration;
 
@@ -128,6 +129,46 @@ async fn an_operator_runs_a_monitor_from_the_page() -> anyhow::Result<()> {
         .await?;
     assert_accessible(&browser, "tokens").await?;
 
+    // A webhook channel added on the page (an email one without a sender is refused beside the
+    // field), then tested from its row.
+    let hook = Target::start().await?;
+    browser.goto(&page("/notifications")).await?;
+    browser
+        .click("a[href='/notifications/channels/new']")
+        .await?;
+    browser
+        .wait_for_path(|p| p == "/notifications/channels/new")
+        .await?;
+    browser.fill("#name", "web hook").await?;
+    browser.choose("#kind", "email").await?;
+    browser.fill("#url", "smtp://127.0.0.1:2525").await?;
+    browser.fill("#to", "ops@example.com").await?;
+    browser.click(".channel-form button[type=submit]").await?;
+    browser
+        .wait_for_text("#from-error", "sender", Duration::from_secs(10), false)
+        .await?;
+    assert_accessible(&browser, "channel form with an error").await?;
+    browser.choose("#kind", "webhook").await?;
+    browser
+        .fill("#url", &format!("{}?channel=web", hook.url))
+        .await?;
+    browser.click(".channel-form button[type=submit]").await?;
+    browser.wait_for_path(|p| p == "/notifications").await?;
+    browser.click("form[action$='/test'] button").await?;
+    browser
+        .wait_for_text(
+            ".notice",
+            "A test message reached web hook",
+            Duration::from_secs(20),
+            false,
+        )
+        .await?;
+    assert!(
+        hook.first_hit("channel=web").is_some(),
+        "the hook was called"
+    );
+    assert_accessible(&browser, "notifications").await?;
+
     // Bad values come back beside their fields, the rest of the form as typed: one the form
     // cannot read, then one the service refuses.
     browser.goto(&page("/monitors/new")).await?;
@@ -165,8 +206,12 @@ async fn an_operator_runs_a_monitor_from_the_page() -> anyhow::Result<()> {
     assert_eq!(kept.as_deref(), Some(target.url.as_str()));
     browser.screenshot("04-form-error").await?;
 
-    // Fixed, it is created; the monitor page turns up, then down, by itself (htmx).
+    // Fixed, and told to notify the hook, it is created; the monitor page turns up, then
+    // down, by itself (htmx).
     browser.fill("#interval_ms", "5000").await?;
+    browser
+        .click("input[name=notification_channel_ids]")
+        .await?;
     browser.click(".monitor-form button[type=submit]").await?;
     let path = browser
         .wait_for_path(|p| p.starts_with("/monitors/") && p != "/monitors/new" && p != "/monitors")
@@ -213,6 +258,15 @@ async fn an_operator_runs_a_monitor_from_the_page() -> anyhow::Result<()> {
     );
     browser.screenshot("07-monitors").await?;
     assert_accessible(&browser, "monitors").await?;
+
+    // The hook heard of it, and the delivery log says so.
+    browser.goto(&page("/notifications")).await?;
+    browser
+        .wait_for_text("main", "monitor.down", Duration::from_secs(30), true)
+        .await?;
+    browser
+        .wait_for_text("main", "delivered", Duration::from_secs(30), true)
+        .await?;
 
     // On a phone: every page reads without sideways scrolling, and stays accessible.
     browser.resize(390, 844).await?;

@@ -95,6 +95,15 @@ impl App {
         })
     }
 
+    /// The newest `limit` deliveries, newest first.
+    pub async fn recent_notifications(&self, limit: u32) -> ApiResult<Vec<NotificationView>> {
+        let rows = self.store.recent_notifications(limit).await?;
+        Ok(rows
+            .iter()
+            .map(notification_view)
+            .collect::<anyhow::Result<_>>()?)
+    }
+
     /// The delivery log, oldest first.
     pub async fn list_notifications(
         &self,

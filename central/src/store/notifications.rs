@@ -347,6 +347,17 @@ impl Store {
             .await?)
     }
 
+    /// The newest `limit` deliveries, newest first (the page's log).
+    pub async fn recent_notifications(&self, limit: u32) -> anyhow::Result<Vec<OutboxRow>> {
+        let sql = format!(
+            "SELECT {OUTBOX_COLUMNS} FROM notifications ORDER BY created_at DESC, id DESC LIMIT $1"
+        );
+        Ok(sqlx::query_as(&sql)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
     /// Drops delivered and failed notifications created before `before`.
     pub async fn prune_notifications(&self, before: i64) -> anyhow::Result<u64> {
         let _guard = self.write_lock().await;

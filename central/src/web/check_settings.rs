@@ -216,13 +216,11 @@ pub fn split(kind: CheckKind, settings: &Map<String, Value>) -> (FieldValues, Ma
                     .collect::<Vec<_>>()
                     .join(", "),
             ),
-            (Input::Headers, Some(Value::Object(headers))) => Some(
-                headers
-                    .iter()
-                    .map(|(name, value)| format!("{name}: {}", value.as_str().unwrap_or_default()))
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-            ),
+            (Input::Headers, Some(Value::Object(headers))) => {
+                Some(super::fields::headers_text(headers.iter().map(
+                    |(name, value)| (name, value.as_str().unwrap_or_default()),
+                )))
+            }
             // A string that would read back as another JSON value keeps its quotes.
             (Input::Json, Some(Value::String(s))) if serde_json::from_str::<Value>(&s).is_ok() => {
                 Some(Value::String(s).to_string())
@@ -286,19 +284,13 @@ pub fn merge(
                     .collect();
                 Some(Value::Array(list?))
             }
-            Input::Headers => {
-                let mut headers = Map::new();
-                for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
-                    let (name, value) = line.split_once(':').ok_or_else(|| {
-                        (
-                            field.clone(),
-                            format!("`{line}` has no `:`; write one header per line, like Accept: text/html"),
-                        )
-                    })?;
-                    headers.insert(name.trim().into(), Value::String(value.trim().into()));
-                }
-                Some(Value::Object(headers))
-            }
+            Input::Headers => Some(Value::Object(
+                super::fields::parse_headers(&field, text)
+                    .map_err(|e| (e.field, e.message))?
+                    .into_iter()
+                    .map(|(name, value)| (name, Value::String(value)))
+                    .collect(),
+            )),
         };
         if let Some(value) = value {
             settings.insert(setting.key.into(), value);
@@ -318,7 +310,7 @@ pub fn render(
         @for kind in kinds {
             @let settings: Vec<&Setting> = of_kind(*kind).collect();
             @if !settings.is_empty() {
-                fieldset.kind-settings data-kind=(kind.as_str()) {
+                fieldset data-kinds=(kind.as_str()) {
                     legend { (kind.as_str().to_uppercase()) " check" }
                     @for setting in settings {
                         (input(setting, values, error_for))

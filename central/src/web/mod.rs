@@ -4,13 +4,17 @@
 //! Nothing here writes SQL or decides a rule.
 
 mod assets;
+mod channel_form;
 mod charts;
 mod check_settings;
+mod fields;
 mod layout;
 mod monitor_form;
 mod monitors;
+mod notifications;
 mod pollers;
 mod session;
+mod tokens;
 
 use std::sync::Arc;
 
@@ -51,10 +55,25 @@ pub fn router(options: WebOptions) -> Router<Arc<App>> {
         .route("/pollers", get(pollers::list))
         .route("/pollers/{id}", post(pollers::update))
         .route("/pollers/{id}/delete", post(pollers::delete))
-        .route("/tokens", get(pollers::tokens).post(pollers::create_token))
-        .route("/tokens/{id}/revoke", post(pollers::revoke_token))
-        .route("/tokens/{id}/rotate", post(pollers::rotate_token))
-        .route("/notifications", get(pollers::notifications))
+        .route("/tokens", get(tokens::tokens).post(tokens::create_token))
+        .route("/tokens/{id}/revoke", post(tokens::revoke_token))
+        .route("/tokens/{id}/rotate", post(tokens::rotate_token))
+        .route("/notifications", get(notifications::list))
+        .route("/notifications/channels/new", get(channel_form::new_page))
+        .route("/notifications/channels", post(channel_form::create))
+        .route("/notifications/channels/{id}", post(channel_form::update))
+        .route(
+            "/notifications/channels/{id}/edit",
+            get(channel_form::edit_page),
+        )
+        .route(
+            "/notifications/channels/{id}/test",
+            post(notifications::test),
+        )
+        .route(
+            "/notifications/channels/{id}/delete",
+            post(notifications::delete),
+        )
         .route("/assets/{name}", get(assets::serve))
         .layer(axum::Extension(options))
         .layer(DefaultBodyLimit::max(FORM_BODY_LIMIT))

@@ -17,6 +17,7 @@ use shared_proto::{CheckKind, MonitorPatch, MonitorSpec, PollerMode};
 use uuid::Uuid;
 
 use super::check_settings::{self, FieldValues};
+use super::fields::{self, FieldError};
 use super::layout::{self, Section};
 use super::session::Session;
 use super::WebResult;
@@ -48,22 +49,6 @@ pub struct MonitorForm {
     settings: String,
     /// The fields of the kind's own settings (`settings.method`, …).
     check_values: FieldValues,
-}
-
-/// A message for one field (or for the whole form, `field` empty).
-#[derive(Debug, Clone)]
-struct FieldError {
-    field: String,
-    message: String,
-}
-
-impl FieldError {
-    fn new(field: &str, message: impl Into<String>) -> Self {
-        Self {
-            field: field.into(),
-            message: message.into(),
-        }
-    }
 }
 
 impl MonitorForm {
@@ -257,21 +242,11 @@ fn full_patch(spec: MonitorSpec) -> MonitorPatch {
 /// The form field a service error names: `settings.expected_status` has its own field,
 /// `settings.confirm_down` is in the JSON box, `poller_regions[1]` is the regions box.
 fn field_of(error: &ApiError) -> Option<FieldError> {
-    match error {
-        ApiError::Validation(e) => {
-            let base = if check_settings::has_field(&e.field) {
-                e.field.as_str()
-            } else {
-                e.field.split(['.', '[']).next().unwrap_or_default()
-            };
-            Some(FieldError::new(
-                base,
-                format!("`{}` {}", e.field, e.message),
-            ))
-        }
-        ApiError::BadRequest { message, .. } => Some(FieldError::new("", message.clone())),
-        _ => None,
-    }
+    let own = match error {
+        ApiError::Validation(e) if check_settings::has_field(&e.field) => e.field.as_str(),
+        _ => return FieldError::of_service(error),
+    };
+    FieldError::of_service(error).map(|e| FieldError::new(own, e.message))
 }
 
 enum Mode {
@@ -300,28 +275,11 @@ fn render(
     error: Option<&FieldError>,
     choices: &Choices,
 ) -> Markup {
-    let error_for = |field: &str| {
-        error
-            .filter(|e| e.field == field)
-            .map(|e| e.message.clone())
-    };
+    let error_for = |field: &str| fields::error_for(error, field).map(str::to_string);
     let described = |field: &str| error_for(field).map(|_| format!("{field}-error"));
-    let message = |field: &str| {
-        html! { @if let Some(message) = error_for(field) {
-            p.field-error id={ (field) "-error" } role="alert" { (message) }
-        } }
-    };
+    let message = |field: &str| fields::message(field, error);
     let text_field = |field: &str, label: &str, value: &str, hint: &str| {
-        html! {
-            div.field {
-                label for=(field) { (label) }
-                input id=(field) name=(field) type="text" value=(value)
-                    aria-invalid=[error_for(field).map(|_| "true")]
-                    aria-describedby=[described(field)];
-                @if !hint.is_empty() { p.hint { (hint) } }
-                (message(field))
-            }
-        }
+        fields::text_field(field, label, value, hint, error)
     };
     let (title, action) = match mode {
         Mode::New => ("New monitor".to_string(), "/monitors".to_string()),
@@ -348,7 +306,7 @@ fn render(
             div.field {
                 label for="kind" { "Kind" }
                 @match mode {
-                    Mode::New => select #kind name="kind" aria-describedby=[described("kind")] {
+                    Mode::New => select #kind.kind-choice name="kind" aria-describedby=[described("kind")] {
                         @for kind in CheckKind::ALL {
                             option value=(kind.as_str()) selected[form.kind == kind.as_str()] { (kind.as_str()) }
                         }
