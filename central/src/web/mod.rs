@@ -10,6 +10,7 @@ mod check_settings;
 mod fields;
 mod layout;
 mod monitor_form;
+mod monitor_input;
 mod monitors;
 mod notifications;
 mod pollers;
