@@ -3,9 +3,9 @@
 //! and enable the poller, rotate and revoke the token, add a webhook channel and test it, create
 //! a monitor that notifies it through the form (bad values refused beside their fields), watch
 //! it turn `up` and then `down` without reloading and the delivery land in the log, edit it,
-//! pause it, log out. Every page is checked for accessibility problems (labels, names, contrast,
-//! focus order) on a desktop window and again on a phone's, where nothing may scroll sideways.
-//! Screenshots land in `target/web-screenshots/`.
+//! pause it, delete it and the poller, log out. Every page is checked for accessibility problems
+//! (labels, names, contrast, focus order) on a desktop window and again on a phone's, where
+//! nothing may scroll sideways. Screenshots land in `target/web-screenshots/`.
 
 use std::time::Duration;
 
@@ -289,6 +289,27 @@ async fn an_operator_runs_a_monitor_from_the_page() -> anyhow::Result<()> {
     browser.click("form[action$='/pause'] button").await?;
     browser
         .wait_for_text("#live .facts dd", "paused", Duration::from_secs(10), true)
+        .await?;
+
+    // Deleted from its page once confirmed, then its poller from the pollers page (its token
+    // stops working; the agent is told at its next call).
+    browser.click("form[action$='/delete'] button").await?;
+    browser.client.accept_alert().await?;
+    browser.wait_for_path(|p| p == "/").await?;
+    let rows = browser.text("#monitor-rows").await?;
+    assert!(!rows.contains("web tour target"), "{rows}");
+    browser.goto(&page("/pollers")).await?;
+    browser
+        .click("#poller-rows form[action$='/delete'] button")
+        .await?;
+    browser.client.accept_alert().await?;
+    browser
+        .wait_for_text(
+            "#poller-rows",
+            "No pollers yet",
+            Duration::from_secs(10),
+            false,
+        )
         .await?;
 
     // Logged out, the session is gone: the pages lead to the login form again.
