@@ -97,15 +97,21 @@ impl ChannelForm {
     /// Everything but the kind (fixed) and the secret, which changes only when typed or removed.
     fn to_patch(&self) -> Result<ChannelPatch, FieldError> {
         let spec = self.to_spec()?;
-        let secret = if self.remove_secret.is_some() {
-            Some(None)
-        } else {
-            spec.secret.map(Some)
+        let secret = match (self.remove_secret.is_some(), spec.secret) {
+            (true, Some(_)) => {
+                return Err(FieldError::new(
+                    "secret",
+                    "type a new secret or tick \"Remove the secret\", not both",
+                ))
+            }
+            (true, None) => Some(None),
+            (false, typed) => typed.map(Some),
         };
         let email = spec.kind == ChannelKind::Email;
         Ok(ChannelPatch {
             name: Some(spec.name),
-            url: spec.url,
+            // An emptied URL is sent as such, for central to refuse beside the field.
+            url: Some(spec.url.unwrap_or_default()),
             secret,
             headers: Some(spec.headers),
             default: Some(spec.default),
@@ -325,6 +331,8 @@ mod tests {
             Some(Some("a-new-secret-of-length".into()))
         );
         form.remove_secret = Some("on".into());
+        assert_eq!(form.to_patch().unwrap_err().field, "secret");
+        form.secret.clear();
         assert_eq!(form.to_patch().unwrap().secret, Some(None));
     }
 

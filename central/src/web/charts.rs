@@ -203,10 +203,12 @@ mod tests {
     }
 
     #[test]
-    fn a_hostile_message_stays_text() {
-        let svg =
-            heartbeat_bar(&[beat("down", 0, "<script>alert(1)</script>\"")], 50).into_string();
+    fn a_hostile_status_stays_text() {
+        let svg = heartbeat_bar(&[beat("<script>\"x", 0, "")], 50).into_string();
         assert!(!svg.contains("<script>"), "{svg}");
-        assert!(svg.contains("down at 1970-01-01 00:00:00"), "{svg}");
+        assert!(
+            svg.contains("&lt;script&gt;&quot;x at 1970-01-01 00:00:00"),
+            "{svg}"
+        );
     }
 }

@@ -191,112 +191,134 @@ pub type FieldValues = std::collections::BTreeMap<String, String>;
 pub fn defaults() -> FieldValues {
     SETTINGS
         .iter()
-        .filter(|s| matches!(s.input, Input::Check { default: true }))
-        .map(|s| (field_name(s.key), "on".to_string()))
+        .filter_map(|s| Some((field_name(s.key), default_text(s)?)))
         .collect()
 }
 
-/// Splits stored settings into the text of `kind`'s fields and the rest (for the JSON box).
+/// Splits stored settings into the text of `kind`'s fields and the rest (for the JSON box). A
+/// stored value its field would not give back exactly (a body with `\r\n`, an empty JSON pointer,
+/// a DNS answer with a comma…) stays in the JSON box, and its field stays at the default, so
+/// saving an unchanged form never changes a setting.
 pub fn split(kind: CheckKind, settings: &Map<String, Value>) -> (FieldValues, Map<String, Value>) {
     let mut rest = settings.clone();
     let mut values = FieldValues::new();
     for setting in of_kind(kind) {
-        let stored = rest.remove(setting.key);
-        let text = match (&setting.input, stored) {
-            (Input::Check { default }, None) => default.then(|| "on".to_string()),
-            (Input::Check { .. }, Some(v)) => (v == Value::Bool(true)).then(|| "on".to_string()),
-            (_, None) | (_, Some(Value::Null)) => None,
-            (Input::List { .. }, Some(Value::Array(items))) => Some(
-                items
-                    .iter()
-                    .map(|item| match item {
-                        Value::String(s) => s.clone(),
-                        other => other.to_string(),
-                    })
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            ),
-            (Input::Headers, Some(Value::Object(headers))) => {
-                Some(super::fields::headers_text(headers.iter().map(
-                    |(name, value)| (name, value.as_str().unwrap_or_default()),
-                )))
+        let stored = settings.get(setting.key);
+        let text = match stored.map(|value| text_of(setting, value)) {
+            Some(text) if read(setting, &text).ok().flatten().as_ref() == stored => {
+                rest.remove(setting.key);
+                Some(text)
             }
-            // A string that would read back as another JSON value keeps its quotes.
-            (Input::Json, Some(Value::String(s))) if serde_json::from_str::<Value>(&s).is_ok() => {
-                Some(Value::String(s).to_string())
-            }
-            (_, Some(Value::String(s))) => Some(s),
-            (_, Some(other)) => Some(other.to_string()),
+            _ => default_text(setting),
         };
-        if let Some(text) = text {
+        if let Some(text) = text.filter(|t| !t.is_empty()) {
             values.insert(field_name(setting.key), text);
         }
     }
     (values, rest)
 }
 
-/// Writes `kind`'s fields into `settings`: each field wins over the same key typed in the JSON
-/// box; an empty field (or a checkbox at its default) leaves the key out, so the default holds.
-/// Errors name the field that cannot be read.
+/// What a field shows when the setting is unset: a checkbox at its default, else nothing.
+fn default_text(setting: &Setting) -> Option<String> {
+    matches!(setting.input, Input::Check { default: true }).then(|| "on".to_string())
+}
+
+/// A stored value as the field's text (not always readable back: `split` checks).
+fn text_of(setting: &Setting, value: &Value) -> String {
+    match (&setting.input, value) {
+        (Input::Check { .. }, v) => if *v == Value::Bool(true) { "on" } else { "" }.to_string(),
+        (Input::List { .. }, Value::Array(items)) => items
+            .iter()
+            .map(|item| match item {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        (Input::Headers, Value::Object(headers)) => super::fields::headers_text(
+            headers
+                .iter()
+                .map(|(name, value)| (name, value.as_str().unwrap_or_default())),
+        ),
+        // A string that would read back as another JSON value, or as nothing, keeps its quotes.
+        (Input::Json, Value::String(s))
+            if s.trim().is_empty() || serde_json::from_str::<Value>(s).is_ok() =>
+        {
+            value.to_string()
+        }
+        (_, Value::String(s)) => s.clone(),
+        (_, other) => other.to_string(),
+    }
+}
+
+/// Writes `kind`'s fields into `settings`. A field that holds a value wins over the same key
+/// typed in the JSON box; an empty field (or a checkbox at its default) leaves the box's key,
+/// if any, as it is. Errors name the field that cannot be read.
 pub fn merge(
     kind: CheckKind,
     values: &FieldValues,
     settings: &mut Map<String, Value>,
 ) -> Result<(), (String, String)> {
     for setting in of_kind(kind) {
-        let field = field_name(setting.key);
-        let text = values.get(&field).map(|t| t.trim()).unwrap_or_default();
-        settings.remove(setting.key);
-        let value = match &setting.input {
-            Input::Check { default } => {
-                let on = !text.is_empty();
-                (on != *default).then_some(Value::Bool(on))
-            }
-            _ if text.is_empty() => None,
-            // The first choice is the default.
-            Input::Choice(options) if text == options[0] => None,
-            Input::Text | Input::Area | Input::Choice(_) => Some(Value::String(text.into())),
-            Input::Number => Some(Value::Number(
-                text.parse::<u32>()
-                    .map_err(|_| {
-                        (
-                            field.clone(),
-                            format!("must be a whole number, not `{text}`"),
-                        )
-                    })?
-                    .into(),
-            )),
-            Input::Json => {
-                Some(serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.into())))
-            }
-            Input::List { numbers } => {
-                let items = text.split(',').map(str::trim).filter(|i| !i.is_empty());
-                let list: Result<Vec<Value>, _> = items
-                    .map(|item| match numbers {
-                        true => item.parse::<u16>().map(Value::from).map_err(|_| {
-                            (
-                                field.clone(),
-                                format!("`{item}` is not a status code; write codes like 200, 204"),
-                            )
-                        }),
-                        false => Ok(Value::String(item.into())),
-                    })
-                    .collect();
-                Some(Value::Array(list?))
-            }
-            Input::Headers => Some(Value::Object(
-                super::fields::parse_headers(&field, text)
-                    .map_err(|e| (e.field, e.message))?
-                    .into_iter()
-                    .map(|(name, value)| (name, Value::String(value)))
-                    .collect(),
-            )),
-        };
-        if let Some(value) = value {
+        let text = values
+            .get(&field_name(setting.key))
+            .map(String::as_str)
+            .unwrap_or_default();
+        if let Some(value) = read(setting, text)? {
             settings.insert(setting.key.into(), value);
         }
     }
     Ok(())
+}
+
+/// The value a field's text stands for; `None` when it says "the default". Text is kept as
+/// typed (a keyword may end in a space); numbers, lists and JSON are read without the blanks
+/// around them. Browsers send a textarea's lines with `\r\n`: they come back as `\n`.
+fn read(setting: &Setting, text: &str) -> Result<Option<Value>, (String, String)> {
+    let field = field_name(setting.key);
+    let trimmed = text.trim();
+    Ok(match &setting.input {
+        Input::Check { default } => {
+            let on = !trimmed.is_empty();
+            (on != *default).then_some(Value::Bool(on))
+        }
+        _ if trimmed.is_empty() => None,
+        // The first choice is the default.
+        Input::Choice(options) if text == options[0] => None,
+        Input::Text | Input::Choice(_) => Some(Value::String(text.into())),
+        Input::Area => Some(Value::String(text.replace("\r\n", "\n"))),
+        Input::Number => Some(Value::Number(
+            trimmed
+                .parse::<u32>()
+                .map_err(|_| (field, format!("must be a whole number, not `{trimmed}`")))?
+                .into(),
+        )),
+        Input::Json => {
+            Some(serde_json::from_str(trimmed).unwrap_or_else(|_| Value::String(text.into())))
+        }
+        Input::List { numbers } => {
+            let items = trimmed.split(',').map(str::trim).filter(|i| !i.is_empty());
+            let list: Result<Vec<Value>, _> = items
+                .map(|item| match numbers {
+                    true => item.parse::<u16>().map(Value::from).map_err(|_| {
+                        (
+                            field.clone(),
+                            format!("`{item}` is not a status code; write codes like 200, 204"),
+                        )
+                    }),
+                    false => Ok(Value::String(item.into())),
+                })
+                .collect();
+            Some(Value::Array(list?))
+        }
+        Input::Headers => Some(Value::Object(
+            super::fields::parse_headers(&field, trimmed)
+                .map_err(|e| (e.field, e.message))?
+                .into_iter()
+                .map(|(name, value)| (name, Value::String(value)))
+                .collect(),
+        )),
+    })
 }
 
 /// The fields of each kind in `kinds`, a fieldset per kind. With script on, only the chosen
@@ -390,10 +412,42 @@ mod tests {
     }
 
     #[test]
-    fn defaults_stay_out_and_fields_win_over_the_json_box() {
-        let mut settings = map(json!({"method": "PUT", "retries": 2}));
+    fn a_field_with_a_value_wins_over_the_json_box_and_an_empty_one_leaves_it() {
+        let mut settings = map(json!({"method": "PUT", "keyword": "a", "verify_tls": false}));
+        let mut values = defaults();
+        values.insert("settings.keyword".into(), "b".into());
+        merge(CheckKind::Http, &values, &mut settings).unwrap();
+        assert_eq!(
+            settings,
+            map(json!({"method": "PUT", "keyword": "b", "verify_tls": false}))
+        );
+        let mut settings = map(json!({"retries": 2}));
         merge(CheckKind::Http, &defaults(), &mut settings).unwrap();
-        assert_eq!(settings, map(json!({"retries": 2})));
+        assert_eq!(settings, map(json!({"retries": 2})), "defaults stay out");
+    }
+
+    #[test]
+    fn what_a_field_cannot_give_back_stays_in_the_json_box() {
+        let stored = map(json!({
+            "json_path": "", "json_expected": "", "keyword": " padded ", "body": "a\r\nb",
+            "follow_redirects": true, "method": "GET"
+        }));
+        let (values, rest) = split(CheckKind::Http, &stored);
+        assert_eq!(values["settings.keyword"], " padded ");
+        assert_eq!(values["settings.json_expected"], "\"\"");
+        assert_eq!(
+            rest,
+            map(
+                json!({"json_path": "", "body": "a\r\nb", "follow_redirects": true, "method": "GET"})
+            )
+        );
+        let mut merged = rest;
+        merge(CheckKind::Http, &values, &mut merged).unwrap();
+        assert_eq!(merged, stored, "an unchanged save changes nothing");
+        let dns = map(json!({"expected": ["v=spf1 a, b"]}));
+        let (values, rest) = split(CheckKind::Dns, &dns);
+        assert!(!values.contains_key("settings.expected"));
+        assert_eq!(rest, dns);
     }
 
     #[test]
@@ -424,6 +478,52 @@ mod tests {
             let mut settings = Map::new();
             merge(CheckKind::Http, &values, &mut settings).unwrap();
             assert_eq!(settings["json_expected"], expected, "{typed}");
+        }
+    }
+
+    fn leaf() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        prop_oneof![
+            any::<bool>().prop_map(Value::from),
+            any::<i32>().prop_map(Value::from),
+            ".{0,12}".prop_map(Value::from),
+            Just(Value::Null),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Whatever is stored, opening the edit form and saving it unchanged stores it again.
+        #[test]
+        fn an_unchanged_form_saves_what_was_stored(
+            keyword in proptest::option::of(".{0,12}"),
+            body in proptest::option::of("[a-z\r\n ]{0,12}"),
+            expected_status in proptest::option::of(proptest::collection::vec(proptest::prelude::any::<u16>(), 0..3)),
+            json_path in proptest::option::of("(/[a-z]{0,4}){0,2}"),
+            json_expected in proptest::option::of(leaf()),
+            headers in proptest::option::of(proptest::collection::btree_map("[A-Za-z-]{1,6}", ".{0,8}", 0..3)),
+            method in proptest::option::of(proptest::sample::select(HTTP_METHODS.to_vec())),
+            follow_redirects in proptest::option::of(proptest::prelude::any::<bool>()),
+            other in proptest::option::of(leaf()),
+        ) {
+            let mut stored = Map::new();
+            let mut put = |key: &str, value: Option<Value>| {
+                if let Some(value) = value {
+                    stored.insert(key.to_string(), value);
+                }
+            };
+            put("keyword", keyword.map(Value::from));
+            put("body", body.map(Value::from));
+            put("expected_status", expected_status.map(Value::from));
+            put("json_path", json_path.map(Value::from));
+            put("json_expected", json_expected);
+            put("headers", headers.map(|h| Value::Object(h.into_iter().map(|(k, v)| (k, Value::from(v))).collect())));
+            put("method", method.map(Value::from));
+            put("follow_redirects", follow_redirects.map(Value::from));
+            put("confirm_down", other);
+            let (values, rest) = split(CheckKind::Http, &stored);
+            let mut saved = rest;
+            merge(CheckKind::Http, &values, &mut saved).unwrap();
+            proptest::prop_assert_eq!(saved, stored);
         }
     }
 }

@@ -79,9 +79,9 @@ pub fn router(options: WebOptions) -> Router<Arc<App>> {
         .layer(axum::Extension(options))
         .layer(DefaultBodyLimit::max(FORM_BODY_LIMIT))
         // Pages are repetitive markup re-fetched every few seconds: gzip makes them a fraction.
-        // Compressing a secret (the CSRF token) beside reflected input (the name filter) is what
-        // BREACH measures; it needs the victim's browser to send the session cookie cross-site,
-        // which `SameSite=Strict` refuses.
+        // Compressing a secret beside reflected input (the name filter) is what BREACH
+        // measures: the CSRF token is masked afresh on every page (`Session::csrf`), and the
+        // session cookie is never sent cross-site (`SameSite=Strict`).
         .layer(tower_http::compression::CompressionLayer::new())
 }
 

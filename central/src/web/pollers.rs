@@ -14,12 +14,14 @@ use shared_proto::settings_api::{PollerPatch, PollerStatus};
 use uuid::Uuid;
 
 use super::layout::{self, badge, csrf_field, maybe_ago, wire_name, Section};
-use super::monitors::REFRESH;
 use super::session::{CsrfForm, Session};
 use super::WebResult;
 use crate::service::pollers::PollerFilter;
 use crate::service::App;
 use crate::store::Cursor;
+
+/// The rows hold the alias forms: a refresh while one has the focus would wipe what is typed.
+const REFRESH_UNLESS_TYPING: &str = "every 5s [!document.querySelector('#poller-rows :focus')]";
 
 #[derive(Debug, Default, Deserialize)]
 pub struct PollerQuery {
@@ -64,7 +66,7 @@ pub async fn list(
             }
             button type="submit" { "Filter" }
         }
-        div.table-wrap #poller-rows hx-get=(uri) hx-trigger=(REFRESH) hx-select="#poller-rows" hx-swap="outerHTML" {
+        div.table-wrap #poller-rows hx-get=(uri) hx-trigger=(REFRESH_UNLESS_TYPING) hx-select="#poller-rows" hx-swap="outerHTML" {
             table {
                 thead { tr {
                     th scope="col" { "Poller" } th scope="col" { "Status" } th scope="col" { "Region / DC" }

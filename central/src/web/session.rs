@@ -26,14 +26,22 @@ pub struct Session {
 }
 
 impl Session {
-    pub fn csrf(&self) -> &str {
-        &self.session.csrf_token
+    /// The CSRF token as this page shows it: a fresh random mask, then the token XORed with it.
+    /// No two pages carry the same bytes, so a compressed page's length says nothing about the
+    /// token (BREACH), whatever else the page reflects.
+    pub fn csrf(&self) -> String {
+        let token = self.session.csrf_token.as_bytes();
+        let mut mask = vec![0u8; token.len()];
+        rand::RngCore::fill_bytes(&mut rand::thread_rng(), &mut mask);
+        let masked: Vec<u8> = token.iter().zip(&mask).map(|(t, m)| t ^ m).collect();
+        format!("{}{}", hex::encode(&mask), hex::encode(masked))
     }
 
     /// Every form carries the session's CSRF token (besides `SameSite=Strict`): a form posted
     /// from another site, or from a session that ended, changes nothing.
     pub fn check(&self, submitted: &str) -> Result<(), WebError> {
-        if App::csrf_matches(&self.session, submitted) {
+        let unmasked = unmask(submitted).unwrap_or_default();
+        if App::csrf_matches(&self.session, &unmasked) {
             Ok(())
         } else {
             Err(WebError::Csrf)
@@ -123,4 +131,42 @@ pub async fn log_out(
     app.log_out(&session.secret).await?;
     let gone = Cookie::build((COOKIE, "")).path("/");
     Ok((jar.remove(gone), Redirect::to("/login")).into_response())
+}
+
+/// The token a masked value (`csrf`) stands for; `None` for anything else.
+fn unmask(submitted: &str) -> Option<String> {
+    let bytes = hex::decode(submitted).ok()?;
+    if bytes.is_empty() || bytes.len() % 2 != 0 {
+        return None;
+    }
+    let (mask, masked) = bytes.split_at(bytes.len() / 2);
+    String::from_utf8(mask.iter().zip(masked).map(|(m, x)| m ^ x).collect()).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_masked_token_differs_each_time_and_unmasks_to_the_token() {
+        let token = "6f1c0e0d5a7b4c3d2e1f0a9b8c7d6e5f";
+        let mask = |seed: u8| {
+            let masked: Vec<u8> = token.bytes().map(|b| b ^ seed).collect();
+            format!(
+                "{}{}",
+                hex::encode(vec![seed; token.len()]),
+                hex::encode(masked)
+            )
+        };
+        assert_ne!(mask(1), mask(2));
+        assert_eq!(unmask(&mask(1)).as_deref(), Some(token));
+        assert_eq!(unmask(&mask(7)).as_deref(), Some(token));
+        assert_ne!(
+            unmask(token).as_deref(),
+            Some(token),
+            "the bare token is not a masked one"
+        );
+        assert_eq!(unmask("zz"), None);
+        assert_eq!(unmask(""), None);
+    }
 }
