@@ -67,20 +67,19 @@ impl ChannelForm {
     /// The spec the form describes; fields of other kinds (shown with script off) are ignored.
     fn to_spec(&self) -> Result<ChannelSpec, FieldError> {
         let kind = self.kind()?;
-        let optional = |text: &str| Some(text.trim().to_string()).filter(|t| !t.is_empty());
         let email = kind == ChannelKind::Email;
         Ok(ChannelSpec {
             name: self.name.trim().to_string(),
             kind,
-            url: optional(&self.url),
-            secret: optional(&self.secret).filter(|_| kind == ChannelKind::Webhook),
+            url: fields::optional(&self.url),
+            secret: fields::optional(&self.secret).filter(|_| kind == ChannelKind::Webhook),
             headers: if email {
                 Default::default()
             } else {
                 fields::parse_headers("headers", &self.headers)?
             },
             default: self.default.is_some(),
-            from: optional(&self.from).filter(|_| email),
+            from: fields::optional(&self.from).filter(|_| email),
             to: if email {
                 self.to
                     .split([',', '\n'])

@@ -62,17 +62,7 @@ pub fn text_field(
     hint: &str,
     error: Option<&FieldError>,
 ) -> Markup {
-    let failed = error_for(error, field).is_some();
-    html! {
-        div.field {
-            label for=(field) { (label) }
-            input id=(field) name=(field) type="text" value=(value)
-                aria-invalid=[failed.then_some("true")]
-                aria-describedby=[failed.then(|| format!("{field}-error"))];
-            @if !hint.is_empty() { p.hint { (hint) } }
-            (message(field, error))
-        }
-    }
+    labelled(field, label, hint, error, false, value)
 }
 
 /// A labelled box of several lines named and identified `field`.
@@ -83,17 +73,38 @@ pub fn text_area(
     hint: &str,
     error: Option<&FieldError>,
 ) -> Markup {
-    let failed = error_for(error, field).is_some();
+    labelled(field, label, hint, error, true, value)
+}
+
+fn labelled(
+    field: &str,
+    label: &str,
+    hint: &str,
+    error: Option<&FieldError>,
+    lines: bool,
+    value: &str,
+) -> Markup {
+    let invalid = error_for(error, field).map(|_| "true");
+    let described = invalid.map(|_| format!("{field}-error"));
     html! {
         div.field {
             label for=(field) { (label) }
-            textarea id=(field) name=(field) rows="3"
-                aria-invalid=[failed.then_some("true")]
-                aria-describedby=[failed.then(|| format!("{field}-error"))] { (value) }
+            @if lines {
+                textarea id=(field) name=(field) rows="3" aria-invalid=[invalid]
+                    aria-describedby=[&described] { (value) }
+            } @else {
+                input id=(field) name=(field) type="text" value=(value) aria-invalid=[invalid]
+                    aria-describedby=[&described];
+            }
             @if !hint.is_empty() { p.hint { (hint) } }
             (message(field, error))
         }
     }
+}
+
+/// Typed text, or `None` when only blanks were typed.
+pub fn optional(text: &str) -> Option<String> {
+    Some(text.trim().to_string()).filter(|t| !t.is_empty())
 }
 
 /// Headers as the lines a person types them in.

@@ -9,7 +9,7 @@ use shared_proto::{CheckKind, MonitorPatch, MonitorSpec, PollerMode};
 use uuid::Uuid;
 
 use super::check_settings::{self, FieldValues};
-use super::fields::FieldError;
+use super::fields::{optional, FieldError};
 use crate::error::ApiError;
 
 /// What the form holds, as typed (so a rejected form comes back as the operator left it).
@@ -108,9 +108,6 @@ impl MonitorForm {
 
     /// The spec the form describes, or the first field that cannot be read.
     pub fn to_spec(&self) -> Result<MonitorSpec, FieldError> {
-        fn optional(text: &str) -> Option<String> {
-            Some(text.trim().to_string()).filter(|t| !t.is_empty())
-        }
         let number = |field: &str, text: &str, default: u64| -> Result<u64, FieldError> {
             match text.trim() {
                 "" => Ok(default),

@@ -13,6 +13,7 @@ use serde::Deserialize;
 use shared_proto::settings_api::{PollerPatch, PollerStatus};
 use uuid::Uuid;
 
+use super::fields::optional;
 use super::layout::{self, badge, csrf_field, maybe_ago, wire_name, Section};
 use super::session::{CsrfForm, Session};
 use super::WebResult;
@@ -39,7 +40,6 @@ pub async fn list(
     uri: Uri,
     Query(query): Query<PollerQuery>,
 ) -> WebResult<Markup> {
-    let optional = |text: &str| Some(text.trim().to_string()).filter(|t| !t.is_empty());
     let filter = PollerFilter {
         region: optional(&query.region),
         datacenter: optional(&query.datacenter),

@@ -16,6 +16,7 @@ use shared_proto::settings_api::{
 };
 use uuid::Uuid;
 
+use super::fields::optional;
 use super::layout::{self, ago, badge, csrf_field, Section};
 use super::session::{CsrfForm, Session};
 use super::{WebOptions, WebResult};
@@ -145,7 +146,6 @@ pub async fn create_token(
     Form(form): Form<TokenForm>,
 ) -> WebResult<Response> {
     session.check(&form.csrf)?;
-    let optional = |text: &str| Some(text.trim().to_string()).filter(|t| !t.is_empty());
     let max_uses = match form.max_uses.trim() {
         "" => None,
         text => match text.parse() {
