@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Installs what the tests need on a fresh Debian machine and runs them all: the unit and
+# end-to-end tests (SQLite), the end-to-end suite again with central on PostgreSQL (with the
+# replica tests behind HAProxy), the deploy files' validation and the API fuzzer. `.ci/run`
+# calls this script; a newcomer runs it the same way (as root, or with sudo available).
+#
+#   scripts/test.sh            everything, as CI runs it
+#   scripts/test.sh --quick    install, then only `cargo test --workspace` (SQLite)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+quick=false
+[[ "${1:-}" == "--quick" ]] && quick=true
+
+as_root() { if [[ $(id -u) == 0 ]]; then "$@"; else sudo "$@"; fi; }
+
+# Debian's packages: PostgreSQL (servers started by the tests themselves, as the postgres user,
+# in temp dirs; no system service), HAProxy and nginx (started by the tests with a config they
+# write), docker-compose (to validate the deploy files; no Docker engine runs here), Chromium with
+# its WebDriver (the web page's tests drive a headless browser), Alertmanager (the Alertmanager
+# channel is tested against the real one) and python3-venv for the fuzzer.
+missing=()
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+command -v docker-compose >/dev/null || missing+=(docker-compose)
+command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ] || missing+=(haproxy)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+[ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
+command -v prometheus-alertmanager >/dev/null || [ -x /usr/bin/prometheus-alertmanager ] || missing+=(prometheus-alertmanager)
+python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
+if (( ${#missing[@]} )); then
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+cargo test --workspace
+$quick && exit 0
+
+# The end-to-end suite once more, with central on PostgreSQL (tests/src/postgres.rs), and the
+# replica tests that only PostgreSQL can run (ignored in the SQLite run), HAProxy in front.
+E2E_DATABASE=postgres cargo test -p e2e -- --include-ignored
+
+# The compose files must interpolate with the secrets set, and refuse to without them; the
+# proxy's configuration must be valid HAProxy.
+for compose in deploy/compose.yaml deploy/compose.ha.yaml; do
+  CENTRAL_ADMIN_TOKEN=ci-admin-token-0123456789 REGISTRATION_TOKEN=ci-registration-0123456789 \
+    POSTGRES_PASSWORD=ci-postgres-password \
+    docker-compose --env-file deploy/example.env -f "$compose" config -q
+  if docker-compose --env-file deploy/example.env -f "$compose" config -q 2>/dev/null; then
+    echo "$compose: accepted without its secrets" >&2
+    exit 1
+  fi
+done
+haproxy -q -c -f deploy/haproxy.cfg
+
+# schemathesis from PyPI, pinned (the fuzzer's config and hooks follow its 4.x interface), in a
+# virtualenv of its own under target/.
+VENV=$PWD/target/ci-venv
+if ! "$VENV/bin/st" --version >/dev/null 2>&1; then
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install --quiet schemathesis==4.32.5
+fi
+ST="$VENV/bin/st" CENTRAL_BIN=target/debug/central scripts/fuzz-api.sh
