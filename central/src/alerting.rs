@@ -9,18 +9,16 @@ use crate::service::App;
 
 const PERIOD: Duration = Duration::from_secs(1);
 
-pub fn spawn(app: Arc<App>, leadership: Leadership) {
-    tokio::spawn(async move {
-        let mut ticker = tokio::time::interval(PERIOD);
-        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            ticker.tick().await;
-            if !leadership.is_leader() {
-                continue;
-            }
-            if let Err(e) = app.evaluate_alerts().await {
-                tracing::warn!("evaluating alerts failed: {e}");
-            }
+pub async fn run(app: Arc<App>, leadership: Leadership) {
+    let mut ticker = tokio::time::interval(PERIOD);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticker.tick().await;
+        if !leadership.is_leader() {
+            continue;
         }
-    });
+        if let Err(e) = app.evaluate_alerts().await {
+            tracing::warn!("evaluating alerts failed: {e}");
+        }
+    }
 }

@@ -8,6 +8,7 @@ pub mod api;
 pub mod config;
 #[cfg(feature = "demo")]
 pub mod demo;
+pub mod duties;
 pub mod error;
 pub mod leadership;
 pub mod liveness;
@@ -97,10 +98,18 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<Running> {
         .transpose()?;
     wakeups::spawn(app.clone());
     let leadership = leadership::spawn(app.clone(), leadership::replica_name(addr));
-    liveness::spawn(app.clone(), leadership.clone());
-    alerting::spawn(app.clone(), leadership.clone());
-    notify::dispatch::spawn(app.clone(), leadership.clone(), app.notifier.clone());
-    maintenance::spawn(app.clone(), leadership);
+    let (a, l) = (app.clone(), leadership.clone());
+    duties::supervise("liveness", move || liveness::run(a.clone(), l.clone()));
+    let (a, l) = (app.clone(), leadership.clone());
+    duties::supervise("alerting", move || alerting::run(a.clone(), l.clone()));
+    let (a, l) = (app.clone(), leadership.clone());
+    duties::supervise("notification delivery", move || {
+        notify::dispatch::run(a.clone(), l.clone(), a.notifier.clone())
+    });
+    let (a, l) = (app.clone(), leadership);
+    duties::supervise("maintenance", move || {
+        maintenance::run(a.clone(), l.clone())
+    });
     if let Some(listener) = metrics_listener {
         let router = api::metrics_router(app.clone());
         tokio::spawn(async move {

@@ -8,34 +8,31 @@ use std::time::Duration;
 use crate::leadership::Leadership;
 use crate::service::App;
 
-pub fn spawn(app: Arc<App>, leadership: Leadership) {
-    tokio::spawn(async move {
-        let period =
-            (app.offline_after / 10).clamp(Duration::from_millis(200), Duration::from_secs(5));
-        let mut ticker = tokio::time::interval(period);
-        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut last_online: Option<Vec<(String, bool)>> = None;
-        loop {
-            ticker.tick().await;
-            if !leadership.is_leader() {
-                // Whoever leads next starts from a fresh look, and places at once.
-                last_online = None;
-                continue;
-            }
-            if let Err(e) = app.record_status_changes().await {
-                tracing::warn!("recording poller status changes failed: {e}");
-            }
-            match app.online_pollers().await {
-                Ok(online) if last_online.as_ref() != Some(&online) => {
-                    if let Err(e) = app.reconcile().await {
-                        tracing::warn!("placement after a liveness change failed: {e}");
-                        continue;
-                    }
-                    last_online = Some(online);
-                }
-                Ok(_) => {}
-                Err(e) => tracing::warn!("liveness check failed: {e}"),
-            }
+pub async fn run(app: Arc<App>, leadership: Leadership) {
+    let period = (app.offline_after / 10).clamp(Duration::from_millis(200), Duration::from_secs(5));
+    let mut ticker = tokio::time::interval(period);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last_online: Option<Vec<(String, bool)>> = None;
+    loop {
+        ticker.tick().await;
+        if !leadership.is_leader() {
+            // Whoever leads next starts from a fresh look, and places at once.
+            last_online = None;
+            continue;
         }
-    });
+        if let Err(e) = app.record_status_changes().await {
+            tracing::warn!("recording poller status changes failed: {e}");
+        }
+        match app.online_pollers().await {
+            Ok(online) if last_online.as_ref() != Some(&online) => {
+                if let Err(e) = app.reconcile().await {
+                    tracing::warn!("placement after a liveness change failed: {e}");
+                    continue;
+                }
+                last_online = Some(online);
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!("liveness check failed: {e}"),
+        }
+    }
 }

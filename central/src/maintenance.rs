@@ -15,37 +15,35 @@ const LOOK_EVERY: Duration = Duration::from_secs(5);
 const RELOAD_KEYS_EVERY: Duration = Duration::from_secs(60);
 const HOURLY: Duration = Duration::from_secs(3600);
 
-pub fn spawn(app: Arc<App>, leadership: Leadership) {
-    tokio::spawn(async move {
-        let mut ticker = tokio::time::interval(LOOK_EVERY);
-        let mut keys_loaded_at = Instant::now();
-        let mut hourly_done_at: Option<Instant> = None;
-        loop {
-            ticker.tick().await;
-            if keys_loaded_at.elapsed() >= RELOAD_KEYS_EVERY {
-                if let Err(e) = app.reload_signing_keys().await {
-                    tracing::warn!("reloading signing keys failed: {e:#}");
-                }
-                keys_loaded_at = Instant::now();
+pub async fn run(app: Arc<App>, leadership: Leadership) {
+    let mut ticker = tokio::time::interval(LOOK_EVERY);
+    let mut keys_loaded_at = Instant::now();
+    let mut hourly_done_at: Option<Instant> = None;
+    loop {
+        ticker.tick().await;
+        if keys_loaded_at.elapsed() >= RELOAD_KEYS_EVERY {
+            if let Err(e) = app.reload_signing_keys().await {
+                tracing::warn!("reloading signing keys failed: {e:#}");
             }
-            if !leadership.is_leader() {
-                hourly_done_at = None;
-                continue;
-            }
-            if hourly_done_at.is_some_and(|at| at.elapsed() < HOURLY) {
-                continue;
-            }
-            if let Err(e) = app.compact_assignment_log().await {
-                tracing::warn!("assignment log compaction failed: {e}");
-            }
-            if let Err(e) = app.prune_history().await {
-                tracing::warn!("pruning old events failed: {e}");
-            }
-            match app.prune_results_and_rollups().await {
-                Ok(pruned) => tracing::info!(pruned, "pruned results and rollups past retention"),
-                Err(e) => tracing::warn!("pruning old results and rollups failed: {e:#}"),
-            }
-            hourly_done_at = Some(Instant::now());
+            keys_loaded_at = Instant::now();
         }
-    });
+        if !leadership.is_leader() {
+            hourly_done_at = None;
+            continue;
+        }
+        if hourly_done_at.is_some_and(|at| at.elapsed() < HOURLY) {
+            continue;
+        }
+        if let Err(e) = app.compact_assignment_log().await {
+            tracing::warn!("assignment log compaction failed: {e}");
+        }
+        if let Err(e) = app.prune_history().await {
+            tracing::warn!("pruning old events failed: {e}");
+        }
+        match app.prune_results_and_rollups().await {
+            Ok(pruned) => tracing::info!(pruned, "pruned results and rollups past retention"),
+            Err(e) => tracing::warn!("pruning old results and rollups failed: {e:#}"),
+        }
+        hourly_done_at = Some(Instant::now());
+    }
 }

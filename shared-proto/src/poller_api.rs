@@ -12,6 +12,12 @@ use crate::{bounded, ValidationError};
 pub const MAX_BATCH_RESULTS: usize = 5_000;
 /// Longest `msg` central keeps; longer ones are cut, not rejected.
 pub const MAX_RESULT_MSG_LEN: usize = 1_024;
+/// A result's `latency_ms` beyond this is refused: no check outlives its timeout (at most
+/// `MAX_TIMEOUT_MS`), and the margin covers a busy agent's scheduling. A larger value is a
+/// broken or hostile poller's, and would distort (or overflow) the latency sums of rollups.
+pub const MAX_RESULT_LATENCY_MS: u64 = 2 * crate::monitor::MAX_TIMEOUT_MS;
+// The OpenAPI schema of `CheckResult::latency_ms` states this number as a literal.
+const _: () = assert!(MAX_RESULT_LATENCY_MS == 240_000);
 /// Caps of a heartbeat, each well above what an agent sends (500 events, 20 errors, 100 dead
 /// letters): central refuses more while parsing rather than after.
 pub const MAX_HEARTBEAT_EVENTS: usize = 1_000;
@@ -363,6 +369,7 @@ pub struct CheckResult {
     pub ts: DateTime<Utc>,
     pub status: ResultStatus,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(maximum = 240000))]
     pub latency_ms: Option<u64>,
     #[serde(default)]
     pub msg: String,

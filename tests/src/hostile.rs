@@ -168,15 +168,15 @@ fn answer(path: &str, nth: usize, request: &Served, bomb: &[u8]) -> Answer {
             ok_body,
         ),
         "/invalid-utf8-header" => full(OK, vec![header("X-Weird", [b'o', 0xFF, 0xFE])], ok_body),
-        "/endless" => Answer::Endless { first: "" },
+        "/endless" | "/endless-plain" => Answer::Endless { first: "" },
         "/endless-with-keyword" => Answer::Endless { first: "needle" },
         "/gzip-bomb" => full(OK, vec![header("Content-Encoding", "gzip")], bomb),
-        "/slow-body" => Answer::Trickle {
+        "/slow-body" | "/slow-body-plain" => Answer::Trickle {
             length: 1000,
             every: Duration::from_millis(500),
         },
         "/slow-headers" => Answer::Silence,
-        "/content-length-lie" => Answer::Truncated {
+        "/content-length-lie" | "/content-length-lie-plain" => Answer::Truncated {
             status: OK,
             headers: vec![header("Content-Length", "100000")],
             body: b"needle....",

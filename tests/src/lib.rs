@@ -351,6 +351,19 @@ impl Central {
         Ok(body["id"].as_str().context("id")?.to_string())
     }
 
+    /// Creates a notification channel; its id.
+    pub async fn create_channel(&self, spec: Value) -> anyhow::Result<String> {
+        let (status, body) = self
+            .admin(
+                reqwest::Method::POST,
+                "/api/v1/notification-channels",
+                Some(spec),
+            )
+            .await?;
+        anyhow::ensure!(status == 201, "creating a channel: {status} {body}");
+        Ok(body["id"].as_str().context("id")?.to_string())
+    }
+
     pub async fn status(&self, monitor_id: &str) -> anyhow::Result<Value> {
         let (status, body) = self
             .admin(

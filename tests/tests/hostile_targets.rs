@@ -106,13 +106,19 @@ fn cases() -> Vec<Case> {
         // The agent stops reading at its 1 MiB body cap and decides on what it read.
         case("/endless", needle(), DOWN),
         case("/endless-with-keyword", needle(), UP),
+        // Reaching the cap is not a failure, even with nothing asserted on the body.
+        case("/endless-plain", json!({}), UP),
         // Inflated or not, only 1 MiB is looked at; memory is covered by the RSS bound.
         case("/gzip-bomb", needle(), DOWN),
         // The timeout covers the whole check, body included.
         case("/slow-body", json!({"keyword": "x"}), DOWN).message("timeout"),
+        // A page that never finishes is down with nothing asserted on its body too: the body
+        // is always read to its end within the timeout.
+        case("/slow-body-plain", json!({}), DOWN).message("body stalled"),
         case("/slow-headers", json!({}), DOWN).message("timeout"),
         // The body ended before its announced length: the keyword in it does not make it up.
         case("/content-length-lie", needle(), DOWN),
+        case("/content-length-lie-plain", json!({}), DOWN).message("reading body failed"),
         case("/redirect-loop", json!({}), DOWN),
         // Validators are kept only from an answer that passed every assertion, so the lying
         // 304 is never asked for.

@@ -29,6 +29,11 @@ async fn the_same_batch_uploaded_twice_is_stored_once() -> anyhow::Result<()> {
         result(&t2, "up", &monitor),
         result(&t4, "up", &stranger.to_string()),
         {"id": "not-a-uuid", "monitor_id": monitor, "ts": "yesterday", "status": "up"},
+        // No check outlives its timeout: a poller that says so is refused for that result
+        // alone (summed into the rollups it once overflowed PostgreSQL's BIGINT and failed the
+        // whole batch, for ever).
+        {"id": Uuid::new_v4(), "monitor_id": monitor, "ts": t4, "status": "up",
+         "latency_ms": 9_000_000_000_000_000_000u64},
     ]});
     let upload = || async {
         http.post(format!("{}/api/poller/results", central.url))
@@ -44,7 +49,14 @@ async fn the_same_batch_uploaded_twice_is_stored_once() -> anyhow::Result<()> {
     assert_eq!(first["accepted"], 3, "{first}");
     assert_eq!(first["duplicates"], 0, "{first}");
     let rejected = first["rejected"].as_array().unwrap();
-    assert_eq!(rejected.len(), 2, "{first}");
+    assert_eq!(rejected.len(), 3, "{first}");
+    assert!(
+        rejected.iter().any(|r| r["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("latency_ms 9000000000000000000 is beyond any check's timeout")),
+        "{first}"
+    );
     assert!(
         rejected
             .iter()

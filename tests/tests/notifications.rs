@@ -17,14 +17,6 @@ use sha2::Sha256;
 
 const SECRET: &str = "a-webhook-secret-of-some-length";
 
-async fn create_channel(central: &Central, spec: Value) -> anyhow::Result<String> {
-    let (code, body) = central
-        .admin(Method::POST, "/api/v1/notification-channels", Some(spec))
-        .await?;
-    anyhow::ensure!(code == 201, "creating a channel: {code} {body}");
-    Ok(body["id"].as_str().unwrap().to_string())
-}
-
 /// The events a webhook receiver accepted, in order.
 fn webhook_events(receiver: &HttpReceiver) -> Vec<String> {
     receiver
@@ -68,17 +60,17 @@ async fn every_alert_reaches_every_channel_once_through_a_receiver_outage_and_a_
     let target = RegionalTarget::start().await?;
     let webhook = HttpReceiver::start().await?;
     let manager = HttpReceiver::start().await?;
-    create_channel(
-        &central,
-        json!({"name": "on-call webhook", "kind": "webhook", "url": format!("{}/hook", webhook.url),
-               "secret": SECRET, "headers": {"X-Team": "sre"}, "default": true}),
-    )
-    .await?;
-    let alertmanager = create_channel(
-        &central,
-        json!({"name": "alertmanager", "kind": "alertmanager", "url": format!("{}/api/v2/alerts", manager.url)}),
-    )
-    .await?;
+    let hook = format!("{}/hook", webhook.url);
+    central
+        .create_channel(
+            json!({"name": "on-call webhook", "kind": "webhook", "url": hook,
+            "secret": SECRET, "headers": {"X-Team": "sre"}, "default": true}),
+        )
+        .await?;
+    let manager_url = format!("{}/api/v2/alerts", manager.url);
+    let alertmanager = central
+        .create_channel(json!({"name": "alertmanager", "kind": "alertmanager", "url": manager_url}))
+        .await?;
     let _eu = central.start_agent("eu-1", "eu").await?;
     let _us = central.start_agent("us-1", "us").await?;
     let mut ap = central.start_agent("ap-1", "ap").await?;
@@ -253,17 +245,16 @@ async fn channels_are_validated_tested_and_reach_mail_and_chat() -> anyhow::Resu
     let central = Central::start().await?;
     let sink = SmtpSink::start().await?;
     let chat = HttpReceiver::start().await?;
-    let mail = create_channel(
-        &central,
-        json!({"name": "mail", "kind": "email", "url": sink.url, "from": "central@example.com",
+    let mail = central
+        .create_channel(
+            json!({"name": "mail", "kind": "email", "url": sink.url, "from": "central@example.com",
                "to": ["ops@example.com", "sre@example.com"]}),
-    )
-    .await?;
-    let slack = create_channel(
-        &central,
-        json!({"name": "chat", "kind": "slack", "url": format!("{}/services/T0/B0/x", chat.url)}),
-    )
-    .await?;
+        )
+        .await?;
+    let chat_url = format!("{}/services/T0/B0/x", chat.url);
+    let slack = central
+        .create_channel(json!({"name": "chat", "kind": "slack", "url": chat_url}))
+        .await?;
     for channel in [&mail, &slack] {
         let (code, answer) = central
             .admin(
@@ -312,11 +303,11 @@ async fn channels_are_validated_tested_and_reach_mail_and_chat() -> anyhow::Resu
     );
 
     // Outside the allowed networks (the harness allows loopback only), nothing is sent.
-    let elsewhere = create_channel(
-        &central,
-        json!({"name": "elsewhere", "kind": "webhook", "url": "http://192.0.2.1:9/x"}),
-    )
-    .await?;
+    let elsewhere = central
+        .create_channel(
+            json!({"name": "elsewhere", "kind": "webhook", "url": "http://192.0.2.1:9/x"}),
+        )
+        .await?;
     let (_, answer) = central
         .admin(
             Method::POST,

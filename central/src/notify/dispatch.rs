@@ -1,8 +1,20 @@
 //! The outbox dispatcher, a once-per-cluster duty (`leadership`): delivers pending
-//! notifications, each channel in order and apart from the others (a dead receiver delays only
-//! its own channel, and never ingestion), retrying with exponential backoff and jitter until
-//! delivered or a day has passed. Delivery is at least once: a notification that reached its
-//! receiver just before a crash is sent again, with the same `X-Notification-Id`.
+//! notifications, each channel in order and apart from the others, retrying with exponential
+//! backoff and jitter until delivered or a day has passed.
+//!
+//! Each channel with pending messages gets a worker task of its own that reads only its
+//! channel's queue (its oldest rows, through the `(status, channel_id, created_at, id)` index)
+//! and ends when nothing of it is due: a dead or slow receiver holds only its own worker, and
+//! the round that starts workers never waits for one. A round costs one indexed read per
+//! channel (channels are few), not per notification or monitor.
+//!
+//! Only the lease holder sends. A worker asks for the lease before each send and each write,
+//! and stops as soon as it is lost. Before sending, it claims the row (`next_attempt_at` moved
+//! past the longest a send can take, only if the row is still due), so a new leader cannot
+//! send what the old one is sending. Delivery is still at least once: a replica that dies
+//! between a receiver's answer and the write that records it leaves the claim to expire, and
+//! the next leader sends that message again, with the same `X-Notification-Id` (and body
+//! `id`), by which the receiver can drop the copy.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -10,19 +22,22 @@ use std::time::Duration;
 
 use rand::Rng;
 use shared_proto::notifications::Notification;
+use tokio::task::JoinHandle;
 
-use super::Notifier;
+use super::{Notifier, SEND_TIMEOUT};
 use crate::leadership::Leadership;
 use crate::service::{now_ms, App};
 use crate::store::{Attempt, ChannelRow, OutboxRow};
 
 const TICK: Duration = Duration::from_millis(250);
-/// Pending notifications looked at per round.
-const BATCH: u32 = 500;
+/// Pending notifications a channel's worker reads at a time.
+const BATCH: u32 = 100;
 /// Delivery attempts stop this long after the notification was made.
 const GIVE_UP_AFTER_MS: i64 = 24 * 3600 * 1000;
 const FIRST_RETRY_MS: i64 = 1_000;
 const MAX_RETRY_MS: i64 = 10 * 60 * 1000;
+/// How long a claimed row is left alone by other replicas: longer than any send can take.
+const CLAIM_MS: i64 = 2 * (SEND_TIMEOUT.as_millis() as i64 + 5_000);
 
 /// The wait before attempt `attempts + 1`: doubling from a second up to ten minutes, ±20 %.
 pub fn retry_delay_ms(attempts: u32, jitter: f64) -> i64 {
@@ -32,98 +47,115 @@ pub fn retry_delay_ms(attempts: u32, jitter: f64) -> i64 {
     (base as f64 * (1.0 + jitter.clamp(-0.2, 0.2))) as i64
 }
 
-pub fn spawn(app: Arc<App>, leadership: Leadership, notifier: Notifier) {
-    tokio::spawn(async move {
-        let mut ticker = tokio::time::interval(TICK);
-        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            ticker.tick().await;
-            if !leadership.is_leader() {
+pub async fn run(app: Arc<App>, leadership: Leadership, notifier: Notifier) {
+    let mut ticker = tokio::time::interval(TICK);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut workers: HashMap<String, JoinHandle<()>> = HashMap::new();
+    loop {
+        ticker.tick().await;
+        workers.retain(|_, worker| !worker.is_finished());
+        if !leadership.is_leader() {
+            continue;
+        }
+        let channels = match app.store.all_channels().await {
+            Ok(channels) => channels,
+            Err(e) => {
+                tracing::warn!("reading notification channels failed: {e:#}");
                 continue;
             }
-            if let Err(e) = round(&app, &notifier).await {
-                tracing::warn!("delivering notifications failed: {e:#}");
+        };
+        for channel in channels {
+            if workers.contains_key(&channel.id) {
+                continue;
+            }
+            let id = channel.id.clone();
+            let worker = Worker {
+                app: app.clone(),
+                leadership: leadership.clone(),
+                notifier: notifier.clone(),
+                channel,
+            };
+            workers.insert(id, tokio::spawn(worker.drain()));
+        }
+    }
+}
+
+/// Delivers one channel's queue, in order, while this replica leads.
+struct Worker {
+    app: Arc<App>,
+    leadership: Leadership,
+    notifier: Notifier,
+    channel: ChannelRow,
+}
+
+impl Worker {
+    async fn drain(self) {
+        if let Err(e) = self.deliver_due().await {
+            tracing::warn!(channel_id = %self.channel.id, "delivering notifications failed: {e:#}");
+        }
+    }
+
+    /// Sends the channel's due rows oldest first, stopping at the first that is not due or
+    /// fails (so a channel's messages never overtake each other), or when the lease is lost.
+    async fn deliver_due(&self) -> anyhow::Result<()> {
+        loop {
+            let rows = self
+                .app
+                .store
+                .pending_notifications(&self.channel.id, BATCH)
+                .await?;
+            let full = rows.len() == BATCH as usize;
+            for row in rows {
+                if !self.deliver(&row).await? {
+                    return Ok(());
+                }
+            }
+            if !full {
+                return Ok(());
             }
         }
-    });
-}
+    }
 
-/// One round: per channel, the oldest pending notifications in order, stopping at the first
-/// that is not due or fails (so a channel's messages never overtake each other).
-async fn round(app: &Arc<App>, notifier: &Notifier) -> anyhow::Result<()> {
-    let pending = app.store.pending_notifications(BATCH).await?;
-    if pending.is_empty() {
-        return Ok(());
-    }
-    let channels: HashMap<String, ChannelRow> = app
-        .store
-        .all_channels()
-        .await?
-        .into_iter()
-        .map(|c| (c.id.clone(), c))
-        .collect();
-    let mut by_channel: HashMap<String, Vec<OutboxRow>> = HashMap::new();
-    for row in pending {
-        by_channel
-            .entry(row.channel_id.clone())
-            .or_default()
-            .push(row);
-    }
-    let mut work = tokio::task::JoinSet::new();
-    for (channel_id, rows) in by_channel {
-        let (app, notifier) = (app.clone(), notifier.clone());
-        let channel = channels.get(&channel_id).cloned();
-        work.spawn(async move { deliver_in_order(&app, &notifier, channel, rows).await });
-    }
-    while let Some(done) = work.join_next().await {
-        match done {
-            Ok(Err(e)) => tracing::warn!("recording a delivery failed: {e:#}"),
-            Err(e) => tracing::warn!("a delivery task failed: {e}"),
-            Ok(Ok(())) => {}
-        }
-    }
-    Ok(())
-}
-
-async fn deliver_in_order(
-    app: &App,
-    notifier: &Notifier,
-    channel: Option<ChannelRow>,
-    rows: Vec<OutboxRow>,
-) -> anyhow::Result<()> {
-    for row in rows {
+    /// One row: `true` when it was delivered (or given up) and the next may follow.
+    async fn deliver(&self, row: &OutboxRow) -> anyhow::Result<bool> {
         let now = now_ms();
-        if row.next_attempt_at.is_some_and(|at| at > now) {
-            return Ok(());
+        if row.next_attempt_at.is_some_and(|at| at > now) || !self.leadership.is_leader() {
+            return Ok(false);
         }
-        let Some(channel) = &channel else {
-            app.store
-                .record_attempt(
-                    &row.id,
-                    Attempt::GiveUp {
-                        error: "the channel was deleted",
-                    },
-                    now,
-                )
-                .await?;
-            continue;
-        };
+        if !self
+            .app
+            .store
+            .claim_notification(&row.id, now, now + CLAIM_MS)
+            .await?
+        {
+            // Another replica claimed it (a leader that took over and is sending it).
+            return Ok(false);
+        }
         let outcome = match serde_json::from_str::<Notification>(&row.payload) {
-            Ok(message) => notifier.deliver(channel, &message).await,
+            Ok(message) => self.notifier.deliver(&self.channel, &message).await,
             Err(e) => Err(format!("the stored message is unreadable: {e}")),
         };
+        if !self.leadership.is_leader() {
+            // The claim keeps the next leader off this row until it expires; then it sends it
+            // again (same id), since this replica may no longer write what happened.
+            tracing::warn!(notification_id = %row.id,
+                "the duties lease was lost during a delivery; its outcome is not recorded here");
+            return Ok(false);
+        }
         let now = now_ms();
+        let store = &self.app.store;
         match outcome {
             Ok(()) => {
-                app.metrics.notifications_delivered.inc();
+                self.app.metrics.notifications_delivered.inc();
                 tracing::info!(notification_id = %row.id, channel_id = %row.channel_id,
                     event = %row.event, "notification delivered");
-                app.store
+                store
                     .record_attempt(&row.id, Attempt::Delivered, now)
                     .await?;
+                Ok(true)
             }
             Err(error) => {
-                app.metrics.notification_attempts_failed.inc();
+                self.app.metrics.notification_attempts_failed.inc();
                 let attempts = row.attempts.clamp(0, 64) as u32;
                 let give_up = now - row.created_at > GIVE_UP_AFTER_MS;
                 tracing::warn!(notification_id = %row.id, channel_id = %row.channel_id,
@@ -137,12 +169,11 @@ async fn deliver_in_order(
                         at: now + retry_delay_ms(attempts, jitter),
                     }
                 };
-                app.store.record_attempt(&row.id, attempt, now).await?;
-                return Ok(());
+                store.record_attempt(&row.id, attempt, now).await?;
+                Ok(give_up)
             }
         }
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use shared_proto::notifications::{ChannelKind, Notification};
 use crate::store::ChannelRow;
 
 /// How long one delivery may take before it counts as failed (and is retried).
-const SEND_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Sends messages to channels.
 #[derive(Clone)]

@@ -6,7 +6,8 @@ use serde::de::{IgnoredAny, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use shared_proto::poller_api::{
-    CheckResult, RejectedResult, ResultsAck, MAX_BATCH_RESULTS, MAX_RESULT_MSG_LEN,
+    CheckResult, RejectedResult, ResultsAck, MAX_BATCH_RESULTS, MAX_RESULT_LATENCY_MS,
+    MAX_RESULT_MSG_LEN,
 };
 use uuid::Uuid;
 
@@ -88,6 +89,16 @@ impl App {
                         id: result.id.to_string(),
                         reason: "ts is more than 5 minutes in the future; check the poller's clock"
                             .into(),
+                    })
+                }
+                Ok(result) if result.latency_ms.is_some_and(|l| l > MAX_RESULT_LATENCY_MS) => {
+                    ack.rejected.push(RejectedResult {
+                        id: result.id.to_string(),
+                        reason: format!(
+                            "latency_ms {} is beyond any check's timeout (at most \
+                             {MAX_RESULT_LATENCY_MS}); check the poller",
+                            result.latency_ms.unwrap_or_default()
+                        ),
                     })
                 }
                 Ok(result) => candidates.push(result),
@@ -183,7 +194,7 @@ fn new_result(result: CheckResult, region: Option<String>) -> NewResult {
         region,
         ts: result.ts.timestamp_millis(),
         status: result.status.as_str().to_string(),
-        latency_ms: result.latency_ms.map(|l| l.min(i64::MAX as u64) as i64),
+        latency_ms: result.latency_ms.map(|l| l as i64),
         next_due_at: result
             .meta
             .pointer("/engine/next_due_at")

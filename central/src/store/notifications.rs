@@ -278,16 +278,37 @@ impl Store {
         Ok(applied)
     }
 
-    /// Undelivered notifications, oldest first.
-    pub async fn pending_notifications(&self, limit: u32) -> anyhow::Result<Vec<OutboxRow>> {
+    /// A channel's undelivered notifications, oldest first (index `notifications_pending`).
+    pub async fn pending_notifications(
+        &self,
+        channel_id: &str,
+        limit: u32,
+    ) -> anyhow::Result<Vec<OutboxRow>> {
         let sql = format!(
-            "SELECT {OUTBOX_COLUMNS} FROM notifications WHERE status = 'pending' \
-             ORDER BY created_at, id LIMIT $1"
+            "SELECT {OUTBOX_COLUMNS} FROM notifications \
+             WHERE status = 'pending' AND channel_id = $1 ORDER BY created_at, id LIMIT $2"
         );
         Ok(sqlx::query_as(&sql)
+            .bind(channel_id)
             .bind(i64::from(limit))
             .fetch_all(&self.pool)
             .await?)
+    }
+
+    /// Claims a due notification for one send: moves its next attempt to `until`, only if it
+    /// is still pending and due at `now`. `false`: another replica has it.
+    pub async fn claim_notification(&self, id: &str, now: i64, until: i64) -> anyhow::Result<bool> {
+        let _guard = self.write_lock().await;
+        let done = sqlx::query(
+            "UPDATE notifications SET next_attempt_at = $3 WHERE id = $1 AND status = 'pending' \
+             AND (next_attempt_at IS NULL OR next_attempt_at <= $2)",
+        )
+        .bind(id)
+        .bind(now)
+        .bind(until)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
     }
 
     /// Records one delivery attempt: delivered, retry at `next_attempt_at`, or given up.

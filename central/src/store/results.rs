@@ -1,6 +1,6 @@
 //! Check results: idempotent ingestion and history.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use sqlx::any::AnyRow;
 use sqlx::{FromRow, Row};
@@ -139,48 +139,50 @@ pub(super) fn json_rows(backend: Backend, parameter: &str) -> String {
     }
 }
 
-/// One monitor's move in `status_upsert`.
+/// One status row's move in `status_upsert`: the newest stored result of the batch for that
+/// monitor (or location), and the newest up/down one, which carries the verdict.
 #[derive(serde::Serialize)]
 struct StatusMove<'a> {
     monitor_id: &'a str,
     region: Option<&'a str>,
+    /// The verdict's status when the batch has one, else the newest (rate-limited) status:
+    /// what a row created by this move holds.
     status: &'a str,
     id: &'a str,
     ts: i64,
     latency_ms: Option<i64>,
     msg: &'a str,
     next_due_at: Option<i64>,
-    /// Set for an up/down result only: the verdict moves with it.
+    /// Set when the batch holds an up/down result for this row: the verdict moves with it.
     verdict_at: Option<i64>,
     verdict_result_id: Option<&'a str>,
 }
 
 impl<'a> StatusMove<'a> {
-    fn of(result: &'a NewResult) -> Self {
-        let verdict = result.status != "rate_limited";
+    fn of(newest: &'a NewResult, decisive: Option<&'a NewResult>) -> Self {
         StatusMove {
-            monitor_id: &result.monitor_id,
-            region: result.region.as_deref(),
-            status: &result.status,
-            id: &result.id,
-            ts: result.ts,
-            latency_ms: result.latency_ms,
-            msg: &result.msg,
-            next_due_at: result.next_due_at,
-            verdict_at: verdict.then_some(result.ts),
-            verdict_result_id: verdict.then_some(result.id.as_str()),
+            monitor_id: &newest.monitor_id,
+            region: newest.region.as_deref(),
+            status: decisive.map_or(&newest.status, |d| &d.status),
+            id: &newest.id,
+            ts: newest.ts,
+            latency_ms: newest.latency_ms,
+            msg: &newest.msg,
+            next_due_at: newest.next_due_at,
+            verdict_at: decisive.map(|d| d.ts),
+            verdict_result_id: decisive.map(|d| d.id.as_str()),
         }
     }
 }
 
-/// The status moves of newly stored results, as at most two statements' rows, each touching
-/// a status row (a monitor, or a monitor's location) at most once, since an upsert may not
-/// touch a row twice: the verdicts, then the newer rate-limited results, which keep the verdict.
-/// Rows in key order, so that concurrent batches never deadlock on PostgreSQL.
-fn status_moves<'a>(results: &[&'a NewResult]) -> Vec<Vec<StatusMove<'a>>> {
+/// The status moves of newly stored results: one row per status row (a monitor, or a
+/// monitor's location), since an upsert may not touch a row twice, carrying both kinds of
+/// news. One statement, rows in key order, so that the row locks of concurrent batches are
+/// always taken in the same order on PostgreSQL and they never deadlock.
+fn status_moves<'a>(results: &[&'a NewResult]) -> Vec<StatusMove<'a>> {
     type Key<'a> = (&'a str, Option<&'a str>);
     let mut decisive: HashMap<Key<'a>, &'a NewResult> = HashMap::new();
-    let mut newest: HashMap<Key<'a>, &'a NewResult> = HashMap::new();
+    let mut newest: BTreeMap<Key<'a>, &'a NewResult> = BTreeMap::new();
     for &result in results {
         let key = (result.monitor_id.as_str(), result.region.as_deref());
         let newer = |slot: &&NewResult| (result.ts, &result.id) > (slot.ts, &slot.id);
@@ -195,18 +197,9 @@ fn status_moves<'a>(results: &[&'a NewResult]) -> Vec<Vec<StatusMove<'a>>> {
             *slot = result;
         }
     }
-    let mut verdicts: Vec<StatusMove> = decisive.values().map(|r| StatusMove::of(r)).collect();
-    let mut newer_news: Vec<StatusMove> = newest
-        .iter()
-        .filter(|(key, r)| decisive.get(*key).is_none_or(|d| d.id != r.id))
-        .map(|(_, r)| StatusMove::of(r))
-        .collect();
-    for moves in [&mut verdicts, &mut newer_news] {
-        moves.sort_by_key(|m| (m.monitor_id, m.region));
-    }
-    [verdicts, newer_news]
+    newest
         .into_iter()
-        .filter(|moves| !moves.is_empty())
+        .map(|(key, result)| StatusMove::of(result, decisive.get(&key).copied()))
         .collect()
 }
 
@@ -263,9 +256,9 @@ impl Store {
             (StatusTable::Monitor, &stored),
             (StatusTable::Location, &located),
         ] {
-            let upsert = status_upsert(self.backend(), table);
-            for moves in status_moves(results) {
-                sqlx::query(&upsert)
+            let moves = status_moves(results);
+            if !moves.is_empty() {
+                sqlx::query(&status_upsert(self.backend(), table))
                     .bind(poller_id)
                     .bind(serde_json::to_string(&moves)?)
                     .execute(&mut *tx)
