@@ -548,9 +548,19 @@ impl Agent {
 
     /// Ids of every result the agent committed to its queue, over all its runs (from its log).
     pub fn queued_ids(&self) -> HashSet<String> {
+        self.logged_ids("result queued")
+    }
+
+    /// The ids of results the agent was about to commit to its queue (a superset of
+    /// `queued_ids`: a `kill -9` may land between the commit and its log line).
+    pub fn committing_ids(&self) -> HashSet<String> {
+        self.logged_ids("result committing")
+    }
+
+    fn logged_ids(&self, what: &str) -> HashSet<String> {
         self.log()
             .lines()
-            .filter(|line| line.contains("result queued"))
+            .filter(|line| line.contains(what))
             .filter_map(|line| line.split("result_id=").nth(1))
             .filter_map(|rest| rest.split_whitespace().next())
             .map(str::to_string)

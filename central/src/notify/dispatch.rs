@@ -27,7 +27,7 @@ use tokio::task::JoinHandle;
 use super::{Notifier, SEND_TIMEOUT};
 use crate::leadership::Leadership;
 use crate::service::{now_ms, App};
-use crate::store::{Attempt, ChannelRow, OutboxRow};
+use crate::store::{Attempt, OutboxRow};
 
 const TICK: Duration = Duration::from_millis(250);
 /// Pending notifications a channel's worker reads at a time.
@@ -38,6 +38,8 @@ const FIRST_RETRY_MS: i64 = 1_000;
 const MAX_RETRY_MS: i64 = 10 * 60 * 1000;
 /// How long a claimed row is left alone by other replicas: longer than any send can take.
 const CLAIM_MS: i64 = 2 * (SEND_TIMEOUT.as_millis() as i64 + 5_000);
+/// Notifications of deleted channels are looked for every this many rounds (a minute).
+const ORPHAN_SWEEP_ROUNDS: u64 = 240;
 
 /// The wait before attempt `attempts + 1`: doubling from a second up to ten minutes, ±20 %.
 pub fn retry_delay_ms(attempts: u32, jitter: f64) -> i64 {
@@ -50,13 +52,33 @@ pub fn retry_delay_ms(attempts: u32, jitter: f64) -> i64 {
 pub async fn run(app: Arc<App>, leadership: Leadership, notifier: Notifier) {
     let mut ticker = tokio::time::interval(TICK);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut workers: HashMap<String, JoinHandle<()>> = HashMap::new();
+    // Dropped with this loop (its end, or a panic the supervisor restarts it after): no worker
+    // outlives the dispatcher that started it.
+    let mut workers: HashMap<String, AbortOnDrop> = HashMap::new();
+    let mut rounds: u64 = 0;
     loop {
         ticker.tick().await;
-        workers.retain(|_, worker| !worker.is_finished());
+        workers.retain(|_, worker| !worker.0.is_finished());
         if !leadership.is_leader() {
+            rounds = 0;
             continue;
         }
+        if rounds.is_multiple_of(ORPHAN_SWEEP_ROUNDS) {
+            // A notification written for a channel deleted at that moment (PostgreSQL: the
+            // outbox write and the deletion in concurrent transactions) has no worker to send
+            // it and would stay pending for ever; it is given up instead.
+            match app.store.fail_orphaned_notifications().await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(
+                    notifications = n,
+                    "gave up notifications of deleted channels"
+                ),
+                Err(e) => {
+                    tracing::warn!("giving up notifications of deleted channels failed: {e:#}")
+                }
+            }
+        }
+        rounds += 1;
         let channels = match app.store.all_channels().await {
             Ok(channels) => channels,
             Err(e) => {
@@ -68,15 +90,22 @@ pub async fn run(app: Arc<App>, leadership: Leadership, notifier: Notifier) {
             if workers.contains_key(&channel.id) {
                 continue;
             }
-            let id = channel.id.clone();
             let worker = Worker {
                 app: app.clone(),
                 leadership: leadership.clone(),
                 notifier: notifier.clone(),
-                channel,
+                channel_id: channel.id.clone(),
             };
-            workers.insert(id, tokio::spawn(worker.drain()));
+            workers.insert(channel.id, AbortOnDrop(tokio::spawn(worker.drain())));
         }
+    }
+}
+
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -85,13 +114,13 @@ struct Worker {
     app: Arc<App>,
     leadership: Leadership,
     notifier: Notifier,
-    channel: ChannelRow,
+    channel_id: String,
 }
 
 impl Worker {
     async fn drain(self) {
         if let Err(e) = self.deliver_due().await {
-            tracing::warn!(channel_id = %self.channel.id, "delivering notifications failed: {e:#}");
+            tracing::warn!(channel_id = %self.channel_id, "delivering notifications failed: {e:#}");
         }
     }
 
@@ -102,7 +131,7 @@ impl Worker {
             let rows = self
                 .app
                 .store
-                .pending_notifications(&self.channel.id, BATCH)
+                .pending_notifications(&self.channel_id, BATCH)
                 .await?;
             let full = rows.len() == BATCH as usize;
             for row in rows {
@@ -131,8 +160,14 @@ impl Worker {
             // Another replica claimed it (a leader that took over and is sending it).
             return Ok(false);
         }
+        // Read afresh for each send: an operator's edit (url, secret, headers) applies to the
+        // next message, however long this worker has been draining a backlog.
+        let Some(channel) = self.app.store.channel(&self.channel_id).await? else {
+            // Deleted: its deletion gave up its pending rows.
+            return Ok(false);
+        };
         let outcome = match serde_json::from_str::<Notification>(&row.payload) {
-            Ok(message) => self.notifier.deliver(&self.channel, &message).await,
+            Ok(message) => self.notifier.deliver(&channel, &message).await,
             Err(e) => Err(format!("the stored message is unreadable: {e}")),
         };
         if !self.leadership.is_leader() {

@@ -295,6 +295,20 @@ impl Store {
             .await?)
     }
 
+    /// Gives up the pending notifications whose channel no longer exists; how many. Costs a
+    /// look at each pending row (the `notifications_pending` index), not at settled ones.
+    pub async fn fail_orphaned_notifications(&self) -> anyhow::Result<u64> {
+        let _guard = self.write_lock().await;
+        let done = sqlx::query(
+            "UPDATE notifications SET status = 'failed', last_error = 'the channel was deleted', \
+             next_attempt_at = NULL WHERE status = 'pending' AND NOT EXISTS (SELECT 1 FROM notification_channels c \
+                 WHERE c.id = notifications.channel_id)",
+        )
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected())
+    }
+
     /// Claims a due notification for one send: moves its next attempt to `until`, only if it
     /// is still pending and due at `now`. `false`: another replica has it.
     pub async fn claim_notification(&self, id: &str, now: i64, until: i64) -> anyhow::Result<bool> {
@@ -415,4 +429,53 @@ fn bind_channel<'q>(
         .bind(&row.email_to)
         .bind(row.created_at)
         .bind(row.updated_at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::testing::sqlite_store;
+
+    fn row(id: &str, channel_id: &str) -> OutboxRow {
+        OutboxRow {
+            id: id.into(),
+            channel_id: channel_id.into(),
+            event: "monitor.down".into(),
+            monitor_id: None,
+            poller_id: None,
+            payload: "{}".into(),
+            status: "pending".into(),
+            attempts: 0,
+            last_error: None,
+            created_at: 1_000,
+            next_attempt_at: Some(1_000),
+            delivered_at: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_claim_is_taken_once_and_notices_of_deleted_channels_are_given_up() {
+        let (store, _dir) = sqlite_store().await;
+        let mut tx = store.pool.begin().await.unwrap();
+        insert_outbox(&mut tx, &[row("n1", "gone")]).await.unwrap();
+        tx.commit().await.unwrap();
+
+        assert!(store.claim_notification("n1", 2_000, 32_000).await.unwrap());
+        assert!(
+            !store.claim_notification("n1", 3_000, 33_000).await.unwrap(),
+            "claimed and not due again until the claim ends"
+        );
+        assert!(store
+            .claim_notification("n1", 32_000, 62_000)
+            .await
+            .unwrap());
+
+        assert_eq!(store.fail_orphaned_notifications().await.unwrap(), 1);
+        let pending = store.pending_notifications("gone", 10).await.unwrap();
+        assert!(pending.is_empty(), "{pending:?}");
+        assert!(!store
+            .claim_notification("n1", 99_000, 129_000)
+            .await
+            .unwrap());
+    }
 }

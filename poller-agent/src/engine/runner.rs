@@ -300,6 +300,12 @@ impl QueueWriter {
             }
             let count = batch.len() as u64;
             let ids: Vec<(Uuid, Uuid)> = batch.iter().map(|r| (r.id, r.monitor_id)).collect();
+            // Before and after the commit: a `kill -9` between the two leaves results that
+            // were committed (and will be uploaded) without their "queued" line; the
+            // durability tests tell those from results nobody made by this line.
+            for (result_id, monitor_id) in &ids {
+                tracing::debug!(%result_id, %monitor_id, "result committing");
+            }
             if self.write(batch).await {
                 for (result_id, monitor_id) in ids {
                     tracing::debug!(%result_id, %monitor_id, "result queued");

@@ -16,10 +16,12 @@ use crate::checks::CheckOutcome;
 /// Bodies are read up to this many bytes (after decompression); assertions see this much.
 /// Reaching it is not a failure: the check decides on what it read.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// How long a body that filled the cap exactly is given to show whether it ends there.
+const CAP_GLANCE: Duration = Duration::from_millis(50);
 
 pub struct Body {
     pub text: String,
-    /// The body went on past `MAX_BODY_BYTES`; the rest was not read.
+    /// The body reached `MAX_BODY_BYTES` and did not end there at once; the rest was not read.
     pub truncated: bool,
 }
 
@@ -54,10 +56,13 @@ pub async fn read_body(
         let room = MAX_BODY_BYTES - body.len();
         body.extend_from_slice(&chunk[..chunk.len().min(room)]);
         if chunk.len() >= room {
+            // At the cap. Whether the body went on is worth only a glance: a body that ends
+            // exactly here and then stalls must not hold the check to its deadline.
+            let glance = deadline.min(Instant::now() + CAP_GLANCE);
             truncated = chunk.len() > room
-                || matches!(
-                    tokio::time::timeout_at(deadline, response.chunk()).await,
-                    Ok(Ok(Some(_)))
+                || !matches!(
+                    tokio::time::timeout_at(glance, response.chunk()).await,
+                    Ok(Ok(None))
                 );
             break;
         }

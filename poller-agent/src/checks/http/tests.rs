@@ -332,3 +332,36 @@ async fn latency_is_the_whole_exchange_and_the_phases_add_up_to_it() {
         "{outcome:?}"
     );
 }
+
+#[tokio::test]
+async fn a_body_that_fills_the_cap_and_stalls_is_judged_at_the_cap_not_at_the_deadline() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut request = [0u8; 4096];
+                let _ = stream.read(&mut request).await;
+                let announced = 2 * MAX_BODY_BYTES;
+                let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {announced}\r\n\r\n");
+                stream.write_all(head.as_bytes()).await?;
+                stream.write_all(&vec![b'.'; MAX_BODY_BYTES]).await?;
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                std::io::Result::Ok(())
+            });
+        }
+    });
+    let clients = HttpClients::new("poller-agent/test (probe)").unwrap();
+    let outcome = clients
+        .check(
+            &format!("http://{addr}/"),
+            &HttpSettings::default(),
+            Duration::from_secs(5),
+            None,
+        )
+        .await;
+    assert_eq!(outcome.status, ResultStatus::Up, "{outcome:?}");
+    assert_eq!(outcome.meta["body_truncated_at"], MAX_BODY_BYTES);
+    assert!(outcome.latency_ms.unwrap() < 2_000, "{outcome:?}");
+}
