@@ -33,6 +33,14 @@ pub enum Command {
     Openapi,
 }
 
+fn parse_public_url(text: &str) -> Result<String, String> {
+    let url = url::Url::parse(text).map_err(|e| format!("`{text}` is not a URL ({e})"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+        return Err(format!("`{text}` must be an http(s) URL with a host"));
+    }
+    Ok(text.trim_end_matches('/').to_string())
+}
+
 fn parse_duration(text: &str) -> Result<Duration, String> {
     shared_proto::duration::parse_duration(text)
 }
@@ -115,6 +123,16 @@ pub struct ServeArgs {
     /// SMTP hosts, after name resolution); unset, anywhere.
     #[arg(long, env = "CENTRAL_NOTIFY_ALLOWED_NETWORKS", value_delimiter = ',', value_parser = parse_cidr)]
     pub notify_allowed_networks: Vec<ipnet::IpNet>,
+
+    /// The address operators reach central at (e.g. `https://central.example.com`), for links
+    /// in notifications (Alertmanager's `generatorURL`); unset, messages carry no link.
+    #[arg(long, env = "CENTRAL_PUBLIC_URL", value_parser = parse_public_url)]
+    pub public_url: Option<String>,
+
+    /// How often an Alertmanager channel's firing alerts are sent again while they last; each
+    /// is sent to end 4 intervals later unless sent again, as Prometheus does.
+    #[arg(long, env = "CENTRAL_ALERTMANAGER_RESEND_INTERVAL", default_value = "1m", value_parser = parse_duration)]
+    pub alertmanager_resend_interval: Duration,
 
     /// Raw results older than this are pruned, except each status change and the result
     /// before it; the rollups keep uptime and latency history.

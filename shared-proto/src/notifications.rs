@@ -13,6 +13,20 @@ const MAX_NAME_LEN: usize = 200;
 const MAX_URL_LEN: usize = 2048;
 const MAX_HEADERS: usize = 20;
 const MAX_RECIPIENTS: usize = 20;
+const MAX_EXTRA_URLS: usize = 4;
+
+/// What a webhook channel's body is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum WebhookFormat {
+    /// The notification itself (see `Notification`).
+    #[default]
+    Notification,
+    /// The body Alertmanager sends to its own webhook receivers (version 4), for receivers
+    /// written for Alertmanager.
+    AlertmanagerV4,
+}
 
 /// How a channel delivers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -23,7 +37,8 @@ pub enum ChannelKind {
     Webhook,
     /// `{"text": …}` for Slack (and compatible) incoming webhooks.
     Slack,
-    /// An Alertmanager webhook (version 4) payload.
+    /// Alertmanager's own API (`POST {url}/api/v2/alerts`), as Prometheus sends alerts to it;
+    /// firing alerts are sent again while they last.
     Alertmanager,
     /// A plain-text mail through SMTP.
     Email,
@@ -79,6 +94,15 @@ pub struct ChannelSpec {
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(max_items = 20))]
     pub to: Vec<String>,
+    /// Alertmanager only: the other instances of a high-availability cluster; every message
+    /// goes to `url` and to each of these (as Prometheus sends to each), and counts as
+    /// delivered when one of them took it.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_items = 4))]
+    pub urls: Vec<String>,
+    /// Webhook only: the body's format (default `notification`).
+    #[serde(default)]
+    pub format: Option<WebhookFormat>,
 }
 
 /// `PATCH /api/v1/notification-channels/{id}`: fields to change; `null` clears `secret`.
@@ -100,6 +124,8 @@ pub struct ChannelPatch {
     pub default: Option<bool>,
     pub from: Option<String>,
     pub to: Option<Vec<String>>,
+    pub urls: Option<Vec<String>>,
+    pub format: Option<WebhookFormat>,
 }
 
 impl ChannelSpec {
@@ -112,6 +138,8 @@ impl ChannelSpec {
             default,
             from,
             to,
+            urls,
+            format,
         } = patch;
         if let Some(v) = name {
             self.name = v;
@@ -134,6 +162,39 @@ impl ChannelSpec {
         if let Some(v) = to {
             self.to = v;
         }
+        if let Some(v) = urls {
+            self.urls = v;
+        }
+        if let Some(v) = format {
+            self.format = Some(v);
+        }
+    }
+
+    /// A receiver's address: http(s) for the HTTP kinds, smtp(s) for email.
+    fn check_url(&self, field: &str, url: &str) -> Result<(), ValidationError> {
+        if url.len() > MAX_URL_LEN {
+            return Err(ValidationError::new(
+                field,
+                "must be at most 2048 characters",
+            ));
+        }
+        let parsed = url::Url::parse(url)
+            .map_err(|e| ValidationError::new(field, format!("`{url}` is not a URL ({e})")))?;
+        let schemes: &[&str] = match self.kind {
+            ChannelKind::Email => &["smtp", "smtps"],
+            _ => &["http", "https"],
+        };
+        if !schemes.contains(&parsed.scheme()) || parsed.host().is_none() {
+            return Err(ValidationError::combination(
+                field,
+                format!(
+                    "a {} channel needs a {} URL with a host, got `{url}`",
+                    self.kind.as_str(),
+                    schemes.join(":// or ") + "://"
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Checks every field for the kind; the first failure names the field and the fix.
@@ -156,26 +217,28 @@ impl ChannelSpec {
                 },
             )
         })?;
-        if url.len() > MAX_URL_LEN {
-            return Err(ValidationError::new(
-                "url",
-                "must be at most 2048 characters",
-            ));
+        self.check_url("url", url)?;
+        if !self.urls.is_empty() {
+            if self.kind != ChannelKind::Alertmanager {
+                return Err(ValidationError::combination(
+                    "urls",
+                    "only alertmanager channels send to several instances; drop it",
+                ));
+            }
+            if self.urls.len() > MAX_EXTRA_URLS {
+                return Err(ValidationError::new(
+                    "urls",
+                    "at most 4 further Alertmanager instances",
+                ));
+            }
+            for extra in &self.urls {
+                self.check_url("urls", extra)?;
+            }
         }
-        let parsed = url::Url::parse(url)
-            .map_err(|e| ValidationError::new("url", format!("`{url}` is not a URL ({e})")))?;
-        let schemes: &[&str] = match self.kind {
-            ChannelKind::Email => &["smtp", "smtps"],
-            _ => &["http", "https"],
-        };
-        if !schemes.contains(&parsed.scheme()) || parsed.host().is_none() {
+        if self.format.is_some() && self.kind != ChannelKind::Webhook {
             return Err(ValidationError::combination(
-                "url",
-                format!(
-                    "a {} channel needs a {} URL with a host, got `{url}`",
-                    self.kind.as_str(),
-                    schemes.join(":// or ") + "://"
-                ),
+                "format",
+                "only webhook channels have a body format; drop it",
             ));
         }
         if let Some(secret) = &self.secret {
@@ -295,6 +358,8 @@ pub struct ChannelView {
     pub default: bool,
     pub from: Option<String>,
     pub to: Vec<String>,
+    pub urls: Vec<String>,
+    pub format: Option<WebhookFormat>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }

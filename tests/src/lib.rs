@@ -12,6 +12,7 @@ use anyhow::{bail, Context};
 use serde_json::{json, Value};
 use tokio::process::{Child, Command};
 
+pub mod alertmanager;
 pub mod browser;
 pub mod hostile;
 pub mod load_balancer;

@@ -103,7 +103,8 @@ fn state_item_rules(document: &mut serde_json::Value) {
         "additionalProperties": {"type": "string", "maxLength": 4096, "pattern": "^[^\\x00-\\x08\\x0a-\\x1f\\x7f]*$"},
     });
     let email = json!({"type": "string", "format": "email", "maxLength": 254});
-    let rules: [(&str, &str, Value); 8] = [
+    let url = json!({"type": "string", "format": "uri", "maxLength": 2048});
+    let rules: [(&str, &str, Value); 10] = [
         (
             "MonitorSpec",
             "poller_regions",
@@ -120,6 +121,8 @@ fn state_item_rules(document: &mut serde_json::Value) {
         ("ChannelPatch", "to", json!({"items": email})),
         ("ChannelSpec", "url", json!({"format": "uri"})),
         ("ChannelPatch", "url", json!({"format": "uri"})),
+        ("ChannelSpec", "urls", json!({"items": url})),
+        ("ChannelPatch", "urls", json!({"items": url})),
     ];
     for (schema, property, extra) in rules {
         let Some(field) = document.pointer_mut(&format!(
@@ -374,8 +377,12 @@ mod tests {
         schemas(&document, &mut all);
         let mut unsigned = 0;
         for schema in &all {
-            if schema.contains_key("format") {
-                assert!(!schema["type"].is_array(), "{schema:?}");
+            // A schema's `format` is a string; an object's properties may hold one named so.
+            if schema.get("format").is_some_and(Value::is_string) {
+                assert!(
+                    !schema.get("type").is_some_and(Value::is_array),
+                    "{schema:?}"
+                );
             }
             match schema.get("format").and_then(Value::as_str) {
                 Some("uint64") => {

@@ -18,10 +18,10 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rand::Rng;
-use shared_proto::notifications::Notification;
+use shared_proto::notifications::{ChannelKind, Notification};
 use tokio::task::JoinHandle;
 
 use super::{Notifier, SEND_TIMEOUT};
@@ -55,6 +55,9 @@ pub async fn run(app: Arc<App>, leadership: Leadership, notifier: Notifier) {
     // Dropped with this loop (its end, or a panic the supervisor restarts it after): no worker
     // outlives the dispatcher that started it.
     let mut workers: HashMap<String, AbortOnDrop> = HashMap::new();
+    // When each Alertmanager channel's open problems were last sent again by this replica; a
+    // replica that takes the lease sends them at once.
+    let mut resent: HashMap<String, Instant> = HashMap::new();
     let mut rounds: u64 = 0;
     loop {
         ticker.tick().await;
@@ -86,15 +89,24 @@ pub async fn run(app: Arc<App>, leadership: Leadership, notifier: Notifier) {
                 continue;
             }
         };
+        resent.retain(|id, _| channels.iter().any(|c| &c.id == id));
         for channel in channels {
             if workers.contains_key(&channel.id) {
                 continue;
+            }
+            let resend = channel.kind == ChannelKind::Alertmanager.as_str()
+                && resent
+                    .get(&channel.id)
+                    .is_none_or(|at| at.elapsed() >= notifier.resend_interval());
+            if resend {
+                resent.insert(channel.id.clone(), Instant::now());
             }
             let worker = Worker {
                 app: app.clone(),
                 leadership: leadership.clone(),
                 notifier: notifier.clone(),
                 channel_id: channel.id.clone(),
+                resend,
             };
             workers.insert(channel.id, AbortOnDrop(tokio::spawn(worker.drain())));
         }
@@ -115,18 +127,32 @@ struct Worker {
     leadership: Leadership,
     notifier: Notifier,
     channel_id: String,
+    /// Whether to send the channel's open problems again once its queue is empty.
+    resend: bool,
 }
 
 impl Worker {
     async fn drain(self) {
-        if let Err(e) = self.deliver_due().await {
-            tracing::warn!(channel_id = %self.channel_id, "delivering notifications failed: {e:#}");
+        match self.deliver_due().await {
+            // Only behind everything queued: a re-send never overtakes a newer message, and
+            // one decided after the re-send read its problems is queued, and sent, after it.
+            Ok(true) if self.resend => {
+                if let Err(e) = self.resend_open_problems().await {
+                    tracing::warn!(channel_id = %self.channel_id,
+                        "sending open problems to Alertmanager again failed: {e:#}");
+                }
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(channel_id = %self.channel_id, "delivering notifications failed: {e:#}")
+            }
         }
     }
 
     /// Sends the channel's due rows oldest first, stopping at the first that is not due or
     /// fails (so a channel's messages never overtake each other), or when the lease is lost.
-    async fn deliver_due(&self) -> anyhow::Result<()> {
+    /// `true` when nothing of the channel is left pending.
+    async fn deliver_due(&self) -> anyhow::Result<bool> {
         loop {
             let rows = self
                 .app
@@ -136,13 +162,60 @@ impl Worker {
             let full = rows.len() == BATCH as usize;
             for row in rows {
                 if !self.deliver(&row).await? {
-                    return Ok(());
+                    return Ok(false);
                 }
             }
             if !full {
-                return Ok(());
+                return Ok(true);
             }
         }
+    }
+
+    /// Sends the problems this Alertmanager channel was told of, and that are not over, again:
+    /// the newest message it took about each, so labels and start times stay what they were.
+    /// Costs a look per open problem (`open_problems_told`).
+    async fn resend_open_problems(&self) -> anyhow::Result<()> {
+        let store = &self.app.store;
+        let Some(channel) = store.channel(&self.channel_id).await? else {
+            return Ok(());
+        };
+        let told = store.open_problems_told(&channel.id).await?;
+        let monitor_ids: Vec<String> = told.iter().filter_map(|t| t.monitor_id.clone()).collect();
+        // Still a recipient: a default channel, or one the monitor still lists.
+        let mut listing = HashMap::new();
+        for monitor in store.monitors_by_ids(&monitor_ids).await? {
+            listing.insert(monitor.id.clone(), monitor.channel_ids()?);
+        }
+        let mut newest: HashMap<String, Notification> = HashMap::new();
+        for problem in told {
+            let recipient = match &problem.monitor_id {
+                Some(id) => {
+                    channel.is_default || listing.get(id).is_some_and(|l| l.contains(&channel.id))
+                }
+                None => channel.is_default,
+            };
+            let Ok(message) = serde_json::from_str::<Notification>(&problem.payload) else {
+                continue;
+            };
+            if !recipient || !message.event.is_problem() {
+                continue;
+            }
+            let subject = problem.monitor_id.or(problem.poller_id).unwrap_or_default();
+            if newest.get(&subject).is_none_or(|m| m.at < message.at) {
+                newest.insert(subject, message);
+            }
+        }
+        if newest.is_empty() || !self.leadership.is_leader() {
+            return Ok(());
+        }
+        let messages: Vec<Notification> = newest.into_values().collect();
+        self.notifier
+            .resend_to_alertmanager(&channel, &messages)
+            .await
+            .map_err(|e| anyhow::anyhow!(e))?;
+        tracing::debug!(channel_id = %channel.id, alerts = messages.len(),
+            "open problems sent to Alertmanager again");
+        Ok(())
     }
 
     /// One row: `true` when it was delivered (or given up) and the next may follow.

@@ -10,7 +10,7 @@ mod webhook;
 
 use std::time::Duration;
 
-use shared_proto::notifications::{ChannelKind, Notification};
+use shared_proto::notifications::{ChannelKind, Notification, WebhookFormat};
 
 use crate::store::ChannelRow;
 
@@ -23,10 +23,18 @@ pub struct Notifier {
     http: reqwest::Client,
     /// Where messages may go (`CENTRAL_NOTIFY_ALLOWED_NETWORKS`); empty: anywhere.
     allowed: Vec<ipnet::IpNet>,
+    /// Where operators reach central (`CENTRAL_PUBLIC_URL`), for links in messages.
+    public_url: Option<String>,
+    /// How often a firing Alertmanager alert is sent again (`CENTRAL_ALERTMANAGER_RESEND_INTERVAL`).
+    resend_interval: Duration,
 }
 
 impl Notifier {
-    pub fn new(allowed: Vec<ipnet::IpNet>) -> anyhow::Result<Notifier> {
+    pub fn new(
+        allowed: Vec<ipnet::IpNet>,
+        public_url: Option<String>,
+        resend_interval: Duration,
+    ) -> anyhow::Result<Notifier> {
         let http = reqwest::Client::builder()
             .timeout(SEND_TIMEOUT)
             .connect_timeout(Duration::from_secs(5))
@@ -34,7 +42,98 @@ impl Notifier {
             .redirect(reqwest::redirect::Policy::none())
             .user_agent(concat!("central/", env!("CARGO_PKG_VERSION")))
             .build()?;
-        Ok(Notifier { http, allowed })
+        Ok(Notifier {
+            http,
+            allowed,
+            public_url,
+            // Each send is a request per instance; more often than a second is never needed.
+            resend_interval: resend_interval.max(Duration::from_secs(1)),
+        })
+    }
+
+    pub fn resend_interval(&self) -> Duration {
+        self.resend_interval
+    }
+
+    /// Sends alerts to every Alertmanager instance at once; delivered when one of them took
+    /// them (as Prometheus counts it: an HA cluster shares what one instance got).
+    /// `messages`: one message (its id in `X-Notification-Id`), or a re-send of several.
+    async fn to_alertmanagers(
+        &self,
+        instances: &[&str],
+        messages: &[&Notification],
+        headers: &[(String, String)],
+    ) -> Result<(), String> {
+        let horizon = chrono::Duration::from_std(self.resend_interval * 4)
+            .unwrap_or_else(|_| chrono::Duration::hours(1));
+        let now = chrono::Utc::now();
+        let alerts: Vec<serde_json::Value> = messages
+            .iter()
+            .flat_map(|message| {
+                match alertmanager::alerts(message, now, horizon, self.public_url.as_deref()) {
+                    serde_json::Value::Array(alerts) => alerts,
+                    other => vec![other],
+                }
+            })
+            .collect();
+        let body = serde_json::Value::Array(alerts).to_string();
+        let id = match messages {
+            [one] => Some(one.id),
+            _ => None,
+        };
+        let body = &body;
+        let sends = instances
+            .iter()
+            .enumerate()
+            .map(|(i, instance)| async move {
+                // `deliver` checked the first instance already.
+                if i > 0 {
+                    self.check_destination(instance).await?;
+                }
+                let url = alertmanager::alerts_url(instance);
+                webhook::post(&self.http, &url, id, body.clone(), headers, None).await
+            });
+        let outcomes = futures_util::future::join_all(sends).await;
+        let errors: Vec<String> = instances
+            .iter()
+            .zip(&outcomes)
+            .filter_map(|(instance, outcome)| {
+                outcome.as_ref().err().map(|e| format!("{instance}: {e}"))
+            })
+            .collect();
+        if errors.len() == instances.len() {
+            return Err(errors.join("; "));
+        }
+        if !errors.is_empty() {
+            tracing::warn!(errors = %errors.join("; "),
+                "an Alertmanager instance did not take alerts another one took");
+        }
+        Ok(())
+    }
+
+    /// Sends an Alertmanager channel's open problems again (`dispatch` calls this every
+    /// resend interval), in requests of at most 64 alerts' messages, as Prometheus batches.
+    pub async fn resend_to_alertmanager(
+        &self,
+        channel: &ChannelRow,
+        messages: &[Notification],
+    ) -> Result<(), String> {
+        let options = crate::service::channels::ChannelOptions::of(channel)
+            .map_err(|e| format!("the stored channel options are unreadable: {e}"))?;
+        let url = channel.url.as_deref().ok_or("the channel has no url")?;
+        let headers = stored_headers(channel);
+        self.check_destination(url).await?;
+        let instances: Vec<&str> = std::iter::once(url)
+            .chain(options.urls.iter().map(String::as_str))
+            .collect();
+        for chunk in messages.chunks(64) {
+            let chunk: Vec<&Notification> = chunk.iter().collect();
+            let sending = self.to_alertmanagers(&instances, &chunk, &headers);
+            tokio::time::timeout(SEND_TIMEOUT + Duration::from_secs(5), sending)
+                .await
+                .map_err(|_| "the receiver did not answer in time".to_string())??;
+        }
+        Ok(())
     }
 
     /// Refuses a receiver whose host resolves outside the allowed networks. (The sender
@@ -81,20 +180,23 @@ impl Notifier {
             .url
             .as_deref()
             .ok_or_else(|| "the channel has no url".to_string())?;
-        let headers: Vec<(String, String)> =
-            serde_json::from_str::<std::collections::BTreeMap<String, String>>(&channel.headers)
-                .unwrap_or_default()
-                .into_iter()
-                .collect();
+        let options = crate::service::channels::ChannelOptions::of(channel)
+            .map_err(|e| format!("the stored channel options are unreadable: {e}"))?;
+        let headers = stored_headers(channel);
         let sending = async {
             self.check_destination(url).await?;
             match kind {
                 ChannelKind::Webhook => {
-                    let body = serde_json::to_string(message).map_err(|e| e.to_string())?;
+                    let body = match options.format.unwrap_or_default() {
+                        WebhookFormat::Notification => {
+                            serde_json::to_string(message).map_err(|e| e.to_string())?
+                        }
+                        WebhookFormat::AlertmanagerV4 => alertmanager::v4_body(message),
+                    };
                     webhook::post(
                         &self.http,
                         url,
-                        message,
+                        Some(message.id),
                         body,
                         &headers,
                         channel.secret.as_deref(),
@@ -103,11 +205,14 @@ impl Notifier {
                 }
                 ChannelKind::Slack => {
                     let body = slack::body(message);
-                    webhook::post(&self.http, url, message, body, &headers, None).await
+                    webhook::post(&self.http, url, Some(message.id), body, &headers, None).await
                 }
                 ChannelKind::Alertmanager => {
-                    let body = alertmanager::body(message);
-                    webhook::post(&self.http, url, message, body, &headers, None).await
+                    let instances: Vec<&str> = std::iter::once(url)
+                        .chain(options.urls.iter().map(String::as_str))
+                        .collect();
+                    self.to_alertmanagers(&instances, &[message], &headers)
+                        .await
                 }
                 ChannelKind::Email => {
                     let to: Vec<String> =
@@ -127,6 +232,14 @@ impl Notifier {
             Err(_) => Err("the receiver did not answer in time".into()),
         }
     }
+}
+
+/// A channel's extra HTTP headers, as stored.
+fn stored_headers(channel: &ChannelRow) -> Vec<(String, String)> {
+    serde_json::from_str::<std::collections::BTreeMap<String, String>>(&channel.headers)
+        .unwrap_or_default()
+        .into_iter()
+        .collect()
 }
 
 /// A one-line human summary of a message, for chat and mail subjects.

@@ -3,7 +3,6 @@
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
-use shared_proto::notifications::Notification;
 
 /// The most of a receiver's error answer kept in the delivery log.
 const ERROR_BODY_CHARS: usize = 200;
@@ -11,15 +10,17 @@ const ERROR_BODY_CHARS: usize = 200;
 pub async fn post(
     http: &reqwest::Client,
     url: &str,
-    message: &Notification,
+    notification_id: Option<uuid::Uuid>,
     body: String,
     headers: &[(String, String)],
     secret: Option<&str>,
 ) -> Result<(), String> {
     let mut request = http
         .post(url)
-        .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .header("X-Notification-Id", message.id.to_string());
+        .header(reqwest::header::CONTENT_TYPE, "application/json");
+    if let Some(id) = notification_id {
+        request = request.header("X-Notification-Id", id.to_string());
+    }
     for (name, value) in headers {
         request = request.header(name.as_str(), value.as_str());
     }

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use shared_proto::notifications::{
     ChannelKind, ChannelPatch, ChannelSpec, ChannelTestResult, DeliveryStatus, Notification,
-    NotificationEvent, NotificationView,
+    NotificationEvent, NotificationView, WebhookFormat,
 };
 use shared_proto::settings_api::Page;
 use uuid::Uuid;
@@ -144,12 +144,33 @@ fn channel_row(id: Uuid, spec: &ChannelSpec, created_at: i64, updated_at: i64) -
         is_default: spec.default,
         email_from: spec.from.clone(),
         email_to: serde_json::Value::from(spec.to.clone()).to_string(),
+        options: serde_json::to_string(&ChannelOptions {
+            urls: spec.urls.clone(),
+            format: spec.format,
+        })
+        .unwrap_or_else(|_| "{}".into()),
         created_at,
         updated_at,
     }
 }
 
+/// What the `options` column holds: the fields only some kinds have.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct ChannelOptions {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub urls: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<WebhookFormat>,
+}
+
+impl ChannelOptions {
+    pub fn of(row: &ChannelRow) -> anyhow::Result<Self> {
+        Ok(serde_json::from_str(&row.options)?)
+    }
+}
+
 fn channel_spec(row: &ChannelRow) -> anyhow::Result<ChannelSpec> {
+    let options = ChannelOptions::of(row)?;
     Ok(ChannelSpec {
         name: row.name.clone(),
         kind: ChannelKind::parse(&row.kind)
@@ -160,6 +181,8 @@ fn channel_spec(row: &ChannelRow) -> anyhow::Result<ChannelSpec> {
         default: row.is_default,
         from: row.email_from.clone(),
         to: serde_json::from_str(&row.email_to)?,
+        urls: options.urls,
+        format: options.format,
     })
 }
 
@@ -175,6 +198,8 @@ fn channel_view(row: &ChannelRow) -> anyhow::Result<ChannelView> {
         default: spec.default,
         from: spec.from,
         to: spec.to,
+        urls: spec.urls,
+        format: spec.format,
         created_at: time_of(row.created_at),
         updated_at: time_of(row.updated_at),
     })

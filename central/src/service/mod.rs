@@ -125,7 +125,11 @@ impl App {
             key_reloads: auth::ReloadGate::new(KEY_RELOAD_GAP),
             metrics: Metrics::new(),
             reconcile_lock: Mutex::new(()),
-            notifier: crate::notify::Notifier::new(args.notify_allowed_networks.clone())?,
+            notifier: crate::notify::Notifier::new(
+                args.notify_allowed_networks.clone(),
+                args.public_url.clone(),
+                args.alertmanager_resend_interval,
+            )?,
             assignment_version: watch::Sender::new(version),
             retention: history::Retention {
                 results_ms: millis(args.results_retention),

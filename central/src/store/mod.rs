@@ -136,6 +136,16 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "web sessions",
         include_str!("../../../migrations/sqlite/20261125000017_web_sessions.sql"),
     ),
+    (
+        20261126000018,
+        "outbox per channel",
+        include_str!("../../../migrations/sqlite/20261126000018_outbox_per_channel.sql"),
+    ),
+    (
+        20261126000019,
+        "alertmanager api",
+        include_str!("../../../migrations/sqlite/20261126000019_alertmanager_api.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -223,6 +233,16 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261125000017,
         "web sessions",
         include_str!("../../../migrations/postgres/20261125000017_web_sessions.sql"),
+    ),
+    (
+        20261126000018,
+        "outbox per channel",
+        include_str!("../../../migrations/postgres/20261126000018_outbox_per_channel.sql"),
+    ),
+    (
+        20261126000019,
+        "alertmanager api",
+        include_str!("../../../migrations/postgres/20261126000019_alertmanager_api.sql"),
     ),
 ];
 

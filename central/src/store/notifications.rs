@@ -20,6 +20,8 @@ pub struct ChannelRow {
     pub email_from: Option<String>,
     /// JSON array.
     pub email_to: String,
+    /// JSON object of the fields only some kinds have (`service::channels::ChannelOptions`).
+    pub options: String,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -36,6 +38,7 @@ impl FromRow<'_, AnyRow> for ChannelRow {
             is_default: row.try_get::<i64, _>("is_default")? != 0,
             email_from: row.try_get("email_from")?,
             email_to: row.try_get("email_to")?,
+            options: row.try_get("options")?,
             created_at: row.try_get("created_at")?,
             updated_at: row.try_get("updated_at")?,
         })
@@ -43,7 +46,15 @@ impl FromRow<'_, AnyRow> for ChannelRow {
 }
 
 const CHANNEL_COLUMNS: &str = "id, name, kind, url, secret, headers, is_default, email_from, \
-    email_to, created_at, updated_at";
+    email_to, created_at, updated_at, options";
+
+/// The newest message a channel took about an open problem (`open_problems_told`).
+#[derive(Debug, Clone)]
+pub struct ToldProblem {
+    pub monitor_id: Option<String>,
+    pub poller_id: Option<String>,
+    pub payload: String,
+}
 
 /// What alerting last knew of a monitor.
 #[derive(Debug, Clone, PartialEq)]
@@ -147,7 +158,7 @@ impl Store {
         let _guard = self.write_lock().await;
         let sql = format!(
             "INSERT INTO notification_channels ({CHANNEL_COLUMNS}) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
         );
         bind_channel(sqlx::query(&sql), row)
             .execute(&self.pool)
@@ -162,7 +173,7 @@ impl Store {
             sqlx::query(
                 "UPDATE notification_channels SET name = $2, kind = $3, url = $4, secret = $5, \
                  headers = $6, is_default = $7, email_from = $8, email_to = $9, \
-                 created_at = $10, updated_at = $11 WHERE id = $1",
+                 created_at = $10, updated_at = $11, options = $12 WHERE id = $1",
             ),
             row,
         )
@@ -309,6 +320,44 @@ impl Store {
         Ok(done.rows_affected())
     }
 
+    /// The problems this channel was told of that are not over: for each monitor whose last
+    /// told status is a problem, and each offline poller, the newest message this channel
+    /// took about it (its payload, and the monitor or poller). The caller keeps those that are
+    /// problems. Costs a look per open problem (`alert_state_notified`, then the
+    /// `notifications_monitor` and `notifications_poller` indexes), not per monitor.
+    pub async fn open_problems_told(&self, channel_id: &str) -> anyhow::Result<Vec<ToldProblem>> {
+        let newest = |subject: &str| {
+            format!(
+                "n.status = 'delivered' AND n.created_at = (SELECT MAX(m.created_at) \
+                 FROM notifications m WHERE m.{subject} = n.{subject} \
+                 AND m.channel_id = $1 AND m.status = 'delivered')"
+            )
+        };
+        let sql = format!(
+            "SELECT n.monitor_id, n.poller_id, n.payload FROM alert_state a \
+             JOIN notifications n ON n.monitor_id = a.monitor_id AND n.channel_id = $1 \
+             WHERE a.notified_status IN ('down', 'degraded', 'stale') AND {monitors} \
+             UNION ALL \
+             SELECT n.monitor_id, n.poller_id, n.payload FROM pollers p \
+             JOIN notifications n ON n.poller_id = p.id AND n.channel_id = $1 \
+             WHERE p.status = 'offline' AND p.deleted_at IS NULL AND {pollers}",
+            monitors = newest("monitor_id"),
+            pollers = newest("poller_id"),
+        );
+        let rows: Vec<(Option<String>, Option<String>, String)> = sqlx::query_as(&sql)
+            .bind(channel_id)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(monitor_id, poller_id, payload)| ToldProblem {
+                monitor_id,
+                poller_id,
+                payload,
+            })
+            .collect())
+    }
+
     /// Claims a due notification for one send: moves its next attempt to `until`, only if it
     /// is still pending and due at `now`. `false`: another replica has it.
     pub async fn claim_notification(&self, id: &str, now: i64, until: i64) -> anyhow::Result<bool> {
@@ -429,6 +478,7 @@ fn bind_channel<'q>(
         .bind(&row.email_to)
         .bind(row.created_at)
         .bind(row.updated_at)
+        .bind(&row.options)
 }
 
 #[cfg(test)]

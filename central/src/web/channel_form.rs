@@ -90,6 +90,10 @@ impl ChannelForm {
             } else {
                 Vec::new()
             },
+            // Further Alertmanager instances and the webhook format are set through the API;
+            // an edit on the page leaves them as they are (its patch sends neither).
+            urls: Vec::new(),
+            format: None,
         })
     }
 
@@ -116,6 +120,8 @@ impl ChannelForm {
             default: Some(spec.default),
             from: if email { spec.from } else { None },
             to: email.then_some(spec.to),
+            urls: None,
+            format: None,
         })
     }
 }
