@@ -9,6 +9,8 @@ gives on purpose; these hooks accept exactly those answers and nothing wider:
   `400 invalid_combination` (never `invalid_field`, which is kept for rules the schema states).
   Likewise an id that names no object (`poller_id` of a pinned monitor): `400
   unknown_reference`. A positive case refused with one of these codes is not a schema gap.
+- A state the document cannot know: an `If-Match` revision that is well formed but not the
+  monitor's current one (it changed, or was never that) is `409 conflict`.
 - `POST /api/poller/results` answers `200` with every malformed result listed in `rejected`, so
   that one bad result cannot sink a batch of good ones. A negative case answered that way was
   rejected, item by item.
@@ -40,6 +42,8 @@ def filter_failure(context, failure, case, response):
         return True
     if failure.code == "ST202" and response.status_code == 400:
         return body.get("error") not in ("invalid_combination", "unknown_reference")
+    if failure.code == "ST202" and response.status_code == 409:
+        return body.get("error") != "conflict"
     if failure.code == "ST201" and case.operation.label == RESULTS and response.status_code == 200:
         return not body.get("rejected")
     return True

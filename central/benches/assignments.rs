@@ -131,7 +131,7 @@ async fn main() {
             target: Some(format!("http://127.0.0.1:9/delta/{round}")),
             ..MonitorPatch::default()
         };
-        app.update_monitor(owned, patch).await.expect("edit");
+        app.update_monitor(owned, patch, None).await.expect("edit");
         let t = Instant::now();
         let answer = app.assignments_for(&poller, version).await.expect("delta");
         delta.push(t.elapsed());
@@ -192,7 +192,7 @@ async fn main() {
             ..MonitorPatch::default()
         };
         edited.lock().unwrap().insert(target, Instant::now());
-        app.update_monitor(id, patch).await.expect("edit");
+        app.update_monitor(id, patch, None).await.expect("edit");
         edits += 1;
         tokio::time::sleep(pause).await;
     }

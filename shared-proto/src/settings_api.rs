@@ -259,6 +259,10 @@ pub struct MonitorView {
     pub placement_reason: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// Changes with every change of the spec (it only grows): send it as `If-Match` with a
+    /// `PATCH` so that a change made in between is not overwritten (`409` instead).
+    #[serde(default)]
+    pub revision: u64,
     /// The derived status now (in lists and reads; see `GET …/status` for the details).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<MonitorStatus>,
@@ -287,6 +291,9 @@ mod monitor_view_schema {
         placement_reason: Option<String>,
         created_at: DateTime<Utc>,
         updated_at: DateTime<Utc>,
+        /// Changes with every change of the spec (it only grows): send it as `If-Match` with a
+        /// `PATCH` so that a change made in between is not overwritten (`409` instead).
+        revision: u64,
         /// The derived status now (in lists and reads; see `GET …/status` for the details).
         status: Option<super::MonitorStatus>,
     }

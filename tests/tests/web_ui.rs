@@ -284,6 +284,53 @@ async fn an_operator_runs_a_monitor_from_the_page() -> anyhow::Result<()> {
         browser.client.refresh().await?;
     }
 
+    // An edit form opened before a pause made elsewhere does not undo the pause: the page
+    // says the monitor changed and saves nothing; the API answers such an edit 409.
+    let monitor_id = path.trim_start_matches("/monitors/").to_string();
+    let api_path = format!("/api/v1/monitors/{monitor_id}");
+    browser.goto(&format!("{}{path}/edit", central.url)).await?;
+    let (_, before) = central.admin(reqwest::Method::GET, &api_path, None).await?;
+    let (code, _) = central
+        .admin(
+            reqwest::Method::PATCH,
+            &api_path,
+            Some(serde_json::json!({"paused": true})),
+        )
+        .await?;
+    assert_eq!(code, 200);
+    browser.fill("#name", "renamed on a stale form").await?;
+    browser.click(".monitor-form button[type=submit]").await?;
+    let refusal = browser.text(".form-error").await?;
+    assert!(
+        refusal.contains("was changed since this form was opened"),
+        "{refusal}"
+    );
+    browser.screenshot("08-edit-conflict").await?;
+    let (_, after) = central.admin(reqwest::Method::GET, &api_path, None).await?;
+    assert_eq!(after["paused"], true, "{after}");
+    assert_eq!(after["name"], "web tour target, edited", "{after}");
+    let stale = before["revision"].as_u64().expect("a revision");
+    assert!(after["revision"].as_u64().unwrap() > stale, "{after}");
+    let answer = reqwest::Client::new()
+        .patch(format!("{}{api_path}", central.url))
+        .bearer_auth(ADMIN_TOKEN)
+        .header("If-Match", format!("\"{stale}\""))
+        .json(&serde_json::json!({"paused": false}))
+        .send()
+        .await?;
+    assert_eq!(answer.status(), 409);
+    let body: serde_json::Value = answer.json().await?;
+    assert_eq!(body["error"], "conflict", "{body}");
+    let fresh = after["revision"].as_u64().unwrap();
+    let answer = reqwest::Client::new()
+        .patch(format!("{}{api_path}", central.url))
+        .bearer_auth(ADMIN_TOKEN)
+        .header("If-Match", fresh.to_string())
+        .json(&serde_json::json!({"paused": false}))
+        .send()
+        .await?;
+    assert_eq!(answer.status(), 200, "the current revision is accepted");
+
     // On a phone: every page reads without sideways scrolling, and stays accessible.
     browser.resize(390, 844).await?;
     let width = browser

@@ -145,6 +145,35 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath
     }
 }
 
+/// The `If-Match` header of an edit: the `revision` the client read. `"7"`, `7` and `W/"7"`
+/// are the same revision; absent or `*`, the edit applies to whatever is there now.
+pub struct IfMatch(pub Option<u64>);
+
+impl<S: Send + Sync> FromRequestParts<S> for IfMatch {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let Some(value) = parts.headers.get(axum::http::header::IF_MATCH) else {
+            return Ok(IfMatch(None));
+        };
+        let text = value.to_str().unwrap_or_default().trim();
+        if text == "*" {
+            return Ok(IfMatch(None));
+        }
+        let tag = text.strip_prefix("W/").unwrap_or(text);
+        let tag = tag
+            .strip_prefix('"')
+            .and_then(|t| t.strip_suffix('"'))
+            .unwrap_or(tag);
+        tag.parse::<u64>().map(|r| IfMatch(Some(r))).map_err(|_| {
+            ApiError::bad_request(
+                "invalid_field",
+                "`If-Match` must be the monitor's `revision` as read (a number, e.g. \"42\"), or *",
+            )
+        })
+    }
+}
+
 fn bearer(parts: &Parts) -> Result<&str, ApiError> {
     parts
         .headers

@@ -88,9 +88,40 @@ pub static DOCUMENT: LazyLock<String> = LazyLock::new(|| {
     let mut document =
         serde_json::to_value(ApiDoc::openapi()).expect("the OpenAPI document serialises");
     state_item_rules(&mut document);
+    headers_are_never_null(&mut document);
     tidy_formats(&mut document);
     serde_json::to_string_pretty(&document).expect("a JSON value serialises") + "\n"
 });
+
+/// utoipa writes an optional header parameter (`Option<String>`) as `type: [string, null]`,
+/// but a header is absent or a string, never JSON `null`: generators would send the text
+/// `null`. Optional is `required: false`, which utoipa writes too.
+fn headers_are_never_null(document: &mut serde_json::Value) {
+    use serde_json::Value;
+    let Some(Value::Object(paths)) = document.get_mut("paths") else {
+        return;
+    };
+    for operation in paths.values_mut().filter_map(Value::as_object_mut) {
+        for method in operation.values_mut() {
+            let Some(parameters) = method.get_mut("parameters").and_then(Value::as_array_mut)
+            else {
+                continue;
+            };
+            for parameter in parameters {
+                if parameter.get("in").and_then(Value::as_str) != Some("header") {
+                    continue;
+                }
+                if let Some(kind) = parameter.pointer_mut("/schema/type") {
+                    if let Some(types) = kind.as_array() {
+                        if let Some(one) = types.iter().find(|t| t.as_str() != Some("null")) {
+                            *kind = one.clone();
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
 
 /// Rules on the items and keys of collections, which the derives cannot spell: region labels
 /// (distinct), HTTP header names and values, mail addresses, and URLs.
@@ -314,6 +345,21 @@ error_set!(
                 or `invalid_combination`.",
         401 => ADMIN_UNAUTHORIZED,
         404 => NOT_FOUND,
+        413 => TOO_LARGE,
+        415 => MEDIA_TYPE,
+        503 => OVERLOADED,
+    }
+);
+
+error_set!(
+    /// An edit of an object with a revision (`If-Match`).
+    EditErrors {
+        400 => "`invalid_path`, `If-Match` that is not a revision, or a body error as on create: \
+                `invalid_body`, `invalid_field` or `invalid_combination`.",
+        401 => ADMIN_UNAUTHORIZED,
+        404 => NOT_FOUND,
+        409 => "`conflict`: the object changed since the revision in `If-Match` was read; read \
+                it again.",
         413 => TOO_LARGE,
         415 => MEDIA_TYPE,
         503 => OVERLOADED,

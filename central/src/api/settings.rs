@@ -17,7 +17,7 @@ use shared_proto::{MonitorPatch, MonitorSpec};
 use uuid::Uuid;
 
 use super::extract::{
-    parse_since, valid_region, Admin, ApiJson, ApiPath, ApiQuery, OptionalJson, PageQuery,
+    parse_since, valid_region, Admin, ApiJson, ApiPath, ApiQuery, IfMatch, OptionalJson, PageQuery,
 };
 use crate::error::{ApiError, ApiResult};
 use crate::service::monitors::MonitorFilter;
@@ -304,16 +304,21 @@ pub async fn get_monitor(
     summary = "Change a monitor (its kind cannot change)",
     security(("admin_token" = [])),
     request_body = MonitorPatch,
-    params(("id" = Uuid, Path, description = "Monitor id")),
-    responses((status = 200, description = "The monitor as changed.", body = MonitorView), super::openapi::IdBodyErrors)
+    params(
+        ("id" = Uuid, Path, description = "Monitor id"),
+        ("If-Match" = Option<String>, Header, pattern = r#"^(\*|(W/)?("[0-9]{1,15}"|[0-9]{1,15}))$"#,
+         description = "The monitor's `revision` as read: the change is made only if nobody changed the monitor since (else 409)"),
+    ),
+    responses((status = 200, description = "The monitor as changed.", body = MonitorView), super::openapi::EditErrors)
 )]
 pub async fn update_monitor(
     State(app): State<Arc<App>>,
     _: Admin,
     ApiPath(id): ApiPath<Uuid>,
+    IfMatch(if_match): IfMatch,
     ApiJson(patch): ApiJson<MonitorPatch>,
 ) -> ApiResult<Json<MonitorView>> {
-    app.update_monitor(id, patch).await.map(Json)
+    app.update_monitor(id, patch, if_match).await.map(Json)
 }
 
 #[utoipa::path(

@@ -154,17 +154,50 @@ impl App {
         }
     }
 
-    pub async fn update_monitor(&self, id: Uuid, patch: MonitorPatch) -> ApiResult<MonitorView> {
-        let current = self.monitor_row(id).await?;
-        let mut spec = monitor_view(&current)?.spec;
-        spec.apply(patch);
-        self.validate_monitor(&spec).await?;
-        let row = monitor_row(id, &spec, current.created_at, now_ms());
-        if let Some(version) = self.store.update_monitor_spec(&row).await? {
-            self.publish_version(version);
+    /// Applies `patch` to the monitor as it is now. With `if_match` (the `revision` the caller
+    /// read), only if nobody changed it since: otherwise `409`, so an edit made on an old
+    /// copy (a form opened before a pause) never silently undoes a newer change. Without it,
+    /// the patch is applied to the newest revision (read, apply and write again if a change
+    /// came in between), never to a stale copy.
+    pub async fn update_monitor(
+        &self,
+        id: Uuid,
+        patch: MonitorPatch,
+        if_match: Option<u64>,
+    ) -> ApiResult<MonitorView> {
+        const ATTEMPTS: usize = 5;
+        for _ in 0..ATTEMPTS {
+            let current = self.monitor_row(id).await?;
+            let revision = current.revision.max(0) as u64;
+            if if_match.is_some_and(|expected| expected != revision) {
+                return Err(stale_revision(if_match.unwrap_or_default(), revision));
+            }
+            let mut spec = monitor_view(&current)?.spec;
+            spec.apply(patch.clone());
+            self.validate_monitor(&spec).await?;
+            let row = monitor_row(id, &spec, current.created_at, now_ms());
+            match self
+                .store
+                .update_monitor_spec(&row, current.revision)
+                .await?
+            {
+                Some(version) => {
+                    self.publish_version(version);
+                    self.reconcile_monitor(id).await?;
+                    return self.get_monitor(id).await;
+                }
+                // Changed (or deleted) since it was read: read it again.
+                None => {
+                    if let Some(expected) = if_match {
+                        let now = self.monitor_row(id).await?.revision.max(0) as u64;
+                        return Err(stale_revision(expected, now));
+                    }
+                }
+            }
         }
-        self.reconcile_monitor(id).await?;
-        self.get_monitor(id).await
+        Err(ApiError::Conflict(format!(
+            "monitor {id} kept changing while this change was applied ({ATTEMPTS} tries); retry"
+        )))
     }
 
     pub async fn delete_monitor(&self, id: Uuid) -> ApiResult<()> {
@@ -263,6 +296,13 @@ fn monitor_row(id: Uuid, spec: &MonitorSpec, created_at: i64, updated_at: i64) -
     }
 }
 
+fn stale_revision(expected: u64, now: u64) -> ApiError {
+    ApiError::Conflict(format!(
+        "the monitor changed since revision {expected} was read (it is at revision {now} now): \
+         read it again, then make the change on what it is now"
+    ))
+}
+
 fn monitor_view(row: &MonitorRow) -> anyhow::Result<MonitorView> {
     let spec = MonitorSpec {
         name: row.name.clone(),
@@ -303,6 +343,7 @@ fn monitor_view(row: &MonitorRow) -> anyhow::Result<MonitorView> {
         placement_reason: row.placement_reason.clone(),
         created_at: time_of(row.created_at),
         updated_at: time_of(row.updated_at),
+        revision: row.revision.max(0) as u64,
         status: None,
     })
 }

@@ -262,9 +262,14 @@ impl Store {
         Ok(version)
     }
 
-    /// Rewrites a monitor's spec and returns the new assignment version (`None` if there is
-    /// no such monitor); its placement is left to the next reconciliation.
-    pub async fn update_monitor_spec(&self, row: &MonitorRow) -> anyhow::Result<Option<i64>> {
+    /// Rewrites a monitor's spec if it is still at `revision`, and returns the new assignment
+    /// version (also its new revision); `None` if there is no such monitor or it changed
+    /// since (compare-and-set). Its placement is left to the next reconciliation.
+    pub async fn update_monitor_spec(
+        &self,
+        row: &MonitorRow,
+        revision: i64,
+    ) -> anyhow::Result<Option<i64>> {
         let _guard = self.write_lock().await;
         let mut tx = self.pool.begin().await?;
         let version = bump_version(&mut tx).await?;
@@ -274,7 +279,7 @@ impl Store {
              poller_datacenter = $10, poller_capability = $11, failover = $12, paused = $13, \
              updated_at = $14, revision = $15, poller_regions = $16, quorum = $17, \
              notification_channel_ids = $18 \
-             WHERE id = $1 RETURNING assigned_poller_id",
+             WHERE id = $1 AND revision = $19 RETURNING assigned_poller_id",
         )
         .bind(&row.id)
         .bind(&row.name)
@@ -294,6 +299,7 @@ impl Store {
         .bind(&row.poller_regions)
         .bind(row.quorum)
         .bind(&row.notification_channel_ids)
+        .bind(revision)
         .fetch_optional(&mut *tx)
         .await?;
         let Some((assigned,)) = updated else {

@@ -21,6 +21,7 @@ use super::layout::{self, Section};
 use super::monitor_input::{field_of, full_patch, is_form_field, MonitorForm};
 use super::session::Session;
 use super::WebResult;
+use crate::error::ApiError;
 use crate::service::pollers::PollerFilter;
 use crate::service::App;
 use crate::store::Cursor;
@@ -78,6 +79,9 @@ fn render(
         }
         form.monitor-form method="post" action=(action) novalidate {
             input type="hidden" name="csrf" value=(session.csrf());
+            @if let Mode::Edit(_) = mode {
+                input type="hidden" name="revision" value=(form.revision);
+            }
             (text_field("name", "Name", &form.name, ""))
             div.field {
                 label for="kind" { "Kind" }
@@ -248,8 +252,19 @@ pub async fn update(
         Ok(spec) => spec,
         Err(error) => return rejected(&app, &session, Mode::Edit(id), &form, error).await,
     };
-    match app.update_monitor(id, full_patch(spec)).await {
+    // A form without a readable revision (hand-made) edits whatever is there now.
+    let if_match = form.revision.trim().parse::<u64>().ok();
+    match app.update_monitor(id, full_patch(spec), if_match).await {
         Ok(_) => Ok(Redirect::to(&format!("/monitors/{id}")).into_response()),
+        Err(ApiError::Conflict(_)) => {
+            let error = FieldError::new(
+                "revision",
+                "This monitor was changed since this form was opened (edited, paused or \
+                 resumed elsewhere). Nothing was saved, so that the newer change is not undone: \
+                 open the edit form again to change the monitor as it is now.",
+            );
+            rejected(&app, &session, Mode::Edit(id), &form, error).await
+        }
         Err(e) => match field_of(&e) {
             Some(error) => rejected(&app, &session, Mode::Edit(id), &form, error).await,
             None => Err(e.into()),
@@ -269,7 +284,7 @@ async fn set_paused(
         paused: Some(paused),
         ..Default::default()
     };
-    app.update_monitor(id, patch).await?;
+    app.update_monitor(id, patch, None).await?;
     Ok(Redirect::to(&format!("/monitors/{id}")).into_response())
 }
 

@@ -16,6 +16,9 @@ use crate::error::ApiError;
 #[derive(Debug, Clone, Default)]
 pub struct MonitorForm {
     pub csrf: String,
+    /// The monitor's `revision` when the edit form was drawn: the edit is saved only if
+    /// nobody changed the monitor since (a pause made meanwhile is not undone).
+    pub revision: String,
     pub name: String,
     pub kind: String,
     pub target: String,
@@ -43,6 +46,7 @@ impl MonitorForm {
         for (key, value) in pairs {
             match key.as_str() {
                 "csrf" => form.csrf = value,
+                "revision" => form.revision = value,
                 "name" => form.name = value,
                 "kind" => form.kind = value,
                 "target" => form.target = value,
@@ -74,6 +78,7 @@ impl MonitorForm {
         let (check_values, rest) = check_settings::split(spec.kind, &spec.settings);
         MonitorForm {
             csrf: String::new(),
+            revision: view.revision.to_string(),
             name: spec.name.clone(),
             kind: spec.kind.as_str().into(),
             target: spec.target.clone(),
