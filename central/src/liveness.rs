@@ -23,6 +23,7 @@ pub async fn run(app: Arc<App>, leadership: Leadership) {
         if let Err(e) = app.record_status_changes().await {
             tracing::warn!("recording poller status changes failed: {e}");
         }
+        let checked = crate::service::now_ms();
         match app.online_pollers().await {
             Ok(online) if last_online.as_ref() != Some(&online) => {
                 if let Err(e) = app.reconcile().await {
@@ -30,8 +31,9 @@ pub async fn run(app: Arc<App>, leadership: Leadership) {
                     continue;
                 }
                 last_online = Some(online);
+                app.set_placement_checked_at(checked);
             }
-            Ok(_) => {}
+            Ok(_) => app.set_placement_checked_at(checked),
             Err(e) => tracing::warn!("liveness check failed: {e}"),
         }
     }

@@ -1,9 +1,12 @@
 //! Failover with real agents: when a poller goes offline its monitors move to another poller of
-//! the group and keep being polled; when it returns they move back once it has settled.
+//! the group and keep being polled; when it returns they move back once it has settled. The
+//! operator hears of the lost poller once (`poller.offline`, then `poller.online`), never of
+//! each monitor that failed over in time.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use e2e::receivers::HttpReceiver;
 use e2e::{eventually, Agent, Central, Target};
 use serde_json::json;
 
@@ -35,12 +38,28 @@ async fn placement(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn monitors_fail_over_and_return_after_the_settle_time() -> anyhow::Result<()> {
+    // 20 s: the liveness duty then looks every 2 s, so alerting (every second) sees the
+    // poller offline before placement has moved its monitors, as it does in production
+    // (60 s, every 5 s); with 3 s the window was too short to show a `monitor.stale` per monitor.
     let central = Central::start_with(&[
-        ("CENTRAL_OFFLINE_AFTER", "3s"),
+        ("CENTRAL_OFFLINE_AFTER", "20s"),
         ("CENTRAL_FAILBACK_SETTLE", "6s"),
     ])
     .await?;
     let target = Target::start().await?;
+    let hook = HttpReceiver::start().await?;
+    central
+        .create_channel(
+            json!({"name": "on-call", "kind": "webhook", "url": hook.url,
+            "default": true}),
+        )
+        .await?;
+    let events = || -> Vec<String> {
+        hook.received()
+            .iter()
+            .map(|r| r.json["event"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
     let mut monitors = Vec::new();
     for i in 0..12 {
         let spec = json!({"name": format!("m{i}"), "kind": "http", "target": format!("{}?m={i}", target.url),
@@ -50,7 +69,17 @@ async fn monitors_fail_over_and_return_after_the_settle_time() -> anyhow::Result
     let mut a = start_agent(&central, "agent-a").await?;
     let _b = start_agent(&central, "agent-b").await?;
     // Both registered and settled (the test settle time is short), every monitor reporting.
-    tokio::time::sleep(Duration::from_secs(7)).await;
+    let pollers_in_use = || async {
+        let placed = placement(&central, &monitors).await.ok()?;
+        let used: std::collections::HashSet<&String> = placed.values().collect();
+        (used.len() == 2).then_some(())
+    };
+    eventually(
+        Duration::from_secs(40),
+        "both agents carry monitors",
+        pollers_in_use,
+    )
+    .await?;
     for monitor in &monitors {
         central
             .wait_for_status(monitor, "up", Duration::from_secs(60))
@@ -83,7 +112,7 @@ async fn monitors_fail_over_and_return_after_the_settle_time() -> anyhow::Result
     let killed = Instant::now();
     let killed_at = chrono::Utc::now();
     let moved = eventually(
-        Duration::from_secs(3 + 15 + 10),
+        Duration::from_secs(20 + 15 + 10),
         "a's monitors polled elsewhere",
         || async {
             for monitor in &on_a {
@@ -103,6 +132,16 @@ async fn monitors_fail_over_and_return_after_the_settle_time() -> anyhow::Result
     )
     .await?;
     println!("failover: monitors of the killed agent up on the other one after {moved:?}");
+    // One notice for the lost poller, none for the monitors that failed over in time (neither
+    // `monitor.stale` while they moved, nor `monitor.up` when they reported again).
+    eventually(Duration::from_secs(20), "poller.offline told", || async {
+        events()
+            .contains(&"poller.offline".to_string())
+            .then_some(())
+    })
+    .await?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(events(), ["poller.offline"], "{:?}", hook.received());
 
     a.restart().await?;
     let back = Instant::now();
@@ -122,6 +161,21 @@ async fn monitors_fail_over_and_return_after_the_settle_time() -> anyhow::Result
     )
     .await?;
     println!("failback after {returned:?} (settle time 6 s)");
+    for monitor in &on_a {
+        central
+            .wait_for_status(monitor, "up", Duration::from_secs(30))
+            .await?;
+    }
+    eventually(Duration::from_secs(20), "poller.online told", || async {
+        (events().len() >= 2).then_some(())
+    })
+    .await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        events(),
+        ["poller.offline", "poller.online"],
+        "moving back told nothing either"
+    );
 
     // Central recorded the outage with times.
     let (_, changes) = central

@@ -291,7 +291,19 @@ impl App {
                 .and_then(|id| pollers.get(&id.to_string()))
                 .is_some_and(|p| self.poller_status(p, now) == PollerStatus::Offline);
             let catching_up = now - self.watching_since() < monitor.interval_ms + grace;
-            if current == "stale" && catching_up && !poller_offline {
+            // A lost poller is one notice (`poller.offline`), not one per monitor: until
+            // placement has seen the poller offline and moved what can fail over, its monitors'
+            // `stale` waits. Moved, they have an interval to report from their new poller; one
+            // that could not move is told at once after that.
+            let failover_pending = status
+                .poller_id
+                .and_then(|id| pollers.get(&id.to_string()))
+                .is_some_and(|p| {
+                    let offline_since = p.last_heartbeat_at.unwrap_or(0).max(self.watching_since())
+                        + self.offline_after.as_millis() as i64;
+                    poller_offline && offline_since >= self.placement_checked_at()
+                });
+            if current == "stale" && ((catching_up && !poller_offline) || failover_pending) {
                 if let Some(previous) = &previous {
                     current = previous.status.as_str();
                 }

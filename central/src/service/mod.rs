@@ -64,6 +64,8 @@ pub struct App {
     /// See `watching_since`; kept current by `leadership` from the duties lease, and this
     /// process's start until it first looks.
     watching_since: std::sync::atomic::AtomicI64,
+    /// See `placement_checked_at`; kept current by `liveness` on the lease holder.
+    placement_checked_at: std::sync::atomic::AtomicI64,
 }
 
 /// An id read back from the database. A malformed one is a fault of the store, reported as
@@ -138,6 +140,7 @@ impl App {
                 days_ms: millis(args.day_rollups_retention),
             },
             watching_since: std::sync::atomic::AtomicI64::new(now_ms()),
+            placement_checked_at: std::sync::atomic::AtomicI64::new(0),
         }))
     }
 
@@ -168,6 +171,19 @@ impl App {
     pub(crate) fn set_watching_since(&self, since: i64) {
         self.watching_since
             .store(since, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The pollers' liveness as of this time is reflected in placement: every monitor that
+    /// could fail over from a poller offline by then has been moved (`liveness`). Alerting
+    /// waits for it before telling that a monitor is stale because its poller is offline.
+    pub fn placement_checked_at(&self) -> i64 {
+        self.placement_checked_at
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_placement_checked_at(&self, at: i64) {
+        self.placement_checked_at
+            .store(at, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Whether `token` is the admin token.

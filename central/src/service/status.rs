@@ -16,6 +16,8 @@ pub struct StatusInputs<'a> {
     pub interval_ms: i64,
     /// When the current poller got the monitor.
     pub assigned_at: Option<i64>,
+    /// When the monitor's spec last changed (a resume, an edit): its poller got it anew then.
+    pub changed_at: Option<i64>,
     /// Newest result: its status, time, and when the agent said it checks next.
     pub latest: Option<(&'a str, i64, Option<i64>)>,
     /// The newest up/down results, newest first: `verdict_window` of them when the latest
@@ -61,14 +63,19 @@ pub fn derive(input: &StatusInputs<'_>) -> (MonitorStatus, Option<String>) {
             )),
         );
     }
+    // A poller that just got the monitor (a move, a resume, an edit) has an interval to send
+    // its first result, whatever the age of the previous one: a monitor that failed over or
+    // was resumed is not stale while its first check is on its way.
+    let handed_over = input
+        .assigned_at
+        .max(input.changed_at)
+        .map(|at| at.saturating_add(input.interval_ms));
     let expected_by = match input.latest {
         // The agent says when it checks next (later while backing off or paused): trust it.
-        Some((_, at, next_due)) => (at + input.interval_ms).max(next_due.unwrap_or(0)),
-        None => input
-            .assigned_at
-            .map_or(i64::MAX - grace(input.interval_ms), |at| {
-                at + input.interval_ms
-            }),
+        Some((_, at, next_due)) => (at + input.interval_ms)
+            .max(next_due.unwrap_or(0))
+            .max(handed_over.unwrap_or(0)),
+        None => handed_over.unwrap_or(i64::MAX - grace(input.interval_ms)),
     };
     if input.now > expected_by.saturating_add(grace(input.interval_ms)) {
         let last = input.latest.map_or("no result yet".into(), |(_, at, _)| {
@@ -146,7 +153,7 @@ mod tests {
         StatusInputs {
             now: NOW,
             interval_ms: 30_000,
-            assigned_at: Some(NOW - 10_000),
+            assigned_at: Some(NOW - 600_000),
             latest: Some(("up", NOW - 5_000, None)),
             recent,
             confirm_down: 1,
@@ -188,10 +195,30 @@ mod tests {
         assert_eq!(derive(&input).0, MonitorStatus::Down);
         // Never a result, long after assignment.
         input.latest = None;
+        input.changed_at = None;
         input.assigned_at = Some(NOW - 600_000);
         assert!(derive(&input).1.unwrap().starts_with("no result yet;"));
         input.assigned_at = Some(NOW - 1_000);
         assert_eq!(derive(&input).0, MonitorStatus::Pending);
+    }
+
+    #[test]
+    fn a_monitor_handed_over_has_an_interval_for_its_first_result() {
+        let recent = statuses(&["up"]);
+        let mut input = base(&recent);
+        // Its last result is long overdue: stale, as long as nothing changed since.
+        input.latest = Some(("up", NOW - 600_000, None));
+        assert_eq!(derive(&input).0, MonitorStatus::Stale);
+        // Resumed (or edited) 10 s ago: its poller has the interval and the grace to report.
+        input.changed_at = Some(NOW - 10_000);
+        assert_eq!(derive(&input).0, MonitorStatus::Up);
+        // Moved to another poller 10 s ago (failover): the same.
+        input.changed_at = None;
+        input.assigned_at = Some(NOW - 10_000);
+        assert_eq!(derive(&input).0, MonitorStatus::Up);
+        // Past the interval and the grace after the move, silence is stale again.
+        input.assigned_at = Some(NOW - 30_000 - 60_000 - 1);
+        assert_eq!(derive(&input).0, MonitorStatus::Stale);
     }
 
     #[test]

@@ -272,6 +272,7 @@ impl App {
             offline_poller: offline.map(|p| (p.id.as_str(), p.last_heartbeat_at)),
             interval_ms: monitor.interval_ms,
             assigned_at,
+            changed_at: Some(monitor.updated_at),
             latest: latest.map(|l| (l.status.as_str(), l.last_result_at, l.next_due_at)),
             recent: &recent,
             confirm_down,
