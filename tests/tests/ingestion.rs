@@ -265,7 +265,7 @@ where
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn down_needs_confirmation_and_silence_turns_stale() -> anyhow::Result<()> {
+async fn down_needs_confirmation_and_a_new_monitor_is_not_stale_at_once() -> anyhow::Result<()> {
     let central = Central::start().await?;
     let http = reqwest::Client::new();
     let poller = central.register_poller("confirmer").await?;
@@ -292,19 +292,67 @@ async fn down_needs_confirmation_and_silence_turns_stale() -> anyhow::Result<()>
     upload(&central, &http, &poller, &one(ago(1), "down")).await?;
     assert_eq!(central.status(&monitor).await?["status"], "down");
 
+    // A monitor its poller got a moment ago is not stale for the age of a result it sends
+    // (nor is one resumed or moved): the poller has an interval and the grace from then.
+    // Silence past that is `stale` (service::status unit tests; failover.rs and
+    // notifications.rs through a lost poller).
     let quiet = central
         .create_monitor(json!({"name": "quiet", "kind": "http", "target": "http://127.0.0.1:9/q", "interval_ms": 5000}))
         .await?;
     let old = json!({"batch_id": Uuid::new_v4(), "results": [{"id": Uuid::new_v4(), "monitor_id": quiet, "ts": ago(300), "status": "up"}]});
     upload(&central, &http, &poller, &old).await?;
-    let stale = central.status(&quiet).await?;
-    assert_eq!(stale["status"], "stale", "{stale}");
-    assert!(
-        stale["reason"]
-            .as_str()
-            .unwrap()
-            .starts_with("no result since"),
-        "{stale}"
+    let fresh = central.status(&quiet).await?;
+    assert_eq!(fresh["status"], "up", "{fresh}");
+    Ok(())
+}
+
+/// Confirmation is state, not a window: with `confirm_down = confirm_up = 3`, a target that
+/// fails three times and then answers up, up, down, up, up, down… never had three passing
+/// answers in a row, so it is still down, however long that goes on. (A window of the last
+/// `confirm_down + confirm_up + 1` results once showed it `up`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flapping_target_stays_down_until_it_passes_three_times_in_a_row() -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    let http = reqwest::Client::new();
+    let poller = central.register_poller("fake-agent").await?;
+    let monitor = central
+        .create_monitor(
+            json!({"name": "flaky", "kind": "http", "target": "http://127.0.0.1:9/",
+            "interval_ms": 60000, "poller_mode": "pinned", "poller_id": poller.id,
+            "settings": {"confirm_down": 3, "confirm_up": 3}}),
+        )
+        .await?;
+    let base = chrono::Utc::now() - chrono::Duration::seconds(60);
+    let mut sequence = vec!["down", "down", "down"];
+    for _ in 0..4 {
+        sequence.extend(["up", "up", "down"]);
+    }
+    sequence.extend(["up", "up"]);
+    for (i, status) in sequence.iter().enumerate() {
+        let ts = (base + chrono::Duration::seconds(i as i64))
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let answer: Value = http
+            .post(format!("{}/api/poller/results", central.url))
+            .bearer_auth(&poller.access)
+            .json(
+                &json!({"batch_id": Uuid::new_v4(), "results": [{"id": Uuid::now_v7(),
+                "monitor_id": monitor, "ts": ts, "status": status, "latency_ms": 1,
+                "msg": "", "meta": {}}]}),
+            )
+            .send()
+            .await?
+            .json()
+            .await?;
+        assert_eq!(answer["accepted"], 1, "{answer}");
+        if i == 2 {
+            assert_eq!(central.status(&monitor).await?["status"], "down");
+        }
+    }
+    let status = central.status(&monitor).await?;
+    assert_eq!(status["status"], "down", "{status}");
+    assert_eq!(
+        status["reason"], "confirming up: 2 of 3 consecutive passing results",
+        "{status}"
     );
     Ok(())
 }

@@ -11,9 +11,11 @@ use shared_proto::poller_api::{
 };
 use uuid::Uuid;
 
+use super::status::{self, Verdict, VerdictState};
+use super::statuses::thresholds_of;
 use super::{now_ms, App};
 use crate::error::{ApiError, ApiResult};
-use crate::store::{NewResult, OwnershipRow, PollerRow};
+use crate::store::{NewResult, OwnershipRow, PollerRow, StoredVerdict, VerdictRule};
 
 /// After a monitor moves, its previous poller may still deliver what it measured before.
 const REASSIGNMENT_GRACE_MS: i64 = 15 * 60 * 1000;
@@ -138,11 +140,20 @@ impl App {
             }
         }
 
+        let rule = ConfirmThresholds(
+            owners
+                .iter()
+                .filter_map(|(id, slots)| {
+                    let slot = slots.first()?;
+                    Some((id.clone(), thresholds_of(&slot.kind, &slot.settings)))
+                })
+                .collect(),
+        );
         let stored = if accepted.is_empty() {
             Default::default()
         } else {
             self.store
-                .insert_results(&poller.id, &accepted, now)
+                .insert_results(&poller.id, &accepted, now, &rule)
                 .await?
         };
         ack.accepted = stored.len() as u64;
@@ -157,6 +168,33 @@ impl App {
                 first_reason = %ack.rejected[0].reason, "results rejected");
         }
         Ok(ack)
+    }
+}
+
+/// `status::advance` with each monitor's confirmation thresholds: how ingest moves the stored
+/// verdict states (`store::insert_results` keeps them, this decides them).
+struct ConfirmThresholds(HashMap<String, (u32, u32)>);
+
+impl VerdictRule for ConfirmThresholds {
+    fn advance(&self, monitor_id: &str, state: StoredVerdict, result: &str) -> StoredVerdict {
+        let Some(verdict) = Verdict::parse(result) else {
+            return state;
+        };
+        let (down, up) = self.0.get(monitor_id).copied().unwrap_or((1, 1));
+        let current = VerdictState {
+            confirmed: state.confirmed.as_deref().and_then(Verdict::parse),
+            run: state
+                .status
+                .as_deref()
+                .and_then(Verdict::parse)
+                .map(|v| (v, state.run_length.clamp(0, i64::from(u32::MAX)) as u32)),
+        };
+        let next = status::advance(current, verdict, down, up);
+        StoredVerdict {
+            confirmed: next.confirmed.map(|v| v.as_str().to_string()),
+            status: next.run.map(|(v, _)| v.as_str().to_string()),
+            run_length: next.run.map_or(0, |(_, n)| i64::from(n)),
+        }
     }
 }
 

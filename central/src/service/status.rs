@@ -20,22 +20,101 @@ pub struct StatusInputs<'a> {
     pub changed_at: Option<i64>,
     /// Newest result: its status, time, and when the agent said it checks next.
     pub latest: Option<(&'a str, i64, Option<i64>)>,
-    /// The newest up/down results, newest first: `verdict_window` of them when the latest
-    /// needs confirming (see `needs_history`), else none.
-    pub recent: &'a [String],
+    /// The stored verdict state (`VerdictState`) the results moved.
+    pub verdict: VerdictState,
     pub confirm_down: u32,
     pub confirm_up: u32,
 }
 
-/// Whether deriving the status needs the recent verdicts: only while a change of verdict
-/// may be awaiting confirmation.
-pub fn needs_history(latest: &str, confirm_down: u32, confirm_up: u32) -> bool {
-    (latest == "down" && confirm_down > 1) || (latest == "up" && confirm_up > 1)
+/// An up/down result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Up,
+    Down,
 }
 
-/// How many recent verdicts `derive` needs to tell a confirmed verdict from a passing one.
-pub fn verdict_window(confirm_down: u32, confirm_up: u32) -> u32 {
-    confirm_down.max(1) + confirm_up.max(1) + 1
+impl Verdict {
+    pub fn parse(status: &str) -> Option<Verdict> {
+        match status {
+            "up" => Some(Verdict::Up),
+            "down" => Some(Verdict::Down),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Up => "up",
+            Verdict::Down => "down",
+        }
+    }
+}
+
+/// A monitor's (or a location's) confirmed verdict and the run of equal results it is in:
+/// stored state, moved by each up/down result in check-time order (`advance`), so that the
+/// verdict after any sequence is the one its whole history gives, however long a flapping
+/// target has gone without a confirmed run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct VerdictState {
+    /// `None` until the first verdict is confirmed (`pending`).
+    pub confirmed: Option<Verdict>,
+    /// The newest result and how many equal ones end the sequence.
+    pub run: Option<(Verdict, u32)>,
+}
+
+/// The verdict with hysteresis, one result further: `down` only after `confirm_down`
+/// consecutive failing results, back `up` only after `confirm_up` consecutive passing ones;
+/// until a change is confirmed the previous verdict stands. A first `up` needs no confirming
+/// (there is nothing to resolve).
+pub fn advance(
+    state: VerdictState,
+    result: Verdict,
+    confirm_down: u32,
+    confirm_up: u32,
+) -> VerdictState {
+    let length = match state.run {
+        Some((verdict, n)) if verdict == result => n.saturating_add(1),
+        _ => 1,
+    };
+    let confirmed = match result {
+        Verdict::Down if length >= confirm_down.max(1) => Some(Verdict::Down),
+        Verdict::Up if length >= confirm_up.max(1) || state.confirmed.is_none() => {
+            Some(Verdict::Up)
+        }
+        _ => state.confirmed,
+    };
+    VerdictState {
+        confirmed,
+        run: Some((result, length)),
+    }
+}
+
+/// The status a verdict state shows, and why when a change awaits confirming.
+pub fn shown_verdict(
+    state: VerdictState,
+    confirm_down: u32,
+    confirm_up: u32,
+) -> (MonitorStatus, Option<String>) {
+    let (confirm_down, confirm_up) = (confirm_down.max(1), confirm_up.max(1));
+    let reason = match (state.run, state.confirmed) {
+        (Some((Verdict::Down, n)), confirmed)
+            if n < confirm_down && confirmed != Some(Verdict::Down) =>
+        {
+            Some(format!(
+                "confirming down: {n} of {confirm_down} consecutive failing results"
+            ))
+        }
+        (Some((Verdict::Up, n)), Some(Verdict::Down)) if n < confirm_up => Some(format!(
+            "confirming up: {n} of {confirm_up} consecutive passing results"
+        )),
+        _ => None,
+    };
+    let status = match state.confirmed {
+        Some(Verdict::Up) => MonitorStatus::Up,
+        Some(Verdict::Down) => MonitorStatus::Down,
+        None => MonitorStatus::Pending,
+    };
+    (status, reason)
 }
 
 /// Past its expected time a result is overdue by this much before the monitor turns stale.
@@ -91,14 +170,8 @@ pub fn derive(input: &StatusInputs<'_>) -> (MonitorStatus, Option<String>) {
     }
     match input.latest.map(|(status, _, _)| status) {
         None => (MonitorStatus::Pending, Some("no result yet".into())),
-        Some(latest @ ("up" | "down")) => {
-            if needs_history(latest, input.confirm_down, input.confirm_up) {
-                confirmed_verdict(input.recent, input.confirm_down, input.confirm_up)
-            } else if latest == "up" {
-                (MonitorStatus::Up, None)
-            } else {
-                (MonitorStatus::Down, None)
-            }
+        Some(_) if input.verdict.run.is_some() => {
+            shown_verdict(input.verdict, input.confirm_down, input.confirm_up)
         }
         Some(_) => (
             MonitorStatus::Pending,
@@ -107,69 +180,73 @@ pub fn derive(input: &StatusInputs<'_>) -> (MonitorStatus, Option<String>) {
     }
 }
 
-/// The verdict with hysteresis: `down` only after `confirm_down` consecutive failing results,
-/// and back `up` only after `confirm_up` consecutive passing ones; until a change is confirmed
-/// the previous verdict stands. (A first `up` needs no confirming: there is nothing to resolve.)
-/// `recent` is newest first; with no confirmed verdict in it the monitor is `pending`.
-pub fn confirmed_verdict(
-    recent: &[String],
-    confirm_down: u32,
-    confirm_up: u32,
-) -> (MonitorStatus, Option<String>) {
-    let (confirm_down, confirm_up) = (confirm_down.max(1) as usize, confirm_up.max(1) as usize);
-    let mut verdict = None;
-    let mut run: Option<(&str, usize)> = None;
-    for status in recent.iter().rev() {
-        let length = match run {
-            Some((s, n)) if s == status => n + 1,
-            _ => 1,
-        };
-        run = Some((status, length));
-        match status.as_str() {
-            "down" if length >= confirm_down => verdict = Some(MonitorStatus::Down),
-            "up" if length >= confirm_up || verdict.is_none() => verdict = Some(MonitorStatus::Up),
-            _ => {}
-        }
-    }
-    let reason = match (run, verdict) {
-        (Some(("down", n)), _) if n < confirm_down => Some(format!(
-            "confirming down: {n} of {confirm_down} consecutive failing results"
-        )),
-        (Some(("up", n)), Some(MonitorStatus::Down)) => Some(format!(
-            "confirming up: {n} of {confirm_up} consecutive passing results"
-        )),
-        _ => None,
-    };
-    (verdict.unwrap_or(MonitorStatus::Pending), reason)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const NOW: i64 = 1_800_000_000_000;
 
-    fn base<'a>(recent: &'a [String]) -> StatusInputs<'a> {
+    /// The verdict with hysteresis: `down` only after `confirm_down` consecutive failing results,
+    /// and back `up` only after `confirm_up` consecutive passing ones; until a change is confirmed
+    /// the previous verdict stands. (A first `up` needs no confirming: there is nothing to resolve.)
+    /// `recent` is newest first; with no confirmed verdict in it the monitor is `pending`.
+    fn confirmed_verdict(
+        recent: &[String],
+        confirm_down: u32,
+        confirm_up: u32,
+    ) -> (MonitorStatus, Option<String>) {
+        let (confirm_down, confirm_up) = (confirm_down.max(1) as usize, confirm_up.max(1) as usize);
+        let mut verdict = None;
+        let mut run: Option<(&str, usize)> = None;
+        for status in recent.iter().rev() {
+            let length = match run {
+                Some((s, n)) if s == status => n + 1,
+                _ => 1,
+            };
+            run = Some((status, length));
+            match status.as_str() {
+                "down" if length >= confirm_down => verdict = Some(MonitorStatus::Down),
+                "up" if length >= confirm_up || verdict.is_none() => {
+                    verdict = Some(MonitorStatus::Up)
+                }
+                _ => {}
+            }
+        }
+        let reason = match (run, verdict) {
+            (Some(("down", n)), v) if n < confirm_down && v != Some(MonitorStatus::Down) => Some(
+                format!("confirming down: {n} of {confirm_down} consecutive failing results"),
+            ),
+            (Some(("up", n)), Some(MonitorStatus::Down)) => Some(format!(
+                "confirming up: {n} of {confirm_up} consecutive passing results"
+            )),
+            _ => None,
+        };
+        (verdict.unwrap_or(MonitorStatus::Pending), reason)
+    }
+
+    /// The state the results (oldest first) move a monitor to.
+    fn state_after(results: &[&str], confirm_down: u32, confirm_up: u32) -> VerdictState {
+        results.iter().fold(VerdictState::default(), |state, r| {
+            advance(state, Verdict::parse(r).unwrap(), confirm_down, confirm_up)
+        })
+    }
+
+    fn base(results: &[&str]) -> StatusInputs<'static> {
         StatusInputs {
             now: NOW,
             interval_ms: 30_000,
             assigned_at: Some(NOW - 600_000),
             latest: Some(("up", NOW - 5_000, None)),
-            recent,
+            verdict: state_after(results, 1, 1),
             confirm_down: 1,
             confirm_up: 1,
             ..StatusInputs::default()
         }
     }
 
-    fn statuses(list: &[&str]) -> Vec<String> {
-        list.iter().map(|s| s.to_string()).collect()
-    }
-
     #[test]
     fn precedence_paused_then_unplaced_then_offline() {
-        let recent = statuses(&["up"]);
-        let mut input = base(&recent);
+        let mut input = base(&["up"]);
         assert_eq!(derive(&input).0, MonitorStatus::Up);
         input.offline_poller = Some(("p1", Some(NOW - 90_000)));
         assert_eq!(derive(&input).0, MonitorStatus::Stale);
@@ -184,14 +261,14 @@ mod tests {
 
     #[test]
     fn overdue_results_make_it_stale_unless_the_agent_said_it_waits() {
-        let recent = statuses(&["up"]);
-        let mut input = base(&recent);
+        let mut input = base(&["up"]);
         input.latest = Some(("up", NOW - 120_000, None));
         let (status, reason) = derive(&input);
         assert_eq!(status, MonitorStatus::Stale);
         assert!(reason.unwrap().starts_with("no result since"));
         // Backing off: the agent announced its next check in 4 minutes.
         input.latest = Some(("down", NOW - 120_000, Some(NOW + 120_000)));
+        input.verdict = state_after(&["up", "down"], 1, 1);
         assert_eq!(derive(&input).0, MonitorStatus::Down);
         // Never a result, long after assignment.
         input.latest = None;
@@ -204,8 +281,7 @@ mod tests {
 
     #[test]
     fn a_monitor_handed_over_has_an_interval_for_its_first_result() {
-        let recent = statuses(&["up"]);
-        let mut input = base(&recent);
+        let mut input = base(&["up"]);
         // Its last result is long overdue: stale, as long as nothing changed since.
         input.latest = Some(("up", NOW - 600_000, None));
         assert_eq!(derive(&input).0, MonitorStatus::Stale);
@@ -223,47 +299,59 @@ mod tests {
 
     #[test]
     fn down_needs_confirmation() {
-        let one = statuses(&["down", "up", "up"]);
-        let mut input = base(&one);
+        let mut input = base(&[]);
         input.latest = Some(("down", NOW - 1_000, None));
         input.confirm_down = 3;
+        input.verdict = state_after(&["up", "up", "down"], 3, 1);
         let (status, reason) = derive(&input);
         assert_eq!(status, MonitorStatus::Up);
         assert_eq!(
             reason.unwrap(),
             "confirming down: 1 of 3 consecutive failing results"
         );
-        let three = statuses(&["down", "down", "down", "up"]);
-        input.recent = &three;
+        input.verdict = state_after(&["up", "down", "down", "down"], 3, 1);
         assert_eq!(derive(&input), (MonitorStatus::Down, None));
-        let fresh = statuses(&["down"]);
-        input.recent = &fresh;
+        input.verdict = state_after(&["down"], 3, 1);
         assert_eq!(
             derive(&input).0,
             MonitorStatus::Pending,
             "no earlier verdict to keep"
         );
         input.confirm_down = 1;
+        input.verdict = state_after(&["down"], 1, 1);
         assert_eq!(derive(&input).0, MonitorStatus::Down);
     }
 
     #[test]
     fn up_needs_confirmation_after_a_down() {
-        let recovering = statuses(&["up", "down", "down"]);
-        let mut input = base(&recovering);
+        let mut input = base(&[]);
         input.confirm_up = 2;
+        input.verdict = state_after(&["down", "down", "up"], 1, 2);
         let (status, reason) = derive(&input);
         assert_eq!(status, MonitorStatus::Down);
         assert_eq!(
             reason.unwrap(),
             "confirming up: 1 of 2 consecutive passing results"
         );
-        let recovered = statuses(&["up", "up", "down"]);
-        input.recent = &recovered;
+        input.verdict = state_after(&["down", "up", "up"], 1, 2);
         assert_eq!(derive(&input), (MonitorStatus::Up, None));
-        let first = statuses(&["up"]);
-        input.recent = &first;
+        input.verdict = state_after(&["up"], 1, 2);
         assert_eq!(derive(&input).0, MonitorStatus::Up, "nothing to resolve");
+    }
+
+    /// The case: three failures confirm `down`; then up, up, down, up, up, down… never
+    /// has three passing results in a row, so it is still down, however long it goes on (a
+    /// window of the last `confirm_down + confirm_up + 1` results once forgot that).
+    #[test]
+    fn a_flapping_target_stays_down_until_three_passes_in_a_row() {
+        let mut results = vec!["down", "down", "down"];
+        for _ in 0..50 {
+            results.extend(["up", "up", "down"]);
+        }
+        let state = state_after(&results, 3, 3);
+        assert_eq!(state.confirmed, Some(Verdict::Down));
+        results.extend(["up", "up", "up"]);
+        assert_eq!(state_after(&results, 3, 3).confirmed, Some(Verdict::Up));
     }
 
     mod properties {
@@ -282,6 +370,15 @@ mod tests {
         }
 
         proptest! {
+            /// The stored state moved one result at a time shows what the whole history shows,
+            /// status and reason, for any sequence and thresholds.
+            #[test]
+            fn the_moved_state_shows_what_the_whole_history_gives(ups in proptest::collection::vec(any::<bool>(), 1..200), down in 1u32..6, up in 1u32..6) {
+                let results: Vec<&str> = ups.iter().map(|u| if *u { "up" } else { "down" }).collect();
+                let state = state_after(&results, down, up);
+                prop_assert_eq!(shown_verdict(state, down, up), confirmed_verdict(&words(&ups), down, up));
+            }
+
             /// With no confirmation asked, the verdict is the newest result.
             #[test]
             fn without_thresholds_the_newest_result_decides(ups in history()) {

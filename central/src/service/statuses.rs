@@ -11,7 +11,7 @@ use shared_proto::settings_api::{
 };
 use shared_proto::CheckKind;
 
-use super::status::{self, needs_history, verdict_window, StatusInputs};
+use super::status::{self, StatusInputs, Verdict, VerdictState};
 use super::{now_ms, quorum, stored_id, time_of, App};
 use crate::error::ApiResult;
 use crate::metrics::{MonitorSample, PollerSample};
@@ -31,9 +31,14 @@ struct Known {
 
 /// A monitor's confirmation thresholds (`settings.confirm_down`, `settings.confirm_up`).
 fn thresholds(monitor: &MonitorRow) -> (u32, u32) {
+    thresholds_of(&monitor.kind, &monitor.settings)
+}
+
+/// The confirmation thresholds in a stored kind and settings; `(1, 1)` when unreadable.
+pub(super) fn thresholds_of(kind: &str, settings: &str) -> (u32, u32) {
     let settings: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_str(&monitor.settings).unwrap_or_default();
-    CheckKind::parse(&monitor.kind)
+        serde_json::from_str(settings).unwrap_or_default();
+    CheckKind::parse(kind)
         .and_then(|kind| MonitorSettings::parse(kind, &settings).ok())
         .map_or((1, 1), |s| (s.common.confirm_down, s.common.confirm_up))
 }
@@ -155,7 +160,6 @@ impl App {
             let (status, reason) = self
                 .derive_slot(
                     monitor,
-                    None,
                     assigned,
                     monitor.assigned_at,
                     monitor.placement_reason.as_deref(),
@@ -208,7 +212,6 @@ impl App {
         let (status, reason) = self
             .derive_slot(
                 monitor,
-                Some(region),
                 assigned,
                 location.and_then(|l| l.assigned_at),
                 location.and_then(|l| l.placement_reason.as_deref()),
@@ -242,7 +245,6 @@ impl App {
     async fn derive_slot(
         &self,
         monitor: &MonitorRow,
-        region: Option<&str>,
         assigned: Option<&str>,
         assigned_at: Option<i64>,
         placement_reason: Option<&str>,
@@ -250,18 +252,11 @@ impl App {
         known: &Known,
     ) -> ApiResult<(MonitorStatus, Option<String>)> {
         let (confirm_down, confirm_up) = thresholds(monitor);
-        let recent = match latest {
-            Some(l) if needs_history(&l.status, confirm_down, confirm_up) => {
-                self.store
-                    .recent_verdicts(
-                        &monitor.id,
-                        region,
-                        verdict_window(confirm_down, confirm_up),
-                    )
-                    .await?
-            }
-            _ => Vec::new(),
-        };
+        let verdict = latest.map_or(VerdictState::default(), |l| VerdictState {
+            confirmed: l.confirmed.as_deref().and_then(Verdict::parse),
+            run: Verdict::parse(&l.status)
+                .map(|v| (v, l.run_length.clamp(1, i64::from(u32::MAX)) as u32)),
+        });
         let offline = assigned
             .and_then(|id| known.pollers.get(id))
             .filter(|p| self.poller_status(p, known.now) == PollerStatus::Offline);
@@ -274,7 +269,7 @@ impl App {
             assigned_at,
             changed_at: Some(monitor.updated_at),
             latest: latest.map(|l| (l.status.as_str(), l.last_result_at, l.next_due_at)),
-            recent: &recent,
+            verdict,
             confirm_down,
             confirm_up,
         }))

@@ -38,12 +38,14 @@ pub struct LocationStatusRow {
     pub status: StatusRow,
 }
 
-const STATUS_COLUMNS: &str =
-    "monitor_id, status, poller_id, last_result_at, latency_ms, message, next_due_at";
+const STATUS_COLUMNS: &str = "monitor_id, status, confirmed, run_length, poller_id, \
+    last_result_at, latency_ms, message, next_due_at";
 
 fn status_row(row: &AnyRow) -> sqlx::Result<StatusRow> {
     Ok(StatusRow {
         status: row.try_get("status")?,
+        confirmed: row.try_get("confirmed")?,
+        run_length: row.try_get("run_length")?,
         poller_id: row.try_get("poller_id")?,
         last_result_at: row.try_get("last_result_at")?,
         latency_ms: row.try_get("latency_ms")?,

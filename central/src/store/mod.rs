@@ -22,7 +22,7 @@ pub use locations::{LocationRow, LocationStatusRow};
 pub use monitors::{AssignmentChange, MonitorRow, OwnershipRow, StatusRow};
 pub use notifications::{AlertStateRow, AlertUpdate, Attempt, ChannelRow, OutboxRow};
 pub use pollers::{HeartbeatUpdate, PollerRow};
-pub use results::{ExpiringResult, NewResult, ResultRow};
+pub use results::{ExpiringResult, NewResult, ResultRow, StoredVerdict, VerdictRule};
 pub use rollups::{Resolution, RollupRow, RollupSums, LATENCY_BOUNDS_MS};
 pub use sessions::SessionRow;
 pub use tokens::{RefreshTokenRow, RegistrationTokenRow};
@@ -146,6 +146,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "alertmanager api",
         include_str!("../../../migrations/sqlite/20261126000019_alertmanager_api.sql"),
     ),
+    (
+        20261127000020,
+        "verdict state",
+        include_str!("../../../migrations/sqlite/20261127000020_verdict_state.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -243,6 +248,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261126000019,
         "alertmanager api",
         include_str!("../../../migrations/postgres/20261126000019_alertmanager_api.sql"),
+    ),
+    (
+        20261127000020,
+        "verdict state",
+        include_str!("../../../migrations/postgres/20261127000020_verdict_state.sql"),
     ),
 ];
 
@@ -530,7 +540,24 @@ mod cursor_tests {
 
 #[cfg(test)]
 pub(crate) mod testing {
-    use super::Store;
+    use super::{Store, StoredVerdict, VerdictRule};
+
+    /// Confirms every verdict at once (thresholds of 1), for store tests.
+    pub struct NewestDecides;
+
+    impl VerdictRule for NewestDecides {
+        fn advance(&self, _: &str, state: StoredVerdict, result: &str) -> StoredVerdict {
+            let run = match state.status.as_deref() {
+                Some(status) if status == result => state.run_length + 1,
+                _ => 1,
+            };
+            StoredVerdict {
+                confirmed: Some(result.to_string()),
+                status: Some(result.to_string()),
+                run_length: run,
+            }
+        }
+    }
 
     /// A store on a fresh SQLite file that lives as long as the returned directory.
     pub async fn sqlite_store() -> (Store, tempfile::TempDir) {

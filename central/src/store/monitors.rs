@@ -106,12 +106,20 @@ pub struct OwnershipRow {
     pub assigned_poller_id: Option<String>,
     pub previous_poller_id: Option<String>,
     pub assigned_at: Option<i64>,
+    /// The monitor's kind and settings (its confirmation thresholds).
+    pub kind: String,
+    pub settings: String,
 }
 
 /// The newest result of a monitor.
 #[derive(Debug, Clone)]
 pub struct StatusRow {
+    /// The newest verdict (`up`/`down`), or `rate_limited` while there is none.
     pub status: String,
+    /// The confirmed verdict (`up`/`down`), `None` while none is confirmed.
+    pub confirmed: Option<String>,
+    /// How many results equal to `status` end the sequence of verdicts.
+    pub run_length: i64,
     pub poller_id: String,
     pub last_result_at: i64,
     pub latency_ms: Option<i64>,
@@ -537,11 +545,12 @@ impl Store {
         }
         let ids = placeholders(1, monitor_ids.len());
         let sql = format!(
-            "SELECT id, NULL AS region, assigned_poller_id, previous_poller_id, assigned_at \
-             FROM monitors WHERE id IN ({ids}) AND poller_mode <> 'multi' \
+            "SELECT id, NULL AS region, assigned_poller_id, previous_poller_id, assigned_at, \
+             kind, settings FROM monitors WHERE id IN ({ids}) AND poller_mode <> 'multi' \
              UNION ALL \
              SELECT l.monitor_id, l.region, l.assigned_poller_id, l.previous_poller_id, \
-             l.assigned_at FROM monitor_locations l JOIN monitors m ON m.id = l.monitor_id \
+             l.assigned_at, m.kind, m.settings FROM monitor_locations l \
+             JOIN monitors m ON m.id = l.monitor_id \
              WHERE l.monitor_id IN ({ids}) AND m.poller_mode = 'multi'"
         );
         let mut query = sqlx::query(&sql);
@@ -557,6 +566,8 @@ impl Store {
                     assigned_poller_id: row.try_get("assigned_poller_id")?,
                     previous_poller_id: row.try_get("previous_poller_id")?,
                     assigned_at: row.try_get("assigned_at")?,
+                    kind: row.try_get("kind")?,
+                    settings: row.try_get("settings")?,
                 })
             })
             .collect()
@@ -564,8 +575,8 @@ impl Store {
 
     pub async fn monitor_status(&self, monitor_id: &str) -> anyhow::Result<Option<StatusRow>> {
         let row = sqlx::query(
-            "SELECT status, poller_id, last_result_at, latency_ms, message, next_due_at FROM monitor_status \
-             WHERE monitor_id = $1",
+            "SELECT status, confirmed, run_length, poller_id, last_result_at, latency_ms, message, \
+             next_due_at FROM monitor_status WHERE monitor_id = $1",
         )
         .bind(monitor_id)
         .fetch_optional(&self.pool)
@@ -573,6 +584,8 @@ impl Store {
         row.map(|row| {
             Ok(StatusRow {
                 status: row.try_get("status")?,
+                confirmed: row.try_get("confirmed")?,
+                run_length: row.try_get("run_length")?,
                 poller_id: row.try_get("poller_id")?,
                 last_result_at: row.try_get("last_result_at")?,
                 latency_ms: row.try_get("latency_ms")?,

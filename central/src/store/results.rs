@@ -78,14 +78,20 @@ enum StatusTable {
 fn status_upsert(backend: Backend, table: StatusTable) -> String {
     const TEMPLATE: &str = "\
     INSERT INTO STATUS_TABLE (monitor_id, KEY_COLUMNS status, poller_id, last_result_id, \
-        last_result_at, latency_ms, message, next_due_at, verdict_at, verdict_result_id) \
+        last_result_at, latency_ms, message, next_due_at, verdict_at, verdict_result_id, \
+        confirmed, run_length) \
     SELECT r.value ->> 'monitor_id', KEY_VALUES r.value ->> 'status', $1, r.value ->> 'id', \
         CAST(r.value ->> 'ts' AS BIGINT), CAST(r.value ->> 'latency_ms' AS BIGINT), \
         r.value ->> 'msg', CAST(r.value ->> 'next_due_at' AS BIGINT), \
-        CAST(r.value ->> 'verdict_at' AS BIGINT), r.value ->> 'verdict_result_id' \
+        CAST(r.value ->> 'verdict_at' AS BIGINT), r.value ->> 'verdict_result_id', \
+        r.value ->> 'confirmed', COALESCE(CAST(r.value ->> 'run_length' AS BIGINT), 0) \
     FROM ROWS_SOURCE WHERE true \
     ON CONFLICT (monitor_id KEY_CONFLICT) DO UPDATE SET \
         status = CASE WHEN (VERDICT_IS_NEWER) THEN excluded.status ELSE STATUS_TABLE.status END, \
+        confirmed = CASE WHEN (VERDICT_IS_NEWER) THEN excluded.confirmed \
+            ELSE STATUS_TABLE.confirmed END, \
+        run_length = CASE WHEN (VERDICT_IS_NEWER) THEN excluded.run_length \
+            ELSE STATUS_TABLE.run_length END, \
         verdict_at = CASE WHEN (VERDICT_IS_NEWER) THEN excluded.verdict_at \
             ELSE STATUS_TABLE.verdict_at END, \
         verdict_result_id = CASE WHEN (VERDICT_IS_NEWER) THEN excluded.verdict_result_id \
@@ -156,10 +162,17 @@ struct StatusMove<'a> {
     /// Set when the batch holds an up/down result for this row: the verdict moves with it.
     verdict_at: Option<i64>,
     verdict_result_id: Option<&'a str>,
+    /// The verdict state the batch's newer verdicts moved the row to.
+    confirmed: Option<String>,
+    run_length: Option<i64>,
 }
 
 impl<'a> StatusMove<'a> {
-    fn of(newest: &'a NewResult, decisive: Option<&'a NewResult>) -> Self {
+    fn of(
+        newest: &'a NewResult,
+        decisive: Option<&'a NewResult>,
+        moved: Option<&StoredVerdict>,
+    ) -> Self {
         StatusMove {
             monitor_id: &newest.monitor_id,
             region: newest.region.as_deref(),
@@ -171,15 +184,48 @@ impl<'a> StatusMove<'a> {
             next_due_at: newest.next_due_at,
             verdict_at: decisive.map(|d| d.ts),
             verdict_result_id: decisive.map(|d| d.id.as_str()),
+            confirmed: moved.and_then(|m| m.confirmed.clone()),
+            run_length: moved.map(|m| m.run_length),
         }
     }
+}
+
+/// A monitor's (or a location's) stored verdict state, as `insert_results` hands it to the
+/// rule that moves it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoredVerdict {
+    /// The confirmed verdict (`up`/`down`), `None` while none is.
+    pub confirmed: Option<String>,
+    /// The newest verdict, `None` before the first.
+    pub status: Option<String>,
+    /// How many results equal to `status` end the sequence.
+    pub run_length: i64,
+}
+
+/// Moves a stored verdict state by one up/down result of `monitor_id`; the rule itself is the
+/// service's (`service::status::advance`), the store only keeps the state.
+pub trait VerdictRule: Sync {
+    fn advance(&self, monitor_id: &str, state: StoredVerdict, result: &str) -> StoredVerdict;
+}
+
+/// A status row's key: the monitor, and the location for `location_status`.
+type RowKey = (String, Option<String>);
+
+/// What a status row holds of its verdict: the state and the newest verdict's (time, id).
+struct VerdictRow {
+    state: StoredVerdict,
+    newest: Option<(i64, String)>,
 }
 
 /// The status moves of newly stored results: one row per status row (a monitor, or a
 /// monitor's location), since an upsert may not touch a row twice, carrying both kinds of
 /// news. One statement, rows in key order, so that the row locks of concurrent batches are
 /// always taken in the same order on PostgreSQL and they never deadlock.
-fn status_moves<'a>(results: &[&'a NewResult]) -> Vec<StatusMove<'a>> {
+fn status_moves<'a>(
+    results: &[&'a NewResult],
+    table: StatusTable,
+    moved: &HashMap<RowKey, StoredVerdict>,
+) -> Vec<StatusMove<'a>> {
     type Key<'a> = (&'a str, Option<&'a str>);
     let mut decisive: HashMap<Key<'a>, &'a NewResult> = HashMap::new();
     let mut newest: BTreeMap<Key<'a>, &'a NewResult> = BTreeMap::new();
@@ -199,7 +245,14 @@ fn status_moves<'a>(results: &[&'a NewResult]) -> Vec<StatusMove<'a>> {
     }
     newest
         .into_iter()
-        .map(|(key, result)| StatusMove::of(result, decisive.get(&key).copied()))
+        .map(|(key, result)| {
+            let region = match table {
+                StatusTable::Monitor => None,
+                StatusTable::Location => key.1.map(str::to_string),
+            };
+            let owned = (key.0.to_string(), region);
+            StatusMove::of(result, decisive.get(&key).copied(), moved.get(&owned))
+        })
         .collect()
 }
 
@@ -216,6 +269,7 @@ impl Store {
         poller_id: &str,
         results: &[NewResult],
         received_at: i64,
+        rule: &dyn VerdictRule,
     ) -> anyhow::Result<HashSet<String>> {
         let _guard = self.write_lock().await;
         let mut tx = self.pool.begin().await?;
@@ -256,7 +310,8 @@ impl Store {
             (StatusTable::Monitor, &stored),
             (StatusTable::Location, &located),
         ] {
-            let moves = status_moves(results);
+            let moved = self.move_verdicts(&mut tx, table, results, rule).await?;
+            let moves = status_moves(results, table, &moved);
             if !moves.is_empty() {
                 sqlx::query(&status_upsert(self.backend(), table))
                     .bind(poller_id)
@@ -275,27 +330,90 @@ impl Store {
         Ok(inserted)
     }
 
-    /// The newest up/down statuses of a monitor, or of one of its locations, newest first.
-    pub async fn recent_verdicts(
+    /// The verdict states the batch's up/down results move their rows to: each row's stored
+    /// state (locked on PostgreSQL, in key order, until the transaction ends) moved by the
+    /// batch's verdicts newer than the row's newest, in check-time order. A verdict older than
+    /// the row's newest (a late upload) is kept in history but moves nothing.
+    async fn move_verdicts(
         &self,
-        monitor_id: &str,
-        region: Option<&str>,
-        limit: u32,
-    ) -> anyhow::Result<Vec<String>> {
-        let in_region = match region {
-            Some(_) => "AND region = $3",
-            None => "",
+        tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+        table: StatusTable,
+        results: &[&NewResult],
+        rule: &dyn VerdictRule,
+    ) -> anyhow::Result<HashMap<RowKey, StoredVerdict>> {
+        let mut verdicts: BTreeMap<RowKey, Vec<&NewResult>> = BTreeMap::new();
+        for result in results.iter().filter(|r| r.status != "rate_limited") {
+            let region = match table {
+                StatusTable::Monitor => None,
+                StatusTable::Location => result.region.clone(),
+            };
+            verdicts
+                .entry((result.monitor_id.clone(), region))
+                .or_default()
+                .push(result);
+        }
+        if verdicts.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let ids: Vec<&str> = verdicts.keys().map(|(id, _)| id.as_str()).collect();
+        let (name, region) = match table {
+            StatusTable::Monitor => ("monitor_status", "CAST(NULL AS TEXT)"),
+            StatusTable::Location => ("location_status", "region"),
+        };
+        let (ids_source, lock) = match self.backend() {
+            Backend::Sqlite => ("SELECT value FROM json_each($1)", ""),
+            Backend::Postgres => (
+                "SELECT jsonb_array_elements_text(CAST($1 AS jsonb))",
+                " ORDER BY monitor_id, region FOR UPDATE",
+            ),
         };
         let sql = format!(
-            "SELECT status FROM results WHERE monitor_id = $1 AND status <> 'rate_limited' \
-             {in_region} ORDER BY ts DESC, id DESC LIMIT $2"
+            "SELECT monitor_id, {region} AS region, status, confirmed, run_length, verdict_at, \
+             verdict_result_id FROM {name} WHERE monitor_id IN ({ids_source}){lock}"
         );
-        let mut query = sqlx::query_as(&sql).bind(monitor_id).bind(i64::from(limit));
-        if let Some(region) = region {
-            query = query.bind(region);
+        let rows = sqlx::query(&sql)
+            .bind(serde_json::to_string(&ids)?)
+            .fetch_all(&mut **tx)
+            .await?;
+        let mut stored: HashMap<RowKey, VerdictRow> = HashMap::new();
+        for row in rows {
+            let status: String = row.try_get("status")?;
+            let verdict_at: Option<i64> = row.try_get("verdict_at")?;
+            let verdict_id: Option<String> = row.try_get("verdict_result_id")?;
+            stored.insert(
+                (row.try_get("monitor_id")?, row.try_get("region")?),
+                VerdictRow {
+                    state: StoredVerdict {
+                        confirmed: row.try_get("confirmed")?,
+                        status: (status != "rate_limited").then_some(status),
+                        run_length: row.try_get("run_length")?,
+                    },
+                    newest: verdict_at.zip(verdict_id),
+                },
+            );
         }
-        let rows: Vec<(String,)> = query.fetch_all(&self.pool).await?;
-        Ok(rows.into_iter().map(|(status,)| status).collect())
+        let mut moved = HashMap::with_capacity(verdicts.len());
+        for (key, mut batch) in verdicts {
+            batch.sort_by(|a, b| (a.ts, &a.id).cmp(&(b.ts, &b.id)));
+            let row = stored.remove(&key);
+            let newest = row.as_ref().and_then(|r| r.newest.clone());
+            let mut state = row.map(|r| r.state).unwrap_or_default();
+            let mut changed = false;
+            for result in batch {
+                if newest
+                    .as_ref()
+                    .is_some_and(|(ts, id)| (result.ts, &result.id) <= (*ts, id))
+                {
+                    continue;
+                }
+                state = rule.advance(&key.0, state, &result.status);
+                changed = true;
+            }
+            if changed {
+                moved.insert(key, state);
+            }
+        }
+        Ok(moved)
     }
 
     /// The first monitor id after `after` that has results (a skip scan over the index, so
@@ -436,7 +554,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::testing::sqlite_store;
+    use crate::store::testing::{sqlite_store, NewestDecides};
 
     fn result(id: &str, ts: i64, status: &str) -> NewResult {
         NewResult {
@@ -456,9 +574,15 @@ mod tests {
     async fn duplicates_are_stored_once_and_status_never_goes_backwards() {
         let (store, _dir) = sqlite_store().await;
         let batch = vec![result("a", 1_000, "up"), result("b", 2_000, "down")];
-        let first = store.insert_results("p1", &batch, 5).await.unwrap();
+        let first = store
+            .insert_results("p1", &batch, 5, &NewestDecides)
+            .await
+            .unwrap();
         assert_eq!(first.len(), 2);
-        let again = store.insert_results("p1", &batch, 6).await.unwrap();
+        let again = store
+            .insert_results("p1", &batch, 6, &NewestDecides)
+            .await
+            .unwrap();
         assert!(again.is_empty(), "a re-upload stores nothing");
         assert_eq!(
             store.monitor_status("m1").await.unwrap().unwrap().status,
@@ -467,7 +591,7 @@ mod tests {
 
         // A late, older result is kept in history but does not change the status.
         let late = store
-            .insert_results("p1", &[result("c", 1_500, "up")], 7)
+            .insert_results("p1", &[result("c", 1_500, "up")], 7, &NewestDecides)
             .await
             .unwrap();
         assert_eq!(late.len(), 1);
@@ -480,7 +604,10 @@ mod tests {
         // Rate limiting says nothing about up or down.
         let mut limited = result("d", 3_000, "rate_limited");
         limited.msg = "rate limited (429)".into();
-        store.insert_results("p1", &[limited], 8).await.unwrap();
+        store
+            .insert_results("p1", &[limited], 8, &NewestDecides)
+            .await
+            .unwrap();
         let status = store.monitor_status("m1").await.unwrap().unwrap();
         assert_eq!(
             (status.status.as_str(), status.message.as_str()),
@@ -493,7 +620,7 @@ mod tests {
         let mut newer_limited = result("f", 2_600, "rate_limited");
         newer_limited.monitor_id = "m2".into();
         store
-            .insert_results("p1", &[newer_limited, older_down], 9)
+            .insert_results("p1", &[newer_limited, older_down], 9, &NewestDecides)
             .await
             .unwrap();
         let m2 = store.monitor_status("m2").await.unwrap().unwrap();
@@ -512,7 +639,10 @@ mod tests {
             m3("i", 3_000, "down"),
         );
         for batch in [limited, late_up, stale_down] {
-            store.insert_results("p1", &[batch], 10).await.unwrap();
+            store
+                .insert_results("p1", &[batch], 10, &NewestDecides)
+                .await
+                .unwrap();
         }
         let m3 = store.monitor_status("m3").await.unwrap().unwrap();
         assert_eq!(

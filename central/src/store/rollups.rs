@@ -332,7 +332,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::testing::sqlite_store;
+    use crate::store::testing::{sqlite_store, NewestDecides};
 
     fn result(id: &str, ts: i64, status: &str, latency: i64, region: Option<&str>) -> NewResult {
         NewResult {
@@ -373,8 +373,14 @@ mod tests {
             result("b", hour + 61_000, "down", 900, Some("us")),
             result("c", 2 * hour + 5, "up", 60, Some("eu")),
         ];
-        store.insert_results("p1", &batch, 1).await.unwrap();
-        store.insert_results("p1", &batch, 2).await.unwrap();
+        store
+            .insert_results("p1", &batch, 1, &NewestDecides)
+            .await
+            .unwrap();
+        store
+            .insert_results("p1", &batch, 2, &NewestDecides)
+            .await
+            .unwrap();
         let ids = vec!["m1".to_string()];
         let whole = store
             .rollup_sums(&ids, "", Resolution::Hour, 0, 3 * hour)
@@ -405,7 +411,12 @@ mod tests {
 
         // A late result lands in its own (old) bucket and moves min and max.
         store
-            .insert_results("p1", &[result("d", hour + 2_000, "up", 7, None)], 3)
+            .insert_results(
+                "p1",
+                &[result("d", hour + 2_000, "up", 7, None)],
+                3,
+                &NewestDecides,
+            )
             .await
             .unwrap();
         let first = &store
