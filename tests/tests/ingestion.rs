@@ -23,8 +23,11 @@ async fn the_same_batch_uploaded_twice_is_stored_once() -> anyhow::Result<()> {
         (base + chrono::Duration::seconds(s)).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
     };
     let (t1, t2, t3, t4) = (at(1), at(2), at(3), at(4));
+    let first_result = result(&t1, "up", &monitor);
     let batch = json!({"batch_id": Uuid::new_v4(), "results": [
-        result(&t1, "up", &monitor),
+        first_result,
+        // The same result twice in one upload is stored once too.
+        first_result,
         result(&t3, "down", &monitor),
         result(&t2, "up", &monitor),
         result(&t4, "up", &stranger.to_string()),
@@ -47,7 +50,7 @@ async fn the_same_batch_uploaded_twice_is_stored_once() -> anyhow::Result<()> {
     };
     let first = upload().await?;
     assert_eq!(first["accepted"], 3, "{first}");
-    assert_eq!(first["duplicates"], 0, "{first}");
+    assert_eq!(first["duplicates"], 1, "{first}");
     let rejected = first["rejected"].as_array().unwrap();
     assert_eq!(rejected.len(), 3, "{first}");
     assert!(
@@ -72,7 +75,7 @@ async fn the_same_batch_uploaded_twice_is_stored_once() -> anyhow::Result<()> {
 
     let second = upload().await?;
     assert_eq!(second["accepted"], 0, "{second}");
-    assert_eq!(second["duplicates"], 3, "{second}");
+    assert_eq!(second["duplicates"], 4, "{second}");
 
     let (_, stored) = central
         .admin(
@@ -302,7 +305,14 @@ async fn down_needs_confirmation_and_a_new_monitor_is_not_stale_at_once() -> any
     let old = json!({"batch_id": Uuid::new_v4(), "results": [{"id": Uuid::new_v4(), "monitor_id": quiet, "ts": ago(300), "status": "up"}]});
     upload(&central, &http, &poller, &old).await?;
     let fresh = central.status(&quiet).await?;
-    assert_eq!(fresh["status"], "up", "{fresh}");
+    assert_eq!(fresh["status"], "pending", "{fresh}");
+    assert!(
+        fresh["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("waiting for its first result since it was handed to its poller"),
+        "{fresh}"
+    );
     Ok(())
 }
 

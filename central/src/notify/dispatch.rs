@@ -55,9 +55,10 @@ pub async fn run(app: Arc<App>, leadership: Leadership, notifier: Notifier) {
     // Dropped with this loop (its end, or a panic the supervisor restarts it after): no worker
     // outlives the dispatcher that started it.
     let mut workers: HashMap<String, AbortOnDrop> = HashMap::new();
-    // When each Alertmanager channel's open problems were last sent again by this replica; a
-    // replica that takes the lease sends them at once.
-    let mut resent: HashMap<String, Instant> = HashMap::new();
+    // When each Alertmanager channel's open problems were last sent again by this replica
+    // (stamped by the worker when the re-send went through, so a skipped or failed one is
+    // tried again next round); a replica that takes the lease sends them at once.
+    let resent: Resent = Arc::default();
     let mut rounds: u64 = 0;
     loop {
         ticker.tick().await;
@@ -89,24 +90,21 @@ pub async fn run(app: Arc<App>, leadership: Leadership, notifier: Notifier) {
                 continue;
             }
         };
-        resent.retain(|id, _| channels.iter().any(|c| &c.id == id));
+        lock(&resent).retain(|id, _| channels.iter().any(|c| &c.id == id));
         for channel in channels {
             if workers.contains_key(&channel.id) {
                 continue;
             }
             let resend = channel.kind == ChannelKind::Alertmanager.as_str()
-                && resent
+                && lock(&resent)
                     .get(&channel.id)
                     .is_none_or(|at| at.elapsed() >= notifier.resend_interval());
-            if resend {
-                resent.insert(channel.id.clone(), Instant::now());
-            }
             let worker = Worker {
                 app: app.clone(),
                 leadership: leadership.clone(),
                 notifier: notifier.clone(),
                 channel_id: channel.id.clone(),
-                resend,
+                resend: resend.then(|| resent.clone()),
             };
             workers.insert(channel.id, AbortOnDrop(tokio::spawn(worker.drain())));
         }
@@ -127,8 +125,16 @@ struct Worker {
     leadership: Leadership,
     notifier: Notifier,
     channel_id: String,
-    /// Whether to send the channel's open problems again once its queue is empty.
-    resend: bool,
+    /// Set when the channel's open problems are due to be sent again once its queue is
+    /// empty: where to stamp that they were.
+    resend: Option<Resent>,
+}
+
+/// When each Alertmanager channel's open problems were last sent again.
+type Resent = Arc<std::sync::Mutex<HashMap<String, Instant>>>;
+
+fn lock(resent: &Resent) -> std::sync::MutexGuard<'_, HashMap<String, Instant>> {
+    resent.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Worker {
@@ -136,12 +142,15 @@ impl Worker {
         match self.deliver_due().await {
             // Only behind everything queued: a re-send never overtakes a newer message, and
             // one decided after the re-send read its problems is queued, and sent, after it.
-            Ok(true) if self.resend => {
-                if let Err(e) = self.resend_open_problems().await {
-                    tracing::warn!(channel_id = %self.channel_id,
-                        "sending open problems to Alertmanager again failed: {e:#}");
+            Ok(true) if self.resend.is_some() => match self.resend_open_problems().await {
+                Ok(()) => {
+                    if let Some(resent) = &self.resend {
+                        lock(resent).insert(self.channel_id.clone(), Instant::now());
+                    }
                 }
-            }
+                Err(e) => tracing::warn!(channel_id = %self.channel_id,
+                    "sending open problems to Alertmanager again failed: {e:#}"),
+            },
             Ok(_) => {}
             Err(e) => {
                 tracing::warn!(channel_id = %self.channel_id, "delivering notifications failed: {e:#}")
@@ -272,9 +281,16 @@ impl Worker {
                     Attempt::GiveUp { error: &error }
                 } else {
                     let jitter = rand::thread_rng().gen_range(-0.2..=0.2);
+                    let mut delay = retry_delay_ms(attempts, jitter);
+                    if channel.kind == ChannelKind::Alertmanager.as_str() {
+                        // Its open problems are sent again only behind an empty queue: a retry
+                        // never waits longer than that, or firing alerts would end meanwhile.
+                        let resend = self.notifier.resend_interval().as_millis() as i64;
+                        delay = delay.min(resend);
+                    }
                     Attempt::Retry {
                         error: &error,
-                        at: now + retry_delay_ms(attempts, jitter),
+                        at: now + delay,
                     }
                 };
                 store.record_attempt(&row.id, attempt, now).await?;

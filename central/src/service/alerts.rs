@@ -16,6 +16,10 @@ use super::{now_ms, stored_id, time_of, App};
 use crate::error::ApiResult;
 use crate::store::{AlertStateRow, AlertUpdate, ChannelRow, MonitorRow, OutboxRow};
 
+/// The longest a monitor's stale is held for placement to move it off an offline poller:
+/// several liveness rounds (at most 5 s each) and a placement pass.
+const FAILOVER_HOLD_MS: i64 = 30_000;
+
 /// This many status changes within the flap window make a monitor flapping: its notifications
 /// are held until it has changed fewer times within the window.
 pub const FLAP_CHANGES: usize = 5;
@@ -301,7 +305,10 @@ impl App {
                 .is_some_and(|p| {
                     let offline_since = p.last_heartbeat_at.unwrap_or(0).max(self.watching_since())
                         + self.offline_after.as_millis() as i64;
-                    poller_offline && offline_since >= self.placement_checked_at()
+                    poller_offline
+                        && offline_since >= self.placement_checked_at()
+                        // Never longer than placement needs at worst, even if it keeps failing.
+                        && now < offline_since.saturating_add(FAILOVER_HOLD_MS)
                 });
             if current == "stale" && ((catching_up && !poller_offline) || failover_pending) {
                 if let Some(previous) = &previous {

@@ -122,7 +122,15 @@ impl App {
             owners.entry(owner.id.clone()).or_default().push(owner);
         }
         let mut accepted = Vec::with_capacity(candidates.len());
+        // The same id twice in one upload is one result (the second a duplicate), as it is
+        // across uploads.
+        let mut seen = std::collections::HashSet::with_capacity(candidates.len());
+        let mut repeated = 0u64;
         for result in candidates {
+            if !seen.insert(result.id) {
+                repeated += 1;
+                continue;
+            }
             let monitor_id = result.monitor_id.to_string();
             let Some(slots) = owners.get(&monitor_id) else {
                 ack.rejected.push(RejectedResult {
@@ -157,7 +165,7 @@ impl App {
                 .await?
         };
         ack.accepted = stored.len() as u64;
-        ack.duplicates = (accepted.len() - stored.len()) as u64;
+        ack.duplicates = (accepted.len() - stored.len()) as u64 + repeated;
         self.metrics.results_accepted.inc_by(ack.accepted);
         self.metrics.results_duplicate.inc_by(ack.duplicates);
         self.metrics

@@ -149,11 +149,12 @@ pub fn derive(input: &StatusInputs<'_>) -> (MonitorStatus, Option<String>) {
         .assigned_at
         .max(input.changed_at)
         .map(|at| at.saturating_add(input.interval_ms));
-    let expected_by = match input.latest {
-        // The agent says when it checks next (later while backing off or paused): trust it.
-        Some((_, at, next_due)) => (at + input.interval_ms)
-            .max(next_due.unwrap_or(0))
-            .max(handed_over.unwrap_or(0)),
+    // The agent says when it checks next (later while backing off or paused): trust it.
+    let by_results = input
+        .latest
+        .map(|(_, at, next_due)| (at + input.interval_ms).max(next_due.unwrap_or(0)));
+    let expected_by = match by_results {
+        Some(by) => by.max(handed_over.unwrap_or(0)),
         None => handed_over.unwrap_or(i64::MAX - grace(input.interval_ms)),
     };
     if input.now > expected_by.saturating_add(grace(input.interval_ms)) {
@@ -167,6 +168,20 @@ pub fn derive(input: &StatusInputs<'_>) -> (MonitorStatus, Option<String>) {
                 time_of(expected_by).to_rfc3339()
             )),
         );
+    }
+    // Overdue by its own results, waiting only because it was just handed over: what it showed
+    // before is no longer known, and a silent monitor edited meanwhile does not "recover".
+    if let (Some(by), Some(handed)) = (by_results, handed_over) {
+        if input.now > by.saturating_add(grace(input.interval_ms)) {
+            return (
+                MonitorStatus::Pending,
+                Some(format!(
+                    "waiting for its first result since it was handed to its poller; one is \
+                     expected by {}",
+                    time_of(handed).to_rfc3339()
+                )),
+            );
+        }
     }
     match input.latest.map(|(status, _, _)| status) {
         None => (MonitorStatus::Pending, Some("no result yet".into())),
@@ -285,13 +300,18 @@ mod tests {
         // Its last result is long overdue: stale, as long as nothing changed since.
         input.latest = Some(("up", NOW - 600_000, None));
         assert_eq!(derive(&input).0, MonitorStatus::Stale);
-        // Resumed (or edited) 10 s ago: its poller has the interval and the grace to report.
+        // Resumed (or edited) 10 s ago: its poller has the interval and the grace to report,
+        // and meanwhile its old verdict is not shown as if it were current.
         input.changed_at = Some(NOW - 10_000);
-        assert_eq!(derive(&input).0, MonitorStatus::Up);
+        assert_eq!(derive(&input).0, MonitorStatus::Pending);
         // Moved to another poller 10 s ago (failover): the same.
         input.changed_at = None;
         input.assigned_at = Some(NOW - 10_000);
+        assert_eq!(derive(&input).0, MonitorStatus::Pending);
+        // A move while its results were on time keeps its verdict.
+        input.latest = Some(("up", NOW - 20_000, None));
         assert_eq!(derive(&input).0, MonitorStatus::Up);
+        input.latest = Some(("up", NOW - 600_000, None));
         // Past the interval and the grace after the move, silence is stale again.
         input.assigned_at = Some(NOW - 30_000 - 60_000 - 1);
         assert_eq!(derive(&input).0, MonitorStatus::Stale);
