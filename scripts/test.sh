@@ -15,7 +15,7 @@ quick=false
 as_root() { if [[ $(id -u) == 0 ]]; then "$@"; else sudo "$@"; fi; }
 
 # Debian's packages: PostgreSQL (servers started by the tests themselves, as the postgres user,
-# in temp dirs; no system service), HAProxy and nginx (started by the tests with a config they
+# in temp dirs; no system service), HAProxy (started by the tests with a config they
 # write), docker-compose (to validate the deploy files; no Docker engine runs here), Chromium with
 # its WebDriver (the web page's tests drive a headless browser), Alertmanager (the Alertmanager
 # channel is tested against the real one) and python3-venv for the fuzzer.

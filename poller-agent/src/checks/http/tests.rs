@@ -243,9 +243,15 @@ async fn refused_and_unresolvable_targets_say_so() {
     assert_eq!(nowhere.msg, "dns: name does not resolve");
 }
 
-/// A raw server for bodies axum would not send: a `200` whose body comes `byte_every` apart
-/// (`length` bytes announced), or in one piece after `delay`.
-async fn serve_body(length: usize, byte_every: Duration, delay: Duration) -> String {
+/// A raw server for bodies axum would not send: a `200` announcing `announced` bytes whose
+/// body comes one byte every `byte_every`, or `length` bytes in one piece after `delay`; then
+/// the connection stays open for a while.
+async fn serve_body(
+    announced: usize,
+    length: usize,
+    byte_every: Duration,
+    delay: Duration,
+) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -254,7 +260,7 @@ async fn serve_body(length: usize, byte_every: Duration, delay: Duration) -> Str
             tokio::spawn(async move {
                 let mut request = [0u8; 4096];
                 let _ = stream.read(&mut request).await;
-                let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {length}\r\n\r\n");
+                let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {announced}\r\n\r\n");
                 stream.write_all(head.as_bytes()).await?;
                 tokio::time::sleep(delay).await;
                 if byte_every.is_zero() {
@@ -265,6 +271,7 @@ async fn serve_body(length: usize, byte_every: Duration, delay: Duration) -> Str
                         tokio::time::sleep(byte_every).await;
                     }
                 }
+                tokio::time::sleep(Duration::from_secs(30)).await;
                 std::io::Result::Ok(())
             });
         }
@@ -275,7 +282,7 @@ async fn serve_body(length: usize, byte_every: Duration, delay: Duration) -> Str
 
 #[tokio::test]
 async fn a_body_that_trickles_past_the_timeout_is_down_without_any_assertion() {
-    let url = serve_body(100, Duration::from_millis(100), Duration::ZERO).await;
+    let url = serve_body(100, 100, Duration::from_millis(100), Duration::ZERO).await;
     let clients = HttpClients::new("poller-agent/test (probe)").unwrap();
     let outcome = clients
         .check(
@@ -299,7 +306,7 @@ async fn a_body_that_trickles_past_the_timeout_is_down_without_any_assertion() {
 
 #[tokio::test]
 async fn latency_is_the_whole_exchange_and_the_phases_add_up_to_it() {
-    let url = serve_body(2000, Duration::ZERO, Duration::from_millis(300)).await;
+    let url = serve_body(2000, 2000, Duration::ZERO, Duration::from_millis(300)).await;
     let clients = HttpClients::new("poller-agent/test (probe)").unwrap();
     let outcome = clients
         .check(&url, &HttpSettings::default(), TIMEOUT, None)
@@ -335,31 +342,11 @@ async fn latency_is_the_whole_exchange_and_the_phases_add_up_to_it() {
 
 #[tokio::test]
 async fn a_body_that_fills_the_cap_and_stalls_is_judged_at_the_cap_not_at_the_deadline() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let mut request = [0u8; 4096];
-                let _ = stream.read(&mut request).await;
-                let announced = 2 * MAX_BODY_BYTES;
-                let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {announced}\r\n\r\n");
-                stream.write_all(head.as_bytes()).await?;
-                stream.write_all(&vec![b'.'; MAX_BODY_BYTES]).await?;
-                tokio::time::sleep(Duration::from_secs(30)).await;
-                std::io::Result::Ok(())
-            });
-        }
-    });
+    let announced = 2 * MAX_BODY_BYTES;
+    let url = serve_body(announced, MAX_BODY_BYTES, Duration::ZERO, Duration::ZERO).await;
     let clients = HttpClients::new("poller-agent/test (probe)").unwrap();
     let outcome = clients
-        .check(
-            &format!("http://{addr}/"),
-            &HttpSettings::default(),
-            Duration::from_secs(5),
-            None,
-        )
+        .check(&url, &HttpSettings::default(), Duration::from_secs(5), None)
         .await;
     assert_eq!(outcome.status, ResultStatus::Up, "{outcome:?}");
     assert_eq!(outcome.meta["body_truncated_at"], MAX_BODY_BYTES);
