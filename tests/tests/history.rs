@@ -18,7 +18,10 @@ async fn uptime_and_history_come_from_rollups_that_outlive_pruned_results() -> a
     let http = reqwest::Client::new();
     let access = central.register_poller("fake-agent").await?.access;
     let monitor = central
-        .create_monitor(json!({"name": "m", "kind": "http", "target": "http://127.0.0.1:9/"}))
+        .create_monitor(
+            json!({"name": "m", "kind": "http", "target": "http://127.0.0.1:9/",
+            "interval_ms": 60_000}),
+        )
         .await?;
 
     // Three days ago, a minute apart: up ×5, down ×3, up ×4 (latency 100 ms when up).
@@ -58,10 +61,25 @@ async fn uptime_and_history_come_from_rollups_that_outlive_pruned_results() -> a
             .error_for_status()?;
     }
 
+    // Uptime is time: each result stands for the minute until the next, at most two (the
+    // interval and a minute's grace); the newest, down, for its whole two minutes by now.
     let before = uptime(&central, &monitor).await?;
     assert_eq!(before["24h"]["checks"], 11, "{before}");
+    assert_eq!(
+        (&before["24h"]["up_ms"], &before["24h"]["down_ms"]),
+        (&json!(600_000), &json!(120_000)),
+        "{before}"
+    );
+    assert_eq!(
+        before["24h"]["unmeasured_ms"],
+        86_400_000 - 720_000,
+        "the window is exactly a day"
+    );
     let day_uptime = before["24h"]["uptime"].as_f64().unwrap();
-    assert!((day_uptime - 100.0 * 10.0 / 11.0).abs() < 1e-9, "{before}");
+    assert!(
+        (day_uptime - 100.0 * 600.0 / 720.0).abs() < 1e-9,
+        "{before}"
+    );
     assert_eq!(
         before["24h"]["latency_ms_mean"], 55.0,
         "the down's 5 s is not latency"
@@ -71,14 +89,25 @@ async fn uptime_and_history_come_from_rollups_that_outlive_pruned_results() -> a
         (75..=100).contains(&p95),
         "p95 of 10…100 ms in its band: {p95}"
     );
+    // Three days ago: 5 up minutes, 3 down, 3 up, and the last up's cap of two minutes (the
+    // next result is days later: the silence between is unmeasured, not up).
     assert_eq!(before["7d"]["checks"], 23, "{before}");
     assert_eq!(
-        before["7d"]["uptime"].as_f64().unwrap(),
-        100.0 * 19.0 / 23.0
+        (&before["7d"]["up_ms"], &before["7d"]["down_ms"]),
+        (&json!(1_200_000), &json!(300_000)),
+        "{before}"
     );
+    assert_eq!(before["7d"]["uptime"].as_f64().unwrap(), 80.0);
+    for field in ["checks", "up_ms", "down_ms", "uptime", "latency_ms_mean"] {
+        assert_eq!(
+            before["1y"][field], before["7d"][field],
+            "a year of days holds the same {field}"
+        );
+    }
     assert_eq!(
-        before["1y"], before["7d"],
-        "a year of days holds the same checks"
+        before["1y"]["unmeasured_ms"].as_i64().unwrap(),
+        365 * 86_400_000_i64 - 1_500_000,
+        "a year is 365 days"
     );
 
     let history = |resolution: &str, since: DateTime<Utc>| {

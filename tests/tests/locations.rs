@@ -150,6 +150,34 @@ async fn a_quorum_of_locations_decides_down_and_a_lone_failure_is_degraded() -> 
     target.fail_for(&[]);
     wait_for(&central, &monitor, "up", &all_up).await?;
 
+    // Uptime follows the combined status: down only while the quorum saw it down (degraded is
+    // up), each location's own beside it.
+    let (code, uptime) = central
+        .admin(
+            Method::GET,
+            &format!("/api/v1/monitors/{monitor}/uptime"),
+            None,
+        )
+        .await?;
+    assert_eq!(code, 200, "{uptime}");
+    let down_ms = |window: &Value| window["down_ms"].as_u64().unwrap();
+    let location = |region: &str| {
+        uptime["locations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["region"] == region)
+            .unwrap_or_else(|| panic!("{region} in {uptime}"))
+            .clone()
+    };
+    let (whole, eu, us, asia) = (
+        down_ms(&uptime["24h"]),
+        down_ms(&location("eu")["24h"]),
+        down_ms(&location("us")["24h"]),
+        down_ms(&location("ap")["24h"]),
+    );
+    assert!(whole > 0 && eu > whole && us > 0 && asia == 0, "{uptime}");
+
     // Every result names the location it was checked from, and came from that region's agent.
     let results = central.results(&monitor).await?;
     let regions: HashSet<&str> = results

@@ -1,13 +1,18 @@
-//! History reads: uptime over fixed windows and bucketed history, from the rollups only (never
-//! raw results), and the latency percentile estimated from their bands. Pruning is
+//! History reads: uptime over fixed windows and bucketed history, from the rollups and the
+//! status rows only (never raw results), and the latency percentile estimated from their bands. Pruning is
 //! `retention`'s; keeping the rollups current is the store's, at ingest.
 
-use shared_proto::history::{History, HistoryBucket, HistoryResolution, Uptime, UptimeWindow};
+use std::collections::HashMap;
+
+use shared_proto::history::{
+    History, HistoryBucket, HistoryResolution, LocationUptime, Uptime, UptimeWindow, UptimeWindows,
+};
 use uuid::Uuid;
 
+use super::uptime::{self, Span, Timeline};
 use super::{now_ms, time_of, App};
 use crate::error::{ApiError, ApiResult};
-use crate::store::{Resolution, RollupSums, LATENCY_BOUNDS_MS};
+use crate::store::{MonitorRow, Resolution, RollupSums, StatusRow, TimePoint, LATENCY_BOUNDS_MS};
 
 /// The most buckets one history answer holds.
 pub const MAX_HISTORY_BUCKETS: u32 = 5_000;
@@ -52,41 +57,155 @@ pub fn resolution_of(resolution: HistoryResolution) -> Resolution {
 }
 
 impl App {
-    /// Uptime and latency of monitors over the last 24 h, 7, 30 and 365 days: the whole
-    /// monitor's, or one location's (`region`).
+    /// Uptime and latency of monitors over windows that end now (24 h, 7, 30 and 365 days), the
+    /// whole monitor's (`region` `''`) or one location's. Time is the rollups' over the window,
+    /// its oldest bucket counted in proportion to its overlap so that a window is exactly as
+    /// long as its name (off by at most what that one bucket held), plus the span the newest
+    /// result stands for that no later result has closed yet (`service::uptime`). Counts and
+    /// latency are over the buckets the window overlaps. Cost: two indexed sums per window and
+    /// one read of the monitors' status rows.
     pub async fn uptimes(
         &self,
-        monitor_ids: &[String],
+        monitors: &[MonitorRow],
         region: &str,
         windows_ms: &[i64],
-    ) -> ApiResult<Vec<std::collections::HashMap<String, RollupSums>>> {
+    ) -> ApiResult<Vec<HashMap<String, UptimeWindow>>> {
         let now = now_ms();
+        let ids: Vec<String> = monitors.iter().map(|m| m.id.clone()).collect();
+        let open = self.open_spans(monitors, region, now).await?;
         let mut answers = Vec::with_capacity(windows_ms.len());
         for &window in windows_ms {
             let resolution = self.retention.finest_covering(window);
-            let from = resolution.bucket_of(now - window);
-            answers.push(
-                self.store
-                    .rollup_sums(monitor_ids, region, resolution, from, i64::MAX)
-                    .await?,
-            );
+            let (start, width) = (now - window, resolution.width_ms());
+            let edge = resolution.bucket_of(start);
+            let sums = self
+                .store
+                .rollup_sums(&ids, region, resolution, edge, i64::MAX)
+                .await?;
+            let edges = self
+                .store
+                .rollup_sums(&ids, region, resolution, edge, edge + width)
+                .await?;
+            let mut windows = HashMap::with_capacity(ids.len());
+            for id in &ids {
+                let sums = sums.get(id).cloned().unwrap_or_default();
+                let (mut up, mut down) = (sums.up_ms, sums.down_ms);
+                if let Some(edge_sums) = edges.get(id) {
+                    let outside = |ms: i64| {
+                        (i128::from(ms) * i128::from(start - edge) / i128::from(width)) as i64
+                    };
+                    up -= outside(edge_sums.up_ms);
+                    down -= outside(edge_sums.down_ms);
+                }
+                if let Some(spans) = open.get(id) {
+                    let (open_up, open_down) = uptime::total(spans, start, now);
+                    up += open_up;
+                    down += open_down;
+                }
+                windows.insert(id.clone(), uptime_window(&sums, (up, down), window));
+            }
+            answers.push(windows);
         }
         Ok(answers)
     }
 
+    /// The spans each monitor's (or location's) newest results stand for from the newest
+    /// result on, to now: not in any bucket until a later result closes them.
+    async fn open_spans(
+        &self,
+        monitors: &[MonitorRow],
+        region: &str,
+        now: i64,
+    ) -> ApiResult<HashMap<String, Vec<Span>>> {
+        let ids: Vec<String> = monitors.iter().map(|m| m.id.clone()).collect();
+        let newest = self.store.monitor_statuses(Some(&ids)).await?;
+        let mut located: HashMap<String, Vec<(String, StatusRow)>> = HashMap::new();
+        if !region.is_empty() || monitors.iter().any(|m| m.poller_mode == "multi") {
+            for row in self.store.location_statuses(Some(&ids)).await? {
+                located
+                    .entry(row.monitor_id)
+                    .or_default()
+                    .push((row.region, row.status));
+            }
+        }
+        let point = |region: Option<&str>, row: &StatusRow| TimePoint {
+            id: String::new(),
+            region: region.map(str::to_string),
+            ts: row.last_result_at,
+            status: row.newest_status.clone(),
+        };
+        let mut open = HashMap::with_capacity(monitors.len());
+        for monitor in monitors {
+            let timeline = Timeline::of_monitor(monitor);
+            let locations = located
+                .get(&monitor.id)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            let (timeline, points, from) = if !region.is_empty() {
+                let Some((_, row)) = locations.iter().find(|(r, _)| r == region) else {
+                    continue;
+                };
+                (
+                    timeline.location(),
+                    vec![point(None, row)],
+                    row.last_result_at,
+                )
+            } else {
+                let Some(row) = newest.get(&monitor.id) else {
+                    continue;
+                };
+                let points = match timeline.quorum {
+                    Some(_) => locations
+                        .iter()
+                        .map(|(r, row)| point(Some(r), row))
+                        .collect(),
+                    None => vec![point(None, row)],
+                };
+                (timeline, points, row.last_result_at)
+            };
+            let points: Vec<&TimePoint> = points.iter().collect();
+            open.insert(monitor.id.clone(), timeline.spans(&points, from, now));
+        }
+        Ok(open)
+    }
+
+    /// A monitor's uptime over the fixed windows; a multi-location monitor's with each
+    /// location's beside it (unless one location was asked for).
     pub async fn monitor_uptime(&self, id: Uuid, region: Option<&str>) -> ApiResult<Uptime> {
-        self.existing_monitor(id).await?;
-        let ids = [id.to_string()];
-        let sums = self
-            .uptimes(&ids, region.unwrap_or(""), &UPTIME_WINDOWS_MS)
-            .await?;
-        let window =
-            |index: usize| uptime_window(&sums[index].get(&ids[0]).cloned().unwrap_or_default());
+        let Some(monitor) = self.store.monitor(&id.to_string()).await? else {
+            return Err(ApiError::NotFound(format!("no monitor with id {id}")));
+        };
+        let monitors = [monitor];
+        let windows = |mut sums: Vec<HashMap<String, UptimeWindow>>| {
+            let mut take = |index: usize| {
+                sums[index].remove(&monitors[0].id).unwrap_or_else(|| {
+                    uptime_window(&RollupSums::default(), (0, 0), UPTIME_WINDOWS_MS[index])
+                })
+            };
+            UptimeWindows {
+                day: take(0),
+                week: take(1),
+                month: take(2),
+                year: take(3),
+            }
+        };
+        let whole = windows(
+            self.uptimes(&monitors, region.unwrap_or(""), &UPTIME_WINDOWS_MS)
+                .await?,
+        );
+        let mut locations = Vec::new();
+        if region.is_none() && monitors[0].poller_mode == "multi" {
+            for region in monitors[0].regions()? {
+                let each = windows(self.uptimes(&monitors, &region, &UPTIME_WINDOWS_MS).await?);
+                locations.push(LocationUptime {
+                    region,
+                    windows: each,
+                });
+            }
+        }
         Ok(Uptime {
-            day: window(0),
-            week: window(1),
-            month: window(2),
-            year: window(3),
+            windows: whole,
+            locations,
         })
     }
 
@@ -142,11 +261,17 @@ fn count(value: i64) -> u64 {
     u64::try_from(value).unwrap_or(0)
 }
 
-pub fn uptime_window(sums: &RollupSums) -> UptimeWindow {
-    let checks = sums.up + sums.down;
+/// A window's figures from its buckets' counts and its time (up, down ms), clamped to the
+/// window: uptime is over the measured time only.
+pub fn uptime_window(sums: &RollupSums, (up, down): (i64, i64), window_ms: i64) -> UptimeWindow {
+    let (up, down) = (up.clamp(0, window_ms), down.clamp(0, window_ms));
+    let measured = up + down;
     UptimeWindow {
-        uptime: (checks > 0).then(|| 100.0 * sums.up as f64 / checks as f64),
-        checks: count(checks),
+        uptime: (measured > 0).then(|| 100.0 * up as f64 / measured as f64),
+        up_ms: count(up),
+        down_ms: count(down),
+        unmeasured_ms: count(window_ms - measured),
+        checks: count(sums.up + sums.down),
         latency_ms_mean: latency_mean(sums),
         latency_ms_p95: latency_percentile(sums, 0.95).map(count),
     }
@@ -158,6 +283,8 @@ fn history_bucket(start: i64, sums: &RollupSums) -> HistoryBucket {
         up: count(sums.up),
         down: count(sums.down),
         total: count(sums.total),
+        up_ms: count(sums.up_ms),
+        down_ms: count(sums.down_ms),
         latency_ms_mean: latency_mean(sums),
         latency_ms_min: sums.latency_min.map(count),
         latency_ms_max: sums.latency_max.map(count),
@@ -227,15 +354,17 @@ mod tests {
     }
 
     #[test]
-    fn uptime_counts_up_and_down_only() {
+    fn uptime_is_measured_time_and_checks_count_up_and_down_only() {
         let mut sums = sums_of(&[10, 20, 30]);
         sums.down = 1;
         sums.total = 5;
-        let window = uptime_window(&sums);
+        let window = uptime_window(&sums, (600, 200), 1_000);
         assert_eq!(window.checks, 4);
-        assert_eq!(window.uptime, Some(75.0));
+        assert_eq!(window.uptime, Some(75.0), "of the 800 ms measured");
+        assert_eq!(window.unmeasured_ms, 200);
         assert_eq!(window.latency_ms_mean, Some(20.0));
-        assert_eq!(uptime_window(&RollupSums::default()).uptime, None);
+        let none = uptime_window(&RollupSums::default(), (0, 0), 1_000);
+        assert_eq!((none.uptime, none.unmeasured_ms), (None, 1_000));
     }
 
     #[test]

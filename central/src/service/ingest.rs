@@ -1,6 +1,6 @@
 //! Result ingestion: validate each result, check the poller may report it, store it once.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde::de::{IgnoredAny, SeqAccess, Visitor};
 use serde::Deserialize;
@@ -11,11 +11,15 @@ use shared_proto::poller_api::{
 };
 use uuid::Uuid;
 
+use super::quorum;
 use super::status::{self, Verdict, VerdictState};
 use super::statuses::thresholds_of;
+use super::uptime::{pause_of, Timeline};
 use super::{now_ms, App};
 use crate::error::{ApiError, ApiResult};
-use crate::store::{NewResult, OwnershipRow, PollerRow, StoredVerdict, VerdictRule};
+use crate::store::{
+    IngestRules, NewResult, OwnershipRow, PollerRow, StoredVerdict, TimeCredit, TimePoint,
+};
 
 /// After a monitor moves, its previous poller may still deliver what it measured before.
 const REASSIGNMENT_GRACE_MS: i64 = 15 * 60 * 1000;
@@ -148,20 +152,17 @@ impl App {
             }
         }
 
-        let rule = ConfirmThresholds(
+        let rules = MonitorRules(
             owners
                 .iter()
-                .filter_map(|(id, slots)| {
-                    let slot = slots.first()?;
-                    Some((id.clone(), thresholds_of(&slot.kind, &slot.settings)))
-                })
+                .filter_map(|(id, slots)| Some((id.clone(), MonitorRule::of(slots)?)))
                 .collect(),
         );
         let stored = if accepted.is_empty() {
             Default::default()
         } else {
             self.store
-                .insert_results(&poller.id, &accepted, now, &rule)
+                .insert_results(&poller.id, &accepted, now, &rules)
                 .await?
         };
         ack.accepted = stored.len() as u64;
@@ -179,16 +180,63 @@ impl App {
     }
 }
 
-/// `status::advance` with each monitor's confirmation thresholds: how ingest moves the stored
-/// verdict states (`store::insert_results` keeps them, this decides them).
-struct ConfirmThresholds(HashMap<String, (u32, u32)>);
+/// What ingest applies to one monitor's results: its confirmation thresholds and how its
+/// results stand for time.
+struct MonitorRule {
+    thresholds: (u32, u32),
+    timeline: Timeline,
+}
 
-impl VerdictRule for ConfirmThresholds {
+impl MonitorRule {
+    /// From a monitor's placements (one, or one per location), which all carry its settings.
+    fn of(slots: &[OwnershipRow]) -> Option<Self> {
+        let slot = slots.first()?;
+        let multi = slot.region.is_some();
+        let quorum = multi.then(|| quorum::effective(slot.quorum, slots.len()));
+        Some(MonitorRule {
+            thresholds: thresholds_of(&slot.kind, &slot.settings),
+            timeline: Timeline::of(
+                slot.interval_ms,
+                quorum,
+                pause_of(slot.paused_at, slot.resumed_at),
+            ),
+        })
+    }
+}
+
+/// The rules of each monitor in a batch: how ingest moves the stored verdict states and the
+/// time credited to the rollups (`store::insert_results` keeps them, this decides them).
+struct MonitorRules(HashMap<String, MonitorRule>);
+
+impl IngestRules for MonitorRules {
+    fn lookback_ms(&self, monitor_id: &str) -> i64 {
+        self.0.get(monitor_id).map_or(0, |m| m.timeline.cap_ms)
+    }
+
+    fn credit_time(
+        &self,
+        monitor_id: &str,
+        region: Option<&str>,
+        history: &[&TimePoint],
+        new: &HashSet<&str>,
+        old_until: Option<i64>,
+        new_until: i64,
+    ) -> Vec<TimeCredit> {
+        let Some(rule) = self.0.get(monitor_id) else {
+            return Vec::new();
+        };
+        let timeline = match region {
+            Some(_) => rule.timeline.location(),
+            None => rule.timeline,
+        };
+        timeline.credit(history, new, old_until, new_until)
+    }
+
     fn advance(&self, monitor_id: &str, state: StoredVerdict, result: &str) -> StoredVerdict {
         let Some(verdict) = Verdict::parse(result) else {
             return state;
         };
-        let (down, up) = self.0.get(monitor_id).copied().unwrap_or((1, 1));
+        let (down, up) = self.0.get(monitor_id).map_or((1, 1), |m| m.thresholds);
         let current = VerdictState {
             confirmed: state.confirmed.as_deref().and_then(Verdict::parse),
             run: state

@@ -19,6 +19,7 @@ pub mod sessions;
 pub mod status;
 pub mod statuses;
 pub mod tokens;
+pub mod uptime;
 
 use std::time::Duration;
 

@@ -286,6 +286,9 @@ fn monitor_row(id: Uuid, spec: &MonitorSpec, created_at: i64, updated_at: i64) -
         }),
         failover: spec.failover,
         paused: spec.paused,
+        // The store keeps these as `paused` changes.
+        paused_at: None,
+        resumed_at: None,
         created_at,
         updated_at,
         revision: 0,

@@ -4,9 +4,9 @@
 
 use std::collections::HashMap;
 
+use shared_proto::history::UptimeWindow;
 use shared_proto::settings_api::{MonitorStatusView, MonitorView, Page};
 
-use super::history::uptime_window;
 use super::monitors::MonitorFilter;
 use super::App;
 use crate::error::ApiResult;
@@ -40,9 +40,10 @@ impl App {
             .map(|(view, _)| view.id.to_string())
             .collect();
         let mut beats = self.store.recent_results_of(&ids, BEATS).await?;
-        let uptimes = self.uptimes(&ids, "", &[DAY_MS, 30 * DAY_MS]).await?;
-        let uptime = |window: &HashMap<String, _>, id: &str| {
-            window.get(id).map(uptime_window).and_then(|w| w.uptime)
+        let monitors = self.store.monitors_by_ids(&ids).await?;
+        let uptimes = self.uptimes(&monitors, "", &[DAY_MS, 30 * DAY_MS]).await?;
+        let uptime = |window: &HashMap<String, UptimeWindow>, id: &str| {
+            window.get(id).and_then(|w| w.uptime)
         };
         let items = page
             .items

@@ -4,6 +4,13 @@
 
 use shared_proto::settings_api::{LocationStatus, MonitorStatus};
 
+/// How many locations must see a monitor down: its set quorum, else a majority of them.
+pub fn effective(stored: Option<i64>, locations: usize) -> u32 {
+    stored.map_or(locations as u32 / 2 + 1, |q| {
+        q.clamp(1, i64::from(u32::MAX)) as u32
+    })
+}
+
 pub fn combine(locations: &[LocationStatus], quorum: u32) -> (MonitorStatus, Option<String>) {
     let count = |wanted: LocationStatus| locations.iter().filter(|s| **s == wanted).count();
     let (down, up, unknown) = (

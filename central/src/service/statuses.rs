@@ -174,9 +174,7 @@ impl App {
             for region in &regions {
                 locations.push(self.location_view(monitor, region, known).await?);
             }
-            let quorum = monitor
-                .quorum
-                .map_or(regions.len() as u32 / 2 + 1, |q| q.max(1) as u32);
+            let quorum = quorum::effective(monitor.quorum, regions.len());
             let (status, reason) = if monitor.paused {
                 (MonitorStatus::Paused, Some("paused by an operator".into()))
             } else {

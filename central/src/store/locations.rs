@@ -38,16 +38,18 @@ pub struct LocationStatusRow {
     pub status: StatusRow,
 }
 
-const STATUS_COLUMNS: &str = "monitor_id, status, confirmed, run_length, poller_id, \
-    last_result_at, latency_ms, message, next_due_at";
+pub(super) const STATUS_COLUMNS: &str = "monitor_id, status, confirmed, run_length, poller_id, \
+    last_result_at, latency_ms, message, next_due_at, CASE WHEN verdict_result_id = \
+    last_result_id THEN status ELSE 'rate_limited' END AS newest_status";
 
-fn status_row(row: &AnyRow) -> sqlx::Result<StatusRow> {
+pub(super) fn status_row(row: &AnyRow) -> sqlx::Result<StatusRow> {
     Ok(StatusRow {
         status: row.try_get("status")?,
         confirmed: row.try_get("confirmed")?,
         run_length: row.try_get("run_length")?,
         poller_id: row.try_get("poller_id")?,
         last_result_at: row.try_get("last_result_at")?,
+        newest_status: row.try_get("newest_status")?,
         latency_ms: row.try_get("latency_ms")?,
         message: row.try_get("message")?,
         next_due_at: row.try_get("next_due_at")?,

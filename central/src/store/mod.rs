@@ -13,6 +13,7 @@ mod pollers;
 mod results;
 mod rollups;
 mod sessions;
+mod timeline;
 mod tokens;
 mod wakeups;
 
@@ -22,9 +23,10 @@ pub use locations::{LocationRow, LocationStatusRow};
 pub use monitors::{AssignmentChange, MonitorRow, OwnershipRow, StatusRow};
 pub use notifications::{AlertStateRow, AlertUpdate, Attempt, ChannelRow, OutboxRow};
 pub use pollers::{HeartbeatUpdate, PollerRow};
-pub use results::{ExpiringResult, NewResult, ResultRow, StoredVerdict, VerdictRule};
+pub use results::{ExpiringResult, IngestRules, NewResult, ResultRow, StoredVerdict};
 pub use rollups::{Resolution, RollupRow, RollupSums, LATENCY_BOUNDS_MS};
 pub use sessions::SessionRow;
+pub use timeline::{TimeCredit, TimePoint};
 pub use tokens::{RefreshTokenRow, RegistrationTokenRow};
 pub use wakeups::{VersionListener, Wakeup};
 
@@ -151,6 +153,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "verdict state",
         include_str!("../../../migrations/sqlite/20261127000020_verdict_state.sql"),
     ),
+    (
+        20261128000021,
+        "uptime time",
+        include_str!("../../../migrations/sqlite/20261128000021_uptime_time.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -253,6 +260,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261127000020,
         "verdict state",
         include_str!("../../../migrations/postgres/20261127000020_verdict_state.sql"),
+    ),
+    (
+        20261128000021,
+        "uptime time",
+        include_str!("../../../migrations/postgres/20261128000021_uptime_time.sql"),
     ),
 ];
 
@@ -540,12 +552,22 @@ mod cursor_tests {
 
 #[cfg(test)]
 pub(crate) mod testing {
-    use super::{Store, StoredVerdict, VerdictRule};
+    use std::collections::HashSet;
 
-    /// Confirms every verdict at once (thresholds of 1), for store tests.
+    use super::{IngestRules, Store, StoredVerdict, TimeCredit, TimePoint};
+    use crate::service::uptime::Timeline;
+
+    /// Confirms every verdict at once (thresholds of 1), and lets every result stand for at
+    /// most 2 minutes (a one-minute monitor), for store tests.
     pub struct NewestDecides;
 
-    impl VerdictRule for NewestDecides {
+    pub const STORE_TEST_TIMELINE: Timeline = Timeline {
+        cap_ms: 120_000,
+        quorum: None,
+        pause: None,
+    };
+
+    impl IngestRules for NewestDecides {
         fn advance(&self, _: &str, state: StoredVerdict, result: &str) -> StoredVerdict {
             let run = match state.status.as_deref() {
                 Some(status) if status == result => state.run_length + 1,
@@ -556,6 +578,22 @@ pub(crate) mod testing {
                 status: Some(result.to_string()),
                 run_length: run,
             }
+        }
+
+        fn lookback_ms(&self, _: &str) -> i64 {
+            STORE_TEST_TIMELINE.cap_ms
+        }
+
+        fn credit_time(
+            &self,
+            _: &str,
+            _: Option<&str>,
+            history: &[&TimePoint],
+            new: &HashSet<&str>,
+            old_until: Option<i64>,
+            new_until: i64,
+        ) -> Vec<TimeCredit> {
+            STORE_TEST_TIMELINE.credit(history, new, old_until, new_until)
         }
     }
 

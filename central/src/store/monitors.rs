@@ -27,6 +27,10 @@ pub struct MonitorRow {
     pub notification_channel_ids: Option<String>,
     pub failover: Option<bool>,
     pub paused: bool,
+    /// When it was last paused, and resumed after that (kept by the store when `paused`
+    /// changes): a pause cuts its results' time short (`service::uptime`).
+    pub paused_at: Option<i64>,
+    pub resumed_at: Option<i64>,
     pub created_at: i64,
     pub updated_at: i64,
     pub revision: i64,
@@ -56,6 +60,8 @@ impl FromRow<'_, AnyRow> for MonitorRow {
             notification_channel_ids: row.try_get("notification_channel_ids")?,
             failover: row.try_get::<Option<i64>, _>("failover")?.map(|f| f != 0),
             paused: row.try_get::<i64, _>("paused")? != 0,
+            paused_at: row.try_get("paused_at")?,
+            resumed_at: row.try_get("resumed_at")?,
             created_at: row.try_get("created_at")?,
             updated_at: row.try_get("updated_at")?,
             revision: row.try_get("revision")?,
@@ -109,6 +115,11 @@ pub struct OwnershipRow {
     /// The monitor's kind and settings (its confirmation thresholds).
     pub kind: String,
     pub settings: String,
+    /// How its results stand for time (`service::uptime`): its interval, quorum and last pause.
+    pub interval_ms: i64,
+    pub quorum: Option<i64>,
+    pub paused_at: Option<i64>,
+    pub resumed_at: Option<i64>,
 }
 
 /// The newest result of a monitor.
@@ -122,6 +133,9 @@ pub struct StatusRow {
     pub run_length: i64,
     pub poller_id: String,
     pub last_result_at: i64,
+    /// The newest result's own status (`up`, `down` or `rate_limited`), which stands for the
+    /// time after it (`service::uptime`); `status` is the newest verdict.
+    pub newest_status: String,
     pub latency_ms: Option<i64>,
     pub message: String,
     pub next_due_at: Option<i64>,
@@ -130,8 +144,8 @@ pub struct StatusRow {
 const MONITOR_COLUMNS: &str = "id, name, kind, target, interval_ms, timeout_ms, settings, \
      poller_mode, poller_id, poller_region, poller_datacenter, poller_capability, \
      poller_regions, quorum, notification_channel_ids, failover, \
-     paused, created_at, updated_at, revision, assigned_poller_id, previous_poller_id, \
-     assigned_at, placement_reason";
+     paused, paused_at, resumed_at, created_at, updated_at, revision, assigned_poller_id, \
+     previous_poller_id, assigned_at, placement_reason";
 
 /// `$first, $first+1, …` for `count` parameters.
 pub(super) fn placeholders(first: usize, count: usize) -> String {
@@ -238,9 +252,9 @@ impl Store {
             "INSERT INTO monitors (id, name, kind, target, interval_ms, timeout_ms, settings, \
              poller_mode, poller_id, poller_region, poller_datacenter, poller_capability, \
              failover, paused, created_at, updated_at, revision, placement_reason, \
-             poller_regions, quorum, notification_channel_ids) \
+             poller_regions, quorum, notification_channel_ids, paused_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-             $18, $19, $20, $21)",
+             $18, $19, $20, $21, CASE WHEN $14 <> 0 THEN $15 END)",
         )
         .bind(&row.id)
         .bind(&row.name)
@@ -285,6 +299,8 @@ impl Store {
             "UPDATE monitors SET name = $2, target = $3, interval_ms = $4, timeout_ms = $5, \
              settings = $6, poller_mode = $7, poller_id = $8, poller_region = $9, \
              poller_datacenter = $10, poller_capability = $11, failover = $12, paused = $13, \
+             paused_at = CASE WHEN $13 <> 0 AND paused = 0 THEN $14 ELSE paused_at END, \
+             resumed_at = CASE WHEN $13 = 0 AND paused <> 0 THEN $14 ELSE resumed_at END, \
              updated_at = $14, revision = $15, poller_regions = $16, quorum = $17, \
              notification_channel_ids = $18 \
              WHERE id = $1 AND revision = $19 RETURNING assigned_poller_id",
@@ -546,10 +562,12 @@ impl Store {
         let ids = placeholders(1, monitor_ids.len());
         let sql = format!(
             "SELECT id, NULL AS region, assigned_poller_id, previous_poller_id, assigned_at, \
-             kind, settings FROM monitors WHERE id IN ({ids}) AND poller_mode <> 'multi' \
+             kind, settings, interval_ms, quorum, paused_at, resumed_at FROM monitors \
+             WHERE id IN ({ids}) AND poller_mode <> 'multi' \
              UNION ALL \
              SELECT l.monitor_id, l.region, l.assigned_poller_id, l.previous_poller_id, \
-             l.assigned_at, m.kind, m.settings FROM monitor_locations l \
+             l.assigned_at, m.kind, m.settings, m.interval_ms, m.quorum, m.paused_at, \
+             m.resumed_at FROM monitor_locations l \
              JOIN monitors m ON m.id = l.monitor_id \
              WHERE l.monitor_id IN ({ids}) AND m.poller_mode = 'multi'"
         );
@@ -568,32 +586,27 @@ impl Store {
                     assigned_at: row.try_get("assigned_at")?,
                     kind: row.try_get("kind")?,
                     settings: row.try_get("settings")?,
+                    interval_ms: row.try_get("interval_ms")?,
+                    quorum: row.try_get("quorum")?,
+                    paused_at: row.try_get("paused_at")?,
+                    resumed_at: row.try_get("resumed_at")?,
                 })
             })
             .collect()
     }
 
     pub async fn monitor_status(&self, monitor_id: &str) -> anyhow::Result<Option<StatusRow>> {
-        let row = sqlx::query(
-            "SELECT status, confirmed, run_length, poller_id, last_result_at, latency_ms, message, \
-             next_due_at FROM monitor_status WHERE monitor_id = $1",
-        )
-        .bind(monitor_id)
-        .fetch_optional(&self.pool)
-        .await?;
-        row.map(|row| {
-            Ok(StatusRow {
-                status: row.try_get("status")?,
-                confirmed: row.try_get("confirmed")?,
-                run_length: row.try_get("run_length")?,
-                poller_id: row.try_get("poller_id")?,
-                last_result_at: row.try_get("last_result_at")?,
-                latency_ms: row.try_get("latency_ms")?,
-                message: row.try_get("message")?,
-                next_due_at: row.try_get("next_due_at")?,
-            })
-        })
-        .transpose()
+        let sql = format!(
+            "SELECT {} FROM monitor_status WHERE monitor_id = $1",
+            super::locations::STATUS_COLUMNS
+        );
+        let row = sqlx::query(&sql)
+            .bind(monitor_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row
+            .map(|row| super::locations::status_row(&row))
+            .transpose()?)
     }
 }
 

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use sqlx::any::AnyRow;
 use sqlx::{FromRow, Row};
 
+use super::timeline::{TimeCredit, TimePoint};
 use super::{Backend, Cursor, Store};
 
 /// A validated result, ready to store. Serialises to the row shape the insert unpacks.
@@ -202,10 +203,31 @@ pub struct StoredVerdict {
     pub run_length: i64,
 }
 
-/// Moves a stored verdict state by one up/down result of `monitor_id`; the rule itself is the
-/// service's (`service::status::advance`), the store only keeps the state.
-pub trait VerdictRule: Sync {
+/// The service's rules that ingest applies inside the results' transaction; the store only
+/// keeps the state they move.
+pub trait IngestRules: Sync {
+    /// Moves a stored verdict state by one up/down result of `monitor_id`
+    /// (`service::status::advance`).
     fn advance(&self, monitor_id: &str, state: StoredVerdict, result: &str) -> StoredVerdict;
+
+    /// How far before the time it credits from a monitor's history must reach: the longest a
+    /// result of it stands for.
+    fn lookback_ms(&self, monitor_id: &str) -> i64;
+
+    /// What new results change in the time credited to a monitor (`region` `None`) or one of
+    /// its locations, per bucket (`service::uptime::Timeline::credit`). `history` holds the
+    /// results from the earliest new one (or `old_until`, if earlier) minus the lookback to
+    /// `new_until`, the location's only for a location; `new` names the new ones; `old_until`
+    /// and `new_until` are its newest result time before and after the batch.
+    fn credit_time(
+        &self,
+        monitor_id: &str,
+        region: Option<&str>,
+        history: &[&TimePoint],
+        new: &HashSet<&str>,
+        old_until: Option<i64>,
+        new_until: i64,
+    ) -> Vec<TimeCredit>;
 }
 
 /// A status row's key: the monitor, and the location for `location_status`.
@@ -269,7 +291,7 @@ impl Store {
         poller_id: &str,
         results: &[NewResult],
         received_at: i64,
-        rule: &dyn VerdictRule,
+        rules: &dyn IngestRules,
     ) -> anyhow::Result<HashSet<String>> {
         let _guard = self.write_lock().await;
         let mut tx = self.pool.begin().await?;
@@ -300,6 +322,8 @@ impl Store {
             .iter()
             .filter(|r| inserted.contains(&r.id))
             .collect();
+        // The time they stand for first: it reads each status row as it was before them.
+        let credits = self.credit_time(&mut tx, &stored, rules).await?;
         // Each monitor's status, and each location's (results of multi-location monitors).
         let located: Vec<&NewResult> = stored
             .iter()
@@ -310,7 +334,7 @@ impl Store {
             (StatusTable::Monitor, &stored),
             (StatusTable::Location, &located),
         ] {
-            let moved = self.move_verdicts(&mut tx, table, results, rule).await?;
+            let moved = self.move_verdicts(&mut tx, table, results, rules).await?;
             let moves = status_moves(results, table, &moved);
             if !moves.is_empty() {
                 sqlx::query(&status_upsert(self.backend(), table))
@@ -320,7 +344,7 @@ impl Store {
                     .await?;
             }
         }
-        self.add_to_rollups(&mut tx, &stored).await?;
+        self.add_to_rollups(&mut tx, &stored, &credits).await?;
         sqlx::query("UPDATE pollers SET last_upload_at = $2 WHERE id = $1")
             .bind(poller_id)
             .bind(received_at)
@@ -339,7 +363,7 @@ impl Store {
         tx: &mut sqlx::Transaction<'_, sqlx::Any>,
         table: StatusTable,
         results: &[&NewResult],
-        rule: &dyn VerdictRule,
+        rules: &dyn IngestRules,
     ) -> anyhow::Result<HashMap<RowKey, StoredVerdict>> {
         let mut verdicts: BTreeMap<RowKey, Vec<&NewResult>> = BTreeMap::new();
         for result in results.iter().filter(|r| r.status != "rate_limited") {
@@ -406,7 +430,7 @@ impl Store {
                 {
                     continue;
                 }
-                state = rule.advance(&key.0, state, &result.status);
+                state = rules.advance(&key.0, state, &result.status);
                 changed = true;
             }
             if changed {

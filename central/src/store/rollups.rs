@@ -1,7 +1,9 @@
 //! Rollups: minute, hour and day buckets (UTC) of each monitor's results, for the whole monitor
-//! (region `''`) and per location. They are added to in the results' own transaction, so a
-//! result counts exactly when it is stored, and read for uptime and history without touching
-//! raw results. Windows and percentiles are the service's (`service::history`), not this file's.
+//! (region `''`) and per location: counts, latency, and the time the results stood for up and
+//! down. They are added to in the results' own transaction, so a result counts exactly when it
+//! is stored, and read for uptime and history without touching raw results. Windows and
+//! percentiles are the service's (`service::history`), what time a result stands for is
+//! `service::uptime`'s (handed in as `TimeCredit`s); neither is this file's.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -9,6 +11,7 @@ use sqlx::any::AnyRow;
 use sqlx::{Any, Row, Transaction};
 
 use super::results::{json_rows, NewResult};
+use super::timeline::Credits;
 use super::{monitors::placeholders, Store};
 
 /// Upper bounds (inclusive, ms) of the latency bands counted per bucket; one more band holds
@@ -66,6 +69,10 @@ pub struct RollupSums {
     pub latency_max: Option<i64>,
     /// Counts of `up` latencies per band of `LATENCY_BOUNDS_MS`.
     pub bands: [i64; LATENCY_BANDS],
+    /// Milliseconds of the bucket the results stood for up, and for down (`service::uptime`);
+    /// the rest of the bucket is unmeasured. Zero in buckets written before migration 21.
+    pub up_ms: i64,
+    pub down_ms: i64,
 }
 
 impl RollupSums {
@@ -100,6 +107,8 @@ impl RollupSums {
             "latency_sum": self.latency_sum,
             "latency_min": self.latency_min,
             "latency_max": self.latency_max,
+            "up_ms": self.up_ms,
+            "down_ms": self.down_ms,
         });
         for (band, count) in self.bands.iter().enumerate() {
             row[format!("lat_{band}")] = (*count).into();
@@ -121,6 +130,8 @@ impl RollupSums {
             latency_min: row.try_get("latency_min")?,
             latency_max: row.try_get("latency_max")?,
             bands,
+            up_ms: row.try_get("up_ms")?,
+            down_ms: row.try_get("down_ms")?,
         })
     }
 }
@@ -143,10 +154,21 @@ struct RollupKey {
 }
 
 /// The counts newly stored results add, per bucket of every resolution, for the whole monitor
-/// and for the result's location; in key order, so that concurrent batches take row locks in
-/// one order on PostgreSQL.
-fn rollup_deltas(results: &[&NewResult]) -> BTreeMap<RollupKey, RollupSums> {
+/// and for the result's location, with the time they credit; in key order, so that concurrent
+/// batches take row locks in one order on PostgreSQL.
+fn rollup_deltas(results: &[&NewResult], credits: &Credits) -> BTreeMap<RollupKey, RollupSums> {
     let mut deltas: BTreeMap<RollupKey, RollupSums> = BTreeMap::new();
+    for (monitor_id, region, credit) in credits {
+        let key = RollupKey {
+            monitor_id: monitor_id.clone(),
+            region: region.clone(),
+            resolution: credit.resolution,
+            bucket_start: credit.bucket_start,
+        };
+        let sums = deltas.entry(key).or_default();
+        sums.up_ms += credit.up_ms;
+        sums.down_ms += credit.down_ms;
+    }
     for result in results {
         for resolution in Resolution::ALL {
             let regions = std::iter::once("").chain(result.region.as_deref());
@@ -171,7 +193,15 @@ fn band_columns() -> impl Iterator<Item = String> {
     (0..LATENCY_BANDS).map(|band| format!("lat_{band}"))
 }
 
-const COUNTED: [&str; 5] = ["up", "down", "total", "latency_count", "latency_sum"];
+const COUNTED: [&str; 7] = [
+    "up",
+    "down",
+    "total",
+    "latency_count",
+    "latency_sum",
+    "up_ms",
+    "down_ms",
+];
 
 /// Rows of buckets per statement.
 const ROLLUP_CHUNK: usize = 500;
@@ -182,8 +212,9 @@ impl Store {
         &self,
         tx: &mut Transaction<'_, Any>,
         results: &[&NewResult],
+        credits: &Credits,
     ) -> anyhow::Result<()> {
-        let deltas: Vec<serde_json::Value> = rollup_deltas(results)
+        let deltas: Vec<serde_json::Value> = rollup_deltas(results, credits)
             .iter()
             .map(|(key, sums)| sums.to_json(key))
             .collect();
@@ -406,8 +437,26 @@ mod tests {
             .rollup_buckets("m1", "", Resolution::Minute, 0, 10)
             .await
             .unwrap();
-        let starts: Vec<i64> = minutes.iter().map(|b| b.bucket_start).collect();
-        assert_eq!(starts, [hour, hour + 60_000, 2 * hour]);
+        let counted: Vec<i64> = minutes
+            .iter()
+            .filter(|b| b.sums.total > 0)
+            .map(|b| b.bucket_start)
+            .collect();
+        assert_eq!(counted, [hour, hour + 60_000, 2 * hour]);
+        // Time: a stands until b (60 s up), b for its cap of 2 minutes (down), c is the newest
+        // and still open; per location, a stands its whole cap (eu has nothing newer until c).
+        assert_eq!((whole.up_ms, whole.down_ms), (60_000, 120_000));
+        assert_eq!((eu.up_ms, eu.down_ms), (120_000, 0));
+        let down_minutes: Vec<(i64, i64)> = minutes
+            .iter()
+            .filter(|b| b.sums.down_ms > 0)
+            .map(|b| (b.bucket_start - hour, b.sums.down_ms))
+            .collect();
+        assert_eq!(
+            down_minutes,
+            [(60_000, 59_000), (120_000, 60_000), (180_000, 1_000)],
+            "split at minute boundaries"
+        );
 
         // A late result lands in its own (old) bucket and moves min and max.
         store
@@ -424,6 +473,17 @@ mod tests {
             .await
             .unwrap()[0];
         assert_eq!((first.sums.up, first.sums.latency_min), (2, Some(7)));
+        let whole = store
+            .rollup_sums(&ids, "", Resolution::Hour, 0, 3 * hour)
+            .await
+            .unwrap()
+            .remove("m1")
+            .unwrap();
+        assert_eq!(
+            (whole.up_ms, whole.down_ms),
+            (60_000, 120_000),
+            "a late up result inside an up span moves no time"
+        );
 
         assert_eq!(
             store
@@ -437,8 +497,8 @@ mod tests {
                 .prune_rollups(Resolution::Minute, 2 * hour, 10)
                 .await
                 .unwrap(),
-            3,
-            "the whole monitor's second minute, and each location's"
+            7,
+            "the whole monitor's other three minutes before c, eu's three, us' one"
         );
         let left = store
             .rollup_buckets("m1", "", Resolution::Minute, 0, 10)

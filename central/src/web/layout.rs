@@ -131,6 +131,29 @@ pub fn percent(value: Option<f64>) -> Markup {
     }
 }
 
+/// A length of time in its two largest units: `3 d 4 h`, `5 min`, `0 s`.
+pub fn duration(ms: u64) -> Markup {
+    html! { (duration_text(ms)) }
+}
+
+fn duration_text(ms: u64) -> String {
+    let s = ms / 1_000;
+    let parts = [
+        (s / 86_400, "d"),
+        (s % 86_400 / 3_600, "h"),
+        (s % 3_600 / 60, "min"),
+        (s % 60, "s"),
+    ];
+    let largest = parts.iter().position(|(n, _)| *n > 0).unwrap_or(3);
+    parts[largest..(largest + 2).min(4)]
+        .iter()
+        .enumerate()
+        .filter(|(i, (n, _))| *i == 0 || *n > 0)
+        .map(|(_, (n, unit))| format!("{n} {unit}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 pub fn millis(value: Option<u64>) -> Markup {
     match value {
         Some(v) => html! { (v) " ms" },
@@ -141,4 +164,18 @@ pub fn millis(value: Option<u64>) -> Markup {
 /// Raw markup for a fixed string known to be safe (inline SVG made here).
 pub fn trusted(markup: String) -> PreEscaped<String> {
     PreEscaped(markup)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::duration_text;
+
+    #[test]
+    fn durations_show_their_two_largest_units() {
+        assert_eq!(duration_text(0), "0 s");
+        assert_eq!(duration_text(59_999), "59 s");
+        assert_eq!(duration_text(300_000), "5 min");
+        assert_eq!(duration_text(3_723_000), "1 h 2 min");
+        assert_eq!(duration_text(90_061_000), "1 d 1 h");
+    }
 }

@@ -14,7 +14,7 @@ use shared_proto::PollerMode;
 use uuid::Uuid;
 
 use super::charts::{heartbeat_bar, latency_chart};
-use super::layout::{self, ago, badge, csrf_field, maybe_ago, millis, percent, Section};
+use super::layout::{self, ago, badge, csrf_field, duration, maybe_ago, millis, percent, Section};
 use super::session::Session;
 use super::WebResult;
 use crate::error::ApiError;
@@ -204,10 +204,10 @@ pub async fn detail(
     let delayed = delay_warning(&monitor, &status, now);
     let changes = status_changes(&newest);
     let windows = [
-        ("24 h", &uptime.day),
-        ("7 d", &uptime.week),
-        ("30 d", &uptime.month),
-        ("1 year", &uptime.year),
+        ("24 h", &uptime.windows.day),
+        ("7 d", &uptime.windows.week),
+        ("30 d", &uptime.windows.month),
+        ("1 year", &uptime.windows.year),
     ];
     let body = html! {
         div.heading {
@@ -252,12 +252,27 @@ pub async fn detail(
                 }
             }
             h2 { "Uptime" }
-            table.uptime { thead { tr { th scope="col" { "Window" } th scope="col" { "Uptime" } th scope="col" { "Checks" }
+            p.muted.small { "Uptime is time: each result stands until the next, at most an interval and its grace; "
+                "unmeasured time (silence, pauses, before the monitor existed) counts neither way." }
+            div.table-wrap { table.uptime { thead { tr { th scope="col" { "Window" } th scope="col" { "Uptime" } th scope="col" { "Down" }
+                th scope="col" { "Unmeasured" } th scope="col" { "Checks" }
                 th scope="col" { "Mean latency" } th scope="col" { "p95" } } }
                 tbody { @for (label, window) in windows { tr {
-                    td { (label) } td { (percent(window.uptime)) } td { (window.checks) }
+                    td { (label) } td { (percent(window.uptime)) } td { (duration(window.down_ms)) }
+                    td { (duration(window.unmeasured_ms)) } td { (window.checks) }
                     td { (millis(window.latency_ms_mean.map(|m| m.round() as u64))) } td { (millis(window.latency_ms_p95)) }
                 } } }
+            } }
+            @if !uptime.locations.is_empty() {
+                div.table-wrap { table.uptime aria-label="Uptime per location" { thead { tr { th scope="col" { "Location" }
+                    @for (label, _) in windows { th scope="col" { (label) } } } }
+                    tbody { @for location in &uptime.locations { tr {
+                        td { (location.region) }
+                        @for window in [&location.windows.day, &location.windows.week, &location.windows.month, &location.windows.year] {
+                            td { (percent(window.uptime)) }
+                        }
+                    } } }
+                } }
             }
             h2 { "Latency" }
             nav.ranges aria-label="Chart range" {
