@@ -138,8 +138,12 @@ async fn ingest(options: &Options, database_url: &str) -> (f64, Vec<Duration>, U
             tokio::spawn(async move {
                 let mut latencies = Vec::new();
                 let mut accepted = 0u64;
+                // Each agent's results in check order, as a real agent uploads them: a
+                // millisecond apart, from ten minutes ago on (never in the future).
+                let mut next_ts = chrono::Utc::now() - chrono::Duration::minutes(10);
                 while Instant::now() < deadline {
-                    let body = gzip_batch(monitor, batch);
+                    let body = gzip_batch(monitor, batch, next_ts);
+                    next_ts += chrono::Duration::milliseconds(batch as i64);
                     let sent = Instant::now();
                     let answer: Value = http
                         .post(&url)
@@ -202,12 +206,11 @@ async fn postgres_copy_rate(url: &str, monitor: Uuid, rows_per_copy: usize) -> f
     rows as f64 / started.elapsed().as_secs_f64()
 }
 
-fn gzip_batch(monitor: Uuid, size: usize) -> Vec<u8> {
-    let now = chrono::Utc::now();
+fn gzip_batch(monitor: Uuid, size: usize, first: chrono::DateTime<chrono::Utc>) -> Vec<u8> {
     let results: Vec<Value> = (0..size)
         .map(|i| {
             json!({"id": Uuid::now_v7(), "monitor_id": monitor,
-                   "ts": now - chrono::Duration::milliseconds(i as i64),
+                   "ts": first + chrono::Duration::milliseconds(i as i64),
                    "status": "up", "latency_ms": 12, "msg": "",
                    "meta": {"status_code": 200, "first_byte_ms": 11}})
         })

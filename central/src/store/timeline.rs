@@ -35,13 +35,32 @@ type Key = (String, Option<String>);
 /// Time credits keyed by monitor and rollup region (`''` for the whole monitor).
 pub(super) type Credits = Vec<(String, String, TimeCredit)>;
 
+/// The most results a batch's late corrections read (over all its monitors): far more than
+/// late uploads need (a result per interval of each location, over the late span), so that only
+/// a poller flooding one monitor with results on the same instants reaches it.
+const MAX_CORRECTION_ROWS: i64 = 100_000;
+
+/// A key's newest result before the batch, from its status row.
+struct Newest {
+    ts: i64,
+    point: TimePoint,
+}
+
 impl Store {
     /// The time the newly stored results credit: per monitor and per location, what the rule
-    /// makes of its history from its earliest new result (or its newest before, if earlier)
-    /// minus the rule's lookback. Status rows are locked in key order on PostgreSQL, before
-    /// `move_verdicts` locks them in the same order, so batches sharing monitors queue instead
-    /// of crediting the same time twice. Cost: the batch's results and the results within a
-    /// lookback of them, read in one statement.
+    /// makes of its history from its earliest new result (or its newest before, if earlier).
+    /// Status rows are locked in key order on PostgreSQL, before `move_verdicts` locks them in
+    /// the same order, so batches sharing monitors queue instead of crediting the same time
+    /// twice.
+    ///
+    /// Cost: results arriving in check order (the usual case: each location's newer than
+    /// anything stored) need no read beyond the status rows, whose newest results are the only
+    /// older points their spans depend on. A monitor with late results (one location behind
+    /// another, a queue drained after an outage) reads its results from the earliest late one
+    /// to its newest, in one statement for the batch, bounded by `MAX_CORRECTION_ROWS` (past
+    /// that bound the batch credits no time for those monitors and says so in the log), and,
+    /// for the monitor and each of its locations, the one result before that (one indexed read
+    /// each, within the rule's lookback, sent as one statement).
     pub(super) async fn credit_time(
         &self,
         tx: &mut Transaction<'_, Any>,
@@ -63,23 +82,87 @@ impl Store {
                 span.1 = span.1.max(result.ts);
             }
         }
-        let until = self.newest_results(tx, &news).await?;
+        let newest = self.newest_results(tx, &news).await?;
+        let until = |key: &Key| newest.get(key).map(|n| n.ts);
 
-        // One history range per monitor, wide enough for every key of it.
-        let mut ranges: BTreeMap<&str, (i64, i64)> = BTreeMap::new();
-        for ((monitor_id, region), (earliest, newest)) in &news {
-            let old = until.get(&(monitor_id.clone(), region.clone())).copied();
-            let from = old.map_or(*earliest, |u| u.min(*earliest));
-            let from = from.saturating_sub(rules.lookback_ms(monitor_id));
-            let range = ranges.entry(monitor_id).or_insert((from, *newest));
-            range.0 = range.0.min(from);
-            range.1 = range.1.max(*newest).max(old.unwrap_or(i64::MIN));
+        // Monitors whose new results are all at or after their newest stored one take their
+        // history from the status rows; the others read theirs.
+        let mut late: BTreeMap<&str, (i64, i64)> = BTreeMap::new();
+        for ((monitor_id, region), (earliest, latest)) in &news {
+            if region.is_some() {
+                continue;
+            }
+            let Some(old) = until(&(monitor_id.clone(), None)) else {
+                continue;
+            };
+            if *earliest < old {
+                late.insert(monitor_id, (*earliest, old.max(*latest)));
+            }
         }
-        let history = self.history_in(tx, &ranges).await?;
-        let new: HashSet<&str> = stored.iter().map(|r| r.id.as_str()).collect();
+        let mut history = self.history_in(tx, &late).await?;
+        let read_late = history.is_some();
+        let history = history.get_or_insert_with(HashMap::new);
+        if read_late && !late.is_empty() {
+            // Before a late range, each sequence's last result: the one whose span reaches in.
+            let mut lookups = Vec::new();
+            for (&monitor_id, &(from, _)) in &late {
+                let since = from.saturating_sub(rules.lookback_ms(monitor_id));
+                lookups.push((monitor_id, None, from, since));
+                for (key_monitor, region) in newest.keys() {
+                    if key_monitor == monitor_id && region.is_some() {
+                        lookups.push((monitor_id, region.as_deref(), from, since));
+                    }
+                }
+            }
+            for point in self.last_before(tx, &lookups).await? {
+                let points = history.entry(point.0).or_default();
+                if !points.iter().any(|p| p.id == point.1.id) {
+                    points.push(point.1);
+                }
+            }
+        }
+        if !read_late {
+            tracing::warn!(
+                monitors = late.len(),
+                "late results span more than {MAX_CORRECTION_ROWS} stored results: \
+                 their monitors' uptime is not corrected for this batch"
+            );
+        }
+        for result in stored {
+            if late.contains_key(result.monitor_id.as_str()) {
+                continue;
+            }
+            history
+                .entry(result.monitor_id.clone())
+                .or_default()
+                .push(TimePoint {
+                    id: result.id.clone(),
+                    region: result.region.clone(),
+                    ts: result.ts,
+                    status: result.status.clone(),
+                });
+        }
+        // Each key's newest stored result: the older point the new time depends on (a location
+        // whose newest is older than a late read's range still needs it).
+        for ((monitor_id, _), known) in &newest {
+            let points = history.entry(monitor_id.clone()).or_default();
+            // The monitor's row names no location: its newest result may be there twice, once
+            // with its location (which the locations' timelines need) and once without.
+            if !points
+                .iter()
+                .any(|p| p.id == known.point.id && p.region == known.point.region)
+            {
+                points.push(known.point.clone());
+            }
+        }
 
+        let new: HashSet<&str> = stored.iter().map(|r| r.id.as_str()).collect();
         let mut credits = Vec::new();
-        for ((monitor_id, region), (_, newest)) in &news {
+        for (key, (_, latest)) in &news {
+            let (monitor_id, region) = key;
+            if late.contains_key(monitor_id.as_str()) && !read_late {
+                continue;
+            }
             let Some(points) = history.get(monitor_id.as_str()) else {
                 continue;
             };
@@ -87,8 +170,8 @@ impl Store {
                 .iter()
                 .filter(|p| region.is_none() || p.region == *region)
                 .collect();
-            let old = until.get(&(monitor_id.clone(), region.clone())).copied();
-            let new_until = old.map_or(*newest, |u| u.max(*newest));
+            let old = until(key);
+            let new_until = old.map_or(*latest, |u| u.max(*latest));
             for credit in
                 rules.credit_time(monitor_id, region.as_deref(), &points, &new, old, new_until)
             {
@@ -102,12 +185,12 @@ impl Store {
         Ok(credits)
     }
 
-    /// Each key's newest result time before this batch: its status row's `last_result_at`.
+    /// Each key's newest result before this batch, from its status row.
     async fn newest_results(
         &self,
         tx: &mut Transaction<'_, Any>,
         keys: &BTreeMap<Key, (i64, i64)>,
-    ) -> anyhow::Result<HashMap<Key, i64>> {
+    ) -> anyhow::Result<HashMap<Key, Newest>> {
         let mut ids: Vec<&str> = keys.keys().map(|(id, _)| id.as_str()).collect();
         ids.dedup();
         let (ids_source, lock) = match self.backend() {
@@ -122,30 +205,96 @@ impl Store {
             ("monitor_status", "CAST(NULL AS TEXT)"),
             ("location_status", "region"),
         ] {
+            // The newest result's own status: the verdict columns hold the newest up/down one.
             let sql = format!(
-                "SELECT monitor_id, {region} AS region, last_result_at FROM {table} \
-                 WHERE monitor_id IN ({ids_source}){lock}"
+                "SELECT monitor_id, {region} AS region, last_result_at, last_result_id, \
+                 CASE WHEN verdict_result_id = last_result_id THEN status \
+                 ELSE 'rate_limited' END AS newest_status \
+                 FROM {table} WHERE monitor_id IN ({ids_source}){lock}"
             );
             for row in sqlx::query(&sql)
                 .bind(serde_json::to_string(&ids)?)
                 .fetch_all(&mut **tx)
                 .await?
             {
-                let key = (row.try_get("monitor_id")?, row.try_get("region")?);
-                if keys.contains_key(&key) {
-                    newest.insert(key, row.try_get("last_result_at")?);
-                }
+                let key: Key = (row.try_get("monitor_id")?, row.try_get("region")?);
+                let ts: i64 = row.try_get("last_result_at")?;
+                let point = TimePoint {
+                    id: row.try_get("last_result_id")?,
+                    region: key.1.clone(),
+                    ts,
+                    status: row.try_get("newest_status")?,
+                };
+                newest.insert(key, Newest { ts, point });
             }
         }
         Ok(newest)
     }
 
-    /// The results of each monitor checked within its range (inclusive), new ones included.
+    /// For each (monitor, location or any, before, since), the newest result of the monitor (of
+    /// that location) checked in `[since, before)`, if any, with its monitor id.
+    async fn last_before(
+        &self,
+        tx: &mut Transaction<'_, Any>,
+        lookups: &[(&str, Option<&str>, i64, i64)],
+    ) -> anyhow::Result<Vec<(String, TimePoint)>> {
+        let mut found = Vec::new();
+        for chunk in lookups.chunks(100) {
+            let mut next = 0;
+            let mut placeholder = || {
+                next += 1;
+                format!("${next}")
+            };
+            let sql = chunk
+                .iter()
+                .enumerate()
+                .map(|(i, (_, region, _, _))| {
+                    let (monitor, before, since) = (placeholder(), placeholder(), placeholder());
+                    let located = match region {
+                        Some(_) => format!(" AND region = {}", placeholder()),
+                        None => String::new(),
+                    };
+                    format!(
+                        "SELECT * FROM (SELECT id, monitor_id, region, ts, status FROM results \
+                         WHERE monitor_id = {monitor} AND ts < {before} AND ts >= {since}\
+                         {located} ORDER BY ts DESC, id DESC LIMIT 1) AS b{i}"
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(" UNION ALL ");
+            let mut query = sqlx::query(&sql);
+            for (monitor, region, before, since) in chunk {
+                query = query.bind(*monitor).bind(*before).bind(*since);
+                if let Some(region) = region {
+                    query = query.bind(*region);
+                }
+            }
+            for row in query.fetch_all(&mut **tx).await? {
+                found.push((
+                    row.try_get("monitor_id")?,
+                    TimePoint {
+                        id: row.try_get("id")?,
+                        region: row.try_get("region")?,
+                        ts: row.try_get("ts")?,
+                        status: row.try_get("status")?,
+                    },
+                ));
+            }
+        }
+        Ok(found)
+    }
+
+    /// The results of each monitor checked within its range (inclusive), new ones included;
+    /// `None` when there are more than `MAX_CORRECTION_ROWS` of them.
     async fn history_in(
         &self,
         tx: &mut Transaction<'_, Any>,
         ranges: &BTreeMap<&str, (i64, i64)>,
-    ) -> anyhow::Result<HashMap<String, Vec<TimePoint>>> {
+    ) -> anyhow::Result<Option<HashMap<String, Vec<TimePoint>>>> {
+        let mut history: HashMap<String, Vec<TimePoint>> = HashMap::new();
+        if ranges.is_empty() {
+            return Ok(Some(history));
+        }
         let ranges: Vec<serde_json::Value> = ranges
             .iter()
             .map(|(id, (from, until))| {
@@ -156,27 +305,186 @@ impl Store {
             "SELECT res.id, res.monitor_id, res.region, res.ts, res.status FROM {rows} \
              JOIN results res ON res.monitor_id = r.value ->> 'monitor_id' \
                 AND res.ts >= CAST(r.value ->> 'from' AS BIGINT) \
-                AND res.ts <= CAST(r.value ->> 'until' AS BIGINT)",
+                AND res.ts <= CAST(r.value ->> 'until' AS BIGINT) LIMIT $2",
             rows = json_rows(self.backend(), "$1"),
         );
-        let mut history: HashMap<String, Vec<TimePoint>> = HashMap::new();
-        for chunk in ranges.chunks(500) {
-            for row in sqlx::query(&sql)
-                .bind(serde_json::to_string(chunk)?)
-                .fetch_all(&mut **tx)
-                .await?
-            {
-                history
-                    .entry(row.try_get("monitor_id")?)
-                    .or_default()
-                    .push(TimePoint {
-                        id: row.try_get("id")?,
-                        region: row.try_get("region")?,
-                        ts: row.try_get("ts")?,
-                        status: row.try_get("status")?,
+        let rows = sqlx::query(&sql)
+            .bind(serde_json::to_string(&ranges)?)
+            .bind(MAX_CORRECTION_ROWS + 1)
+            .fetch_all(&mut **tx)
+            .await?;
+        if rows.len() as i64 > MAX_CORRECTION_ROWS {
+            return Ok(None);
+        }
+        for row in rows {
+            history
+                .entry(row.try_get("monitor_id")?)
+                .or_default()
+                .push(TimePoint {
+                    id: row.try_get("id")?,
+                    region: row.try_get("region")?,
+                    ts: row.try_get("ts")?,
+                    status: row.try_get("status")?,
+                });
+        }
+        Ok(Some(history))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, HashSet};
+
+    use super::*;
+    use crate::service::uptime::Timeline;
+    use crate::store::testing::{sqlite_store, NewestDecides};
+    use crate::store::{StoredVerdict, TimeCredit};
+
+    /// A multi-location monitor's rules: a quorum of 2, results standing 25 s at most.
+    struct Quorum(Timeline);
+
+    impl IngestRules for Quorum {
+        fn advance(&self, id: &str, state: StoredVerdict, result: &str) -> StoredVerdict {
+            NewestDecides.advance(id, state, result)
+        }
+        fn lookback_ms(&self, _: &str) -> i64 {
+            self.0.cap_ms
+        }
+        fn credit_time(
+            &self,
+            _: &str,
+            region: Option<&str>,
+            history: &[&TimePoint],
+            new: &HashSet<&str>,
+            old_until: Option<i64>,
+            new_until: i64,
+        ) -> Vec<TimeCredit> {
+            let timeline = if region.is_some() {
+                self.0.location()
+            } else {
+                self.0
+            };
+            timeline.credit(history, new, old_until, new_until)
+        }
+    }
+
+    fn minutes(credits: &[TimeCredit]) -> BTreeMap<i64, (i64, i64)> {
+        credits
+            .iter()
+            .filter(|c| c.resolution == Resolution::Minute && (c.up_ms, c.down_ms) != (0, 0))
+            .map(|c| (c.bucket_start, (c.up_ms, c.down_ms)))
+            .collect()
+    }
+
+    /// Whatever order and batches three locations' results arrive in (each location's own in
+    /// order, or not), the stored time is what the whole history says: the status rows stand
+    /// in for older results when a batch is in order, late batches read what they need.
+    #[tokio::test]
+    async fn stored_time_is_the_whole_historys_in_any_arrival_order() {
+        let timeline = Timeline {
+            cap_ms: 25_000,
+            quorum: Some(2),
+            pause: None,
+        };
+        let rules = Quorum(timeline);
+        let mut seed: u64 = 7;
+        let mut next = move |below: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % below
+        };
+        for case in 0..24 {
+            let (store, _dir) = sqlite_store().await;
+            let mut results = Vec::new();
+            for (r, region) in ["eu", "us", "ap"].iter().enumerate() {
+                let mut ts = 1_000 * r as i64;
+                for k in 0..12 {
+                    // Mostly every 10 s, now and then a silence longer than the cap.
+                    ts += if next(8) == 0 { 40_000 } else { 10_000 };
+                    let status = ["up", "up", "down", "rate_limited"][next(4) as usize];
+                    results.push(NewResult {
+                        id: format!("{region}-{k:02}"),
+                        monitor_id: "m1".into(),
+                        region: Some(region.to_string()),
+                        ts,
+                        status: status.into(),
+                        latency_ms: None,
+                        msg: String::new(),
+                        meta: "{}".into(),
+                        next_due_at: None,
                     });
+                }
+            }
+            // Even cases: each location uploads in order, interleaved with the others; odd
+            // cases: any order at all.
+            let mut arriving = results.clone();
+            if case % 2 == 1 {
+                for i in (1..arriving.len()).rev() {
+                    arriving.swap(i, next(i as u64 + 1) as usize);
+                }
+            } else {
+                let mut by_region: BTreeMap<String, Vec<NewResult>> = BTreeMap::new();
+                for r in arriving.drain(..) {
+                    by_region
+                        .entry(r.region.clone().unwrap())
+                        .or_default()
+                        .push(r);
+                }
+                for queue in by_region.values_mut() {
+                    queue.sort_by_key(|r| r.ts);
+                    queue.reverse();
+                }
+                while by_region.values().any(|q| !q.is_empty()) {
+                    let regions: Vec<String> = by_region.keys().cloned().collect();
+                    let region = &regions[next(3) as usize];
+                    if let Some(r) = by_region.get_mut(region).unwrap().pop() {
+                        arriving.push(r);
+                    }
+                }
+            }
+            let mut start = 0;
+            while start < arriving.len() {
+                let end = (start + 1 + next(6) as usize).min(arriving.len());
+                store
+                    .insert_results("p1", &arriving[start..end], 1, &rules)
+                    .await
+                    .unwrap();
+                start = end;
+            }
+
+            let points: Vec<TimePoint> = results
+                .iter()
+                .map(|r| TimePoint {
+                    id: r.id.clone(),
+                    region: r.region.clone(),
+                    ts: r.ts,
+                    status: r.status.clone(),
+                })
+                .collect();
+            for region in ["", "eu", "us", "ap"] {
+                let mine: Vec<&TimePoint> = points
+                    .iter()
+                    .filter(|p| region.is_empty() || p.region.as_deref() == Some(region))
+                    .collect();
+                let until = mine.iter().map(|p| p.ts).max().unwrap();
+                let ids: HashSet<&str> = mine.iter().map(|p| p.id.as_str()).collect();
+                let rule = if region.is_empty() {
+                    timeline
+                } else {
+                    timeline.location()
+                };
+                let expected = minutes(&rule.credit(&mine, &ids, None, until));
+                let stored: BTreeMap<i64, (i64, i64)> = store
+                    .rollup_buckets("m1", region, Resolution::Minute, 0, 1_000)
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .filter(|b| (b.sums.up_ms, b.sums.down_ms) != (0, 0))
+                    .map(|b| (b.bucket_start, (b.sums.up_ms, b.sums.down_ms)))
+                    .collect();
+                assert_eq!(stored, expected, "case {case}, region {region:?}");
             }
         }
-        Ok(history)
     }
 }
