@@ -259,6 +259,11 @@ impl App {
     /// Evaluates every monitor's alerting once; returns how many notifications it queued.
     pub async fn evaluate_alerts(&self) -> ApiResult<usize> {
         let now = now_ms();
+        // Read before the monitors and their statuses: when placement's last look is after a
+        // poller went offline, the moves it made are in what this round reads. Read after
+        // them, a look that finished in between would end the hold while this round still
+        // sees the monitors on the lost poller (and tell each of them `stale`).
+        let placement_checked = self.placement_checked_at();
         let monitors = self.store.all_monitors().await?;
         if monitors.is_empty() {
             return Ok(0);
@@ -306,7 +311,7 @@ impl App {
                     let offline_since = p.last_heartbeat_at.unwrap_or(0).max(self.watching_since())
                         + self.offline_after.as_millis() as i64;
                     poller_offline
-                        && offline_since >= self.placement_checked_at()
+                        && offline_since >= placement_checked
                         // Never longer than placement needs at worst, even if it keeps failing.
                         && now < offline_since.saturating_add(FAILOVER_HOLD_MS)
                 });
