@@ -18,7 +18,8 @@ as_root() { if [[ $(id -u) == 0 ]]; then "$@"; else sudo "$@"; fi; }
 # in temp dirs; no system service), HAProxy (started by the tests with a config they
 # write), docker-compose (to validate the deploy files; no Docker engine runs here), Chromium with
 # its WebDriver (the web page's tests drive a headless browser), Alertmanager (the Alertmanager
-# channel is tested against the real one) and python3-venv for the fuzzer.
+# channel is tested against the real one), Prometheus for `promtool check metrics` (central's
+# /metrics after hostile names) and python3-venv for the fuzzer.
 missing=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 command -v docker-compose >/dev/null || missing+=(docker-compose)
@@ -26,6 +27,7 @@ command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ] || missing+=(haproxy)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 [ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
 command -v prometheus-alertmanager >/dev/null || [ -x /usr/bin/prometheus-alertmanager ] || missing+=(prometheus-alertmanager)
+command -v promtool >/dev/null || missing+=(prometheus)
 python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
 if (( ${#missing[@]} )); then
   as_root apt-get update -qq

@@ -1,6 +1,19 @@
-// The page works without this file: it adds copy buttons, and shows only the fields of the
-// chosen kind on the monitor and channel forms (without it, every kind's show, and only the
-// chosen kind's count).
+// The page works without this file: it adds copy buttons, asks before deleting (forms with
+// `data-confirm`; the page's Content Security Policy allows no inline handlers), and shows only
+// the fields of the chosen kind on the monitor and channel forms (without it, every kind's
+// show, and only the chosen kind's count).
+// A refreshing region that holds a form waits while one of its fields has the focus.
+document.addEventListener("htmx:beforeRequest", (event) => {
+  const region = event.detail.elt;
+  if (region.hasAttribute("data-hold-while-focused") && region.contains(document.activeElement)) {
+    event.preventDefault();
+  }
+});
+document.addEventListener("submit", (event) => {
+  const question = event.target.dataset && event.target.dataset.confirm;
+  if (question && !confirm(question)) event.preventDefault();
+});
+
 document.addEventListener("click", (event) => {
   const button = event.target.closest("button[data-copy]");
   if (!button) return;

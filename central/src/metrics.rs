@@ -73,6 +73,35 @@ impl Metrics {
     }
 }
 
+/// OpenMetrics text (all prometheus-client writes) as the Prometheus text format 0.0.4, for
+/// scrapers and tools that read only that (`promtool check metrics`, `curl`): a counter's
+/// family is named after its `_total` samples, and the `# UNIT` and `# EOF` lines go. Label
+/// values are escaped the same way in both formats. Written here because the crate has no
+/// encoder for the older format.
+pub fn to_text_format(openmetrics: &str) -> String {
+    let counters: std::collections::HashSet<&str> = openmetrics
+        .lines()
+        .filter_map(|line| line.strip_prefix("# TYPE "))
+        .filter_map(|rest| rest.strip_suffix(" counter"))
+        .collect();
+    let mut text = String::with_capacity(openmetrics.len());
+    for line in openmetrics.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let renamed = ["# HELP ", "# TYPE "].iter().find_map(|prefix| {
+            let rest = line.strip_prefix(prefix)?;
+            let (name, tail) = rest.split_once(' ')?;
+            counters
+                .contains(name)
+                .then(|| format!("{prefix}{name}_total {tail}"))
+        });
+        text.push_str(renamed.as_deref().unwrap_or(line));
+        text.push('\n');
+    }
+    text
+}
+
 impl Default for Metrics {
     fn default() -> Self {
         Self::new()
@@ -100,7 +129,37 @@ pub struct PollerSample<'a> {
     pub queue_depth: i64,
 }
 
-type Labels = Vec<(&'static str, String)>;
+/// A label value as the text format must carry it: `\\`, `"` and a line feed escaped. The
+/// values are operators' and pollers' names: a quote and a newline in one must not end the
+/// label, nor start a forged series (prometheus-client writes values as they are).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Escaped(String);
+
+impl From<&str> for Escaped {
+    fn from(value: &str) -> Self {
+        Escaped(value.to_string())
+    }
+}
+
+impl prometheus_client::encoding::EncodeLabelValue for Escaped {
+    fn encode(
+        &self,
+        encoder: &mut prometheus_client::encoding::LabelValueEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        use std::fmt::Write;
+        for c in self.0.chars() {
+            match c {
+                '\\' => encoder.write_str("\\\\")?,
+                '"' => encoder.write_str("\\\"")?,
+                '\n' => encoder.write_str("\\n")?,
+                c => encoder.write_char(c)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+type Labels = Vec<(&'static str, Escaped)>;
 
 /// Gauges of what central knows now: one series per monitor, per location and per poller
 /// (so cardinality follows the number of objects, never the number of results).
@@ -117,9 +176,9 @@ pub fn render_state(monitors: &[MonitorSample<'_>], pollers: &[PollerSample<'_>]
     let queue = Family::<Labels, Gauge>::default();
     for m in monitors {
         let labels: Labels = vec![
-            ("monitor_id", m.monitor_id.to_string()),
-            ("name", m.name.to_string()),
-            ("region", m.region.to_string()),
+            ("monitor_id", m.monitor_id.into()),
+            ("name", m.name.into()),
+            ("region", m.region.into()),
         ];
         if let Some(value) = m.up {
             up.get_or_create(&labels).set(value);
@@ -128,21 +187,21 @@ pub fn render_state(monitors: &[MonitorSample<'_>], pollers: &[PollerSample<'_>]
             latency.get_or_create(&labels).set(ms);
         }
         let mut with_status = labels.clone();
-        with_status.push(("status", m.status.to_string()));
+        with_status.push(("status", m.status.into()));
         state.get_or_create(&with_status).set(1);
     }
     for p in pollers {
         let labels: Labels = vec![
-            ("poller_id", p.poller_id.to_string()),
-            ("name", p.name.to_string()),
-            ("region", p.region.to_string()),
+            ("poller_id", p.poller_id.into()),
+            ("name", p.name.into()),
+            ("region", p.region.into()),
         ];
         poller_up
             .get_or_create(&labels)
             .set(i64::from(p.status != "offline"));
         queue.get_or_create(&labels).set(p.queue_depth);
         let mut with_status = labels.clone();
-        with_status.push(("status", p.status.to_string()));
+        with_status.push(("status", p.status.into()));
         poller_state.get_or_create(&with_status).set(1);
     }
     registry.register(
@@ -174,4 +233,64 @@ pub fn render_state(monitors: &[MonitorSample<'_>], pollers: &[PollerSample<'_>]
     let mut text = String::new();
     let _ = encode(&mut text, &registry);
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A name that closes its label and starts a series of its own stays one label value.
+    #[test]
+    fn names_cannot_end_their_label_or_forge_a_series() {
+        let name = "x\"} 1\ncentral_monitor_up{monitor_id=\"forged\"} 1\n# EOF\\";
+        let monitors = [MonitorSample {
+            monitor_id: "m1",
+            name,
+            region: "",
+            status: "up",
+            up: Some(1),
+            latency_ms: None,
+        }];
+        let pollers = [PollerSample {
+            poller_id: "p1",
+            name,
+            region: "eu",
+            status: "online",
+            queue_depth: 0,
+        }];
+        let text = render_state(&monitors, &pollers);
+        assert!(!text.contains("monitor_id=\"forged\"} 1\n"), "{text}");
+        let escaped = r#"name="x\"} 1\ncentral_monitor_up{monitor_id=\"forged\"} 1\n# EOF\\""#;
+        assert!(
+            text.contains(&format!(
+                "central_monitor_up{{monitor_id=\"m1\",{escaped},region=\"\"}} 1"
+            )),
+            "{text}"
+        );
+        let series: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("central_monitor_up"))
+            .collect();
+        assert_eq!(series.len(), 1, "{text}");
+    }
+
+    #[test]
+    fn the_text_format_names_counters_after_their_samples() {
+        let metrics = Metrics::new();
+        metrics.results_accepted.inc_by(3);
+        let text = to_text_format(&metrics.render());
+        assert!(
+            text.contains("# TYPE central_results_accepted_total counter\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# HELP central_results_accepted_total "),
+            "{text}"
+        );
+        assert!(
+            text.contains("\ncentral_results_accepted_total 3\n"),
+            "{text}"
+        );
+        assert!(!text.contains("# EOF"), "{text}");
+    }
 }

@@ -121,7 +121,11 @@ fn default_timeout() -> u64 {
 pub struct MonitorSpec {
     #[cfg_attr(
         feature = "openapi",
-        schema(min_length = 1, max_length = 200, pattern = r"[^\s\x00-\x1f\x7f-\x9f]")
+        schema(
+            min_length = 1,
+            max_length = 200,
+            pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+        )
     )]
     pub name: String,
     pub kind: CheckKind,
@@ -293,7 +297,11 @@ impl MonitorSpec {
 pub struct MonitorPatch {
     #[cfg_attr(
         feature = "openapi",
-        schema(min_length = 1, max_length = 200, pattern = r"[^\s\x00-\x1f\x7f-\x9f]")
+        schema(
+            min_length = 1,
+            max_length = 200,
+            pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+        )
     )]
     pub name: Option<String>,
     #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 2048))]
@@ -369,15 +377,28 @@ pub struct AssignedMonitor {
     pub phase_ms: Option<u64>,
 }
 
-/// Whether a name has nothing to read: only whitespace and control characters. The OpenAPI
-/// documents the opposite as the pattern `[^\s\x00-\x1f\x7f-\x9f]` (one readable character).
+/// Whether a name has nothing to read: only whitespace and control characters.
 pub fn is_blank(text: &str) -> bool {
     text.chars().all(|c| c.is_whitespace() || c.is_control())
+}
+
+/// Whether a name holds a control character (a line break, a tab, an escape): names are shown
+/// on pages, in notifications and as Prometheus label values, where such characters end lines
+/// and labels. With `is_blank`, the OpenAPI documents both as the pattern
+/// `^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$`.
+pub fn has_control(text: &str) -> bool {
+    text.chars().any(char::is_control)
 }
 
 pub fn validate_name(name: &str) -> Result<(), ValidationError> {
     if is_blank(name) {
         return Err(ValidationError::new("name", "must not be empty"));
+    }
+    if has_control(name) {
+        return Err(ValidationError::new(
+            "name",
+            "must not contain control characters (line breaks, tabs)",
+        ));
     }
     if name.chars().count() > MAX_NAME_LEN {
         return Err(ValidationError::new(

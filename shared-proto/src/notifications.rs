@@ -68,7 +68,11 @@ impl ChannelKind {
 pub struct ChannelSpec {
     #[cfg_attr(
         feature = "openapi",
-        schema(min_length = 1, max_length = 200, pattern = r"[^\s\x00-\x1f\x7f-\x9f]")
+        schema(
+            min_length = 1,
+            max_length = 200,
+            pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+        )
     )]
     pub name: String,
     pub kind: ChannelKind,
@@ -112,7 +116,11 @@ pub struct ChannelSpec {
 pub struct ChannelPatch {
     #[cfg_attr(
         feature = "openapi",
-        schema(min_length = 1, max_length = 200, pattern = r"[^\s\x00-\x1f\x7f-\x9f]")
+        schema(
+            min_length = 1,
+            max_length = 200,
+            pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+        )
     )]
     pub name: Option<String>,
     #[cfg_attr(feature = "openapi", schema(max_length = 2048))]

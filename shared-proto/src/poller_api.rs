@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::monitor::{is_blank, validate_label, AssignedMonitor, CheckKind};
+use crate::monitor::{has_control, is_blank, validate_label, AssignedMonitor, CheckKind};
 use crate::{bounded, ValidationError};
 
 /// Most results one upload may carry; larger backlogs go in several batches.
@@ -35,7 +35,11 @@ pub struct RegisterRequest {
     pub registration_token: String,
     #[cfg_attr(
         feature = "openapi",
-        schema(min_length = 1, max_length = 200, pattern = r"[^\s\x00-\x1f\x7f-\x9f]")
+        schema(
+            min_length = 1,
+            max_length = 200,
+            pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+        )
     )]
     pub name: String,
     #[serde(default)]
@@ -56,8 +60,11 @@ pub struct RegisterRequest {
 
 impl RegisterRequest {
     pub fn validate(&self) -> Result<(), ValidationError> {
-        if is_blank(&self.name) || self.name.chars().count() > 200 {
-            return Err(ValidationError::new("name", "must be 1 to 200 characters"));
+        if is_blank(&self.name) || has_control(&self.name) || self.name.chars().count() > 200 {
+            return Err(ValidationError::new(
+                "name",
+                "must be 1 to 200 characters, without control characters (line breaks, tabs)",
+            ));
         }
         validate_version(&self.version)?;
         if let Some(region) = &self.region {

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::duration::parse_api_duration;
-use crate::monitor::{is_blank, validate_label, MonitorSpec};
+use crate::monitor::{has_control, is_blank, validate_label, MonitorSpec};
 use crate::ValidationError;
 
 pub const DEFAULT_PAGE_LIMIT: u32 = 100;
@@ -34,7 +34,11 @@ pub const MAX_TOKEN_USES: u32 = 1_000_000;
 pub struct CreateRegistrationToken {
     #[cfg_attr(
         feature = "openapi",
-        schema(min_length = 1, max_length = 200, pattern = r"[^\s\x00-\x1f\x7f-\x9f]")
+        schema(
+            min_length = 1,
+            max_length = 200,
+            pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+        )
     )]
     pub name: String,
     /// e.g. `24h`; unset means the token does not expire.
@@ -54,8 +58,11 @@ pub struct CreateRegistrationToken {
 impl CreateRegistrationToken {
     /// Validates and returns the expiry as a duration.
     pub fn validate(&self) -> Result<Option<Duration>, ValidationError> {
-        if is_blank(&self.name) || self.name.chars().count() > 200 {
-            return Err(ValidationError::new("name", "must be 1 to 200 characters"));
+        if is_blank(&self.name) || has_control(&self.name) || self.name.chars().count() > 200 {
+            return Err(ValidationError::new(
+                "name",
+                "must be 1 to 200 characters, without control characters (line breaks, tabs)",
+            ));
         }
         if let Some(uses) = self.max_uses.filter(|n| !(1..=MAX_TOKEN_USES).contains(n)) {
             return Err(ValidationError::new(
@@ -208,7 +215,11 @@ pub struct PollerPatch {
     #[serde(default, with = "crate::monitor::double_option")]
     #[cfg_attr(
         feature = "openapi",
-        schema(min_length = 1, max_length = 200, pattern = r"[^\s\x00-\x1f\x7f-\x9f]")
+        schema(
+            min_length = 1,
+            max_length = 200,
+            pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+        )
     )]
     pub alias: Option<Option<String>>,
     #[serde(default, with = "crate::monitor::double_option")]
@@ -223,10 +234,11 @@ pub struct PollerPatch {
 impl PollerPatch {
     pub fn validate(&self) -> Result<(), ValidationError> {
         if let Some(Some(alias)) = &self.alias {
-            if is_blank(alias) || alias.chars().count() > 200 {
+            if is_blank(alias) || has_control(alias) || alias.chars().count() > 200 {
                 return Err(ValidationError::new(
                     "alias",
-                    "must be 1 to 200 characters, or null to clear it",
+                    "must be 1 to 200 characters without control characters (line breaks, \
+                     tabs), or null to clear it",
                 ));
             }
         }

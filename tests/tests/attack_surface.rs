@@ -276,8 +276,96 @@ async fn metrics_can_have_a_listener_of_their_own() -> anyhow::Result<()> {
         )
     })
     .await?;
-    let private = http.get(format!("http://{addr}/metrics")).send().await?;
+    // Prometheus asks for OpenMetrics and gets it; anything else gets the classic text format.
+    let private = http
+        .get(format!("http://{addr}/metrics"))
+        .header(
+            "accept",
+            "application/openmetrics-text;version=1.0.0,text/plain;q=0.5",
+        )
+        .send()
+        .await?;
     assert_eq!(private.status(), 200);
+    assert!(private.headers()["content-type"]
+        .to_str()?
+        .starts_with("application/openmetrics-text"));
     assert!(private.text().await?.contains("# EOF"));
+    let plain = http.get(format!("http://{addr}/metrics")).send().await?;
+    assert!(plain.headers()["content-type"]
+        .to_str()?
+        .starts_with("text/plain; version=0.0.4"));
+    let plain = plain.text().await?;
+    assert!(
+        plain.contains("# TYPE central_results_accepted_total counter") && !plain.contains("# EOF"),
+        "{plain}"
+    );
+    Ok(())
+}
+
+/// Names come from operators and pollers; in `/metrics` they are label values. A quote or a
+/// backslash stays inside its label, a line break is refused where the name comes in, and
+/// `promtool check metrics` accepts what central serves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_names_cannot_break_or_forge_metrics() -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    let forged = "central_monitor_up{monitor_id=\"forged\",name=\"x\",region=\"\"} 1";
+    for (path, body) in [
+        (
+            "/api/poller/register",
+            json!({"registration_token": central.registration_token().await?,
+                   "name": format!("x\"}} 1\n{forged}\n# EOF"), "capabilities": ["http"],
+                   "version": "test"}),
+        ),
+        (
+            "/api/v1/monitors",
+            json!({"name": format!("a\n{forged}"), "kind": "http",
+                   "target": "http://127.0.0.1:9/"}),
+        ),
+    ] {
+        let token = if path.starts_with("/api/v1") {
+            ADMIN_TOKEN
+        } else {
+            ""
+        };
+        let (status, answer) = post_raw(&central, path, token, body.to_string()).await;
+        assert_eq!(status, 400, "{path}: {answer}");
+        assert!(
+            answer["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("name"),
+            "{answer}"
+        );
+    }
+    // Quotes, backslashes and braces are fine in a name, and stay in their label.
+    let hostile = r#"x"} 1 \ central_monitor_up{monitor_id="forged"} # EOF"#;
+    central.register_poller(hostile).await?;
+    central
+        .create_monitor(json!({"name": hostile, "kind": "http", "target": "http://127.0.0.1:9/"}))
+        .await?;
+    let text = reqwest::get(format!("{}/metrics", central.url))
+        .await?
+        .text()
+        .await?;
+    assert!(!text.contains("monitor_id=\"forged\"} "), "{text}");
+    let mut promtool = tokio::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    promtool
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(text.as_bytes())
+        .await?;
+    let checked = promtool.wait_with_output().await?;
+    let said = String::from_utf8_lossy(&checked.stdout).to_string()
+        + &String::from_utf8_lossy(&checked.stderr);
+    assert!(
+        checked.status.success() && !said.contains("error"),
+        "promtool: {said}\n{text}"
+    );
     Ok(())
 }

@@ -300,7 +300,15 @@ async fn an_operator_runs_a_monitor_from_the_page() -> anyhow::Result<()> {
     assert_eq!(code, 200);
     browser.fill("#name", "renamed on a stale form").await?;
     browser.click(".monitor-form button[type=submit]").await?;
-    let refusal = browser.text(".form-error").await?;
+    // The answer is a new page: wait for it rather than read the old one.
+    let refusal = browser
+        .client
+        .wait()
+        .at_most(Duration::from_secs(10))
+        .for_element(fantoccini::Locator::Css(".form-error"))
+        .await?
+        .text()
+        .await?;
     assert!(
         refusal.contains("was changed since this form was opened"),
         "{refusal}"
@@ -388,5 +396,99 @@ async fn an_operator_runs_a_monitor_from_the_page() -> anyhow::Result<()> {
     browser.wait_for_path(|p| p == "/login").await?;
     browser.goto(&page("/pollers")).await?;
     assert_eq!(browser.current_path().await?, "/login");
+    Ok(())
+}
+
+/// Every page says what a browser may do with it: only its own scripts, styles and requests,
+/// never inside a frame, never sniffed, never stored (a new registration secret and its
+/// `docker run` line are on a page); assets keep their long cache.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_page_carries_the_browser_security_headers() -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    let monitor = central
+        .create_monitor(serde_json::json!({"name": "m", "kind": "http",
+            "target": "http://127.0.0.1:9/"}))
+        .await?;
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()?;
+    let login = http
+        .post(format!("{}/login", central.url))
+        .form(&[("token", ADMIN_TOKEN)])
+        .send()
+        .await?;
+    let cookie = login
+        .headers()
+        .get("set-cookie")
+        .and_then(|c| c.to_str().ok())
+        .and_then(|c| c.split(';').next())
+        .expect("a session cookie")
+        .to_string();
+    let pages = [
+        "/login".to_string(),
+        "/".to_string(),
+        "/monitors/new".to_string(),
+        format!("/monitors/{monitor}"),
+        format!("/monitors/{monitor}/edit"),
+        "/pollers".to_string(),
+        "/tokens".to_string(),
+        "/notifications".to_string(),
+        "/notifications/channels/new".to_string(),
+    ];
+    let mut assets = Vec::new();
+    for page in &pages {
+        let response = http
+            .get(format!("{}{page}", central.url))
+            .header("cookie", &cookie)
+            .send()
+            .await?;
+        assert_eq!(response.status(), 200, "{page}");
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_string()
+        };
+        let policy = header("content-security-policy");
+        for directive in [
+            "default-src 'none'",
+            "script-src 'self'",
+            "frame-ancestors 'none'",
+        ] {
+            assert!(policy.contains(directive), "{page}: {policy}");
+        }
+        assert!(
+            !policy.contains("unsafe-inline") && !policy.contains("unsafe-eval"),
+            "{page}: {policy}"
+        );
+        assert_eq!(header("x-frame-options"), "DENY", "{page}");
+        assert_eq!(header("x-content-type-options"), "nosniff", "{page}");
+        assert_eq!(header("referrer-policy"), "no-referrer", "{page}");
+        assert_eq!(header("cache-control"), "no-store", "{page}");
+        let body = response.text().await?;
+        assert!(
+            !body.contains(" onsubmit=") && !body.contains(" onclick="),
+            "{page}: no inline handlers"
+        );
+        assets.extend(
+            body.split("\"/assets/")
+                .skip(1)
+                .filter_map(|rest| rest.split('"').next())
+                .map(str::to_string),
+        );
+    }
+    assets.sort();
+    assets.dedup();
+    assert!(!assets.is_empty());
+    for asset in assets {
+        let response = http
+            .get(format!("{}/assets/{asset}", central.url))
+            .send()
+            .await?;
+        let cache = response.headers()["cache-control"].to_str()?.to_string();
+        assert!(cache.contains("immutable"), "{asset}: {cache}");
+    }
     Ok(())
 }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::Json;
 use serde_json::json;
@@ -41,16 +41,33 @@ pub async fn readyz(State(app): State<Arc<App>>) -> impl IntoResponse {
 }
 
 #[utoipa::path(get, path = "/metrics", tag = "ops", operation_id = "metrics", security(),
-    responses((status = 200, description = "OpenMetrics text (absent here when CENTRAL_METRICS_LISTEN is set).",
-        content_type = "application/openmetrics-text", body = String)))]
-pub async fn metrics(State(app): State<Arc<App>>) -> impl IntoResponse {
-    (
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        app.render_metrics().await,
-    )
+    responses((status = 200,
+        description = "OpenMetrics text when the scraper asks for it (`Accept: application/openmetrics-text`, as Prometheus does), else the Prometheus text format 0.0.4 (what `promtool check metrics` reads). Absent here when CENTRAL_METRICS_LISTEN is set.",
+        content((String = "application/openmetrics-text"), (String = "text/plain")))))]
+pub async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> impl IntoResponse {
+    let openmetrics = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|accept| accept.contains("application/openmetrics-text"));
+    let text = app.render_metrics().await;
+    if openmetrics {
+        (
+            [(
+                header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )],
+            text,
+        )
+    } else {
+        (
+            [(
+                header::CONTENT_TYPE,
+                "text/plain; version=0.0.4; charset=utf-8",
+            )],
+            crate::metrics::to_text_format(&text),
+        )
+    }
 }
 
 #[utoipa::path(get, path = "/api/openapi.json", tag = "ops", operation_id = "openapi", security(),

@@ -22,6 +22,9 @@ fn head(title: &str) -> Markup {
         head {
             meta charset="utf-8";
             meta name="viewport" content="width=device-width, initial-scale=1";
+            // htmx would add its indicator styles as an inline <style>, which the Content
+            // Security Policy refuses (the page has no indicators).
+            meta name="htmx-config" content=r#"{"includeIndicatorStyles":false}"#;
             title { (title) " · Central" }
             link rel="stylesheet" href=(super::assets::path("app.css"));
             script src=(super::assets::path("htmx.min.js")) defer {}

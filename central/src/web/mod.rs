@@ -8,6 +8,7 @@ mod channel_form;
 mod charts;
 mod check_settings;
 mod fields;
+mod headers;
 mod layout;
 mod monitor_form;
 mod monitor_input;
@@ -83,6 +84,9 @@ pub fn router(options: WebOptions) -> Router<Arc<App>> {
         // measures: the CSRF token is masked afresh on every page (`Session::csrf`), and the
         // session cookie is never sent cross-site (`SameSite=Strict`).
         .layer(tower_http::compression::CompressionLayer::new())
+        .layer(axum::middleware::from_fn(move |request, next| {
+            headers::add(options.secure_cookies, request, next)
+        }))
 }
 
 /// Why a page could not be shown.

@@ -219,7 +219,7 @@ pub async fn detail(
                     (csrf_field(&session)) button type="submit" { (label) }
                 }
                 form method="post" action={ "/monitors/" (id) "/delete" }
-                    onsubmit="return confirm('Delete this monitor and its history?')" {
+                    data-confirm="Delete this monitor and its history?" {
                     (csrf_field(&session)) button.danger type="submit" { "Delete" }
                 }
             }

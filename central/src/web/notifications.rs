@@ -55,7 +55,7 @@ async fn page(app: &App, session: &Session, tested: Option<Tested>) -> WebResult
                         form.inline method="post" action={ "/notifications/channels/" (channel.id) "/test" } {
                             (csrf_field(session)) button type="submit" { "Test" } }
                         form.inline method="post" action={ "/notifications/channels/" (channel.id) "/delete" }
-                            onsubmit="return confirm('Delete this channel? Monitors stop notifying it.')" {
+                            data-confirm="Delete this channel? Monitors stop notifying it." {
                             (csrf_field(session)) button.danger type="submit" { "Delete" } }
                     }
                 } }

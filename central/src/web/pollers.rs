@@ -21,8 +21,10 @@ use crate::service::pollers::PollerFilter;
 use crate::service::App;
 use crate::store::Cursor;
 
-/// The rows hold the alias forms: a refresh while one has the focus would wipe what is typed.
-const REFRESH_UNLESS_TYPING: &str = "every 5s [!document.querySelector('#poller-rows :focus')]";
+/// The rows hold the alias forms: a refresh while one has the focus would wipe what is typed,
+/// so `app.js` skips it (`data-hold-while-focused`: an htmx trigger filter would need `eval`,
+/// which the Content Security Policy refuses).
+const REFRESH_UNLESS_TYPING: &str = "every 5s";
 
 #[derive(Debug, Default, Deserialize)]
 pub struct PollerQuery {
@@ -66,7 +68,7 @@ pub async fn list(
             }
             button type="submit" { "Filter" }
         }
-        div.table-wrap #poller-rows hx-get=(uri) hx-trigger=(REFRESH_UNLESS_TYPING) hx-select="#poller-rows" hx-swap="outerHTML" {
+        div.table-wrap #poller-rows hx-get=(uri) hx-trigger=(REFRESH_UNLESS_TYPING) hx-select="#poller-rows" hx-swap="outerHTML" data-hold-while-focused {
             table {
                 thead { tr {
                     th scope="col" { "Poller" } th scope="col" { "Status" } th scope="col" { "Region / DC" }
@@ -102,7 +104,7 @@ pub async fn list(
                                     }
                                 }
                                 form.inline method="post" action={ "/pollers/" (poller.id) "/delete" }
-                                    onsubmit="return confirm('Delete this poller? Its tokens stop working and its monitors move.')" {
+                                    data-confirm="Delete this poller? Its tokens stop working and its monitors move." {
                                     (csrf_field(&session)) button.danger type="submit" { "Delete" }
                                 }
                             }
