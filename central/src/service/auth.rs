@@ -5,6 +5,9 @@
 //! is a single high-entropy secret checked on every settings call, so it is kept as SHA-256
 //! (a slow hash buys nothing against 256 random bits and would cost every request).
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use anyhow::Context;
 use argon2::password_hash::{
     rand_core::OsRng, PasswordHash, PasswordHasher, PasswordVerifier, SaltString,
@@ -15,7 +18,10 @@ use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use uuid::Uuid;
+
+use crate::error::{ApiError, ApiResult};
 
 pub const REGISTRATION_PREFIX: &str = "preg";
 pub const REFRESH_PREFIX: &str = "pref";
@@ -91,14 +97,66 @@ pub fn verify_secret(secret: &str, stored_hash: &str) -> bool {
         .unwrap_or(false)
 }
 
-/// Hashes or verifies on the blocking pool so that argon2's memory-hard work does not stall
-/// the request workers.
-pub async fn hash_secret_blocking(secret: String) -> anyhow::Result<String> {
-    tokio::task::spawn_blocking(move || hash_secret(&secret)).await?
+/// argon2 runs, at most about one per core at a time, on the blocking pool so that their
+/// memory-hard work does not stall the request workers. Each run holds 19 MiB and a core: the
+/// bound keeps an unauthenticated flood of registrations or token refreshes to a few dozen MiB
+/// and leaves the runtime its cores. A run that cannot start within `HASHING_WAIT` is shed
+/// (`503` with `Retry-After`) rather than queued without bound.
+pub struct Hashing {
+    runs: Arc<Semaphore>,
+    wait: Duration,
 }
 
-pub async fn verify_secret_blocking(secret: String, stored_hash: String) -> anyhow::Result<bool> {
-    Ok(tokio::task::spawn_blocking(move || verify_secret(&secret, &stored_hash)).await?)
+const HASHING_WAIT: Duration = Duration::from_secs(5);
+
+impl Hashing {
+    pub fn new() -> Self {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        Self {
+            runs: Arc::new(Semaphore::new(cores)),
+            wait: HASHING_WAIT,
+        }
+    }
+
+    async fn permit(&self) -> ApiResult<OwnedSemaphorePermit> {
+        match tokio::time::timeout(self.wait, self.runs.clone().acquire_owned()).await {
+            Ok(Ok(permit)) => Ok(permit),
+            _ => Err(ApiError::Overloaded {
+                message: "central is busy checking other credentials; retry in a second".into(),
+                retry_after: 1,
+            }),
+        }
+    }
+
+    pub async fn hash(&self, secret: String) -> ApiResult<String> {
+        let permit = self.permit().await?;
+        let hashed = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            hash_secret(&secret)
+        });
+        Ok(hashed.await.map_err(anyhow::Error::from)??)
+    }
+
+    pub async fn verify(&self, secret: String, stored_hash: String) -> ApiResult<bool> {
+        let permit = self.permit().await?;
+        let verified = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            verify_secret(&secret, &stored_hash)
+        });
+        Ok(verified.await.map_err(anyhow::Error::from)?)
+    }
+
+    /// How many runs may start now (for tests).
+    #[cfg(test)]
+    fn available(&self) -> usize {
+        self.runs.available_permits()
+    }
+}
+
+impl Default for Hashing {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 pub fn sha256_hex(text: &str) -> String {
@@ -231,6 +289,22 @@ mod tests {
             parse_token(REGISTRATION_PREFIX, &format!("preg_{}_", id.simple())),
             None
         );
+    }
+
+    #[tokio::test]
+    async fn argon2_runs_are_bounded_and_shed_past_the_wait() {
+        let hashing = Hashing {
+            runs: Arc::new(Semaphore::new(1)),
+            wait: Duration::from_millis(50),
+        };
+        let held = hashing.permit().await.unwrap();
+        assert_eq!(hashing.available(), 0);
+        let shed = hashing.verify("secret".into(), "$argon2id$x".into()).await;
+        assert!(matches!(shed, Err(ApiError::Overloaded { .. })), "{shed:?}");
+        drop(held);
+        let hash = hashing.hash("secret".into()).await.unwrap();
+        assert!(hashing.verify("secret".into(), hash).await.unwrap());
+        assert_eq!(hashing.available(), 1, "permits come back");
     }
 
     #[test]

@@ -67,6 +67,8 @@ pub struct App {
     watching_since: std::sync::atomic::AtomicI64,
     /// See `placement_checked_at`; kept current by `liveness` on the lease holder.
     placement_checked_at: std::sync::atomic::AtomicI64,
+    /// Bounds the argon2 runs (registration and refresh secrets).
+    hashing: auth::Hashing,
 }
 
 /// An id read back from the database. A malformed one is a fault of the store, reported as
@@ -142,6 +144,7 @@ impl App {
             },
             watching_since: std::sync::atomic::AtomicI64::new(now_ms()),
             placement_checked_at: std::sync::atomic::AtomicI64::new(0),
+            hashing: auth::Hashing::new(),
         }))
     }
 

@@ -100,7 +100,7 @@ impl App {
             id: id.to_string(),
             poller_id: poller_id.to_string(),
             family_id: family_id.to_string(),
-            secret_hash: auth::hash_secret_blocking(secret.clone()).await?,
+            secret_hash: self.hashing.hash(secret.clone()).await?,
             expires_at: now + REFRESH_TTL_MS,
             spent_at: None,
             revoked_at: None,
@@ -130,7 +130,7 @@ impl App {
             .refresh_token(&id.to_string())
             .await?
             .ok_or_else(invalid)?;
-        if !auth::verify_secret_blocking(secret, row.secret_hash.clone()).await? {
+        if !self.hashing.verify(secret, row.secret_hash.clone()).await? {
             return Err(invalid());
         }
         let now = now_ms();

@@ -38,8 +38,13 @@ pub(super) async fn sync_environment_token(
          (try `openssl rand -hex 32`)",
         auth::REGISTRATION_PREFIX
     );
+    // Before the app (and its shared bound) exists: this start's own.
+    let hashing = auth::Hashing::new();
     if let Some(row) = &stored {
-        if auth::verify_secret_blocking(secret.to_string(), row.secret_hash.clone()).await? {
+        if hashing
+            .verify(secret.to_string(), row.secret_hash.clone())
+            .await?
+        {
             return Ok(());
         }
     }
@@ -47,7 +52,7 @@ pub(super) async fn sync_environment_token(
         .replace_registration_token(&RegistrationTokenRow {
             id,
             name: ENVIRONMENT_TOKEN_NAME.into(),
-            secret_hash: auth::hash_secret_blocking(secret.to_string()).await?,
+            secret_hash: hashing.hash(secret.to_string()).await?,
             region: None,
             created_at: now_ms(),
             expires_at: None,
@@ -78,7 +83,7 @@ impl App {
         let row = RegistrationTokenRow {
             id: id.to_string(),
             name: request.name.trim().to_string(),
-            secret_hash: auth::hash_secret_blocking(secret.clone()).await?,
+            secret_hash: self.hashing.hash(secret.clone()).await?,
             region: request.region,
             created_at: now,
             expires_at: expires_in.map(|d| now.saturating_add(d.as_millis() as i64)),
@@ -136,7 +141,7 @@ impl App {
         let old_valid_until =
             (!overlap.is_zero()).then(|| now_ms().saturating_add(overlap.as_millis() as i64));
         let secret = auth::new_secret();
-        let hash = auth::hash_secret_blocking(secret.clone()).await?;
+        let hash = self.hashing.hash(secret.clone()).await?;
         if !self
             .store
             .rotate_registration_token(&id.to_string(), &hash, old_valid_until)
@@ -181,7 +186,14 @@ impl App {
             .registration_token(&id.to_string())
             .await?
             .ok_or_else(invalid)?;
-        if !self.registration_secret_matches(&row, secret).await? {
+        // Cheap checks first: a token that could not be spent anyway costs no argon2 run (an
+        // unauthenticated loop would otherwise buy 19 MiB and two passes per request). Said as
+        // "not valid", since the caller has not shown it knows the secret.
+        let now = now_ms();
+        let spendable = row.revoked_at.is_none()
+            && row.uses < row.max_uses
+            && row.expires_at.is_none_or(|at| at > now);
+        if !spendable || !self.registration_secret_matches(&row, secret).await? {
             return Err(invalid());
         }
         if !self.store.use_registration_token(&row.id, now_ms()).await? {
@@ -200,12 +212,16 @@ impl App {
         row: &RegistrationTokenRow,
         secret: String,
     ) -> ApiResult<bool> {
-        if auth::verify_secret_blocking(secret.clone(), row.secret_hash.clone()).await? {
+        if self
+            .hashing
+            .verify(secret.clone(), row.secret_hash.clone())
+            .await?
+        {
             return Ok(true);
         }
         match (&row.previous_secret_hash, row.previous_valid_until) {
             (Some(previous), Some(until)) if now_ms() < until => {
-                let matched = auth::verify_secret_blocking(secret, previous.clone()).await?;
+                let matched = self.hashing.verify(secret, previous.clone()).await?;
                 if matched {
                     tracing::info!(
                         token = %row.id,
