@@ -103,11 +103,40 @@ pub struct ServeArgs {
     #[arg(long, env = "CENTRAL_TLS_CLIENT_CA")]
     pub tls_client_ca: Option<PathBuf>,
 
-    /// Requests served at once (long polls for assignments excepted); beyond this central
-    /// answers 503 with `Retry-After` instead of queueing without bound.
+    /// Requests from pollers served at once, and as many again from operators (long polls
+    /// for assignments excepted); beyond this central answers 503 with `Retry-After` instead
+    /// of queueing without bound.
     #[arg(long, env = "CENTRAL_MAX_CONCURRENT_REQUESTS", default_value_t = 512,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub max_concurrent_requests: u32,
+
+    /// Requests without credentials served at once (logging in, registering an agent,
+    /// exchanging a refresh token); they never take the places of pollers or operators.
+    #[arg(long, env = "CENTRAL_MAX_UNAUTHENTICATED_REQUESTS", default_value_t = 64,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_unauthenticated_requests: u32,
+
+    /// A request not answered this long after its headers arrived (its body included) is
+    /// answered 408; assignment long polls end on their own first.
+    #[arg(long, env = "CENTRAL_REQUEST_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+
+    /// A connection whose request headers have not all arrived this long after central began
+    /// waiting for them is closed; it is also how long an idle keep-alive connection is kept.
+    #[arg(long, env = "CENTRAL_HEADER_READ_TIMEOUT", default_value = "20s", value_parser = parse_duration)]
+    pub header_read_timeout: Duration,
+
+    /// Connections held at once; more are closed as soon as they are accepted. Lowered, with
+    /// a warning, to what the open-files limit leaves room for.
+    #[arg(long, env = "CENTRAL_MAX_CONNECTIONS", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+
+    /// Connections one client (an IPv4 address, or an IPv6 /64) may hold at once; a trusted
+    /// proxy (`CENTRAL_TRUSTED_PROXIES`) counts only against CENTRAL_MAX_CONNECTIONS.
+    #[arg(long, env = "CENTRAL_MAX_CONNECTIONS_PER_CLIENT", default_value_t = 256,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections_per_client: u32,
 
     /// Assignment long polls held open at once (one per agent); beyond this a long poll is
     /// answered at once, as if it had not asked to wait.
@@ -115,7 +144,7 @@ pub struct ServeArgs {
     pub max_long_polls: u32,
 
     /// Comma-separated CIDRs of reverse proxies whose `X-Forwarded-For` is believed (for the
-    /// per-address rate limit); from anyone else the header is ignored.
+    /// per-client limits); from anyone else the header is ignored.
     #[arg(long, env = "CENTRAL_TRUSTED_PROXIES", value_delimiter = ',', value_parser = parse_cidr)]
     pub trusted_proxies: Vec<ipnet::IpNet>,
 

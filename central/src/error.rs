@@ -35,6 +35,9 @@ pub enum ApiError {
     UnsupportedMediaType(String),
     #[error("{0}")]
     MethodNotAllowed(String),
+    /// Not done within `CENTRAL_REQUEST_TIMEOUT` (a trickling body, mostly).
+    #[error("{0}")]
+    RequestTimeout(String),
     #[error("{message}")]
     TooManyRequests { message: String, retry_after: u64 },
     /// Central is at its request cap: shed, not queued.
@@ -74,6 +77,7 @@ impl ApiError {
                 (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
             }
             ApiError::MethodNotAllowed(_) => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
+            ApiError::RequestTimeout(_) => (StatusCode::REQUEST_TIMEOUT, "request_timeout"),
             ApiError::TooManyRequests { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
             ApiError::Overloaded { .. } => (StatusCode::SERVICE_UNAVAILABLE, "overloaded"),
             ApiError::ClientCertificateRequired(_) => {

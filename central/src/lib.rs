@@ -15,10 +15,10 @@ pub mod liveness;
 pub mod maintenance;
 pub mod metrics;
 pub mod notify;
+pub mod server;
 pub mod service;
 pub mod store;
 pub mod telemetry;
-pub mod tls;
 pub mod wakeups;
 pub mod web;
 
@@ -65,7 +65,11 @@ pub struct Running {
 /// Opens the store, prepares secrets and starts serving; returns once the socket is bound.
 pub async fn start(args: ServeArgs) -> anyhow::Result<Running> {
     let acceptor = match (&args.tls_cert, &args.tls_key) {
-        (Some(cert), Some(key)) => Some(tls::acceptor(cert, key, args.tls_client_ca.as_deref())?),
+        (Some(cert), Some(key)) => Some(server::tls::acceptor(
+            cert,
+            key,
+            args.tls_client_ca.as_deref(),
+        )?),
         (None, None) if args.tls_client_ca.is_some() => anyhow::bail!(
             "CENTRAL_TLS_CLIENT_CA needs HTTPS: set CENTRAL_TLS_CERT and CENTRAL_TLS_KEY too"
         ),
@@ -110,31 +114,30 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<Running> {
     duties::supervise("maintenance", move || {
         maintenance::run(a.clone(), l.clone())
     });
+    let limits = server::ServerLimits {
+        header_read_timeout: args.header_read_timeout,
+        handshake_timeout: server::tls::HANDSHAKE_TIMEOUT,
+        connections: server::places::Places::new(
+            server::connection_cap(args.max_connections),
+            args.max_connections_per_client as usize,
+        ),
+        proxies: server::client_addr::TrustedProxies::new(args.trusted_proxies.clone()),
+        refused: app.metrics.connections_refused.clone(),
+    };
     if let Some(listener) = metrics_listener {
         let router = api::metrics_router(app.clone());
-        tokio::spawn(async move {
-            if let Err(e) = axum::serve(listener, router)
-                .with_graceful_shutdown(shutdown_signal())
-                .await
-            {
-                tracing::error!("the metrics listener failed: {e}");
-            }
-        });
+        tokio::spawn(server::serve(
+            listener,
+            None,
+            router,
+            limits.clone(),
+            shutdown_signal(),
+        ));
     }
     let router = api::router(app.clone(), &api::HttpOptions::from_args(&args));
     let task = tokio::spawn(async move {
-        // Client addresses feed the rate limit of the unauthenticated poller calls.
-        let service = router.into_make_service_with_connect_info::<tls::PeerAddr>();
-        match acceptor {
-            Some(acceptor) => axum::serve(tls::TlsListener::new(listener, acceptor)?, service)
-                .with_graceful_shutdown(shutdown_signal())
-                .await
-                .context("server failed"),
-            None => axum::serve(listener, service)
-                .with_graceful_shutdown(shutdown_signal())
-                .await
-                .context("server failed"),
-        }
+        server::serve(listener, acceptor, router, limits, shutdown_signal()).await;
+        Ok(())
     });
     Ok(Running {
         addr,

@@ -2,10 +2,20 @@
 
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
+
+/// Labels of a family: fixed names and values chosen by central, never by a client.
+pub type FixedLabels = Vec<(&'static str, &'static str)>;
 
 pub struct Metrics {
     registry: Registry,
+    /// Connections closed as soon as accepted, by `cap`.
+    pub connections_refused: Family<FixedLabels, Counter>,
+    /// Requests answered 503 because their pool was full, by `pool`.
+    pub requests_shed: Family<FixedLabels, Counter>,
+    /// Requests answered 408 at `CENTRAL_REQUEST_TIMEOUT`.
+    pub requests_timed_out: Counter,
     pub results_accepted: Counter,
     pub results_duplicate: Counter,
     pub results_rejected: Counter,
@@ -23,6 +33,26 @@ impl Metrics {
         let registrations = Counter::default();
         let notifications_delivered = Counter::default();
         let notification_attempts_failed = Counter::default();
+        let connections_refused = Family::<FixedLabels, Counter>::default();
+        let requests_shed = Family::<FixedLabels, Counter>::default();
+        let requests_timed_out = Counter::default();
+        registry.register(
+            "connections_refused",
+            "Connections closed as soon as they were accepted, by the cap reached (total: \
+             CENTRAL_MAX_CONNECTIONS, per_client: CENTRAL_MAX_CONNECTIONS_PER_CLIENT)",
+            connections_refused.clone(),
+        );
+        registry.register(
+            "requests_shed",
+            "Requests answered 503 because their pool was full, by pool (poller, operator, \
+             unauthenticated)",
+            requests_shed.clone(),
+        );
+        registry.register(
+            "requests_timed_out",
+            "Requests answered 408 because they were not done within CENTRAL_REQUEST_TIMEOUT",
+            requests_timed_out.clone(),
+        );
         registry.register(
             "notifications_delivered",
             "Notifications a receiver accepted",
@@ -55,6 +85,9 @@ impl Metrics {
         );
         Metrics {
             registry,
+            connections_refused,
+            requests_shed,
+            requests_timed_out,
             results_accepted,
             results_duplicate,
             results_rejected,

@@ -83,20 +83,7 @@ async fn main() -> anyhow::Result<()> {
     );
 
     // The page, from a logged-in client.
-    let login = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()?
-        .post(format!("{}/login", central.url))
-        .form(&[("token", ADMIN_TOKEN)])
-        .send()
-        .await?;
-    let session = login
-        .headers()
-        .get(reqwest::header::SET_COOKIE)
-        .and_then(|c| c.to_str().ok())
-        .and_then(|c| c.split(';').next())
-        .ok_or_else(|| anyhow::anyhow!("no session cookie: {}", login.status()))?
-        .to_string();
+    let session = central.session_cookie().await?;
     let mut headers = reqwest::header::HeaderMap::new();
     headers.insert(reqwest::header::COOKIE, session.parse()?);
     let client = reqwest::Client::builder()

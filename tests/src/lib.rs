@@ -61,6 +61,34 @@ fn bin_dir() -> &'static Path {
     })
 }
 
+/// A process's peak resident memory so far (`VmHWM` from `/proc/<pid>/status`), in bytes;
+/// `None` when it is gone or this is not Linux.
+pub fn peak_rss_bytes(pid: u32) -> Option<u64> {
+    proc_status_kib(pid, "VmHWM:").map(|kib| kib * 1024)
+}
+
+/// A process's resident memory now (`VmRSS`), in bytes.
+pub fn rss_bytes(pid: u32) -> Option<u64> {
+    proc_status_kib(pid, "VmRSS:").map(|kib| kib * 1024)
+}
+
+fn proc_status_kib(pid: u32, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// CPU time a process has used so far (user and system), from `/proc/<pid>/stat`.
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i)?.parse::<f64>().ok();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name; Linux
+    // counts them in USER_HZ, which is 100 on every architecture it exposes to /proc.
+    Some((ticks(11)? + ticks(12)?) / 100.0)
+}
+
 /// Path of a built binary of the workspace (built on first use).
 pub fn binary(name: &str) -> PathBuf {
     bin_dir().join(name)
@@ -225,6 +253,10 @@ impl Central {
         Ok(())
     }
 
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref()?.id()
+    }
+
     /// The database central runs on (`CENTRAL_DATABASE_URL`).
     pub fn database_url(&self) -> &str {
         &self.database_url
@@ -291,6 +323,26 @@ impl Central {
         body: Option<Value>,
     ) -> anyhow::Result<(u16, Value)> {
         admin_request(&self.http, &self.url, method, path, body).await
+    }
+
+    /// Logs in to the web page with the admin token; returns the `Cookie` header value of the
+    /// session (`central_session=…`).
+    pub async fn session_cookie(&self) -> anyhow::Result<String> {
+        let login = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .danger_accept_invalid_certs(self.scheme == "https")
+            .build()?
+            .post(format!("{}/login", self.url))
+            .form(&[("token", ADMIN_TOKEN)])
+            .send()
+            .await?;
+        login
+            .headers()
+            .get(reqwest::header::SET_COOKIE)
+            .and_then(|c| c.to_str().ok())
+            .and_then(|c| c.split(';').next())
+            .map(str::to_string)
+            .ok_or_else(|| anyhow::anyhow!("no session cookie: {}", login.status()))
     }
 
     pub async fn registration_token(&self) -> anyhow::Result<String> {
@@ -593,13 +645,9 @@ impl Agent {
         self.child.as_mut()?.try_wait().ok().flatten()
     }
 
-    /// The process's peak resident memory so far (`VmHWM` from `/proc/<pid>/status`), in bytes;
-    /// `None` when it is not running or not on Linux.
+    /// The process's peak resident memory so far; `None` when it is not running.
     pub fn peak_rss_bytes(&self) -> Option<u64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()?)).ok()?;
-        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-        Some(kib * 1024)
+        peak_rss_bytes(self.pid()?)
     }
 
     /// Waits for the process to exit by itself; `None` if it is still running after `timeout`.

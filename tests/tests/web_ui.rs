@@ -412,18 +412,7 @@ async fn every_page_carries_the_browser_security_headers() -> anyhow::Result<()>
     let http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()?;
-    let login = http
-        .post(format!("{}/login", central.url))
-        .form(&[("token", ADMIN_TOKEN)])
-        .send()
-        .await?;
-    let cookie = login
-        .headers()
-        .get("set-cookie")
-        .and_then(|c| c.to_str().ok())
-        .and_then(|c| c.split(';').next())
-        .expect("a session cookie")
-        .to_string();
+    let cookie = central.session_cookie().await?;
     let pages = [
         "/login".to_string(),
         "/".to_string(),

@@ -1,13 +1,12 @@
 //! HTTP: the router and thin handlers. Handlers parse, call one service method, and answer.
 
-mod client_addr;
 mod extract;
 mod history;
 mod notifications;
 pub mod openapi;
 mod ops;
-mod overload;
 mod poller;
+mod pools;
 mod rate_limit;
 mod settings;
 
@@ -22,8 +21,9 @@ use tower_http::decompression::RequestDecompressionLayer;
 
 use crate::config::ServeArgs;
 use crate::error::ApiError;
+use crate::server::client_addr::TrustedProxies;
+use crate::server::PeerAddr;
 use crate::service::App;
-use crate::tls::PeerAddr;
 
 /// Result uploads are the largest bodies: up to 5,000 results.
 const POLLER_BODY_LIMIT: usize = 8 * 1024 * 1024;
@@ -35,6 +35,8 @@ const SETTINGS_BODY_LIMIT: usize = 256 * 1024;
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
     pub max_concurrent_requests: u32,
+    pub max_unauthenticated_requests: u32,
+    pub request_timeout: std::time::Duration,
     pub max_long_polls: u32,
     pub trusted_proxies: Vec<ipnet::IpNet>,
     /// `CENTRAL_TLS_CLIENT_CA` is set: the poller API wants a vouched client certificate.
@@ -49,6 +51,8 @@ impl HttpOptions {
     pub fn from_args(args: &ServeArgs) -> Self {
         Self {
             max_concurrent_requests: args.max_concurrent_requests,
+            max_unauthenticated_requests: args.max_unauthenticated_requests,
+            request_timeout: args.request_timeout,
             max_long_polls: args.max_long_polls,
             trusted_proxies: args.trusted_proxies.clone(),
             require_client_certificate: args.tls_client_ca.is_some(),
@@ -72,7 +76,7 @@ pub fn router(app: Arc<App>, options: &HttpOptions) -> Router {
         .route("/token", post(poller::token));
     if app.auth_rate_limit > 0.0 {
         let rate = app.auth_rate_limit;
-        let proxies = client_addr::TrustedProxies::new(options.trusted_proxies.clone());
+        let proxies = TrustedProxies::new(options.trusted_proxies.clone());
         let limiter = Arc::new(rate_limit::RateLimiter::new(rate, rate * 4.0, proxies));
         unauthenticated =
             unauthenticated.layer(middleware::from_fn_with_state(limiter, rate_limit::limit));
@@ -88,7 +92,7 @@ pub fn router(app: Arc<App>, options: &HttpOptions) -> Router {
         // Agents gzip their uploads; the body limit applies to the decompressed body too.
         .layer(RequestDecompressionLayer::new())
         .layer(DefaultBodyLimit::max(POLLER_BODY_LIMIT))
-        .layer(Extension(Arc::new(overload::LongPolls::new(
+        .layer(Extension(Arc::new(pools::LongPolls::new(
             options.max_long_polls,
         ))));
     if options.require_client_certificate {
@@ -149,10 +153,13 @@ pub fn router(app: Arc<App>, options: &HttpOptions) -> Router {
         )
         .route("/notifications", get(notifications::list_notifications))
         .layer(DefaultBodyLimit::max(SETTINGS_BODY_LIMIT));
-    let shed = middleware::from_fn_with_state(
-        overload::RequestSlots::new(options.max_concurrent_requests),
-        overload::shed,
-    );
+    let pools = Arc::new(pools::Pools::new(
+        app.clone(),
+        options.max_concurrent_requests,
+        options.max_unauthenticated_requests,
+        TrustedProxies::new(options.trusted_proxies.clone()),
+        options.request_timeout,
+    ));
     let mut router = Router::new()
         .route("/api/openapi.json", get(ops::openapi))
         .nest("/api/poller", poller_api)
@@ -163,7 +170,7 @@ pub fn router(app: Arc<App>, options: &HttpOptions) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         // Probes are exempt from shedding: an overloaded central is still alive and ready.
-        .layer(shed)
+        .layer(middleware::from_fn_with_state(pools, pools::admit))
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz));
     if options.metrics_on_main_listener {

@@ -262,6 +262,8 @@ const NOT_FOUND: &str = "`not_found`: no object with this id.";
 const TOO_LARGE: &str = "`payload_too_large`: body over 256 KiB.";
 const MEDIA_TYPE: &str = "`unsupported_media_type`: send `Content-Type: application/json`.";
 const OVERLOADED: &str = "`overloaded`: retry after `Retry-After` seconds.";
+const TIMED_OUT: &str = "`request_timeout`: the body did not arrive within \
+                         `CENTRAL_REQUEST_TIMEOUT`; send it again, at once.";
 const RATE_LIMITED: &str = "`rate_limited`: retry after `Retry-After` seconds.";
 const BODY_INVALID: &str = "`invalid_body` (not the schema's shape), `invalid_field` (a field \
                             breaks its own rule) or `invalid_combination` (fields that are each \
@@ -303,6 +305,7 @@ error_set!(
     BodyErrors {
         400 => BODY_INVALID,
         401 => ADMIN_UNAUTHORIZED,
+        408 => TIMED_OUT,
         413 => TOO_LARGE,
         415 => MEDIA_TYPE,
         503 => OVERLOADED,
@@ -345,6 +348,7 @@ error_set!(
                 or `invalid_combination`.",
         401 => ADMIN_UNAUTHORIZED,
         404 => NOT_FOUND,
+        408 => TIMED_OUT,
         413 => TOO_LARGE,
         415 => MEDIA_TYPE,
         503 => OVERLOADED,
@@ -360,6 +364,7 @@ error_set!(
         404 => NOT_FOUND,
         409 => "`conflict`: the object changed since the revision in `If-Match` was read; read \
                 it again.",
+        408 => TIMED_OUT,
         413 => TOO_LARGE,
         415 => MEDIA_TYPE,
         503 => OVERLOADED,
@@ -372,6 +377,7 @@ error_set!(
         400 => BODY_INVALID,
         401 => POLLER_UNAUTHORIZED,
         403 => POLLER_FORBIDDEN,
+        408 => TIMED_OUT,
         413 => "`payload_too_large`.",
         415 => MEDIA_TYPE,
         429 => RATE_LIMITED,
@@ -385,6 +391,7 @@ error_set!(
         400 => BODY_INVALID,
         401 => POLLER_UNAUTHORIZED,
         403 => POLLER_FORBIDDEN,
+        408 => TIMED_OUT,
         413 => "`payload_too_large`: over the body limit, or over 5,000 results.",
         415 => MEDIA_TYPE,
         503 => OVERLOADED,

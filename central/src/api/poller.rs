@@ -11,7 +11,7 @@ use shared_proto::poller_api::{
 };
 
 use super::extract::{ApiJson, ApiQuery, Poller};
-use super::overload::LongPolls;
+use super::pools::LongPolls;
 use crate::error::{ApiError, ApiResult};
 use crate::service::ingest::IncomingBatch;
 use crate::service::App;
@@ -35,7 +35,10 @@ pub async fn register(
 #[utoipa::path(
     post, path = "/api/poller/token", tag = "poller", operation_id = "token",
     summary = "Trade a refresh token for new tokens (the old one is spent)",
-    security(), request_body = TokenRequest,
+    description = "The refresh token in the body is what authorises the exchange. An agent whose \
+        access token is still valid sends it too, as a bearer token: central then serves the \
+        exchange from the pollers' share of its capacity, which strangers cannot fill.",
+    security((), ("poller_access_token" = [])), request_body = TokenRequest,
     responses(
         (status = 200, description = "New tokens.", body = TokenResponse),
         super::openapi::PublicBodyErrors

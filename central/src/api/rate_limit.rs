@@ -15,9 +15,9 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::client_addr::TrustedProxies;
 use crate::error::ApiError;
-use crate::tls::PeerAddr;
+use crate::server::client_addr::{client_key, TrustedProxies};
+use crate::server::PeerAddr;
 
 type Buckets = HashMap<IpAddr, (f64, Instant)>;
 
@@ -92,7 +92,7 @@ pub async fn limit(
         .get::<ConnectInfo<PeerAddr>>()
         .map(|ConnectInfo(peer)| peer.addr.ip());
     if let Some(peer) = peer {
-        let ip = limiter.proxies.client_ip(peer, request.headers());
+        let ip = client_key(limiter.proxies.client_ip(peer, request.headers()));
         if let Err(wait) = limiter.take(ip, Instant::now()) {
             return ApiError::TooManyRequests {
                 message: format!(

@@ -5,23 +5,15 @@
 //! is a single high-entropy secret checked on every settings call, so it is kept as SHA-256
 //! (a slow hash buys nothing against 256 random bits and would cost every request).
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use anyhow::Context;
-use argon2::password_hash::{
-    rand_core::OsRng, PasswordHash, PasswordHasher, PasswordVerifier, SaltString,
-};
-use argon2::Argon2;
+use argon2::password_hash::{rand_core::OsRng, Output, ParamsString, PasswordHash, SaltString};
+use argon2::{Algorithm as Argon2Algorithm, Argon2, Params, Version};
 use chrono::{DateTime, Utc};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use uuid::Uuid;
-
-use crate::error::{ApiError, ApiResult};
 
 pub const REGISTRATION_PREFIX: &str = "preg";
 pub const REFRESH_PREFIX: &str = "pref";
@@ -77,86 +69,77 @@ pub fn parse_token(prefix: &str, token: &str) -> Option<(Uuid, String)> {
     Some((Uuid::try_parse(id).ok()?, secret.to_string()))
 }
 
-/// argon2id with the crate's defaults (OWASP's minimum: 19 MiB, 2 passes). Slow on purpose:
-/// call it off the async runtime.
-pub fn hash_secret(secret: &str) -> anyhow::Result<String> {
-    let salt = SaltString::generate(&mut OsRng);
-    Argon2::default()
-        .hash_password(secret.as_bytes(), &salt)
-        .map(|hash| hash.to_string())
-        .map_err(|e| anyhow::anyhow!("argon2 hashing failed: {e}"))
-}
+/// The argon2 working memory of one run: 1 KiB blocks, as many as the parameters ask. A
+/// hashing thread keeps one and lends it to every run (`hashing`), since 19 MiB allocated and
+/// freed per run is memory the allocator does not give back (measured: a flood grew central
+/// by hundreds of MiB).
+pub struct Argon2Memory(Vec<argon2::Block>);
 
-pub fn verify_secret(secret: &str, stored_hash: &str) -> bool {
-    PasswordHash::new(stored_hash)
-        .map(|hash| {
-            Argon2::default()
-                .verify_password(secret.as_bytes(), &hash)
-                .is_ok()
-        })
-        .unwrap_or(false)
-}
-
-/// argon2 runs, at most about one per core at a time, on the blocking pool so that their
-/// memory-hard work does not stall the request workers. Each run holds 19 MiB and a core: the
-/// bound keeps an unauthenticated flood of registrations or token refreshes to a few dozen MiB
-/// and leaves the runtime its cores. A run that cannot start within `HASHING_WAIT` is shed
-/// (`503` with `Retry-After`) rather than queued without bound.
-pub struct Hashing {
-    runs: Arc<Semaphore>,
-    wait: Duration,
-}
-
-const HASHING_WAIT: Duration = Duration::from_secs(5);
-
-impl Hashing {
+impl Argon2Memory {
+    /// Enough for the hashes central writes (the crate's defaults).
     pub fn new() -> Self {
-        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        Self {
-            runs: Arc::new(Semaphore::new(cores)),
-            wait: HASHING_WAIT,
-        }
-    }
-
-    async fn permit(&self) -> ApiResult<OwnedSemaphorePermit> {
-        match tokio::time::timeout(self.wait, self.runs.clone().acquire_owned()).await {
-            Ok(Ok(permit)) => Ok(permit),
-            _ => Err(ApiError::Overloaded {
-                message: "central is busy checking other credentials; retry in a second".into(),
-                retry_after: 1,
-            }),
-        }
-    }
-
-    pub async fn hash(&self, secret: String) -> ApiResult<String> {
-        let permit = self.permit().await?;
-        let hashed = tokio::task::spawn_blocking(move || {
-            let _permit = permit;
-            hash_secret(&secret)
-        });
-        Ok(hashed.await.map_err(anyhow::Error::from)??)
-    }
-
-    pub async fn verify(&self, secret: String, stored_hash: String) -> ApiResult<bool> {
-        let permit = self.permit().await?;
-        let verified = tokio::task::spawn_blocking(move || {
-            let _permit = permit;
-            verify_secret(&secret, &stored_hash)
-        });
-        Ok(verified.await.map_err(anyhow::Error::from)?)
-    }
-
-    /// How many runs may start now (for tests).
-    #[cfg(test)]
-    fn available(&self) -> usize {
-        self.runs.available_permits()
+        Self(vec![
+            argon2::Block::default();
+            Params::default().block_count()
+        ])
     }
 }
 
-impl Default for Hashing {
+impl Default for Argon2Memory {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// argon2id with the crate's defaults (OWASP's minimum: 19 MiB, 2 passes), as a PHC string.
+/// Slow on purpose: call it off the async runtime.
+pub fn hash_secret(secret: &str, memory: &mut Argon2Memory) -> anyhow::Result<String> {
+    let salt = SaltString::generate(&mut OsRng);
+    let params = Params::default();
+    let mut output = [0u8; Params::DEFAULT_OUTPUT_LEN];
+    let mut salt_bytes = [0u8; 64];
+    let raw_salt = salt
+        .decode_b64(&mut salt_bytes)
+        .map_err(|e| anyhow::anyhow!("argon2 salt: {e}"))?;
+    Argon2::default()
+        .hash_password_into_with_memory(secret.as_bytes(), raw_salt, &mut output, &mut memory.0)
+        .map_err(|e| anyhow::anyhow!("argon2 hashing failed: {e}"))?;
+    let hash = PasswordHash {
+        algorithm: Argon2Algorithm::Argon2id.ident(),
+        version: Some(Version::V0x13.into()),
+        params: ParamsString::try_from(&params)
+            .map_err(|e| anyhow::anyhow!("argon2 parameters: {e}"))?,
+        salt: Some(salt.as_salt()),
+        hash: Some(Output::new(&output).map_err(|e| anyhow::anyhow!("argon2 output: {e}"))?),
+    };
+    Ok(hash.to_string())
+}
+
+/// Whether `secret` is what `stored_hash` (a PHC string) was made from. A hash asking for more
+/// memory than `memory` holds is not one central wrote, and is refused.
+pub fn verify_secret(secret: &str, stored_hash: &str, memory: &mut Argon2Memory) -> bool {
+    let mut verify = || -> Option<bool> {
+        let hash = PasswordHash::new(stored_hash).ok()?;
+        let algorithm = Argon2Algorithm::try_from(hash.algorithm).ok()?;
+        let version = hash
+            .version
+            .map(Version::try_from)
+            .transpose()
+            .ok()?
+            .unwrap_or_default();
+        let params = Params::try_from(&hash).ok()?;
+        let blocks = memory.0.get_mut(..params.block_count())?;
+        let expected = hash.hash?;
+        let mut salt_bytes = [0u8; 64];
+        let salt = hash.salt?.decode_b64(&mut salt_bytes).ok()?;
+        let mut output = vec![0u8; expected.len()];
+        Argon2::new(algorithm, version, params)
+            .hash_password_into_with_memory(secret.as_bytes(), salt, &mut output, blocks)
+            .ok()?;
+        // `Output`'s equality is constant-time.
+        Some(Output::new(&output).ok()? == expected)
+    };
+    verify().unwrap_or(false)
 }
 
 pub fn sha256_hex(text: &str) -> String {
@@ -291,29 +274,31 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn argon2_runs_are_bounded_and_shed_past_the_wait() {
-        let hashing = Hashing {
-            runs: Arc::new(Semaphore::new(1)),
-            wait: Duration::from_millis(50),
-        };
-        let held = hashing.permit().await.unwrap();
-        assert_eq!(hashing.available(), 0);
-        let shed = hashing.verify("secret".into(), "$argon2id$x".into()).await;
-        assert!(matches!(shed, Err(ApiError::Overloaded { .. })), "{shed:?}");
-        drop(held);
-        let hash = hashing.hash("secret".into()).await.unwrap();
-        assert!(hashing.verify("secret".into(), hash).await.unwrap());
-        assert_eq!(hashing.available(), 1, "permits come back");
-    }
-
     #[test]
-    fn argon2_hashes_verify_only_the_right_secret() {
-        let hash = hash_secret("right").unwrap();
-        assert!(hash.starts_with("$argon2id$"));
-        assert!(verify_secret("right", &hash));
-        assert!(!verify_secret("wrong", &hash));
-        assert!(!verify_secret("right", "not a hash"));
+    fn argon2_hashes_verify_only_the_right_secret_and_agree_with_the_crate() {
+        use argon2::password_hash::{PasswordHasher, PasswordVerifier};
+        let memory = &mut Argon2Memory::new();
+        let hash = hash_secret("right", memory).unwrap();
+        assert!(
+            hash.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"),
+            "{hash}"
+        );
+        assert!(verify_secret("right", &hash, memory));
+        assert!(!verify_secret("wrong", &hash, memory));
+        assert!(!verify_secret("right", "not a hash", memory));
+        // What the crate's own API writes and reads: hashes stored before keep working.
+        let parsed = PasswordHash::new(&hash).unwrap();
+        assert!(Argon2::default().verify_password(b"right", &parsed).is_ok());
+        let salt = SaltString::generate(&mut OsRng);
+        let theirs = Argon2::default()
+            .hash_password(b"old", &salt)
+            .unwrap()
+            .to_string();
+        assert!(verify_secret("old", &theirs, memory));
+        assert!(!verify_secret("new", &theirs, memory));
+        // A hash asking for more memory than central's is refused, not allocated.
+        let greedy = theirs.replace("m=19456", "m=4000000");
+        assert!(!verify_secret("old", &greedy, memory));
     }
 
     #[test]

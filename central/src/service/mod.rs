@@ -7,6 +7,7 @@ pub mod alerts;
 pub mod assignments;
 pub mod auth;
 pub mod channels;
+pub mod hashing;
 pub mod history;
 pub mod ingest;
 pub mod monitors;
@@ -14,6 +15,7 @@ pub mod overview;
 pub mod placement;
 pub mod pollers;
 pub mod quorum;
+pub mod recent;
 pub mod retention;
 pub mod sessions;
 pub mod status;
@@ -68,7 +70,9 @@ pub struct App {
     /// See `placement_checked_at`; kept current by `liveness` on the lease holder.
     placement_checked_at: std::sync::atomic::AtomicI64,
     /// Bounds the argon2 runs (registration and refresh secrets).
-    hashing: auth::Hashing,
+    hashing: hashing::Hashing,
+    /// Session cookies seen valid lately: a page request with one is an operator's.
+    recent_sessions: recent::RecentlyValid,
 }
 
 /// An id read back from the database. A malformed one is a fault of the store, reported as
@@ -144,7 +148,8 @@ impl App {
             },
             watching_since: std::sync::atomic::AtomicI64::new(now_ms()),
             placement_checked_at: std::sync::atomic::AtomicI64::new(0),
-            hashing: auth::Hashing::new(),
+            hashing: hashing::Hashing::new(),
+            recent_sessions: recent::RecentlyValid::new(sessions::RECENTLY_VALID),
         }))
     }
 
@@ -193,6 +198,16 @@ impl App {
     /// Whether `token` is the admin token.
     pub fn is_admin_token(&self, token: &str) -> bool {
         auth::constant_time_eq(&auth::sha256_hex(token), &self.admin_token_sha256)
+    }
+
+    /// Whether `token` is an access token signed by a key this replica holds and not expired,
+    /// without reloading keys or reading the poller (for choosing a request's pool only).
+    pub fn is_signed_access_token(&self, token: &str) -> bool {
+        self.jwt
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .verify(token)
+            .is_ok()
     }
 
     /// Signs a poller access token with the newest key.

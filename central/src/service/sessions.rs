@@ -10,6 +10,9 @@ use crate::error::{ApiError, ApiResult};
 /// A session lasts this long from login, however active.
 pub const SESSION_TTL: Duration = Duration::from_secs(12 * 3600);
 
+/// How long a session seen valid counts as an operator's for choosing its requests' pool.
+pub const RECENTLY_VALID: Duration = Duration::from_secs(600);
+
 /// What a logged-in page needs to know of its session.
 #[derive(Debug, Clone)]
 pub struct WebSession {
@@ -37,6 +40,8 @@ impl App {
                 now + ttl,
             )
             .await?;
+        self.recent_sessions
+            .remember(&secret, std::time::Instant::now());
         Ok(secret)
     }
 
@@ -46,12 +51,23 @@ impl App {
             .store
             .session(&auth::sha256_hex(secret), now_ms())
             .await?;
+        if row.is_some() {
+            self.recent_sessions
+                .remember(secret, std::time::Instant::now());
+        }
         Ok(row.map(|row| WebSession {
             csrf_token: row.csrf_token,
         }))
     }
 
+    /// Whether this session cookie was seen valid lately (a pool hint: see `recent`).
+    pub fn is_recent_session(&self, secret: &str) -> bool {
+        self.recent_sessions
+            .contains(secret, std::time::Instant::now())
+    }
+
     pub async fn log_out(&self, secret: &str) -> ApiResult<()> {
+        self.recent_sessions.forget(secret);
         self.store.delete_session(&auth::sha256_hex(secret)).await?;
         Ok(())
     }

@@ -39,7 +39,7 @@ pub(super) async fn sync_environment_token(
         auth::REGISTRATION_PREFIX
     );
     // Before the app (and its shared bound) exists: this start's own.
-    let hashing = auth::Hashing::new();
+    let hashing = super::hashing::Hashing::new();
     if let Some(row) = &stored {
         if hashing
             .verify(secret.to_string(), row.secret_hash.clone())

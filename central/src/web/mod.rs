@@ -15,7 +15,7 @@ mod monitor_input;
 mod monitors;
 mod notifications;
 mod pollers;
-mod session;
+pub(crate) mod session;
 mod tokens;
 
 use std::sync::Arc;

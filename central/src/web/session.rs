@@ -17,7 +17,8 @@ use crate::error::ApiError;
 use crate::service::sessions::{WebSession, SESSION_TTL};
 use crate::service::App;
 
-const COOKIE: &str = "central_session";
+/// The session cookie's name (`api::pools` looks for it too).
+pub const COOKIE: &str = "central_session";
 
 /// The logged-in operator's session; pages that need one take it as an argument.
 pub struct Session {

@@ -126,6 +126,9 @@ impl CentralClient {
         let http = builder
             .timeout(std::time::Duration::from_secs(30))
             .connect_timeout(std::time::Duration::from_secs(10))
+            // Central closes connections idle for CENTRAL_HEADER_READ_TIMEOUT (20 s by
+            // default); letting them go sooner means no request is sent on one it is closing.
+            .pool_idle_timeout(std::time::Duration::from_secs(15))
             .user_agent(concat!("poller-agent/", env!("CARGO_PKG_VERSION")))
             .build()?;
         Ok(Self {
@@ -212,12 +215,14 @@ impl CentralClient {
             let request = TokenRequest {
                 refresh_token: credentials.refresh_token.clone(),
             };
-            let response = self
-                .http
-                .post(self.url("/api/poller/token"))
-                .json(&request)
-                .send()
-                .await;
+            let mut exchange = self.http.post(self.url("/api/poller/token")).json(&request);
+            if !rejected && credentials.access_expires_at > Utc::now() {
+                // Not needed to refresh, but it lets central serve the exchange from the
+                // pollers' places rather than the unauthenticated ones, which strangers may
+                // have filled.
+                exchange = exchange.bearer_auth(&credentials.access_token);
+            }
+            let response = exchange.send().await;
             let answer: TokenResponse = match decode(response).await {
                 Err(UplinkError::Refused {
                     status: 401,

@@ -1,8 +1,10 @@
 //! Who is calling: the peer's address, or, when the peer is a trusted reverse proxy
 //! (`CENTRAL_TRUSTED_PROXIES`), the address that proxy saw in `X-Forwarded-For`.
 //! From anyone else the header is ignored, so a client cannot choose its own rate-limit key.
+//! Limits count clients by `client_key`: an IPv6 host usually holds a whole /64, so one
+//! address there is as cheap to change as a port.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv6Addr};
 
 use axum::http::HeaderMap;
 use ipnet::IpNet;
@@ -15,7 +17,8 @@ impl TrustedProxies {
         Self(nets)
     }
 
-    fn trusts(&self, ip: IpAddr) -> bool {
+    pub fn trusts(&self, ip: IpAddr) -> bool {
+        let ip = canonical(ip);
         self.0.iter().any(|net| net.contains(&ip))
     }
 
@@ -48,6 +51,26 @@ impl TrustedProxies {
     }
 }
 
+/// An IPv4 address written as IPv6 (`::ffff:192.0.2.1`, as a dual-stack socket reports it)
+/// is that IPv4 address.
+pub fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// What limits count as one client: an IPv4 address, or an IPv6 /64.
+pub fn client_key(ip: IpAddr) -> IpAddr {
+    match canonical(ip) {
+        IpAddr::V6(v6) => {
+            let prefix = u128::from(v6) & !((1u128 << 64) - 1);
+            IpAddr::V6(Ipv6Addr::from(prefix))
+        }
+        v4 => v4,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,6 +85,22 @@ mod tests {
 
     fn ip(text: &str) -> IpAddr {
         text.parse().unwrap()
+    }
+
+    #[test]
+    fn an_ipv6_slash_64_is_one_client_and_mapped_ipv4_is_ipv4() {
+        assert_eq!(
+            client_key(ip("2001:db8:1:2:aaaa::1")),
+            client_key(ip("2001:db8:1:2:bbbb::9"))
+        );
+        assert_ne!(
+            client_key(ip("2001:db8:1:2::1")),
+            client_key(ip("2001:db8:1:3::1"))
+        );
+        assert_eq!(client_key(ip("::ffff:192.0.2.1")), ip("192.0.2.1"));
+        assert_ne!(client_key(ip("192.0.2.1")), client_key(ip("192.0.2.2")));
+        let trusted = TrustedProxies::new(vec!["10.0.0.0/8".parse().unwrap()]);
+        assert!(trusted.trusts(ip("::ffff:10.1.2.3")));
     }
 
     #[test]

@@ -1,0 +1,184 @@
+//! Which places a request is served from, and for how long. Three pools, so that one kind of
+//! traffic can never take another's places:
+//! - `poller`: requests carrying an access token whose signature checks out;
+//! - `operator`: requests carrying the admin token, or a session cookie seen valid lately;
+//! - `unauthenticated`: everything else (logging in, registering an agent, bad or missing
+//!   credentials, the login page and its assets), with at most an eighth of the pool per
+//!   client (an address or IPv6 /64, through `CENTRAL_TRUSTED_PROXIES`).
+//!
+//! Choosing takes microseconds and no database read or slow hash; it grants nothing, since
+//! every handler still authenticates its request. A full pool answers `503` with
+//! `Retry-After` at once, never queues. Every request must be answered within
+//! `CENTRAL_REQUEST_TIMEOUT`, reading its body included (`408` past it), so a body that
+//! trickles in cannot hold a place for longer. Assignment long polls are exempt from both:
+//! they have their own cap (`LongPolls`) and end on their own. Probes (`/healthz`,
+//! `/readyz`) sit outside this layer.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::header::AUTHORIZATION;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::error::ApiError;
+use crate::server::client_addr::{client_key, TrustedProxies};
+use crate::server::places::{Place, Places};
+use crate::server::PeerAddr;
+use crate::service::App;
+
+/// The path whose requests are exempt from the pools and the deadline (they use `LongPolls`).
+pub const LONG_POLL_PATH: &str = "/api/poller/assignments";
+
+/// Seconds a shed client is told to wait; agents add their own jitter.
+const RETRY_AFTER_SECONDS: u64 = 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pool {
+    Poller,
+    Operator,
+    Unauthenticated,
+}
+
+impl Pool {
+    fn as_str(self) -> &'static str {
+        match self {
+            Pool::Poller => "poller",
+            Pool::Operator => "operator",
+            Pool::Unauthenticated => "unauthenticated",
+        }
+    }
+}
+
+pub struct Pools {
+    app: Arc<App>,
+    poller: Arc<Semaphore>,
+    operator: Arc<Semaphore>,
+    unauthenticated: Places,
+    proxies: TrustedProxies,
+    deadline: Duration,
+}
+
+/// A place held while a request is served.
+enum Held {
+    Slot(#[allow(dead_code)] OwnedSemaphorePermit),
+    Place(#[allow(dead_code)] Place),
+}
+
+impl Pools {
+    pub fn new(
+        app: Arc<App>,
+        authenticated: u32,
+        unauthenticated: u32,
+        proxies: TrustedProxies,
+        deadline: Duration,
+    ) -> Self {
+        let unauthenticated = unauthenticated as usize;
+        Self {
+            app,
+            poller: Arc::new(Semaphore::new(authenticated as usize)),
+            operator: Arc::new(Semaphore::new(authenticated as usize)),
+            unauthenticated: Places::new(unauthenticated, (unauthenticated / 8).max(1)),
+            proxies,
+            deadline,
+        }
+    }
+
+    /// The pool a request's credentials earn it, judged in memory.
+    fn choose(&self, request: &Request) -> Pool {
+        let headers = request.headers();
+        let bearer = headers
+            .get(AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim);
+        if let Some(token) = bearer {
+            if self.app.is_signed_access_token(token) {
+                return Pool::Poller;
+            }
+            if self.app.is_admin_token(token) {
+                return Pool::Operator;
+            }
+        }
+        let session = axum_extra::extract::CookieJar::from_headers(headers)
+            .get(crate::web::session::COOKIE)
+            .is_some_and(|cookie| self.app.is_recent_session(cookie.value()));
+        if session {
+            return Pool::Operator;
+        }
+        Pool::Unauthenticated
+    }
+
+    fn take(&self, pool: Pool, request: &Request) -> Option<Held> {
+        match pool {
+            Pool::Poller => self.poller.clone().try_acquire_owned().ok().map(Held::Slot),
+            Pool::Operator => self
+                .operator
+                .clone()
+                .try_acquire_owned()
+                .ok()
+                .map(Held::Slot),
+            Pool::Unauthenticated => {
+                let peer = request
+                    .extensions()
+                    .get::<ConnectInfo<PeerAddr>>()
+                    .map(|ConnectInfo(peer)| peer.addr.ip());
+                let client =
+                    peer.map(|peer| client_key(self.proxies.client_ip(peer, request.headers())));
+                self.unauthenticated.take(client).ok().map(Held::Place)
+            }
+        }
+    }
+}
+
+pub async fn admit(State(pools): State<Arc<Pools>>, request: Request, next: Next) -> Response {
+    if request.uri().path() == LONG_POLL_PATH {
+        return next.run(request).await;
+    }
+    let pool = pools.choose(&request);
+    let Some(_held) = pools.take(pool, &request) else {
+        pools
+            .app
+            .metrics
+            .requests_shed
+            .get_or_create(&vec![("pool", pool.as_str())])
+            .inc();
+        return ApiError::Overloaded {
+            message: format!(
+                "central is serving as many {} requests as it is allowed to; retry in \
+                 {RETRY_AFTER_SECONDS} s",
+                pool.as_str()
+            ),
+            retry_after: RETRY_AFTER_SECONDS,
+        }
+        .into_response();
+    };
+    match tokio::time::timeout(pools.deadline, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => {
+            pools.app.metrics.requests_timed_out.inc();
+            ApiError::RequestTimeout(format!(
+                "central did not finish the request within {} s (CENTRAL_REQUEST_TIMEOUT): its \
+                 body came too slowly, or central is overloaded; retry",
+                pools.deadline.as_secs()
+            ))
+            .into_response()
+        }
+    }
+}
+
+/// Long polls held open at once; past the cap a long poll is answered without waiting.
+pub struct LongPolls(Arc<Semaphore>);
+
+impl LongPolls {
+    pub fn new(capacity: u32) -> Self {
+        Self(Arc::new(Semaphore::new(capacity as usize)))
+    }
+
+    /// A slot to wait in, if one is free.
+    pub fn try_wait(&self) -> Option<OwnedSemaphorePermit> {
+        self.0.clone().try_acquire_owned().ok()
+    }
+}

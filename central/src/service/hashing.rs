@@ -1,0 +1,150 @@
+//! Where argon2 runs: at most one per core at a time, each on one of as many threads kept for
+//! it, so that its memory-hard work never stalls the request workers. Each run holds 19 MiB and
+//! a core: the bound keeps an unauthenticated flood of registrations or token refreshes to a
+//! few dozen MiB and leaves the runtime its cores. A run that cannot start within
+//! `HASHING_WAIT` is shed (`503` with `Retry-After`) rather than queued without bound.
+//!
+//! Threads of its own, each keeping one run's working memory (`auth::Argon2Memory`) for good:
+//! with 19 MiB allocated and freed per run on tokio's blocking pool, the allocator kept what
+//! was freed, and a flood of 64 clients grew central by 324 MiB under the same bound on
+//! concurrent runs. Now it is one run's memory per thread, allocated at the first run.
+//! Owns scheduling and memory only; what is hashed and how is `auth`'s.
+
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
+
+use super::auth::{hash_secret, verify_secret, Argon2Memory};
+use crate::error::{ApiError, ApiResult};
+
+const HASHING_WAIT: Duration = Duration::from_secs(5);
+
+type Job = Box<dyn FnOnce(&mut Argon2Memory) + Send>;
+
+pub struct Hashing {
+    runs: Arc<Semaphore>,
+    wait: Duration,
+    jobs: mpsc::Sender<Job>,
+}
+
+impl Hashing {
+    pub fn new() -> Self {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        Self::with_limits(cores, HASHING_WAIT)
+    }
+
+    fn with_limits(threads: usize, wait: Duration) -> Self {
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let queue = Arc::new(Mutex::new(queue));
+        for i in 0..threads {
+            let queue = queue.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("argon2-{i}"))
+                .spawn(move || {
+                    let mut memory = None;
+                    loop {
+                        // A permit is taken before a job is sent, so a job never waits here
+                        // for long; the threads end when `Hashing` is dropped.
+                        let job = queue.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                        match job {
+                            Ok(job) => job(memory.get_or_insert_with(Argon2Memory::new)),
+                            Err(_) => return,
+                        }
+                    }
+                });
+            if let Err(e) = spawned {
+                tracing::error!("cannot start an argon2 thread: {e}");
+            }
+        }
+        Self {
+            runs: Arc::new(Semaphore::new(threads)),
+            wait,
+            jobs,
+        }
+    }
+
+    async fn permit(&self) -> ApiResult<OwnedSemaphorePermit> {
+        match tokio::time::timeout(self.wait, self.runs.clone().acquire_owned()).await {
+            Ok(Ok(permit)) => Ok(permit),
+            _ => Err(ApiError::Overloaded {
+                message: "central is busy checking other credentials; retry in a second".into(),
+                retry_after: 1,
+            }),
+        }
+    }
+
+    /// Runs `work` on a hashing thread, with its memory, once a run may start.
+    async fn run<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&mut Argon2Memory) -> T + Send + 'static,
+    ) -> ApiResult<T> {
+        let permit = self.permit().await?;
+        let (done, answer) = oneshot::channel();
+        let job: Job = Box::new(move |memory| {
+            let answer = work(memory);
+            // Given back before the answer, so that whoever reads it may start the next run.
+            drop(permit);
+            let _ = done.send(answer);
+        });
+        self.jobs
+            .send(job)
+            .map_err(|_| anyhow::anyhow!("the argon2 threads are gone"))?;
+        Ok(answer
+            .await
+            .map_err(|_| anyhow::anyhow!("an argon2 run ended without an answer"))?)
+    }
+
+    pub async fn hash(&self, secret: String) -> ApiResult<String> {
+        Ok(self
+            .run(move |memory| hash_secret(&secret, memory))
+            .await??)
+    }
+
+    pub async fn verify(&self, secret: String, stored_hash: String) -> ApiResult<bool> {
+        self.run(move |memory| verify_secret(&secret, &stored_hash, memory))
+            .await
+    }
+}
+
+impl Default for Hashing {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn argon2_runs_are_bounded_and_shed_past_the_wait() {
+        let hashing = Hashing::with_limits(1, Duration::from_millis(50));
+        let held = hashing.permit().await.unwrap();
+        assert_eq!(hashing.runs.available_permits(), 0);
+        let shed = hashing.verify("secret".into(), "$argon2id$x".into()).await;
+        assert!(matches!(shed, Err(ApiError::Overloaded { .. })), "{shed:?}");
+        drop(held);
+        let hash = hashing.hash("secret".into()).await.unwrap();
+        assert!(hashing.verify("secret".into(), hash).await.unwrap());
+        assert_eq!(hashing.runs.available_permits(), 1, "permits come back");
+    }
+
+    #[tokio::test]
+    async fn every_run_is_on_one_of_the_kept_threads() {
+        let hashing = Hashing::with_limits(2, Duration::from_secs(5));
+        let mut names = std::collections::HashSet::new();
+        for _ in 0..20 {
+            let name = hashing
+                .run(|_| std::thread::current().name().map(str::to_string))
+                .await
+                .unwrap();
+            names.insert(name.unwrap_or_default());
+        }
+        assert!(
+            names.iter().all(|n| n == "argon2-0" || n == "argon2-1"),
+            "{names:?}"
+        );
+    }
+}

@@ -1,0 +1,78 @@
+//! Credentials this replica saw valid lately, kept as SHA-256 digests so that choosing a
+//! request's pool (`api::pools`) takes no database read and no slow hash. Only a hint: a
+//! credential remembered here that has since been revoked gets an authenticated pool's place
+//! for the microseconds its handler needs to refuse it; every request is still authenticated
+//! by its handler. Must not be used to grant anything.
+//!
+//! Cost: O(1) per look or remember; memory bounded by `CAPACITY` digests (when full, all are
+//! forgotten at once and the next request of each holder looks again).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+
+const CAPACITY: usize = 4_096;
+
+pub struct RecentlyValid {
+    seen: Mutex<HashMap<[u8; 32], Instant>>,
+    ttl: Duration,
+}
+
+fn digest(secret: &str) -> [u8; 32] {
+    Sha256::digest(secret.as_bytes()).into()
+}
+
+impl RecentlyValid {
+    pub fn new(ttl: Duration) -> Self {
+        Self {
+            seen: Mutex::default(),
+            ttl,
+        }
+    }
+
+    pub fn remember(&self, secret: &str, now: Instant) {
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        if seen.len() >= CAPACITY {
+            seen.clear();
+        }
+        seen.insert(digest(secret), now);
+    }
+
+    /// Whether `secret` was seen valid within the last `ttl`.
+    pub fn contains(&self, secret: &str, now: Instant) -> bool {
+        let seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        seen.get(&digest(secret))
+            .is_some_and(|at| now.saturating_duration_since(*at) < self.ttl)
+    }
+
+    pub fn forget(&self, secret: &str) {
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        seen.remove(&digest(secret));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remembers_for_its_ttl_and_forgets_on_demand_and_when_full() {
+        let recent = RecentlyValid::new(Duration::from_secs(60));
+        let start = Instant::now();
+        assert!(!recent.contains("a", start));
+        recent.remember("a", start);
+        assert!(recent.contains("a", start + Duration::from_secs(59)));
+        assert!(!recent.contains("a", start + Duration::from_secs(60)));
+        assert!(!recent.contains("b", start));
+        recent.forget("a");
+        assert!(!recent.contains("a", start));
+        for i in 0..CAPACITY {
+            recent.remember(&i.to_string(), start);
+        }
+        recent.remember("last", start);
+        assert!(recent.contains("last", start));
+        assert!(!recent.contains("0", start), "cleared when full");
+    }
+}
