@@ -82,6 +82,22 @@ pub struct ServeArgs {
     #[arg(long, env = "CENTRAL_AUTH_RATE_LIMIT", default_value_t = 5.0)]
     pub auth_rate_limit: f64,
 
+    /// Failed authentications (`401` to a request without valid credentials) allowed per
+    /// minute from one client, in a burst as large; past them its unauthenticated requests are
+    /// answered 429 until the bucket refills. 0 turns the limit off.
+    #[arg(long, env = "CENTRAL_AUTH_FAILURES_PER_MINUTE", default_value_t = 10)]
+    pub auth_failures_per_minute: u32,
+
+    /// Failed authentications allowed per minute from all clients together (against guessing
+    /// spread over many addresses); past them every unauthenticated request is answered 429.
+    /// 0 turns the limit off.
+    #[arg(
+        long,
+        env = "CENTRAL_AUTH_FAILURES_GLOBAL_PER_MINUTE",
+        default_value_t = 600
+    )]
+    pub auth_failures_global_per_minute: u32,
+
     /// Lifetime of poller access tokens (at most 15m).
     #[arg(long, env = "CENTRAL_ACCESS_TOKEN_TTL", default_value = "15m", value_parser = parse_duration)]
     pub access_token_ttl: Duration,

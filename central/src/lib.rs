@@ -102,6 +102,10 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<Running> {
         .transpose()?;
     wakeups::spawn(app.clone());
     let leadership = leadership::spawn(app.clone(), leadership::replica_name(addr));
+    let a = app.clone();
+    duties::supervise("admin token", move || {
+        service::admin_token::follow(a.clone())
+    });
     let (a, l) = (app.clone(), leadership.clone());
     duties::supervise("liveness", move || liveness::run(a.clone(), l.clone()));
     let (a, l) = (app.clone(), leadership.clone());
@@ -126,11 +130,19 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<Running> {
     };
     if let Some(listener) = metrics_listener {
         let router = api::metrics_router(app.clone());
+        // Places of its own, so that a flood on the public listener cannot keep scrapes out.
+        let limits = server::ServerLimits {
+            connections: server::places::Places::new(
+                1024,
+                args.max_connections_per_client as usize,
+            ),
+            ..limits.clone()
+        };
         tokio::spawn(server::serve(
             listener,
             None,
             router,
-            limits.clone(),
+            limits,
             shutdown_signal(),
         ));
     }

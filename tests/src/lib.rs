@@ -19,7 +19,7 @@ pub mod load_balancer;
 pub mod postgres;
 pub mod receivers;
 
-pub const ADMIN_TOKEN: &str = "e2e-admin-token-0123456789";
+pub const ADMIN_TOKEN: &str = "e2e-admin-7c1f9a3e5b8d2f4a6c0e91d3";
 
 /// Directory holding the built binaries, built on first use.
 fn bin_dir() -> &'static Path {

@@ -369,3 +369,121 @@ async fn hostile_names_cannot_break_or_forge_metrics() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// A client whose requests come from `from` (one of this machine's 127/8 addresses).
+fn client_from(from: &str) -> reqwest::Client {
+    reqwest::Client::builder()
+        .local_address(from.parse::<std::net::IpAddr>().expect("an address"))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("a client")
+}
+
+async fn wrong_login(http: &reqwest::Client, central: &Central) -> reqwest::Response {
+    http.post(format!("{}/login", central.url))
+        .form(&[("token", "guessing-the-admin-token-0000")])
+        .send()
+        .await
+        .expect("answered")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_logins_lock_out_their_client_but_not_pollers_or_operators_there(
+) -> anyhow::Result<()> {
+    let central = Central::start_with(&[("CENTRAL_AUTH_FAILURES_PER_MINUTE", "10")]).await?;
+    let poller = central.register_poller("neighbour").await?;
+    let guesser = client_from("127.0.0.2");
+    let mut statuses = Vec::new();
+    for _ in 0..300 {
+        statuses.push(wrong_login(&guesser, &central).await.status().as_u16());
+    }
+    assert_eq!(statuses[..10], [401; 10], "{statuses:?}");
+    assert!(
+        statuses[10..].iter().all(|s| *s == 429),
+        "past 10 failures a minute the client is refused: {statuses:?}"
+    );
+    let refused = wrong_login(&guesser, &central).await;
+    let wait: u64 = refused.headers()["retry-after"].to_str()?.parse()?;
+    assert!(
+        (1..=6).contains(&wait),
+        "one failure back every 6 s: {wait}"
+    );
+    let body: Value = refused.json().await?;
+    assert_eq!(body["error"], "rate_limited", "{body}");
+    assert_eq!(
+        central.log().matches("failed authentications").count(),
+        1,
+        "the lockout is logged once: {}",
+        central.log()
+    );
+
+    // Another client is not held back.
+    let other = wrong_login(&client_from("127.0.0.3"), &central).await;
+    assert_eq!(other.status(), 401);
+    // A poller and an operator behind the locked-out address are served.
+    let heartbeat = guesser
+        .post(format!("{}/api/poller/heartbeat", central.url))
+        .bearer_auth(&poller.access)
+        .json(&json!({"version": "test", "capabilities": ["http"]}))
+        .send()
+        .await?;
+    assert_eq!(heartbeat.status(), 200);
+    let list = guesser
+        .get(format!("{}/api/v1/monitors", central.url))
+        .bearer_auth(ADMIN_TOKEN)
+        .send()
+        .await?;
+    assert_eq!(list.status(), 200);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failures_spread_over_many_addresses_lock_out_every_stranger() -> anyhow::Result<()> {
+    let central = Central::start_with(&[
+        ("CENTRAL_AUTH_FAILURES_PER_MINUTE", "10"),
+        ("CENTRAL_AUTH_FAILURES_GLOBAL_PER_MINUTE", "20"),
+    ])
+    .await?;
+    for address in 2..6 {
+        let guesser = client_from(&format!("127.0.0.{address}"));
+        for _ in 0..5 {
+            assert_eq!(wrong_login(&guesser, &central).await.status(), 401);
+        }
+    }
+    let fresh = wrong_login(&client_from("127.0.0.9"), &central).await;
+    assert_eq!(fresh.status(), 429);
+    let body: Value = fresh.json().await?;
+    assert!(
+        body["message"].as_str().unwrap().contains("everywhere"),
+        "{body}"
+    );
+    // Operators with credentials are not strangers.
+    let (status, _) = central
+        .admin(reqwest::Method::GET, "/api/v1/monitors", None)
+        .await?;
+    assert_eq!(status, 200);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guessable_admin_token_is_refused_at_start() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let started = tokio::process::Command::new(binary("central"))
+        .arg("serve")
+        .env("CENTRAL_LISTEN", "127.0.0.1:0")
+        .env(
+            "CENTRAL_DATABASE_URL",
+            format!("sqlite://{}", dir.path().join("c.db").display()),
+        )
+        .env("CENTRAL_ADMIN_TOKEN", "change-me-to-a-long-random-string")
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(30), started).await??;
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("too easy to guess"), "{stderr}");
+    assert!(
+        !stderr.contains("change-me"),
+        "the token itself is not printed: {stderr}"
+    );
+    Ok(())
+}

@@ -301,3 +301,63 @@ async fn one_batch_uploaded_to_two_replicas_at_once_is_stored_once() -> anyhow::
     assert_eq!((ids.len(), unique.len()), (2_000, 2_000));
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: E2E_DATABASE=postgres cargo test -p e2e -- --include-ignored"]
+async fn a_new_admin_token_on_one_replica_holds_on_every_replica_within_seconds(
+) -> anyhow::Result<()> {
+    const NEW: &str = "rotated-admin-4b7e1d9a2c6f3e8b5a0d7c1e";
+    let (server, first, mut second) = two_replicas(&[]).await?;
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()?;
+    let list = |url: String, token: &'static str| {
+        http.get(format!("{url}/api/v1/monitors"))
+            .bearer_auth(token)
+            .send()
+    };
+    assert_eq!(
+        list(first.url.clone(), e2e::ADMIN_TOKEN).await?.status(),
+        200
+    );
+    let session = first.session_cookie().await?;
+    let page = http
+        .get(format!("{}/", first.url))
+        .header("cookie", &session)
+        .send()
+        .await?;
+    assert_eq!(page.status(), 200, "logged in with the old token");
+
+    second.set_env("CENTRAL_ADMIN_TOKEN", Some(NEW));
+    second.restart().await?;
+    assert_eq!(list(second.url.clone(), NEW).await?.status(), 200);
+    assert_eq!(
+        list(second.url.clone(), e2e::ADMIN_TOKEN).await?.status(),
+        401
+    );
+    // The other replica, which checked the old token a moment ago and still has it in its
+    // environment, follows the stored hash.
+    let url = first.url.clone();
+    eventually(
+        Duration::from_secs(10),
+        "the first replica follows",
+        || async {
+            let old = list(url.clone(), e2e::ADMIN_TOKEN).await.ok()?.status();
+            let new = list(url.clone(), NEW).await.ok()?.status();
+            (old == 401 && new == 200).then_some(())
+        },
+    )
+    .await?;
+    let page = http
+        .get(format!("{}/", first.url))
+        .header("cookie", &session)
+        .send()
+        .await?;
+    assert_eq!(
+        page.status(),
+        303,
+        "the session opened with the old token is gone"
+    );
+    drop(server);
+    Ok(())
+}

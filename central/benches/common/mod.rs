@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use shared_proto::settings_api::CreateRegistrationToken;
 use sqlx::Connection;
 
-pub const ADMIN_TOKEN: &str = "bench-admin-token-0123456789";
+pub const ADMIN_TOKEN: &str = "bench-admin-5e8a1c7f3b9d2e6a4c0f8b1d";
 
 /// A database for one run; a SQLite file lives as long as this.
 pub struct Database {

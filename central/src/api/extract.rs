@@ -194,7 +194,7 @@ impl FromRequestParts<Arc<App>> for Admin {
         parts: &mut Parts,
         app: &Arc<App>,
     ) -> Result<Self, Self::Rejection> {
-        if app.is_admin_token(bearer(parts)?) {
+        if app.verify_admin_token(bearer(parts)?).await? {
             Ok(Admin)
         } else {
             Err(ApiError::Unauthorized(

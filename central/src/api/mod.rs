@@ -1,5 +1,7 @@
 //! HTTP: the router and thin handlers. Handlers parse, call one service method, and answer.
 
+mod auth_failures;
+mod deadline;
 mod extract;
 mod history;
 mod notifications;
@@ -30,6 +32,8 @@ const POLLER_BODY_LIMIT: usize = 8 * 1024 * 1024;
 /// Heartbeats carry at most 1,000 events and 1,000 dead letters.
 const HEARTBEAT_BODY_LIMIT: usize = 1024 * 1024;
 const SETTINGS_BODY_LIMIT: usize = 256 * 1024;
+/// `register` and `token` bodies: a token, a name, a few capabilities.
+const PUBLIC_BODY_LIMIT: usize = 16 * 1024;
 
 /// What the HTTP layer is told by the configuration.
 #[derive(Debug, Clone)]
@@ -37,6 +41,8 @@ pub struct HttpOptions {
     pub max_concurrent_requests: u32,
     pub max_unauthenticated_requests: u32,
     pub request_timeout: std::time::Duration,
+    pub auth_failures_per_minute: u32,
+    pub auth_failures_global_per_minute: u32,
     pub max_long_polls: u32,
     pub trusted_proxies: Vec<ipnet::IpNet>,
     /// `CENTRAL_TLS_CLIENT_CA` is set: the poller API wants a vouched client certificate.
@@ -53,6 +59,8 @@ impl HttpOptions {
             max_concurrent_requests: args.max_concurrent_requests,
             max_unauthenticated_requests: args.max_unauthenticated_requests,
             request_timeout: args.request_timeout,
+            auth_failures_per_minute: args.auth_failures_per_minute,
+            auth_failures_global_per_minute: args.auth_failures_global_per_minute,
             max_long_polls: args.max_long_polls,
             trusted_proxies: args.trusted_proxies.clone(),
             require_client_certificate: args.tls_client_ca.is_some(),
@@ -73,7 +81,9 @@ pub fn metrics_router(app: Arc<App>) -> Router {
 pub fn router(app: Arc<App>, options: &HttpOptions) -> Router {
     let mut unauthenticated = Router::new()
         .route("/register", post(poller::register))
-        .route("/token", post(poller::token));
+        .route("/token", post(poller::token))
+        // Anyone may send these: a few KiB is all they need.
+        .layer(DefaultBodyLimit::max(PUBLIC_BODY_LIMIT));
     if app.auth_rate_limit > 0.0 {
         let rate = app.auth_rate_limit;
         let proxies = TrustedProxies::new(options.trusted_proxies.clone());
@@ -159,6 +169,10 @@ pub fn router(app: Arc<App>, options: &HttpOptions) -> Router {
         options.max_unauthenticated_requests,
         TrustedProxies::new(options.trusted_proxies.clone()),
         options.request_timeout,
+        auth_failures::AuthFailures::new(
+            options.auth_failures_per_minute,
+            options.auth_failures_global_per_minute,
+        ),
     ));
     let mut router = Router::new()
         .route("/api/openapi.json", get(ops::openapi))
@@ -168,15 +182,17 @@ pub fn router(app: Arc<App>, options: &HttpOptions) -> Router {
             secure_cookies: options.tls,
         }))
         .fallback(not_found)
-        .method_not_allowed_fallback(method_not_allowed)
-        // Probes are exempt from shedding: an overloaded central is still alive and ready.
-        .layer(middleware::from_fn_with_state(pools, pools::admit))
-        .route("/healthz", get(ops::healthz))
-        .route("/readyz", get(ops::readyz));
+        .method_not_allowed_fallback(method_not_allowed);
     if options.metrics_on_main_listener {
         router = router.route("/metrics", get(ops::metrics));
     }
-    router.with_state(app)
+    router
+        .layer(middleware::from_fn_with_state(pools, pools::admit))
+        // Probes are exempt from shedding: an overloaded central is still alive and ready.
+        // Their cost does not grow with their callers (`App::database_answers`).
+        .route("/healthz", get(ops::healthz))
+        .route("/readyz", get(ops::readyz))
+        .with_state(app)
 }
 
 /// With mutual TLS on, the poller API answers only connections that showed a client

@@ -270,10 +270,19 @@ const BODY_INVALID: &str = "`invalid_body` (not the schema's shape), `invalid_fi
                             valid break a rule between them); the message names the field.";
 
 /// `ErrorBody` answers, one per `(status, description)`.
+/// Every operation may answer a caller without valid credentials `429` while it (or everyone)
+/// is locked out after failed authentications (`api::auth_failures`).
+const LOCKED_OUT: &str = "`rate_limited`: too many failed authentications from this client, or \
+                          from everywhere; retry after `Retry-After` seconds.";
+
 fn error_responses(answers: &[(u16, &str)]) -> BTreeMap<String, RefOr<Response>> {
+    let locked_out =
+        (!answers.iter().any(|(status, _)| *status == 429)).then_some((429, LOCKED_OUT));
     answers
         .iter()
-        .map(|&(status, description)| {
+        .copied()
+        .chain(locked_out)
+        .map(|(status, description)| {
             let body = ContentBuilder::new()
                 .schema(Some(Ref::from_schema_name("ErrorBody")))
                 .build();

@@ -22,21 +22,18 @@ pub async fn healthz() -> impl IntoResponse {
         (status = 503, description = "Something central needs is unavailable; `unavailable` names it.", body = serde_json::Value)
     ))]
 pub async fn readyz(State(app): State<Arc<App>>) -> impl IntoResponse {
-    match app.store.ping().await {
-        Ok(()) => (StatusCode::OK, Json(json!({"status": "ready"}))),
-        Err(e) => {
-            // The driver's words may name hosts, users or paths: they go to the log only.
-            tracing::warn!("not ready: the database does not answer: {e:#}");
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                Json(json!({
-                    "status": "not_ready",
-                    "error": "database_unreachable",
-                    "unavailable": ["database"],
-                    "message": "the database does not answer; central's log says why",
-                })),
-            )
-        }
+    if app.database_answers().await {
+        (StatusCode::OK, Json(json!({"status": "ready"})))
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({
+                "status": "not_ready",
+                "error": "database_unreachable",
+                "unavailable": ["database"],
+                "message": "the database does not answer; central's log says why",
+            })),
+        )
     }
 }
 

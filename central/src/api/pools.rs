@@ -1,28 +1,34 @@
 //! Which places a request is served from, and for how long. Three pools, so that one kind of
 //! traffic can never take another's places:
 //! - `poller`: requests carrying an access token whose signature checks out;
-//! - `operator`: requests carrying the admin token, or a session cookie seen valid lately;
+//! - `operator`: requests carrying the admin token or a session cookie, either seen valid lately;
 //! - `unauthenticated`: everything else (logging in, registering an agent, bad or missing
 //!   credentials, the login page and its assets), with at most an eighth of the pool per
 //!   client (an address or IPv6 /64, through `CENTRAL_TRUSTED_PROXIES`).
 //!
+//! Failed authentications in the unauthenticated pool are limited per client and in all
+//! (`auth_failures`): a locked-out client's unauthenticated requests are answered `429` before
+//! they take a place.
+//!
 //! Choosing takes microseconds and no database read or slow hash; it grants nothing, since
 //! every handler still authenticates its request. A full pool answers `503` with
-//! `Retry-After` at once, never queues. Every request must be answered within
-//! `CENTRAL_REQUEST_TIMEOUT`, reading its body included (`408` past it), so a body that
-//! trickles in cannot hold a place for longer. Assignment long polls are exempt from both:
-//! they have their own cap (`LongPolls`) and end on their own. Probes (`/healthz`,
+//! `Retry-After` at once, never queues. Every request's body must arrive within
+//! `CENTRAL_REQUEST_TIMEOUT` of its headers (`deadline`; `408` past it), so a body that
+//! trickles in cannot hold a place for longer. Assignment long polls (with a signed access
+//! token) are exempt from both: they have their own cap (`LongPolls`) and end on their own. Probes (`/healthz`,
 //! `/readyz`) sit outside this layer.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::header::AUTHORIZATION;
+use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::auth_failures::AuthFailures;
 use crate::error::ApiError;
 use crate::server::client_addr::{client_key, TrustedProxies};
 use crate::server::places::{Place, Places};
@@ -59,6 +65,7 @@ pub struct Pools {
     unauthenticated: Places,
     proxies: TrustedProxies,
     deadline: Duration,
+    failures: AuthFailures,
 }
 
 /// A place held while a request is served.
@@ -74,6 +81,7 @@ impl Pools {
         unauthenticated: u32,
         proxies: TrustedProxies,
         deadline: Duration,
+        failures: AuthFailures,
     ) -> Self {
         let unauthenticated = unauthenticated as usize;
         Self {
@@ -83,6 +91,7 @@ impl Pools {
             unauthenticated: Places::new(unauthenticated, (unauthenticated / 8).max(1)),
             proxies,
             deadline,
+            failures,
         }
     }
 
@@ -98,7 +107,7 @@ impl Pools {
             if self.app.is_signed_access_token(token) {
                 return Pool::Poller;
             }
-            if self.app.is_admin_token(token) {
+            if self.app.is_known_admin_token(token) {
                 return Pool::Operator;
             }
         }
@@ -111,7 +120,15 @@ impl Pools {
         Pool::Unauthenticated
     }
 
-    fn take(&self, pool: Pool, request: &Request) -> Option<Held> {
+    /// Who is calling, as the per-client limits count them (`None` without a peer address).
+    fn client(&self, request: &Request) -> Option<std::net::IpAddr> {
+        let ConnectInfo(peer) = request.extensions().get::<ConnectInfo<PeerAddr>>()?;
+        Some(client_key(
+            self.proxies.client_ip(peer.addr.ip(), request.headers()),
+        ))
+    }
+
+    fn take(&self, pool: Pool, client: Option<std::net::IpAddr>) -> Option<Held> {
         match pool {
             Pool::Poller => self.poller.clone().try_acquire_owned().ok().map(Held::Slot),
             Pool::Operator => self
@@ -120,25 +137,28 @@ impl Pools {
                 .try_acquire_owned()
                 .ok()
                 .map(Held::Slot),
-            Pool::Unauthenticated => {
-                let peer = request
-                    .extensions()
-                    .get::<ConnectInfo<PeerAddr>>()
-                    .map(|ConnectInfo(peer)| peer.addr.ip());
-                let client =
-                    peer.map(|peer| client_key(self.proxies.client_ip(peer, request.headers())));
-                self.unauthenticated.take(client).ok().map(Held::Place)
-            }
+            Pool::Unauthenticated => self.unauthenticated.take(client).ok().map(Held::Place),
         }
     }
 }
 
 pub async fn admit(State(pools): State<Arc<Pools>>, request: Request, next: Next) -> Response {
-    if request.uri().path() == LONG_POLL_PATH {
+    let pool = pools.choose(&request);
+    if pool == Pool::Poller && request.uri().path() == LONG_POLL_PATH {
         return next.run(request).await;
     }
-    let pool = pools.choose(&request);
-    let Some(_held) = pools.take(pool, &request) else {
+    let unauthenticated = pool == Pool::Unauthenticated;
+    let client = if unauthenticated {
+        pools.client(&request)
+    } else {
+        None
+    };
+    if unauthenticated {
+        if let Err(refused) = pools.failures.check(client, Instant::now()) {
+            return refused.into_response();
+        }
+    }
+    let Some(_held) = pools.take(pool, client) else {
         pools
             .app
             .metrics
@@ -155,18 +175,25 @@ pub async fn admit(State(pools): State<Arc<Pools>>, request: Request, next: Next
         }
         .into_response();
     };
-    match tokio::time::timeout(pools.deadline, next.run(request)).await {
-        Ok(response) => response,
-        Err(_) => {
-            pools.app.metrics.requests_timed_out.inc();
-            ApiError::RequestTimeout(format!(
-                "central did not finish the request within {} s (CENTRAL_REQUEST_TIMEOUT): its \
-                 body came too slowly, or central is overloaded; retry",
-                pools.deadline.as_secs()
-            ))
-            .into_response()
-        }
+    let (request, missed) = {
+        let (parts, body) = request.into_parts();
+        let (body, missed) = super::deadline::limit(body, pools.deadline);
+        (Request::from_parts(parts, body), missed)
+    };
+    let mut response = next.run(request).await;
+    if missed.happened() {
+        pools.app.metrics.requests_timed_out.inc();
+        response = ApiError::RequestTimeout(format!(
+            "the request's body did not arrive within {} s of its headers \
+             (CENTRAL_REQUEST_TIMEOUT); send it at once",
+            pools.deadline.as_secs()
+        ))
+        .into_response();
     }
+    if unauthenticated && response.status() == StatusCode::UNAUTHORIZED {
+        pools.failures.record(client, Instant::now());
+    }
+    response
 }
 
 /// Long polls held open at once; past the cap a long poll is answered without waiting.

@@ -1,6 +1,7 @@
-//! Per-address rate limit for the unauthenticated poller calls (`register`, `token`), which
+//! Token buckets per client (`client_addr::client_key`: an address, or an IPv6 /64), and the
+//! per-client rate limit of the unauthenticated poller calls (`register`, `token`), which
 //! verify argon2 hashes and would otherwise let anyone burn central's CPU or guess at leisure.
-//! A token bucket per client address (`client_addr` decides what that is behind a proxy).
+//! `auth_failures` keeps its buckets here too.
 //!
 //! Memory is bounded and each request costs O(1): buckets live in two generations; when the
 //! current one is full it becomes the previous one and the older is dropped whole. An address
@@ -19,13 +20,19 @@ use crate::error::ApiError;
 use crate::server::client_addr::{client_key, TrustedProxies};
 use crate::server::PeerAddr;
 
-type Buckets = HashMap<IpAddr, (f64, Instant)>;
+type Generation = HashMap<IpAddr, (f64, Instant)>;
 
-pub struct RateLimiter {
+/// A bucket per key, refilled at `per_second` up to `burst`.
+pub struct Buckets {
     per_second: f64,
     burst: f64,
     generation_size: usize,
-    generations: Mutex<(Buckets, Buckets)>,
+    generations: Mutex<(Generation, Generation)>,
+}
+
+/// The rate limit of `register` and `token`.
+pub struct RateLimiter {
+    buckets: Buckets,
     proxies: TrustedProxies,
 }
 
@@ -34,26 +41,57 @@ const GENERATION_SIZE: usize = 10_000;
 
 impl RateLimiter {
     pub fn new(per_second: f64, burst: f64, proxies: TrustedProxies) -> Self {
-        Self::with_generation_size(per_second, burst, proxies, GENERATION_SIZE)
+        Self {
+            buckets: Buckets::new(per_second, burst),
+            proxies,
+        }
+    }
+}
+
+impl Buckets {
+    pub fn new(per_second: f64, burst: f64) -> Self {
+        Self::with_generation_size(per_second, burst, GENERATION_SIZE)
     }
 
-    fn with_generation_size(
-        per_second: f64,
-        burst: f64,
-        proxies: TrustedProxies,
-        generation_size: usize,
-    ) -> Self {
+    fn with_generation_size(per_second: f64, burst: f64, generation_size: usize) -> Self {
         Self {
             per_second,
             burst,
             generation_size,
             generations: Mutex::new((HashMap::new(), HashMap::new())),
-            proxies,
         }
     }
 
-    /// Takes one token for `ip`, or says how long until one is there.
-    pub fn take(&self, ip: IpAddr, now: Instant) -> Result<(), Duration> {
+    /// Takes one token for `ip` and says how many are left, or how long until one is there.
+    pub fn take(&self, ip: IpAddr, now: Instant) -> Result<f64, Duration> {
+        self.with_bucket(ip, now, |tokens| {
+            if *tokens >= 1.0 {
+                *tokens -= 1.0;
+                true
+            } else {
+                false
+            }
+        })
+    }
+
+    /// Whether `ip` has a token now, taking none.
+    pub fn check(&self, ip: IpAddr, now: Instant) -> Result<f64, Duration> {
+        self.with_bucket(ip, now, |tokens| *tokens >= 1.0)
+    }
+
+    /// How long until `ip` has a token again (zero if it has one).
+    pub fn wait(&self, ip: IpAddr, now: Instant) -> Duration {
+        self.check(ip, now).err().unwrap_or_default()
+    }
+
+    /// Refills `ip`'s bucket to `now` and hands it to `decide`; `Ok` holds the tokens left,
+    /// `Err` how long until a token is there when `decide` says no.
+    fn with_bucket(
+        &self,
+        ip: IpAddr,
+        now: Instant,
+        decide: impl FnOnce(&mut f64) -> bool,
+    ) -> Result<f64, Duration> {
         let mut guard = self.generations.lock().unwrap_or_else(|p| p.into_inner());
         let (current, previous) = &mut *guard;
         if !current.contains_key(&ip) {
@@ -67,11 +105,12 @@ impl RateLimiter {
         *tokens =
             (*tokens + now.duration_since(*at).as_secs_f64() * self.per_second).min(self.burst);
         *at = now;
-        if *tokens >= 1.0 {
-            *tokens -= 1.0;
-            Ok(())
+        if decide(tokens) {
+            Ok(*tokens)
         } else {
-            Err(Duration::from_secs_f64((1.0 - *tokens) / self.per_second))
+            Err(Duration::from_secs_f64(
+                (1.0 - *tokens).max(0.0) / self.per_second,
+            ))
         }
     }
 
@@ -93,7 +132,7 @@ pub async fn limit(
         .map(|ConnectInfo(peer)| peer.addr.ip());
     if let Some(peer) = peer {
         let ip = client_key(limiter.proxies.client_ip(peer, request.headers()));
-        if let Err(wait) = limiter.take(ip, Instant::now()) {
+        if let Err(wait) = limiter.buckets.take(ip, Instant::now()) {
             return ApiError::TooManyRequests {
                 message: format!(
                     "too many registration or token requests from {ip}; retry in {} s",
@@ -113,7 +152,7 @@ mod tests {
 
     #[test]
     fn allows_a_burst_then_the_rate() {
-        let limiter = RateLimiter::new(2.0, 3.0, TrustedProxies::default());
+        let limiter = Buckets::new(2.0, 3.0);
         let (ip, other) = ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
         let t0 = Instant::now();
         for _ in 0..3 {
@@ -125,13 +164,15 @@ mod tests {
             limiter.take(other, t0).is_ok(),
             "addresses are limited separately"
         );
+        assert!(limiter.check(ip, t0 + Duration::from_millis(500)).is_ok());
         assert!(limiter.take(ip, t0 + Duration::from_millis(500)).is_ok());
+        assert!(limiter.check(ip, t0 + Duration::from_millis(500)).is_err());
         assert!(limiter.take(ip, t0 + Duration::from_millis(500)).is_err());
     }
 
     #[test]
     fn memory_is_bounded_and_a_busy_address_keeps_its_debt_across_generations() {
-        let limiter = RateLimiter::with_generation_size(1.0, 2.0, TrustedProxies::default(), 4);
+        let limiter = Buckets::with_generation_size(1.0, 2.0, 4);
         let t0 = Instant::now();
         let busy: IpAddr = "10.9.9.9".parse().unwrap();
         assert!(limiter.take(busy, t0).is_ok());

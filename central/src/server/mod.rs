@@ -31,6 +31,9 @@ use places::Places;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 
+/// The most a request's headers may take, in bytes.
+const MAX_HEADER_BYTES: usize = 64 * 1024;
+
 /// How long open requests get to finish once central is asked to stop.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
@@ -90,7 +93,10 @@ pub async fn serve(
 ) {
     let mut http = http1::Builder::new();
     http.timer(TokioTimer::new())
-        .header_read_timeout(limits.header_read_timeout);
+        .header_read_timeout(limits.header_read_timeout)
+        // What one connection may buffer while its headers arrive (hyper's default is about
+        // 400 KiB: 4 GiB over CENTRAL_MAX_CONNECTIONS); larger headers are answered 431.
+        .max_buf_size(MAX_HEADER_BYTES);
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
     loop {

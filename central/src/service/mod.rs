@@ -3,6 +3,7 @@
 //! Handlers call these; these call the store. Nothing here knows about HTTP beyond returning
 //! `ApiError`, and nothing here writes SQL.
 
+pub mod admin_token;
 pub mod alerts;
 pub mod assignments;
 pub mod auth;
@@ -34,7 +35,6 @@ use crate::metrics::Metrics;
 use crate::store::{LeaseState, Store};
 use auth::JwtKeys;
 
-const ADMIN_TOKEN_SETTING: &str = "admin_token_sha256";
 const JWT_KEY_SETTING: &str = "jwt_signing_key";
 const MAX_ACCESS_TTL: Duration = Duration::from_secs(15 * 60);
 /// The shortest time between two key reloads caused by unknown `kid`s.
@@ -49,7 +49,8 @@ pub struct App {
     /// Per-address rate of `register`/`token` calls; 0 for none.
     pub auth_rate_limit: f64,
     access_ttl: chrono::Duration,
-    admin_token_sha256: String,
+    /// Checks and follows the admin token (`admin_token`).
+    admin: admin_token::AdminToken,
     /// Reloaded when a token names a key this replica has not seen (another one rotated).
     jwt: std::sync::RwLock<JwtKeys>,
     /// Unknown `kid`s reload the keys at most this often: a forged token must not cost a
@@ -73,6 +74,8 @@ pub struct App {
     hashing: hashing::Hashing,
     /// Session cookies seen valid lately: a page request with one is an operator's.
     recent_sessions: recent::RecentlyValid,
+    /// The last database ping and when it answered, shared by `/readyz` callers.
+    last_ping: Mutex<Option<(std::time::Instant, bool)>>,
 }
 
 /// An id read back from the database. A malformed one is a fault of the store, reported as
@@ -85,37 +88,7 @@ pub(crate) fn stored_id(text: &str) -> anyhow::Result<uuid::Uuid> {
 impl App {
     pub async fn open(args: &ServeArgs) -> anyhow::Result<std::sync::Arc<App>> {
         let store = Store::connect(&args.database_url).await?;
-        let admin_token_sha256 = match &args.admin_token {
-            Some(token) => {
-                if token.len() < 16 {
-                    anyhow::bail!("CENTRAL_ADMIN_TOKEN must be at least 16 characters long");
-                }
-                let hash = auth::sha256_hex(token);
-                let previous = store.setting(ADMIN_TOKEN_SETTING).await?;
-                if previous.is_some_and(|previous| previous != hash) {
-                    // Whoever logged in to the page with the old token is out.
-                    store.delete_all_sessions().await?;
-                }
-                store.put_setting(ADMIN_TOKEN_SETTING, &hash).await?;
-                hash
-            }
-            None => match store.setting(ADMIN_TOKEN_SETTING).await? {
-                Some(hash) => hash,
-                None => {
-                    let token = format!("{}_{}", auth::ADMIN_PREFIX, auth::new_secret());
-                    let stored = store
-                        .setting_or_insert(ADMIN_TOKEN_SETTING, &auth::sha256_hex(&token))
-                        .await?;
-                    if stored == auth::sha256_hex(&token) {
-                        println!(
-                            "\nGenerated the admin token (shown once; only its hash is stored):\n\n    {token}\n\n\
-                             Use it as `Authorization: Bearer <token>` on /api/v1/…\n"
-                        );
-                    }
-                    stored
-                }
-            },
-        };
+        let admin = admin_token::AdminToken::open(&store, args.admin_token.as_deref()).await?;
         tokens::sync_environment_token(&store, args.registration_token.as_deref()).await?;
         let jwt_key = store
             .setting_or_insert(JWT_KEY_SETTING, &JwtKeys::generate_stored_form())
@@ -129,7 +102,7 @@ impl App {
             failback_settle: args.failback_settle,
             auth_rate_limit: args.auth_rate_limit,
             access_ttl: chrono::Duration::from_std(access_ttl).context("access token ttl")?,
-            admin_token_sha256,
+            admin,
             jwt: std::sync::RwLock::new(jwt),
             key_reloads: auth::ReloadGate::new(KEY_RELOAD_GAP),
             metrics: Metrics::new(),
@@ -150,7 +123,31 @@ impl App {
             placement_checked_at: std::sync::atomic::AtomicI64::new(0),
             hashing: hashing::Hashing::new(),
             recent_sessions: recent::RecentlyValid::new(sessions::RECENTLY_VALID),
+            last_ping: Mutex::new(None),
         }))
+    }
+
+    /// Whether the database answers, as a ping of at most `PING_EVERY` ago says: probes that
+    /// arrive together wait for one ping instead of each taking a connection (`/readyz` is in
+    /// no request pool, so its cost must not grow with its callers).
+    pub async fn database_answers(&self) -> bool {
+        const PING_EVERY: Duration = Duration::from_secs(1);
+        let mut last = self.last_ping.lock().await;
+        if let Some((at, answered)) = *last {
+            if at.elapsed() < PING_EVERY {
+                return answered;
+            }
+        }
+        let answered = match self.store.ping().await {
+            Ok(()) => true,
+            Err(e) => {
+                // The driver's words may name hosts, users or paths: they go to the log only.
+                tracing::warn!("not ready: the database does not answer: {e:#}");
+                false
+            }
+        };
+        *last = Some((std::time::Instant::now(), answered));
+        answered
     }
 
     /// Takes or renews a lease for `ttl`; a lease that nobody held for longer than `lapse`
@@ -193,11 +190,6 @@ impl App {
     pub(crate) fn set_placement_checked_at(&self, at: i64) {
         self.placement_checked_at
             .store(at, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// Whether `token` is the admin token.
-    pub fn is_admin_token(&self, token: &str) -> bool {
-        auth::constant_time_eq(&auth::sha256_hex(token), &self.admin_token_sha256)
     }
 
     /// Whether `token` is an access token signed by a key this replica holds and not expired,

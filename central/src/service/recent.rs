@@ -47,6 +47,11 @@ impl RecentlyValid {
             .is_some_and(|at| now.saturating_duration_since(*at) < self.ttl)
     }
 
+    /// Forgets everything (the credential they were checked against changed).
+    pub fn clear(&self) {
+        self.seen.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
     pub fn forget(&self, secret: &str) {
         let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
         seen.remove(&digest(secret));

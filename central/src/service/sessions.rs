@@ -22,7 +22,7 @@ pub struct WebSession {
 impl App {
     /// Starts a session for whoever shows the admin token; returns the cookie's secret.
     pub async fn log_in(&self, admin_token: &str) -> ApiResult<String> {
-        if !self.is_admin_token(admin_token.trim()) {
+        if !self.verify_admin_token(admin_token.trim()).await? {
             return Err(ApiError::Unauthorized(
                 "that is not the admin token: use CENTRAL_ADMIN_TOKEN or the token central \
                  printed on its first start"
