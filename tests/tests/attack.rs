@@ -187,9 +187,12 @@ async fn start() -> anyhow::Result<Central> {
             "CENTRAL_REGISTRATION_TOKEN",
             "an-environment-registration-token",
         ),
-        // The per-address limit of registrations is a defence of its own; off here so that
-        // the flood reaches the hashing.
+        // The per-client limits on registrations and on failed authentication are defences
+        // of their own (attack_surface.rs); off here, so that every attempt of the floods
+        // reaches the login check and the hashing, and what they cost is what is measured.
         ("CENTRAL_AUTH_RATE_LIMIT", "0"),
+        ("CENTRAL_AUTH_FAILURES_PER_MINUTE", "0"),
+        ("CENTRAL_AUTH_FAILURES_GLOBAL_PER_MINUTE", "0"),
         ("RUST_LOG", "warn"),
     ])
     .await
