@@ -196,6 +196,12 @@ pub struct ServeArgs {
     #[arg(long, env = "CENTRAL_HISTORY_DAYS_RETENTION", default_value = "730d", value_parser = parse_duration)]
     pub day_rollups_retention: Duration,
 
+    /// Bearer token Prometheus scrapes `/metrics` on CENTRAL_LISTEN with (the admin token
+    /// works too); hard to guess, like the admin token. Without it, only the admin token
+    /// opens `/metrics` there. Not needed on CENTRAL_METRICS_LISTEN.
+    #[arg(long, env = "CENTRAL_METRICS_TOKEN", hide_env_values = true)]
+    pub metrics_token: Option<String>,
+
     /// Serve `/metrics` on this address only (and not on CENTRAL_LISTEN), so that it need not
     /// be public.
     #[arg(long, env = "CENTRAL_METRICS_LISTEN")]

@@ -345,6 +345,19 @@ impl Central {
             .ok_or_else(|| anyhow::anyhow!("no session cookie: {}", login.status()))
     }
 
+    /// `/metrics` on central's listener, read with the admin token.
+    pub async fn metrics(&self) -> anyhow::Result<String> {
+        Ok(self
+            .http
+            .get(format!("{}/metrics", self.url))
+            .bearer_auth(ADMIN_TOKEN)
+            .send()
+            .await?
+            .error_for_status()?
+            .text()
+            .await?)
+    }
+
     pub async fn registration_token(&self) -> anyhow::Result<String> {
         let (status, body) = self
             .admin(

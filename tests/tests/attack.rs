@@ -313,10 +313,7 @@ async fn slow_bodies_endless_headers_and_idle_connections_starve_nobody() -> any
         Duration::from_secs(HEADER_READ_TIMEOUT_S + 15),
     )
     .await?;
-    let metrics = reqwest::get(format!("{}/metrics", central.url))
-        .await?
-        .text()
-        .await?;
+    let metrics = central.metrics().await?;
     let refused = metrics
         .lines()
         .find(|l| l.starts_with("central_connections_refused_total{cap=\"per_client\"}"))

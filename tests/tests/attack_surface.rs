@@ -343,10 +343,7 @@ async fn hostile_names_cannot_break_or_forge_metrics() -> anyhow::Result<()> {
     central
         .create_monitor(json!({"name": hostile, "kind": "http", "target": "http://127.0.0.1:9/"}))
         .await?;
-    let text = reqwest::get(format!("{}/metrics", central.url))
-        .await?
-        .text()
-        .await?;
+    let text = central.metrics().await?;
     assert!(!text.contains("monitor_id=\"forged\"} "), "{text}");
     let mut promtool = tokio::process::Command::new("promtool")
         .args(["check", "metrics"])
@@ -485,5 +482,65 @@ async fn a_guessable_admin_token_is_refused_at_start() -> anyhow::Result<()> {
         !stderr.contains("change-me"),
         "the token itself is not printed: {stderr}"
     );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn public_metrics_need_a_token_and_are_worked_out_at_most_every_five_seconds(
+) -> anyhow::Result<()> {
+    const SCRAPER: &str = "scrape-9d2b7e4a1c8f3e6b0a5d";
+    let central = Central::start_with(&[("CENTRAL_METRICS_TOKEN", SCRAPER)]).await?;
+    let http = reqwest::Client::new();
+    let scrape = |token: Option<&'static str>| {
+        let mut request = http.get(format!("{}/metrics", central.url));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        request.send()
+    };
+    let anonymous = scrape(None).await?;
+    assert_eq!(
+        anonymous.status(),
+        401,
+        "monitor and poller names are not public"
+    );
+    let body: Value = anonymous.json().await?;
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("CENTRAL_METRICS_TOKEN"),
+        "{body}"
+    );
+    assert_eq!(scrape(Some("not-the-token")).await?.status(), 401);
+    assert_eq!(scrape(Some(ADMIN_TOKEN)).await?.status(), 200);
+
+    let first = scrape(Some(SCRAPER)).await?;
+    assert_eq!(first.status(), 200);
+    let first = first.text().await?;
+    central
+        .create_monitor(json!({"name": "added-between-scrapes", "kind": "http",
+                               "target": "http://127.0.0.1:9/"}))
+        .await?;
+    let again = scrape(Some(SCRAPER)).await?.text().await?;
+    assert!(
+        !again.contains("added-between-scrapes"),
+        "a scrape within 5 s of the last one gets the same text"
+    );
+    assert_eq!(
+        first
+            .lines()
+            .filter(|l| l.starts_with("central_monitor"))
+            .count(),
+        again
+            .lines()
+            .filter(|l| l.starts_with("central_monitor"))
+            .count()
+    );
+    eventually(Duration::from_secs(10), "a newer rendering", || async {
+        let text = scrape(Some(SCRAPER)).await.ok()?.text().await.ok()?;
+        text.contains("added-between-scrapes").then_some(())
+    })
+    .await?;
     Ok(())
 }

@@ -119,10 +119,7 @@ async fn a_quorum_of_locations_decides_down_and_a_lone_failure_is_degraded() -> 
     );
     assert!(listed(&central, "status=down").await?.is_empty());
     // Prometheus sees the same: the monitor and each location, by region.
-    let metrics = reqwest::get(format!("{}/metrics", central.url))
-        .await?
-        .text()
-        .await?;
+    let metrics = central.metrics().await?;
     for (region, up) in [("", 0), ("eu", 0), ("us", 1), ("ap", 1)] {
         let series = format!(
             "central_monitor_up{{monitor_id=\"{monitor}\",name=\"everywhere\",region=\"{region}\"}} {up}"

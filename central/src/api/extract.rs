@@ -205,6 +205,33 @@ impl FromRequestParts<Arc<App>> for Admin {
     }
 }
 
+/// Proof that the caller may read `/metrics` on the public listener.
+pub struct Scraper;
+
+impl FromRequestParts<Arc<App>> for Scraper {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        app: &Arc<App>,
+    ) -> Result<Self, Self::Rejection> {
+        let token = bearer(parts).map_err(|_| {
+            ApiError::Unauthorized(
+                "scrape /metrics with `Authorization: Bearer` and CENTRAL_METRICS_TOKEN (or the \
+                 admin token), or on CENTRAL_METRICS_LISTEN"
+                    .into(),
+            )
+        })?;
+        if app.may_scrape(token).await? {
+            Ok(Scraper)
+        } else {
+            Err(ApiError::Unauthorized(
+                "that is neither CENTRAL_METRICS_TOKEN nor the admin token".into(),
+            ))
+        }
+    }
+}
+
 /// The poller whose access token authorised the request.
 pub struct Poller(pub PollerRow);
 

@@ -73,7 +73,7 @@ impl HttpOptions {
 /// The router of `CENTRAL_METRICS_LISTEN`: metrics and nothing else.
 pub fn metrics_router(app: Arc<App>) -> Router {
     Router::new()
-        .route("/metrics", get(ops::metrics))
+        .route("/metrics", get(ops::private_metrics))
         .fallback(not_found)
         .with_state(app)
 }

@@ -69,6 +69,17 @@ impl Modify for BearerSchemes {
             ),
         );
         components.add_security_scheme(
+            "metrics_token",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "CENTRAL_METRICS_TOKEN: reads `/metrics` and nothing else.",
+                    ))
+                    .build(),
+            ),
+        );
+        components.add_security_scheme(
             "poller_access_token",
             SecurityScheme::Http(
                 HttpBuilder::new()

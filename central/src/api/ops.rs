@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
-use axum::response::IntoResponse;
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
@@ -37,25 +37,44 @@ pub async fn readyz(State(app): State<Arc<App>>) -> impl IntoResponse {
     }
 }
 
-#[utoipa::path(get, path = "/metrics", tag = "ops", operation_id = "metrics", security(),
+#[utoipa::path(get, path = "/metrics", tag = "ops", operation_id = "metrics",
+    security(("metrics_token" = []), ("admin_token" = [])),
+    description = "On CENTRAL_LISTEN only with `Authorization: Bearer` and CENTRAL_METRICS_TOKEN (or the admin token); on CENTRAL_METRICS_LISTEN without. Worked out at most once every 5 s however many scrape.",
     responses((status = 200,
         description = "OpenMetrics text when the scraper asks for it (`Accept: application/openmetrics-text`, as Prometheus does), else the Prometheus text format 0.0.4 (what `promtool check metrics` reads). Absent here when CENTRAL_METRICS_LISTEN is set.",
-        content((String = "application/openmetrics-text"), (String = "text/plain")))))]
-pub async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> impl IntoResponse {
+        content((String = "application/openmetrics-text"), (String = "text/plain"))),
+        (status = 401, description = "`unauthorized`: no bearer token, or not CENTRAL_METRICS_TOKEN or the admin token.", body = shared_proto::ErrorBody),
+        (status = 429, description = "`rate_limited`: too many failed authentications from this client, or from everywhere; retry after `Retry-After` seconds.", body = shared_proto::ErrorBody),
+        (status = 503, description = "`overloaded`: retry after `Retry-After` seconds.", body = shared_proto::ErrorBody)))]
+pub async fn metrics(
+    State(app): State<Arc<App>>,
+    _: super::extract::Scraper,
+    headers: HeaderMap,
+) -> Response {
+    metrics_text(&app, &headers).await
+}
+
+/// `/metrics` on CENTRAL_METRICS_LISTEN, which is private: no token asked.
+pub async fn private_metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    metrics_text(&app, &headers).await
+}
+
+async fn metrics_text(app: &App, headers: &HeaderMap) -> Response {
     let openmetrics = headers
         .get_all(header::ACCEPT)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .any(|accept| accept.contains("application/openmetrics-text"));
-    let text = app.render_metrics().await;
+    let text = app.metrics_text().await;
     if openmetrics {
         (
             [(
                 header::CONTENT_TYPE,
                 "application/openmetrics-text; version=1.0.0; charset=utf-8",
             )],
-            text,
+            text.to_string(),
         )
+            .into_response()
     } else {
         (
             [(
@@ -64,6 +83,7 @@ pub async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> impl In
             )],
             crate::metrics::to_text_format(&text),
         )
+            .into_response()
     }
 }
 

@@ -1,7 +1,8 @@
 //! Which places a request is served from, and for how long. Three pools, so that one kind of
 //! traffic can never take another's places:
 //! - `poller`: requests carrying an access token whose signature checks out;
-//! - `operator`: requests carrying the admin token or a session cookie, either seen valid lately;
+//! - `operator`: requests carrying the admin token or a session cookie, either seen valid lately,
+//!   or `CENTRAL_METRICS_TOKEN` (Prometheus is an operator's tool);
 //! - `unauthenticated`: everything else (logging in, registering an agent, bad or missing
 //!   credentials, the login page and its assets), with at most an eighth of the pool per
 //!   client (an address or IPv6 /64, through `CENTRAL_TRUSTED_PROXIES`).
@@ -107,7 +108,7 @@ impl Pools {
             if self.app.is_signed_access_token(token) {
                 return Pool::Poller;
             }
-            if self.app.is_known_admin_token(token) {
+            if self.app.is_known_admin_token(token) || self.app.is_metrics_token(token) {
                 return Pool::Operator;
             }
         }

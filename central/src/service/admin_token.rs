@@ -71,12 +71,13 @@ const PLACEHOLDERS: &[&str] = &[
     "replace-me",
 ];
 
-/// Refuses a chosen token that is easy to guess, saying why.
-pub fn check_strength(token: &str) -> anyhow::Result<()> {
+/// Refuses a chosen token that is easy to guess, saying why (`variable` names where it came
+/// from).
+pub fn check_strength(variable: &str, token: &str) -> anyhow::Result<()> {
     let guesses = zxcvbn::zxcvbn(token, PLACEHOLDERS).guesses_log10();
     if guesses < MIN_GUESSES_LOG10 {
         anyhow::bail!(
-            "CENTRAL_ADMIN_TOKEN is too easy to guess (about 10^{guesses:.0} guesses; at least \
+            "{variable} is too easy to guess (about 10^{guesses:.0} guesses; at least \
              10^{MIN_GUESSES_LOG10:.0} are needed): use a random one, e.g. `openssl rand -hex 24`, \
              or leave it unset and central generates one"
         );
@@ -105,7 +106,7 @@ impl AdminToken {
         let previous = stored_hash(store).await?;
         let stored = match configured {
             Some(token) => {
-                check_strength(token)?;
+                check_strength("CENTRAL_ADMIN_TOKEN", token)?;
                 let (token, earlier) = (token.to_string(), previous.clone());
                 let (unchanged, hash) = blocking(move |memory| {
                     let unchanged = earlier.is_some_and(|p| opens(&token, &p, memory));
@@ -244,14 +245,14 @@ mod tests {
             // 16 random hex digits are 64 bits; zxcvbn counts them as 10^16 guesses.
             "7c1f9a3e5b8d2f4a",
         ] {
-            assert!(check_strength(weak).is_err(), "{weak} was accepted");
+            assert!(check_strength("T", weak).is_err(), "{weak} was accepted");
         }
         for strong in [
             "3f9c1e7a5b2d8046c1e9a7f35b2d8046",
             "e2e-admin-7c1f9a3e5b8d2f4a6c0e91d3",
             "Vq8#mZ2!pL6@wR4$kT9",
         ] {
-            assert!(check_strength(strong).is_ok(), "{strong} was refused");
+            assert!(check_strength("T", strong).is_ok(), "{strong} was refused");
         }
     }
 

@@ -18,6 +18,7 @@ pub mod pollers;
 pub mod quorum;
 pub mod recent;
 pub mod retention;
+pub mod scrape;
 pub mod sessions;
 pub mod status;
 pub mod statuses;
@@ -74,6 +75,8 @@ pub struct App {
     hashing: hashing::Hashing,
     /// Session cookies seen valid lately: a page request with one is an operator's.
     recent_sessions: recent::RecentlyValid,
+    /// Who may read `/metrics` on the public listener, and its text of the last few seconds.
+    scrape: scrape::Scrape,
     /// The last database ping and when it answered, shared by `/readyz` callers.
     last_ping: Mutex<Option<(std::time::Instant, bool)>>,
 }
@@ -124,6 +127,7 @@ impl App {
             hashing: hashing::Hashing::new(),
             recent_sessions: recent::RecentlyValid::new(sessions::RECENTLY_VALID),
             last_ping: Mutex::new(None),
+            scrape: scrape::Scrape::new(args.metrics_token.as_deref())?,
         }))
     }
 
