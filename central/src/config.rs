@@ -165,7 +165,8 @@ pub struct ServeArgs {
     pub trusted_proxies: Vec<ipnet::IpNet>,
 
     /// Comma-separated CIDRs notifications may be sent to (webhook, chat, Alertmanager and
-    /// SMTP hosts, after name resolution); unset, anywhere.
+    /// SMTP hosts, judged on the address connected to); unset, anywhere but loopback,
+    /// private, link-local and other local networks.
     #[arg(long, env = "CENTRAL_NOTIFY_ALLOWED_NETWORKS", value_delimiter = ',', value_parser = parse_cidr)]
     pub notify_allowed_networks: Vec<ipnet::IpNet>,
 

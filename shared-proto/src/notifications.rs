@@ -12,6 +12,22 @@ use crate::ValidationError;
 const MAX_NAME_LEN: usize = 200;
 const MAX_URL_LEN: usize = 2048;
 const MAX_HEADERS: usize = 20;
+/// Headers a channel may not set: they frame or route the request, belong to one hop, or
+/// carry what central vouches for (the notification's id, the body's signature).
+pub const RESERVED_HEADERS: &[&str] = &[
+    "host",
+    "content-length",
+    "content-type",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "te",
+    "trailer",
+    "upgrade",
+    "expect",
+    "x-notification-id",
+    "x-signature-256",
+];
 const MAX_RECIPIENTS: usize = 20;
 const MAX_EXTRA_URLS: usize = 4;
 
@@ -202,6 +218,19 @@ impl ChannelSpec {
                 ),
             ));
         }
+        if self.kind == ChannelKind::Email && parsed.password().is_some() {
+            let tls_required = parsed.scheme() == "smtps"
+                || parsed
+                    .query_pairs()
+                    .any(|(key, value)| key == "tls" && value == "required");
+            if !tls_required {
+                return Err(ValidationError::combination(
+                    field,
+                    "a password over plain SMTP would travel in clear (or to whoever strips \
+                     STARTTLS): use smtps://… or add ?tls=required",
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -275,6 +304,19 @@ impl ChannelSpec {
                 return Err(ValidationError::new(
                     "headers",
                     format!("`{name}` is not a valid header name"),
+                ));
+            }
+            if RESERVED_HEADERS
+                .iter()
+                .any(|reserved| name.eq_ignore_ascii_case(reserved))
+                || name.to_ascii_lowercase().starts_with("proxy-")
+            {
+                return Err(ValidationError::new(
+                    "headers",
+                    format!(
+                        "`{name}` is central's to set (framing, routing, hop-by-hop or the \
+                         notification's id and signature)"
+                    ),
                 ));
             }
             if value.bytes().any(|b| b.is_ascii_control() && b != b'\t') || value.len() > 4096 {
@@ -528,6 +570,43 @@ mod tests {
             ),
             "headers"
         );
+        for reserved in [
+            "Host",
+            "content-length",
+            "Transfer-Encoding",
+            "X-Signature-256",
+            "Proxy-Authorization",
+        ] {
+            assert_eq!(
+                field_of(
+                    json!({"name": "ops", "kind": "webhook", "url": "https://x.example.com",
+                                "headers": {reserved: "x"}})
+                ),
+                "headers",
+                "{reserved}"
+            );
+        }
+        for clear in [
+            "smtp://u:p@mail.example.com",
+            "smtp://u:p@mail.example.com?tls=opportunistic",
+        ] {
+            assert_eq!(
+                field_of(json!({"name": "ops", "kind": "email", "url": clear,
+                                "from": "c@example.com", "to": ["ops@example.com"]})),
+                "url",
+                "{clear}"
+            );
+        }
+        for protected in [
+            "smtps://u:p@mail.example.com",
+            "smtp://u:p@mail.example.com?tls=required",
+        ] {
+            serde_json::from_value::<ChannelSpec>(json!({"name": "ops", "kind": "email",
+                "url": protected, "from": "c@example.com", "to": ["ops@example.com"]}))
+            .unwrap()
+            .validate()
+            .unwrap();
+        }
         let mail = json!({"name": "ops", "kind": "email", "url": "smtp://127.0.0.1:2525", "from": "central@example.com", "to": ["ops@example.com"]});
         serde_json::from_value::<ChannelSpec>(mail)
             .unwrap()

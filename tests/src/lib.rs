@@ -240,7 +240,12 @@ impl Central {
             .stderr(log)
             .kill_on_drop(true);
         for (key, value) in &self.env {
-            command.env(key, value);
+            // An empty value takes a default of the harness away.
+            if value.is_empty() {
+                command.env_remove(key);
+            } else {
+                command.env(key, value);
+            }
         }
         self.child = Some(command.spawn().context("starting central")?);
         self.addr = eventually(Duration::from_secs(30), "central's port file", || async {

@@ -1,12 +1,54 @@
 //! Mail through SMTP (lettre): `smtp://host:port` (plain, or STARTTLS with `?tls=required`),
 //! `smtps://host:port` (TLS), with `user:password@` when the server wants a login. The
-//! notification id is in the `Message-ID`, so a mail filter can drop duplicates.
+//! notification id is in the `Message-ID`, so a mail filter can drop duplicates. The server's
+//! name is resolved under `destination`'s policy and the connection goes to the address that
+//! answer gave (TLS still verifies the name).
 
 use lettre::message::header::ContentType;
+use lettre::transport::smtp::client::{Tls, TlsParameters};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use shared_proto::notifications::Notification;
 
+use super::destination::Destinations;
+
+/// A transport to `url`'s server at the address its name has now, if that one is permitted.
+async fn pinned_transport(
+    url: &str,
+    destinations: &Destinations,
+) -> Result<AsyncSmtpTransport<Tokio1Executor>, String> {
+    let parsed = url::Url::parse(url).map_err(|e| format!("the SMTP url: {e}"))?;
+    let host = parsed
+        .host_str()
+        .ok_or("the SMTP url has no host")?
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
+    let port = parsed.port().unwrap_or(25);
+    let address = destinations.resolve(&host, port).await?[0];
+    let mut pinned = parsed.clone();
+    pinned
+        .set_ip_host(address.ip())
+        .map_err(|()| "the SMTP url cannot take an address".to_string())?;
+    let builder = AsyncSmtpTransport::<Tokio1Executor>::from_url(pinned.as_str())
+        .map_err(|e| format!("the SMTP url: {e}"))?;
+    // TLS verifies the server's name, not the address it was reached at.
+    let tls_mode = parsed
+        .query_pairs()
+        .find(|(k, _)| k == "tls")
+        .map(|(_, v)| v.to_string());
+    let parameters =
+        || TlsParameters::new(host.clone()).map_err(|e| format!("TLS for {host}: {e}"));
+    let builder = match (parsed.scheme(), tls_mode.as_deref()) {
+        ("smtps", _) => builder.tls(Tls::Wrapper(parameters()?)),
+        ("smtp", Some("required")) => builder.tls(Tls::Required(parameters()?)),
+        ("smtp", Some("opportunistic")) => builder.tls(Tls::Opportunistic(parameters()?)),
+        _ => builder,
+    };
+    Ok(builder.timeout(Some(super::SEND_TIMEOUT)).build())
+}
+
 pub async fn send(
+    destinations: &Destinations,
     url: &str,
     from: &str,
     to: &[String],
@@ -44,10 +86,7 @@ pub async fn send(
     let mail = builder
         .body(text)
         .map_err(|e| format!("building the mail: {e}"))?;
-    let transport = AsyncSmtpTransport::<Tokio1Executor>::from_url(url)
-        .map_err(|e| format!("the SMTP url: {e}"))?
-        .timeout(Some(super::SEND_TIMEOUT))
-        .build();
+    let transport = pinned_transport(url, destinations).await?;
     transport
         .send(mail)
         .await

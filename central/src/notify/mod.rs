@@ -3,6 +3,7 @@
 //! who is told what (that is `service::alerts`).
 
 mod alertmanager;
+pub mod destination;
 pub mod dispatch;
 mod email;
 mod slack;
@@ -21,8 +22,8 @@ pub(crate) const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Clone)]
 pub struct Notifier {
     http: reqwest::Client,
-    /// Where messages may go (`CENTRAL_NOTIFY_ALLOWED_NETWORKS`); empty: anywhere.
-    allowed: Vec<ipnet::IpNet>,
+    /// Where messages may go (`destination`).
+    destinations: destination::Destinations,
     /// Where operators reach central (`CENTRAL_PUBLIC_URL`), for links in messages.
     public_url: Option<String>,
     /// How often a firing Alertmanager alert is sent again (`CENTRAL_ALERTMANAGER_RESEND_INTERVAL`).
@@ -35,16 +36,23 @@ impl Notifier {
         public_url: Option<String>,
         resend_interval: Duration,
     ) -> anyhow::Result<Notifier> {
+        let destinations = destination::Destinations::new(allowed);
         let http = reqwest::Client::builder()
             .timeout(SEND_TIMEOUT)
             .connect_timeout(Duration::from_secs(5))
             // A receiver answers for itself; a redirect is not followed to somewhere else.
             .redirect(reqwest::redirect::Policy::none())
+            // Every name is resolved under the policy, and connected to as resolved.
+            .dns_resolver(std::sync::Arc::new(destination::PinnedResolver(
+                destinations.clone(),
+            )))
+            // A proxy would connect on its own terms, out of the policy's sight.
+            .no_proxy()
             .user_agent(concat!("central/", env!("CARGO_PKG_VERSION")))
             .build()?;
         Ok(Notifier {
             http,
-            allowed,
+            destinations,
             public_url,
             // Each send is a request per instance; more often than a second is never needed.
             resend_interval: resend_interval.max(Duration::from_secs(1)),
@@ -136,36 +144,10 @@ impl Notifier {
         Ok(())
     }
 
-    /// Refuses a receiver whose host resolves outside the allowed networks. (The sender
-    /// resolves the name again; a name that changes its answer in between could slip through,
-    /// so allow by address where that matters.)
+    /// Refuses a receiver given by a refused address. A name is judged when the connection
+    /// resolves it (`destination::PinnedResolver`, and `email` for mail).
     async fn check_destination(&self, url: &str) -> Result<(), String> {
-        if self.allowed.is_empty() {
-            return Ok(());
-        }
-        let parsed = url::Url::parse(url).map_err(|e| format!("the url: {e}"))?;
-        let host = parsed
-            .host_str()
-            .ok_or("the url has no host")?
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_string();
-        let port = parsed.port_or_known_default().unwrap_or(25);
-        let addresses: Vec<std::net::SocketAddr> = tokio::net::lookup_host((host.as_str(), port))
-            .await
-            .map_err(|e| format!("resolving {host}: {e}"))?
-            .collect();
-        match addresses
-            .iter()
-            .find(|a| !self.allowed.iter().any(|net| net.contains(&a.ip())))
-        {
-            None if !addresses.is_empty() => Ok(()),
-            None => Err(format!("{host} resolves to no address")),
-            Some(outside) => Err(format!(
-                "{host} ({}) is outside CENTRAL_NOTIFY_ALLOWED_NETWORKS",
-                outside.ip()
-            )),
-        }
+        self.destinations.check_literal(url)
     }
 
     /// Delivers `message` to `channel`; the error says what the receiver or the network did.
@@ -218,6 +200,7 @@ impl Notifier {
                     let to: Vec<String> =
                         serde_json::from_str(&channel.email_to).unwrap_or_default();
                     email::send(
+                        &self.destinations,
                         url,
                         channel.email_from.as_deref().unwrap_or_default(),
                         &to,
