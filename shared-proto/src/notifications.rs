@@ -395,7 +395,12 @@ fn check_address(field: &str, address: &str) -> Result<(), ValidationError> {
     }
 }
 
-/// A stored channel. The secret is never shown again, only whether there is one.
+/// What a view shows in place of a secret: a URL's password and every header value. Sent back
+/// unchanged in an edit (as the page's form does), it keeps what is stored.
+pub const HIDDEN: &str = "REDACTED";
+
+/// A stored channel. Secrets are never shown again: the signing secret only as `has_secret`,
+/// a URL's password and every header value as `REDACTED` (`HIDDEN`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ChannelView {

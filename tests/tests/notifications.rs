@@ -401,3 +401,94 @@ async fn channels_are_validated_tested_and_reach_mail_and_chat() -> anyhow::Resu
     assert_eq!(code, 204);
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secrets_are_write_only_and_an_edit_keeps_them() -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    let receiver = HttpReceiver::start().await?;
+    let channel = central
+        .create_channel(
+            json!({"name": "hook", "kind": "webhook", "url": receiver.url,
+                               "headers": {"Authorization": "Bearer s3cret-value"}}),
+        )
+        .await?;
+    let mail = central
+        .create_channel(json!({"name": "mail", "kind": "email",
+            "url": "smtps://ops:p4ssword@mail.example.com:465", "from": "c@example.com",
+            "to": ["ops@example.com"]}))
+        .await?;
+    for id in [&channel, &mail] {
+        let (_, view) = central
+            .admin(
+                Method::GET,
+                &format!("/api/v1/notification-channels/{id}"),
+                None,
+            )
+            .await?;
+        let text = view.to_string();
+        assert!(
+            !text.contains("s3cret-value") && !text.contains("p4ssword"),
+            "{text}"
+        );
+    }
+    let (_, listed) = central
+        .admin(Method::GET, "/api/v1/notification-channels", None)
+        .await?;
+    assert!(!listed.to_string().contains("s3cret"), "{listed}");
+    let (_, view) = central
+        .admin(
+            Method::GET,
+            &format!("/api/v1/notification-channels/{mail}"),
+            None,
+        )
+        .await?;
+    assert_eq!(view["url"], "smtps://ops:REDACTED@mail.example.com:465");
+
+    // Sending back what the view showed (as the page's form does) keeps the secret.
+    let (_, view) = central
+        .admin(
+            Method::GET,
+            &format!("/api/v1/notification-channels/{channel}"),
+            None,
+        )
+        .await?;
+    assert_eq!(view["headers"]["Authorization"], "REDACTED");
+    let (status, _) = central
+        .admin(
+            Method::PATCH,
+            &format!("/api/v1/notification-channels/{channel}"),
+            Some(json!({"name": "renamed", "url": view["url"], "headers": view["headers"]})),
+        )
+        .await?;
+    assert_eq!(status, 200);
+    let (_, answer) = central
+        .admin(
+            Method::POST,
+            &format!("/api/v1/notification-channels/{channel}/test"),
+            None,
+        )
+        .await?;
+    assert_eq!(answer["delivered"], true, "{answer}");
+    let got = receiver.received();
+    assert_eq!(
+        got.last().and_then(|r| r.authorization.as_deref()),
+        Some("Bearer s3cret-value")
+    );
+    // The page's edit form shows no secret either.
+    let cookie = central.session_cookie().await?;
+    let page = reqwest::Client::new()
+        .get(format!(
+            "{}/notifications/channels/{channel}/edit",
+            central.url
+        ))
+        .header("cookie", cookie)
+        .send()
+        .await?
+        .text()
+        .await?;
+    assert!(
+        page.contains("REDACTED") && !page.contains("s3cret"),
+        "{page}"
+    );
+    Ok(())
+}

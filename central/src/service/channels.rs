@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use shared_proto::notifications::{
     ChannelKind, ChannelPatch, ChannelSpec, ChannelTestResult, DeliveryStatus, Notification,
-    NotificationEvent, NotificationView, WebhookFormat,
+    NotificationEvent, NotificationView, WebhookFormat, HIDDEN,
 };
 use shared_proto::settings_api::Page;
 use uuid::Uuid;
@@ -51,8 +51,10 @@ impl App {
 
     pub async fn update_channel(&self, id: Uuid, patch: ChannelPatch) -> ApiResult<ChannelView> {
         let current = self.channel_row(id).await?;
-        let mut spec = channel_spec(&current)?;
+        let stored = channel_spec(&current)?;
+        let mut spec = stored.clone();
         spec.apply(patch);
+        keep_hidden(&mut spec, &stored);
         spec.validate()?;
         let row = channel_row(id, &spec, current.created_at, now_ms());
         if !self.store.update_channel(&row).await? {
@@ -186,19 +188,58 @@ fn channel_spec(row: &ChannelRow) -> anyhow::Result<ChannelSpec> {
     })
 }
 
+/// `url` with its password, if any, shown as `HIDDEN`.
+fn hide_password(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) if parsed.password().is_some() => {
+            let _ = parsed.set_password(Some(HIDDEN));
+            parsed.to_string()
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// An edit that sends back what a view showed keeps the secrets behind it: a URL equal to the
+/// stored one with its password hidden is the stored one, and a header whose value is
+/// `HIDDEN` keeps its stored value.
+fn keep_hidden(spec: &mut ChannelSpec, stored: &ChannelSpec) {
+    let restore = |url: &mut String, stored: &[String]| {
+        if let Some(original) = stored.iter().find(|s| hide_password(s) == *url) {
+            *url = original.clone();
+        }
+    };
+    if let Some(url) = spec.url.as_mut() {
+        restore(url, stored.url.as_slice());
+    }
+    for url in &mut spec.urls {
+        restore(url, &stored.urls);
+    }
+    for (name, value) in &mut spec.headers {
+        if value == HIDDEN {
+            if let Some(original) = stored.headers.get(name) {
+                value.clone_from(original);
+            }
+        }
+    }
+}
+
 fn channel_view(row: &ChannelRow) -> anyhow::Result<ChannelView> {
     let spec = channel_spec(row)?;
     Ok(ChannelView {
         id: stored_id(&row.id)?,
         name: spec.name,
         kind: spec.kind,
-        url: spec.url,
+        url: spec.url.as_deref().map(hide_password),
         has_secret: spec.secret.is_some(),
-        headers: spec.headers,
+        headers: spec
+            .headers
+            .into_keys()
+            .map(|name| (name, HIDDEN.to_string()))
+            .collect(),
         default: spec.default,
         from: spec.from,
         to: spec.to,
-        urls: spec.urls,
+        urls: spec.urls.iter().map(|u| hide_password(u)).collect(),
         format: spec.format,
         created_at: time_of(row.created_at),
         updated_at: time_of(row.updated_at),
