@@ -11,6 +11,7 @@
 mod body;
 mod health;
 mod phases;
+mod redirects;
 #[cfg(test)]
 mod tests;
 
@@ -26,47 +27,46 @@ use tokio::time::Instant;
 use self::body::{assert_body, asserts_on_body, read_body, BodyError};
 use self::health::health_json;
 use self::phases::{Phases, TimedConnectLayer, TimedResolver};
+use self::redirects::Follow;
 use super::target_headers::{rate_budget, retry_after};
 use super::{timeout_message, CheckOutcome, Validators};
 
 pub use self::body::MAX_BODY_BYTES;
 
-/// One client per (verify TLS, follow redirects) pair: these are client-wide in reqwest.
+/// One client per (verify TLS, which redirects to follow) pair: these are client-wide in
+/// reqwest (`redirects` says which are followed).
 /// Idle connections are not kept, so every check measures a fresh connection as a real user's
 /// first request would (and its set-up runs on the check's task, where `phases` times it).
 #[derive(Clone)]
 pub struct HttpClients {
-    clients: [reqwest::Client; 4],
+    /// `[verify TLS, skip verification]` × `Follow::ALL`.
+    clients: Vec<reqwest::Client>,
 }
 
 impl HttpClients {
     pub fn new(user_agent: &str) -> anyhow::Result<Self> {
-        let build = |verify: bool, follow: bool| {
+        let build = |verify: bool, follow: Follow| {
             reqwest::Client::builder()
                 .danger_accept_invalid_certs(!verify)
-                .redirect(if follow {
-                    reqwest::redirect::Policy::limited(10)
-                } else {
-                    reqwest::redirect::Policy::none()
-                })
+                .redirect(follow.policy())
                 .pool_max_idle_per_host(0)
                 .dns_resolver(Arc::new(TimedResolver))
                 .connector_layer(TimedConnectLayer)
                 .user_agent(user_agent)
                 .build()
         };
-        Ok(Self {
-            clients: [
-                build(true, true)?,
-                build(true, false)?,
-                build(false, true)?,
-                build(false, false)?,
-            ],
-        })
+        let mut clients = Vec::new();
+        for verify in [true, false] {
+            for follow in Follow::ALL {
+                clients.push(build(verify, follow)?);
+            }
+        }
+        Ok(Self { clients })
     }
 
     fn client(&self, settings: &HttpSettings) -> &reqwest::Client {
-        let index = usize::from(!settings.verify_tls) * 2 + usize::from(!settings.follow_redirects);
+        let index =
+            usize::from(!settings.verify_tls) * Follow::ALL.len() + Follow::of(settings).index();
         &self.clients[index]
     }
 

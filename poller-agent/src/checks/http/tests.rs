@@ -352,3 +352,78 @@ async fn a_body_that_fills_the_cap_and_stalls_is_judged_at_the_cap_not_at_the_de
     assert_eq!(outcome.meta["body_truncated_at"], MAX_BODY_BYTES);
     assert!(outcome.latency_ms.unwrap() < 2_000, "{outcome:?}");
 }
+
+/// A server that counts the requests it gets and the `X-API-Key`s among them.
+async fn landing() -> (String, Arc<std::sync::Mutex<Vec<Option<String>>>>) {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let app = axum::Router::new().fallback(move |headers: HeaderMap| {
+        let log = log.clone();
+        async move {
+            let key = headers
+                .get("x-api-key")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            log.lock().unwrap().push(key);
+            "landed"
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (format!("http://{addr}"), seen)
+}
+
+#[tokio::test]
+async fn a_monitors_headers_never_follow_a_redirect_to_another_origin() {
+    let (elsewhere, seen) = landing().await;
+    let target = elsewhere.clone();
+    let app = axum::Router::new()
+        .route(
+            "/away",
+            get(move || {
+                let to = format!("{target}/landing");
+                async move { axum::response::Redirect::temporary(&to) }
+            }),
+        )
+        .route(
+            "/here",
+            get(|| async { axum::response::Redirect::temporary("/ok") }),
+        )
+        .route("/ok", get(|| async { "ok" }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let clients = HttpClients::new("poller-agent/test (probe)").unwrap();
+    let with_key = HttpSettings {
+        headers: [("X-API-Key".to_string(), "k-123".to_string())].into(),
+        ..Default::default()
+    };
+
+    let away = clients
+        .check(&format!("{base}/away"), &with_key, TIMEOUT, None)
+        .await;
+    assert_eq!(away.status, ResultStatus::Down, "{away:?}");
+    assert!(away.msg.contains("another origin"), "{}", away.msg);
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "nothing reached the other origin"
+    );
+
+    let here = clients
+        .check(&format!("{base}/here"), &with_key, TIMEOUT, None)
+        .await;
+    assert_eq!(here.status, ResultStatus::Up, "{here:?}");
+
+    // Without headers or a body there is nothing to leak: the redirect is followed.
+    let plain = clients
+        .check(
+            &format!("{base}/away"),
+            &HttpSettings::default(),
+            TIMEOUT,
+            None,
+        )
+        .await;
+    assert_eq!(plain.status, ResultStatus::Up, "{plain:?}");
+    assert_eq!(*seen.lock().unwrap(), vec![None]);
+}
