@@ -544,3 +544,29 @@ async fn public_metrics_need_a_token_and_are_worked_out_at_most_every_five_secon
     .await?;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_cookie_is_secure_behind_a_trusted_proxy_that_ends_tls() -> anyhow::Result<()> {
+    let login = |central: &Central| {
+        client_from("127.0.0.1")
+            .post(format!("{}/login", central.url))
+            .header("x-forwarded-proto", "https")
+            .form(&[("token", ADMIN_TOKEN)])
+            .send()
+    };
+    let cookie = |response: &reqwest::Response| {
+        response.headers()["set-cookie"]
+            .to_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    // The test speaks from 127.0.0.1: as a trusted proxy, its word on the scheme counts.
+    let proxied = Central::start_with(&[("CENTRAL_TRUSTED_PROXIES", "127.0.0.1")]).await?;
+    let answer = login(&proxied).await?;
+    assert!(cookie(&answer).contains("Secure"), "{}", cookie(&answer));
+    // From anyone else the header is the client's own claim, and changes nothing.
+    let direct = Central::start().await?;
+    let answer = login(&direct).await?;
+    assert!(!cookie(&answer).contains("Secure"), "{}", cookie(&answer));
+    Ok(())
+}

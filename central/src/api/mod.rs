@@ -51,6 +51,8 @@ pub struct HttpOptions {
     pub metrics_on_main_listener: bool,
     /// Central serves HTTPS itself (the web page's cookies get `Secure`).
     pub tls: bool,
+    /// `CENTRAL_PUBLIC_URL`, for addresses the page writes.
+    pub public_url: Option<String>,
 }
 
 impl HttpOptions {
@@ -66,6 +68,7 @@ impl HttpOptions {
             require_client_certificate: args.tls_client_ca.is_some(),
             metrics_on_main_listener: args.metrics_listen.is_none(),
             tls: args.tls_cert.is_some(),
+            public_url: args.public_url.clone(),
         }
     }
 }
@@ -179,7 +182,9 @@ pub fn router(app: Arc<App>, options: &HttpOptions) -> Router {
         .nest("/api/poller", poller_api)
         .nest("/api/v1", settings_api)
         .merge(crate::web::router(crate::web::WebOptions {
-            secure_cookies: options.tls,
+            tls: options.tls,
+            public_url: options.public_url.clone(),
+            proxies: Arc::new(TrustedProxies::new(options.trusted_proxies.clone())),
         }))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed);

@@ -14,6 +14,7 @@ mod monitor_form;
 mod monitor_input;
 mod monitors;
 mod notifications;
+mod origin;
 mod pollers;
 pub(crate) mod session;
 mod tokens;
@@ -32,11 +33,15 @@ use crate::service::App;
 /// Forms are small; a monitor's settings JSON is the largest field.
 const FORM_BODY_LIMIT: usize = 64 * 1024;
 
-/// What the page needs from the configuration.
-#[derive(Debug, Clone, Copy)]
+/// What the page needs from the configuration (`origin` reads requests with it).
+#[derive(Debug, Clone, Default)]
 pub struct WebOptions {
     /// Central serves HTTPS itself: cookies get `Secure`.
-    pub secure_cookies: bool,
+    pub tls: bool,
+    /// `CENTRAL_PUBLIC_URL`: central's address for agents, when set.
+    pub public_url: Option<String>,
+    /// `CENTRAL_TRUSTED_PROXIES`: whose `X-Forwarded-Proto`/`-Host` are believed.
+    pub proxies: Arc<crate::server::client_addr::TrustedProxies>,
 }
 
 pub fn router(options: WebOptions) -> Router<Arc<App>> {
@@ -77,7 +82,7 @@ pub fn router(options: WebOptions) -> Router<Arc<App>> {
             post(notifications::delete),
         )
         .route("/assets/{name}", get(assets::serve))
-        .layer(axum::Extension(options))
+        .layer(axum::Extension(options.clone()))
         .layer(DefaultBodyLimit::max(FORM_BODY_LIMIT))
         // Pages are repetitive markup re-fetched every few seconds: gzip makes them a fraction.
         // Compressing a secret beside reflected input (the name filter) is what BREACH
@@ -85,7 +90,8 @@ pub fn router(options: WebOptions) -> Router<Arc<App>> {
         // session cookie is never sent cross-site (`SameSite=Strict`).
         .layer(tower_http::compression::CompressionLayer::new())
         .layer(axum::middleware::from_fn(move |request, next| {
-            headers::add(options.secure_cookies, request, next)
+            // HSTS when central speaks TLS itself; a proxy that ends TLS sends its own.
+            headers::add(options.tls, request, next)
         }))
 }
 

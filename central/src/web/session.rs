@@ -6,13 +6,13 @@ use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::{Extension, Form};
+use axum::Form;
 use axum_extra::extract::cookie::{Cookie, CookieJar, SameSite};
 use maud::html;
 use serde::Deserialize;
 
 use super::layout;
-use super::{WebError, WebOptions};
+use super::WebError;
 use crate::error::ApiError;
 use crate::service::sessions::{WebSession, SESSION_TTL};
 use crate::service::App;
@@ -95,7 +95,7 @@ pub struct LoginForm {
 
 pub async fn log_in(
     State(app): State<Arc<App>>,
-    Extension(options): Extension<WebOptions>,
+    origin: super::origin::Origin,
     jar: CookieJar,
     Form(form): Form<LoginForm>,
 ) -> Result<Response, WebError> {
@@ -104,7 +104,7 @@ pub async fn log_in(
             let cookie = Cookie::build((COOKIE, secret))
                 .path("/")
                 .http_only(true)
-                .secure(options.secure_cookies)
+                .secure(origin.https)
                 .same_site(SameSite::Strict)
                 .max_age(cookie::time::Duration::seconds(SESSION_TTL.as_secs() as i64));
             Ok((jar.add(cookie), Redirect::to("/")).into_response())

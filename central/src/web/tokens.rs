@@ -4,10 +4,10 @@
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Redirect;
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Form};
+use axum::Form;
 use chrono::Utc;
 use maud::{html, Markup};
 use serde::Deserialize;
@@ -19,24 +19,10 @@ use uuid::Uuid;
 use super::fields::optional;
 use super::layout::{self, ago, badge, csrf_field, Section};
 use super::session::{CsrfForm, Session};
-use super::{WebOptions, WebResult};
+use super::WebResult;
 use crate::error::ApiError;
 use crate::service::App;
 use crate::store::Cursor;
-
-/// Central's own address as the browser reached it, for the `docker run` line.
-fn central_url(headers: &HeaderMap, options: WebOptions) -> String {
-    let host = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("central:8080");
-    let scheme = if options.secure_cookies {
-        "https"
-    } else {
-        "http"
-    };
-    format!("{scheme}://{host}")
-}
 
 fn docker_run(url: &str, token: &RegistrationTokenView, secret: &str) -> String {
     let region = token
@@ -140,8 +126,7 @@ pub struct TokenForm {
 
 pub async fn create_token(
     State(app): State<Arc<App>>,
-    Extension(options): Extension<WebOptions>,
-    headers: HeaderMap,
+    origin: super::origin::Origin,
     session: Session,
     Form(form): Form<TokenForm>,
 ) -> WebResult<Response> {
@@ -171,7 +156,7 @@ pub async fn create_token(
     match app.create_registration_token(request).await {
         Ok(token) => {
             let secret = token.token.clone().unwrap_or_default();
-            let command = docker_run(&central_url(&headers, options), &token, &secret);
+            let command = docker_run(&origin.url, &token, &secret);
             Ok(tokens_page(&app, &session, Some((token, command)), None)
                 .await?
                 .into_response())
@@ -201,8 +186,7 @@ pub async fn revoke_token(
 
 pub async fn rotate_token(
     State(app): State<Arc<App>>,
-    Extension(options): Extension<WebOptions>,
-    headers: HeaderMap,
+    origin: super::origin::Origin,
     session: Session,
     Path(id): Path<Uuid>,
     Form(form): Form<CsrfForm>,
@@ -212,7 +196,7 @@ pub async fn rotate_token(
         .rotate_registration_token(id, RotateRegistrationToken { overlap: None })
         .await?;
     let secret = token.token.clone().unwrap_or_default();
-    let command = docker_run(&central_url(&headers, options), &token, &secret);
+    let command = docker_run(&origin.url, &token, &secret);
     Ok(tokens_page(&app, &session, Some((token, command)), None)
         .await?
         .into_response())

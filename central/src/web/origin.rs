@@ -1,0 +1,134 @@
+//! How the browser reached central, for what the page writes with it: whether the connection
+//! was HTTPS (the session cookie is then `Secure`) and central's address for the `docker run`
+//! line. Behind a reverse proxy that ends TLS, central sees plain HTTP from the proxy: it
+//! believes `X-Forwarded-Proto` and `X-Forwarded-Host` from peers in `CENTRAL_TRUSTED_PROXIES`
+//! only, as it does `X-Forwarded-For`. `CENTRAL_PUBLIC_URL`, when set, is the address.
+//!
+//! Owns that reading only; cookies and pages are `session`'s and `tokens`'.
+
+use std::sync::Arc;
+
+use axum::extract::{ConnectInfo, FromRequestParts};
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap};
+
+use super::{WebError, WebOptions};
+use crate::server::PeerAddr;
+use crate::service::App;
+
+pub struct Origin {
+    /// The browser's connection is HTTPS all the way to central or to its trusted proxy.
+    pub https: bool,
+    /// Central's address as agents should use it (`https://central.example.com`).
+    pub url: String,
+}
+
+/// The first value of a header a trusted proxy set, if it is a plain token (no spaces,
+/// quotes or control characters) of the expected kind.
+fn forwarded<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    let value = headers.get(name)?.to_str().ok()?;
+    let first = value.split(',').next()?.trim();
+    let plain = !first.is_empty()
+        && first
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b));
+    plain.then_some(first)
+}
+
+fn read(options: &WebOptions, peer: Option<PeerAddr>, headers: &HeaderMap) -> Origin {
+    let trusted = peer.is_some_and(|peer| options.proxies.trusts(peer.addr.ip()));
+    let forwarded_proto = trusted
+        .then(|| forwarded(headers, "x-forwarded-proto"))
+        .flatten();
+    let https = options.tls || forwarded_proto.is_some_and(|p| p.eq_ignore_ascii_case("https"));
+    let url = match &options.public_url {
+        Some(url) => url.clone(),
+        None => {
+            let host = trusted
+                .then(|| forwarded(headers, "x-forwarded-host"))
+                .flatten()
+                .or_else(|| forwarded(headers, header::HOST.as_str()))
+                .unwrap_or("central:8080");
+            format!("{}://{host}", if https { "https" } else { "http" })
+        }
+    };
+    Origin { https, url }
+}
+
+impl FromRequestParts<Arc<App>> for Origin {
+    type Rejection = WebError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &Arc<App>) -> Result<Self, WebError> {
+        let options = parts
+            .extensions
+            .get::<WebOptions>()
+            .cloned()
+            .unwrap_or_default();
+        let peer = parts
+            .extensions
+            .get::<ConnectInfo<PeerAddr>>()
+            .map(|ConnectInfo(peer)| *peer);
+        Ok(read(&options, peer, &parts.headers))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::client_addr::TrustedProxies;
+
+    fn peer(ip: &str) -> Option<PeerAddr> {
+        Some(PeerAddr {
+            addr: std::net::SocketAddr::new(ip.parse().unwrap(), 40000),
+            client_certified: false,
+        })
+    }
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(*name, value.parse().unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn forwarded_scheme_and_host_are_believed_from_trusted_proxies_only() {
+        let options = WebOptions {
+            proxies: Arc::new(TrustedProxies::new(vec!["10.0.0.0/8".parse().unwrap()])),
+            ..WebOptions::default()
+        };
+        let sent = headers(&[
+            ("host", "central.internal:8080"),
+            ("x-forwarded-proto", "https"),
+            ("x-forwarded-host", "central.example.com"),
+        ]);
+        let proxied = read(&options, peer("10.0.0.5"), &sent);
+        assert!(proxied.https);
+        assert_eq!(proxied.url, "https://central.example.com");
+        let direct = read(&options, peer("203.0.113.9"), &sent);
+        assert!(!direct.https, "a client cannot claim HTTPS for itself");
+        assert_eq!(direct.url, "http://central.internal:8080");
+        let forged = read(
+            &options,
+            peer("203.0.113.9"),
+            &headers(&[("host", "evil\"><script>")]),
+        );
+        assert_eq!(
+            forged.url, "http://central:8080",
+            "a host that is not a host is not used"
+        );
+    }
+
+    #[test]
+    fn tls_or_a_public_url_decide_without_any_header() {
+        let options = WebOptions {
+            tls: true,
+            public_url: Some("https://central.example.com".into()),
+            ..WebOptions::default()
+        };
+        let origin = read(&options, peer("203.0.113.9"), &headers(&[("host", "x")]));
+        assert!(origin.https);
+        assert_eq!(origin.url, "https://central.example.com");
+    }
+}
