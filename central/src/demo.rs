@@ -113,7 +113,18 @@ fn demo_admin_token(data_dir: &Path) -> anyhow::Result<String> {
         return Ok(token.trim().to_string());
     }
     let token = format!("padm_{}", crate::service::auth::new_secret());
-    std::fs::write(&path, &token).with_context(|| format!("cannot write {}", path.display()))?;
+    let mut file = std::fs::OpenOptions::new();
+    file.write(true).create_new(true);
+    // The admin token: readable by this user only, whatever the umask.
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut file, 0o600);
+    std::io::Write::write_all(
+        &mut file
+            .open(&path)
+            .with_context(|| format!("cannot create {}", path.display()))?,
+        token.as_bytes(),
+    )
+    .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(token)
 }
 

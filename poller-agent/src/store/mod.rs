@@ -48,6 +48,26 @@ CREATE TABLE IF NOT EXISTS poller_state (
 );
 ";
 
+/// Makes `path` (created if missing) readable and writable by the agent's user only: it holds
+/// the poller's refresh token. SQLite gives its `-wal` and `-shm` files the same mode.
+#[cfg(unix)]
+fn keep_private(path: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("cannot create the queue database {}", path.display()))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        .with_context(|| format!("cannot make {} private to the agent", path.display()))
+}
+
+#[cfg(not(unix))]
+fn keep_private(_: &Path) -> anyhow::Result<()> {
+    Ok(())
+}
+
 /// Handle to the agent's database; cheap to clone.
 #[derive(Clone)]
 pub struct LocalStore {
@@ -64,6 +84,7 @@ impl LocalStore {
             )
         })?;
         let path = data_dir.join("poller.db");
+        keep_private(&path)?;
         let conn = Connection::open(&path)
             .with_context(|| format!("cannot open the queue database {}", path.display()))?;
         conn.execute_batch(
@@ -117,5 +138,36 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(synchronous, 2, "FULL");
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn the_credentials_file_is_the_agents_alone_whatever_the_umask() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        // A database left readable by an older agent is tightened too.
+        std::fs::write(dir.path().join("poller.db"), b"").unwrap();
+        std::fs::set_permissions(
+            dir.path().join("poller.db"),
+            std::fs::Permissions::from_mode(0o644),
+        )
+        .unwrap();
+        let store = LocalStore::open(dir.path()).unwrap();
+        store
+            .save_credentials(&Credentials {
+                poller_id: uuid::Uuid::nil(),
+                access_token: "a".into(),
+                access_expires_at: chrono::Utc::now(),
+                refresh_token: "pref_secret".into(),
+            })
+            .await
+            .unwrap();
+        for name in ["poller.db", "poller.db-wal"] {
+            let mode = std::fs::metadata(dir.path().join(name))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o077, 0, "{name} is {mode:o}");
+        }
     }
 }
