@@ -473,6 +473,8 @@ async fn a_guessable_admin_token_is_refused_at_start() -> anyhow::Result<()> {
             format!("sqlite://{}", dir.path().join("c.db").display()),
         )
         .env("CENTRAL_ADMIN_TOKEN", "change-me-to-a-long-random-string")
+        // A central that starts after all must not outlive the test.
+        .kill_on_drop(true)
         .output();
     let output = tokio::time::timeout(Duration::from_secs(30), started).await??;
     assert!(!output.status.success());
