@@ -66,8 +66,9 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# Per-client limits are off: the fuzzer judges each request on its own, and its thousands of
-# 401s from one address would rightly lock that address out (429, which the schema states).
+# Per-client and per-poller limits are off: the fuzzer judges each request on its own, and its
+# thousands of 401s from one address would rightly lock that address out, as its hundreds of
+# heartbeats a minute would its poller (429, which the schema states).
 ADMIN=$(python3 -c 'import secrets; print("fuzz-admin-" + secrets.token_hex(16))')
 (
   cd "$WORK"
@@ -79,6 +80,7 @@ ADMIN=$(python3 -c 'import secrets; print("fuzz-admin-" + secrets.token_hex(16))
     CENTRAL_AUTH_RATE_LIMIT=0 \
     CENTRAL_AUTH_FAILURES_PER_MINUTE=0 \
     CENTRAL_AUTH_FAILURES_GLOBAL_PER_MINUTE=0 \
+    CENTRAL_POLLER_HEARTBEATS_PER_MINUTE=0 \
     RUST_LOG="${RUST_LOG:-info}" \
     "$CENTRAL_BIN" serve >"$LOG" 2>&1
 ) &

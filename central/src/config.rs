@@ -159,6 +159,22 @@ pub struct ServeArgs {
     #[arg(long, env = "CENTRAL_MAX_LONG_POLLS", default_value_t = 10_000)]
     pub max_long_polls: u32,
 
+    /// Assignment long polls one poller may hold open at once (its agent holds one); beyond
+    /// this its long poll is answered at once, as if it had not asked to wait.
+    #[arg(long, env = "CENTRAL_MAX_LONG_POLLS_PER_POLLER", default_value_t = 2,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_long_polls_per_poller: u32,
+
+    /// Heartbeats one poller may send per minute (and in ten seconds' burst); beyond them
+    /// its heartbeats are answered 429 with Retry-After. Agents send one every
+    /// POLLER_HEARTBEAT_INTERVAL (10 s by default). 0 turns the limit off.
+    #[arg(
+        long,
+        env = "CENTRAL_POLLER_HEARTBEATS_PER_MINUTE",
+        default_value_t = 60
+    )]
+    pub poller_heartbeats_per_minute: u32,
+
     /// Comma-separated CIDRs of reverse proxies whose `X-Forwarded-For` is believed (for the
     /// per-client limits); from anyone else the header is ignored.
     #[arg(long, env = "CENTRAL_TRUSTED_PROXIES", value_delimiter = ',', value_parser = parse_cidr)]

@@ -44,6 +44,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
                 expires_in: Some("1h".into()),
                 max_uses: Some(1),
                 region: Some("local".into()),
+                capabilities: None,
             })
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?;

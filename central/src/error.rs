@@ -19,6 +19,10 @@ pub enum ApiError {
     Unauthorized(String),
     #[error("{0}")]
     Forbidden(String),
+    /// Valid credentials, but what they grant does not cover the request (a registration
+    /// token's region or capabilities): 403 with a code that says which limit.
+    #[error("{message}")]
+    Refused { code: &'static str, message: String },
     /// The poller behind valid credentials was deleted: its agent should stop probing.
     #[error("{0}")]
     PollerDeleted(String),
@@ -68,6 +72,7 @@ impl ApiError {
             ApiError::BadRequest { code, .. } => (StatusCode::BAD_REQUEST, code),
             ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
             ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
+            ApiError::Refused { code, .. } => (StatusCode::FORBIDDEN, code),
             ApiError::PollerDeleted(_) => (StatusCode::UNAUTHORIZED, "poller_deleted"),
             ApiError::PollerDisabled(_) => (StatusCode::FORBIDDEN, "poller_disabled"),
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),

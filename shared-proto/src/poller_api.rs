@@ -12,6 +12,9 @@ use crate::{bounded, ValidationError};
 pub const MAX_BATCH_RESULTS: usize = 5_000;
 /// Longest `msg` central keeps; longer ones are cut, not rejected.
 pub const MAX_RESULT_MSG_LEN: usize = 1_024;
+/// Largest `meta` (as JSON) central keeps of one result; a larger one is replaced by a note of
+/// its size (and its `engine` part, when that is small), not rejected: the result still counts.
+pub const MAX_RESULT_META_BYTES: usize = 64 * 1024;
 /// A result's `latency_ms` beyond this is refused: no check outlives its timeout (at most
 /// `MAX_TIMEOUT_MS`), and the margin covers a busy agent's scheduling. A larger value is a
 /// broken or hostile poller's, and would distort (or overflow) the latency sums of rollups.
@@ -117,6 +120,24 @@ fn capability_list_schema() -> utoipa::openapi::schema::Array {
         .max_items(Some(MAX_CAPABILITIES))
         .description(Some(
             "What the poller can run: check kinds and free-form labels; default every kind.",
+        ))
+        .build()
+}
+
+/// A registration token's `capabilities`: a non-empty list of labels, or null for any.
+#[cfg(feature = "openapi")]
+pub(crate) fn capability_limit_schema() -> utoipa::openapi::schema::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, SchemaType, Type};
+    let label = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some(crate::monitor::LABEL_PATTERN));
+    ArrayBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
+        .items(label)
+        .min_items(Some(1))
+        .max_items(Some(MAX_CAPABILITIES))
+        .description(Some(
+            "The most a poller enrolled with this token may advertise; unset: any.",
         ))
         .build()
 }

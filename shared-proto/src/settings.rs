@@ -10,6 +10,11 @@ use serde_json::{Map, Value};
 use crate::monitor::CheckKind;
 use crate::ValidationError;
 
+/// The longest delay any setting lets the engine put between two checks of a monitor (its
+/// longest backoff, breaker cooldown or auto-pause): central believes no announced next check
+/// further ahead than this.
+pub const MAX_DELIBERATE_DELAY_MS: u64 = 86_400_000;
+
 /// Settings of one monitor, parsed and validated.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MonitorSettings {
@@ -165,14 +170,14 @@ impl CommonSettings {
             "backoff_max_ms",
             self.backoff_max_ms,
             self.backoff_base_ms,
-            86_400_000,
+            MAX_DELIBERATE_DELAY_MS,
         )?;
         range_check("breaker_threshold", self.breaker_threshold, 1, 10_000)?;
         range_check(
             "breaker_cooldown_ms",
             self.breaker_cooldown_ms,
             1_000,
-            86_400_000,
+            MAX_DELIBERATE_DELAY_MS,
         )?;
         range_check("window", self.window, 1, 1_000)?;
         range_check("auto_pause_threshold", self.auto_pause_threshold, 0.0, 1.0)?;
@@ -186,7 +191,7 @@ impl CommonSettings {
             "auto_pause_cooldown_ms",
             self.auto_pause_cooldown_ms,
             1_000,
-            86_400_000,
+            MAX_DELIBERATE_DELAY_MS,
         )?;
         range_check("dead_letter_after", self.dead_letter_after, 1, 1_000_000)?;
         range_check("rate_limit_reserve", self.rate_limit_reserve, 0.0, 1.0)?;

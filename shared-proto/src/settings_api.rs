@@ -49,10 +49,21 @@ pub struct CreateRegistrationToken {
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 1000000))]
     pub max_uses: Option<u32>,
-    /// Region given to pollers that register without one.
+    /// The region of every poller that registers with it: one that asks for another region
+    /// is refused (`403 region_not_allowed`); one that names none gets this one. Unset: any.
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(pattern = r"^[A-Za-z0-9._-]{1,64}$"))]
     pub region: Option<String>,
+    /// The most a poller enrolled with it may advertise: registering with a capability
+    /// outside the list is refused (`403 capability_not_allowed`), one that names none gets
+    /// the list, and a heartbeat's capabilities outside it are ignored and reported as the
+    /// poller's error. Unset: any.
+    #[serde(default)]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(schema_with = crate::poller_api::capability_limit_schema)
+    )]
+    pub capabilities: Option<Vec<String>>,
 }
 
 impl CreateRegistrationToken {
@@ -74,6 +85,15 @@ impl CreateRegistrationToken {
         }
         if let Some(region) = &self.region {
             validate_label("region", region)?;
+        }
+        if let Some(capabilities) = &self.capabilities {
+            if capabilities.is_empty() {
+                return Err(ValidationError::new(
+                    "capabilities",
+                    "must name at least one capability (or leave it out for any)",
+                ));
+            }
+            crate::poller_api::validate_capabilities(capabilities)?;
         }
         self.expires_in
             .as_deref()
@@ -157,6 +177,9 @@ pub struct RegistrationTokenView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
     pub region: Option<String>,
+    /// The most its pollers may advertise; `null`: any.
+    #[serde(default)]
+    pub capabilities: Option<Vec<String>>,
     pub created_at: DateTime<Utc>,
     pub expires_at: Option<DateTime<Utc>>,
     pub max_uses: u32,

@@ -96,6 +96,7 @@ pub async fn register_pollers(
             expires_in: None,
             max_uses: Some(count.max(1) as u32),
             region: None,
+            capabilities: None,
         })
         .await
         .expect("token")

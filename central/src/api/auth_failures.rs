@@ -8,20 +8,20 @@
 //! whose credentials check out are never held back, even from a blocked address: they are not
 //! in the unauthenticated pool. Each lockout is logged once, when it starts.
 //!
-//! Cost: O(1) per request; memory bounded as `rate_limit::Buckets`'.
+//! Cost: O(1) per request; memory bounded as `service::buckets::Buckets`'.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::{Duration, Instant};
 
-use super::rate_limit::Buckets;
 use crate::error::ApiError;
+use crate::service::buckets::Buckets;
 
 /// The key of the bucket everyone shares.
 const EVERYONE: IpAddr = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
 
 pub struct AuthFailures {
-    per_client: Option<Buckets>,
-    global: Option<Buckets>,
+    per_client: Option<Buckets<IpAddr>>,
+    global: Option<Buckets<IpAddr>>,
 }
 
 impl AuthFailures {

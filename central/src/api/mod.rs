@@ -44,6 +44,7 @@ pub struct HttpOptions {
     pub auth_failures_per_minute: u32,
     pub auth_failures_global_per_minute: u32,
     pub max_long_polls: u32,
+    pub max_long_polls_per_poller: u32,
     pub trusted_proxies: Vec<ipnet::IpNet>,
     /// `CENTRAL_TLS_CLIENT_CA` is set: the poller API wants a vouched client certificate.
     pub require_client_certificate: bool,
@@ -64,6 +65,7 @@ impl HttpOptions {
             auth_failures_per_minute: args.auth_failures_per_minute,
             auth_failures_global_per_minute: args.auth_failures_global_per_minute,
             max_long_polls: args.max_long_polls,
+            max_long_polls_per_poller: args.max_long_polls_per_poller,
             trusted_proxies: args.trusted_proxies.clone(),
             require_client_certificate: args.tls_client_ca.is_some(),
             metrics_on_main_listener: args.metrics_listen.is_none(),
@@ -107,6 +109,7 @@ pub fn router(app: Arc<App>, options: &HttpOptions) -> Router {
         .layer(DefaultBodyLimit::max(POLLER_BODY_LIMIT))
         .layer(Extension(Arc::new(pools::LongPolls::new(
             options.max_long_polls,
+            options.max_long_polls_per_poller,
         ))));
     if options.require_client_certificate {
         poller_api = poller_api.layer(middleware::from_fn(require_client_certificate));

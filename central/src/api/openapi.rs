@@ -269,6 +269,9 @@ const ADMIN_UNAUTHORIZED: &str = "`unauthorized`: missing or wrong admin token."
 const POLLER_UNAUTHORIZED: &str =
     "`unauthorized`, `poller_deleted` or `client_certificate_required`.";
 const POLLER_FORBIDDEN: &str = "`poller_disabled`.";
+const REGISTRATION_FORBIDDEN: &str = "`poller_disabled` (token exchange), or on registration \
+    `region_not_allowed` or `capability_not_allowed`: the registration token's region or \
+    capabilities do not cover what was asked (no use of the token is counted).";
 const NOT_FOUND: &str = "`not_found`: no object with this id.";
 const TOO_LARGE: &str = "`payload_too_large`: body over 256 KiB.";
 const MEDIA_TYPE: &str = "`unsupported_media_type`: send `Content-Type: application/json`.";
@@ -396,7 +399,7 @@ error_set!(
     PublicBodyErrors {
         400 => BODY_INVALID,
         401 => POLLER_UNAUTHORIZED,
-        403 => POLLER_FORBIDDEN,
+        403 => REGISTRATION_FORBIDDEN,
         408 => TIMED_OUT,
         413 => "`payload_too_large`.",
         415 => MEDIA_TYPE,
@@ -414,6 +417,8 @@ error_set!(
         408 => TIMED_OUT,
         413 => "`payload_too_large`: over the body limit, or over 5,000 results.",
         415 => MEDIA_TYPE,
+        429 => "`rate_limited`: this poller's heartbeats come faster than \
+                `CENTRAL_POLLER_HEARTBEATS_PER_MINUTE`; retry after `Retry-After` seconds.",
         503 => OVERLOADED,
     }
 );

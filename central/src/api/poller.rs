@@ -107,9 +107,10 @@ pub async fn assignments(
             ),
         ));
     }
-    // Past the cap of held long polls, answer at once: the agent simply asks again.
+    // Past the caps of held long polls (in all, and this poller's), answer at once: the
+    // agent simply asks again.
     let slot = if query.wait > 0 {
-        long_polls.try_wait()
+        long_polls.try_wait(&poller.id)
     } else {
         None
     };

@@ -19,7 +19,8 @@
 //! token) are exempt from both: they have their own cap (`LongPolls`) and end on their own. Probes (`/healthz`,
 //! `/readyz`) sit outside this layer.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::extract::{ConnectInfo, Request, State};
@@ -197,16 +198,81 @@ pub async fn admit(State(pools): State<Arc<Pools>>, request: Request, next: Next
     response
 }
 
-/// Long polls held open at once; past the cap a long poll is answered without waiting.
-pub struct LongPolls(Arc<Semaphore>);
+/// Long polls held open at once, in all and per poller; past either cap a long poll is
+/// answered without waiting (the agent simply asks again). Memory: one entry per poller that
+/// holds a long poll now.
+pub struct LongPolls {
+    all: Arc<Semaphore>,
+    per_poller: u32,
+    held: Arc<Mutex<HashMap<String, u32>>>,
+}
+
+/// A place to wait in; given back when dropped.
+pub struct LongPoll {
+    _place: OwnedSemaphorePermit,
+    poller: String,
+    held: Arc<Mutex<HashMap<String, u32>>>,
+}
 
 impl LongPolls {
-    pub fn new(capacity: u32) -> Self {
-        Self(Arc::new(Semaphore::new(capacity as usize)))
+    pub fn new(capacity: u32, per_poller: u32) -> Self {
+        Self {
+            all: Arc::new(Semaphore::new(capacity as usize)),
+            per_poller,
+            held: Arc::default(),
+        }
     }
 
-    /// A slot to wait in, if one is free.
-    pub fn try_wait(&self) -> Option<OwnedSemaphorePermit> {
-        self.0.clone().try_acquire_owned().ok()
+    /// A place for `poller` to wait in, if one is free for it.
+    pub fn try_wait(&self, poller: &str) -> Option<LongPoll> {
+        let place = self.all.clone().try_acquire_owned().ok()?;
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let count = held.entry(poller.to_string()).or_default();
+        if *count >= self.per_poller {
+            return None;
+        }
+        *count += 1;
+        Some(LongPoll {
+            _place: place,
+            poller: poller.to_string(),
+            held: self.held.clone(),
+        })
+    }
+}
+
+impl Drop for LongPoll {
+    fn drop(&mut self) {
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(count) = held.get_mut(&self.poller) {
+            *count -= 1;
+            if *count == 0 {
+                held.remove(&self.poller);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod long_poll_tests {
+    use super::*;
+
+    #[test]
+    fn one_poller_holds_at_most_its_share_and_gets_it_back() {
+        let polls = LongPolls::new(10, 2);
+        let first = polls.try_wait("a").unwrap();
+        let _second = polls.try_wait("a").unwrap();
+        assert!(polls.try_wait("a").is_none(), "a third for the same poller");
+        let _other = polls.try_wait("b").unwrap();
+        drop(first);
+        assert!(polls.try_wait("a").is_some(), "given back when answered");
+    }
+
+    #[test]
+    fn the_total_still_caps_every_poller() {
+        let polls = LongPolls::new(2, 2);
+        let _a = polls.try_wait("a").unwrap();
+        let _b = polls.try_wait("b").unwrap();
+        assert!(polls.try_wait("c").is_none());
+        assert!(polls.held.lock().unwrap().get("c").is_none());
     }
 }

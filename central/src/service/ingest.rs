@@ -5,10 +5,12 @@ use std::collections::{HashMap, HashSet};
 use serde::de::{IgnoredAny, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use serde_json::{json, Value};
 use shared_proto::poller_api::{
     CheckResult, RejectedResult, ResultsAck, MAX_BATCH_RESULTS, MAX_RESULT_LATENCY_MS,
-    MAX_RESULT_MSG_LEN,
+    MAX_RESULT_META_BYTES, MAX_RESULT_MSG_LEN,
 };
+use shared_proto::settings::MAX_DELIBERATE_DELAY_MS;
 use uuid::Uuid;
 
 use super::quorum;
@@ -282,20 +284,107 @@ fn new_result(result: CheckResult, region: Option<String>) -> NewResult {
             .unwrap_or(0);
         msg.truncate(cut);
     }
+    let ts = result.ts.timestamp_millis();
+    let (meta, meta_text) = bounded_meta(result.meta);
     NewResult {
         id: result.id.to_string(),
         monitor_id: result.monitor_id.to_string(),
         region,
-        ts: result.ts.timestamp_millis(),
+        ts,
         status: result.status.as_str().to_string(),
         latency_ms: result.latency_ms.map(|l| l as i64),
-        next_due_at: result
-            .meta
+        // The agent's word for when it checks next, believed up to the longest delay a setting
+        // allows: a later one would keep a silent monitor from ever turning stale.
+        next_due_at: meta
             .pointer("/engine/next_due_at")
             .and_then(|v| v.as_str())
             .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
-            .map(|t| t.timestamp_millis()),
+            .map(|t| {
+                t.timestamp_millis()
+                    .min(ts.saturating_add(MAX_DELIBERATE_DELAY_MS as i64))
+            }),
         msg,
-        meta: result.meta.to_string(),
+        meta: meta_text,
+    }
+}
+
+/// `meta` as kept: whole up to `MAX_RESULT_META_BYTES`, else a note of its size with its
+/// `engine` part (when that alone fits), so that one result cannot cost central more than a
+/// few dozen KiB however much a target or a poller put in it. With its JSON text (made once:
+/// this runs for every result).
+fn bounded_meta(meta: Value) -> (Value, String) {
+    let text = meta.to_string();
+    let size = text.len();
+    if size <= MAX_RESULT_META_BYTES {
+        return (meta, text);
+    }
+    let mut kept = serde_json::Map::new();
+    kept.insert(
+        "meta_dropped".into(),
+        json!({"bytes": size, "limit": MAX_RESULT_META_BYTES}),
+    );
+    if let Some(engine) = meta
+        .get("engine")
+        .filter(|e| e.to_string().len() <= MAX_RESULT_META_BYTES / 2)
+    {
+        kept.insert("engine".into(), engine.clone());
+    }
+    let kept = Value::Object(kept);
+    let text = kept.to_string();
+    (kept, text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(meta: Value) -> CheckResult {
+        CheckResult {
+            id: Uuid::new_v4(),
+            monitor_id: Uuid::new_v4(),
+            ts: "2026-11-24T10:00:00Z".parse().unwrap(),
+            status: shared_proto::poller_api::ResultStatus::Up,
+            latency_ms: Some(5),
+            msg: String::new(),
+            meta,
+        }
+    }
+
+    #[test]
+    fn a_large_meta_is_replaced_by_its_size_and_keeps_the_engine_part() {
+        let huge = "x".repeat(MAX_RESULT_META_BYTES + 1);
+        let kept = new_result(
+            result(json!({"body": huge, "engine": {"next_due_at": "2026-11-24T10:00:30Z"}})),
+            None,
+        );
+        assert!(kept.meta.len() < 1_024, "{}", kept.meta.len());
+        let meta: Value = serde_json::from_str(&kept.meta).unwrap();
+        assert_eq!(meta["meta_dropped"]["limit"], MAX_RESULT_META_BYTES);
+        assert_eq!(meta["engine"]["next_due_at"], "2026-11-24T10:00:30Z");
+        let ts = "2026-11-24T10:00:00Z"
+            .parse::<chrono::DateTime<chrono::Utc>>()
+            .unwrap();
+        assert_eq!(kept.next_due_at, Some(ts.timestamp_millis() + 30_000));
+
+        let small = json!({"status_code": 200});
+        assert_eq!(
+            new_result(result(small.clone()), None).meta,
+            small.to_string()
+        );
+    }
+
+    #[test]
+    fn an_announced_next_check_is_believed_up_to_the_longest_deliberate_delay() {
+        let far = new_result(
+            result(json!({"engine": {"next_due_at": "2100-01-01T00:00:00Z"}})),
+            None,
+        );
+        let ts = "2026-11-24T10:00:00Z"
+            .parse::<chrono::DateTime<chrono::Utc>>()
+            .unwrap();
+        assert_eq!(
+            far.next_due_at,
+            Some(ts.timestamp_millis() + MAX_DELIBERATE_DELAY_MS as i64)
+        );
     }
 }

@@ -7,6 +7,7 @@ pub mod admin_token;
 pub mod alerts;
 pub mod assignments;
 pub mod auth;
+pub mod buckets;
 pub mod channels;
 pub mod hashing;
 pub mod history;
@@ -73,6 +74,8 @@ pub struct App {
     placement_checked_at: std::sync::atomic::AtomicI64,
     /// Bounds the argon2 runs (registration and refresh secrets).
     hashing: hashing::Hashing,
+    /// What one poller may cost: heartbeats, capability changes.
+    poller_limits: pollers::PollerLimits,
     /// Session cookies seen valid lately: a page request with one is an operator's.
     recent_sessions: recent::RecentlyValid,
     /// Who may read `/metrics` on the public listener, and its text of the last few seconds.
@@ -125,6 +128,7 @@ impl App {
             watching_since: std::sync::atomic::AtomicI64::new(now_ms()),
             placement_checked_at: std::sync::atomic::AtomicI64::new(0),
             hashing: hashing::Hashing::new(),
+            poller_limits: pollers::PollerLimits::new(args.poller_heartbeats_per_minute),
             recent_sessions: recent::RecentlyValid::new(sessions::RECENTLY_VALID),
             last_ping: Mutex::new(None),
             scrape: scrape::Scrape::new(args.metrics_token.as_deref())?,

@@ -1,5 +1,6 @@
 //! Registration tokens: created by operators, spent by pollers registering.
 
+use shared_proto::poller_api::default_capabilities;
 use shared_proto::settings_api::{
     CreateRegistrationToken, Page, RegistrationTokenView, RotateRegistrationToken, MAX_TOKEN_USES,
 };
@@ -54,6 +55,7 @@ pub(super) async fn sync_environment_token(
             name: ENVIRONMENT_TOKEN_NAME.into(),
             secret_hash: hashing.hash(secret.to_string()).await?,
             region: None,
+            capabilities: None,
             created_at: now_ms(),
             expires_at: None,
             max_uses: i64::from(MAX_TOKEN_USES),
@@ -85,6 +87,7 @@ impl App {
             name: request.name.trim().to_string(),
             secret_hash: self.hashing.hash(secret.clone()).await?,
             region: request.region,
+            capabilities: request.capabilities.map(|list| list.join(",")),
             created_at: now,
             expires_at: expires_in.map(|d| now.saturating_add(d.as_millis() as i64)),
             max_uses: i64::from(request.max_uses.unwrap_or(1)),
@@ -161,11 +164,13 @@ impl App {
         Ok(view)
     }
 
-    /// Checks a presented registration token and counts one use of it.
+    /// Checks a presented registration token and what the poller asks for against its limits,
+    /// then counts one use of it: a poller refused by a limit has not spent a use.
     pub(super) async fn spend_registration_token(
         &self,
         token: &str,
-    ) -> ApiResult<RegistrationTokenRow> {
+        asked: &Enrolment,
+    ) -> ApiResult<(RegistrationTokenRow, Enrolment)> {
         let invalid = || {
             ApiError::Unauthorized(
                 "registration token is not valid; create one with POST /api/v1/registration-tokens"
@@ -196,12 +201,13 @@ impl App {
         if !spendable || !self.registration_secret_matches(&row, secret).await? {
             return Err(invalid());
         }
+        let granted = asked.within(&row)?;
         if !self.store.use_registration_token(&row.id, now_ms()).await? {
             return Err(ApiError::Unauthorized(
                 "registration token is expired, revoked or used up; create a new one".into(),
             ));
         }
-        Ok(row)
+        Ok((row, granted))
     }
 }
 
@@ -235,12 +241,78 @@ impl App {
     }
 }
 
+/// Where a poller runs and what it may do: what it asks for at registration, and what its
+/// registration token grants.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Enrolment {
+    pub region: Option<String>,
+    /// Empty when asked: every built-in check kind (or the token's list, when it has one).
+    pub capabilities: Vec<String>,
+}
+
+impl Enrolment {
+    /// What `row` grants of this request: its region and capabilities are limits, not
+    /// defaults, so that a token handed to one region's operators enrols nothing elsewhere.
+    fn within(&self, row: &RegistrationTokenRow) -> ApiResult<Enrolment> {
+        let region = match (&row.region, &self.region) {
+            (Some(allowed), Some(asked)) if allowed != asked => {
+                return Err(ApiError::Refused {
+                    code: "region_not_allowed",
+                    message: format!(
+                        "`region`: this registration token enrols pollers in region \
+                         `{allowed}` only, not `{asked}`"
+                    ),
+                })
+            }
+            (allowed, asked) => asked.clone().or_else(|| allowed.clone()),
+        };
+        let limit = capability_limit(row.capabilities.as_deref());
+        let capabilities = match (&limit, self.capabilities.is_empty()) {
+            (None, true) => default_capabilities(),
+            (Some(limit), true) => limit.clone(),
+            (_, false) => self.capabilities.clone(),
+        };
+        if let Some(limit) = &limit {
+            let outside: Vec<&str> = capabilities
+                .iter()
+                .filter(|c| !limit.contains(c))
+                .map(String::as_str)
+                .collect();
+            if !outside.is_empty() {
+                return Err(ApiError::Refused {
+                    code: "capability_not_allowed",
+                    message: format!(
+                        "`capabilities`: this registration token allows {} only, not {}",
+                        limit.join(", "),
+                        outside.join(", ")
+                    ),
+                });
+            }
+        }
+        Ok(Enrolment {
+            region,
+            capabilities,
+        })
+    }
+}
+
+/// A stored comma list of capabilities as a list; `None` (no limit) stays `None`.
+pub(super) fn capability_limit(stored: Option<&str>) -> Option<Vec<String>> {
+    stored.map(|list| {
+        list.split(',')
+            .filter(|c| !c.is_empty())
+            .map(str::to_string)
+            .collect()
+    })
+}
+
 fn registration_view(row: &RegistrationTokenRow) -> anyhow::Result<RegistrationTokenView> {
     Ok(RegistrationTokenView {
         id: stored_id(&row.id)?,
         name: row.name.clone(),
         token: None,
         region: row.region.clone(),
+        capabilities: capability_limit(row.capabilities.as_deref()),
         created_at: time_of(row.created_at),
         expires_at: row.expires_at.map(time_of),
         max_uses: row.max_uses.try_into().unwrap_or(u32::MAX),

@@ -158,6 +158,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "uptime time",
         include_str!("../../../migrations/sqlite/20261128000021_uptime_time.sql"),
     ),
+    (
+        20261129000022,
+        "token limits",
+        include_str!("../../../migrations/sqlite/20261129000022_token_limits.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -265,6 +270,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261128000021,
         "uptime time",
         include_str!("../../../migrations/postgres/20261128000021_uptime_time.sql"),
+    ),
+    (
+        20261129000022,
+        "token limits",
+        include_str!("../../../migrations/postgres/20261129000022_token_limits.sql"),
     ),
 ];
 

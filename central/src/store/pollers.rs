@@ -6,7 +6,7 @@ use sqlx::{FromRow, Row};
 use super::OutboxRow;
 use super::{flag, Cursor, Store};
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct PollerRow {
     pub id: String,
     pub name: String,
@@ -15,6 +15,8 @@ pub struct PollerRow {
     pub datacenter: Option<String>,
     /// Comma-separated.
     pub capabilities: String,
+    /// What its registration token allowed it to advertise, comma-separated; `None`: anything.
+    pub capability_limit: Option<String>,
     pub version: Option<String>,
     pub enabled: bool,
     pub registration_token_id: Option<String>,
@@ -57,6 +59,7 @@ impl FromRow<'_, AnyRow> for PollerRow {
             region: row.try_get("region")?,
             datacenter: row.try_get("datacenter")?,
             capabilities: row.try_get("capabilities")?,
+            capability_limit: row.try_get("capability_limit")?,
             version: row.try_get("version")?,
             enabled: row.try_get::<i64, _>("enabled")? != 0,
             registration_token_id: row.try_get("registration_token_id")?,
@@ -96,7 +99,7 @@ pub struct HeartbeatUpdate {
 }
 
 const POLLER_COLUMNS: &str =
-    "id, name, alias, region, datacenter, capabilities, version, enabled, \
+    "id, name, alias, region, datacenter, capabilities, capability_limit, version, enabled, \
      registration_token_id, created_at, last_heartbeat_at, last_upload_at, queue_depth, \
      oldest_queued_at, dropped_results, assignment_version, deleted_at, scheduler_health, online_since, status, status_since, last_error, last_error_at";
 
@@ -105,8 +108,8 @@ impl Store {
         let _guard = self.write_lock().await;
         sqlx::query(
             "INSERT INTO pollers (id, name, region, datacenter, capabilities, version, enabled, \
-             registration_token_id, created_at, last_heartbeat_at, online_since) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)",
+             registration_token_id, created_at, last_heartbeat_at, online_since, capability_limit) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11)",
         )
         .bind(&row.id)
         .bind(&row.name)
@@ -118,6 +121,7 @@ impl Store {
         .bind(&row.registration_token_id)
         .bind(row.created_at)
         .bind(row.last_heartbeat_at)
+        .bind(&row.capability_limit)
         .execute(&self.pool)
         .await?;
         Ok(())

@@ -11,6 +11,8 @@ pub struct RegistrationTokenRow {
     pub name: String,
     pub secret_hash: String,
     pub region: Option<String>,
+    /// The most a poller enrolled with it may advertise, comma-separated; `None`: anything.
+    pub capabilities: Option<String>,
     pub created_at: i64,
     pub expires_at: Option<i64>,
     pub max_uses: i64,
@@ -28,6 +30,7 @@ impl FromRow<'_, AnyRow> for RegistrationTokenRow {
             name: row.try_get("name")?,
             secret_hash: row.try_get("secret_hash")?,
             region: row.try_get("region")?,
+            capabilities: row.try_get("capabilities")?,
             created_at: row.try_get("created_at")?,
             expires_at: row.try_get("expires_at")?,
             max_uses: row.try_get("max_uses")?,
@@ -69,7 +72,8 @@ impl FromRow<'_, AnyRow> for RefreshTokenRow {
     }
 }
 
-const REGISTRATION_COLUMNS: &str = "id, name, secret_hash, region, created_at, expires_at, \
+const REGISTRATION_COLUMNS: &str =
+    "id, name, secret_hash, region, capabilities, created_at, expires_at, \
      max_uses, uses, revoked_at, previous_secret_hash, previous_valid_until";
 
 impl Store {
@@ -90,6 +94,7 @@ impl Store {
             row,
             "ON CONFLICT (id) DO UPDATE SET name = excluded.name, \
              secret_hash = excluded.secret_hash, region = excluded.region, \
+             capabilities = excluded.capabilities, \
              created_at = excluded.created_at, expires_at = excluded.expires_at, \
              max_uses = excluded.max_uses, uses = 0, revoked_at = NULL, \
              previous_secret_hash = NULL, previous_valid_until = NULL",
@@ -105,8 +110,8 @@ impl Store {
     ) -> anyhow::Result<()> {
         let sql = format!(
             "INSERT INTO registration_tokens \
-             (id, name, secret_hash, region, created_at, expires_at, max_uses, uses) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, 0) {on_conflict}"
+             (id, name, secret_hash, region, capabilities, created_at, expires_at, max_uses, uses) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0) {on_conflict}"
         );
         let _guard = self.write_lock().await;
         sqlx::query(&sql)
@@ -114,6 +119,7 @@ impl Store {
             .bind(&row.name)
             .bind(&row.secret_hash)
             .bind(&row.region)
+            .bind(&row.capabilities)
             .bind(row.created_at)
             .bind(row.expires_at)
             .bind(row.max_uses)

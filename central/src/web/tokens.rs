@@ -30,9 +30,14 @@ fn docker_run(url: &str, token: &RegistrationTokenView, secret: &str) -> String 
         .as_deref()
         .map(|r| format!(" \\\n  -e POLLER_REGION={r}"))
         .unwrap_or_default();
+    let capabilities = token
+        .capabilities
+        .as_ref()
+        .map(|list| format!(" \\\n  -e POLLER_CAPABILITIES={}", list.join(",")))
+        .unwrap_or_default();
     format!(
         "docker run -d --name poller-agent --restart unless-stopped \\\n  \
-         -e POLLER_CENTRAL_URL={url} \\\n  -e POLLER_REGISTRATION_TOKEN={secret}{region} \\\n  \
+         -e POLLER_CENTRAL_URL={url} \\\n  -e POLLER_REGISTRATION_TOKEN={secret}{region}{capabilities} \\\n  \
          -v poller-data:/data poller-agent:local"
     )
 }
@@ -72,7 +77,9 @@ async fn tokens_page(
             (csrf_field(session))
             div.field { label for="token-name" { "Name" } input #token-name type="text" name="name" required; }
             div.field { label for="token-region" { "Region (optional)" } input #token-region type="text" name="region";
-                        p.hint { "Pollers registering with it are placed in this region." } }
+                        p.hint { "Pollers registering with it are placed in this region, and may not ask for another." } }
+            div.field { label for="token-capabilities" { "Capabilities (optional)" } input #token-capabilities type="text" name="capabilities";
+                        p.hint { "e.g. http,tcp: the most its pollers may run; empty for any." } }
             div.field { label for="token-uses" { "Uses" } input #token-uses type="number" name="max_uses" min="1" value="1"; }
             div.field { label for="token-expiry" { "Expires in" } input #token-expiry type="text" name="expires_in" value="24h";
                         p.hint { "e.g. 1h, 7d; empty for never" } }
@@ -80,10 +87,11 @@ async fn tokens_page(
         }
         h2 { "Tokens" }
         div.table-wrap { table {
-            thead { tr { th scope="col" { "Name" } th scope="col" { "Region" } th scope="col" { "Uses" }
+            thead { tr { th scope="col" { "Name" } th scope="col" { "Region" } th scope="col" { "Capabilities" } th scope="col" { "Uses" }
                 th scope="col" { "Created" } th scope="col" { "Expires" } th scope="col" { "State" } th scope="col" { "Manage" } } }
             tbody { @for token in &tokens { tr {
                 td { (token.name) } td { (token.region.as_deref().unwrap_or("–")) }
+                td { @match &token.capabilities { Some(list) => (list.join(", ")), None => "any" } }
                 td { (token.uses) " / " (token.max_uses) }
                 td { (ago(token.created_at, now)) }
                 td { @match token.expires_at { Some(at) => (at.format("%Y-%m-%d %H:%M UTC")), None => "never" } }
@@ -119,6 +127,8 @@ pub struct TokenForm {
     #[serde(default)]
     region: String,
     #[serde(default)]
+    capabilities: String,
+    #[serde(default)]
     max_uses: String,
     #[serde(default)]
     expires_in: String,
@@ -152,6 +162,12 @@ pub async fn create_token(
         expires_in: optional(&form.expires_in),
         max_uses,
         region: optional(&form.region),
+        capabilities: optional(&form.capabilities).map(|list| {
+            list.split(',')
+                .map(|c| c.trim().to_string())
+                .filter(|c| !c.is_empty())
+                .collect()
+        }),
     };
     match app.create_registration_token(request).await {
         Ok(token) => {

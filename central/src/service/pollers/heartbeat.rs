@@ -1,0 +1,190 @@
+//! Heartbeats: what a poller reports of itself (version, capabilities within its limit,
+//! backlog, engine health and events), recorded as it arrives. Liveness is derived from it in
+//! `liveness`; nothing here places monitors beyond asking for a placement pass.
+
+use std::time::Instant;
+
+use shared_proto::poller_api::{EngineEvent, HeartbeatRequest, HeartbeatResponse};
+use shared_proto::settings::MAX_DELIBERATE_DELAY_MS;
+use uuid::Uuid;
+
+use super::super::tokens::capability_limit;
+use super::super::{now_ms, stored_id, time_of, App};
+use crate::error::ApiResult;
+use crate::store::{EventRow, HeartbeatUpdate, PollerRow};
+use shared_proto::settings_api::PollerStatus;
+
+impl App {
+    pub async fn heartbeat(
+        &self,
+        poller: &PollerRow,
+        mut beat: HeartbeatRequest,
+    ) -> ApiResult<HeartbeatResponse> {
+        let poller_id = stored_id(&poller.id)?;
+        self.poller_limits.heartbeat(poller_id, Instant::now())?;
+        beat.validate_and_trim()?;
+        let now = now_ms();
+        let (mut capabilities, refused) = within_limit(poller, &beat.capabilities);
+        if capabilities != poller.capabilities
+            && !self
+                .poller_limits
+                .capability_change(poller_id, Instant::now())
+        {
+            // Applied by a later heartbeat (each one carries the capabilities again).
+            tracing::debug!(poller_id = %poller.id, "capability change deferred: changed within the last minute");
+            capabilities = poller.capabilities.clone();
+        }
+        let was_online = self.poller_status(poller, now) != PollerStatus::Offline;
+        let capabilities_changed = capabilities != poller.capabilities;
+        for event in &mut beat.events {
+            clamp_event_times(event, now);
+        }
+        let events: Vec<EventRow> = beat
+            .events
+            .iter()
+            .map(|event| EventRow {
+                id: event.id.unwrap_or_else(Uuid::new_v4).to_string(),
+                poller_id: poller.id.clone(),
+                monitor_id: event.monitor_id.to_string(),
+                at: event.at.timestamp_millis(),
+                event: event.kind.name().to_string(),
+                detail: serde_json::to_string(event).unwrap_or_default(),
+                next_due_at: event.next_due_at.map(|t| t.timestamp_millis()),
+            })
+            .collect();
+        self.store.insert_engine_events(&events).await?;
+        let error = refused.or_else(|| beat.errors.last().map(|e| e.chars().take(500).collect()));
+        self.store
+            .record_heartbeat(
+                &poller.id,
+                &HeartbeatUpdate {
+                    at: now,
+                    version: beat.version,
+                    capabilities,
+                    queue_depth: beat.queue_depth.min(i64::MAX as u64) as i64,
+                    oldest_queued_at: beat.oldest_queued_at.map(|t| t.timestamp_millis()),
+                    dropped_results: beat.dropped_results.min(i64::MAX as u64) as i64,
+                    assignment_version: beat.assignment_version,
+                    scheduler_health: beat
+                        .scheduler
+                        .as_ref()
+                        .and_then(|s| serde_json::to_string(s).ok()),
+                    came_online: !was_online,
+                    error,
+                },
+            )
+            .await?;
+        if !was_online || capabilities_changed {
+            self.reconcile().await?;
+        }
+        Ok(HeartbeatResponse {
+            assignment_version: self.store.assignment_version().await?,
+            server_time: time_of(now),
+        })
+    }
+}
+
+/// The capabilities a heartbeat sets (none reported: unchanged), kept within the poller's
+/// limit from its registration token, and the error that names what was left out. Left out,
+/// not refused: the heartbeat still says the poller is alive, and the error marks it
+/// `degraded` for as long as it keeps asking.
+fn within_limit(poller: &PollerRow, reported: &[String]) -> (String, Option<String>) {
+    if reported.is_empty() {
+        return (poller.capabilities.clone(), None);
+    }
+    let Some(limit) = capability_limit(poller.capability_limit.as_deref()) else {
+        return (reported.join(","), None);
+    };
+    let (within, outside): (Vec<&String>, Vec<&String>) =
+        reported.iter().partition(|c| limit.contains(c));
+    let within = within
+        .iter()
+        .map(|c| c.as_str())
+        .collect::<Vec<_>>()
+        .join(",");
+    let refused = (!outside.is_empty()).then(|| {
+        let outside: Vec<&str> = outside.iter().map(|c| c.as_str()).collect();
+        format!(
+            "capabilities outside its registration token's limit ({}) are ignored: {}",
+            limit.join(", "),
+            outside.join(", ")
+        )
+    });
+    (within, refused)
+}
+
+/// An agent's clock is its own: an event is never stored as happening after central heard of
+/// it, and the next check it announces is at most the longest delay any setting allows
+/// after it (a later one would hide a silent monitor from staleness).
+fn clamp_event_times(event: &mut EngineEvent, now_ms: i64) {
+    let now = time_of(now_ms);
+    event.at = event.at.min(now);
+    let latest = event.at + chrono::Duration::milliseconds(MAX_DELIBERATE_DELAY_MS as i64);
+    event.next_due_at = event.next_due_at.map(|due| due.min(latest));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn poller(capabilities: &str, limit: Option<&str>) -> PollerRow {
+        PollerRow {
+            capabilities: capabilities.into(),
+            capability_limit: limit.map(str::to_string),
+            ..PollerRow::default()
+        }
+    }
+
+    fn list(items: &[&str]) -> Vec<String> {
+        items.iter().map(|c| c.to_string()).collect()
+    }
+
+    #[test]
+    fn capabilities_outside_the_limit_are_left_out_and_named() {
+        let limited = poller("http,tcp", Some("http,tcp,dns"));
+        assert_eq!(
+            within_limit(&limited, &list(&["http", "dns"])),
+            ("http,dns".into(), None)
+        );
+        let (kept, refused) = within_limit(&limited, &list(&["http", "icmp", "internal"]));
+        assert_eq!(kept, "http");
+        let refused = refused.unwrap();
+        assert!(refused.contains("icmp, internal"), "{refused}");
+        assert_eq!(
+            within_limit(&limited, &[]),
+            ("http,tcp".into(), None),
+            "none reported: unchanged"
+        );
+        let free = poller("http", None);
+        assert_eq!(
+            within_limit(&free, &list(&["http", "icmp"])),
+            ("http,icmp".into(), None)
+        );
+    }
+
+    #[test]
+    fn event_times_are_clamped_to_what_central_can_believe() {
+        let now = 1_800_000_000_000;
+        let mut event = EngineEvent {
+            id: None,
+            monitor_id: Uuid::nil(),
+            at: time_of(now + 3_600_000),
+            kind: shared_proto::poller_api::EventKind::Resumed,
+            next_due_at: Some(time_of(now + 400 * 86_400_000)),
+        };
+        clamp_event_times(&mut event, now);
+        assert_eq!(event.at, time_of(now));
+        assert_eq!(
+            event.next_due_at,
+            Some(time_of(now + MAX_DELIBERATE_DELAY_MS as i64))
+        );
+        let mut honest = EngineEvent {
+            at: time_of(now - 5_000),
+            next_due_at: Some(time_of(now + 30_000)),
+            ..event
+        };
+        let before = honest.clone();
+        clamp_event_times(&mut honest, now);
+        assert_eq!(honest, before);
+    }
+}

@@ -1,0 +1,220 @@
+//! Pollers: enrolment and credentials (`registration`), what they report (`heartbeat`), what
+//! one may cost (`limits`), their derived liveness (`liveness`), and here what operators do
+//! with them (list, read, edit, delete, their events and status changes).
+
+mod heartbeat;
+mod limits;
+mod liveness;
+mod registration;
+
+pub use limits::PollerLimits;
+
+use shared_proto::poller_api::EngineEvent;
+use shared_proto::settings_api::{Page, PollerPatch, PollerStatus, PollerStatusChange, PollerView};
+use uuid::Uuid;
+
+use super::stored_id;
+use super::tokens::page;
+use super::{now_ms, time_of, App};
+use crate::error::{ApiError, ApiResult};
+use crate::store::{Cursor, PollerRow};
+
+/// `GET /api/v1/pollers` filters.
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct PollerFilter {
+    pub region: Option<String>,
+    pub datacenter: Option<String>,
+    pub status: Option<PollerStatus>,
+}
+
+impl App {
+    /// Operator changes: alias, placement labels, enabled. Placement follows at once.
+    pub async fn update_poller(&self, id: Uuid, patch: PollerPatch) -> ApiResult<PollerView> {
+        patch.validate()?;
+        let mut row = self
+            .store
+            .poller(&id.to_string())
+            .await?
+            .ok_or_else(|| ApiError::NotFound(format!("no poller with id {id}")))?;
+        let PollerPatch {
+            alias,
+            region,
+            datacenter,
+            enabled,
+        } = patch;
+        if let Some(alias) = alias {
+            row.alias = alias;
+        }
+        if let Some(region) = region {
+            row.region = region;
+        }
+        if let Some(datacenter) = datacenter {
+            row.datacenter = datacenter;
+        }
+        if let Some(enabled) = enabled {
+            row.enabled = enabled;
+        }
+        self.store.update_poller(&row).await?;
+        self.reconcile().await?;
+        self.get_poller(id).await
+    }
+
+    /// Deletes a poller: its tokens stop working on its next call, its monitors fail over.
+    pub async fn delete_poller(&self, id: Uuid) -> ApiResult<()> {
+        let now = now_ms();
+        if !self.store.delete_poller(&id.to_string(), now).await? {
+            return Err(ApiError::NotFound(format!("no poller with id {id}")));
+        }
+        self.store
+            .revoke_poller_refresh_tokens(&id.to_string(), now)
+            .await?;
+        tracing::info!(poller_id = %id, "poller deleted and its tokens revoked");
+        self.reconcile().await
+    }
+
+    pub async fn list_pollers(
+        &self,
+        filter: &PollerFilter,
+        after: &Cursor,
+        limit: u32,
+    ) -> ApiResult<Page<PollerView>> {
+        let rows = self
+            .store
+            .list_pollers(
+                filter.region.as_deref(),
+                filter.datacenter.as_deref(),
+                after,
+                limit,
+            )
+            .await?;
+        let counts: std::collections::HashMap<String, i64> =
+            self.store.assigned_counts().await?.into_iter().collect();
+        let now = now_ms();
+        let mut listed = page(
+            rows,
+            limit,
+            |r| Cursor {
+                key: r.created_at,
+                id: r.id.clone(),
+            },
+            |r| self.poller_view(r, counts.get(&r.id).copied().unwrap_or(0), now),
+        )?;
+        // Status is derived, so it filters after the page is read: a page may come back short,
+        // and its cursor still leads on.
+        if let Some(status) = filter.status {
+            listed.items.retain(|p| p.status == status);
+        }
+        Ok(listed)
+    }
+
+    pub async fn get_poller(&self, id: Uuid) -> ApiResult<PollerView> {
+        let row = self
+            .store
+            .poller(&id.to_string())
+            .await?
+            .ok_or_else(|| ApiError::NotFound(format!("no poller with id {id}")))?;
+        let count = self
+            .store
+            .assigned_counts()
+            .await?
+            .into_iter()
+            .find(|(poller, _)| *poller == row.id)
+            .map_or(0, |(_, n)| n);
+        Ok(self.poller_view(&row, count, now_ms())?)
+    }
+
+    fn poller_view(&self, row: &PollerRow, assigned: i64, now: i64) -> anyhow::Result<PollerView> {
+        Ok(PollerView {
+            id: stored_id(&row.id)?,
+            name: row.name.clone(),
+            alias: row.alias.clone(),
+            region: row.region.clone(),
+            datacenter: row.datacenter.clone(),
+            capabilities: row.capability_list(),
+            version: row.version.clone(),
+            enabled: row.enabled,
+            status: self.poller_status(row, now),
+            status_since: row.status_since.map(time_of),
+            last_error: row.last_error.clone(),
+            last_error_at: row.last_error_at.map(time_of),
+            created_at: time_of(row.created_at),
+            last_heartbeat_at: row.last_heartbeat_at.map(time_of),
+            last_upload_at: row.last_upload_at.map(time_of),
+            queue_depth: row.queue_depth.max(0) as u64,
+            oldest_queued_at: row.oldest_queued_at.map(time_of),
+            dropped_results: row.dropped_results.max(0) as u64,
+            assignment_version: row.assignment_version,
+            assigned_monitors: assigned.max(0) as u64,
+            scheduler: row
+                .scheduler_health
+                .as_deref()
+                .and_then(|s| serde_json::from_str(s).ok()),
+        })
+    }
+
+    /// The engine events a poller reported, oldest first.
+    pub async fn poller_events(
+        &self,
+        id: Uuid,
+        after: &Cursor,
+        limit: u32,
+    ) -> ApiResult<Page<EngineEvent>> {
+        self.get_poller(id).await?;
+        let rows = self
+            .store
+            .list_engine_events(&id.to_string(), after, limit)
+            .await?;
+        let events = rows
+            .iter()
+            .map(|r| serde_json::from_str::<EngineEvent>(&r.detail))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(anyhow::Error::from)?;
+        let cursor = page(
+            rows,
+            limit,
+            |r| Cursor {
+                key: r.at,
+                id: r.id.clone(),
+            },
+            |_| Ok(()),
+        )?
+        .next_cursor;
+        Ok(Page {
+            items: events,
+            next_cursor: cursor,
+        })
+    }
+
+    /// A poller's recorded status changes, oldest first.
+    pub async fn poller_status_changes(
+        &self,
+        id: Uuid,
+        after: &Cursor,
+        limit: u32,
+    ) -> ApiResult<Page<PollerStatusChange>> {
+        self.get_poller(id).await?;
+        let rows = self
+            .store
+            .list_poller_status_changes(&id.to_string(), after, limit)
+            .await?;
+        Ok(page(
+            rows,
+            limit,
+            |(row_id, _, at)| Cursor {
+                key: *at,
+                id: row_id.clone(),
+            },
+            |(_, status, at)| {
+                Ok(PollerStatusChange {
+                    status: match status.as_str() {
+                        "online" => PollerStatus::Online,
+                        "degraded" => PollerStatus::Degraded,
+                        "offline" => PollerStatus::Offline,
+                        other => anyhow::bail!("stored poller status `{other}`"),
+                    },
+                    at: time_of(*at),
+                })
+            },
+        )?)
+    }
+}
