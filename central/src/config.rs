@@ -186,6 +186,12 @@ pub struct ServeArgs {
     #[arg(long, env = "CENTRAL_NOTIFY_ALLOWED_NETWORKS", value_delimiter = ',', value_parser = parse_cidr)]
     pub notify_allowed_networks: Vec<ipnet::IpNet>,
 
+    /// A DNS server (`address:port`) that resolves notification receivers' names, instead of
+    /// the system's resolver (e.g. a filtering resolver for outbound traffic). Nothing is
+    /// cached: each connection asks anew, and connects to what that answer permits.
+    #[arg(long, env = "CENTRAL_NOTIFY_DNS_SERVER")]
+    pub notify_dns_server: Option<std::net::SocketAddr>,
+
     /// The address operators reach central at (e.g. `https://central.example.com`), for links
     /// in notifications (Alertmanager's `generatorURL`); unset, messages carry no link.
     #[arg(long, env = "CENTRAL_PUBLIC_URL", value_parser = parse_public_url)]

@@ -14,6 +14,7 @@ use tokio::process::{Child, Command};
 
 pub mod alertmanager;
 pub mod browser;
+pub mod dns;
 pub mod hostile;
 pub mod load_balancer;
 pub mod postgres;

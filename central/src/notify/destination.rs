@@ -8,13 +8,18 @@
 //! Names are resolved once per connection by `PinnedResolver`, which hands the HTTP client
 //! only the permitted addresses of that very answer: a name that answers differently on the
 //! next query (DNS rebinding) cannot slip a refused address in between a check and the
-//! connection. Mail resolves through `resolve` and connects to the address it got.
+//! connection (`tests/tests/ssrf.rs`, with a DNS server that alternates its answers). Mail
+//! resolves through `resolve` and connects to the address it got. Names are asked of the
+//! system's resolver, or of `CENTRAL_NOTIFY_DNS_SERVER` without a cache.
 //!
 //! Owns the policy and resolution only; sending is the senders'.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
+use hickory_resolver::config::{NameServerConfig, ResolveHosts, ResolverConfig, ResolverOpts};
+use hickory_resolver::net::runtime::TokioRuntimeProvider;
+use hickory_resolver::TokioResolver;
 use ipnet::IpNet;
 
 use crate::server::client_addr::canonical;
@@ -47,18 +52,22 @@ pub struct Destinations {
     /// `CENTRAL_NOTIFY_ALLOWED_NETWORKS`; empty: anywhere outside `NEIGHBOURHOOD`.
     allowed: Arc<Vec<IpNet>>,
     denied: Arc<Vec<IpNet>>,
+    /// `CENTRAL_NOTIFY_DNS_SERVER`'s resolver; `None`: the system's (`getaddrinfo`).
+    resolver: Option<Arc<TokioResolver>>,
 }
 
 impl Destinations {
-    pub fn new(allowed: Vec<IpNet>) -> Self {
+    pub fn new(allowed: Vec<IpNet>, dns_server: Option<SocketAddr>) -> anyhow::Result<Self> {
         let denied = NEIGHBOURHOOD
             .iter()
             .map(|net| net.parse().expect("the neighbourhood's networks are valid"))
             .collect();
-        Self {
+        let resolver = dns_server.map(resolver_of).transpose()?.map(Arc::new);
+        Ok(Self {
             allowed: Arc::new(allowed),
             denied: Arc::new(denied),
-        }
+            resolver,
+        })
     }
 
     /// Whether a notification may be sent to `ip`.
@@ -86,11 +95,18 @@ impl Destinations {
     /// an error names a refused address when none is permitted.
     pub async fn resolve(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>, String> {
         let host = host.trim_start_matches('[').trim_end_matches(']');
-        let found: Vec<SocketAddr> = match host.parse::<IpAddr>() {
-            Ok(ip) => vec![SocketAddr::new(ip, port)],
-            Err(_) => tokio::net::lookup_host((host, port))
+        let found: Vec<SocketAddr> = match (host.parse::<IpAddr>(), &self.resolver) {
+            (Ok(ip), _) => vec![SocketAddr::new(ip, port)],
+            (Err(_), None) => tokio::net::lookup_host((host, port))
                 .await
                 .map_err(|e| format!("resolving {host}: {e}"))?
+                .collect(),
+            (Err(_), Some(resolver)) => resolver
+                .lookup_ip(host)
+                .await
+                .map_err(|e| format!("resolving {host}: {e}"))?
+                .iter()
+                .map(|ip| SocketAddr::new(ip, port))
                 .collect(),
         };
         let permitted: Vec<SocketAddr> = found
@@ -123,6 +139,24 @@ impl Destinations {
     }
 }
 
+/// A resolver that asks `server` alone, over UDP and TCP, and keeps no answer: each connection
+/// is judged on an answer of its own.
+fn resolver_of(server: SocketAddr) -> anyhow::Result<TokioResolver> {
+    let mut name_server = NameServerConfig::udp_and_tcp(server.ip());
+    for connection in &mut name_server.connections {
+        connection.port = server.port();
+    }
+    let mut options = ResolverOpts::default();
+    options.cache_size = 0;
+    options.use_hosts_file = ResolveHosts::Never;
+    Ok(TokioResolver::builder_with_config(
+        ResolverConfig::from_name_servers(vec![name_server]),
+        TokioRuntimeProvider::default(),
+    )
+    .with_options(options)
+    .build()?)
+}
+
 /// The HTTP client's resolver: the permitted addresses of each answer, and nothing else.
 pub struct PinnedResolver(pub Destinations);
 
@@ -150,7 +184,7 @@ mod tests {
 
     #[test]
     fn by_default_the_neighbourhood_is_refused_and_the_internet_is_not() {
-        let destinations = Destinations::new(Vec::new());
+        let destinations = Destinations::new(Vec::new(), None).unwrap();
         for refused in [
             "127.0.0.1",
             "10.1.2.3",
@@ -180,7 +214,7 @@ mod tests {
 
     #[test]
     fn an_allow_list_replaces_the_default() {
-        let destinations = Destinations::new(vec!["127.0.0.2/32".parse().unwrap()]);
+        let destinations = Destinations::new(vec!["127.0.0.2/32".parse().unwrap()], None).unwrap();
         assert!(destinations.permits(ip("127.0.0.2")));
         assert!(destinations.permits(ip("::ffff:127.0.0.2")));
         assert!(!destinations.permits(ip("127.0.0.3")));
@@ -189,7 +223,7 @@ mod tests {
 
     #[tokio::test]
     async fn literal_addresses_and_names_are_judged_by_what_they_are() {
-        let destinations = Destinations::new(Vec::new());
+        let destinations = Destinations::new(Vec::new(), None).unwrap();
         assert!(destinations
             .check_literal("http://[::ffff:7f00:1]:9/x")
             .is_err());

@@ -9,6 +9,8 @@ mod email;
 mod slack;
 mod webhook;
 
+pub use destination::Destinations;
+
 use std::time::Duration;
 
 use shared_proto::notifications::{ChannelKind, Notification, WebhookFormat};
@@ -32,11 +34,10 @@ pub struct Notifier {
 
 impl Notifier {
     pub fn new(
-        allowed: Vec<ipnet::IpNet>,
+        destinations: Destinations,
         public_url: Option<String>,
         resend_interval: Duration,
     ) -> anyhow::Result<Notifier> {
-        let destinations = destination::Destinations::new(allowed);
         let http = reqwest::Client::builder()
             .timeout(SEND_TIMEOUT)
             .connect_timeout(Duration::from_secs(5))

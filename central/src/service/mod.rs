@@ -114,7 +114,10 @@ impl App {
             metrics: Metrics::new(),
             reconcile_lock: Mutex::new(()),
             notifier: crate::notify::Notifier::new(
-                args.notify_allowed_networks.clone(),
+                crate::notify::Destinations::new(
+                    args.notify_allowed_networks.clone(),
+                    args.notify_dns_server,
+                )?,
                 args.public_url.clone(),
                 args.alertmanager_resend_interval,
             )?,
