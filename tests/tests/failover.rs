@@ -67,7 +67,7 @@ async fn monitors_fail_over_and_return_after_the_settle_time() -> anyhow::Result
         monitors.push(central.create_monitor(spec).await?);
     }
     let mut a = start_agent(&central, "agent-a").await?;
-    let _b = start_agent(&central, "agent-b").await?;
+    let b = start_agent(&central, "agent-b").await?;
     // Both registered and settled (the test settle time is short), every monitor reporting.
     let pollers_in_use = || async {
         let placed = placement(&central, &monitors).await.ok()?;
@@ -103,10 +103,37 @@ async fn monitors_fail_over_and_return_after_the_settle_time() -> anyhow::Result
         .filter(|(_, p)| **p == a_id)
         .map(|(m, _)| m.clone())
         .collect();
-    assert!(
-        !on_a.is_empty() && on_a.len() < monitors.len(),
-        "both agents carry monitors: {home:?}"
-    );
+    if on_a.is_empty() || on_a.len() == monitors.len() {
+        // Both carried monitors a moment ago: say what moved them, for whoever reads CI's log.
+        let (_, pollers) = central
+            .admin(reqwest::Method::GET, "/api/v1/pollers", None)
+            .await?;
+        let mut story = Vec::new();
+        for poller in pollers["items"].as_array().into_iter().flatten() {
+            let id = poller["id"].as_str().unwrap_or_default();
+            let (_, changes) = central
+                .admin(
+                    reqwest::Method::GET,
+                    &format!("/api/v1/pollers/{id}/status-changes"),
+                    None,
+                )
+                .await?;
+            story.push(format!("{poller}\nstatus changes: {changes}"));
+        }
+        let heartbeat_lines = |log: String| -> Vec<String> {
+            log.lines()
+                .filter(|l| l.contains("heartbeat") || l.contains("WARN") || l.contains("ERROR"))
+                .map(str::to_string)
+                .collect()
+        };
+        panic!(
+            "both agents carry monitors: {home:?}\npollers:\n{}\nagent-a: {:#?}\nagent-b: {:#?}\ncentral: {:#?}",
+            story.join("\n"),
+            heartbeat_lines(a.log()),
+            heartbeat_lines(b.log()),
+            heartbeat_lines(central.log()),
+        );
+    }
 
     a.kill().await;
     let killed = Instant::now();
