@@ -340,3 +340,103 @@ pub(super) fn page<R, T>(
         next_cursor,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn token(region: Option<&str>, capabilities: Option<&str>) -> RegistrationTokenRow {
+        RegistrationTokenRow {
+            id: Uuid::nil().to_string(),
+            name: "t".into(),
+            secret_hash: String::new(),
+            region: region.map(str::to_string),
+            capabilities: capabilities.map(str::to_string),
+            created_at: 0,
+            expires_at: None,
+            max_uses: 1,
+            uses: 0,
+            revoked_at: None,
+            previous_secret_hash: None,
+            previous_valid_until: None,
+        }
+    }
+
+    fn asked(region: Option<&str>, capabilities: &[&str]) -> Enrolment {
+        Enrolment {
+            region: region.map(str::to_string),
+            capabilities: capabilities.iter().map(|c| c.to_string()).collect(),
+        }
+    }
+
+    fn code(result: ApiResult<Enrolment>) -> &'static str {
+        match result {
+            Err(ApiError::Refused { code, .. }) => code,
+            other => panic!("refused expected, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_tokens_region_is_given_and_no_other_is_allowed() {
+        let eu = token(Some("eu"), None);
+        assert_eq!(
+            asked(None, &[]).within(&eu).unwrap().region.as_deref(),
+            Some("eu")
+        );
+        assert_eq!(
+            asked(Some("eu"), &[])
+                .within(&eu)
+                .unwrap()
+                .region
+                .as_deref(),
+            Some("eu")
+        );
+        assert_eq!(
+            code(asked(Some("us"), &[]).within(&eu)),
+            "region_not_allowed"
+        );
+        let anywhere = token(None, None);
+        assert_eq!(
+            asked(Some("us"), &[])
+                .within(&anywhere)
+                .unwrap()
+                .region
+                .as_deref(),
+            Some("us")
+        );
+        assert_eq!(asked(None, &[]).within(&anywhere).unwrap().region, None);
+    }
+
+    #[test]
+    fn a_tokens_capabilities_are_the_most_a_poller_may_ask_for() {
+        let http_tcp = token(None, Some("http,tcp"));
+        assert_eq!(
+            asked(None, &[]).within(&http_tcp).unwrap().capabilities,
+            ["http", "tcp"],
+            "none asked: the token's list"
+        );
+        assert_eq!(
+            asked(None, &["tcp"])
+                .within(&http_tcp)
+                .unwrap()
+                .capabilities,
+            ["tcp"]
+        );
+        assert_eq!(
+            code(asked(None, &["http", "icmp"]).within(&http_tcp)),
+            "capability_not_allowed"
+        );
+        let any = token(None, None);
+        assert_eq!(
+            asked(None, &[]).within(&any).unwrap().capabilities,
+            default_capabilities()
+        );
+        assert_eq!(
+            asked(None, &["internal-net"])
+                .within(&any)
+                .unwrap()
+                .capabilities,
+            ["internal-net"]
+        );
+    }
+}
