@@ -436,6 +436,16 @@ impl Central {
         Ok(body["id"].as_str().context("id")?.to_string())
     }
 
+    /// Sends a test notification through a channel (`POST …/{id}/test`): status and answer.
+    pub async fn test_channel(&self, channel_id: &str) -> anyhow::Result<(u16, Value)> {
+        self.admin(
+            reqwest::Method::POST,
+            &format!("/api/v1/notification-channels/{channel_id}/test"),
+            None,
+        )
+        .await
+    }
+
     pub async fn status(&self, monitor_id: &str) -> anyhow::Result<Value> {
         let (status, body) = self
             .admin(

@@ -11,7 +11,6 @@ use std::net::Ipv4Addr;
 
 use e2e::dns::RotatingDns;
 use e2e::Central;
-use reqwest::Method;
 use serde_json::json;
 
 /// A listener on loopback that counts the connections it gets and answers each with a page
@@ -88,13 +87,7 @@ async fn by_default_no_channel_reaches_a_local_address() -> anyhow::Result<()> {
         let channel = central
             .create_channel(json!({"name": "inside", "kind": "webhook", "url": url}))
             .await?;
-        let (status, answer) = central
-            .admin(
-                Method::POST,
-                &format!("/api/v1/notification-channels/{channel}/test"),
-                None,
-            )
-            .await?;
+        let (status, answer) = central.test_channel(&channel).await?;
         assert_eq!(status, 200, "{answer}");
         assert_eq!(answer["delivered"], false, "{url}: {answer}");
         let error = answer["error"].as_str().unwrap_or_default();
@@ -106,13 +99,7 @@ async fn by_default_no_channel_reaches_a_local_address() -> anyhow::Result<()> {
             "url": format!("smtp://localhost:{port}"), "from": "c@example.com",
             "to": ["ops@example.com"]}))
         .await?;
-    let (_, answer) = central
-        .admin(
-            Method::POST,
-            &format!("/api/v1/notification-channels/{mail}/test"),
-            None,
-        )
-        .await?;
+    let (_, answer) = central.test_channel(&mail).await?;
     assert_eq!(answer["delivered"], false, "{answer}");
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(
@@ -130,13 +117,7 @@ async fn by_default_no_channel_reaches_a_local_address() -> anyhow::Result<()> {
         .create_channel(json!({"name": "allowed", "kind": "webhook",
                                "url": format!("http://127.0.0.1:{port}/hook")}))
         .await?;
-    let (_, answer) = central
-        .admin(
-            Method::POST,
-            &format!("/api/v1/notification-channels/{channel}/test"),
-            None,
-        )
-        .await?;
+    let (_, answer) = central.test_channel(&channel).await?;
     assert_eq!(
         answer["error"], "the receiver answered 404 Not Found",
         "{answer}"
@@ -175,13 +156,7 @@ async fn a_name_that_answers_differently_each_time_is_connected_to_as_judged() -
         .await?;
     let mut refusals = Vec::new();
     for _ in 0..6 {
-        let (status, answer) = central
-            .admin(
-                Method::POST,
-                &format!("/api/v1/notification-channels/{channel}/test"),
-                None,
-            )
-            .await?;
+        let (status, answer) = central.test_channel(&channel).await?;
         assert_eq!(status, 200, "{answer}");
         if answer["delivered"] == false {
             refusals.push(answer["error"].as_str().unwrap_or_default().to_string());
