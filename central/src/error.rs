@@ -66,8 +66,11 @@ impl ApiError {
         match self {
             ApiError::Validation(e) => match e.rule {
                 Rule::Field => (StatusCode::BAD_REQUEST, "invalid_field"),
-                Rule::Combination => (StatusCode::BAD_REQUEST, "invalid_combination"),
-                Rule::Reference => (StatusCode::BAD_REQUEST, "unknown_reference"),
+                // 400 is kept for what the OpenAPI document's schemas state; what they cannot
+                // state (a rule between fields, an id that names nothing) is 422, so a client
+                // or fuzzer can tell a request that breaks the schema from one that does not.
+                Rule::Combination => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_combination"),
+                Rule::Reference => (StatusCode::UNPROCESSABLE_ENTITY, "unknown_reference"),
             },
             ApiError::BadRequest { code, .. } => (StatusCode::BAD_REQUEST, code),
             ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),

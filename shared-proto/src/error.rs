@@ -11,14 +11,16 @@ pub struct ValidationError {
     pub rule: Rule,
 }
 
-/// The kinds of rule a field can break. The OpenAPI schema states only the first; the others
-/// are stated in prose, so clients (and the API fuzzer) are told them apart by error code.
+/// The kinds of rule a field can break. The OpenAPI schema states only the first (`400`); the
+/// others are stated in prose and answered `422`, so clients (and the API fuzzer) tell them
+/// apart by status and code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rule {
     /// The field's own syntax or range.
     Field,
-    /// A rule between fields that are each well-formed: a `target` that does not suit the
-    /// `kind`, a timeout longer than the interval.
+    /// A rule between fields that are each well-formed, which no schema states: a timeout
+    /// longer than the interval, a quorum above the number of regions, a patch that does not
+    /// fit the object it is applied to.
     Combination,
     /// The field names an object that does not exist.
     Reference,

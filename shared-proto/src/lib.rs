@@ -7,6 +7,7 @@ pub mod bounded;
 pub mod duration;
 pub mod error;
 pub mod history;
+pub mod lenient;
 pub mod monitor;
 pub mod notifications;
 pub mod poller_api;

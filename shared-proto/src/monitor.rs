@@ -16,6 +16,8 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 5_000;
 const MAX_NAME_LEN: usize = 200;
 /// A multi-location monitor runs in at most this many regions.
 pub const MAX_LOCATIONS: usize = 16;
+/// Channels one monitor may list (beside the default ones).
+const MAX_CHANNELS: usize = 20;
 
 /// How long past its expected time a monitor's next result may be before central calls the
 /// monitor `stale`: an interval, and at least a minute (uploads are batched). The agent never
@@ -202,11 +204,8 @@ impl MonitorSpec {
         if let Some(capability) = &self.poller_capability {
             validate_label("poller_capability", capability)?;
         }
-        if self.notification_channel_ids.len() > 20 {
-            return Err(ValidationError::new(
-                "notification_channel_ids",
-                "at most 20 channels; make a channel the default to reach every monitor",
-            ));
+        if self.notification_channel_ids.len() > MAX_CHANNELS {
+            return Err(too_many_channels());
         }
         Ok(())
     }
@@ -335,6 +334,64 @@ pub struct MonitorPatch {
     pub notification_channel_ids: Option<Vec<Uuid>>,
 }
 
+impl MonitorPatch {
+    /// The rules of each field on its own, as the document's `MonitorPatch` schema states
+    /// them. Whether the patched monitor holds together (a target of its kind, settings of
+    /// its kind, a timeout within its interval) is `MonitorSpec::validate`'s, on the result.
+    pub fn validate_fields(&self) -> Result<(), ValidationError> {
+        if let Some(name) = &self.name {
+            validate_name(name)?;
+        }
+        if let Some(target) = &self.target {
+            validate_target_length(target)?;
+        }
+        if let Some(interval_ms) = self.interval_ms {
+            validate_interval(interval_ms)?;
+        }
+        if let Some(timeout_ms) = self.timeout_ms {
+            validate_timeout_range(timeout_ms)?;
+        }
+        let labels = [
+            ("poller_region", &self.poller_region),
+            ("poller_datacenter", &self.poller_datacenter),
+            ("poller_capability", &self.poller_capability),
+        ];
+        for (field, value) in labels {
+            if let Some(Some(value)) = value {
+                validate_label(field, value)?;
+            }
+        }
+        if let Some(Some(regions)) = &self.poller_regions {
+            validate_region_list(regions)?;
+        }
+        if let Some(Some(quorum)) = self.quorum {
+            if !(1..=MAX_LOCATIONS as u32).contains(&quorum) {
+                return Err(ValidationError::new(
+                    "quorum",
+                    format!("must be between 1 and {MAX_LOCATIONS}, got {quorum}"),
+                ));
+            }
+        }
+        if self
+            .notification_channel_ids
+            .as_ref()
+            .is_some_and(|ids| ids.len() > MAX_CHANNELS)
+        {
+            return Err(too_many_channels());
+        }
+        Ok(())
+    }
+}
+
+fn too_many_channels() -> ValidationError {
+    ValidationError::new(
+        "notification_channel_ids",
+        format!(
+            "at most {MAX_CHANNELS} channels; make a channel the default to reach every monitor"
+        ),
+    )
+}
+
 /// Distinguishes a missing field (`None`) from an explicit `null` (`Some(None)`).
 pub(crate) mod double_option {
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -421,13 +478,18 @@ pub fn validate_interval(interval_ms: u64) -> Result<(), ValidationError> {
     Ok(())
 }
 
-pub fn validate_timeout(timeout_ms: u64, interval_ms: u64) -> Result<(), ValidationError> {
+fn validate_timeout_range(timeout_ms: u64) -> Result<(), ValidationError> {
     if !(MIN_TIMEOUT_MS..=MAX_TIMEOUT_MS).contains(&timeout_ms) {
         return Err(ValidationError::new(
             "timeout_ms",
             format!("must be between {MIN_TIMEOUT_MS} and {MAX_TIMEOUT_MS}, got {timeout_ms}"),
         ));
     }
+    Ok(())
+}
+
+pub fn validate_timeout(timeout_ms: u64, interval_ms: u64) -> Result<(), ValidationError> {
+    validate_timeout_range(timeout_ms)?;
     if timeout_ms > interval_ms {
         return Err(ValidationError::combination(
             "timeout_ms",
@@ -511,6 +573,23 @@ fn validate_locations(
             "is required when poller_mode is `multi`: list two or more regions, like [\"eu\", \"us\"]",
         ));
     };
+    validate_region_list(regions)?;
+    if let Some(quorum) = quorum {
+        if quorum == 0 || quorum as usize > regions.len() {
+            return Err(ValidationError::combination(
+                "quorum",
+                format!(
+                    "must be between 1 and the number of poller_regions ({}), got {quorum}",
+                    regions.len()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `poller_regions` on its own: two to sixteen distinct region names.
+fn validate_region_list(regions: &[String]) -> Result<(), ValidationError> {
     for region in regions {
         validate_label("poller_regions", region)?;
     }
@@ -532,32 +611,13 @@ fn validate_locations(
             ),
         ));
     }
-    if let Some(quorum) = quorum {
-        if quorum == 0 || quorum as usize > regions.len() {
-            return Err(ValidationError::combination(
-                "quorum",
-                format!(
-                    "must be between 1 and the number of poller_regions ({}), got {quorum}",
-                    regions.len()
-                ),
-            ));
-        }
-    }
     Ok(())
 }
 
 /// Targets by kind: `http` takes an http(s) URL; `tcp` and `tls` take `host:port`
 /// (`tls` defaults to port 443); `dns` takes a domain name.
 pub fn validate_target(kind: CheckKind, target: &str) -> Result<(), ValidationError> {
-    if target.is_empty() {
-        return Err(ValidationError::new("target", "must not be empty"));
-    }
-    if target.len() > MAX_TARGET_LEN {
-        return Err(ValidationError::new(
-            "target",
-            format!("must be at most {MAX_TARGET_LEN} characters"),
-        ));
-    }
+    validate_target_length(target)?;
     // From here on the syntax depends on the kind.
     let fail = |message: String| Err(ValidationError::combination("target", message));
     match kind {
@@ -593,6 +653,19 @@ pub fn validate_target(kind: CheckKind, target: &str) -> Result<(), ValidationEr
             }
         }
     }
+}
+
+fn validate_target_length(target: &str) -> Result<(), ValidationError> {
+    if target.is_empty() {
+        return Err(ValidationError::new("target", "must not be empty"));
+    }
+    if target.chars().count() > MAX_TARGET_LEN {
+        return Err(ValidationError::new(
+            "target",
+            format!("must be at most {MAX_TARGET_LEN} characters"),
+        ));
+    }
+    Ok(())
 }
 
 /// Splits `host:port`, `[v6]:port`, or a bare host. `None` if the port is not a number.

@@ -196,14 +196,7 @@ impl ChannelSpec {
 
     /// A receiver's address: http(s) for the HTTP kinds, smtp(s) for email.
     fn check_url(&self, field: &str, url: &str) -> Result<(), ValidationError> {
-        if url.len() > MAX_URL_LEN {
-            return Err(ValidationError::new(
-                field,
-                "must be at most 2048 characters",
-            ));
-        }
-        let parsed = url::Url::parse(url)
-            .map_err(|e| ValidationError::new(field, format!("`{url}` is not a URL ({e})")))?;
+        let parsed = check_url_syntax(field, url)?;
         let schemes: &[&str] = match self.kind {
             ChannelKind::Email => &["smtp", "smtps"],
             _ => &["http", "https"],
@@ -236,13 +229,7 @@ impl ChannelSpec {
 
     /// Checks every field for the kind; the first failure names the field and the fix.
     pub fn validate(&self) -> Result<(), ValidationError> {
-        crate::monitor::validate_name(&self.name)?;
-        if self.name.chars().count() > MAX_NAME_LEN {
-            return Err(ValidationError::new(
-                "name",
-                "must be at most 200 characters",
-            ));
-        }
+        check_name(&self.name)?;
         let url = self.url.as_deref().ok_or_else(|| {
             ValidationError::combination(
                 "url",
@@ -285,47 +272,9 @@ impl ChannelSpec {
                     "only webhook channels sign their messages; drop it",
                 ));
             }
-            if !(16..=256).contains(&secret.len()) {
-                return Err(ValidationError::new(
-                    "secret",
-                    "must be 16 to 256 characters (a random string, e.g. from `openssl rand -hex 32`)",
-                ));
-            }
+            check_secret(secret)?;
         }
-        if self.headers.len() > MAX_HEADERS {
-            return Err(ValidationError::new("headers", "at most 20 headers"));
-        }
-        for (name, value) in &self.headers {
-            let valid_name = !name.is_empty()
-                && name
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
-            if !valid_name {
-                return Err(ValidationError::new(
-                    "headers",
-                    format!("`{name}` is not a valid header name"),
-                ));
-            }
-            if RESERVED_HEADERS
-                .iter()
-                .any(|reserved| name.eq_ignore_ascii_case(reserved))
-                || name.to_ascii_lowercase().starts_with("proxy-")
-            {
-                return Err(ValidationError::new(
-                    "headers",
-                    format!(
-                        "`{name}` is central's to set (framing, routing, hop-by-hop or the \
-                         notification's id and signature)"
-                    ),
-                ));
-            }
-            if value.bytes().any(|b| b.is_ascii_control() && b != b'\t') || value.len() > 4096 {
-                return Err(ValidationError::new(
-                    "headers",
-                    format!("the value of `{name}` must be printable and at most 4096 bytes"),
-                ));
-            }
-        }
+        check_headers(&self.headers)?;
         match self.kind {
             ChannelKind::Email => {
                 let from = self.from.as_deref().ok_or_else(|| {
@@ -362,6 +311,122 @@ impl ChannelSpec {
         }
         Ok(())
     }
+}
+
+/// A channel's extra HTTP headers on their own: at most 20, token names that are not
+/// central's to set, printable values.
+fn check_headers(headers: &BTreeMap<String, String>) -> Result<(), ValidationError> {
+    if headers.len() > MAX_HEADERS {
+        return Err(ValidationError::new("headers", "at most 20 headers"));
+    }
+    for (name, value) in headers {
+        let valid_name = !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+        if !valid_name {
+            return Err(ValidationError::new(
+                "headers",
+                format!("`{name}` is not a valid header name"),
+            ));
+        }
+        if RESERVED_HEADERS
+            .iter()
+            .any(|reserved| name.eq_ignore_ascii_case(reserved))
+            || name.to_ascii_lowercase().starts_with("proxy-")
+        {
+            return Err(ValidationError::new(
+                "headers",
+                format!(
+                    "`{name}` is central's to set (framing, routing, hop-by-hop or the \
+                         notification's id and signature)"
+                ),
+            ));
+        }
+        if value.bytes().any(|b| b.is_ascii_control() && b != b'\t') || value.len() > 4096 {
+            return Err(ValidationError::new(
+                "headers",
+                format!("the value of `{name}` must be printable and at most 4096 bytes"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl ChannelPatch {
+    /// The rules of each field on its own, as the document's `ChannelPatch` schema states
+    /// them. Whether the patched channel holds together (a URL of its kind's scheme, fields
+    /// its kind takes) is `ChannelSpec::validate`'s, on the result.
+    pub fn validate_fields(&self) -> Result<(), ValidationError> {
+        if let Some(name) = &self.name {
+            check_name(name)?;
+        }
+        if let Some(url) = &self.url {
+            check_url_syntax("url", url)?;
+        }
+        if let Some(Some(secret)) = &self.secret {
+            check_secret(secret)?;
+        }
+        if let Some(headers) = &self.headers {
+            check_headers(headers)?;
+        }
+        if let Some(from) = &self.from {
+            check_address("from", from)?;
+        }
+        if let Some(to) = &self.to {
+            if to.len() > MAX_RECIPIENTS {
+                return Err(ValidationError::new("to", "at most 20 recipient addresses"));
+            }
+            for address in to {
+                check_address("to", address)?;
+            }
+        }
+        if let Some(urls) = &self.urls {
+            if urls.len() > MAX_EXTRA_URLS {
+                return Err(ValidationError::new(
+                    "urls",
+                    "at most 4 further Alertmanager instances",
+                ));
+            }
+            for url in urls {
+                check_url_syntax("urls", url)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check_name(name: &str) -> Result<(), ValidationError> {
+    crate::monitor::validate_name(name)?;
+    if name.chars().count() > MAX_NAME_LEN {
+        return Err(ValidationError::new(
+            "name",
+            "must be at most 200 characters",
+        ));
+    }
+    Ok(())
+}
+
+fn check_secret(secret: &str) -> Result<(), ValidationError> {
+    if !(16..=256).contains(&secret.chars().count()) {
+        return Err(ValidationError::new(
+            "secret",
+            "must be 16 to 256 characters (a random string, e.g. from `openssl rand -hex 32`)",
+        ));
+    }
+    Ok(())
+}
+
+/// A URL of any scheme, at most 2048 characters.
+fn check_url_syntax(field: &str, url: &str) -> Result<url::Url, ValidationError> {
+    if url.chars().count() > MAX_URL_LEN {
+        return Err(ValidationError::new(
+            field,
+            "must be at most 2048 characters",
+        ));
+    }
+    url::Url::parse(url)
+        .map_err(|e| ValidationError::new(field, format!("`{url}` is not a URL ({e})")))
 }
 
 /// A mail address `local@domain` (RFC 5321 without quoted local parts or address literals):

@@ -151,7 +151,7 @@ async fn every_bad_request_gets_a_named_4xx() {
             Some(&monitor(json!({"target": "nope"}))),
         )
         .await,
-        400,
+        422,
         &["target"],
     );
     assert_error(
@@ -164,7 +164,7 @@ async fn every_bad_request_gets_a_named_4xx() {
             Some(&monitor(json!({"poller_mode": "pinned", "poller_id": "7f1c1d3e-0000-4000-8000-000000000000"}))),
         )
         .await,
-        400,
+        422,
         &["poller_id"],
     );
     assert_error(
@@ -334,15 +334,20 @@ async fn every_bad_request_gets_a_named_4xx() {
     assert_eq!(created.0, 201, "{}", created.1);
     let path = format!("/api/v1/monitors/{}", created.1["id"].as_str().unwrap());
     let patch = reqwest::Method::PATCH;
-    for (body, words) in [
-        (json!({"interval_ms": 1}), vec!["interval_ms"]),
-        (json!({"kind": "tcp"}), vec!["kind"]),
+    // 400 for what the patch's own schema states; 422 for a patch that does not fit the
+    // monitor as it is (settings and targets depend on its kind, pinned needs its poller).
+    for (body, status, words) in [
+        (json!({"interval_ms": 1}), 400, vec!["interval_ms"]),
+        (json!({"kind": "tcp"}), 400, vec!["kind"]),
+        (json!({"name": "a\nb"}), 400, vec!["name"]),
         (
             json!({"settings": {"retries": 99}}),
+            422,
             vec!["settings.retries"],
         ),
-        (json!({"poller_mode": "pinned"}), vec!["poller_id"]),
-        (json!({"target": "ftp://x"}), vec!["target"]),
+        (json!({"poller_mode": "pinned"}), 422, vec!["poller_id"]),
+        (json!({"target": "ftp://x"}), 422, vec!["target"]),
+        (json!({"timeout_ms": 60000}), 422, vec!["timeout_ms"]),
     ] {
         let answer = send(
             &central,
@@ -352,7 +357,7 @@ async fn every_bad_request_gets_a_named_4xx() {
             Some(&body.to_string()),
         )
         .await;
-        assert_error(&format!("PATCH monitor {body}"), answer, 400, &words);
+        assert_error(&format!("PATCH monitor {body}"), answer, status, &words);
     }
     let missing_poller = "/api/v1/pollers/7f1c1d3e-0000-4000-8000-000000000000";
     assert_error(

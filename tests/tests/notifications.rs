@@ -354,7 +354,7 @@ async fn channels_are_validated_tested_and_reach_mail_and_chat() -> anyhow::Resu
         let (code, body) = central
             .admin(Method::POST, "/api/v1/notification-channels", Some(spec))
             .await?;
-        assert_eq!(code, 400, "{body}");
+        assert_eq!(code, 422, "{body}");
         assert!(body["message"].as_str().unwrap().contains(field), "{body}");
     }
     let (code, body) = central
@@ -365,7 +365,8 @@ async fn channels_are_validated_tested_and_reach_mail_and_chat() -> anyhow::Resu
                 "notification_channel_ids": [uuid::Uuid::new_v4()]})),
         )
         .await?;
-    assert_eq!(code, 400, "{body}");
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(body["error"], "unknown_reference", "{body}");
     assert!(
         body["message"]
             .as_str()

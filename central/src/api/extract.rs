@@ -74,45 +74,19 @@ async fn body_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, Ap
     })
 }
 
-/// Parses a body. JSON has one number type, so `3.0` is the integer 3 to JSON Schema and to
-/// most clients' encoders; serde refuses it for an integer field. Only a body refused for that
-/// reason is parsed a second time, with integral numbers rewritten as integers: the common case
-/// costs one parse, and no other input is read differently.
+/// Parses a body, reading integral floats as JSON Schema does (`shared_proto::lenient`).
 fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let error = match axum::Json::<T>::from_bytes(bytes) {
         Ok(axum::Json(value)) => return Ok(value),
         Err(rejection) => rejection,
     };
-    if error.body_text().contains("invalid type: floating point") {
-        if let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(bytes) {
-            integral_floats_to_integers(&mut value);
-            if let Ok(parsed) = serde_json::from_value(value) {
-                return Ok(parsed);
-            }
+    if shared_proto::lenient::is_float_for_integer(&error.body_text()) {
+        if let Ok(parsed) = shared_proto::lenient::from_slice(bytes) {
+            return Ok(parsed);
         }
     }
     // axum's text names the offending field path, e.g. `interval_ms: invalid type…`.
     Err(ApiError::bad_request("invalid_body", error.body_text()))
-}
-
-/// Rewrites every float with no fractional part that an `i64`/`u64` holds exactly as an integer.
-fn integral_floats_to_integers(value: &mut serde_json::Value) {
-    use serde_json::Value;
-    // 2^53: past it a float no longer stands for one integer.
-    const EXACT: f64 = 9_007_199_254_740_992.0;
-    match value {
-        Value::Number(number) => {
-            if let Some(float) = number.as_f64().filter(|_| number.is_f64()) {
-                if float.fract() == 0.0 && float.abs() <= EXACT {
-                    // In range by the check above, so the cast is exact.
-                    *number = serde_json::Number::from(float as i64);
-                }
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(integral_floats_to_integers),
-        Value::Object(fields) => fields.values_mut().for_each(integral_floats_to_integers),
-        Value::Null | Value::Bool(_) | Value::String(_) => {}
-    }
 }
 
 /// Query parameters.

@@ -23,7 +23,7 @@ use crate::service::App;
     summary = "Create a notification channel",
     security(("admin_token" = [])),
     request_body = ChannelSpec,
-    responses((status = 201, description = "Created (the secret is never shown again).", body = ChannelView), super::openapi::BodyErrors)
+    responses((status = 201, description = "Created (the secret is never shown again).", body = ChannelView), super::openapi::SpecErrors)
 )]
 pub async fn create_channel(
     State(app): State<Arc<App>>,
@@ -71,7 +71,7 @@ pub async fn get_channel(
     security(("admin_token" = [])),
     request_body = ChannelPatch,
     params(("id" = Uuid, Path, description = "Channel id")),
-    responses((status = 200, description = "The channel as changed.", body = ChannelView), super::openapi::IdBodyErrors)
+    responses((status = 200, description = "The channel as changed.", body = ChannelView), super::openapi::PatchErrors)
 )]
 pub async fn update_channel(
     State(app): State<Arc<App>>,

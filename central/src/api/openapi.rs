@@ -279,9 +279,13 @@ const OVERLOADED: &str = "`overloaded`: retry after `Retry-After` seconds.";
 const TIMED_OUT: &str = "`request_timeout`: the body did not arrive within \
                          `CENTRAL_REQUEST_TIMEOUT`; send it again, at once.";
 const RATE_LIMITED: &str = "`rate_limited`: retry after `Retry-After` seconds.";
-const BODY_INVALID: &str = "`invalid_body` (not the schema's shape), `invalid_field` (a field \
-                            breaks its own rule) or `invalid_combination` (fields that are each \
-                            valid break a rule between them); the message names the field.";
+const BODY_INVALID: &str = "`invalid_body` (not the schema's shape) or `invalid_field` (a field \
+                            breaks a rule the schema states); the message names the field.";
+const UNPROCESSABLE: &str = "The body is as the schema says, but breaks a rule no schema states \
+    (docs/protocol.md lists them): `invalid_combination`, a rule between fields (a timeout \
+    within the interval, the fields a `poller_mode` needs, a quorum within the regions), or on \
+    an edit, a patch that does not fit the object as it is (a `target` of another kind); \
+    `unknown_reference`, an id that names nothing. The message names the field.";
 
 /// `ErrorBody` answers, one per `(status, description)`.
 /// Every operation may answer a caller without valid credentials `429` while it (or everyone)
@@ -336,6 +340,19 @@ error_set!(
 );
 
 error_set!(
+    /// Creating a monitor or a channel: a JSON body with rules between its fields.
+    SpecErrors {
+        400 => BODY_INVALID,
+        401 => ADMIN_UNAUTHORIZED,
+        408 => TIMED_OUT,
+        413 => TOO_LARGE,
+        415 => MEDIA_TYPE,
+        422 => UNPROCESSABLE,
+        503 => OVERLOADED,
+    }
+);
+
+error_set!(
     /// Settings-API lists.
     QueryErrors {
         400 => "`invalid_query`: the message names the parameter.",
@@ -367,8 +384,7 @@ error_set!(
 error_set!(
     /// Settings-API operations on one object, with a JSON body.
     IdBodyErrors {
-        400 => "`invalid_path`, or a body error as on create: `invalid_body`, `invalid_field` \
-                or `invalid_combination`.",
+        400 => "`invalid_path`, or a body error: `invalid_body` or `invalid_field`.",
         401 => ADMIN_UNAUTHORIZED,
         404 => NOT_FOUND,
         408 => TIMED_OUT,
@@ -379,10 +395,10 @@ error_set!(
 );
 
 error_set!(
-    /// An edit of an object with a revision (`If-Match`).
+    /// An edit of a monitor, which has a revision (`If-Match`).
     EditErrors {
-        400 => "`invalid_path`, `If-Match` that is not a revision, or a body error as on create: \
-                `invalid_body`, `invalid_field` or `invalid_combination`.",
+        400 => "`invalid_path`, `If-Match` that is not a revision, or a body error: \
+                `invalid_body` or `invalid_field`.",
         401 => ADMIN_UNAUTHORIZED,
         404 => NOT_FOUND,
         409 => "`conflict`: the object changed since the revision in `If-Match` was read; read \
@@ -390,6 +406,21 @@ error_set!(
         408 => TIMED_OUT,
         413 => TOO_LARGE,
         415 => MEDIA_TYPE,
+        422 => UNPROCESSABLE,
+        503 => OVERLOADED,
+    }
+);
+
+error_set!(
+    /// An edit of a channel.
+    PatchErrors {
+        400 => "`invalid_path`, or a body error: `invalid_body` or `invalid_field`.",
+        401 => ADMIN_UNAUTHORIZED,
+        404 => NOT_FOUND,
+        408 => TIMED_OUT,
+        413 => TOO_LARGE,
+        415 => MEDIA_TYPE,
+        422 => UNPROCESSABLE,
         503 => OVERLOADED,
     }
 );

@@ -50,12 +50,14 @@ impl App {
     }
 
     pub async fn update_channel(&self, id: Uuid, patch: ChannelPatch) -> ApiResult<ChannelView> {
+        patch.validate_fields()?;
         let current = self.channel_row(id).await?;
         let stored = channel_spec(&current)?;
         let mut spec = stored.clone();
         spec.apply(patch);
         keep_hidden(&mut spec, &stored);
-        spec.validate()?;
+        spec.validate()
+            .map_err(|e| super::patch_does_not_fit(e.into()))?;
         let row = channel_row(id, &spec, current.created_at, now_ms());
         if !self.store.update_channel(&row).await? {
             return Err(ApiError::NotFound(format!(

@@ -11,6 +11,7 @@ use shared_proto::poller_api::{
     MAX_RESULT_META_BYTES, MAX_RESULT_MSG_LEN,
 };
 use shared_proto::settings::MAX_DELIBERATE_DELAY_MS;
+use shared_proto::ValidationError;
 use uuid::Uuid;
 
 use super::quorum;
@@ -28,15 +29,15 @@ const REASSIGNMENT_GRACE_MS: i64 = 15 * 60 * 1000;
 /// Agents' clocks may run a little ahead; beyond this a timestamp is refused.
 const MAX_CLOCK_SKEW_MS: i64 = 5 * 60 * 1000;
 
-/// A batch whose results are parsed one by one, so that one bad result does not sink the rest.
+/// A batch whose results are parsed one by one, so that a bad one is named by its position.
 #[derive(Debug, Deserialize)]
 pub struct IncomingBatch {
     pub batch_id: Uuid,
     pub results: CappedResults,
 }
 
-/// The first `MAX_BATCH_RESULTS` results, kept raw until each is parsed on its own (one
-/// malformed result must not sink the batch), and how many the upload held in all. Elements
+/// The first `MAX_BATCH_RESULTS` results, kept raw until each is parsed on its own (so that
+/// a malformed one is named by its position), and how many the upload held in all. Elements
 /// past the cap are counted without being kept, so an 8 MiB body of tiny elements costs no
 /// more memory than a legal batch, and the agent still learns to split (413).
 #[derive(Debug, Default)]
@@ -84,37 +85,36 @@ impl App {
         let mut ack = ResultsAck::default();
         let mut candidates = Vec::with_capacity(batch.results.kept.len());
         for (index, raw) in batch.results.kept.iter().enumerate() {
-            // Named by its id when it has a readable one, else by its position.
-            let label = || {
-                serde_json::from_str::<serde_json::Value>(raw.get())
-                    .ok()
-                    .and_then(|v| v.get("id")?.as_str().map(str::to_string))
-                    .unwrap_or_else(|| format!("#{index}"))
-            };
-            match serde_json::from_str::<CheckResult>(raw.get()) {
-                Ok(result) if result.ts.timestamp_millis() > now + MAX_CLOCK_SKEW_MS => {
-                    ack.rejected.push(RejectedResult {
-                        id: result.id.to_string(),
-                        reason: "ts is more than 5 minutes in the future; check the poller's clock"
-                            .into(),
-                    })
-                }
-                Ok(result) if result.latency_ms.is_some_and(|l| l > MAX_RESULT_LATENCY_MS) => {
-                    ack.rejected.push(RejectedResult {
-                        id: result.id.to_string(),
-                        reason: format!(
-                            "latency_ms {} is beyond any check's timeout (at most \
-                             {MAX_RESULT_LATENCY_MS}); check the poller",
-                            result.latency_ms.unwrap_or_default()
-                        ),
-                    })
-                }
-                Ok(result) => candidates.push(result),
-                Err(e) => ack.rejected.push(RejectedResult {
-                    id: label(),
-                    reason: format!("malformed result: {e}"),
-                }),
+            // What the document's schema states about a result is checked for the whole batch:
+            // a result that breaks it refuses the batch, naming the result, and the agent
+            // splits the batch until it can drop that one result (uplink::upload). Rules the
+            // schema cannot state (a clock ahead of central's) refuse only their result.
+            let result =
+                shared_proto::lenient::from_str::<CheckResult>(raw.get()).map_err(|e| {
+                    ValidationError::new(
+                        format!("results[{index}]"),
+                        format!("is not a result ({e}); nothing of this batch was stored"),
+                    )
+                })?;
+            if let Some(latency) = result.latency_ms.filter(|l| *l > MAX_RESULT_LATENCY_MS) {
+                return Err(ValidationError::new(
+                    format!("results[{index}].latency_ms"),
+                    format!(
+                        "{latency} is beyond any check's timeout (at most \
+                         {MAX_RESULT_LATENCY_MS}); nothing of this batch was stored"
+                    ),
+                )
+                .into());
             }
+            if result.ts.timestamp_millis() > now + MAX_CLOCK_SKEW_MS {
+                ack.rejected.push(RejectedResult {
+                    id: result.id.to_string(),
+                    reason: "ts is more than 5 minutes in the future; check the poller's clock"
+                        .into(),
+                });
+                continue;
+            }
+            candidates.push(result);
         }
 
         let mut monitor_ids: Vec<String> = candidates

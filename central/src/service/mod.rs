@@ -33,6 +33,7 @@ use chrono::{DateTime, TimeZone, Utc};
 use tokio::sync::{watch, Mutex};
 
 use crate::config::ServeArgs;
+use crate::error::ApiError;
 use crate::metrics::Metrics;
 use crate::store::{LeaseState, Store};
 use auth::JwtKeys;
@@ -302,4 +303,15 @@ pub fn now_ms() -> i64 {
 
 pub fn time_of(ms: i64) -> DateTime<Utc> {
     Utc.timestamp_millis_opt(ms).single().unwrap_or_default()
+}
+
+/// A patch whose fields are each valid, but which breaks a rule once applied to the object
+/// as it is (a monitor's target not of its kind, a timeout beyond its interval): `422`, never
+/// `400`, which is kept for what the patch's own schema states. RFC 5789 §2.2 calls this a
+/// conflicting state; 422 is also what a rule between fields of a create gets.
+pub(crate) fn patch_does_not_fit(error: ApiError) -> ApiError {
+    match error {
+        ApiError::Validation(e) if e.rule == shared_proto::Rule::Field => e.in_combination().into(),
+        other => other,
+    }
 }

@@ -166,6 +166,7 @@ impl App {
         if_match: Option<u64>,
     ) -> ApiResult<MonitorView> {
         const ATTEMPTS: usize = 5;
+        patch.validate_fields()?;
         for _ in 0..ATTEMPTS {
             let current = self.monitor_row(id).await?;
             let revision = current.revision.max(0) as u64;
@@ -174,7 +175,9 @@ impl App {
             }
             let mut spec = monitor_view(&current)?.spec;
             spec.apply(patch.clone());
-            self.validate_monitor(&spec).await?;
+            self.validate_monitor(&spec)
+                .await
+                .map_err(super::patch_does_not_fit)?;
             let row = monitor_row(id, &spec, current.created_at, now_ms());
             match self
                 .store

@@ -2,7 +2,8 @@
 //! waiting or every `POLLER_BATCH_INTERVAL`. Each batch is mostly the oldest results (a backlog
 //! drains in order) plus a tenth of the newest (the status view stays fresh meanwhile). A
 //! result leaves the queue only once central has answered for it (stored, already stored, or
-//! refused as invalid).
+//! refused as invalid: alone, or named in a refusal of its batch, which the uploader halves
+//! until that result is alone).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -103,24 +104,20 @@ impl Uploader {
                         return Ok(());
                     }
                 }
-                Err(UplinkError::Refused { status: 413, .. }) if size > 1 => {
-                    size = (size / 2).max(1);
-                    tracing::warn!(
-                        size,
-                        "central found the batch too large; retrying smaller batches"
-                    );
-                }
                 Err(UplinkError::Refused {
-                    status: 413,
-                    message,
-                    ..
-                }) => {
-                    // One result alone is too large: it can never be delivered, and must not
-                    // block the rest.
-                    tracing::error!(result_id = %ids[0], "central refuses this result as too large ({message}); dropping it");
-                    let _ = self.store.acknowledge(ids).await;
-                    self.metrics.results_dropped.inc();
-                    let _ = self.store.add_dropped(1).await;
+                    status, message, ..
+                }) if refusal(status, &message, ids.len()) != Refusal::Retry => {
+                    if refusal(status, &message, ids.len()) == Refusal::Split {
+                        size = (ids.len() as u32 / 2).max(1);
+                        tracing::warn!(size, "central refused the batch for one of its results ({message}); retrying smaller batches");
+                    } else {
+                        // This result alone is refused: it can never be delivered, and must not
+                        // block the rest.
+                        tracing::error!(result_id = %ids[0], "central refuses this result ({message}); dropping it");
+                        let _ = self.store.acknowledge(ids).await;
+                        self.metrics.results_dropped.inc();
+                        let _ = self.store.add_dropped(1).await;
+                    }
                 }
                 Err(e) => {
                     self.metrics.upload_failures.inc();
@@ -137,5 +134,55 @@ impl Uploader {
                 }
             }
         }
+    }
+}
+
+/// What a refusal of a whole batch asks of the uploader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    /// Upload halves: the refusal is about one result (too large, or not well formed), and
+    /// a smaller batch delivers the others.
+    Split,
+    /// Drop the batch's only result: central will never take it.
+    Drop,
+    /// Keep the results and try again later: the refusal is not about a result.
+    Retry,
+}
+
+/// Central answers `413` for a batch too large, and `400` naming `results[i]` for a result
+/// its schema refuses; anything else leaves the results queued, so that a central that
+/// refuses everything (a bug, a version it does not know) cannot make the agent drop them.
+fn refusal(status: u16, message: &str, batch_len: usize) -> Refusal {
+    let about_a_result = status == 413 || (status == 400 && message.contains("`results["));
+    match (about_a_result, batch_len) {
+        (false, _) | (_, 0) => Refusal::Retry,
+        (true, 1) => Refusal::Drop,
+        (true, _) => Refusal::Split,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{refusal, Refusal};
+
+    #[test]
+    fn a_refused_result_is_found_by_halving_and_dropped_alone() {
+        let named = "`results[3]` is not a result (missing field `ts`)";
+        assert_eq!(refusal(400, named, 8), Refusal::Split);
+        assert_eq!(
+            refusal(400, "`results[0].latency_ms` 9 is beyond", 1),
+            Refusal::Drop
+        );
+        assert_eq!(refusal(413, "over 5,000 results", 8), Refusal::Split);
+        assert_eq!(refusal(413, "body over the limit", 1), Refusal::Drop);
+    }
+
+    #[test]
+    fn other_refusals_keep_the_results() {
+        // Not about one result: a central that refuses every batch must not empty the queue.
+        assert_eq!(refusal(400, "`batch_id` is not a UUID", 1), Refusal::Retry);
+        assert_eq!(refusal(400, "`results[0]` …", 0), Refusal::Retry);
+        assert_eq!(refusal(415, "send application/json", 1), Refusal::Retry);
+        assert_eq!(refusal(422, "`results[0]` …", 1), Refusal::Retry);
     }
 }
