@@ -320,11 +320,7 @@ fn check_headers(headers: &BTreeMap<String, String>) -> Result<(), ValidationErr
         return Err(ValidationError::new("headers", "at most 20 headers"));
     }
     for (name, value) in headers {
-        let valid_name = !name.is_empty()
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
-        if !valid_name {
+        if !crate::settings::is_header_name(name) {
             return Err(ValidationError::new(
                 "headers",
                 format!("`{name}` is not a valid header name"),

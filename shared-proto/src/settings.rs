@@ -316,11 +316,7 @@ impl HttpSettings {
             ));
         }
         for name in self.headers.keys() {
-            let valid = !name.is_empty()
-                && name
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
-            if !valid {
+            if !is_header_name(name) {
                 return Err(ValidationError::new(
                     "settings.headers",
                     format!("`{name}` is not a valid header name"),
@@ -352,6 +348,15 @@ impl HttpSettings {
             self.expected_status.contains(&status)
         }
     }
+}
+
+/// An HTTP header name: an RFC 9110 token (what the OpenAPI document's `propertyNames` pattern
+/// for headers states).
+pub fn is_header_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 /// Settings of a `tcp` check (none beyond the common ones).
