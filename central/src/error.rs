@@ -71,6 +71,7 @@ impl ApiError {
                 // or fuzzer can tell a request that breaks the schema from one that does not.
                 Rule::Combination => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_combination"),
                 Rule::Reference => (StatusCode::UNPROCESSABLE_ENTITY, "unknown_reference"),
+                Rule::Value => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_value"),
             },
             ApiError::BadRequest { code, .. } => (StatusCode::BAD_REQUEST, code),
             ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),

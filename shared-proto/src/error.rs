@@ -24,6 +24,9 @@ pub enum Rule {
     Combination,
     /// The field names an object that does not exist.
     Reference,
+    /// The field has the shape its schema states, but is not usable for a reason no pattern
+    /// states: a bracketed IPv6 address that does not parse, a host name over 253 characters.
+    Value,
 }
 
 impl ValidationError {
@@ -45,6 +48,13 @@ impl ValidationError {
     pub fn reference(field: impl Into<String>, message: impl Into<String>) -> Self {
         Self {
             rule: Rule::Reference,
+            ..Self::new(field, message)
+        }
+    }
+
+    pub fn value(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            rule: Rule::Value,
             ..Self::new(field, message)
         }
     }

@@ -30,6 +30,17 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> serde_json::Result<T> {
     }
 }
 
+/// Reads a JSON value (a monitor's free-form `settings`) as [`from_str`] reads a text.
+pub fn from_value<T: DeserializeOwned>(mut value: Value) -> serde_json::Result<T> {
+    match T::deserialize(&value) {
+        Err(error) if is_float_for_integer(&error.to_string()) => {
+            integral_floats_to_integers(&mut value);
+            serde_json::from_value(value).map_err(|_| error)
+        }
+        other => other,
+    }
+}
+
 /// Rewrites every float with no fractional part that an `i64`/`u64` holds exactly as an integer.
 fn integral_floats_to_integers(value: &mut Value) {
     // 2^53: past it a float no longer stands for one integer.

@@ -13,6 +13,7 @@ pub mod notifications;
 pub mod poller_api;
 pub mod settings;
 pub mod settings_api;
+pub mod target;
 
 pub use error::{ErrorBody, Rule, ValidationError};
 pub use monitor::{AssignedMonitor, CheckKind, MonitorPatch, MonitorSpec, PollerMode};

@@ -5,6 +5,8 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::settings::MonitorSettings;
+pub use crate::target::split_host_port;
+use crate::target::{validate_target, validate_target_length};
 use crate::ValidationError;
 
 pub const MIN_INTERVAL_MS: u64 = 5_000;
@@ -26,7 +28,6 @@ const MAX_CHANNELS: usize = 20;
 pub fn staleness_grace_ms(interval_ms: u64) -> u64 {
     interval_ms.max(60_000)
 }
-const MAX_TARGET_LEN: usize = 2048;
 const MAX_LABEL_LEN: usize = 64;
 /// What [`validate_label`] accepts, for the OpenAPI document (whose `pattern = "…"` attributes
 /// must spell it out as a literal).
@@ -187,9 +188,9 @@ impl MonitorSpec {
         validate_target(self.kind, &self.target)?;
         validate_interval(self.interval_ms)?;
         validate_timeout(self.timeout_ms, self.interval_ms)?;
-        // Which settings exist, and their ranges, depend on the kind.
-        MonitorSettings::parse(self.kind, &self.settings)
-            .map_err(ValidationError::in_combination)?;
+        // Which settings exist, and their ranges, depend on the kind (each kind's schema in
+        // the OpenAPI document states them).
+        MonitorSettings::parse(self.kind, &self.settings)?;
         validate_placement(
             self.poller_mode,
             self.poller_id,
@@ -614,94 +615,6 @@ fn validate_region_list(regions: &[String]) -> Result<(), ValidationError> {
     Ok(())
 }
 
-/// Targets by kind: `http` takes an http(s) URL; `tcp` and `tls` take `host:port`
-/// (`tls` defaults to port 443); `dns` takes a domain name.
-pub fn validate_target(kind: CheckKind, target: &str) -> Result<(), ValidationError> {
-    validate_target_length(target)?;
-    // From here on the syntax depends on the kind.
-    let fail = |message: String| Err(ValidationError::combination("target", message));
-    match kind {
-        CheckKind::Http => match url::Url::parse(target) {
-            Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => Ok(()),
-            Ok(url) => fail(format!(
-                "`{target}` must be an http:// or https:// URL with a host (scheme was `{}`)",
-                url.scheme()
-            )),
-            Err(e) => fail(format!(
-                "`{target}` is not a URL ({e}); write it like https://example.com/health"
-            )),
-        },
-        CheckKind::Tcp => match split_host_port(target) {
-            Some((host, Some(_))) if is_host(host) => Ok(()),
-            _ => fail(format!(
-                "`{target}` must be host:port, like db.example.com:5432 or [2001:db8::1]:22"
-            )),
-        },
-        CheckKind::Tls => match split_host_port(target) {
-            Some((host, _)) if is_host(host) => Ok(()),
-            _ => fail(format!(
-                "`{target}` must be a host or host:port, like example.com or example.com:8443"
-            )),
-        },
-        CheckKind::Dns => {
-            if is_domain_name(target.trim_end_matches('.')) {
-                Ok(())
-            } else {
-                fail(format!(
-                    "`{target}` must be a domain name, like example.com"
-                ))
-            }
-        }
-    }
-}
-
-fn validate_target_length(target: &str) -> Result<(), ValidationError> {
-    if target.is_empty() {
-        return Err(ValidationError::new("target", "must not be empty"));
-    }
-    if target.chars().count() > MAX_TARGET_LEN {
-        return Err(ValidationError::new(
-            "target",
-            format!("must be at most {MAX_TARGET_LEN} characters"),
-        ));
-    }
-    Ok(())
-}
-
-/// Splits `host:port`, `[v6]:port`, or a bare host. `None` if the port is not a number.
-pub fn split_host_port(target: &str) -> Option<(&str, Option<u16>)> {
-    if let Some(rest) = target.strip_prefix('[') {
-        let (host, after) = rest.split_once(']')?;
-        return match after {
-            "" => Some((host, None)),
-            _ => Some((host, Some(after.strip_prefix(':')?.parse().ok()?))),
-        };
-    }
-    match target.rsplit_once(':') {
-        Some((host, port)) if !host.contains(':') => Some((host, Some(port.parse().ok()?))),
-        Some(_) => Some((target, None)),
-        None => Some((target, None)),
-    }
-}
-
-fn is_host(host: &str) -> bool {
-    host.parse::<std::net::IpAddr>().is_ok() || is_domain_name(host)
-}
-
-fn is_domain_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 253
-        && name.split('.').all(|label| {
-            !label.is_empty()
-                && label.len() <= 63
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-                && label
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -910,13 +823,5 @@ mod tests {
         let mut monitor = spec(with(http_monitor(), "poller_region", json!("eu"))).unwrap();
         monitor.apply(patch);
         assert_eq!(monitor.poller_region, None);
-    }
-
-    #[test]
-    fn host_port_splitting() {
-        assert_eq!(split_host_port("a.com:80"), Some(("a.com", Some(80))));
-        assert_eq!(split_host_port("a.com"), Some(("a.com", None)));
-        assert_eq!(split_host_port("[::1]:22"), Some(("::1", Some(22))));
-        assert_eq!(split_host_port("a.com:x"), None);
     }
 }

@@ -50,7 +50,7 @@ impl MonitorSettings {
 }
 
 fn from_settings<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, ValidationError> {
-    serde_json::from_value(value).map_err(|e| ValidationError::new("settings", e.to_string()))
+    crate::lenient::from_value(value).map_err(|e| ValidationError::new("settings", e.to_string()))
 }
 
 fn range_check<T: PartialOrd + std::fmt::Display + Copy>(
@@ -74,30 +74,44 @@ fn range_check<T: PartialOrd + std::fmt::Display + Copy>(
 #[serde(deny_unknown_fields, default)]
 pub struct CommonSettings {
     /// Re-checks after a failure before backoff takes over.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 10))]
     pub retries: u32,
+    #[cfg_attr(feature = "openapi", schema(minimum = 1000, maximum = 300000))]
     pub retry_interval_ms: u64,
     /// Consecutive failing results central needs before it calls the monitor down.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 20))]
     pub confirm_down: u32,
     /// Consecutive passing results central needs before a down monitor is up again (resolved).
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 20))]
     pub confirm_up: u32,
     /// While down (or degraded, or stale), notify again this often; 0 sends one notification.
     pub repeat_interval_ms: u64,
+    #[cfg_attr(feature = "openapi", schema(minimum = 100, maximum = 3600000))]
     pub backoff_base_ms: u64,
+    #[cfg_attr(feature = "openapi", schema(minimum = 100, maximum = 86400000))]
     pub backoff_max_ms: u64,
     /// Consecutive failures that open the circuit breaker.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 10000))]
     pub breaker_threshold: u32,
+    #[cfg_attr(feature = "openapi", schema(minimum = 1000, maximum = 86400000))]
     pub breaker_cooldown_ms: u64,
     /// Results in the rolling success-rate window.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 1000))]
     pub window: u32,
     /// Auto-pause when the full window's success rate falls below this (0 disables).
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 1))]
     pub auto_pause_threshold: f64,
     /// Resume only once a probe lifts the rate to this (at least the pause threshold).
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 1))]
     pub auto_resume_threshold: f64,
+    #[cfg_attr(feature = "openapi", schema(minimum = 1000, maximum = 86400000))]
     pub auto_pause_cooldown_ms: u64,
     /// Consecutive transient failures that move the monitor to the dead-letter state.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 1000000))]
     pub dead_letter_after: u32,
     /// When a target's stated rate-limit budget falls below this share of its limit (or to
     /// zero), checks are spaced out until it resets (0 disables).
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 1))]
     pub rate_limit_reserve: f64,
     /// Stretch the interval of a stable target, shrink it back when the target changes or fails.
     pub adaptive: bool,
@@ -169,9 +183,18 @@ impl CommonSettings {
         range_check(
             "backoff_max_ms",
             self.backoff_max_ms,
-            self.backoff_base_ms,
+            100,
             MAX_DELIBERATE_DELAY_MS,
         )?;
+        if self.backoff_max_ms < self.backoff_base_ms {
+            return Err(ValidationError::combination(
+                "settings.backoff_max_ms",
+                format!(
+                    "must be at least settings.backoff_base_ms ({}), got {}",
+                    self.backoff_base_ms, self.backoff_max_ms
+                ),
+            ));
+        }
         range_check("breaker_threshold", self.breaker_threshold, 1, 10_000)?;
         range_check(
             "breaker_cooldown_ms",
@@ -184,9 +207,18 @@ impl CommonSettings {
         range_check(
             "auto_resume_threshold",
             self.auto_resume_threshold,
-            self.auto_pause_threshold,
+            0.0,
             1.0,
         )?;
+        if self.auto_resume_threshold < self.auto_pause_threshold {
+            return Err(ValidationError::combination(
+                "settings.auto_resume_threshold",
+                format!(
+                    "must be at least settings.auto_pause_threshold ({}), got {}",
+                    self.auto_pause_threshold, self.auto_resume_threshold
+                ),
+            ));
+        }
         range_check(
             "auto_pause_cooldown_ms",
             self.auto_pause_cooldown_ms,
@@ -315,14 +347,7 @@ impl HttpSettings {
                 format!("{code} is not an HTTP status code; use codes between 100 and 599"),
             ));
         }
-        for name in self.headers.keys() {
-            if !is_header_name(name) {
-                return Err(ValidationError::new(
-                    "settings.headers",
-                    format!("`{name}` is not a valid header name"),
-                ));
-            }
-        }
+        check_header_map("settings.headers", &self.headers)?;
         match (&self.json_path, &self.json_expected) {
             (Some(path), _) if !(path.is_empty() || path.starts_with('/')) => {
                 Err(ValidationError::new(
@@ -332,7 +357,7 @@ impl HttpSettings {
                     ),
                 ))
             }
-            (None, Some(_)) => Err(ValidationError::new(
+            (None, Some(_)) => Err(ValidationError::combination(
                 "settings.json_path",
                 "is required when settings.json_expected is set",
             )),
@@ -357,6 +382,46 @@ pub fn is_header_name(name: &str) -> bool {
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// Headers one request may carry beside its own.
+pub const MAX_HEADERS: usize = 20;
+/// The longest header value, in bytes.
+pub const MAX_HEADER_VALUE_LEN: usize = 4096;
+
+/// A map of extra HTTP headers: at most [`MAX_HEADERS`], token names, printable values (a
+/// line break in a value would end the header). What the OpenAPI document's `headers`
+/// schemas state (`maxProperties`, `propertyNames`, the value pattern).
+pub fn check_header_map(
+    field: &str,
+    headers: &BTreeMap<String, String>,
+) -> Result<(), ValidationError> {
+    if headers.len() > MAX_HEADERS {
+        return Err(ValidationError::new(
+            field,
+            format!("at most {MAX_HEADERS} headers"),
+        ));
+    }
+    for (name, value) in headers {
+        if !is_header_name(name) {
+            return Err(ValidationError::new(
+                field,
+                format!("`{name}` is not a valid header name"),
+            ));
+        }
+        if value.bytes().any(|b| b.is_ascii_control() && b != b'\t')
+            || value.len() > MAX_HEADER_VALUE_LEN
+        {
+            return Err(ValidationError::new(
+                field,
+                format!(
+                    "the value of `{name}` must be printable and at most \
+                     {MAX_HEADER_VALUE_LEN} bytes"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Settings of a `tcp` check (none beyond the common ones).
@@ -409,10 +474,16 @@ impl DnsSettings {
             ));
         }
         if let Some(server) = &self.nameserver {
-            if server.parse::<std::net::SocketAddr>().is_err() {
+            if !crate::target::matches_nameserver(server) {
                 return Err(ValidationError::new(
                     "settings.nameserver",
-                    format!("`{server}` must be ip:port, like 1.1.1.1:53"),
+                    format!("`{server}` must be ip:port, like 1.1.1.1:53 or [2001:db8::53]:53"),
+                ));
+            }
+            if server.parse::<std::net::SocketAddr>().is_err() {
+                return Err(ValidationError::value(
+                    "settings.nameserver",
+                    format!("`{server}` is not an IP address and port"),
                 ));
             }
         }
@@ -485,6 +556,20 @@ mod tests {
             ),
             (json!({"window": 0}), "settings.window"),
         ];
+        // An integral float is the integer (JSON Schema's reading); a fraction is not.
+        assert_eq!(
+            parse(CheckKind::Tcp, json!({"window": 65.0}))
+                .unwrap()
+                .common
+                .window,
+            65
+        );
+        assert_eq!(
+            parse(CheckKind::Tcp, json!({"window": 6.5}))
+                .unwrap_err()
+                .field,
+            "settings"
+        );
         for (settings, field) in cases {
             assert_eq!(
                 parse(CheckKind::Tcp, settings.clone()).unwrap_err().field,

@@ -151,8 +151,51 @@ async fn every_bad_request_gets_a_named_4xx() {
             Some(&monitor(json!({"target": "nope"}))),
         )
         .await,
-        422,
+        400,
         &["target"],
+    );
+    // The http kind's target pattern admits a bracketed IPv6 shape; whether it is an
+    // address no pattern says.
+    assert_error(
+        "unusable target",
+        send(
+            &central,
+            post.clone(),
+            "/api/v1/monitors",
+            admin,
+            Some(&monitor(json!({"target": "http://[1:2:3]/"}))),
+        )
+        .await,
+        422,
+        &["target", "IPv6"],
+    );
+    assert_error(
+        "setting out of its stated range",
+        send(
+            &central,
+            post.clone(),
+            "/api/v1/monitors",
+            admin,
+            Some(&monitor(json!({"settings": {"retries": 99}}))),
+        )
+        .await,
+        400,
+        &["settings.retries"],
+    );
+    assert_error(
+        "settings that contradict each other",
+        send(
+            &central,
+            post.clone(),
+            "/api/v1/monitors",
+            admin,
+            Some(&monitor(
+                json!({"settings": {"backoff_base_ms": 5000, "backoff_max_ms": 1000}}),
+            )),
+        )
+        .await,
+        422,
+        &["settings.backoff_max_ms"],
     );
     assert_error(
         "pinned to nobody",

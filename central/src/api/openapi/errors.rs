@@ -1,0 +1,210 @@
+//! The error answers of each kind of operation, as named sets for the handlers'
+//! `responses(...)`. `ApiError` in crate::error is what produces them.
+
+use std::collections::BTreeMap;
+
+use utoipa::openapi::content::ContentBuilder;
+use utoipa::openapi::response::{Response, ResponseBuilder};
+use utoipa::openapi::{Ref, RefOr};
+use utoipa::IntoResponses;
+
+// The error answers each kind of operation can give, by status. `ApiError` in crate::error is
+// what produces them; the `error` codes per status are listed in docs/protocol.md.
+
+const ADMIN_UNAUTHORIZED: &str = "`unauthorized`: missing or wrong admin token.";
+const POLLER_UNAUTHORIZED: &str =
+    "`unauthorized`, `poller_deleted` or `client_certificate_required`.";
+const POLLER_FORBIDDEN: &str = "`poller_disabled`.";
+const REGISTRATION_FORBIDDEN: &str = "`poller_disabled` (token exchange), or on registration \
+    `region_not_allowed` or `capability_not_allowed`: the registration token's region or \
+    capabilities do not cover what was asked (no use of the token is counted).";
+const NOT_FOUND: &str = "`not_found`: no object with this id.";
+const TOO_LARGE: &str = "`payload_too_large`: body over 256 KiB.";
+const MEDIA_TYPE: &str = "`unsupported_media_type`: send `Content-Type: application/json`.";
+const OVERLOADED: &str = "`overloaded`: retry after `Retry-After` seconds.";
+const TIMED_OUT: &str = "`request_timeout`: the body did not arrive within \
+                         `CENTRAL_REQUEST_TIMEOUT`; send it again, at once.";
+const RATE_LIMITED: &str = "`rate_limited`: retry after `Retry-After` seconds.";
+const BODY_INVALID: &str = "`invalid_body` (not the schema's shape) or `invalid_field` (a field \
+                            breaks a rule the schema states); the message names the field.";
+const UNPROCESSABLE: &str = "The body is as the schema says, but breaks a rule no schema states \
+    (docs/protocol.md lists them): `invalid_combination`, a rule between fields (a timeout \
+    within the interval, the fields a `poller_mode` needs, a quorum within the regions), or on \
+    an edit, a patch that does not fit the object as it is (a `target` of another kind); \
+    `unknown_reference`, an id that names nothing. The message names the field.";
+
+/// `ErrorBody` answers, one per `(status, description)`.
+/// Every operation may answer a caller without valid credentials `429` while it (or everyone)
+/// is locked out after failed authentications (`api::auth_failures`).
+const LOCKED_OUT: &str = "`rate_limited`: too many failed authentications from this client, or \
+                          from everywhere; retry after `Retry-After` seconds.";
+
+fn error_responses(answers: &[(u16, &str)]) -> BTreeMap<String, RefOr<Response>> {
+    let locked_out =
+        (!answers.iter().any(|(status, _)| *status == 429)).then_some((429, LOCKED_OUT));
+    answers
+        .iter()
+        .copied()
+        .chain(locked_out)
+        .map(|(status, description)| {
+            let body = ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("ErrorBody")))
+                .build();
+            let response = ResponseBuilder::new()
+                .description(description)
+                .content("application/json", body)
+                .build();
+            (status.to_string(), RefOr::T(response))
+        })
+        .collect()
+}
+
+/// A named set of error answers, for `responses(...)` in the handlers' annotations.
+macro_rules! error_set {
+    ($(#[$doc:meta])* $name:ident { $($status:literal => $description:expr),+ $(,)? }) => {
+        $(#[$doc])*
+        pub struct $name;
+
+        impl IntoResponses for $name {
+            fn responses() -> BTreeMap<String, RefOr<Response>> {
+                error_responses(&[$(($status, $description)),+])
+            }
+        }
+    };
+}
+
+error_set!(
+    /// Settings-API operations with a JSON body and no id.
+    BodyErrors {
+        400 => BODY_INVALID,
+        401 => ADMIN_UNAUTHORIZED,
+        408 => TIMED_OUT,
+        413 => TOO_LARGE,
+        415 => MEDIA_TYPE,
+        503 => OVERLOADED,
+    }
+);
+
+error_set!(
+    /// Creating a monitor or a channel: a JSON body with rules between its fields.
+    SpecErrors {
+        400 => BODY_INVALID,
+        401 => ADMIN_UNAUTHORIZED,
+        408 => TIMED_OUT,
+        413 => TOO_LARGE,
+        415 => MEDIA_TYPE,
+        422 => UNPROCESSABLE,
+        503 => OVERLOADED,
+    }
+);
+
+error_set!(
+    /// Settings-API lists.
+    QueryErrors {
+        400 => "`invalid_query`: the message names the parameter.",
+        401 => ADMIN_UNAUTHORIZED,
+        503 => OVERLOADED,
+    }
+);
+
+error_set!(
+    /// Settings-API operations on one object, without a body.
+    IdErrors {
+        400 => "`invalid_path`: the id is not a UUID.",
+        401 => ADMIN_UNAUTHORIZED,
+        404 => NOT_FOUND,
+        503 => OVERLOADED,
+    }
+);
+
+error_set!(
+    /// Settings-API lists under one object.
+    IdQueryErrors {
+        400 => "`invalid_path` or `invalid_query`.",
+        401 => ADMIN_UNAUTHORIZED,
+        404 => NOT_FOUND,
+        503 => OVERLOADED,
+    }
+);
+
+error_set!(
+    /// Settings-API operations on one object, with a JSON body.
+    IdBodyErrors {
+        400 => "`invalid_path`, or a body error: `invalid_body` or `invalid_field`.",
+        401 => ADMIN_UNAUTHORIZED,
+        404 => NOT_FOUND,
+        408 => TIMED_OUT,
+        413 => TOO_LARGE,
+        415 => MEDIA_TYPE,
+        503 => OVERLOADED,
+    }
+);
+
+error_set!(
+    /// An edit of a monitor, which has a revision (`If-Match`).
+    EditErrors {
+        400 => "`invalid_path`, `If-Match` that is not a revision, or a body error: \
+                `invalid_body` or `invalid_field`.",
+        401 => ADMIN_UNAUTHORIZED,
+        404 => NOT_FOUND,
+        409 => "`conflict`: the object changed since the revision in `If-Match` was read; read \
+                it again.",
+        408 => TIMED_OUT,
+        413 => TOO_LARGE,
+        415 => MEDIA_TYPE,
+        422 => UNPROCESSABLE,
+        503 => OVERLOADED,
+    }
+);
+
+error_set!(
+    /// An edit of a channel.
+    PatchErrors {
+        400 => "`invalid_path`, or a body error: `invalid_body` or `invalid_field`.",
+        401 => ADMIN_UNAUTHORIZED,
+        404 => NOT_FOUND,
+        408 => TIMED_OUT,
+        413 => TOO_LARGE,
+        415 => MEDIA_TYPE,
+        422 => UNPROCESSABLE,
+        503 => OVERLOADED,
+    }
+);
+
+error_set!(
+    /// `register` and `token`: no bearer token, rate limited per address.
+    PublicBodyErrors {
+        400 => BODY_INVALID,
+        401 => POLLER_UNAUTHORIZED,
+        403 => REGISTRATION_FORBIDDEN,
+        408 => TIMED_OUT,
+        413 => "`payload_too_large`.",
+        415 => MEDIA_TYPE,
+        429 => RATE_LIMITED,
+        503 => OVERLOADED,
+    }
+);
+
+error_set!(
+    /// Poller-API operations with a JSON body.
+    PollerBodyErrors {
+        400 => BODY_INVALID,
+        401 => POLLER_UNAUTHORIZED,
+        403 => POLLER_FORBIDDEN,
+        408 => TIMED_OUT,
+        413 => "`payload_too_large`: over the body limit, or over 5,000 results.",
+        415 => MEDIA_TYPE,
+        429 => "`rate_limited`: this poller's heartbeats come faster than \
+                `CENTRAL_POLLER_HEARTBEATS_PER_MINUTE`; retry after `Retry-After` seconds.",
+        503 => OVERLOADED,
+    }
+);
+
+error_set!(
+    /// Poller-API reads.
+    PollerQueryErrors {
+        400 => "`invalid_query`.",
+        401 => POLLER_UNAUTHORIZED,
+        403 => POLLER_FORBIDDEN,
+    }
+);

@@ -1,0 +1,300 @@
+//! The per-kind unions: `MonitorSpec` and `ChannelSpec` become a `oneOf` discriminated by
+//! `kind`, one schema per kind with the target, settings and fields that kind takes, so that
+//! generated clients are typed per kind and a validator refuses what central refuses.
+//!
+//! The derives describe the flat wire types (one struct for every kind, as serde reads them);
+//! this module copies the flat schema once per kind and narrows it. The patterns and ranges
+//! come from shared-proto (`target`, `settings`), the code central validates with; a test
+//! below checks each stated range against the validation. Responses stay flat. Owns no
+//! validation: a rule added here and not in shared-proto would be a rule only on paper.
+
+use serde_json::{json, Map, Value};
+use shared_proto::settings::{
+    CommonSettings, DnsSettings, HttpSettings, TlsSettings, DNS_RECORD_TYPES, HTTP_METHODS,
+    MAX_HEADERS, MAX_HEADER_VALUE_LEN,
+};
+use shared_proto::target::{self, MAX_DNS_TARGET_LEN, MAX_TARGET_LEN, NAMESERVER_PATTERN};
+use shared_proto::CheckKind;
+use utoipa::PartialSchema;
+
+pub(super) fn one_of_per_kind(document: &mut Value) {
+    let Some(Value::Object(schemas)) = document.pointer_mut("/components/schemas") else {
+        return;
+    };
+    monitor_kinds(schemas);
+}
+
+/// Extra HTTP headers, as `settings::check_header_map` accepts them.
+pub(super) fn header_rules() -> Value {
+    json!({
+        "type": "object",
+        "maxProperties": MAX_HEADERS,
+        "propertyNames": {"pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"},
+        "additionalProperties": {
+            "type": "string",
+            "maxLength": MAX_HEADER_VALUE_LEN,
+            "pattern": "^[^\\x00-\\x08\\x0a-\\x1f\\x7f]*$",
+        },
+    })
+}
+
+fn schema_of<T: PartialSchema>() -> Value {
+    serde_json::to_value(T::schema()).expect("a schema serialises")
+}
+
+/// The name of a kind's schema: `http` → `HttpMonitorSpec`.
+fn variant_name(kind: &str, suffix: &str) -> String {
+    let mut name: String = kind
+        .split('-')
+        .map(|part| {
+            let mut chars = part.chars();
+            chars
+                .next()
+                .map(|first| first.to_ascii_uppercase().to_string() + chars.as_str())
+                .unwrap_or_default()
+        })
+        .collect();
+    name.push_str(suffix);
+    name
+}
+
+/// Replaces `schemas[name]` by a `oneOf` of `variants` (kind → schema), discriminated by `kind`.
+fn discriminate(schemas: &mut Map<String, Value>, name: &str, variants: Vec<(String, Value)>) {
+    let description = schemas
+        .get(name)
+        .and_then(|flat| flat.get("description"))
+        .cloned();
+    let mut one_of = Vec::new();
+    let mut mapping = Map::new();
+    for (kind, schema) in variants {
+        let variant = variant_name(&kind, name);
+        let reference = format!("#/components/schemas/{variant}");
+        one_of.push(json!({"$ref": reference}));
+        mapping.insert(kind, json!(reference));
+        schemas.insert(variant, schema);
+    }
+    let mut union = json!({
+        "oneOf": one_of,
+        "discriminator": {"propertyName": "kind", "mapping": mapping},
+    });
+    if let Some(description) = description {
+        union["description"] = description;
+    }
+    schemas.insert(name.into(), union);
+}
+
+fn monitor_kinds(schemas: &mut Map<String, Value>) {
+    let Some(flat) = schemas.get("MonitorSpec").cloned() else {
+        return;
+    };
+    let variants = CheckKind::ALL
+        .into_iter()
+        .map(|kind| {
+            let mut variant = flat.clone();
+            let max_length = match kind {
+                CheckKind::Dns => MAX_DNS_TARGET_LEN,
+                _ => MAX_TARGET_LEN,
+            };
+            variant["properties"]["kind"] = json!({"type": "string", "enum": [kind.as_str()]});
+            variant["properties"]["target"] = json!({
+                "type": "string",
+                "minLength": 1,
+                "maxLength": max_length,
+                "pattern": target::pattern(kind),
+            });
+            variant["properties"]["settings"] = monitor_settings(kind);
+            (kind.as_str().to_string(), variant)
+        })
+        .collect();
+    discriminate(schemas, "MonitorSpec", variants);
+}
+
+/// The `settings` of a kind: the common keys and the kind's own, and nothing else.
+pub(super) fn monitor_settings(kind: CheckKind) -> Value {
+    let mut properties = common_settings();
+    let own = match kind {
+        CheckKind::Http => http_settings(),
+        CheckKind::Dns => dns_settings(),
+        CheckKind::Tls => properties_of(schema_of::<TlsSettings>()),
+        CheckKind::Tcp => Map::new(),
+    };
+    properties.extend(own);
+    json!({
+        "type": "object",
+        "description": "Keys every kind takes (re-checks, protection tuning) and this kind's \
+                        own; docs/engine.md explains each. Unknown keys are refused.",
+        "properties": properties,
+        "additionalProperties": false,
+    })
+}
+
+fn properties_of(schema: Value) -> Map<String, Value> {
+    match schema.get("properties") {
+        Some(Value::Object(properties)) => properties.clone(),
+        _ => Map::new(),
+    }
+}
+
+fn common_settings() -> Map<String, Value> {
+    let mut properties = properties_of(schema_of::<CommonSettings>());
+    // Zero turns these off; any other value has a range (a `0 or a..b` no single range states).
+    for (key, min, max) in [
+        ("repeat_interval_ms", 60_000u64, 7 * 86_400_000u64),
+        (
+            "adaptive_max_interval_ms",
+            shared_proto::monitor::MIN_INTERVAL_MS,
+            2 * shared_proto::monitor::MAX_INTERVAL_MS,
+        ),
+    ] {
+        if let Some(Value::Object(field)) = properties.get_mut(key) {
+            field.insert(
+                "anyOf".into(),
+                json!([{"const": 0}, {"minimum": min, "maximum": max}]),
+            );
+        }
+    }
+    properties
+}
+
+fn http_settings() -> Map<String, Value> {
+    let mut properties = properties_of(schema_of::<HttpSettings>());
+    properties.insert(
+        "method".into(),
+        json!({"type": "string", "enum": HTTP_METHODS, "default": "GET"}),
+    );
+    properties.insert(
+        "expected_status".into(),
+        json!({
+            "type": "array",
+            "description": "Accepted status codes; empty means any 2xx.",
+            "items": {"type": "integer", "minimum": 100, "maximum": 599},
+        }),
+    );
+    properties.insert("headers".into(), header_rules());
+    properties.insert(
+        "json_path".into(),
+        json!({
+            "description": "A JSON pointer (RFC 6901, e.g. `/status`) into the response body, \
+                            whose value must equal `json_expected`.",
+            "oneOf": [
+                {"type": "string", "maxLength": 0},
+                {"type": "string", "pattern": "^/"},
+                {"type": "null"},
+            ],
+        }),
+    );
+    properties.insert(
+        "format".into(),
+        json!({"type": "string", "enum": ["plain", "health-json"], "default": "plain"}),
+    );
+    properties
+}
+
+fn dns_settings() -> Map<String, Value> {
+    let mut properties = properties_of(schema_of::<DnsSettings>());
+    properties.insert(
+        "record_type".into(),
+        json!({"type": "string", "enum": DNS_RECORD_TYPES, "default": "A"}),
+    );
+    properties.insert(
+        "nameserver".into(),
+        json!({
+            "description": "`ip:port` of the server to ask; the system resolver when unset.",
+            "oneOf": [{"type": "string", "pattern": NAMESERVER_PATTERN}, {"type": "null"}],
+        }),
+    );
+    properties
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+    use shared_proto::settings::MonitorSettings;
+    use shared_proto::{CheckKind, Rule};
+
+    fn rule(kind: CheckKind, key: &str, value: Value) -> Option<Rule> {
+        let settings = json!({ key: value });
+        MonitorSettings::parse(kind, settings.as_object().unwrap())
+            .err()
+            .map(|e| e.rule)
+    }
+
+    /// Each stated range is the validation's: its ends pass the field rules, one step beyond
+    /// each end is a field error (`400`), as a validator of the document would say.
+    #[test]
+    fn the_stated_ranges_are_the_validated_ones() {
+        let mut checked = 0;
+        for kind in CheckKind::ALL {
+            let settings = super::monitor_settings(kind);
+            for (key, field) in settings["properties"].as_object().unwrap() {
+                let ranges: Vec<&Value> = match field.get("anyOf") {
+                    Some(Value::Array(branches)) => branches
+                        .iter()
+                        .filter(|b| b.get("minimum").is_some())
+                        .collect(),
+                    _ => vec![field],
+                };
+                for range in ranges {
+                    let (Some(min), Some(max)) = (range.get("minimum"), range.get("maximum"))
+                    else {
+                        continue;
+                    };
+                    let integer = field["type"] == "integer";
+                    let step = if integer { json!(1) } else { json!(0.001) };
+                    let (min, max, step) = (
+                        min.as_f64().unwrap(),
+                        max.as_f64().unwrap(),
+                        step.as_f64().unwrap(),
+                    );
+                    let number = |v: f64| if integer { json!(v as u64) } else { json!(v) };
+                    for inside in [min, max] {
+                        assert_ne!(
+                            rule(kind, key, number(inside)),
+                            Some(Rule::Field),
+                            "{key}={inside}"
+                        );
+                    }
+                    if min - step >= 0.0 && !(min - step == 0.0 && field.get("anyOf").is_some()) {
+                        assert_eq!(
+                            rule(kind, key, number(min - step)),
+                            Some(Rule::Field),
+                            "{key} below"
+                        );
+                    }
+                    if max < u32::MAX as f64 {
+                        assert_eq!(
+                            rule(kind, key, number(max + step)),
+                            Some(Rule::Field),
+                            "{key} above"
+                        );
+                    }
+                    checked += 1;
+                }
+            }
+        }
+        assert!(
+            checked > 40,
+            "every kind states the common ranges: {checked}"
+        );
+    }
+
+    #[test]
+    fn each_kind_states_its_own_keys_only() {
+        let http = super::monitor_settings(CheckKind::Http);
+        let tcp = super::monitor_settings(CheckKind::Tcp);
+        assert!(http["properties"].get("keyword").is_some());
+        assert!(tcp["properties"].get("keyword").is_none());
+        assert_eq!(
+            rule(CheckKind::Tcp, "keyword", json!("x")),
+            Some(Rule::Field)
+        );
+        assert_eq!(tcp["additionalProperties"], json!(false));
+        for method in ["GET", "OPTIONS"] {
+            assert_eq!(rule(CheckKind::Http, "method", json!(method)), None);
+        }
+        assert_eq!(
+            rule(CheckKind::Http, "method", json!("get")),
+            Some(Rule::Field)
+        );
+    }
+}

@@ -1,0 +1,108 @@
+//! The OpenAPI document, generated from the handlers' `#[utoipa::path]` annotations and the
+//! wire types' `ToSchema` derives, so that it cannot drift from the code. Served at
+//! `/api/openapi.json`; `central openapi` prints it, and `docs/openapi.json` is that output
+//! (a test keeps the two equal).
+
+use std::sync::LazyLock;
+
+use shared_proto::ErrorBody;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+use super::{history, notifications, ops, poller, settings};
+
+mod errors;
+mod kinds;
+mod tidy;
+
+pub use errors::*;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Central: settings API and poller API",
+        description = "Operators manage registration tokens, pollers and monitors under `/api/v1` \
+                       with the admin token. Agents register, heartbeat, pull assignments and \
+                       upload results under `/api/poller`. Errors are `{error, message}`: a \
+                       machine code and what to fix (docs/protocol.md lists every code)."
+    ),
+    paths(
+        ops::healthz, ops::readyz, ops::metrics, ops::openapi,
+        poller::register, poller::token, poller::heartbeat, poller::assignments, poller::results,
+        settings::create_registration_token, settings::list_registration_tokens,
+        settings::revoke_registration_token, settings::rotate_registration_token,
+        settings::list_pollers, settings::get_poller, settings::update_poller,
+        settings::delete_poller, settings::poller_events, settings::poller_status_changes,
+        settings::create_monitor, settings::list_monitors, settings::get_monitor,
+        settings::update_monitor, settings::delete_monitor, settings::monitor_status,
+        settings::monitor_results, history::monitor_uptime, history::monitor_history,
+        notifications::create_channel, notifications::list_channels, notifications::get_channel,
+        notifications::update_channel, notifications::delete_channel, notifications::test_channel,
+        notifications::list_notifications,
+    ),
+    components(schemas(ErrorBody)),
+    modifiers(&BearerSchemes),
+    tags(
+        (name = "poller", description = "Agent → central; all but `register` and `token` take a poller access token."),
+        (name = "registration-tokens", description = "Enrolment secrets for new pollers."),
+        (name = "pollers", description = "The poller registry."),
+        (name = "monitors", description = "Monitors, their status and results."),
+        (name = "notifications", description = "Notification channels and the delivery log."),
+        (name = "ops", description = "Probes, metrics and this document; no authentication."),
+    )
+)]
+struct ApiDoc;
+
+struct BearerSchemes;
+
+impl Modify for BearerSchemes {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "admin_token",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "CENTRAL_ADMIN_TOKEN, or the `padm_...` token central printed on its \
+                         first start.",
+                    ))
+                    .build(),
+            ),
+        );
+        components.add_security_scheme(
+            "metrics_token",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "CENTRAL_METRICS_TOKEN: reads `/metrics` and nothing else.",
+                    ))
+                    .build(),
+            ),
+        );
+        components.add_security_scheme(
+            "poller_access_token",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .description(Some(
+                        "A poller access token (at most 15 minutes) from `register` or `token`.",
+                    ))
+                    .build(),
+            ),
+        );
+    }
+}
+
+/// The document as served (pretty JSON, stable order).
+pub static DOCUMENT: LazyLock<String> = LazyLock::new(|| {
+    let mut document =
+        serde_json::to_value(ApiDoc::openapi()).expect("the OpenAPI document serialises");
+    tidy::state_item_rules(&mut document);
+    tidy::headers_are_never_null(&mut document);
+    kinds::one_of_per_kind(&mut document);
+    tidy::tidy_formats(&mut document);
+    serde_json::to_string_pretty(&document).expect("a JSON value serialises") + "\n"
+});
