@@ -4,6 +4,7 @@
 //! a valid monitor looks like. It does no I/O: no sockets, no files, no clocks beyond parsing.
 
 pub mod bounded;
+pub mod channel_fields;
 pub mod duration;
 pub mod error;
 pub mod history;

@@ -92,22 +92,65 @@ pub fn pattern(kind: CheckKind) -> &'static str {
     }
 }
 
-/// A kind's target pattern, compiled once: these are constants, not state.
-fn compiled(kind: CheckKind) -> &'static Regex {
-    static COMPILED: LazyLock<[Regex; 4]> = LazyLock::new(|| {
-        CheckKind::ALL.map(|kind| Regex::new(pattern(kind)).expect("a valid target pattern"))
+/// The userinfo of an SMTP URL (`user:password@`), as RFC 3986 spells it.
+macro_rules! userinfo {
+    () => {
+        "[A-Za-z0-9._~%!$&'()*+,;=-]+(?::[A-Za-z0-9._~%!$&'()*+,;=:-]*)?@"
+    };
+}
+
+/// An email channel's server: `smtp://` or `smtps://`, an optional `user:password@`, a host,
+/// an optional port and query (`?tls=required`).
+pub const SMTP_URL_PATTERN: &str = concat!(
+    "^smtps?://(?:",
+    userinfo!(),
+    ")?",
+    host!(),
+    "(?::",
+    port!(),
+    ")?/?(?:\\?[\\x21-\\x7e]*)?$"
+);
+
+const PATTERNS: [&str; 6] = [
+    HTTP_PATTERN,
+    TCP_PATTERN,
+    TLS_PATTERN,
+    DNS_PATTERN,
+    NAMESERVER_PATTERN,
+    SMTP_URL_PATTERN,
+];
+
+/// Whether `text` matches `pattern`, one of this module's patterns. Compiled once: these are
+/// constants, not state.
+pub fn is_match(pattern: &'static str, text: &str) -> bool {
+    static COMPILED: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
+        PATTERNS
+            .iter()
+            .map(|p| (*p, Regex::new(p).expect("a valid pattern")))
+            .collect()
     });
-    &COMPILED[CheckKind::ALL
+    COMPILED
         .iter()
-        .position(|k| *k == kind)
-        .expect("every kind is in ALL")]
+        .find(|(p, _)| *p == pattern)
+        .map(|(_, regex)| regex.is_match(text))
+        .expect("one of target's patterns")
 }
 
 /// Whether `text` is a name server address as [`NAMESERVER_PATTERN`] states it.
 pub fn matches_nameserver(text: &str) -> bool {
-    static COMPILED: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(NAMESERVER_PATTERN).expect("a valid nameserver pattern"));
-    COMPILED.is_match(text)
+    is_match(NAMESERVER_PATTERN, text)
+}
+
+/// An http(s) URL the pattern admitted, or an smtp(s) one: the URL parser may still refuse
+/// what no pattern states (an IPv6 address that does not parse, a `xn--` label).
+pub fn usable_url(field: &str, text: &str) -> Result<url::Url, ValidationError> {
+    let url = url::Url::parse(text)
+        .map_err(|e| ValidationError::value(field, format!("`{text}` is not a usable URL: {e}")))?;
+    host_is_usable(url.host_str().unwrap_or_default()).map_err(|e| ValidationError {
+        field: field.into(),
+        ..e
+    })?;
+    Ok(url)
 }
 
 /// How to write a target of each kind, for messages.
@@ -143,7 +186,7 @@ pub fn validate_target(kind: CheckKind, target: &str) -> Result<(), ValidationEr
         CheckKind::Dns => MAX_DNS_TARGET_LEN,
         _ => MAX_TARGET_LEN,
     };
-    if target.len() > max || !compiled(kind).is_match(target) {
+    if target.len() > max || !is_match(pattern(kind), target) {
         return Err(ValidationError::new(
             "target",
             format!("`{target}` must be {}", example(kind)),
@@ -153,11 +196,7 @@ pub fn validate_target(kind: CheckKind, target: &str) -> Result<(), ValidationEr
     match kind {
         // The pattern admits only ASCII hosts; the URL parser still decodes `xn--` labels
         // and may refuse them.
-        CheckKind::Http => match url::Url::parse(target) {
-            Ok(url) if url.host().is_some() => host_is_usable(url.host_str().unwrap_or("")),
-            Ok(_) => unusable(format!("`{target}` has no host")),
-            Err(e) => unusable(format!("`{target}` is not a usable URL: {e}")),
-        },
+        CheckKind::Http => usable_url("target", target).map(drop),
         CheckKind::Tcp | CheckKind::Tls => match split_host_port(target) {
             Some((host, _)) => host_is_usable(host),
             None => unusable(format!("`{target}` must be {}", example(kind))),
@@ -298,6 +337,24 @@ mod tests {
             "[::1]",
         ] {
             assert!(!matches_nameserver(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn smtp_urls_take_a_login_and_a_query() {
+        for ok in [
+            "smtp://mail.example.com:587",
+            "smtps://user:p%40ss@mail.example.com/",
+            "smtp://u:REDACTED@127.0.0.1:2525?tls=required",
+        ] {
+            assert!(is_match(SMTP_URL_PATTERN, ok), "{ok}");
+        }
+        for bad in [
+            "http://mail.example.com",
+            "smtp://mail.example.com:0",
+            "smtp://a b",
+        ] {
+            assert!(!is_match(SMTP_URL_PATTERN, bad), "{bad}");
         }
     }
 

@@ -82,7 +82,6 @@ async fn by_default_no_channel_reaches_a_local_address() -> anyhow::Result<()> {
         format!("http://localhost:{port}/hook"),
         format!("http://[::ffff:127.0.0.1]:{port}/hook"),
         format!("http://[::ffff:7f00:1]:{port}/hook"),
-        format!("http://127.1:{port}/hook"),
     ] {
         let channel = central
             .create_channel(json!({"name": "inside", "kind": "webhook", "url": url}))
@@ -94,6 +93,17 @@ async fn by_default_no_channel_reaches_a_local_address() -> anyhow::Result<()> {
         assert!(error.contains("local address"), "{url}: {error}");
         assert!(!error.contains("internal-admin-page"), "{error}");
     }
+    // IPv4 shorthands (`127.1`, which URL parsers read as 127.0.0.1) are not a host form
+    // central takes: refused as the channel is written.
+    let (status, body) = central
+        .admin(
+            reqwest::Method::POST,
+            "/api/v1/notification-channels",
+            Some(json!({"name": "short", "kind": "webhook",
+                        "url": format!("http://127.1:{port}/hook")})),
+        )
+        .await?;
+    assert_eq!(status, 400, "{body}");
     let mail = central
         .create_channel(json!({"name": "mail", "kind": "email",
             "url": format!("smtp://localhost:{port}"), "from": "c@example.com",

@@ -9,11 +9,15 @@
 //! validation: a rule added here and not in shared-proto would be a rule only on paper.
 
 use serde_json::{json, Map, Value};
+use shared_proto::channel_fields;
+use shared_proto::notifications::{ChannelKind, RESERVED_HEADERS};
 use shared_proto::settings::{
     CommonSettings, DnsSettings, HttpSettings, TlsSettings, DNS_RECORD_TYPES, HTTP_METHODS,
     MAX_HEADERS, MAX_HEADER_VALUE_LEN,
 };
-use shared_proto::target::{self, MAX_DNS_TARGET_LEN, MAX_TARGET_LEN, NAMESERVER_PATTERN};
+use shared_proto::target::{
+    self, HTTP_PATTERN, MAX_DNS_TARGET_LEN, MAX_TARGET_LEN, NAMESERVER_PATTERN, SMTP_URL_PATTERN,
+};
 use shared_proto::CheckKind;
 use utoipa::PartialSchema;
 
@@ -22,6 +26,7 @@ pub(super) fn one_of_per_kind(document: &mut Value) {
         return;
     };
     monitor_kinds(schemas);
+    channel_kinds(schemas);
 }
 
 /// Extra HTTP headers, as `settings::check_header_map` accepts them.
@@ -36,6 +41,28 @@ pub(super) fn header_rules() -> Value {
             "pattern": "^[^\\x00-\\x08\\x0a-\\x1f\\x7f]*$",
         },
     })
+}
+
+/// A channel's extra headers: [`header_rules`], and none of the names central sets itself
+/// (`RESERVED_HEADERS`, `Proxy-*`), in any case.
+pub(super) fn channel_header_rules() -> Value {
+    let any_case = |name: &str| -> String {
+        name.chars()
+            .map(|c| match c {
+                c if c.is_ascii_alphabetic() => {
+                    format!("[{}{}]", c.to_ascii_uppercase(), c.to_ascii_lowercase())
+                }
+                // Digits and `-`, the rest of a reserved name, mean themselves.
+                c => c.to_string(),
+            })
+            .collect()
+    };
+    let reserved: Vec<String> = RESERVED_HEADERS.iter().map(|name| any_case(name)).collect();
+    let mut rules = header_rules();
+    rules["propertyNames"]["not"] = json!({
+        "pattern": format!("^(?:{})$|^{}", reserved.join("|"), any_case("proxy-")),
+    });
+    rules
 }
 
 fn schema_of<T: PartialSchema>() -> Value {
@@ -107,6 +134,85 @@ fn monitor_kinds(schemas: &mut Map<String, Value>) {
         })
         .collect();
     discriminate(schemas, "MonitorSpec", variants);
+}
+
+fn channel_kinds(schemas: &mut Map<String, Value>) {
+    let Some(flat) = schemas.get("ChannelSpec").cloned() else {
+        return;
+    };
+    let kinds = [
+        ChannelKind::Webhook,
+        ChannelKind::Slack,
+        ChannelKind::Alertmanager,
+        ChannelKind::Email,
+    ];
+    let variants = kinds
+        .into_iter()
+        .map(|kind| {
+            let mut properties = Map::new();
+            for common in ["name", "default"] {
+                properties.insert(common.into(), flat["properties"][common].clone());
+            }
+            properties.insert(
+                "kind".into(),
+                json!({"type": "string", "enum": [kind.as_str()]}),
+            );
+            for (field, _) in channel_fields::KIND_FIELDS {
+                if channel_fields::takes(kind, field) {
+                    properties.insert(field.into(), channel_field(kind, field, &flat));
+                }
+            }
+            let mut required = vec!["name", "kind"];
+            required.extend(channel_fields::required(kind));
+            let variant = json!({
+                "type": "object",
+                "description": flat.get("description"),
+                "properties": properties,
+                "required": required,
+                "additionalProperties": false,
+            });
+            (kind.as_str().to_string(), variant)
+        })
+        .collect();
+    discriminate(schemas, "ChannelSpec", variants);
+}
+
+/// One field of a kind's channel schema: the flat one, narrowed to what the kind takes.
+fn channel_field(kind: ChannelKind, field: &str, flat: &Value) -> Value {
+    let http_url = json!({"type": "string", "maxLength": 2048, "pattern": HTTP_PATTERN});
+    match field {
+        "url" if kind == ChannelKind::Email => json!({
+            "type": "string",
+            "maxLength": 2048,
+            "pattern": SMTP_URL_PATTERN,
+            "description": "The SMTP server: `smtp://host:port` or `smtps://`, with \
+                            `user:password@` if it wants a login (then `smtps://` or \
+                            `?tls=required`).",
+        }),
+        "url" => {
+            let mut url = http_url;
+            url["description"] =
+                json!("The receiver: an http(s) URL (credentials go in `headers`).");
+            url
+        }
+        "urls" => json!({
+            "type": "array",
+            "maxItems": 4,
+            "items": http_url,
+            "description": flat["properties"]["urls"]["description"],
+        }),
+        "headers" => channel_header_rules(),
+        "from" => json!({"type": "string", "format": "email", "maxLength": 254,
+                         "description": "The sender address."}),
+        "to" => json!({
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 20,
+            "items": {"type": "string", "format": "email", "maxLength": 254},
+            "description": "The recipients.",
+        }),
+        other => flat["properties"][other].clone(),
+    }
 }
 
 /// The `settings` of a kind: the common keys and the kind's own, and nothing else.
@@ -276,6 +382,35 @@ mod tests {
             checked > 40,
             "every kind states the common ranges: {checked}"
         );
+    }
+
+    #[test]
+    fn the_reserved_header_pattern_is_the_validation() {
+        let rules = super::channel_header_rules();
+        let pattern = rules["propertyNames"]["not"]["pattern"].as_str().unwrap();
+        let reserved = regex::Regex::new(pattern).unwrap();
+        let refused = |name: &str| {
+            let spec = json!({"name": "c", "kind": "webhook", "url": "https://h.example.com/",
+                              "headers": {name: "x"}});
+            serde_json::from_value::<shared_proto::notifications::ChannelSpec>(spec)
+                .unwrap()
+                .validate()
+                .is_err()
+        };
+        for name in [
+            "Host",
+            "hOST",
+            "Proxy-Authorization",
+            "x-signature-256",
+            "TE",
+            "X-Team",
+            "Hostname",
+            "XHost",
+            "Authorization",
+            "Proxy",
+        ] {
+            assert_eq!(reserved.is_match(name), refused(name), "{name}");
+        }
     }
 
     #[test]

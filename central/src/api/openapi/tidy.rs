@@ -37,14 +37,11 @@ pub(super) fn headers_are_never_null(document: &mut serde_json::Value) {
 pub(super) fn state_item_rules(document: &mut serde_json::Value) {
     use serde_json::{json, Value};
     let label = json!({"type": "string", "pattern": shared_proto::monitor::LABEL_PATTERN});
-    let header_rules = json!({
-        "maxProperties": 20,
-        "propertyNames": {"pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"},
-        "additionalProperties": {"type": "string", "maxLength": 4096, "pattern": "^[^\\x00-\\x08\\x0a-\\x1f\\x7f]*$"},
-    });
     let email = json!({"type": "string", "format": "email", "maxLength": 254});
     let url = json!({"type": "string", "format": "uri", "maxLength": 2048});
-    let rules: [(&str, &str, Value); 10] = [
+    // `ChannelSpec` is replaced by one schema per kind (`kinds`), with its own rules; the
+    // patch, which names no kind, keeps the rules every kind shares.
+    let rules: [(&str, &str, Value); 6] = [
         (
             "MonitorSpec",
             "poller_regions",
@@ -55,13 +52,13 @@ pub(super) fn state_item_rules(document: &mut serde_json::Value) {
             "poller_regions",
             json!({"items": label, "uniqueItems": true}),
         ),
-        ("ChannelSpec", "headers", header_rules.clone()),
-        ("ChannelPatch", "headers", header_rules),
-        ("ChannelSpec", "to", json!({"items": email})),
+        (
+            "ChannelPatch",
+            "headers",
+            super::kinds::channel_header_rules(),
+        ),
         ("ChannelPatch", "to", json!({"items": email})),
-        ("ChannelSpec", "url", json!({"format": "uri"})),
         ("ChannelPatch", "url", json!({"format": "uri"})),
-        ("ChannelSpec", "urls", json!({"items": url})),
         ("ChannelPatch", "urls", json!({"items": url})),
     ];
     for (schema, property, extra) in rules {
@@ -81,7 +78,7 @@ pub(super) fn state_item_rules(document: &mut serde_json::Value) {
             target.extend(extra);
         }
     }
-    for (schema, property) in [("ChannelSpec", "from"), ("ChannelPatch", "from")] {
+    for (schema, property) in [("ChannelPatch", "from")] {
         if let Some(Value::Object(field)) = document.pointer_mut(&format!(
             "/components/schemas/{schema}/properties/{property}"
         )) {

@@ -1,0 +1,209 @@
+//! Which fields each notification channel kind takes, read at the wire: the form serde reads
+//! a `ChannelSpec` from. A field of another kind is refused even when it is empty or `null`,
+//! and the fields a kind needs must be there, so that the API agrees with the OpenAPI
+//! document's per-kind schemas (each with `additionalProperties: false` and its `required`).
+//! Owns presence only; the values' rules are `ChannelSpec::validate`'s.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::notifications::{ChannelKind, ChannelSpec, WebhookFormat};
+
+/// A `ChannelSpec` as sent, each field's presence kept: absent is `None`, `null` is
+/// `Some(None)`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelSpecFields {
+    name: String,
+    kind: ChannelKind,
+    #[serde(default)]
+    default: bool,
+    #[serde(default, with = "crate::monitor::double_option")]
+    url: Option<Option<String>>,
+    #[serde(default, with = "crate::monitor::double_option")]
+    secret: Option<Option<String>>,
+    #[serde(default, with = "crate::monitor::double_option")]
+    headers: Option<Option<BTreeMap<String, String>>>,
+    #[serde(default, with = "crate::monitor::double_option")]
+    from: Option<Option<String>>,
+    #[serde(default, with = "crate::monitor::double_option")]
+    to: Option<Option<Vec<String>>>,
+    #[serde(default, with = "crate::monitor::double_option")]
+    urls: Option<Option<Vec<String>>>,
+    #[serde(default, with = "crate::monitor::double_option")]
+    format: Option<Option<WebhookFormat>>,
+}
+
+/// Fields whose `null` means "none" (the signing secret, the default format).
+const NULLABLE: [&str; 2] = ["secret", "format"];
+
+/// The fields of a channel body beside `name`, `kind` and `default`, and the kinds that take
+/// each (the document's per-kind schemas list the same).
+pub const KIND_FIELDS: [(&str, &[ChannelKind]); 7] = {
+    use ChannelKind::*;
+    [
+        ("url", &[Webhook, Slack, Alertmanager, Email]),
+        ("secret", &[Webhook]),
+        ("headers", &[Webhook, Slack, Alertmanager]),
+        ("format", &[Webhook]),
+        ("urls", &[Alertmanager]),
+        ("from", &[Email]),
+        ("to", &[Email]),
+    ]
+};
+
+/// The fields a kind cannot do without.
+pub fn required(kind: ChannelKind) -> &'static [&'static str] {
+    match kind {
+        ChannelKind::Email => &["url", "from", "to"],
+        _ => &["url"],
+    }
+}
+
+/// Whether `kind` takes `field`.
+pub fn takes(kind: ChannelKind, field: &str) -> bool {
+    KIND_FIELDS
+        .iter()
+        .any(|(name, kinds)| *name == field && kinds.contains(&kind))
+}
+
+impl TryFrom<ChannelSpecFields> for ChannelSpec {
+    type Error = String;
+
+    fn try_from(fields: ChannelSpecFields) -> Result<Self, Self::Error> {
+        let kind = fields.kind;
+        // (field, sent at all, sent with a value)
+        let present = [
+            (
+                "url",
+                fields.url.is_some(),
+                matches!(fields.url, Some(Some(_))),
+            ),
+            (
+                "secret",
+                fields.secret.is_some(),
+                matches!(fields.secret, Some(Some(_))),
+            ),
+            (
+                "headers",
+                fields.headers.is_some(),
+                matches!(fields.headers, Some(Some(_))),
+            ),
+            (
+                "format",
+                fields.format.is_some(),
+                matches!(fields.format, Some(Some(_))),
+            ),
+            (
+                "urls",
+                fields.urls.is_some(),
+                matches!(fields.urls, Some(Some(_))),
+            ),
+            (
+                "from",
+                fields.from.is_some(),
+                matches!(fields.from, Some(Some(_))),
+            ),
+            (
+                "to",
+                fields.to.is_some(),
+                matches!(fields.to, Some(Some(_))),
+            ),
+        ];
+        for (field, is_present, has_value) in present {
+            if is_present && !takes(kind, field) {
+                return Err(format!(
+                    "`{field}`: a {} channel has no `{field}`; drop it",
+                    kind.as_str()
+                ));
+            }
+            if !has_value && required(kind).contains(&field) {
+                return Err(format!(
+                    "`{field}`: missing field `{field}`, which a {} channel needs",
+                    kind.as_str()
+                ));
+            }
+            if is_present && !has_value && !NULLABLE.contains(&field) {
+                return Err(format!("`{field}`: must not be null; leave it out instead"));
+            }
+        }
+        let to = fields.to.flatten().unwrap_or_default();
+        if kind == ChannelKind::Email && to.is_empty() {
+            return Err("`to`: list at least one recipient".into());
+        }
+        Ok(ChannelSpec {
+            name: fields.name,
+            kind,
+            url: fields.url.flatten(),
+            secret: fields.secret.flatten(),
+            headers: fields.headers.flatten().unwrap_or_default(),
+            default: fields.default,
+            from: fields.from.flatten(),
+            to,
+            urls: fields.urls.flatten().unwrap_or_default(),
+            format: fields.format.flatten(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use crate::notifications::ChannelSpec;
+
+    fn read(body: Value) -> Result<ChannelSpec, String> {
+        serde_json::from_value(body).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_field_of_another_kind_is_refused_even_empty() {
+        let slack = json!({"name": "s", "kind": "slack", "url": "https://chat.example/hook"});
+        read(slack.clone()).unwrap();
+        for (field, value) in [
+            ("secret", Value::Null),
+            ("to", json!([])),
+            ("from", Value::Null),
+            ("urls", json!([])),
+            ("format", Value::Null),
+        ] {
+            let mut body = slack.clone();
+            body[field] = value;
+            let error = read(body).unwrap_err();
+            assert!(error.contains(&format!("`{field}`")), "{error}");
+        }
+        let mut email = json!({"name": "e", "kind": "email", "url": "smtp://mail.example:25",
+                               "from": "a@example.com", "to": ["b@example.com"]});
+        read(email.clone()).unwrap();
+        email["headers"] = json!({});
+        assert!(read(email.clone()).unwrap_err().contains("`headers`"));
+        email.as_object_mut().unwrap().remove("headers");
+        email["to"] = json!([]);
+        assert!(read(email.clone()).unwrap_err().contains("`to`"));
+        email["to"] = json!(["b@example.com"]);
+        email["from"] = Value::Null;
+        assert!(read(email.clone()).unwrap_err().contains("`from`"));
+        email.as_object_mut().unwrap().remove("from");
+        assert!(read(email).unwrap_err().contains("`from`"));
+        for (field, null) in [
+            ("default", Value::Null),
+            ("headers", Value::Null),
+            ("url", Value::Null),
+        ] {
+            let mut body = json!({"name": "w", "kind": "webhook", "url": "https://h.example/"});
+            body[field] = null;
+            // serde's own message for `default` names no field; the API's reader adds it.
+            let error = read(body).unwrap_err();
+            assert!(
+                field == "default" || error.contains(field),
+                "{field}: {error}"
+            );
+        }
+        let no_url = json!({"name": "w", "kind": "webhook"});
+        assert!(read(no_url).unwrap_err().contains("`url`"));
+        let webhook = json!({"name": "w", "kind": "webhook", "url": "https://h.example/",
+                             "secret": null, "format": null, "headers": {}});
+        assert_eq!(read(webhook).unwrap().secret, None);
+    }
+}
