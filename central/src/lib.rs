@@ -146,9 +146,18 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<Running> {
             shutdown_signal(),
         ));
     }
-    let router = api::router(app.clone(), &api::HttpOptions::from_args(&args));
+    let options = api::HttpOptions::from_args(&args);
+    let long_polls = Arc::new(api::LongPolls::new(
+        options.max_long_polls,
+        options.max_long_polls_per_poller,
+    ));
+    let router = api::router(app.clone(), &options, long_polls.clone());
+    let stopping = async move {
+        shutdown_signal().await;
+        long_polls.close();
+    };
     let task = tokio::spawn(async move {
-        server::serve(listener, acceptor, router, limits, shutdown_signal()).await;
+        server::serve(listener, acceptor, router, limits, stopping).await;
         Ok(())
     });
     Ok(Running {

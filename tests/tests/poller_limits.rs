@@ -252,3 +252,44 @@ async fn reported_times_and_meta_are_bounded() -> anyhow::Result<()> {
     assert!(next <= now + chrono::Duration::days(1), "{status}");
     Ok(())
 }
+
+/// A long poll waits up to 60 s, central's shutdown grace is 30 s: on SIGTERM every waiting
+/// poll is answered (with what there is) instead of being cut off with the connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopping_central_answers_its_waiting_long_polls() -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    let poller = central.register_poller("p").await?;
+    let url = format!("{}/api/poller/assignments?since_version=0", central.url);
+    let http = reqwest::Client::new();
+    let first: Value = http
+        .get(&url)
+        .bearer_auth(&poller.access)
+        .send()
+        .await?
+        .json()
+        .await?;
+    let version = first["version"].as_i64().unwrap_or(0);
+    let waiting = {
+        let url = url.replace(
+            "since_version=0",
+            &format!("since_version={version}&wait=60"),
+        );
+        let request = http.get(&url).bearer_auth(&poller.access).send();
+        tokio::spawn(async move {
+            let response = request.await?;
+            let status = response.status().as_u16();
+            anyhow::Ok((status, response.json::<Value>().await?))
+        })
+    };
+    // Let the poll reach its wait before central is told to stop.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let pid = central.pid().expect("central runs").to_string();
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()?;
+    assert!(sent.success());
+    let (status, answer) = waiting.await??;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["version"], version, "{answer}");
+    Ok(())
+}

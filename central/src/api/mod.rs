@@ -9,6 +9,7 @@ pub mod openapi;
 mod ops;
 mod poller;
 mod pools;
+pub use pools::LongPolls;
 mod rate_limit;
 mod settings;
 
@@ -83,7 +84,9 @@ pub fn metrics_router(app: Arc<App>) -> Router {
         .with_state(app)
 }
 
-pub fn router(app: Arc<App>, options: &HttpOptions) -> Router {
+/// `long_polls` is the caller's, so that it can answer every waiting poll when central stops
+/// (`LongPolls::close`).
+pub fn router(app: Arc<App>, options: &HttpOptions, long_polls: Arc<pools::LongPolls>) -> Router {
     let mut unauthenticated = Router::new()
         .route("/register", post(poller::register))
         .route("/token", post(poller::token))
@@ -107,10 +110,7 @@ pub fn router(app: Arc<App>, options: &HttpOptions) -> Router {
         // Agents gzip their uploads; the body limit applies to the decompressed body too.
         .layer(RequestDecompressionLayer::new())
         .layer(DefaultBodyLimit::max(POLLER_BODY_LIMIT))
-        .layer(Extension(Arc::new(pools::LongPolls::new(
-            options.max_long_polls,
-            options.max_long_polls_per_poller,
-        ))));
+        .layer(Extension(long_polls));
     if options.require_client_certificate {
         poller_api = poller_api.layer(middleware::from_fn(require_client_certificate));
     }

@@ -118,9 +118,14 @@ pub async fn assignments(
         Some(_) => std::time::Duration::from_secs(query.wait),
         None => std::time::Duration::ZERO,
     };
-    let answer = app
-        .wait_for_assignments(&poller, query.since_version, wait)
-        .await;
+    let answer = tokio::select! {
+        answer = app.wait_for_assignments(&poller, query.since_version, wait) => answer,
+        // Central is stopping: what there is now, rather than a poll cut off by the shutdown.
+        () = long_polls.closed(), if slot.is_some() => {
+            app.wait_for_assignments(&poller, query.since_version, std::time::Duration::ZERO)
+                .await
+        }
+    };
     drop(slot);
     answer.map(Json)
 }

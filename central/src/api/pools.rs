@@ -205,6 +205,9 @@ pub struct LongPolls {
     all: Arc<Semaphore>,
     per_poller: u32,
     held: Arc<Mutex<HashMap<String, u32>>>,
+    /// Set when central stops: every waiting poll is answered at once, so that none outlasts
+    /// the shutdown grace (a long poll waits up to 60 s, the grace is 30 s) and is cut off.
+    closing: tokio::sync::watch::Sender<bool>,
 }
 
 /// A place to wait in; given back when dropped.
@@ -220,11 +223,27 @@ impl LongPolls {
             all: Arc::new(Semaphore::new(capacity as usize)),
             per_poller,
             held: Arc::default(),
+            closing: tokio::sync::watch::Sender::new(false),
         }
+    }
+
+    /// Central is stopping: waiting polls are answered now, and new ones do not wait.
+    pub fn close(&self) {
+        self.closing.send_replace(true);
+    }
+
+    /// Resolves once [`close`](Self::close) was called (at once if it already was).
+    pub async fn closed(&self) {
+        let mut closing = self.closing.subscribe();
+        // Only an error when the sender is gone, which `self` holds.
+        let _ = closing.wait_for(|closing| *closing).await;
     }
 
     /// A place for `poller` to wait in, if one is free for it.
     pub fn try_wait(&self, poller: &str) -> Option<LongPoll> {
+        if *self.closing.borrow() {
+            return None;
+        }
         let place = self.all.clone().try_acquire_owned().ok()?;
         let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
         let count = held.entry(poller.to_string()).or_default();
