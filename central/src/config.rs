@@ -142,6 +142,11 @@ pub struct ServeArgs {
     #[arg(long, env = "CENTRAL_HEADER_READ_TIMEOUT", default_value = "20s", value_parser = parse_duration)]
     pub header_read_timeout: Duration,
 
+    /// A connection that takes none of an answer's bytes for this long is closed: a client
+    /// that stops reading holds no connection, task or buffered answer for longer.
+    #[arg(long, env = "CENTRAL_SEND_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub send_timeout: Duration,
+
     /// Connections held at once; more are closed as soon as they are accepted. Lowered, with
     /// a warning, to what the open-files limit leaves room for.
     #[arg(long, env = "CENTRAL_MAX_CONNECTIONS", default_value_t = 10_000,

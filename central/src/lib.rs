@@ -120,6 +120,7 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<Running> {
     });
     let limits = server::ServerLimits {
         header_read_timeout: args.header_read_timeout,
+        send_timeout: args.send_timeout,
         handshake_timeout: server::tls::HANDSHAKE_TIMEOUT,
         connections: server::places::Places::new(
             server::connection_cap(args.max_connections),

@@ -2,7 +2,8 @@
 //! connection caps (`places`, in all and per client), completes TLS handshakes within a deadline (`tls`) and
 //! serves HTTP/1.1 on each with hyper, which closes a connection whose request headers have
 //! not all arrived within `header_read_timeout`. hyper starts that clock whenever it waits for
-//! a request, so it is also how long an idle keep-alive connection is kept.
+//! a request, so it is also how long an idle keep-alive connection is kept. A connection
+//! whose client takes no byte of an answer for `send_timeout` is closed too.
 //!
 //! Written out here rather than through `axum::serve`, which runs hyper without a timer (no
 //! header timeout at all) and has no place for connection caps. Owns sockets only: request
@@ -23,6 +24,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
+use tokio_io_timeout::TimeoutStream;
 use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt;
 
@@ -74,6 +76,9 @@ pub struct PeerAddr {
 #[derive(Clone)]
 pub struct ServerLimits {
     pub header_read_timeout: Duration,
+    /// How long a write may make no progress (the client stopped reading) before the
+    /// connection is closed.
+    pub send_timeout: Duration,
     pub handshake_timeout: Duration,
     pub connections: Places,
     /// Their connections count only in the total: everyone behind them shares their address.
@@ -125,6 +130,12 @@ pub async fn serve(
             }
         };
         let _ = stream.set_nodelay(true);
+        // hyper has no write timeout: a client that stops reading would keep the connection,
+        // its task and the unsent answer for as long as it likes. Only writes are timed, and
+        // only while they wait: a long poll that has nothing to send yet is not cut short.
+        let mut stream = TimeoutStream::new(stream);
+        stream.set_write_timeout(Some(limits.send_timeout));
+        let stream = Box::pin(stream);
         let (http, router, watcher, tls) = (
             http.clone(),
             router.clone(),

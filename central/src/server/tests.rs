@@ -14,6 +14,7 @@ use super::*;
 fn limits(per_client: usize, header_read_timeout: Duration) -> ServerLimits {
     ServerLimits {
         header_read_timeout,
+        send_timeout: Duration::from_millis(600),
         handshake_timeout: Duration::from_millis(500),
         connections: Places::new(100, per_client),
         proxies: TrustedProxies::default(),
@@ -24,10 +25,15 @@ fn limits(per_client: usize, header_read_timeout: Duration) -> ServerLimits {
 async fn start(limits: ServerLimits, tls: Option<TlsAcceptor>) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let router = Router::new().route(
-        "/peer",
-        get(|ConnectInfo(peer): ConnectInfo<PeerAddr>| async move { peer.addr.ip().to_string() }),
-    );
+    let router =
+        Router::new()
+            .route(
+                "/peer",
+                get(|ConnectInfo(peer): ConnectInfo<PeerAddr>| async move {
+                    peer.addr.ip().to_string()
+                }),
+            )
+            .route("/large", get(|| async { vec![b'x'; LARGE] }));
     tokio::spawn(serve(listener, tls, router, limits, std::future::pending()));
     addr
 }
@@ -83,6 +89,41 @@ async fn a_request_whose_headers_never_finish_is_closed_and_others_are_served_me
     );
     // A connection that never sends a byte is closed by the same clock.
     closed_after(idle).await;
+}
+
+/// An answer larger than what the kernel buffers between server and client.
+const LARGE: usize = 32 << 20;
+
+#[tokio::test]
+async fn a_client_that_stops_reading_an_answer_is_disconnected() {
+    let addr = start(limits(100, Duration::from_secs(30)), None).await;
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stalled = socket.connect(addr).await.unwrap();
+    stalled
+        .write_all(b"GET /large HTTP/1.1\r\nHost: central\r\n\r\n")
+        .await
+        .unwrap();
+    // Reads nothing for longer than the send timeout (600 ms), then all there is.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut received = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), stalled.read_to_end(&mut received))
+        .await
+        .expect("the connection ended");
+    assert!(
+        received.len() < LARGE,
+        "closed before the answer was sent ({} bytes, {read:?})",
+        received.len()
+    );
+    // Whoever reads gets the whole answer.
+    let mut reader = connect_from("127.0.0.1", addr).await;
+    reader
+        .write_all(b"GET /large HTTP/1.1\r\nHost: central\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut whole = Vec::new();
+    reader.read_to_end(&mut whole).await.unwrap();
+    assert!(whole.len() > LARGE, "{}", whole.len());
 }
 
 #[tokio::test]

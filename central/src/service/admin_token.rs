@@ -23,6 +23,7 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use super::auth::{self, Argon2Memory};
+use super::hashing::Lane;
 use super::recent::RecentlyValid;
 use super::App;
 use crate::error::ApiResult;
@@ -194,7 +195,9 @@ impl App {
         let opened = if legacy {
             auth::constant_time_eq(&auth::sha256_hex(token), &hash)
         } else {
-            self.hashing.verify(token.to_string(), hash.clone()).await?
+            self.hashing
+                .verify(Lane::Anyone, token.to_string(), hash.clone())
+                .await?
         };
         if !opened {
             return Ok(false);

@@ -4,6 +4,11 @@
 //! few dozen MiB and leaves the runtime its cores. A run that cannot start within
 //! `HASHING_WAIT` is shed (`503` with `Retry-After`) rather than queued without bound.
 //!
+//! Two lanes (`Lane`): secrets anyone may present (the admin token, registration secrets) take
+//! only the shared runs; one run is kept for enrolled agents' refresh tokens and for hashing new
+//! secrets, so that strangers guessing admin tokens from many addresses cannot stop agents from
+//! refreshing their access tokens.
+//!
 //! Threads of its own, each keeping one run's working memory (`auth::Argon2Memory`) for good:
 //! with 19 MiB allocated and freed per run on tokio's blocking pool, the allocator kept what
 //! was freed, and a flood of 64 clients grew central by 324 MiB under the same bound on
@@ -21,10 +26,26 @@ use crate::error::{ApiError, ApiResult};
 
 const HASHING_WAIT: Duration = Duration::from_secs(5);
 
+/// Runs kept for `Lane::Enrolled`.
+const RESERVED_RUNS: usize = 1;
+
+/// Who can cause a run, which decides the runs it may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    /// A secret anyone may present: the admin token, a registration token's secret.
+    Anyone,
+    /// Work only an enrolled agent or an operator causes: checking a refresh token (whose id
+    /// is never shown), hashing a secret central just made.
+    Enrolled,
+}
+
 type Job = Box<dyn FnOnce(&mut Argon2Memory) + Send>;
 
 pub struct Hashing {
-    runs: Arc<Semaphore>,
+    /// Runs either lane may take.
+    shared: Arc<Semaphore>,
+    /// Runs only `Lane::Enrolled` may take.
+    reserved: Arc<Semaphore>,
     wait: Duration,
     jobs: mpsc::Sender<Job>,
 }
@@ -32,10 +53,12 @@ pub struct Hashing {
 impl Hashing {
     pub fn new() -> Self {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        Self::with_limits(cores, HASHING_WAIT)
+        Self::with_limits(cores.max(RESERVED_RUNS + 1), HASHING_WAIT)
     }
 
+    /// `threads` runs at once, `RESERVED_RUNS` of them kept for `Lane::Enrolled`.
     fn with_limits(threads: usize, wait: Duration) -> Self {
+        assert!(threads > RESERVED_RUNS, "no run left for Lane::Anyone");
         let (jobs, queue) = mpsc::channel::<Job>();
         let queue = Arc::new(Mutex::new(queue));
         for i in 0..threads {
@@ -59,14 +82,25 @@ impl Hashing {
             }
         }
         Self {
-            runs: Arc::new(Semaphore::new(threads)),
+            shared: Arc::new(Semaphore::new(threads - RESERVED_RUNS)),
+            reserved: Arc::new(Semaphore::new(RESERVED_RUNS)),
             wait,
             jobs,
         }
     }
 
-    async fn permit(&self) -> ApiResult<OwnedSemaphorePermit> {
-        match tokio::time::timeout(self.wait, self.runs.clone().acquire_owned()).await {
+    async fn permit(&self, lane: Lane) -> ApiResult<OwnedSemaphorePermit> {
+        let (shared, reserved) = (self.shared.clone(), self.reserved.clone());
+        let either = async move {
+            match lane {
+                Lane::Anyone => shared.acquire_owned().await,
+                Lane::Enrolled => tokio::select! {
+                    permit = reserved.acquire_owned() => permit,
+                    permit = shared.acquire_owned() => permit,
+                },
+            }
+        };
+        match tokio::time::timeout(self.wait, either).await {
             Ok(Ok(permit)) => Ok(permit),
             _ => Err(ApiError::Overloaded {
                 message: "central is busy checking other credentials; retry in a second".into(),
@@ -78,9 +112,10 @@ impl Hashing {
     /// Runs `work` on a hashing thread, with its memory, once a run may start.
     async fn run<T: Send + 'static>(
         &self,
+        lane: Lane,
         work: impl FnOnce(&mut Argon2Memory) -> T + Send + 'static,
     ) -> ApiResult<T> {
-        let permit = self.permit().await?;
+        let permit = self.permit(lane).await?;
         let (done, answer) = oneshot::channel();
         let job: Job = Box::new(move |memory| {
             let answer = work(memory);
@@ -96,15 +131,18 @@ impl Hashing {
             .map_err(|_| anyhow::anyhow!("an argon2 run ended without an answer"))?)
     }
 
+    /// Hashes a secret central made (or an operator's token, already checked): `Lane::Enrolled`.
     pub async fn hash(&self, secret: String) -> ApiResult<String> {
         Ok(self
-            .run(move |memory| hash_secret(&secret, memory))
+            .run(Lane::Enrolled, move |memory| hash_secret(&secret, memory))
             .await??)
     }
 
-    pub async fn verify(&self, secret: String, stored_hash: String) -> ApiResult<bool> {
-        self.run(move |memory| verify_secret(&secret, &stored_hash, memory))
-            .await
+    pub async fn verify(&self, lane: Lane, secret: String, stored_hash: String) -> ApiResult<bool> {
+        self.run(lane, move |memory| {
+            verify_secret(&secret, &stored_hash, memory)
+        })
+        .await
     }
 }
 
@@ -120,15 +158,41 @@ mod tests {
 
     #[tokio::test]
     async fn argon2_runs_are_bounded_and_shed_past_the_wait() {
-        let hashing = Hashing::with_limits(1, Duration::from_millis(50));
-        let held = hashing.permit().await.unwrap();
-        assert_eq!(hashing.runs.available_permits(), 0);
-        let shed = hashing.verify("secret".into(), "$argon2id$x".into()).await;
-        assert!(matches!(shed, Err(ApiError::Overloaded { .. })), "{shed:?}");
+        let hashing = Hashing::with_limits(2, Duration::from_millis(50));
+        let held = [
+            hashing.permit(Lane::Enrolled).await.unwrap(),
+            hashing.permit(Lane::Enrolled).await.unwrap(),
+        ];
+        for lane in [Lane::Anyone, Lane::Enrolled] {
+            let shed = hashing
+                .verify(lane, "secret".into(), "$argon2id$x".into())
+                .await;
+            assert!(matches!(shed, Err(ApiError::Overloaded { .. })), "{shed:?}");
+        }
         drop(held);
         let hash = hashing.hash("secret".into()).await.unwrap();
-        assert!(hashing.verify("secret".into(), hash).await.unwrap());
-        assert_eq!(hashing.runs.available_permits(), 1, "permits come back");
+        assert!(hashing
+            .verify(Lane::Anyone, "secret".into(), hash)
+            .await
+            .unwrap());
+        let available = hashing.shared.available_permits() + hashing.reserved.available_permits();
+        assert_eq!(available, 2, "permits come back");
+    }
+
+    #[tokio::test]
+    async fn strangers_holding_every_shared_run_leave_enrolled_agents_a_run() {
+        let hashing = Hashing::with_limits(2, Duration::from_millis(50));
+        let strangers = hashing.permit(Lane::Anyone).await.unwrap();
+        let shed = hashing
+            .verify(Lane::Anyone, "guess".into(), "$argon2id$x".into())
+            .await;
+        assert!(matches!(shed, Err(ApiError::Overloaded { .. })), "{shed:?}");
+        let hash = hashing.hash("refresh".into()).await.unwrap();
+        assert!(hashing
+            .verify(Lane::Enrolled, "refresh".into(), hash)
+            .await
+            .unwrap());
+        drop(strangers);
     }
 
     #[tokio::test]
@@ -137,7 +201,9 @@ mod tests {
         let mut names = std::collections::HashSet::new();
         for _ in 0..20 {
             let name = hashing
-                .run(|_| std::thread::current().name().map(str::to_string))
+                .run(Lane::Anyone, |_| {
+                    std::thread::current().name().map(str::to_string)
+                })
                 .await
                 .unwrap();
             names.insert(name.unwrap_or_default());

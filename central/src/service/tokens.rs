@@ -6,6 +6,7 @@ use shared_proto::settings_api::{
 };
 use uuid::Uuid;
 
+use super::hashing::Lane;
 use super::{auth, now_ms, stored_id, time_of, App};
 use crate::error::{ApiError, ApiResult};
 use crate::store::{Cursor, RegistrationTokenRow, Store};
@@ -43,7 +44,7 @@ pub(super) async fn sync_environment_token(
     let hashing = super::hashing::Hashing::new();
     if let Some(row) = &stored {
         if hashing
-            .verify(secret.to_string(), row.secret_hash.clone())
+            .verify(Lane::Anyone, secret.to_string(), row.secret_hash.clone())
             .await?
         {
             return Ok(());
@@ -220,14 +221,17 @@ impl App {
     ) -> ApiResult<bool> {
         if self
             .hashing
-            .verify(secret.clone(), row.secret_hash.clone())
+            .verify(Lane::Anyone, secret.clone(), row.secret_hash.clone())
             .await?
         {
             return Ok(true);
         }
         match (&row.previous_secret_hash, row.previous_valid_until) {
             (Some(previous), Some(until)) if now_ms() < until => {
-                let matched = self.hashing.verify(secret, previous.clone()).await?;
+                let matched = self
+                    .hashing
+                    .verify(Lane::Anyone, secret, previous.clone())
+                    .await?;
                 if matched {
                     tracing::info!(
                         token = %row.id,

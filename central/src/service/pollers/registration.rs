@@ -5,6 +5,7 @@
 use shared_proto::poller_api::{RegisterRequest, RegisterResponse, TokenRequest, TokenResponse};
 use uuid::Uuid;
 
+use super::super::hashing::Lane;
 use super::super::tokens::Enrolment;
 use super::super::{auth, now_ms, time_of, App};
 use crate::error::{ApiError, ApiResult};
@@ -114,7 +115,11 @@ impl App {
             .refresh_token(&id.to_string())
             .await?
             .ok_or_else(invalid)?;
-        if !self.hashing.verify(secret, row.secret_hash.clone()).await? {
+        if !self
+            .hashing
+            .verify(Lane::Enrolled, secret, row.secret_hash.clone())
+            .await?
+        {
             return Err(invalid());
         }
         let now = now_ms();
