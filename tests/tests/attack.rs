@@ -425,3 +425,50 @@ async fn login_and_registration_floods_starve_nobody_and_hashing_stays_bounded(
     );
     Ok(())
 }
+
+/// A web session opened before a restart (or on another replica) is an operator's from its
+/// first request: while strangers hold every unauthenticated place, its page still opens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_opened_before_a_restart_is_served_while_strangers_hold_every_place(
+) -> anyhow::Result<()> {
+    let mut central = Central::start_with(&[("CENTRAL_MAX_UNAUTHENTICATED_REQUESTS", "1")]).await?;
+    let session = central.session_cookie().await?;
+    central.restart().await?;
+    // A body that never comes holds the one unauthenticated place for the request timeout
+    // (30 s), longer than this test waits.
+    let held = open(
+        &central,
+        2,
+        1,
+        1,
+        "POST /login HTTP/1.1\r\nHost: central\r\nContent-Type: application/x-www-form-urlencoded\r\n\
+         Content-Length: 60000\r\n\r\n",
+    )
+    .await?;
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()?;
+    e2e::eventually(
+        Duration::from_secs(10),
+        "the unauthenticated place is taken",
+        || async {
+            let login = http.post(format!("{}/login", central.url)).send().await;
+            (login.ok()?.status() == 503).then_some(())
+        },
+    )
+    .await?;
+    let page = e2e::eventually(Duration::from_secs(10), "the page opens", || async {
+        let status = http
+            .get(format!("{}/", central.url))
+            .header("cookie", &session)
+            .send()
+            .await
+            .ok()?
+            .status();
+        (status == 200).then_some(())
+    })
+    .await;
+    assert!(page.is_ok(), "{page:?}");
+    drop(held);
+    Ok(())
+}

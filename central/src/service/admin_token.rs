@@ -218,7 +218,8 @@ impl App {
     }
 }
 
-/// Reads the stored hash every `FOLLOW_EVERY` on every replica (one indexed read each).
+/// Reads the stored hash, and learns the web sessions opened since (`sessions`), every
+/// `FOLLOW_EVERY` on every replica: two indexed reads, the second of new sessions alone.
 pub async fn follow(app: Arc<App>) {
     let mut ticker = tokio::time::interval(FOLLOW_EVERY);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -228,6 +229,9 @@ pub async fn follow(app: Arc<App>) {
             Ok(Some(stored)) => app.admin.follow(stored),
             Ok(None) => {}
             Err(e) => tracing::warn!("cannot read the admin token's hash: {e:#}"),
+        }
+        if let Err(e) = app.follow_sessions().await {
+            tracing::warn!("cannot read the web sessions opened lately: {e:#}");
         }
     }
 }

@@ -78,7 +78,7 @@ pub struct App {
     /// What one poller may cost: heartbeats, capability changes.
     poller_limits: pollers::PollerLimits,
     /// Session cookies seen valid lately: a page request with one is an operator's.
-    recent_sessions: recent::RecentlyValid,
+    sessions: sessions::Known,
     /// Who may read `/metrics` on the public listener, and its text of the last few seconds.
     scrape: scrape::Scrape,
     /// The last database ping and when it answered, shared by `/readyz` callers.
@@ -133,7 +133,7 @@ impl App {
             placement_checked_at: std::sync::atomic::AtomicI64::new(0),
             hashing: hashing::Hashing::new(),
             poller_limits: pollers::PollerLimits::new(args.poller_heartbeats_per_minute),
-            recent_sessions: recent::RecentlyValid::new(sessions::RECENTLY_VALID),
+            sessions: sessions::Known::new(),
             last_ping: Mutex::new(None),
             scrape: scrape::Scrape::new(args.metrics_token.as_deref())?,
         }))

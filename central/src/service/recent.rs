@@ -33,11 +33,16 @@ impl RecentlyValid {
     }
 
     pub fn remember(&self, secret: &str, now: Instant) {
+        self.remember_digest(digest(secret), now);
+    }
+
+    /// Remembers a credential known only by its SHA-256 (as the database keeps it).
+    pub fn remember_digest(&self, digest: [u8; 32], now: Instant) {
         let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
         if seen.len() >= CAPACITY {
             seen.clear();
         }
-        seen.insert(digest(secret), now);
+        seen.insert(digest, now);
     }
 
     /// Whether `secret` was seen valid within the last `ttl`.
@@ -67,7 +72,7 @@ mod tests {
         let recent = RecentlyValid::new(Duration::from_secs(60));
         let start = Instant::now();
         assert!(!recent.contains("a", start));
-        recent.remember("a", start);
+        recent.remember_digest(digest("a"), start);
         assert!(recent.contains("a", start + Duration::from_secs(59)));
         assert!(!recent.contains("a", start + Duration::from_secs(60)));
         assert!(!recent.contains("b", start));

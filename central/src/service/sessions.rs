@@ -1,9 +1,17 @@
 //! Web page sessions: logging in with the admin token, the session behind a cookie, logging
 //! out. The cookie holds a random secret; the database holds only its SHA-256, with the CSRF
 //! token the session's forms must carry. HTTP (cookies, forms) is `web`'s, not this module's.
+//!
+//! Each replica also knows, in memory, the sessions seen valid lately (`Known`), so that a
+//! session's requests are served from the operators' places (`api::pools`) without a
+//! database read. Sessions opened on another replica, or before this one started, are learnt
+//! by `follow_sessions` within `admin_token::FOLLOW_EVERY`: otherwise their first request
+//! would wait with strangers' and be shed while strangers hold every unauthenticated place.
 
-use std::time::Duration;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::{Duration, Instant};
 
+use super::recent::RecentlyValid;
 use super::{auth, now_ms, App};
 use crate::error::{ApiError, ApiResult};
 
@@ -12,6 +20,31 @@ pub const SESSION_TTL: Duration = Duration::from_secs(12 * 3600);
 
 /// How long a session seen valid counts as an operator's for choosing its requests' pool.
 pub const RECENTLY_VALID: Duration = Duration::from_secs(600);
+
+/// The most sessions learnt per look (a pool hint: any beyond are learnt on their first use).
+const LEARNT_PER_LOOK: i64 = 1_024;
+
+/// The sessions this replica knows to be valid lately.
+pub struct Known {
+    recent: RecentlyValid,
+    /// The latest end of a session learnt from the database: the next look reads from there.
+    followed_until: AtomicI64,
+}
+
+impl Known {
+    pub fn new() -> Self {
+        Known {
+            recent: RecentlyValid::new(RECENTLY_VALID),
+            followed_until: AtomicI64::new(0),
+        }
+    }
+}
+
+impl Default for Known {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 /// What a logged-in page needs to know of its session.
 #[derive(Debug, Clone)]
@@ -40,8 +73,7 @@ impl App {
                 now + ttl,
             )
             .await?;
-        self.recent_sessions
-            .remember(&secret, std::time::Instant::now());
+        self.sessions.recent.remember(&secret, Instant::now());
         Ok(secret)
     }
 
@@ -52,8 +84,7 @@ impl App {
             .session(&auth::sha256_hex(secret), now_ms())
             .await?;
         if row.is_some() {
-            self.recent_sessions
-                .remember(secret, std::time::Instant::now());
+            self.sessions.recent.remember(secret, Instant::now());
         }
         Ok(row.map(|row| WebSession {
             csrf_token: row.csrf_token,
@@ -62,12 +93,38 @@ impl App {
 
     /// Whether this session cookie was seen valid lately (a pool hint: see `recent`).
     pub fn is_recent_session(&self, secret: &str) -> bool {
-        self.recent_sessions
-            .contains(secret, std::time::Instant::now())
+        self.sessions.recent.contains(secret, Instant::now())
+    }
+
+    /// Learns the sessions opened since the last look, on any replica (one indexed read of
+    /// those alone); the first look learns every live one.
+    pub async fn follow_sessions(&self) -> anyhow::Result<()> {
+        let from = self
+            .sessions
+            .followed_until
+            .load(Ordering::Relaxed)
+            .max(now_ms());
+        let opened = self
+            .store
+            .sessions_ending_from(from, LEARNT_PER_LOOK)
+            .await?;
+        let now = Instant::now();
+        for (id_sha256, _) in &opened {
+            let digest = hex::decode(id_sha256).ok().and_then(|d| d.try_into().ok());
+            if let Some(digest) = digest {
+                self.sessions.recent.remember_digest(digest, now);
+            }
+        }
+        if let Some((_, latest)) = opened.first() {
+            self.sessions
+                .followed_until
+                .fetch_max(*latest, Ordering::Relaxed);
+        }
+        Ok(())
     }
 
     pub async fn log_out(&self, secret: &str) -> ApiResult<()> {
-        self.recent_sessions.forget(secret);
+        self.sessions.recent.forget(secret);
         self.store.delete_session(&auth::sha256_hex(secret)).await?;
         Ok(())
     }

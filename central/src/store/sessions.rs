@@ -46,6 +46,24 @@ impl Store {
         }))
     }
 
+    /// The SHA-256 and end of at most `limit` sessions ending at `from` or later, latest
+    /// first. Every session lasts as long, so these are the ones opened since a moment: an
+    /// indexed read (`web_sessions_expiry`) of those alone.
+    pub async fn sessions_ending_from(
+        &self,
+        from: i64,
+        limit: i64,
+    ) -> anyhow::Result<Vec<(String, i64)>> {
+        Ok(sqlx::query_as(
+            "SELECT id_sha256, expires_at FROM web_sessions WHERE expires_at >= $1 \
+             ORDER BY expires_at DESC LIMIT $2",
+        )
+        .bind(from)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
     pub async fn delete_session(&self, id_sha256: &str) -> anyhow::Result<()> {
         let _guard = self.write_lock().await;
         sqlx::query("DELETE FROM web_sessions WHERE id_sha256 = $1")
