@@ -68,6 +68,11 @@ pub fn takes(kind: ChannelKind, field: &str) -> bool {
         .any(|(name, kinds)| *name == field && kinds.contains(&kind))
 }
 
+/// Whether a field was sent at all, and whether with a value (not `null`).
+fn sent<T>(field: &Option<Option<T>>) -> (bool, bool) {
+    (field.is_some(), matches!(field, Some(Some(_))))
+}
+
 impl TryFrom<ChannelSpecFields> for ChannelSpec {
     type Error = String;
 
@@ -75,43 +80,15 @@ impl TryFrom<ChannelSpecFields> for ChannelSpec {
         let kind = fields.kind;
         // (field, sent at all, sent with a value)
         let present = [
-            (
-                "url",
-                fields.url.is_some(),
-                matches!(fields.url, Some(Some(_))),
-            ),
-            (
-                "secret",
-                fields.secret.is_some(),
-                matches!(fields.secret, Some(Some(_))),
-            ),
-            (
-                "headers",
-                fields.headers.is_some(),
-                matches!(fields.headers, Some(Some(_))),
-            ),
-            (
-                "format",
-                fields.format.is_some(),
-                matches!(fields.format, Some(Some(_))),
-            ),
-            (
-                "urls",
-                fields.urls.is_some(),
-                matches!(fields.urls, Some(Some(_))),
-            ),
-            (
-                "from",
-                fields.from.is_some(),
-                matches!(fields.from, Some(Some(_))),
-            ),
-            (
-                "to",
-                fields.to.is_some(),
-                matches!(fields.to, Some(Some(_))),
-            ),
+            ("url", sent(&fields.url)),
+            ("secret", sent(&fields.secret)),
+            ("headers", sent(&fields.headers)),
+            ("format", sent(&fields.format)),
+            ("urls", sent(&fields.urls)),
+            ("from", sent(&fields.from)),
+            ("to", sent(&fields.to)),
         ];
-        for (field, is_present, has_value) in present {
+        for (field, (is_present, has_value)) in present {
             if is_present && !takes(kind, field) {
                 return Err(format!(
                     "`{field}`: a {} channel has no `{field}`; drop it",

@@ -268,13 +268,7 @@ async fn channels_are_validated_tested_and_reach_mail_and_chat() -> anyhow::Resu
         .create_channel(json!({"name": "chat", "kind": "slack", "url": chat_url}))
         .await?;
     for channel in [&mail, &slack] {
-        let (code, answer) = central
-            .admin(
-                Method::POST,
-                &format!("/api/v1/notification-channels/{channel}/test"),
-                None,
-            )
-            .await?;
+        let (code, answer) = central.test_channel(channel).await?;
         assert_eq!(
             (code, &answer["delivered"]),
             (200, &json!(true)),
@@ -301,13 +295,7 @@ async fn channels_are_validated_tested_and_reach_mail_and_chat() -> anyhow::Resu
 
     // A receiver that refuses is reported, not hidden.
     chat.refuse(true);
-    let (_, answer) = central
-        .admin(
-            Method::POST,
-            &format!("/api/v1/notification-channels/{slack}/test"),
-            None,
-        )
-        .await?;
+    let (_, answer) = central.test_channel(&slack).await?;
     assert_eq!(answer["delivered"], false);
     assert!(
         answer["error"].as_str().unwrap().contains("503"),
@@ -320,13 +308,7 @@ async fn channels_are_validated_tested_and_reach_mail_and_chat() -> anyhow::Resu
             json!({"name": "elsewhere", "kind": "webhook", "url": "http://192.0.2.1:9/x"}),
         )
         .await?;
-    let (_, answer) = central
-        .admin(
-            Method::POST,
-            &format!("/api/v1/notification-channels/{elsewhere}/test"),
-            None,
-        )
-        .await?;
+    let (_, answer) = central.test_channel(&elsewhere).await?;
     assert_eq!(answer["delivered"], false);
     assert!(
         answer["error"]
@@ -479,13 +461,7 @@ async fn secrets_are_write_only_and_an_edit_keeps_them() -> anyhow::Result<()> {
         )
         .await?;
     assert_eq!(status, 200);
-    let (_, answer) = central
-        .admin(
-            Method::POST,
-            &format!("/api/v1/notification-channels/{channel}/test"),
-            None,
-        )
-        .await?;
+    let (_, answer) = central.test_channel(&channel).await?;
     assert_eq!(answer["delivered"], true, "{answer}");
     let got = receiver.received();
     assert_eq!(

@@ -302,12 +302,7 @@ impl Enrolment {
 
 /// A stored comma list of capabilities as a list; `None` (no limit) stays `None`.
 pub(super) fn capability_limit(stored: Option<&str>) -> Option<Vec<String>> {
-    stored.map(|list| {
-        list.split(',')
-            .filter(|c| !c.is_empty())
-            .map(str::to_string)
-            .collect()
-    })
+    stored.map(crate::store::split_list)
 }
 
 fn registration_view(row: &RegistrationTokenRow) -> anyhow::Result<RegistrationTokenView> {

@@ -27,6 +27,15 @@ pub use results::{ExpiringResult, IngestRules, NewResult, ResultRow, StoredVerdi
 pub use rollups::{Resolution, RollupRow, RollupSums, LATENCY_BOUNDS_MS};
 pub use sessions::SessionRow;
 pub use timeline::{TimeCredit, TimePoint};
+
+/// A list as columns keep it (capabilities, a token's capability limit): comma-joined.
+pub fn split_list(stored: &str) -> Vec<String> {
+    stored
+        .split(',')
+        .filter(|item| !item.is_empty())
+        .map(str::to_string)
+        .collect()
+}
 pub use tokens::{RefreshTokenRow, RegistrationTokenRow};
 pub use wakeups::{VersionListener, Wakeup};
 

@@ -42,11 +42,7 @@ pub struct PollerRow {
 
 impl PollerRow {
     pub fn capability_list(&self) -> Vec<String> {
-        self.capabilities
-            .split(',')
-            .filter(|c| !c.is_empty())
-            .map(str::to_string)
-            .collect()
+        super::split_list(&self.capabilities)
     }
 }
 
