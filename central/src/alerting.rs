@@ -1,24 +1,42 @@
-//! Evaluates alerting once a second on the replica that holds the duties lease
-//! (`leadership`): `service::alerts` decides, the outbox carries the result to `notify`.
+//! Runs alerting's looks on the replica that holds the duties lease (`leadership`):
+//! `service::alerts` decides, the outbox carries the result to `notify`. It looks when this
+//! replica marks monitors due (a wake from ingest), when the earliest due instant comes, and
+//! at least every `PERIOD` for what other replicas mark.
+//!
+//! Cost: per look, the monitors due (`service::alerts::look`); between looks, one read of the
+//! earliest due instant (the first entry of an index). Nothing here grows with the number of
+//! monitors.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::leadership::Leadership;
-use crate::service::App;
+use crate::service::{now_ms, App};
 
+/// The longest between two looks: how soon marks written by other replicas are seen.
 const PERIOD: Duration = Duration::from_secs(1);
+/// The shortest wait for a due instant: bounds the looks a second when some keep failing.
+const MIN_WAIT: Duration = Duration::from_millis(20);
 
 pub async fn run(app: Arc<App>, leadership: Leadership) {
-    let mut ticker = tokio::time::interval(PERIOD);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        ticker.tick().await;
-        if !leadership.is_leader() {
-            continue;
+        let mut wait = PERIOD;
+        if leadership.is_leader() {
+            match app.evaluate_alerts().await {
+                Ok(_) => match app.store.next_due_at().await {
+                    Ok(Some(at)) => {
+                        let until = u64::try_from(at.saturating_sub(now_ms())).unwrap_or(0);
+                        wait = wait.min(Duration::from_millis(until)).max(MIN_WAIT);
+                    }
+                    Ok(None) => {}
+                    Err(e) => tracing::warn!("reading when alerting is next due failed: {e}"),
+                },
+                Err(e) => tracing::warn!("evaluating alerts failed: {e}"),
+            }
         }
-        if let Err(e) = app.evaluate_alerts().await {
-            tracing::warn!("evaluating alerts failed: {e}");
+        tokio::select! {
+            () = app.wakes.alerting.notified() => {}
+            () = tokio::time::sleep(wait) => {}
         }
     }
 }

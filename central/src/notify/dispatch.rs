@@ -61,7 +61,11 @@ pub async fn run(app: Arc<App>, leadership: Leadership, notifier: Notifier) {
     let resent: Resent = Arc::default();
     let mut rounds: u64 = 0;
     loop {
-        ticker.tick().await;
+        // At the tick, or at once when alerting queued something on this replica.
+        tokio::select! {
+            _ = ticker.tick() => {}
+            () = app.wakes.delivery.notified() => {}
+        }
         workers.retain(|_, worker| !worker.0.is_finished());
         if !leadership.is_leader() {
             rounds = 0;

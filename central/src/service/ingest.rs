@@ -167,6 +167,10 @@ impl App {
                 .insert_results(&poller.id, &accepted, now, &rules)
                 .await?
         };
+        if !stored.is_empty() {
+            // Their monitors were marked due with them: alerting looks now, not at its tick.
+            self.wakes.alerting.notify_one();
+        }
         ack.accepted = stored.len() as u64;
         ack.duplicates = (accepted.len() - stored.len()) as u64 + repeated;
         self.metrics.results_accepted.inc_by(ack.accepted);

@@ -43,6 +43,17 @@ const MAX_ACCESS_TTL: Duration = Duration::from_secs(15 * 60);
 /// The shortest time between two key reloads caused by unknown `kid`s.
 const KEY_RELOAD_GAP: Duration = Duration::from_secs(5);
 
+/// Wake-ups of background work by what this replica writes, so that it runs on a change
+/// rather than at its next tick (each loop keeps its tick for what other replicas write). A
+/// wake given while nobody waits is kept for the next wait, never lost.
+#[derive(Default)]
+pub struct Wakes {
+    /// Monitors were marked due (`store::due`): results, edits, moves.
+    pub alerting: tokio::sync::Notify,
+    /// Notifications were queued in the outbox.
+    pub delivery: tokio::sync::Notify,
+}
+
 /// Shared state of a running central.
 pub struct App {
     pub store: Store,
@@ -81,6 +92,8 @@ pub struct App {
     sessions: sessions::Known,
     /// Who may read `/metrics` on the public listener, and its text of the last few seconds.
     scrape: scrape::Scrape,
+    /// Wakes the background work that follows what this replica just wrote.
+    pub wakes: Wakes,
     /// The last database ping and when it answered, shared by `/readyz` callers.
     last_ping: Mutex<Option<(std::time::Instant, bool)>>,
 }
@@ -135,6 +148,7 @@ impl App {
             poller_limits: pollers::PollerLimits::new(args.poller_heartbeats_per_minute),
             sessions: sessions::Known::new(),
             last_ping: Mutex::new(None),
+            wakes: Wakes::default(),
             scrape: scrape::Scrape::new(args.metrics_token.as_deref())?,
         }))
     }

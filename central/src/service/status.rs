@@ -123,6 +123,65 @@ fn grace(interval_ms: i64) -> i64 {
     i64::try_from(grace).unwrap_or(i64::MAX)
 }
 
+/// When results are expected, from what `derive` reads.
+struct Deadlines {
+    /// An interval after the monitor was handed to its poller (moved, resumed, edited).
+    handed_over: Option<i64>,
+    /// An interval after the newest result, or later when the agent said so.
+    by_results: Option<i64>,
+    /// The later of the two: past it and its grace, the monitor is stale.
+    expected_by: i64,
+}
+
+fn deadlines(input: &StatusInputs<'_>) -> Deadlines {
+    // A poller that just got the monitor (a move, a resume, an edit) has an interval to send
+    // its first result, whatever the age of the previous one: a monitor that failed over or
+    // was resumed is not stale while its first check is on its way.
+    let handed_over = input
+        .assigned_at
+        .max(input.changed_at)
+        .map(|at| at.saturating_add(input.interval_ms));
+    // The agent says when it checks next (later while backing off or paused): trust it.
+    let by_results = input
+        .latest
+        .map(|(_, at, next_due)| (at + input.interval_ms).max(next_due.unwrap_or(0)));
+    let expected_by = match by_results {
+        Some(by) => by.max(handed_over.unwrap_or(0)),
+        None => handed_over.unwrap_or(i64::MAX - grace(input.interval_ms)),
+    };
+    Deadlines {
+        handed_over,
+        by_results,
+        expected_by,
+    }
+}
+
+/// The first instant after `input.now` at which `derive` could answer otherwise with nothing
+/// but time passing (results growing overdue); `None` when time alone changes nothing. What
+/// else changes an answer (a result, an edit, a move, a poller going offline) marks the
+/// monitor due itself, so alerting looks at a monitor only at these instants and on changes.
+pub fn changes_at(input: &StatusInputs<'_>) -> Option<i64> {
+    if input.paused || input.placement_reason.is_some() || input.offline_poller.is_some() {
+        return None;
+    }
+    let grace = grace(input.interval_ms);
+    let Deadlines {
+        handed_over,
+        by_results,
+        expected_by,
+    } = deadlines(input);
+    // `derive` compares with `now >`: each answer holds up to its deadline, included.
+    let stale_from = expected_by.saturating_add(grace).checked_add(1);
+    let pending_from = by_results
+        .filter(|_| handed_over.is_some())
+        .and_then(|by| by.saturating_add(grace).checked_add(1));
+    [stale_from, pending_from]
+        .into_iter()
+        .flatten()
+        .filter(|at| *at > input.now)
+        .min()
+}
+
 pub fn derive(input: &StatusInputs<'_>) -> (MonitorStatus, Option<String>) {
     if input.paused {
         return (MonitorStatus::Paused, Some("paused by an operator".into()));
@@ -142,21 +201,11 @@ pub fn derive(input: &StatusInputs<'_>) -> (MonitorStatus, Option<String>) {
             )),
         );
     }
-    // A poller that just got the monitor (a move, a resume, an edit) has an interval to send
-    // its first result, whatever the age of the previous one: a monitor that failed over or
-    // was resumed is not stale while its first check is on its way.
-    let handed_over = input
-        .assigned_at
-        .max(input.changed_at)
-        .map(|at| at.saturating_add(input.interval_ms));
-    // The agent says when it checks next (later while backing off or paused): trust it.
-    let by_results = input
-        .latest
-        .map(|(_, at, next_due)| (at + input.interval_ms).max(next_due.unwrap_or(0)));
-    let expected_by = match by_results {
-        Some(by) => by.max(handed_over.unwrap_or(0)),
-        None => handed_over.unwrap_or(i64::MAX - grace(input.interval_ms)),
-    };
+    let Deadlines {
+        handed_over,
+        by_results,
+        expected_by,
+    } = deadlines(input);
     if input.now > expected_by.saturating_add(grace(input.interval_ms)) {
         let last = input.latest.map_or("no result yet".into(), |(_, at, _)| {
             format!("no result since {}", time_of(at).to_rfc3339())
@@ -389,7 +438,51 @@ mod tests {
                 .collect()
         }
 
+        /// Status inputs around `NOW`: an interval, when it was handed over, its newest result
+        /// and the next check the agent announced, each possibly absent.
+        fn timed_inputs() -> impl Strategy<Value = StatusInputs<'static>> {
+            let offset = -7_200_000i64..600_000;
+            (
+                5_000i64..600_000,
+                proptest::option::of(offset.clone()),
+                proptest::option::of(offset.clone()),
+                proptest::option::of((offset, proptest::option::of(-600_000i64..1_800_000))),
+            )
+                .prop_map(|(interval_ms, assigned, changed, latest)| StatusInputs {
+                    now: NOW,
+                    interval_ms,
+                    assigned_at: assigned.map(|d| NOW + d),
+                    changed_at: changed.map(|d| NOW + d),
+                    latest: latest.map(|(at, next)| ("up", NOW + at, next.map(|n| NOW + n))),
+                    verdict: state_after(&["up"], 1, 1),
+                    confirm_down: 1,
+                    confirm_up: 1,
+                    ..StatusInputs::default()
+                })
+        }
+
         proptest! {
+            /// `changes_at` is exact: `derive` answers the same at every instant before it,
+            /// and otherwise at it; with `None`, the same for ever.
+            #[test]
+            fn derive_changes_only_at_changes_at(input in timed_inputs(), fraction in 0.0f64..1.0) {
+                let now = derive(&input);
+                let at = |t: i64| derive(&StatusInputs { now: t, ..input.clone() });
+                match changes_at(&input) {
+                    Some(change) => {
+                        prop_assert!(change > NOW);
+                        let before = NOW + ((change - 1 - NOW) as f64 * fraction) as i64;
+                        prop_assert_eq!(at(before), now.clone());
+                        prop_assert_eq!(at(change - 1), now.clone());
+                        prop_assert_ne!(at(change), now);
+                    }
+                    None => {
+                        let later = NOW + (fraction * 1e12) as i64;
+                        prop_assert_eq!(at(later), now);
+                    }
+                }
+            }
+
             /// The stored state moved one result at a time shows what the whole history shows,
             /// status and reason, for any sequence and thresholds.
             #[test]

@@ -118,6 +118,20 @@ impl App {
 
     /// The status of each monitor, in the order given.
     pub async fn statuses_of(&self, monitors: &[MonitorRow]) -> ApiResult<Vec<MonitorStatusView>> {
+        Ok(self
+            .derived_of(monitors)
+            .await?
+            .into_iter()
+            .map(|(view, _)| view)
+            .collect())
+    }
+
+    /// The status of each monitor, in the order given, with the first instant it could
+    /// change with time alone (`status::changes_at`, the earliest over its locations).
+    pub async fn derived_of(
+        &self,
+        monitors: &[MonitorRow],
+    ) -> ApiResult<Vec<(MonitorStatusView, Option<i64>)>> {
         let ids: Vec<String> = monitors.iter().map(|m| m.id.clone()).collect();
         let scope = (ids.len() <= READ_ALL_ABOVE).then_some(ids.as_slice());
         let known = Known {
@@ -152,9 +166,14 @@ impl App {
         Ok(views)
     }
 
-    async fn status_of(&self, monitor: &MonitorRow, known: &Known) -> ApiResult<MonitorStatusView> {
+    async fn status_of(
+        &self,
+        monitor: &MonitorRow,
+        known: &Known,
+    ) -> ApiResult<(MonitorStatusView, Option<i64>)> {
         let latest = known.latest.get(&monitor.id);
         let regions = monitor.regions()?;
+        let mut changes_at = None;
         let (status, reason, poller_id, locations, quorum) = if regions.is_empty() {
             let assigned = monitor.assigned_poller_id.as_deref();
             let (status, reason) = self
@@ -165,6 +184,7 @@ impl App {
                     monitor.placement_reason.as_deref(),
                     latest,
                     known,
+                    &mut changes_at,
                 )
                 .await?;
             let poller_id = assigned.map(stored_id).transpose()?;
@@ -172,7 +192,10 @@ impl App {
         } else {
             let mut locations = Vec::with_capacity(regions.len());
             for region in &regions {
-                locations.push(self.location_view(monitor, region, known).await?);
+                let location = self
+                    .location_view(monitor, region, known, &mut changes_at)
+                    .await?;
+                locations.push(location);
             }
             let quorum = quorum::effective(monitor.quorum, regions.len());
             let (status, reason) = if monitor.paused {
@@ -183,7 +206,7 @@ impl App {
             };
             (status, reason, None, locations, Some(quorum))
         };
-        Ok(MonitorStatusView {
+        let view = MonitorStatusView {
             monitor_id: stored_id(&monitor.id)?,
             status,
             poller_id,
@@ -194,7 +217,8 @@ impl App {
             reason,
             locations,
             quorum,
-        })
+        };
+        Ok((view, changes_at))
     }
 
     async fn location_view(
@@ -202,6 +226,7 @@ impl App {
         monitor: &MonitorRow,
         region: &str,
         known: &Known,
+        changes_at: &mut Option<i64>,
     ) -> ApiResult<LocationView> {
         let key = (monitor.id.clone(), region.to_string());
         let location = known.locations.get(&key);
@@ -215,6 +240,7 @@ impl App {
                 location.and_then(|l| l.placement_reason.as_deref()),
                 latest,
                 known,
+                changes_at,
             )
             .await?;
         let status = match status {
@@ -238,7 +264,8 @@ impl App {
         })
     }
 
-    /// `status::derive` for one placement: a monitor's own, or one location's.
+    /// `status::derive` for one placement: a monitor's own, or one location's; lowers
+    /// `changes_at` to the instant this answer could change with time alone.
     #[allow(clippy::too_many_arguments)]
     async fn derive_slot(
         &self,
@@ -248,6 +275,7 @@ impl App {
         placement_reason: Option<&str>,
         latest: Option<&StatusRow>,
         known: &Known,
+        changes_at: &mut Option<i64>,
     ) -> ApiResult<(MonitorStatus, Option<String>)> {
         let (confirm_down, confirm_up) = thresholds(monitor);
         let verdict = latest.map_or(VerdictState::default(), |l| VerdictState {
@@ -258,7 +286,7 @@ impl App {
         let offline = assigned
             .and_then(|id| known.pollers.get(id))
             .filter(|p| self.poller_status(p, known.now) == PollerStatus::Offline);
-        Ok(status::derive(&StatusInputs {
+        let inputs = StatusInputs {
             now: known.now,
             paused: monitor.paused,
             placement_reason,
@@ -270,6 +298,10 @@ impl App {
             verdict,
             confirm_down,
             confirm_up,
-        }))
+        };
+        if let Some(at) = status::changes_at(&inputs) {
+            *changes_at = Some(changes_at.map_or(at, |earlier| earlier.min(at)));
+        }
+        Ok(status::derive(&inputs))
     }
 }

@@ -4,6 +4,7 @@
 //! epoch milliseconds (`BIGINT`), ids are UUID strings, flags are 0/1 and parameters are `$N`,
 //! which both dialects accept. Schema changes live in `migrations/<database>/`.
 
+mod due;
 mod events;
 mod leases;
 mod locations;
@@ -17,6 +18,7 @@ mod timeline;
 mod tokens;
 mod wakeups;
 
+pub use due::Look;
 pub use events::EventRow;
 pub use leases::LeaseState;
 pub use locations::{LocationRow, LocationStatusRow};
@@ -172,6 +174,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "token limits",
         include_str!("../../../migrations/sqlite/20261129000022_token_limits.sql"),
     ),
+    (
+        20261130000023,
+        "alert due",
+        include_str!("../../../migrations/sqlite/20261130000023_alert_due.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -284,6 +291,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261129000022,
         "token limits",
         include_str!("../../../migrations/postgres/20261129000022_token_limits.sql"),
+    ),
+    (
+        20261130000023,
+        "alert due",
+        include_str!("../../../migrations/postgres/20261130000023_alert_due.sql"),
     ),
 ];
 

@@ -280,6 +280,8 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         sync_locations(&mut tx, &row.id, &row.regions()?, version, row.created_at).await?;
+        let ids = serde_json::to_string(&[&row.id])?;
+        super::due::mark_due(&mut tx, self.backend(), &ids, row.created_at).await?;
         tx.commit().await?;
         Ok(version)
     }
@@ -336,6 +338,8 @@ impl Store {
             log_change(&mut tx, version, &poller, &row.id, row.updated_at).await?;
         }
         sync_locations(&mut tx, &row.id, &row.regions()?, version, row.updated_at).await?;
+        let ids = serde_json::to_string(&[&row.id])?;
+        super::due::mark_due(&mut tx, self.backend(), &ids, row.updated_at).await?;
         tx.commit().await?;
         Ok(Some(version))
     }
@@ -358,10 +362,12 @@ impl Store {
             log_change(&mut tx, version, &poller, id, now).await?;
         }
         sync_locations(&mut tx, id, &[], version, now).await?;
-        sqlx::query("DELETE FROM alert_state WHERE monitor_id = $1")
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
+        for table in ["alert_state", "alert_due"] {
+            sqlx::query(&format!("DELETE FROM {table} WHERE monitor_id = $1"))
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+        }
         sqlx::query("DELETE FROM monitor_status WHERE monitor_id = $1")
             .bind(id)
             .execute(&mut *tx)
@@ -436,6 +442,7 @@ impl Store {
         let _guard = self.write_lock().await;
         let mut tx = self.pool.begin().await?;
         let version = bump_version(&mut tx).await?;
+        let mut placed: Vec<&str> = Vec::new();
         for change in ordered {
             // Compare-and-set on the poller the decision was made from: if another decider
             // moved the monitor meanwhile, its move stands and this one is dropped, so the
@@ -485,11 +492,17 @@ impl Store {
                     "placement skipped: the monitor moved since it was read");
                 continue;
             }
+            placed.push(&change.monitor_id);
             if moves {
                 for poller in change.from.iter().chain(&change.to) {
                     log_change(&mut tx, version, poller, &change.monitor_id, now).await?;
                 }
             }
+        }
+        // Where a monitor runs is part of its status (a new poller has an interval to report).
+        if !placed.is_empty() {
+            let ids = serde_json::to_string(&placed)?;
+            super::due::mark_due(&mut tx, self.backend(), &ids, now).await?;
         }
         tx.commit().await?;
         Ok(version)

@@ -232,20 +232,32 @@ impl Store {
             .await?)
     }
 
-    pub async fn alert_states(&self) -> anyhow::Result<Vec<AlertStateRow>> {
-        Ok(sqlx::query_as(
-            "SELECT monitor_id, status, since, notified_status, notified_at, changes \
-             FROM alert_state",
-        )
-        .fetch_all(&self.pool)
-        .await?)
+    /// The alert states of these monitors (those that have one).
+    pub async fn alert_states_of(&self, ids: &[String]) -> anyhow::Result<Vec<AlertStateRow>> {
+        let rows = self
+            .rows_where_in(
+                "SELECT monitor_id, status, since, notified_status, notified_at, changes \
+                 FROM alert_state WHERE",
+                "monitor_id",
+                ids,
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(AlertStateRow::from_row)
+            .collect::<sqlx::Result<_>>()?)
     }
 
-    /// Applies alert-state changes with their notifications, in one transaction. Each change
-    /// is a compare-and-set on the state it replaces, so if two replicas decide the same change
-    /// only one writes it (and its notifications); returns how many applied.
-    pub async fn record_alerts(&self, updates: &[AlertUpdate]) -> anyhow::Result<usize> {
-        if updates.is_empty() {
+    /// Applies alert-state changes with their notifications, and the looks that decided them
+    /// (`due::finish_looks`), in one transaction. Each change is a compare-and-set on the state
+    /// it replaces, so if two replicas decide the same change only one writes it (and its
+    /// notifications); returns how many applied.
+    pub async fn record_alerts(
+        &self,
+        updates: &[AlertUpdate],
+        looks: &[super::due::Look],
+    ) -> anyhow::Result<usize> {
+        if updates.is_empty() && looks.is_empty() {
             return Ok(0);
         }
         let _guard = self.write_lock().await;
@@ -285,6 +297,7 @@ impl Store {
                 applied += 1;
             }
         }
+        super::due::finish_looks(&mut tx, looks).await?;
         tx.commit().await?;
         Ok(applied)
     }

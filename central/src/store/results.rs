@@ -1,6 +1,6 @@
 //! Check results: idempotent ingestion and history.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use sqlx::any::AnyRow;
 use sqlx::{FromRow, Row};
@@ -345,6 +345,11 @@ impl Store {
             }
         }
         self.add_to_rollups(&mut tx, &stored, &credits).await?;
+        if !stored.is_empty() {
+            let monitors: BTreeSet<&str> = stored.iter().map(|r| r.monitor_id.as_str()).collect();
+            let ids = serde_json::to_string(&monitors)?;
+            super::due::mark_due(&mut tx, self.backend(), &ids, received_at).await?;
+        }
         sqlx::query("UPDATE pollers SET last_upload_at = $2 WHERE id = $1")
             .bind(poller_id)
             .bind(received_at)

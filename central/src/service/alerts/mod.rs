@@ -1,24 +1,15 @@
 //! Notification rules: which status changes are told, when, and to which channels. `step` is
-//! the pure rule for one monitor (property-tested); `evaluate_alerts` runs it over every
-//! monitor's derived status and writes the changed alert states with their notifications
+//! the pure rule for one monitor and `next_look` when time alone could make it tell something
+//! (both property-tested against an evaluation at every instant); `look` runs them over the
+//! monitors due (`store::due`) and writes the changed alert states with their notifications
 //! (the outbox) in one transaction; poller liveness changes are told from `pollers`.
 //! Delivery is `notify`'s job, never this module's.
 
-use std::collections::HashMap;
+mod look;
 
-use shared_proto::notifications::{Notification, NotificationEvent, Subject};
-use shared_proto::settings::MonitorSettings;
-use shared_proto::settings_api::{MonitorStatusView, PollerStatus};
-use shared_proto::CheckKind;
-use uuid::Uuid;
+use shared_proto::notifications::NotificationEvent;
 
-use super::{now_ms, stored_id, time_of, App};
-use crate::error::ApiResult;
-use crate::store::{AlertStateRow, AlertUpdate, ChannelRow, MonitorRow, OutboxRow};
-
-/// The longest a monitor's stale is held for placement to move it off an offline poller:
-/// several liveness rounds (at most 5 s each) and a placement pass.
-const FAILOVER_HOLD_MS: i64 = 30_000;
+pub(crate) use look::outbox_rows;
 
 /// This many status changes within the flap window make a monitor flapping: its notifications
 /// are held until it has changed fewer times within the window.
@@ -54,6 +45,29 @@ pub struct Rules {
     /// Remind this often while a problem lasts; 0 never.
     pub repeat_ms: i64,
     pub flap_window_ms: i64,
+}
+
+/// The first instant after a `step` at which `step` could tell something with the status
+/// unchanged: a reminder falling due, or a notice held for flapping let go as the oldest change
+/// leaves the flap window. `None`: only a change of status can.
+pub fn next_look(state: &AlertState, rules: Rules) -> Option<i64> {
+    let event = event_of(&state.status)?;
+    if state.notified_status.as_deref() == Some(state.status.as_str()) {
+        let reminds = event.is_problem() && rules.repeat_ms > 0;
+        return state
+            .notified_at
+            .filter(|_| reminds)
+            .map(|at| at.saturating_add(rules.repeat_ms));
+    }
+    // Not told yet: held while flapping (the changes are in time order). A recovery under way
+    // (`degraded` after a told `down`) is told by the `up` that ends it, a change of status.
+    if state.changes.len() >= FLAP_CHANGES {
+        return state
+            .changes
+            .first()
+            .map(|at| at.saturating_add(rules.flap_window_ms));
+    }
+    None
 }
 
 fn event_of(status: &str) -> Option<NotificationEvent> {
@@ -148,210 +162,6 @@ pub fn step(
         );
     }
     (state, None)
-}
-
-fn state_of(row: &AlertStateRow) -> AlertState {
-    AlertState {
-        status: row.status.clone(),
-        since: row.since,
-        notified_status: row.notified_status.clone(),
-        notified_at: row.notified_at,
-        changes: serde_json::from_str(&row.changes).unwrap_or_default(),
-    }
-}
-
-fn row_of(monitor_id: &str, state: &AlertState) -> AlertStateRow {
-    AlertStateRow {
-        monitor_id: monitor_id.to_string(),
-        status: state.status.clone(),
-        since: state.since,
-        notified_status: state.notified_status.clone(),
-        notified_at: state.notified_at,
-        changes: serde_json::Value::from(state.changes.clone()).to_string(),
-    }
-}
-
-fn repeat_ms(monitor: &MonitorRow) -> i64 {
-    let settings: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_str(&monitor.settings).unwrap_or_default();
-    CheckKind::parse(&monitor.kind)
-        .and_then(|kind| MonitorSettings::parse(kind, &settings).ok())
-        .map_or(0, |s| s.common.repeat_interval_ms as i64)
-}
-
-/// One outbox row per channel for `message` (each with its own id, which the message carries).
-pub(crate) fn outbox_rows(
-    channels: &[&ChannelRow],
-    message: &Notification,
-    monitor_id: Option<&str>,
-    poller_id: Option<&str>,
-) -> anyhow::Result<Vec<OutboxRow>> {
-    let created_at = message.at.timestamp_millis();
-    channels
-        .iter()
-        .map(|channel| {
-            let id = Uuid::now_v7();
-            let payload = Notification {
-                id,
-                ..message.clone()
-            };
-            Ok(OutboxRow {
-                id: id.to_string(),
-                channel_id: channel.id.clone(),
-                event: message.event.as_str().to_string(),
-                monitor_id: monitor_id.map(str::to_string),
-                poller_id: poller_id.map(str::to_string),
-                payload: serde_json::to_string(&payload)?,
-                status: "pending".into(),
-                attempts: 0,
-                last_error: None,
-                created_at,
-                next_attempt_at: Some(created_at),
-                delivered_at: None,
-            })
-        })
-        .collect()
-}
-
-fn message_for(
-    monitor: &MonitorRow,
-    status: &MonitorStatusView,
-    notice: &Notice,
-    now: i64,
-) -> anyhow::Result<Notification> {
-    let what = match notice.event {
-        NotificationEvent::MonitorDown => "is down",
-        NotificationEvent::MonitorDegraded => "is degraded",
-        NotificationEvent::MonitorStale => "is stale: nobody is checking it",
-        NotificationEvent::MonitorUp => "is up again",
-        _ => "changed",
-    };
-    let detail = status
-        .reason
-        .clone()
-        .or_else(|| status.message.clone().filter(|m| !m.is_empty()));
-    let mut message = format!("{} {what}", monitor.name);
-    if notice.reminder {
-        message.push_str(" (still)");
-    }
-    if let Some(detail) = detail {
-        message.push_str(": ");
-        message.push_str(&detail);
-    }
-    Ok(Notification {
-        id: Uuid::nil(),
-        event: notice.event,
-        monitor: Some(Subject {
-            id: stored_id(&monitor.id)?,
-            name: monitor.name.clone(),
-        }),
-        poller: None,
-        status: status.status.as_str().to_string(),
-        previous_status: notice.previous.clone(),
-        at: time_of(now),
-        message,
-        reminder: notice.reminder,
-        locations: (!status.locations.is_empty()).then(|| status.locations.clone()),
-    })
-}
-
-impl App {
-    /// Evaluates every monitor's alerting once; returns how many notifications it queued.
-    pub async fn evaluate_alerts(&self) -> ApiResult<usize> {
-        let now = now_ms();
-        // Read before the monitors and their statuses: when placement's last look is after a
-        // poller went offline, the moves it made are in what this round reads. Read after
-        // them, a look that finished in between would end the hold while this round still
-        // sees the monitors on the lost poller (and tell each of them `stale`).
-        let placement_checked = self.placement_checked_at();
-        let monitors = self.store.all_monitors().await?;
-        if monitors.is_empty() {
-            return Ok(0);
-        }
-        let statuses = self.statuses_of(&monitors).await?;
-        let states: HashMap<String, AlertStateRow> = self
-            .store
-            .alert_states()
-            .await?
-            .into_iter()
-            .map(|s| (s.monitor_id.clone(), s))
-            .collect();
-        let channels = self.store.all_channels().await?;
-        let pollers: HashMap<String, crate::store::PollerRow> = self
-            .store
-            .all_pollers()
-            .await?
-            .into_iter()
-            .map(|p| (p.id.clone(), p))
-            .collect();
-        let mut updates = Vec::new();
-        for (monitor, status) in monitors.iter().zip(&statuses) {
-            let stored = states.get(&monitor.id);
-            let previous = stored.map(state_of);
-            let mut current = status.status.as_str();
-            // Right after central (all of it) was down, results are overdue because nobody
-            // could upload them, not because nobody checks: no `stale` until agents had an
-            // interval and its grace to deliver. (A poller known offline is real news: its own
-            // offline rule already counts from central's return.)
-            let grace =
-                shared_proto::monitor::staleness_grace_ms(monitor.interval_ms.max(0) as u64) as i64;
-            let poller_offline = status
-                .poller_id
-                .and_then(|id| pollers.get(&id.to_string()))
-                .is_some_and(|p| self.poller_status(p, now) == PollerStatus::Offline);
-            let catching_up = now - self.watching_since() < monitor.interval_ms + grace;
-            // A lost poller is one notice (`poller.offline`), not one per monitor: until
-            // placement has seen the poller offline and moved what can fail over, its monitors'
-            // `stale` waits. Moved, they have an interval to report from their new poller; one
-            // that could not move is told at once after that.
-            let failover_pending = status
-                .poller_id
-                .and_then(|id| pollers.get(&id.to_string()))
-                .is_some_and(|p| {
-                    let offline_since = p.last_heartbeat_at.unwrap_or(0).max(self.watching_since())
-                        + self.offline_after.as_millis() as i64;
-                    poller_offline
-                        && offline_since >= placement_checked
-                        // Never longer than placement needs at worst, even if it keeps failing.
-                        && now < offline_since.saturating_add(FAILOVER_HOLD_MS)
-                });
-            if current == "stale" && ((catching_up && !poller_offline) || failover_pending) {
-                if let Some(previous) = &previous {
-                    current = previous.status.as_str();
-                }
-            }
-            let rules = Rules {
-                repeat_ms: repeat_ms(monitor),
-                flap_window_ms: flap_window_ms(monitor.interval_ms),
-            };
-            let (next, notice) = step(previous.as_ref(), current, now, rules);
-            if previous.as_ref() == Some(&next) {
-                continue;
-            }
-            let notifications = match &notice {
-                Some(notice) => {
-                    let listed = monitor.channel_ids()?;
-                    let targets: Vec<&ChannelRow> = channels
-                        .iter()
-                        .filter(|c| c.is_default || listed.contains(&c.id))
-                        .collect();
-                    let message = message_for(monitor, status, notice, now)?;
-                    tracing::info!(monitor_id = %monitor.id, event = notice.event.as_str(),
-                        channels = targets.len(), reminder = notice.reminder, "notifying");
-                    outbox_rows(&targets, &message, Some(&monitor.id), None)?
-                }
-                None => Vec::new(),
-            };
-            updates.push(AlertUpdate {
-                state: row_of(&monitor.id, &next),
-                replaces: stored.cloned(),
-                notifications,
-            });
-        }
-        let queued: usize = updates.iter().map(|u| u.notifications.len()).sum();
-        self.store.record_alerts(&updates).await?;
-        Ok(queued)
-    }
 }
 
 #[cfg(test)]
@@ -458,7 +268,69 @@ mod tests {
         ]
     }
 
+    /// Notices with the instants they were told at.
+    type Told = Vec<(i64, Notice)>;
+
+    /// Notices (with their instants) from evaluating at every instant `0..=end`, and from
+    /// evaluating only when the status changes and at the instants `next_look` names.
+    fn every_instant_and_due_only(
+        timeline: &[(i64, &'static str)],
+        rules: Rules,
+        end: i64,
+    ) -> (Told, Told) {
+        let status_at = |t: i64| {
+            timeline
+                .iter()
+                .rev()
+                .find(|(at, _)| *at <= t)
+                .map_or("pending", |(_, s)| *s)
+        };
+        let mut reference = Vec::new();
+        let mut state = None;
+        for t in 0..=end {
+            let (next, notice) = step(state.as_ref(), status_at(t), t, rules);
+            reference.extend(notice.map(|n| (t, n)));
+            state = Some(next);
+        }
+        let mut due_only = Vec::new();
+        let mut state = None;
+        let mut t = 0;
+        while t <= end {
+            let (next, notice) = step(state.as_ref(), status_at(t), t, rules);
+            due_only.extend(notice.map(|n| (t, n)));
+            let change = timeline.iter().map(|(at, _)| *at).find(|at| *at > t);
+            t = [change, next_look(&next, rules)]
+                .into_iter()
+                .flatten()
+                .min()
+                .map_or(end + 1, |at| at.max(t + 1));
+            state = Some(next);
+        }
+        (reference, due_only)
+    }
+
     proptest! {
+        /// Looking only on changes of status and at `next_look` tells exactly what looking at
+        /// every instant tells, at the same instants: reminders, flap damping and all.
+        #[test]
+        fn looking_when_due_tells_what_looking_always_tells(
+            steps in proptest::collection::vec((1i64..40, status()), 0..40),
+            repeat_ms in prop_oneof![Just(0i64), 1i64..60],
+            flap_window_ms in 10i64..200,
+        ) {
+            let mut at = 0;
+            let timeline: Vec<(i64, &'static str)> = steps
+                .into_iter()
+                .map(|(gap, status)| {
+                    at += gap;
+                    (at, status)
+                })
+                .collect();
+            let rules = Rules { repeat_ms, flap_window_ms };
+            let (reference, due_only) = every_instant_and_due_only(&timeline, rules, at + 300);
+            prop_assert_eq!(due_only, reference);
+        }
+
         /// Without reminders, two notices in a row never tell the same status, and an `up`
         /// notice always resolves a problem told before it.
         #[test]

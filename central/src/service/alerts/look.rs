@@ -1,0 +1,287 @@
+//! One look of alerting at the monitors due (`store::due`): their derived status, held while
+//! central catches up after an outage or placement moves them off a lost poller, moved through
+//! `step`; the changed alert states, their notifications and each monitor's next look are
+//! written in one transaction. Runs on the lease holder (`crate::alerting`).
+//!
+//! Cost: proportional to the monitors due (changed, or reaching an instant `next_look` or
+//! `status::changes_at` named), plus one read of the channels and pollers per round. Must not:
+//! read every monitor, or deliver anything (`notify`).
+
+use std::collections::HashMap;
+
+use shared_proto::notifications::{Notification, NotificationEvent, Subject};
+use shared_proto::settings::MonitorSettings;
+use shared_proto::settings_api::{MonitorStatusView, PollerStatus};
+use shared_proto::CheckKind;
+use uuid::Uuid;
+
+use super::{flap_window_ms, next_look, step, AlertState, Notice, Rules};
+use crate::error::ApiResult;
+use crate::service::{now_ms, stored_id, time_of, App};
+use crate::store::{AlertStateRow, AlertUpdate, ChannelRow, Look, MonitorRow, OutboxRow};
+
+/// The longest a monitor's stale is held for placement to move it off an offline poller:
+/// several liveness rounds (at most 5 s each) and a placement pass.
+const FAILOVER_HOLD_MS: i64 = 30_000;
+
+/// The most monitors one round reads; a round that reads this many is followed by another.
+const ROUND: u32 = 2_000;
+
+fn state_of(row: &AlertStateRow) -> AlertState {
+    AlertState {
+        status: row.status.clone(),
+        since: row.since,
+        notified_status: row.notified_status.clone(),
+        notified_at: row.notified_at,
+        changes: serde_json::from_str(&row.changes).unwrap_or_default(),
+    }
+}
+
+fn row_of(monitor_id: &str, state: &AlertState) -> AlertStateRow {
+    AlertStateRow {
+        monitor_id: monitor_id.to_string(),
+        status: state.status.clone(),
+        since: state.since,
+        notified_status: state.notified_status.clone(),
+        notified_at: state.notified_at,
+        changes: serde_json::Value::from(state.changes.clone()).to_string(),
+    }
+}
+
+fn repeat_ms(monitor: &MonitorRow) -> i64 {
+    let settings: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&monitor.settings).unwrap_or_default();
+    CheckKind::parse(&monitor.kind)
+        .and_then(|kind| MonitorSettings::parse(kind, &settings).ok())
+        .map_or(0, |s| s.common.repeat_interval_ms as i64)
+}
+
+/// One outbox row per channel for `message` (each with its own id, which the message carries).
+pub(crate) fn outbox_rows(
+    channels: &[&ChannelRow],
+    message: &Notification,
+    monitor_id: Option<&str>,
+    poller_id: Option<&str>,
+) -> anyhow::Result<Vec<OutboxRow>> {
+    let created_at = message.at.timestamp_millis();
+    channels
+        .iter()
+        .map(|channel| {
+            let id = Uuid::now_v7();
+            let payload = Notification {
+                id,
+                ..message.clone()
+            };
+            Ok(OutboxRow {
+                id: id.to_string(),
+                channel_id: channel.id.clone(),
+                event: message.event.as_str().to_string(),
+                monitor_id: monitor_id.map(str::to_string),
+                poller_id: poller_id.map(str::to_string),
+                payload: serde_json::to_string(&payload)?,
+                status: "pending".into(),
+                attempts: 0,
+                last_error: None,
+                created_at,
+                next_attempt_at: Some(created_at),
+                delivered_at: None,
+            })
+        })
+        .collect()
+}
+
+fn message_for(
+    monitor: &MonitorRow,
+    status: &MonitorStatusView,
+    notice: &Notice,
+    now: i64,
+) -> anyhow::Result<Notification> {
+    let what = match notice.event {
+        NotificationEvent::MonitorDown => "is down",
+        NotificationEvent::MonitorDegraded => "is degraded",
+        NotificationEvent::MonitorStale => "is stale: nobody is checking it",
+        NotificationEvent::MonitorUp => "is up again",
+        _ => "changed",
+    };
+    let detail = status
+        .reason
+        .clone()
+        .or_else(|| status.message.clone().filter(|m| !m.is_empty()));
+    let mut message = format!("{} {what}", monitor.name);
+    if notice.reminder {
+        message.push_str(" (still)");
+    }
+    if let Some(detail) = detail {
+        message.push_str(": ");
+        message.push_str(&detail);
+    }
+    Ok(Notification {
+        id: Uuid::nil(),
+        event: notice.event,
+        monitor: Some(Subject {
+            id: stored_id(&monitor.id)?,
+            name: monitor.name.clone(),
+        }),
+        poller: None,
+        status: status.status.as_str().to_string(),
+        previous_status: notice.previous.clone(),
+        at: time_of(now),
+        message,
+        reminder: notice.reminder,
+        locations: (!status.locations.is_empty()).then(|| status.locations.clone()),
+    })
+}
+
+impl App {
+    /// Has alerting look again at every monitor placed on these pollers, whose going offline
+    /// or coming back changes their status (cost: those monitors).
+    pub async fn look_again_on_pollers(&self, poller_ids: &[String]) -> ApiResult<()> {
+        self.store.mark_due_on_pollers(poller_ids, now_ms()).await?;
+        Ok(())
+    }
+
+    /// Has alerting look again at the monitors it last saw stale: for a new lease holder,
+    /// whose first look at the pollers cannot tell which came back meanwhile.
+    pub async fn look_again_at_stale(&self) -> ApiResult<()> {
+        self.store.mark_stale_due(now_ms()).await?;
+        Ok(())
+    }
+
+    /// Looks at every monitor due by now; returns how many notifications it queued.
+    pub async fn evaluate_alerts(&self) -> ApiResult<usize> {
+        let mut queued = 0;
+        loop {
+            let now = now_ms();
+            let due = self.store.due_looks(now, ROUND).await?;
+            queued += self.look_at(&due, now).await?;
+            if due.len() < ROUND as usize {
+                return Ok(queued);
+            }
+        }
+    }
+
+    /// One round over `due` (ids with the `marks` read).
+    async fn look_at(&self, due: &[(String, i64)], now: i64) -> ApiResult<usize> {
+        if due.is_empty() {
+            return Ok(0);
+        }
+        // Read before the monitors and their statuses: when placement's last look is after a
+        // poller went offline, the moves it made are in what this round reads. Read after
+        // them, a look that finished in between would end the hold while this round still
+        // sees the monitors on the lost poller (and tell each of them `stale`).
+        let placement_checked = self.placement_checked_at();
+        let ids: Vec<String> = due.iter().map(|(id, _)| id.clone()).collect();
+        let monitors = self.store.monitors_by_ids(&ids).await?;
+        let derived = self.derived_of(&monitors).await?;
+        let states: HashMap<String, AlertStateRow> = self
+            .store
+            .alert_states_of(&ids)
+            .await?
+            .into_iter()
+            .map(|s| (s.monitor_id.clone(), s))
+            .collect();
+        let channels = self.store.all_channels().await?;
+        let pollers: HashMap<String, crate::store::PollerRow> = self
+            .store
+            .all_pollers()
+            .await?
+            .into_iter()
+            .map(|p| (p.id.clone(), p))
+            .collect();
+        let marks: HashMap<&str, i64> = due.iter().map(|(id, m)| (id.as_str(), *m)).collect();
+        // A monitor deleted since it was marked: its row goes.
+        let mut looks: Vec<Look> = due
+            .iter()
+            .filter(|(id, _)| !monitors.iter().any(|m| &m.id == id))
+            .map(|(id, marks)| Look {
+                monitor_id: id.clone(),
+                marks: *marks,
+                next_at: None,
+            })
+            .collect();
+        let mut updates = Vec::new();
+        for (monitor, (status, changes_at)) in monitors.iter().zip(&derived) {
+            let stored = states.get(&monitor.id);
+            let previous = stored.map(state_of);
+            let mut current = status.status.as_str();
+            // Right after central (all of it) was down, results are overdue because nobody
+            // could upload them, not because nobody checks: no `stale` until agents had an
+            // interval and its grace to deliver. (A poller known offline is real news: its own
+            // offline rule already counts from central's return.)
+            let grace =
+                shared_proto::monitor::staleness_grace_ms(monitor.interval_ms.max(0) as u64) as i64;
+            let poller = status.poller_id.and_then(|id| pollers.get(&id.to_string()));
+            let poller_offline =
+                poller.is_some_and(|p| self.poller_status(p, now) == PollerStatus::Offline);
+            let caught_up_at = self.watching_since() + monitor.interval_ms + grace;
+            let catching_up = now < caught_up_at;
+            // A lost poller is one notice (`poller.offline`), not one per monitor: until
+            // placement has seen the poller offline and moved what can fail over, its monitors'
+            // `stale` waits. Moved, they have an interval to report from their new poller; one
+            // that could not move is told at once after that (liveness marks it due then).
+            let failover_ends = poller.filter(|_| poller_offline).and_then(|p| {
+                let offline_since = p.last_heartbeat_at.unwrap_or(0).max(self.watching_since())
+                    + self.offline_after.as_millis() as i64;
+                // Never longer than placement needs at worst, even if it keeps failing.
+                let ends = offline_since.saturating_add(FAILOVER_HOLD_MS);
+                (offline_since >= placement_checked && now < ends).then_some(ends)
+            });
+            let mut held_until = None;
+            if current == "stale" {
+                let hold = if catching_up && !poller_offline {
+                    Some(caught_up_at)
+                } else {
+                    failover_ends
+                };
+                if let (Some(until), Some(previous)) = (hold, &previous) {
+                    current = previous.status.as_str();
+                    held_until = Some(until);
+                }
+            }
+            let rules = Rules {
+                repeat_ms: repeat_ms(monitor),
+                flap_window_ms: flap_window_ms(monitor.interval_ms),
+            };
+            let (next, notice) = step(previous.as_ref(), current, now, rules);
+            let next_at = [*changes_at, held_until, next_look(&next, rules)]
+                .into_iter()
+                .flatten()
+                .min()
+                // Never in the past: a look that is due again at once would spin.
+                .map(|at| at.max(now + 1));
+            looks.push(Look {
+                monitor_id: monitor.id.clone(),
+                marks: marks.get(monitor.id.as_str()).copied().unwrap_or_default(),
+                next_at,
+            });
+            if previous.as_ref() == Some(&next) {
+                continue;
+            }
+            let notifications = match &notice {
+                Some(notice) => {
+                    let listed = monitor.channel_ids()?;
+                    let targets: Vec<&ChannelRow> = channels
+                        .iter()
+                        .filter(|c| c.is_default || listed.contains(&c.id))
+                        .collect();
+                    let message = message_for(monitor, status, notice, now)?;
+                    tracing::info!(monitor_id = %monitor.id, event = notice.event.as_str(),
+                        channels = targets.len(), reminder = notice.reminder, "notifying");
+                    outbox_rows(&targets, &message, Some(&monitor.id), None)?
+                }
+                None => Vec::new(),
+            };
+            updates.push(AlertUpdate {
+                state: row_of(&monitor.id, &next),
+                replaces: stored.cloned(),
+                notifications,
+            });
+        }
+        let queued: usize = updates.iter().map(|u| u.notifications.len()).sum();
+        self.store.record_alerts(&updates, &looks).await?;
+        if queued > 0 {
+            self.wakes.delivery.notify_one();
+        }
+        Ok(queued)
+    }
+}

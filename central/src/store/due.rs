@@ -1,0 +1,187 @@
+//! `alert_due`: when alerting must look at each monitor next. Writers of what a status depends
+//! on mark the monitors they touch due now, in their own transaction (`mark_due`); alerting
+//! reads the rows due by now through the `due_at` index (`due_looks`) and, after its look,
+//! sets each one's next instant or removes it (`finish_looks`, inside `record_alerts`).
+//!
+//! A mark always bumps `marks`; a look's result is written only if `marks` is what the look
+//! read, so a mark that comes in while a look is under way is never overwritten: the row stays
+//! due and is looked at again.
+//!
+//! Cost: a mark is one upsert per monitor touched; a look reads only the rows due. Must not:
+//! decide anything about statuses (that is `service::alerts`).
+
+use sqlx::{Any, Transaction};
+
+use super::{Backend, Store};
+
+/// One monitor's look as alerting finished it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Look {
+    pub monitor_id: String,
+    /// `marks` as the look read it.
+    pub marks: i64,
+    /// When to look again; `None`: only when something marks it.
+    pub next_at: Option<i64>,
+}
+
+/// The ids in a JSON array parameter (`$1`) as a column `value`.
+fn id_source(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Sqlite => "json_each($1)",
+        Backend::Postgres => "jsonb_array_elements_text(CAST($1 AS jsonb)) AS ids(value)",
+    }
+}
+
+/// Marks the monitors in `ids` (a JSON array of ids) due at `at`, or earlier if they already
+/// were; in the caller's transaction, so a change and its mark are stored together. In id
+/// order, so two transactions marking overlapping sets on PostgreSQL cannot deadlock.
+pub(super) async fn mark_due(
+    tx: &mut Transaction<'_, Any>,
+    backend: Backend,
+    ids: &str,
+    at: i64,
+) -> sqlx::Result<()> {
+    let sql = format!(
+        "INSERT INTO alert_due (monitor_id, due_at, marks) \
+         SELECT DISTINCT value, CAST($2 AS BIGINT), 1 FROM {} WHERE true ORDER BY 1 \
+         ON CONFLICT (monitor_id) DO UPDATE SET \
+         due_at = CASE WHEN excluded.due_at < alert_due.due_at THEN excluded.due_at \
+                  ELSE alert_due.due_at END, \
+         marks = alert_due.marks + 1",
+        id_source(backend)
+    );
+    sqlx::query(&sql)
+        .bind(ids)
+        .bind(at)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// Writes finished looks: each row's next instant, or its removal, unless a mark came in.
+pub(super) async fn finish_looks(
+    tx: &mut Transaction<'_, Any>,
+    looks: &[Look],
+) -> sqlx::Result<()> {
+    for look in looks {
+        let query = match look.next_at {
+            Some(at) => {
+                sqlx::query("UPDATE alert_due SET due_at = $3 WHERE monitor_id = $1 AND marks = $2")
+                    .bind(&look.monitor_id)
+                    .bind(look.marks)
+                    .bind(at)
+            }
+            None => sqlx::query("DELETE FROM alert_due WHERE monitor_id = $1 AND marks = $2")
+                .bind(&look.monitor_id)
+                .bind(look.marks),
+        };
+        query.execute(&mut **tx).await?;
+    }
+    Ok(())
+}
+
+impl Store {
+    /// Marks monitors due at `at` (see `mark_due`), in a transaction of its own.
+    pub async fn mark_monitors_due(&self, ids: &[String], at: i64) -> anyhow::Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let _guard = self.write_lock().await;
+        let mut tx = self.pool.begin().await?;
+        mark_due(&mut tx, self.backend(), &serde_json::to_string(ids)?, at).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Marks due at `at` every monitor placed on one of `poller_ids`, itself or by a location
+    /// (their status depends on those pollers being online): indexed reads of those monitors.
+    pub async fn mark_due_on_pollers(&self, poller_ids: &[String], at: i64) -> anyhow::Result<()> {
+        if poller_ids.is_empty() {
+            return Ok(());
+        }
+        let source = id_source(self.backend());
+        let sql = format!(
+            "SELECT id FROM monitors WHERE assigned_poller_id IN (SELECT value FROM {source}) \
+             UNION SELECT monitor_id FROM monitor_locations \
+             WHERE assigned_poller_id IN (SELECT value FROM {source})"
+        );
+        let ids: Vec<(String,)> = sqlx::query_as(&sql)
+            .bind(serde_json::to_string(poller_ids)?)
+            .fetch_all(&self.pool)
+            .await?;
+        let ids: Vec<String> = ids.into_iter().map(|(id,)| id).collect();
+        self.mark_monitors_due(&ids, at).await
+    }
+
+    /// Marks due at `at` every monitor alerting last saw `stale`: those whose poller may have
+    /// come back while nobody held the lease (an indexed read of the stale ones alone).
+    pub async fn mark_stale_due(&self, at: i64) -> anyhow::Result<()> {
+        let ids: Vec<(String,)> =
+            sqlx::query_as("SELECT monitor_id FROM alert_state WHERE status = 'stale'")
+                .fetch_all(&self.pool)
+                .await?;
+        let ids: Vec<String> = ids.into_iter().map(|(id,)| id).collect();
+        self.mark_monitors_due(&ids, at).await
+    }
+
+    /// At most `limit` monitors due by `now`, most overdue first, with their `marks`.
+    pub async fn due_looks(&self, now: i64, limit: u32) -> anyhow::Result<Vec<(String, i64)>> {
+        Ok(sqlx::query_as(
+            "SELECT monitor_id, marks FROM alert_due WHERE due_at <= $1 \
+             ORDER BY due_at LIMIT $2",
+        )
+        .bind(now)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// The earliest instant any monitor is due (one read of the index's first entry).
+    pub async fn next_due_at(&self) -> anyhow::Result<Option<i64>> {
+        let (at,): (Option<i64>,) = sqlx::query_as("SELECT MIN(due_at) FROM alert_due")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(at)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::testing::sqlite_store;
+
+    #[tokio::test]
+    async fn a_mark_during_a_look_is_not_overwritten_and_marks_never_postpone() {
+        let (store, _dir) = sqlite_store().await;
+        let ids = ["a".to_string(), "b".to_string()];
+        store.mark_monitors_due(&ids, 100).await.unwrap();
+        // Marked later: still due at the earlier instant.
+        store.mark_monitors_due(&ids[..1], 500).await.unwrap();
+        let due = store.due_looks(100, 10).await.unwrap();
+        assert_eq!(due, [("a".to_string(), 2), ("b".to_string(), 1)]);
+        // A result lands on `a` while the look is under way.
+        store.mark_monitors_due(&ids[..1], 150).await.unwrap();
+        let looks: Vec<Look> = due
+            .iter()
+            .map(|(id, marks)| Look {
+                monitor_id: id.clone(),
+                marks: *marks,
+                next_at: Some(10_000),
+            })
+            .collect();
+        store.record_alerts(&[], &looks).await.unwrap();
+        assert_eq!(
+            store.due_looks(200, 10).await.unwrap(),
+            [("a".to_string(), 3)],
+            "`a` is looked at again; `b` waits for its instant"
+        );
+        assert_eq!(store.next_due_at().await.unwrap(), Some(100));
+        let done = Look {
+            monitor_id: "a".into(),
+            marks: 3,
+            next_at: None,
+        };
+        store.record_alerts(&[], &[done]).await.unwrap();
+        assert_eq!(store.next_due_at().await.unwrap(), Some(10_000));
+    }
+}
