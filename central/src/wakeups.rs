@@ -1,5 +1,6 @@
 //! Cross-replica wake-ups: a long poll waiting on one replica wakes when another replica
-//! changes its poller's assignments. On PostgreSQL every replica listens for the versions the
+//! changes its poller's assignments, and alerting on the lease holder when another replica
+//! marks monitors due (results it stored). On PostgreSQL every replica listens for the versions the
 //! database announces and hands them to the in-process notification that long polls wait on;
 //! on SQLite there is one process, and that notification is all there is. It wakes; it never
 //! decides what a poller gets (that is `service::assignments`).
@@ -19,6 +20,8 @@ pub fn spawn(app: Arc<App>) {
         loop {
             match listener.next().await {
                 Wakeup::Version(version) => app.publish_version(version),
+                // Monitors marked due on some replica: alerting looks now if this one leads.
+                Wakeup::AlertingDue => app.wakes.alerting.notify_one(),
                 // Announcements made while nobody listened are gone: one read catches up.
                 Wakeup::Listening => {
                     while let Err(e) = app.refresh_assignment_version().await {

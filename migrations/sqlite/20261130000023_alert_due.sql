@@ -12,5 +12,10 @@ CREATE TABLE alert_due (
 CREATE INDEX alert_due_at ON alert_due (due_at);
 -- A new lease holder looks again at the monitors alerting last saw stale.
 CREATE INDEX alert_state_status ON alert_state (status);
+-- The status each monitor showed at alerting's last look: what `?status=` lists by, through
+-- its index, instead of deriving every monitor per request. Set by each look that finds it
+-- changed (a new monitor starts `pending`, or `paused`).
+ALTER TABLE monitors ADD COLUMN shown_status TEXT;
+CREATE INDEX monitors_shown_status ON monitors (shown_status, created_at, id);
 -- Every monitor is looked at once after the upgrade.
 INSERT INTO alert_due (monitor_id, due_at, marks) SELECT id, 0, 1 FROM monitors;

@@ -118,7 +118,16 @@ impl App {
         let mut items = Vec::new();
         let mut cursor = after.clone();
         loop {
-            let rows = self.store.list_monitors(&cursor, chunk).await?;
+            // In a status: the monitors alerting last saw in it (an indexed read of those
+            // alone), each derived again below, so that one that changed since is left out.
+            let rows = match filter.status {
+                Some(status) => {
+                    self.store
+                        .list_monitors_shown(status.as_str(), &cursor, chunk)
+                        .await?
+                }
+                None => self.store.list_monitors(&cursor, chunk).await?,
+            };
             let statuses = self.statuses_of(&rows).await?;
             for (row, status) in rows.iter().zip(statuses) {
                 cursor = Cursor {
@@ -299,6 +308,7 @@ fn monitor_row(id: Uuid, spec: &MonitorSpec, created_at: i64, updated_at: i64) -
         previous_poller_id: None,
         assigned_at: None,
         placement_reason: None,
+        shown_status: None,
     }
 }
 

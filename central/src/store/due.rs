@@ -22,6 +22,8 @@ pub struct Look {
     pub marks: i64,
     /// When to look again; `None`: only when something marks it.
     pub next_at: Option<i64>,
+    /// The status the monitor shows now, when it differs from its `shown_status`.
+    pub shown: Option<String>,
 }
 
 /// The ids in a JSON array parameter (`$1`) as a column `value`.
@@ -55,6 +57,14 @@ pub(super) async fn mark_due(
         .bind(at)
         .execute(&mut **tx)
         .await?;
+    if backend == Backend::Postgres {
+        // Heard by the lease holder when this commits, whichever replica wrote it; PostgreSQL
+        // sends one per transaction however many marks it holds.
+        sqlx::query("SELECT pg_notify($1, '')")
+            .bind(super::wakeups::DUE_CHANNEL)
+            .execute(&mut **tx)
+            .await?;
+    }
     Ok(())
 }
 
@@ -64,6 +74,14 @@ pub(super) async fn finish_looks(
     looks: &[Look],
 ) -> sqlx::Result<()> {
     for look in looks {
+        // Whatever came in meanwhile: it is what the look saw, and a later look corrects it.
+        if let Some(shown) = &look.shown {
+            sqlx::query("UPDATE monitors SET shown_status = $2 WHERE id = $1")
+                .bind(&look.monitor_id)
+                .bind(shown)
+                .execute(&mut **tx)
+                .await?;
+        }
         let query = match look.next_at {
             Some(at) => {
                 sqlx::query("UPDATE alert_due SET due_at = $3 WHERE monitor_id = $1 AND marks = $2")
@@ -167,6 +185,7 @@ mod tests {
                 monitor_id: id.clone(),
                 marks: *marks,
                 next_at: Some(10_000),
+                shown: None,
             })
             .collect();
         store.record_alerts(&[], &looks).await.unwrap();
@@ -180,6 +199,7 @@ mod tests {
             monitor_id: "a".into(),
             marks: 3,
             next_at: None,
+            shown: None,
         };
         store.record_alerts(&[], &[done]).await.unwrap();
         assert_eq!(store.next_due_at().await.unwrap(), Some(10_000));

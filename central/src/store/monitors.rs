@@ -38,6 +38,8 @@ pub struct MonitorRow {
     pub previous_poller_id: Option<String>,
     pub assigned_at: Option<i64>,
     pub placement_reason: Option<String>,
+    /// The status it showed at alerting's last look (`alerts::look`); set by the store only.
+    pub shown_status: Option<String>,
 }
 
 impl FromRow<'_, AnyRow> for MonitorRow {
@@ -69,6 +71,7 @@ impl FromRow<'_, AnyRow> for MonitorRow {
             previous_poller_id: row.try_get("previous_poller_id")?,
             assigned_at: row.try_get("assigned_at")?,
             placement_reason: row.try_get("placement_reason")?,
+            shown_status: row.try_get("shown_status")?,
         })
     }
 }
@@ -145,7 +148,7 @@ const MONITOR_COLUMNS: &str = "id, name, kind, target, interval_ms, timeout_ms, 
      poller_mode, poller_id, poller_region, poller_datacenter, poller_capability, \
      poller_regions, quorum, notification_channel_ids, failover, \
      paused, paused_at, resumed_at, created_at, updated_at, revision, assigned_poller_id, \
-     previous_poller_id, assigned_at, placement_reason";
+     previous_poller_id, assigned_at, placement_reason, shown_status";
 
 /// `$first, $first+1, …` for `count` parameters.
 pub(super) fn placeholders(first: usize, count: usize) -> String {
@@ -252,9 +255,10 @@ impl Store {
             "INSERT INTO monitors (id, name, kind, target, interval_ms, timeout_ms, settings, \
              poller_mode, poller_id, poller_region, poller_datacenter, poller_capability, \
              failover, paused, created_at, updated_at, revision, placement_reason, \
-             poller_regions, quorum, notification_channel_ids, paused_at) \
+             poller_regions, quorum, notification_channel_ids, paused_at, shown_status) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-             $18, $19, $20, $21, CASE WHEN $14 <> 0 THEN $15 END)",
+             $18, $19, $20, $21, CASE WHEN $14 <> 0 THEN $15 END, \
+             CASE WHEN $14 <> 0 THEN 'paused' ELSE 'pending' END)",
         )
         .bind(&row.id)
         .bind(&row.name)
@@ -404,6 +408,28 @@ impl Store {
             .bind(after.key)
             .bind(&after.id)
             .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    /// A page of the monitors that showed `status` at alerting's last look, in list order
+    /// (index `monitors_shown_status`: the rows in that status alone).
+    pub async fn list_monitors_shown(
+        &self,
+        status: &str,
+        after: &Cursor,
+        limit: u32,
+    ) -> anyhow::Result<Vec<MonitorRow>> {
+        let sql = format!(
+            "SELECT {MONITOR_COLUMNS} FROM monitors WHERE shown_status = $4 \
+             AND (created_at > $1 OR (created_at = $1 AND id > $2)) \
+             ORDER BY created_at, id LIMIT $3"
+        );
+        Ok(sqlx::query_as(&sql)
+            .bind(after.key)
+            .bind(&after.id)
+            .bind(i64::from(limit))
+            .bind(status)
             .fetch_all(&self.pool)
             .await?)
     }

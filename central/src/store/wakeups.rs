@@ -1,6 +1,7 @@
-//! Hearing of new assignment versions written by other central replicas: PostgreSQL's
-//! LISTEN/NOTIFY on the channel the `assignment notify` migration's trigger announces on. It
-//! only reports what it hears; what to wake is the caller's business.
+//! Hearing what other central replicas wrote: PostgreSQL's LISTEN/NOTIFY on the channel the
+//! `assignment notify` migration's trigger announces new assignment versions on, and on the one
+//! `due::mark_due` announces monitors marked for alerting on. It only reports what it hears;
+//! what to wake is the caller's business.
 
 use std::time::Duration;
 
@@ -9,6 +10,8 @@ use sqlx::postgres::PgListener;
 use super::{Backend, Store};
 
 const CHANNEL: &str = "central_assignment_version";
+/// Announced (empty) by every transaction that marks monitors due for alerting.
+pub(super) const DUE_CHANNEL: &str = "central_alerting_due";
 const RECONNECT_PAUSE: Duration = Duration::from_secs(1);
 
 /// What the listener heard.
@@ -16,6 +19,8 @@ const RECONNECT_PAUSE: Duration = Duration::from_secs(1);
 pub enum Wakeup {
     /// A transaction committed this assignment version.
     Version(i64),
+    /// A transaction marked monitors due for alerting (`store::due`).
+    AlertingDue,
     /// The notification connection is (back) up. Announcements sent while it was down are
     /// lost, so the caller should read the current version once.
     Listening,
@@ -57,6 +62,9 @@ impl VersionListener {
                 }
             };
             match listener.try_recv().await {
+                Ok(Some(notification)) if notification.channel() == DUE_CHANNEL => {
+                    return Wakeup::AlertingDue
+                }
                 Ok(Some(notification)) => match notification.payload().parse() {
                     Ok(version) => return Wakeup::Version(version),
                     Err(_) => tracing::warn!(
@@ -81,7 +89,7 @@ impl VersionListener {
 
     async fn connect(&self) -> sqlx::Result<PgListener> {
         let mut listener = PgListener::connect(&self.url).await?;
-        listener.listen(CHANNEL).await?;
+        listener.listen_all([CHANNEL, DUE_CHANNEL]).await?;
         Ok(listener)
     }
 }

@@ -197,6 +197,7 @@ impl App {
                 monitor_id: id.clone(),
                 marks: *marks,
                 next_at: None,
+                shown: None,
             })
             .collect();
         let mut updates = Vec::new();
@@ -227,7 +228,17 @@ impl App {
                 (offline_since >= placement_checked && now < ends).then_some(ends)
             });
             let mut held_until = None;
-            if current == "stale" {
+            // A new monitor has its first interval and grace to be placed and to report, as a
+            // monitor handed to a poller has to report: a placement that settles meanwhile
+            // (its region's poller registering as it is created) is no news.
+            let settled_at = monitor.created_at + monitor.interval_ms + grace;
+            let never_told = previous
+                .as_ref()
+                .is_none_or(|p| p.notified_status.is_none());
+            if current == "stale" && never_told && now < settled_at {
+                current = "pending";
+                held_until = Some(settled_at);
+            } else if current == "stale" {
                 let hold = if catching_up && !poller_offline {
                     Some(caught_up_at)
                 } else {
@@ -253,6 +264,8 @@ impl App {
                 monitor_id: monitor.id.clone(),
                 marks: marks.get(monitor.id.as_str()).copied().unwrap_or_default(),
                 next_at,
+                shown: (monitor.shown_status.as_deref() != Some(status.status.as_str()))
+                    .then(|| status.status.as_str().to_string()),
             });
             if previous.as_ref() == Some(&next) {
                 continue;

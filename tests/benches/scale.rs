@@ -1,0 +1,322 @@
+//! Central at scale: many monitors on many test pollers that speak the poller API (register,
+//! heartbeat every 10 s, one upload a second each carrying the results of the monitors whose
+//! check falls in that second, as agents spread checks over the interval). Every monitor is up
+//! and nothing changes while central's CPU is measured; then the reads operators make are
+//! timed, a few monitors go down one by one (alert latency: acknowledged upload → webhook
+//! received), and 1 % of them at once (time until every notice arrived). Prints one row.
+//!
+//!   cargo bench -p e2e --bench scale [-- --monitors 10000 --pollers 20 --interval-s 60]
+//!
+//! (prefix `E2E_DATABASE=postgres` for PostgreSQL). Figures go to docs/benchmarks.md.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use e2e::receivers::HttpReceiver;
+use e2e::{cpu_seconds, eventually, rss_bytes, Central, RegisteredPoller, ADMIN_TOKEN};
+use futures_util::StreamExt;
+use reqwest::Method;
+use serde_json::{json, Value};
+
+fn arg(name: &str, default: u64) -> u64 {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The monitors reported `down` (shared with the upload loops), and when each was uploaded
+/// so for the first time.
+type Down = Arc<Mutex<HashMap<String, Option<Instant>>>>;
+
+/// One test poller's upload loop: each second, the results of its monitors whose phase is
+/// this second of the interval.
+fn uploads(
+    central: &Central,
+    poller: &RegisteredPoller,
+    monitors: Vec<String>,
+    interval_s: u64,
+    down: Down,
+) -> tokio::task::JoinHandle<()> {
+    let (http, url, token) = (
+        reqwest::Client::new(),
+        central.url.clone(),
+        poller.access.clone(),
+    );
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        let mut second = 0u64;
+        loop {
+            tick.tick().await;
+            let due: Vec<&String> = monitors
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i as u64 % interval_s == second % interval_s)
+                .map(|(_, id)| id)
+                .collect();
+            second += 1;
+            let now = chrono::Utc::now().to_rfc3339();
+            let results: Vec<Value> = {
+                let down = down.lock().unwrap();
+                due.iter()
+                    .map(|id| {
+                        let status = if down.contains_key(*id) { "down" } else { "up" };
+                        json!({"id": uuid::Uuid::now_v7(), "monitor_id": id, "ts": now,
+                               "status": status, "latency_ms": 3, "msg": "", "meta": {}})
+                    })
+                    .collect()
+            };
+            if results.is_empty() {
+                continue;
+            }
+            let _ = http
+                .post(format!("{url}/api/poller/results"))
+                .bearer_auth(&token)
+                .json(&json!({"batch_id": uuid::Uuid::new_v4(), "results": results}))
+                .send()
+                .await;
+        }
+    })
+}
+
+/// Uploads `down` results for `ids` at once (one batch per poller); returns when each was
+/// acknowledged.
+async fn report_down(
+    central: &Central,
+    owners: &HashMap<String, RegisteredPoller>,
+    ids: &[String],
+    down: &Down,
+) -> anyhow::Result<()> {
+    let http = reqwest::Client::new();
+    let mut by_poller: HashMap<&str, Vec<&String>> = HashMap::new();
+    for id in ids {
+        by_poller
+            .entry(owners[id].access.as_str())
+            .or_default()
+            .push(id);
+        down.lock().unwrap().insert(id.clone(), None);
+    }
+    let now = chrono::Utc::now().to_rfc3339();
+    for (token, ids) in by_poller {
+        let results: Vec<Value> = ids
+            .iter()
+            .map(|id| {
+                json!({"id": uuid::Uuid::now_v7(), "monitor_id": id, "ts": now,
+                       "status": "down", "latency_ms": 3, "msg": "", "meta": {}})
+            })
+            .collect();
+        let answer: Value = http
+            .post(format!("{}/api/poller/results", central.url))
+            .bearer_auth(token)
+            .json(&json!({"batch_id": uuid::Uuid::new_v4(), "results": results}))
+            .send()
+            .await?
+            .json()
+            .await?;
+        anyhow::ensure!(
+            answer["accepted"].as_u64() == Some(ids.len() as u64),
+            "{answer}"
+        );
+        let acked = Instant::now();
+        let mut down = down.lock().unwrap();
+        for id in ids {
+            down.insert(id.clone(), Some(acked));
+        }
+    }
+    Ok(())
+}
+
+/// The median of `runs` timings of `request`, in ms.
+async fn timed<F, Fut>(runs: usize, mut request: F) -> anyhow::Result<f64>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
+    let mut took = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let started = Instant::now();
+        request().await?;
+        took.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    took.sort_by(f64::total_cmp);
+    Ok(took[took.len() / 2])
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> anyhow::Result<()> {
+    let monitors = arg("--monitors", 10_000) as usize;
+    let pollers = arg("--pollers", 20) as usize;
+    let interval_s = arg("--interval-s", 60);
+    let measure_s = arg("--measure-s", 30);
+    let backend = std::env::var("E2E_DATABASE").unwrap_or_else(|_| "sqlite".into());
+    let central = Central::start_with(&[("CENTRAL_AUTH_RATE_LIMIT", "0")]).await?;
+    let pid = central.pid().expect("central runs");
+    let receiver = HttpReceiver::start().await?;
+    let (code, channel) = central
+        .admin(
+            Method::POST,
+            "/api/v1/notification-channels",
+            Some(json!({"name": "bench", "kind": "webhook", "url": receiver.url, "default": true})),
+        )
+        .await?;
+    anyhow::ensure!(code == 201, "{channel}");
+    let mut registered = Vec::with_capacity(pollers);
+    for i in 0..pollers {
+        registered.push(central.register_poller(&format!("scale-{i}")).await?);
+    }
+    let beats: Vec<_> = registered
+        .iter()
+        .map(|p| p.keep_alive(&central.url, Duration::from_secs(10)))
+        .collect();
+
+    let created = Instant::now();
+    let specs: Vec<(usize, String)> = (0..monitors)
+        .map(|i| (i, registered[i % pollers].id.clone()))
+        .collect();
+    let ids: Vec<(usize, String)> = futures_util::stream::iter(specs)
+        .map(|(i, poller)| {
+            let central = &central;
+            async move {
+                let id = central
+                    .create_monitor(json!({"name": format!("m{i}"), "kind": "http",
+                        "target": format!("http://127.0.0.1:9/{i}"),
+                        "interval_ms": interval_s * 1000,
+                        "poller_mode": "pinned", "poller_id": poller}))
+                    .await?;
+                anyhow::Ok((i, id))
+            }
+        })
+        .buffer_unordered(8)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<anyhow::Result<_>>()?;
+    let creating = created.elapsed();
+    let mut owned: Vec<Vec<String>> = vec![Vec::new(); pollers];
+    let mut owners: HashMap<String, RegisteredPoller> = HashMap::new();
+    for (i, id) in &ids {
+        owned[i % pollers].push(id.clone());
+        owners.insert(id.clone(), registered[i % pollers].clone());
+    }
+    let down: Down = Arc::default();
+    let loops: Vec<_> = registered
+        .iter()
+        .zip(owned)
+        .map(|(poller, mine)| uploads(&central, poller, mine, interval_s, down.clone()))
+        .collect();
+    // One whole interval, so that every monitor has a result and is up, and a little more.
+    tokio::time::sleep(Duration::from_secs(interval_s + 5)).await;
+
+    let (cpu_before, wall) = (cpu_seconds(pid).unwrap_or(0.0), Instant::now());
+    tokio::time::sleep(Duration::from_secs(measure_s)).await;
+    let steady_cpu = (cpu_seconds(pid).unwrap_or(0.0) - cpu_before) / wall.elapsed().as_secs_f64();
+
+    let http = reqwest::Client::new();
+    let get = |path: String| {
+        let (http, url) = (http.clone(), central.url.clone());
+        async move {
+            let answer = http
+                .get(format!("{url}{path}"))
+                .bearer_auth(ADMIN_TOKEN)
+                .send()
+                .await?;
+            anyhow::ensure!(answer.status() == 200, "{path}: {}", answer.status());
+            answer.bytes().await?;
+            anyhow::Ok(())
+        }
+    };
+    let one = ids[monitors / 2].1.clone();
+    let down_list = timed(5, || get("/api/v1/monitors?status=down".into())).await?;
+    let page = timed(5, || get("/api/v1/monitors?limit=50".into())).await?;
+    let status = timed(5, || get(format!("/api/v1/monitors/{one}/status"))).await?;
+    // Past the cache (5 s): each scrape renders.
+    let mut scrapes = Vec::new();
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_millis(5_100)).await;
+        let started = Instant::now();
+        get("/metrics".into()).await?;
+        scrapes.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    scrapes.sort_by(f64::total_cmp);
+    let metrics = scrapes[1];
+
+    // One by one: alert latency.
+    let singles: Vec<String> = ids.iter().take(20).map(|(_, id)| id.clone()).collect();
+    for id in &singles {
+        report_down(&central, &owners, std::slice::from_ref(id), &down).await?;
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+    eventually(Duration::from_secs(30), "every single notice", || async {
+        (receiver.received().len() >= singles.len()).then_some(())
+    })
+    .await?;
+    let latency_of = |wanted: &HashSet<String>| -> Vec<f64> {
+        let down = down.lock().unwrap();
+        let mut latencies: Vec<f64> = receiver
+            .received()
+            .iter()
+            .filter(|r| r.json["event"] == "monitor.down")
+            .filter_map(|r| {
+                let monitor = r.json["monitor"]["id"].as_str()?;
+                wanted.contains(monitor).then_some(())?;
+                let acked = (*down.get(monitor)?)?;
+                Some(r.at.saturating_duration_since(acked).as_secs_f64() * 1000.0)
+            })
+            .collect();
+        latencies.sort_by(f64::total_cmp);
+        latencies
+    };
+    let single = latency_of(&singles.iter().cloned().collect());
+    let pick = |l: &[f64], q: f64| l[((l.len() - 1) as f64 * q).round() as usize];
+
+    // 1 % at once.
+    let burst: Vec<String> = ids
+        .iter()
+        .skip(20)
+        .take(monitors / 100)
+        .map(|(_, id)| id.clone())
+        .collect();
+    let before = receiver.received().len();
+    let started = Instant::now();
+    report_down(&central, &owners, &burst, &down).await?;
+    eventually(Duration::from_secs(120), "every burst notice", || async {
+        (receiver.received().len() >= before + burst.len()).then_some(())
+    })
+    .await?;
+    let burst_all = started.elapsed();
+
+    // Nothing arriving: uploads stop (heartbeats go on).
+    for upload in &loops {
+        upload.abort();
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (cpu_before, wall) = (cpu_seconds(pid).unwrap_or(0.0), Instant::now());
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let idle_cpu = (cpu_seconds(pid).unwrap_or(0.0) - cpu_before) / wall.elapsed().as_secs_f64();
+    for beat in beats {
+        beat.abort();
+    }
+    println!(
+        "scale ({backend}): {monitors} monitors / {pollers} pollers / {:.0} results/s \
+         (created in {:.0} s) | CPU steady {:.0} % of a core, no results {:.0} % | alert latency \
+         p50 {:.0} ms, p99 {:.0} ms | ?status=down {:.0} ms, page of 50 {:.0} ms, /metrics \
+         {:.0} ms, one status {:.1} ms | 1 % down ({}) all told in {:.2} s | RSS {} MB",
+        monitors as f64 / interval_s as f64,
+        creating.as_secs_f64(),
+        steady_cpu * 100.0,
+        idle_cpu * 100.0,
+        pick(&single, 0.5),
+        pick(&single, 0.99),
+        down_list,
+        page,
+        metrics,
+        status,
+        burst.len(),
+        burst_all.as_secs_f64(),
+        rss_bytes(pid).unwrap_or(0) / 1_000_000
+    );
+    Ok(())
+}
