@@ -2,7 +2,8 @@
 //! `up` is acknowledged) to a webhook receiver holding the notification. Real `central` binary
 //! (`E2E_DATABASE=postgres` for PostgreSQL), a test poller speaking the poller API, a local
 //! receiver. Each of N monitors goes down once and up once (two notices, no flapping), one
-//! monitor every 100 ms, so samples fall at every phase of the evaluation and dispatch ticks.
+//! monitor every 100 ms, so samples fall at every phase of the fallback ticks (the upload
+//! wakes alerting, and alerting wakes delivery, so the ticks should not matter).
 //!
 //!   cargo bench -p e2e --bench alert_latency [-- --monitors 40]
 
@@ -101,7 +102,7 @@ async fn main() -> anyhow::Result<()> {
     let pick = |q: f64| latencies[((latencies.len() - 1) as f64 * q).round() as usize];
     println!(
         "alert latency ({} on {}): {} notifications, p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms \
-         (evaluation every 1000 ms, dispatch every 250 ms: ceiling 1250 ms plus work)",
+         (ceiling: the fallback periods, 1000 ms to look plus 250 ms to dispatch)",
         monitors,
         std::env::var("E2E_DATABASE").unwrap_or_else(|_| "sqlite".into()),
         latencies.len(),

@@ -134,16 +134,34 @@ impl App {
     ) -> ApiResult<Vec<(MonitorStatusView, Option<i64>)>> {
         let ids: Vec<String> = monitors.iter().map(|m| m.id.clone()).collect();
         let scope = (ids.len() <= READ_ALL_ABOVE).then_some(ids.as_slice());
+        let locations: HashMap<(String, String), LocationRow> = self
+            .store
+            .locations_of(scope)
+            .await?
+            .into_iter()
+            .map(|l| ((l.monitor_id.clone(), l.region.clone()), l))
+            .collect();
+        // A few monitors read only the pollers they are placed on, not every poller.
+        let pollers = match scope {
+            Some(_) => {
+                let placed: std::collections::BTreeSet<String> = monitors
+                    .iter()
+                    .filter_map(|m| m.assigned_poller_id.clone())
+                    .chain(
+                        locations
+                            .values()
+                            .filter_map(|l| l.assigned_poller_id.clone()),
+                    )
+                    .collect();
+                let placed: Vec<String> = placed.into_iter().collect();
+                self.store.pollers_by_ids(&placed).await?
+            }
+            None => self.store.all_pollers().await?,
+        };
         let known = Known {
             now: now_ms(),
             latest: self.store.monitor_statuses(scope).await?,
-            locations: self
-                .store
-                .locations_of(scope)
-                .await?
-                .into_iter()
-                .map(|l| ((l.monitor_id.clone(), l.region.clone()), l))
-                .collect(),
+            locations,
             location_latest: self
                 .store
                 .location_statuses(scope)
@@ -151,13 +169,7 @@ impl App {
                 .into_iter()
                 .map(|l| ((l.monitor_id, l.region), l.status))
                 .collect(),
-            pollers: self
-                .store
-                .all_pollers()
-                .await?
-                .into_iter()
-                .map(|p| (p.id.clone(), p))
-                .collect(),
+            pollers: pollers.into_iter().map(|p| (p.id.clone(), p)).collect(),
         };
         let mut views = Vec::with_capacity(monitors.len());
         for monitor in monitors {

@@ -157,6 +157,16 @@ impl Store {
             .await?)
     }
 
+    /// The live pollers among `ids`.
+    pub async fn pollers_by_ids(&self, ids: &[String]) -> anyhow::Result<Vec<PollerRow>> {
+        let select = format!("SELECT {POLLER_COLUMNS} FROM pollers WHERE deleted_at IS NULL AND");
+        let rows = self.rows_where_in(&select, "id", ids).await?;
+        Ok(rows
+            .iter()
+            .map(PollerRow::from_row)
+            .collect::<sqlx::Result<_>>()?)
+    }
+
     /// Every live poller, for placement.
     pub async fn all_pollers(&self) -> anyhow::Result<Vec<PollerRow>> {
         let sql = format!("SELECT {POLLER_COLUMNS} FROM pollers WHERE deleted_at IS NULL");
