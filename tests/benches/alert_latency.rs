@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 
 use e2e::receivers::HttpReceiver;
 use e2e::{eventually, Central};
-use reqwest::Method;
 use serde_json::json;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -26,14 +25,11 @@ async fn main() -> anyhow::Result<()> {
         .unwrap_or(40);
     let central = Central::start().await?;
     let receiver = HttpReceiver::start().await?;
-    let (code, channel) = central
-        .admin(
-            Method::POST,
-            "/api/v1/notification-channels",
-            Some(json!({"name": "bench", "kind": "webhook", "url": receiver.url, "default": true})),
+    central
+        .create_channel(
+            json!({"name": "bench", "kind": "webhook", "url": receiver.url, "default": true}),
         )
         .await?;
-    anyhow::ensure!(code == 201, "{channel}");
     let poller = central.register_poller("bench-poller").await?;
     let http = reqwest::Client::new();
     let beat = poller.keep_alive(&central.url, Duration::from_secs(1));

@@ -17,7 +17,6 @@ use std::time::{Duration, Instant};
 use e2e::receivers::HttpReceiver;
 use e2e::{cpu_seconds, eventually, rss_bytes, Central, RegisteredPoller, ADMIN_TOKEN};
 use futures_util::StreamExt;
-use reqwest::Method;
 use serde_json::{json, Value};
 
 fn arg(name: &str, default: u64) -> u64 {
@@ -164,14 +163,11 @@ async fn main() -> anyhow::Result<()> {
     .await?;
     let pid = central.pid().expect("central runs");
     let receiver = HttpReceiver::start().await?;
-    let (code, channel) = central
-        .admin(
-            Method::POST,
-            "/api/v1/notification-channels",
-            Some(json!({"name": "bench", "kind": "webhook", "url": receiver.url, "default": true})),
+    central
+        .create_channel(
+            json!({"name": "bench", "kind": "webhook", "url": receiver.url, "default": true}),
         )
         .await?;
-    anyhow::ensure!(code == 201, "{channel}");
     let mut registered = Vec::with_capacity(pollers);
     for i in 0..pollers {
         registered.push(central.register_poller(&format!("scale-{i}")).await?);
