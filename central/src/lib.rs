@@ -5,6 +5,7 @@
 
 pub mod alerting;
 pub mod api;
+pub mod cluster;
 pub mod config;
 #[cfg(feature = "demo")]
 pub mod demo;

@@ -19,7 +19,11 @@ pub fn spawn(app: Arc<App>) {
     tokio::spawn(async move {
         loop {
             match listener.next().await {
-                Wakeup::Version(version) => app.publish_version(version),
+                Wakeup::Version(version) => {
+                    if let Err(e) = app.learn_version(version).await {
+                        tracing::warn!("cannot read whom version {version} concerns: {e:#}; every long poll looks");
+                    }
+                }
                 // Monitors marked due on some replica: alerting looks now if this one leads.
                 Wakeup::AlertingDue => app.wakes.alerting.notify_one(),
                 // Announcements made while nobody listened are gone: one read catches up.

@@ -7,15 +7,16 @@
 //!
 //!   cargo bench -p e2e --bench scale [-- --monitors 10000 --pollers 20 --interval-s 60]
 //!
-//! (prefix `E2E_DATABASE=postgres` for PostgreSQL). Figures go to docs/benchmarks.md. The test
-//! pollers do not refresh their access tokens: a run must end within their 15 minutes.
+//! (prefix `E2E_DATABASE=postgres` for PostgreSQL). Figures go to docs/benchmarks.md. Each test
+//! poller also keeps a long poll for its assignments open and refreshes its access token every
+//! 10 minutes, as agents do.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use e2e::receivers::HttpReceiver;
-use e2e::{cpu_seconds, eventually, rss_bytes, Central, RegisteredPoller, ADMIN_TOKEN};
+use e2e::{cpu_seconds, eventually, rss_bytes, Central, ADMIN_TOKEN};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 
@@ -32,16 +33,101 @@ fn arg(name: &str, default: u64) -> u64 {
 /// so for the first time.
 type Down = Arc<Mutex<HashMap<String, Option<Instant>>>>;
 
+/// A test poller behaving as an agent does towards central, apart from checking: heartbeats,
+/// a long poll always open, access tokens refreshed before they expire.
+struct BenchPoller {
+    id: String,
+    access: Arc<Mutex<String>>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl BenchPoller {
+    async fn start(central: &Central, name: &str) -> anyhow::Result<BenchPoller> {
+        let registered = central.register_poller(name).await?;
+        let access = Arc::new(Mutex::new(registered.access.clone()));
+        let http = reqwest::Client::new();
+        let url = central.url.clone();
+        let mut tasks = Vec::new();
+        let (h, u, a) = (http.clone(), url.clone(), access.clone());
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let token = a.lock().unwrap().clone();
+                let _ = h
+                    .post(format!("{u}/api/poller/heartbeat"))
+                    .bearer_auth(token)
+                    .json(&json!({"version": "bench", "capabilities": ["http"]}))
+                    .send()
+                    .await;
+                tokio::time::sleep(Duration::from_secs(10)).await;
+            }
+        }));
+        let (h, u, a) = (http.clone(), url.clone(), access.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut since = 0i64;
+            loop {
+                let token = a.lock().unwrap().clone();
+                let answer = h
+                    .get(format!(
+                        "{u}/api/poller/assignments?since_version={since}&wait=25"
+                    ))
+                    .bearer_auth(token)
+                    .send()
+                    .await;
+                match answer {
+                    Ok(answer) if answer.status() == 200 => {
+                        if let Ok(body) = answer.json::<Value>().await {
+                            since = body["version"].as_i64().unwrap_or(since);
+                        }
+                    }
+                    _ => tokio::time::sleep(Duration::from_secs(1)).await,
+                }
+            }
+        }));
+        let (h, u, a) = (http, url, access.clone());
+        let mut refresh = registered.refresh.clone();
+        tasks.push(tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(600)).await;
+                let answer = h
+                    .post(format!("{u}/api/poller/token"))
+                    .json(&json!({"refresh_token": refresh}))
+                    .send()
+                    .await
+                    .and_then(|a| a.error_for_status());
+                let Ok(answer) = answer else { continue };
+                if let Ok(body) = answer.json::<Value>().await {
+                    if let (Some(access), Some(next)) = (
+                        body["access_token"].as_str(),
+                        body["refresh_token"].as_str(),
+                    ) {
+                        *a.lock().unwrap() = access.to_string();
+                        refresh = next.to_string();
+                    }
+                }
+            }
+        }));
+        Ok(BenchPoller {
+            id: registered.id,
+            access,
+            tasks,
+        })
+    }
+
+    fn token(&self) -> String {
+        self.access.lock().unwrap().clone()
+    }
+}
+
 /// One test poller's upload loop: each second, the results of its monitors whose phase is
 /// this second of the interval.
 fn uploads(
     central: &Central,
-    poller: &RegisteredPoller,
+    poller: &BenchPoller,
     monitors: Arc<Mutex<Vec<String>>>,
     interval_s: u64,
     down: Down,
 ) -> tokio::task::JoinHandle<()> {
-    let (http, url, token) = (
+    let (http, url, access) = (
         reqwest::Client::new(),
         central.url.clone(),
         poller.access.clone(),
@@ -74,9 +160,10 @@ fn uploads(
             if results.is_empty() {
                 continue;
             }
+            let token = access.lock().unwrap().clone();
             let _ = http
                 .post(format!("{url}/api/poller/results"))
-                .bearer_auth(&token)
+                .bearer_auth(token)
                 .json(&json!({"batch_id": uuid::Uuid::new_v4(), "results": results}))
                 .send()
                 .await;
@@ -88,17 +175,14 @@ fn uploads(
 /// acknowledged.
 async fn report_down(
     central: &Central,
-    owners: &HashMap<String, RegisteredPoller>,
+    owners: &HashMap<String, Arc<BenchPoller>>,
     ids: &[String],
     down: &Down,
 ) -> anyhow::Result<()> {
     let http = reqwest::Client::new();
-    let mut by_poller: HashMap<&str, Vec<&String>> = HashMap::new();
+    let mut by_poller: HashMap<String, Vec<&String>> = HashMap::new();
     for id in ids {
-        by_poller
-            .entry(owners[id].access.as_str())
-            .or_default()
-            .push(id);
+        by_poller.entry(owners[id].token()).or_default().push(id);
         down.lock().unwrap().insert(id.clone(), None);
     }
     let now = chrono::Utc::now().to_rfc3339();
@@ -170,12 +254,10 @@ async fn main() -> anyhow::Result<()> {
         .await?;
     let mut registered = Vec::with_capacity(pollers);
     for i in 0..pollers {
-        registered.push(central.register_poller(&format!("scale-{i}")).await?);
+        registered.push(Arc::new(
+            BenchPoller::start(&central, &format!("scale-{i}")).await?,
+        ));
     }
-    let beats: Vec<_> = registered
-        .iter()
-        .map(|p| p.keep_alive(&central.url, Duration::from_secs(10)))
-        .collect();
 
     // Uploads start with the first monitor: each reports from its first second on, so none
     // goes stale while the others are being created.
@@ -210,7 +292,7 @@ async fn main() -> anyhow::Result<()> {
         .into_iter()
         .collect::<anyhow::Result<_>>()?;
     let creating = created.elapsed();
-    let owners: HashMap<String, RegisteredPoller> = ids
+    let owners: HashMap<String, Arc<BenchPoller>> = ids
         .iter()
         .map(|(i, id)| (id.clone(), registered[i % pollers].clone()))
         .collect();
@@ -314,8 +396,10 @@ async fn main() -> anyhow::Result<()> {
     let (cpu_before, wall) = (cpu_seconds(pid).unwrap_or(0.0), Instant::now());
     tokio::time::sleep(Duration::from_secs(10)).await;
     let idle_cpu = (cpu_seconds(pid).unwrap_or(0.0) - cpu_before) / wall.elapsed().as_secs_f64();
-    for beat in beats {
-        beat.abort();
+    for poller in &registered {
+        for task in &poller.tasks {
+            task.abort();
+        }
     }
     let others = receiver
         .received()

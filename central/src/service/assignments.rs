@@ -83,8 +83,8 @@ impl App {
             tracing::info!(monitor_id = %change.monitor_id, region = ?change.region, from = ?change.from,
                 to = ?change.to, reason = ?change.reason, "monitor placement changed");
         }
-        let version = self.store.apply_assignments(&changes, now).await?;
-        self.publish_version(version);
+        let versioned = self.store.apply_assignments(&changes, now).await?;
+        self.publish_version(&versioned);
         Ok(())
     }
 
@@ -205,11 +205,16 @@ impl App {
         let deadline = tokio::time::Instant::now() + wait;
         loop {
             // Subscribe before looking, so that a change in between is not missed.
-            let mut changed = self.assignment_version.subscribe();
-            // This replica hears of every new version (its own writes, and the others' through
-            // `wakeups`), so a poller already at the newest one has nothing to fetch: it waits,
-            // and is answered at its deadline, without a database query.
-            let up_to_date = since_version > 0 && *changed.borrow_and_update() == since_version;
+            let mut changed = self.versions.subscribe();
+            // This replica hears of every new version and whom it concerns (its own writes,
+            // and the others' through `wakeups`), so a poller that has every version that
+            // changed its monitors has nothing to fetch: it waits, and is answered at its
+            // deadline, without a database query. (Its answer keeps its version: a version
+            // published late, out of order, may still concern it.)
+            let newest = *changed.borrow_and_update();
+            let up_to_date = since_version > 0
+                && since_version <= newest
+                && self.versions.last_change_for(&poller.id) <= since_version;
             let timed_out = tokio::time::Instant::now() >= deadline;
             if up_to_date && timed_out {
                 return Ok(AssignmentsResponse {

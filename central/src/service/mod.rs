@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use chrono::{DateTime, TimeZone, Utc};
-use tokio::sync::{watch, Mutex};
+use tokio::sync::Mutex;
 
 use crate::config::ServeArgs;
 use crate::error::ApiError;
@@ -73,8 +73,9 @@ pub struct App {
     pub metrics: Metrics,
     /// One placement pass at a time, so that two passes never undo each other's moves.
     reconcile_lock: Mutex<()>,
-    /// The newest assignment version this replica knows of; long polls wait on it.
-    pub assignment_version: watch::Sender<i64>,
+    /// The assignment versions this replica knows of, and whom they concern; long polls
+    /// wait on them.
+    pub versions: crate::cluster::versions::Versions,
     /// Sends to notification channels (test sends; the outbox dispatcher has its own handle).
     pub notifier: crate::notify::Notifier,
     /// How long raw results and each kind of rollup are kept.
@@ -135,7 +136,7 @@ impl App {
                 args.public_url.clone(),
                 args.alertmanager_resend_interval,
             )?,
-            assignment_version: watch::Sender::new(version),
+            versions: crate::cluster::versions::Versions::new(version),
             retention: history::Retention {
                 results_ms: millis(args.results_retention),
                 minutes_ms: millis(args.minute_rollups_retention),
@@ -278,21 +279,39 @@ impl App {
         Ok(())
     }
 
-    /// Reads the current assignment version and wakes the long polls if it is new here.
+    /// Reads the current assignment version after announcements may have been lost: what
+    /// the missed versions changed is unknown, so every long poll looks.
     pub(crate) async fn refresh_assignment_version(&self) -> anyhow::Result<()> {
-        self.publish_version(self.store.assignment_version().await?);
+        self.versions
+            .publish_to_everyone(self.store.assignment_version().await?);
         Ok(())
     }
 
-    /// Records a new assignment version and wakes whoever waits for one.
-    pub(crate) fn publish_version(&self, version: i64) {
-        self.assignment_version.send_if_modified(|current| {
-            let newer = version > *current;
-            if newer {
-                *current = version;
+    /// A version another replica committed, heard of by number: one read of the pollers
+    /// the versions since the newest known one concerned, then their long polls wake.
+    pub(crate) async fn learn_version(&self, version: i64) -> anyhow::Result<()> {
+        let known = self.versions.newest();
+        if version <= known {
+            return Ok(());
+        }
+        match self.store.pollers_changed_between(known, version).await {
+            Ok(pollers) => self
+                .versions
+                .publish(version, pollers.iter().map(String::as_str)),
+            Err(e) => {
+                self.versions.publish_to_everyone(version);
+                return Err(e);
             }
-            newer
-        });
+        }
+        Ok(())
+    }
+
+    /// A version this replica committed, which changed what these pollers run.
+    pub(crate) fn publish_version(&self, versioned: &crate::store::Versioned) {
+        self.versions.publish(
+            versioned.version,
+            versioned.pollers.iter().map(String::as_str),
+        );
     }
 }
 

@@ -193,8 +193,8 @@ impl App {
                 .update_monitor_spec(&row, current.revision)
                 .await?
             {
-                Some(version) => {
-                    self.publish_version(version);
+                Some(versioned) => {
+                    self.publish_version(&versioned);
                     self.reconcile_monitor(id).await?;
                     return self.get_monitor(id).await;
                 }
@@ -213,12 +213,12 @@ impl App {
     }
 
     pub async fn delete_monitor(&self, id: Uuid) -> ApiResult<()> {
-        let version = self
+        let versioned = self
             .store
             .delete_monitor(&id.to_string(), now_ms())
             .await?
             .ok_or_else(|| ApiError::NotFound(format!("no monitor with id {id}")))?;
-        self.publish_version(version);
+        self.publish_version(&versioned);
         Ok(())
     }
 

@@ -22,7 +22,7 @@ pub use due::Look;
 pub use events::EventRow;
 pub use leases::LeaseState;
 pub use locations::{LocationRow, LocationStatusRow};
-pub use monitors::{AssignmentChange, MonitorRow, OwnershipRow, StatusRow};
+pub use monitors::{AssignmentChange, MonitorRow, OwnershipRow, StatusRow, Versioned};
 pub use notifications::{AlertStateRow, AlertUpdate, Attempt, ChannelRow, OutboxRow};
 pub use pollers::{HeartbeatUpdate, PollerRow};
 pub use results::{ExpiringResult, IngestRules, NewResult, ResultRow, StoredVerdict};
@@ -179,6 +179,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "alert due",
         include_str!("../../../migrations/sqlite/20261130000023_alert_due.sql"),
     ),
+    (
+        20261201000024,
+        "assignment log version",
+        include_str!("../../../migrations/sqlite/20261201000024_assignment_log_version.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -296,6 +301,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261130000023,
         "alert due",
         include_str!("../../../migrations/postgres/20261130000023_alert_due.sql"),
+    ),
+    (
+        20261201000024,
+        "assignment log version",
+        include_str!("../../../migrations/postgres/20261201000024_assignment_log_version.sql"),
     ),
 ];
 

@@ -158,10 +158,19 @@ pub(super) fn placeholders(first: usize, count: usize) -> String {
         .join(", ")
 }
 
-/// Notes that `version` changed what `poller_id` should run about `monitor_id`.
+/// A new assignment version and the pollers it changed something for (those a change was
+/// logged for), so that only their long polls read what changed (`cluster::versions`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Versioned {
+    pub version: i64,
+    pub pollers: Vec<String>,
+}
+
+/// Notes that the transaction's version changed what `poller_id` should run about
+/// `monitor_id`.
 async fn log_change(
     tx: &mut Transaction<'_, Any>,
-    version: i64,
+    versioned: &mut Versioned,
     poller_id: &str,
     monitor_id: &str,
     now: i64,
@@ -169,22 +178,28 @@ async fn log_change(
     sqlx::query(
         "INSERT INTO assignment_log (version, poller_id, monitor_id, created_at) VALUES ($1, $2, $3, $4)",
     )
-    .bind(version)
+    .bind(versioned.version)
     .bind(poller_id)
     .bind(monitor_id)
     .bind(now)
     .execute(&mut **tx)
     .await?;
+    if !versioned.pollers.iter().any(|p| p == poller_id) {
+        versioned.pollers.push(poller_id.to_string());
+    }
     Ok(())
 }
 
-async fn bump_version(tx: &mut Transaction<'_, Any>) -> sqlx::Result<i64> {
+async fn bump_version(tx: &mut Transaction<'_, Any>) -> sqlx::Result<Versioned> {
     let (version,): (i64,) = sqlx::query_as(
         "UPDATE assignment_state SET version = version + 1 WHERE id = 1 RETURNING version",
     )
     .fetch_one(&mut **tx)
     .await?;
-    Ok(version)
+    Ok(Versioned {
+        version,
+        pollers: Vec::new(),
+    })
 }
 
 /// The pollers a monitor's locations run on now.
@@ -209,7 +224,7 @@ async fn sync_locations(
     tx: &mut Transaction<'_, Any>,
     monitor_id: &str,
     regions: &[String],
-    version: i64,
+    versioned: &mut Versioned,
     now: i64,
 ) -> anyhow::Result<()> {
     let existing: Vec<(String, Option<String>)> = sqlx::query_as(
@@ -229,7 +244,7 @@ async fn sync_locations(
             .await?;
         }
         if let Some(poller) = poller {
-            log_change(tx, version, poller, monitor_id, now).await?;
+            log_change(tx, versioned, poller, monitor_id, now).await?;
         }
     }
     for region in regions
@@ -250,7 +265,8 @@ impl Store {
     pub async fn insert_monitor(&self, row: &MonitorRow) -> anyhow::Result<i64> {
         let _guard = self.write_lock().await;
         let mut tx = self.pool.begin().await?;
-        let version = bump_version(&mut tx).await?;
+        let mut versioned = bump_version(&mut tx).await?;
+        let version = versioned.version;
         sqlx::query(
             "INSERT INTO monitors (id, name, kind, target, interval_ms, timeout_ms, settings, \
              poller_mode, poller_id, poller_region, poller_datacenter, poller_capability, \
@@ -283,7 +299,14 @@ impl Store {
         .bind(&row.notification_channel_ids)
         .execute(&mut *tx)
         .await?;
-        sync_locations(&mut tx, &row.id, &row.regions()?, version, row.created_at).await?;
+        sync_locations(
+            &mut tx,
+            &row.id,
+            &row.regions()?,
+            &mut versioned,
+            row.created_at,
+        )
+        .await?;
         let ids = serde_json::to_string(&[&row.id])?;
         super::due::mark_due(&mut tx, self.backend(), &ids, row.created_at).await?;
         tx.commit().await?;
@@ -297,10 +320,11 @@ impl Store {
         &self,
         row: &MonitorRow,
         revision: i64,
-    ) -> anyhow::Result<Option<i64>> {
+    ) -> anyhow::Result<Option<Versioned>> {
         let _guard = self.write_lock().await;
         let mut tx = self.pool.begin().await?;
-        let version = bump_version(&mut tx).await?;
+        let mut versioned = bump_version(&mut tx).await?;
+        let version = versioned.version;
         let updated: Option<(Option<String>,)> = sqlx::query_as(
             "UPDATE monitors SET name = $2, target = $3, interval_ms = $4, timeout_ms = $5, \
              settings = $6, poller_mode = $7, poller_id = $8, poller_region = $9, \
@@ -339,18 +363,25 @@ impl Store {
         let mut running: Vec<String> = location_pollers(&mut tx, &row.id).await?;
         running.extend(assigned);
         for poller in running {
-            log_change(&mut tx, version, &poller, &row.id, row.updated_at).await?;
+            log_change(&mut tx, &mut versioned, &poller, &row.id, row.updated_at).await?;
         }
-        sync_locations(&mut tx, &row.id, &row.regions()?, version, row.updated_at).await?;
+        sync_locations(
+            &mut tx,
+            &row.id,
+            &row.regions()?,
+            &mut versioned,
+            row.updated_at,
+        )
+        .await?;
         let ids = serde_json::to_string(&[&row.id])?;
         super::due::mark_due(&mut tx, self.backend(), &ids, row.updated_at).await?;
         tx.commit().await?;
-        Ok(Some(version))
+        Ok(Some(versioned))
     }
 
     /// Deletes a monitor with its status and history; returns the new assignment version,
     /// `None` if there was no such monitor.
-    pub async fn delete_monitor(&self, id: &str, now: i64) -> anyhow::Result<Option<i64>> {
+    pub async fn delete_monitor(&self, id: &str, now: i64) -> anyhow::Result<Option<Versioned>> {
         let _guard = self.write_lock().await;
         let mut tx = self.pool.begin().await?;
         let deleted: Option<(Option<String>,)> =
@@ -361,11 +392,11 @@ impl Store {
         let Some((assigned,)) = deleted else {
             return Ok(None);
         };
-        let version = bump_version(&mut tx).await?;
+        let mut versioned = bump_version(&mut tx).await?;
         if let Some(poller) = assigned {
-            log_change(&mut tx, version, &poller, id, now).await?;
+            log_change(&mut tx, &mut versioned, &poller, id, now).await?;
         }
-        sync_locations(&mut tx, id, &[], version, now).await?;
+        sync_locations(&mut tx, id, &[], &mut versioned, now).await?;
         for table in ["alert_state", "alert_due"] {
             sqlx::query(&format!("DELETE FROM {table} WHERE monitor_id = $1"))
                 .bind(id)
@@ -383,7 +414,7 @@ impl Store {
                 .await?;
         }
         tx.commit().await?;
-        Ok(Some(version))
+        Ok(Some(versioned))
     }
 
     pub async fn monitor(&self, id: &str) -> anyhow::Result<Option<MonitorRow>> {
@@ -460,14 +491,14 @@ impl Store {
         &self,
         changes: &[AssignmentChange],
         now: i64,
-    ) -> anyhow::Result<i64> {
+    ) -> anyhow::Result<Versioned> {
         // Rows are touched in id order, so that two writers never wait on each other in a
         // cycle (PostgreSQL would abort one as a deadlock).
         let mut ordered: Vec<&AssignmentChange> = changes.iter().collect();
         ordered.sort_by(|a, b| (&a.monitor_id, &a.region).cmp(&(&b.monitor_id, &b.region)));
         let _guard = self.write_lock().await;
         let mut tx = self.pool.begin().await?;
-        let version = bump_version(&mut tx).await?;
+        let mut versioned = bump_version(&mut tx).await?;
         let mut placed: Vec<&str> = Vec::new();
         for change in ordered {
             // Compare-and-set on the poller the decision was made from: if another decider
@@ -521,7 +552,7 @@ impl Store {
             placed.push(&change.monitor_id);
             if moves {
                 for poller in change.from.iter().chain(&change.to) {
-                    log_change(&mut tx, version, poller, &change.monitor_id, now).await?;
+                    log_change(&mut tx, &mut versioned, poller, &change.monitor_id, now).await?;
                 }
             }
         }
@@ -531,7 +562,24 @@ impl Store {
             super::due::mark_due(&mut tx, self.backend(), &ids, now).await?;
         }
         tx.commit().await?;
-        Ok(version)
+        Ok(versioned)
+    }
+
+    /// The pollers whose assignments versions `after + 1 ..= upto` changed (another replica's
+    /// writes, heard of by number alone): one indexed read of those versions' log entries.
+    pub async fn pollers_changed_between(
+        &self,
+        after: i64,
+        upto: i64,
+    ) -> anyhow::Result<Vec<String>> {
+        let rows: Vec<(String,)> = sqlx::query_as(
+            "SELECT DISTINCT poller_id FROM assignment_log WHERE version > $1 AND version <= $2",
+        )
+        .bind(after)
+        .bind(upto)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().map(|(p,)| p).collect())
     }
 
     /// Monitors whose assignment to `poller_id` changed after `since`.
