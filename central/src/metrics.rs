@@ -141,13 +141,14 @@ impl Default for Metrics {
     }
 }
 
-/// One monitor (or one location of it) as the state gauges show it.
-pub struct MonitorSample<'a> {
-    pub monitor_id: &'a str,
-    pub name: &'a str,
+/// One monitor (or one location of it) as the state gauges show it: its stored row.
+#[derive(Debug, Clone)]
+pub struct MonitorSample {
+    pub monitor_id: String,
+    pub name: String,
     /// Empty for the monitor as a whole; a region for one of its locations.
-    pub region: &'a str,
-    pub status: &'a str,
+    pub region: String,
+    pub status: String,
     /// 1 up, 0 down or degraded; `None` when nobody knows (pending, stale, paused, unknown).
     pub up: Option<i64>,
     pub latency_ms: Option<i64>,
@@ -179,6 +180,21 @@ impl prometheus_client::encoding::EncodeLabelValue for Escaped {
         &self,
         encoder: &mut prometheus_client::encoding::LabelValueEncoder,
     ) -> Result<(), std::fmt::Error> {
+        EscapedRef(&self.0).encode(encoder)
+    }
+}
+
+type Labels = Vec<(&'static str, Escaped)>;
+
+/// `Escaped` without a copy of the value, for the series written straight from their rows.
+#[derive(Debug, Clone, Copy)]
+struct EscapedRef<'a>(&'a str);
+
+impl prometheus_client::encoding::EncodeLabelValue for EscapedRef<'_> {
+    fn encode(
+        &self,
+        encoder: &mut prometheus_client::encoding::LabelValueEncoder,
+    ) -> Result<(), std::fmt::Error> {
         use std::fmt::Write;
         for c in self.0.chars() {
             match c {
@@ -192,37 +208,75 @@ impl prometheus_client::encoding::EncodeLabelValue for Escaped {
     }
 }
 
-type Labels = Vec<(&'static str, Escaped)>;
+/// The monitor and location gauges, written series by series from the stored rows: a family
+/// of label sets built first would be three hashed maps of 100,000 entries at that many
+/// monitors.
+#[derive(Debug)]
+struct MonitorGauges(Vec<MonitorSample>);
+
+impl MonitorGauges {
+    fn labels(m: &MonitorSample) -> [(&'static str, EscapedRef<'_>); 3] {
+        [
+            ("monitor_id", EscapedRef(&m.monitor_id)),
+            ("name", EscapedRef(&m.name)),
+            ("region", EscapedRef(&m.region)),
+        ]
+    }
+}
+
+impl prometheus_client::collector::Collector for MonitorGauges {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::DescriptorEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        use prometheus_client::metrics::MetricType;
+        let mut family = encoder.encode_descriptor(
+            "monitor_up",
+            "1 when the monitor (region empty) or one of its locations is up, 0 when down or degraded; absent when unknown",
+            None,
+            MetricType::Gauge,
+        )?;
+        for m in &self.0 {
+            if let Some(up) = m.up {
+                family.encode_family(&Self::labels(m))?.encode_gauge(&up)?;
+            }
+        }
+        let mut family = encoder.encode_descriptor(
+            "monitor_latency_ms",
+            "Latency of the newest result, per monitor and per location",
+            None,
+            MetricType::Gauge,
+        )?;
+        for m in &self.0 {
+            if let Some(ms) = m.latency_ms {
+                family.encode_family(&Self::labels(m))?.encode_gauge(&ms)?;
+            }
+        }
+        let mut family = encoder.encode_descriptor(
+            "monitor_state",
+            "1 for the current status (label) of each monitor and location",
+            None,
+            MetricType::Gauge,
+        )?;
+        for m in &self.0 {
+            let [id, name, region] = Self::labels(m);
+            let labels = [id, name, region, ("status", EscapedRef(&m.status))];
+            family.encode_family(&labels)?.encode_gauge(&1i64)?;
+        }
+        Ok(())
+    }
+}
 
 /// Gauges of what central knows now: one series per monitor, per location and per poller
 /// (so cardinality follows the number of objects, never the number of results).
-pub fn render_state(monitors: &[MonitorSample<'_>], pollers: &[PollerSample<'_>]) -> String {
+pub fn render_state(monitors: Vec<MonitorSample>, pollers: &[PollerSample<'_>]) -> String {
     use prometheus_client::metrics::family::Family;
     use prometheus_client::metrics::gauge::Gauge;
 
     let mut registry = Registry::with_prefix("central");
-    let up = Family::<Labels, Gauge>::default();
-    let state = Family::<Labels, Gauge>::default();
     let poller_state = Family::<Labels, Gauge>::default();
-    let latency = Family::<Labels, Gauge>::default();
     let poller_up = Family::<Labels, Gauge>::default();
     let queue = Family::<Labels, Gauge>::default();
-    for m in monitors {
-        let labels: Labels = vec![
-            ("monitor_id", m.monitor_id.into()),
-            ("name", m.name.into()),
-            ("region", m.region.into()),
-        ];
-        if let Some(value) = m.up {
-            up.get_or_create(&labels).set(value);
-        }
-        if let Some(ms) = m.latency_ms {
-            latency.get_or_create(&labels).set(ms);
-        }
-        let mut with_status = labels.clone();
-        with_status.push(("status", m.status.into()));
-        state.get_or_create(&with_status).set(1);
-    }
     for p in pollers {
         let labels: Labels = vec![
             ("poller_id", p.poller_id.into()),
@@ -237,21 +291,7 @@ pub fn render_state(monitors: &[MonitorSample<'_>], pollers: &[PollerSample<'_>]
         with_status.push(("status", p.status.into()));
         poller_state.get_or_create(&with_status).set(1);
     }
-    registry.register(
-        "monitor_up",
-        "1 when the monitor (region empty) or one of its locations is up, 0 when down or degraded; absent when unknown",
-        up,
-    );
-    registry.register(
-        "monitor_latency_ms",
-        "Latency of the newest result, per monitor and per location",
-        latency,
-    );
-    registry.register(
-        "monitor_state",
-        "1 for the current status (label) of each monitor and location",
-        state,
-    );
+    registry.register_collector(Box::new(MonitorGauges(monitors)));
     registry.register(
         "poller_state",
         "1 for the current status (label) of each poller",
@@ -276,11 +316,11 @@ mod tests {
     #[test]
     fn names_cannot_end_their_label_or_forge_a_series() {
         let name = "x\"} 1\ncentral_monitor_up{monitor_id=\"forged\"} 1\n# EOF\\";
-        let monitors = [MonitorSample {
-            monitor_id: "m1",
-            name,
-            region: "",
-            status: "up",
+        let monitors = vec![MonitorSample {
+            monitor_id: "m1".into(),
+            name: name.into(),
+            region: String::new(),
+            status: "up".into(),
             up: Some(1),
             latency_ms: None,
         }];
@@ -291,7 +331,7 @@ mod tests {
             status: "online",
             queue_depth: 0,
         }];
-        let text = render_state(&monitors, &pollers);
+        let text = render_state(monitors, &pollers);
         assert!(!text.contains("monitor_id=\"forged\"} 1\n"), "{text}");
         let escaped = r#"name="x\"} 1\ncentral_monitor_up{monitor_id=\"forged\"} 1\n# EOF\\""#;
         assert!(

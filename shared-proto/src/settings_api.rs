@@ -401,6 +401,17 @@ pub enum LocationStatus {
     Unknown,
 }
 
+impl LocationStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LocationStatus::Pending => "pending",
+            LocationStatus::Up => "up",
+            LocationStatus::Down => "down",
+            LocationStatus::Unknown => "unknown",
+        }
+    }
+}
+
 /// One location of a multi-location monitor.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -2,19 +2,25 @@
 //! is worked out. On `CENTRAL_LISTEN` a scrape must carry `CENTRAL_METRICS_TOKEN` (or the admin
 //! token), since the text names every monitor, poller and region; `CENTRAL_METRICS_LISTEN` is
 //! meant to be private and asks for nothing. However many scrape, the text is worked out at
-//! most once every `RENDER_EVERY` (it reads every monitor's status): scrapers that arrive
-//! together wait for one rendering, and later ones within the period get the same text.
+//! most once every `RENDER_EVERY` (it reads every monitor's stored status): scrapers that
+//! arrive together wait for one rendering, and later ones within the period get the same text.
 //!
-//! Cost: one rendering (proportional to monitors and pollers) per `RENDER_EVERY` at most, and
-//! O(1) per scrape besides. Must not: render per request, or keep the token itself.
+//! Cost: one rendering per `RENDER_EVERY` at most, which reads each monitor's and location's
+//! stored status and latency once (`store::gauges`: no status is derived here), and the
+//! pollers; O(1) per scrape besides. Must not: derive statuses, render per request, or keep
+//! the token itself.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::Mutex;
 
-use super::{admin_token, auth, App};
+use shared_proto::settings_api::PollerStatus;
+
+use super::{admin_token, auth, now_ms, App};
 use crate::error::ApiResult;
+use crate::metrics::{MonitorSample, PollerSample};
+use crate::store::ShownRow;
 
 /// The longest a scrape's text may be old; below Prometheus' usual 15 s interval.
 pub const RENDER_EVERY: Duration = Duration::from_secs(5);
@@ -63,5 +69,66 @@ impl App {
         let text = Arc::new(self.render_metrics().await);
         *rendered = Some((Instant::now(), text.clone()));
         text
+    }
+
+    /// `/metrics`: the state gauges of every monitor, location and poller, then the process
+    /// counters. If the state cannot be read the counters are still served.
+    pub async fn render_metrics(&self) -> String {
+        let counters = self.metrics.render();
+        match self.state_metrics().await {
+            Ok(state) => state.trim_end().trim_end_matches("# EOF").to_string() + &counters,
+            Err(e) => {
+                tracing::warn!("reading state for /metrics failed: {e}");
+                counters
+            }
+        }
+    }
+
+    async fn state_metrics(&self) -> ApiResult<String> {
+        let mut samples = Vec::new();
+        self.store
+            .each_shown(|row| samples.push(sample_of(row)))
+            .await?;
+        let pollers = self.store.all_pollers().await?;
+        let now = now_ms();
+        let poller_statuses: Vec<&'static str> = pollers
+            .iter()
+            .map(|p| match self.poller_status(p, now) {
+                PollerStatus::Online => "online",
+                PollerStatus::Offline => "offline",
+                PollerStatus::Degraded => "degraded",
+            })
+            .collect();
+        let poller_samples: Vec<PollerSample> = pollers
+            .iter()
+            .zip(&poller_statuses)
+            .map(|(p, status)| PollerSample {
+                poller_id: &p.id,
+                name: p.alias.as_deref().unwrap_or(&p.name),
+                region: p.region.as_deref().unwrap_or_default(),
+                status,
+                queue_depth: p.queue_depth,
+            })
+            .collect();
+        Ok(crate::metrics::render_state(samples, &poller_samples))
+    }
+}
+
+/// A stored row as its gauges: `up` is 1 for up, 0 for down or degraded, absent otherwise;
+/// a monitor or location not looked at yet shows `pending`.
+fn sample_of(row: ShownRow) -> MonitorSample {
+    let status = row.status.unwrap_or_else(|| "pending".into());
+    let up = match status.as_str() {
+        "up" => Some(1),
+        "down" | "degraded" => Some(0),
+        _ => None,
+    };
+    MonitorSample {
+        monitor_id: row.monitor_id,
+        name: row.name,
+        region: row.region.unwrap_or_default(),
+        status,
+        up,
+        latency_ms: row.latency_ms,
     }
 }

@@ -1,5 +1,5 @@
-//! The derived status of monitors, many at once: a few bulk reads (newest results, locations,
-//! pollers), then `status::derive` per monitor or per location, and `quorum::combine` over the
+//! The derived status of monitors, many at once: a few reads by id (newest results, locations,
+//! the pollers they run on), then `status::derive` per monitor or per location, and `quorum::combine` over the
 //! locations of a multi-location monitor. The status read, the monitor list and alerting all
 //! come through here, so they never disagree.
 
@@ -14,11 +14,7 @@ use shared_proto::CheckKind;
 use super::status::{self, StatusInputs, Verdict, VerdictState};
 use super::{now_ms, quorum, stored_id, time_of, App};
 use crate::error::ApiResult;
-use crate::metrics::{MonitorSample, PollerSample};
 use crate::store::{LocationRow, MonitorRow, PollerRow, StatusRow};
-
-/// Above this many monitors one read of every row is cheaper than reads by id.
-const READ_ALL_ABOVE: usize = 500;
 
 /// What the derivation of a batch of monitors reads once.
 struct Known {
@@ -44,78 +40,6 @@ pub(super) fn thresholds_of(kind: &str, settings: &str) -> (u32, u32) {
 }
 
 impl App {
-    /// `/metrics`: the state gauges of every monitor, location and poller, then the process
-    /// counters. If the state cannot be read the counters are still served.
-    pub async fn render_metrics(&self) -> String {
-        let counters = self.metrics.render();
-        match self.state_metrics().await {
-            Ok(state) => state.trim_end().trim_end_matches("# EOF").to_string() + &counters,
-            Err(e) => {
-                tracing::warn!("reading state for /metrics failed: {e}");
-                counters
-            }
-        }
-    }
-
-    async fn state_metrics(&self) -> ApiResult<String> {
-        let monitors = self.store.all_monitors().await?;
-        let statuses = self.statuses_of(&monitors).await?;
-        let pollers = self.store.all_pollers().await?;
-        let now = now_ms();
-        let mut samples = Vec::new();
-        for (monitor, status) in monitors.iter().zip(&statuses) {
-            let up = match status.status {
-                MonitorStatus::Up => Some(1),
-                MonitorStatus::Down | MonitorStatus::Degraded => Some(0),
-                _ => None,
-            };
-            samples.push(MonitorSample {
-                monitor_id: &monitor.id,
-                name: &monitor.name,
-                region: "",
-                status: status.status.as_str(),
-                up,
-                latency_ms: status.latency_ms.map(|l| l as i64),
-            });
-            for location in &status.locations {
-                let (status, up) = match location.status {
-                    LocationStatus::Up => ("up", Some(1)),
-                    LocationStatus::Down => ("down", Some(0)),
-                    LocationStatus::Pending => ("pending", None),
-                    LocationStatus::Unknown => ("unknown", None),
-                };
-                samples.push(MonitorSample {
-                    monitor_id: &monitor.id,
-                    name: &monitor.name,
-                    region: &location.region,
-                    status,
-                    up,
-                    latency_ms: location.latency_ms.map(|l| l as i64),
-                });
-            }
-        }
-        let poller_statuses: Vec<&'static str> = pollers
-            .iter()
-            .map(|p| match self.poller_status(p, now) {
-                PollerStatus::Online => "online",
-                PollerStatus::Offline => "offline",
-                PollerStatus::Degraded => "degraded",
-            })
-            .collect();
-        let poller_samples: Vec<PollerSample> = pollers
-            .iter()
-            .zip(&poller_statuses)
-            .map(|(p, status)| PollerSample {
-                poller_id: &p.id,
-                name: p.alias.as_deref().unwrap_or(&p.name),
-                region: p.region.as_deref().unwrap_or_default(),
-                status,
-                queue_depth: p.queue_depth,
-            })
-            .collect();
-        Ok(crate::metrics::render_state(&samples, &poller_samples))
-    }
-
     /// The status of each monitor, in the order given.
     pub async fn statuses_of(&self, monitors: &[MonitorRow]) -> ApiResult<Vec<MonitorStatusView>> {
         Ok(self
@@ -132,8 +56,10 @@ impl App {
         &self,
         monitors: &[MonitorRow],
     ) -> ApiResult<Vec<(MonitorStatusView, Option<i64>)>> {
+        // By id, however many: a caller with every monitor would be reading every row, and none
+        // does (`/metrics` renders from stored status).
         let ids: Vec<String> = monitors.iter().map(|m| m.id.clone()).collect();
-        let scope = (ids.len() <= READ_ALL_ABOVE).then_some(ids.as_slice());
+        let scope = Some(ids.as_slice());
         let locations: HashMap<(String, String), LocationRow> = self
             .store
             .locations_of(scope)
@@ -141,23 +67,18 @@ impl App {
             .into_iter()
             .map(|l| ((l.monitor_id.clone(), l.region.clone()), l))
             .collect();
-        // A few monitors read only the pollers they are placed on, not every poller.
-        let pollers = match scope {
-            Some(_) => {
-                let placed: std::collections::BTreeSet<String> = monitors
-                    .iter()
-                    .filter_map(|m| m.assigned_poller_id.clone())
-                    .chain(
-                        locations
-                            .values()
-                            .filter_map(|l| l.assigned_poller_id.clone()),
-                    )
-                    .collect();
-                let placed: Vec<String> = placed.into_iter().collect();
-                self.store.pollers_by_ids(&placed).await?
-            }
-            None => self.store.all_pollers().await?,
-        };
+        // Only the pollers they are placed on, not every poller.
+        let placed: std::collections::BTreeSet<String> = monitors
+            .iter()
+            .filter_map(|m| m.assigned_poller_id.clone())
+            .chain(
+                locations
+                    .values()
+                    .filter_map(|l| l.assigned_poller_id.clone()),
+            )
+            .collect();
+        let placed: Vec<String> = placed.into_iter().collect();
+        let pollers = self.store.pollers_by_ids(&placed).await?;
         let known = Known {
             now: now_ms(),
             latest: self.store.monitor_statuses(scope).await?,

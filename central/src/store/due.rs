@@ -24,6 +24,8 @@ pub struct Look {
     pub next_at: Option<i64>,
     /// The status the monitor shows now, when it differs from its `shown_status`.
     pub shown: Option<String>,
+    /// The locations (region, status) whose status now differs from their `shown_status`.
+    pub shown_locations: Vec<(String, String)>,
 }
 
 /// The ids in a JSON array parameter (`$1`) as a column `value`.
@@ -81,6 +83,16 @@ pub(super) async fn finish_looks(
                 .bind(shown)
                 .execute(&mut **tx)
                 .await?;
+        }
+        for (region, shown) in &look.shown_locations {
+            sqlx::query(
+                "UPDATE monitor_locations SET shown_status = $3 WHERE monitor_id = $1 AND region = $2",
+            )
+            .bind(&look.monitor_id)
+            .bind(region)
+            .bind(shown)
+            .execute(&mut **tx)
+            .await?;
         }
         let query = match look.next_at {
             Some(at) => {
@@ -186,6 +198,7 @@ mod tests {
                 marks: *marks,
                 next_at: Some(10_000),
                 shown: None,
+                shown_locations: Vec::new(),
             })
             .collect();
         store.record_alerts(&[], &looks).await.unwrap();
@@ -200,6 +213,7 @@ mod tests {
             marks: 3,
             next_at: None,
             shown: None,
+            shown_locations: Vec::new(),
         };
         store.record_alerts(&[], &[done]).await.unwrap();
         assert_eq!(store.next_due_at().await.unwrap(), Some(10_000));

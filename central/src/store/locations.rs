@@ -16,6 +16,8 @@ pub struct LocationRow {
     pub assigned_poller_id: Option<String>,
     pub assigned_at: Option<i64>,
     pub placement_reason: Option<String>,
+    /// The location's status at alerting's last look (`None` before the first).
+    pub shown_status: Option<String>,
 }
 
 impl FromRow<'_, AnyRow> for LocationRow {
@@ -26,6 +28,7 @@ impl FromRow<'_, AnyRow> for LocationRow {
             assigned_poller_id: row.try_get("assigned_poller_id")?,
             assigned_at: row.try_get("assigned_at")?,
             placement_reason: row.try_get("placement_reason")?,
+            shown_status: row.try_get("shown_status")?,
         })
     }
 }
@@ -60,7 +63,7 @@ impl Store {
     /// The locations of these monitors (all monitors' with `None`).
     pub async fn locations_of(&self, ids: Option<&[String]>) -> anyhow::Result<Vec<LocationRow>> {
         const COLUMNS: &str =
-            "monitor_id, region, assigned_poller_id, assigned_at, placement_reason";
+            "monitor_id, region, assigned_poller_id, assigned_at, placement_reason, shown_status";
         let Some(ids) = ids else {
             let sql = format!("SELECT {COLUMNS} FROM monitor_locations");
             return Ok(sqlx::query_as(&sql).fetch_all(&self.pool).await?);

@@ -6,6 +6,7 @@
 
 mod due;
 mod events;
+mod gauges;
 mod leases;
 mod locations;
 mod monitors;
@@ -20,6 +21,7 @@ mod wakeups;
 
 pub use due::Look;
 pub use events::EventRow;
+pub use gauges::ShownRow;
 pub use leases::LeaseState;
 pub use locations::{LocationRow, LocationStatusRow};
 pub use monitors::{AssignmentChange, MonitorRow, OwnershipRow, StatusRow, Versioned};
@@ -184,6 +186,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "assignment log version",
         include_str!("../../../migrations/sqlite/20261201000024_assignment_log_version.sql"),
     ),
+    (
+        20261201000025,
+        "location shown status",
+        include_str!("../../../migrations/sqlite/20261201000025_location_shown_status.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -306,6 +313,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261201000024,
         "assignment log version",
         include_str!("../../../migrations/postgres/20261201000024_assignment_log_version.sql"),
+    ),
+    (
+        20261201000025,
+        "location shown status",
+        include_str!("../../../migrations/postgres/20261201000025_location_shown_status.sql"),
     ),
 ];
 
