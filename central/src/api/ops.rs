@@ -65,26 +65,30 @@ async fn metrics_text(app: &App, headers: &HeaderMap) -> Response {
         .iter()
         .filter_map(|v| v.to_str().ok())
         .any(|accept| accept.contains("application/openmetrics-text"));
-    let text = app.metrics_text().await;
-    if openmetrics {
+    // The state gauges are shared bytes, sent as they are; only the process counters (a few
+    // lines) are rendered per scrape, in the format asked for, and end the text.
+    let state = app.metrics_state().await;
+    let counters = app.metrics.render();
+    let (content_type, counters) = if openmetrics {
         (
-            [(
-                header::CONTENT_TYPE,
-                "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            )],
-            text.to_string(),
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            counters,
         )
-            .into_response()
     } else {
         (
-            [(
-                header::CONTENT_TYPE,
-                "text/plain; version=0.0.4; charset=utf-8",
-            )],
-            crate::metrics::to_text_format(&text),
+            "text/plain; version=0.0.4; charset=utf-8",
+            crate::metrics::to_text_format(&counters),
         )
-            .into_response()
-    }
+    };
+    let parts = [state, axum::body::Bytes::from(counters)]
+        .into_iter()
+        .filter(|part| !part.is_empty())
+        .map(Ok::<_, std::convert::Infallible>);
+    (
+        [(header::CONTENT_TYPE, content_type)],
+        axum::body::Body::from_stream(futures_util::stream::iter(parts)),
+    )
+        .into_response()
 }
 
 #[utoipa::path(get, path = "/api/openapi.json", tag = "ops", operation_id = "openapi", security(),

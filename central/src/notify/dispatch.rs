@@ -26,7 +26,7 @@ use tokio::task::JoinHandle;
 
 use super::{Notifier, SEND_TIMEOUT};
 use crate::leadership::Leadership;
-use crate::service::{now_ms, App};
+use crate::service::App;
 use crate::store::{Attempt, OutboxRow};
 
 const TICK: Duration = Duration::from_millis(250);
@@ -233,7 +233,7 @@ impl Worker {
 
     /// One row: `true` when it was delivered (or given up) and the next may follow.
     async fn deliver(&self, row: &OutboxRow) -> anyhow::Result<bool> {
-        let now = now_ms();
+        let now = self.app.now_ms();
         if row.next_attempt_at.is_some_and(|at| at > now) || !self.leadership.is_leader() {
             return Ok(false);
         }
@@ -263,7 +263,7 @@ impl Worker {
                 "the duties lease was lost during a delivery; its outcome is not recorded here");
             return Ok(false);
         }
-        let now = now_ms();
+        let now = self.app.now_ms();
         let store = &self.app.store;
         match outcome {
             Ok(()) => {

@@ -10,18 +10,45 @@ use uuid::Uuid;
 
 use super::placement::{place, Candidate, Decision, Placement};
 use super::stored_id;
-use super::{now_ms, App};
+use super::App;
 use crate::error::ApiResult;
-use crate::store::{AssignmentChange, LocationRow, MonitorRow, PollerRow};
+use crate::store::{AssignmentChange, LocationRow, MonitorRow, PollerRow, Reach};
 
 impl App {
-    /// Re-decides the poller of every monitor and stores what changed under a new version.
-    /// Called after anything that can change many decisions: a poller registered, edited,
-    /// deleted, gone offline, back or settled. (A monitor written re-decides only itself.)
+    /// Re-decides the poller of every monitor and stores what changed under a new version:
+    /// only when this replica takes the duties lease, since while nobody held it changes may
+    /// have gone unplaced (cost: every monitor, once per lease taken).
     pub async fn reconcile(&self) -> ApiResult<()> {
         let _one_at_a_time = self.reconcile_lock.lock().await;
         let monitors = self.store.all_monitors().await?;
         self.place_and_store(&monitors).await
+    }
+
+    /// Has the lease holder place the monitors these pollers' change can move: `Reach::Own`
+    /// for a poller that can only lose monitors (gone, deleted), `Reach::Could` for one that
+    /// may take some (registered, back, settled, edited, new capabilities). Requests queue
+    /// rather than place, so that none costs a pass over the monitors.
+    pub async fn queue_placement(&self, poller_ids: &[String], reach: Reach) -> ApiResult<()> {
+        self.store
+            .queue_placement(poller_ids, reach, self.now_ms())
+            .await?;
+        self.wakes.placement.notify_one();
+        Ok(())
+    }
+
+    /// Places the monitors the queued pollers' changes can move (the lease holder's
+    /// `liveness` duty calls it); returns how many pollers it handled. Cost: the monitors
+    /// `store::placement_due` names, not every monitor.
+    pub async fn place_queued(&self) -> ApiResult<usize> {
+        let _one_at_a_time = self.reconcile_lock.lock().await;
+        let queued = self.store.placement_queue().await?;
+        if queued.is_empty() {
+            return Ok(0);
+        }
+        let monitors = self.store.monitors_to_place(&queued).await?;
+        self.place_and_store(&monitors).await?;
+        self.store.finish_placement(&queued).await?;
+        Ok(queued.len())
     }
 
     /// Re-decides the poller of one monitor (just written by an operator): the cost does not
@@ -36,7 +63,7 @@ impl App {
     }
 
     async fn place_and_store(&self, monitors: &[MonitorRow]) -> ApiResult<()> {
-        let now = now_ms();
+        let now = self.now_ms();
         let pollers = self.store.all_pollers().await?;
         let candidates = pollers
             .iter()
@@ -109,7 +136,7 @@ impl App {
     /// Which pollers are online now, and which of those have settled, for the liveness
     /// watcher to notice changes.
     pub async fn online_pollers(&self) -> ApiResult<Vec<(String, bool)>> {
-        let now = now_ms();
+        let now = self.now_ms();
         let mut online = Vec::new();
         for poller in self.store.all_pollers().await? {
             let candidate = self.candidate(&poller, now)?;
@@ -241,10 +268,10 @@ impl App {
     /// Drops engine events, poller status changes and settled notifications older than 30
     /// days.
     pub async fn prune_history(&self) -> ApiResult<()> {
-        let before = now_ms() - 30 * 24 * 3600 * 1000;
+        let before = self.now_ms() - 30 * 24 * 3600 * 1000;
         let pruned = self.store.prune_history(before).await?
             + self.store.prune_notifications(before).await?
-            + self.store.prune_sessions(now_ms()).await?;
+            + self.store.prune_sessions(self.now_ms()).await?;
         if pruned > 0 {
             tracing::info!(
                 rows = pruned,
@@ -258,7 +285,7 @@ impl App {
     pub async fn compact_assignment_log(&self) -> ApiResult<()> {
         let compacted = self
             .store
-            .compact_assignment_log(now_ms() - 24 * 3600 * 1000)
+            .compact_assignment_log(self.now_ms() - 24 * 3600 * 1000)
             .await?;
         if compacted > 0 {
             tracing::info!(entries = compacted, "assignment log compacted");

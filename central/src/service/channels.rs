@@ -10,7 +10,7 @@ use shared_proto::settings_api::Page;
 use uuid::Uuid;
 
 use super::tokens::page;
-use super::{now_ms, stored_id, time_of, App};
+use super::{stored_id, time_of, App};
 use crate::error::{ApiError, ApiResult};
 use crate::store::{ChannelRow, Cursor, OutboxRow};
 
@@ -19,7 +19,7 @@ pub use shared_proto::notifications::ChannelView;
 impl App {
     pub async fn create_channel(&self, spec: ChannelSpec) -> ApiResult<ChannelView> {
         spec.validate()?;
-        let now = now_ms();
+        let now = self.now_ms();
         let row = channel_row(Uuid::new_v4(), &spec, now, now);
         self.store.insert_channel(&row).await?;
         Ok(channel_view(&row)?)
@@ -58,7 +58,7 @@ impl App {
         keep_hidden(&mut spec, &stored);
         spec.validate()
             .map_err(|e| super::patch_does_not_fit(e.into()))?;
-        let row = channel_row(id, &spec, current.created_at, now_ms());
+        let row = channel_row(id, &spec, current.created_at, self.now_ms());
         if !self.store.update_channel(&row).await? {
             return Err(ApiError::NotFound(format!(
                 "no notification channel with id {id}"
@@ -87,7 +87,7 @@ impl App {
             poller: None,
             status: "test".into(),
             previous_status: None,
-            at: time_of(now_ms()),
+            at: time_of(self.now_ms()),
             message: format!("a test of the notification channel {}", channel.name),
             reminder: false,
             locations: None,

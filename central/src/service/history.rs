@@ -10,7 +10,7 @@ use shared_proto::history::{
 use uuid::Uuid;
 
 use super::uptime::{self, Span, Timeline};
-use super::{now_ms, time_of, App};
+use super::{time_of, App};
 use crate::error::{ApiError, ApiResult};
 use crate::store::{MonitorRow, Resolution, RollupSums, StatusRow, TimePoint, LATENCY_BOUNDS_MS};
 
@@ -70,7 +70,7 @@ impl App {
         region: &str,
         windows_ms: &[i64],
     ) -> ApiResult<Vec<HashMap<String, UptimeWindow>>> {
-        let now = now_ms();
+        let now = self.now_ms();
         let ids: Vec<String> = monitors.iter().map(|m| m.id.clone()).collect();
         let open = self.open_spans(monitors, region, now).await?;
         let mut answers = Vec::with_capacity(windows_ms.len());
@@ -224,7 +224,7 @@ impl App {
             Resolution::Hour => DAY_MS,
             Resolution::Day => 30 * DAY_MS,
         };
-        let since = since.unwrap_or_else(|| now_ms() - default_span);
+        let since = since.unwrap_or_else(|| self.now_ms() - default_span);
         let rows = self
             .store
             .rollup_buckets(

@@ -18,7 +18,7 @@ use super::quorum;
 use super::status::{self, Verdict, VerdictState};
 use super::statuses::thresholds_of;
 use super::uptime::{pause_of, Timeline};
-use super::{now_ms, App};
+use super::App;
 use crate::error::{ApiError, ApiResult};
 use crate::store::{
     IngestRules, NewResult, OwnershipRow, PollerRow, StoredVerdict, TimeCredit, TimePoint,
@@ -81,7 +81,7 @@ impl App {
                 batch.results.total
             )));
         }
-        let now = now_ms();
+        let now = self.now_ms();
         let mut ack = ResultsAck::default();
         let mut candidates = Vec::with_capacity(batch.results.kept.len());
         for (index, raw) in batch.results.kept.iter().enumerate() {

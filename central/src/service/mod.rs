@@ -9,6 +9,7 @@ pub mod assignments;
 pub mod auth;
 pub mod buckets;
 pub mod channels;
+pub mod clock;
 pub mod hashing;
 pub mod history;
 pub mod ingest;
@@ -52,10 +53,14 @@ pub struct Wakes {
     pub alerting: tokio::sync::Notify,
     /// Notifications were queued in the outbox.
     pub delivery: tokio::sync::Notify,
+    /// Pollers were queued for placement (`store::placement_due`).
+    pub placement: tokio::sync::Notify,
 }
 
 /// Shared state of a running central.
 pub struct App {
+    /// What the rules read as now (`clock`).
+    clock: clock::Clock,
     pub store: Store,
     pub offline_after: Duration,
     /// How long a returning poller must stay online before monitors move back to it.
@@ -85,6 +90,9 @@ pub struct App {
     watching_since: std::sync::atomic::AtomicI64,
     /// See `placement_checked_at`; kept current by `liveness` on the lease holder.
     placement_checked_at: std::sync::atomic::AtomicI64,
+    /// The clock at alerting's last look on this replica: a later look that reads an earlier
+    /// time saw the clock step back (`alerts::look`).
+    last_look_at: std::sync::atomic::AtomicI64,
     /// Bounds the argon2 runs (registration and refresh secrets).
     hashing: hashing::Hashing,
     /// What one poller may cost: heartbeats, capability changes.
@@ -108,6 +116,14 @@ pub(crate) fn stored_id(text: &str) -> anyhow::Result<uuid::Uuid> {
 
 impl App {
     pub async fn open(args: &ServeArgs) -> anyhow::Result<std::sync::Arc<App>> {
+        Self::open_with_clock(args, clock::Clock::system()).await
+    }
+
+    /// `open` with the clock the rules read (`Clock::manual` in tests).
+    pub async fn open_with_clock(
+        args: &ServeArgs,
+        clock: clock::Clock,
+    ) -> anyhow::Result<std::sync::Arc<App>> {
         let store = Store::connect(&args.database_url).await?;
         let admin = admin_token::AdminToken::open(&store, args.admin_token.as_deref()).await?;
         tokens::sync_environment_token(&store, args.registration_token.as_deref()).await?;
@@ -117,7 +133,9 @@ impl App {
         let jwt = JwtKeys::from_stored_form(&jwt_key)?;
         let version = store.assignment_version().await?;
         let access_ttl = args.access_token_ttl.min(MAX_ACCESS_TTL);
+        let started_at = clock.now_ms();
         Ok(std::sync::Arc::new(App {
+            clock,
             store,
             offline_after: args.offline_after,
             failback_settle: args.failback_settle,
@@ -143,8 +161,9 @@ impl App {
                 hours_ms: millis(args.hour_rollups_retention),
                 days_ms: millis(args.day_rollups_retention),
             },
-            watching_since: std::sync::atomic::AtomicI64::new(now_ms()),
+            watching_since: std::sync::atomic::AtomicI64::new(started_at),
             placement_checked_at: std::sync::atomic::AtomicI64::new(0),
+            last_look_at: std::sync::atomic::AtomicI64::new(0),
             hashing: hashing::Hashing::new(),
             poller_limits: pollers::PollerLimits::new(args.poller_heartbeats_per_minute),
             sessions: sessions::Known::new(),
@@ -186,7 +205,7 @@ impl App {
         ttl: Duration,
         lapse: Duration,
     ) -> anyhow::Result<LeaseState> {
-        let now = now_ms();
+        let now = self.now_ms();
         let millis = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
         let until = now.saturating_add(millis(ttl));
         self.store
@@ -277,6 +296,11 @@ impl App {
             *self.jwt.write().unwrap_or_else(|p| p.into_inner()) = keys;
         }
         Ok(())
+    }
+
+    /// Now, as the rules see it (milliseconds since the Unix epoch).
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
     }
 
     /// Reads the current assignment version after announcements may have been lost: what

@@ -7,7 +7,7 @@ use uuid::Uuid;
 use std::collections::HashMap;
 
 use super::tokens::page;
-use super::{now_ms, stored_id, time_of, App};
+use super::{stored_id, time_of, App};
 use crate::error::{ApiError, ApiResult};
 use crate::store::{Cursor, MonitorRow};
 
@@ -27,7 +27,7 @@ impl App {
     pub async fn create_monitor(&self, spec: MonitorSpec) -> ApiResult<MonitorView> {
         self.validate_monitor(&spec).await?;
         let id = Uuid::new_v4();
-        let now = now_ms();
+        let now = self.now_ms();
         let row = monitor_row(id, &spec, now, now);
         self.store.insert_monitor(&row).await?;
         self.reconcile_monitor(id).await?;
@@ -187,7 +187,7 @@ impl App {
             self.validate_monitor(&spec)
                 .await
                 .map_err(super::patch_does_not_fit)?;
-            let row = monitor_row(id, &spec, current.created_at, now_ms());
+            let row = monitor_row(id, &spec, current.created_at, self.now_ms());
             match self
                 .store
                 .update_monitor_spec(&row, current.revision)
@@ -215,7 +215,7 @@ impl App {
     pub async fn delete_monitor(&self, id: Uuid) -> ApiResult<()> {
         let versioned = self
             .store
-            .delete_monitor(&id.to_string(), now_ms())
+            .delete_monitor(&id.to_string(), self.now_ms())
             .await?
             .ok_or_else(|| ApiError::NotFound(format!("no monitor with id {id}")))?;
         self.publish_version(&versioned);

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use super::{now_ms, App};
+use super::App;
 use crate::store::{Cursor, ExpiringResult, Resolution};
 
 /// Rows per pruning step.
@@ -71,7 +71,7 @@ impl Thinning {
 impl App {
     /// One pruning pass over results and rollups; returns how many rows went.
     pub async fn prune_results_and_rollups(&self) -> anyhow::Result<u64> {
-        let now = now_ms();
+        let now = self.now_ms();
         let mut pruned = 0;
         for resolution in Resolution::ALL {
             let before = now.saturating_sub(self.retention.of(resolution));

@@ -10,14 +10,15 @@
 //! pollers; O(1) per scrape besides. Must not: derive statuses, render per request, or keep
 //! the token itself.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
 
 use tokio::sync::Mutex;
 
 use shared_proto::settings_api::PollerStatus;
 
-use super::{admin_token, auth, now_ms, App};
+use super::{admin_token, auth, App};
 use crate::error::ApiResult;
 use crate::metrics::{MonitorSample, PollerSample};
 use crate::store::ShownRow;
@@ -27,7 +28,8 @@ pub const RENDER_EVERY: Duration = Duration::from_secs(5);
 
 pub struct Scrape {
     token_sha256: Option<String>,
-    rendered: Mutex<Option<(Instant, Arc<String>)>>,
+    /// The state gauges as last rendered, shared by every scrape until `RENDER_EVERY` passed.
+    rendered: Mutex<Option<(Instant, Bytes)>>,
 }
 
 impl Scrape {
@@ -58,30 +60,26 @@ impl App {
         Ok(self.is_metrics_token(token) || self.verify_admin_token(token).await?)
     }
 
-    /// The metrics text, rendered at most once every `RENDER_EVERY`.
-    pub async fn metrics_text(&self) -> Arc<String> {
+    /// The state gauges of every monitor, location and poller (OpenMetrics text without its
+    /// `# EOF`, identical in the older text format: gauges only), rendered at most once every
+    /// `RENDER_EVERY`; a scrape gets the shared bytes, not a copy. If the state cannot be read
+    /// the scrape gets none (and the counters still).
+    pub async fn metrics_state(&self) -> Bytes {
         let mut rendered = self.scrape.rendered.lock().await;
         if let Some((at, text)) = &*rendered {
             if at.elapsed() < RENDER_EVERY {
                 return text.clone();
             }
         }
-        let text = Arc::new(self.render_metrics().await);
-        *rendered = Some((Instant::now(), text.clone()));
-        text
-    }
-
-    /// `/metrics`: the state gauges of every monitor, location and poller, then the process
-    /// counters. If the state cannot be read the counters are still served.
-    pub async fn render_metrics(&self) -> String {
-        let counters = self.metrics.render();
-        match self.state_metrics().await {
-            Ok(state) => state.trim_end().trim_end_matches("# EOF").to_string() + &counters,
+        let text = match self.state_metrics().await {
+            Ok(state) => Bytes::from(state.trim_end().trim_end_matches("# EOF").to_string()),
             Err(e) => {
                 tracing::warn!("reading state for /metrics failed: {e}");
-                counters
+                Bytes::new()
             }
-        }
+        };
+        *rendered = Some((Instant::now(), text.clone()));
+        text
     }
 
     async fn state_metrics(&self) -> ApiResult<String> {
@@ -90,7 +88,7 @@ impl App {
             .each_shown(|row| samples.push(sample_of(row)))
             .await?;
         let pollers = self.store.all_pollers().await?;
-        let now = now_ms();
+        let now = self.now_ms();
         let poller_statuses: Vec<&'static str> = pollers
             .iter()
             .map(|p| match self.poller_status(p, now) {

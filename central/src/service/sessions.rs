@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::recent::RecentlyValid;
-use super::{auth, now_ms, App};
+use super::{auth, App};
 use crate::error::{ApiError, ApiResult};
 
 /// A session lasts this long from login, however active.
@@ -63,7 +63,7 @@ impl App {
             ));
         }
         let secret = auth::new_secret();
-        let now = now_ms();
+        let now = self.now_ms();
         let ttl = i64::try_from(SESSION_TTL.as_millis()).unwrap_or(i64::MAX);
         self.store
             .insert_session(
@@ -81,7 +81,7 @@ impl App {
     pub async fn web_session(&self, secret: &str) -> ApiResult<Option<WebSession>> {
         let row = self
             .store
-            .session(&auth::sha256_hex(secret), now_ms())
+            .session(&auth::sha256_hex(secret), self.now_ms())
             .await?;
         if row.is_some() {
             self.sessions.recent.remember(secret, Instant::now());
@@ -103,7 +103,7 @@ impl App {
             .sessions
             .followed_until
             .load(Ordering::Relaxed)
-            .max(now_ms());
+            .max(self.now_ms());
         let opened = self
             .store
             .sessions_ending_from(from, LEARNT_PER_LOOK)

@@ -12,7 +12,7 @@ use shared_proto::settings_api::{
 use shared_proto::CheckKind;
 
 use super::status::{self, StatusInputs, Verdict, VerdictState};
-use super::{now_ms, quorum, stored_id, time_of, App};
+use super::{quorum, stored_id, time_of, App};
 use crate::error::ApiResult;
 use crate::store::{LocationRow, MonitorRow, PollerRow, StatusRow};
 
@@ -80,7 +80,7 @@ impl App {
         let placed: Vec<String> = placed.into_iter().collect();
         let pollers = self.store.pollers_by_ids(&placed).await?;
         let known = Known {
-            now: now_ms(),
+            now: self.now_ms(),
             latest: self.store.monitor_statuses(scope).await?,
             locations,
             location_latest: self

@@ -7,7 +7,7 @@ use shared_proto::settings_api::{
 use uuid::Uuid;
 
 use super::hashing::Lane;
-use super::{auth, now_ms, stored_id, time_of, App};
+use super::{auth, stored_id, time_of, App};
 use crate::error::{ApiError, ApiResult};
 use crate::store::{Cursor, RegistrationTokenRow, Store};
 
@@ -27,7 +27,9 @@ pub(super) async fn sync_environment_token(
     let stored = store.registration_token(&id).await?;
     let Some(secret) = secret else {
         if stored.is_some_and(|row| row.revoked_at.is_none()) {
-            store.revoke_registration_token(&id, now_ms()).await?;
+            store
+                .revoke_registration_token(&id, super::now_ms())
+                .await?;
             tracing::info!(
                 "CENTRAL_REGISTRATION_TOKEN is unset: its registration token is revoked"
             );
@@ -57,7 +59,7 @@ pub(super) async fn sync_environment_token(
             secret_hash: hashing.hash(secret.to_string()).await?,
             region: None,
             capabilities: None,
-            created_at: now_ms(),
+            created_at: super::now_ms(),
             expires_at: None,
             max_uses: i64::from(MAX_TOKEN_USES),
             uses: 0,
@@ -82,7 +84,7 @@ impl App {
         let expires_in = request.validate()?;
         let id = Uuid::new_v4();
         let secret = auth::new_secret();
-        let now = now_ms();
+        let now = self.now_ms();
         let row = RegistrationTokenRow {
             id: id.to_string(),
             name: request.name.trim().to_string(),
@@ -123,7 +125,7 @@ impl App {
     pub async fn revoke_registration_token(&self, id: Uuid) -> ApiResult<()> {
         if !self
             .store
-            .revoke_registration_token(&id.to_string(), now_ms())
+            .revoke_registration_token(&id.to_string(), self.now_ms())
             .await?
         {
             return Err(ApiError::NotFound(format!(
@@ -143,7 +145,7 @@ impl App {
     ) -> ApiResult<RegistrationTokenView> {
         let overlap = request.validate()?;
         let old_valid_until =
-            (!overlap.is_zero()).then(|| now_ms().saturating_add(overlap.as_millis() as i64));
+            (!overlap.is_zero()).then(|| self.now_ms().saturating_add(overlap.as_millis() as i64));
         let secret = auth::new_secret();
         let hash = self.hashing.hash(secret.clone()).await?;
         if !self
@@ -195,7 +197,7 @@ impl App {
         // Cheap checks first: a token that could not be spent anyway costs no argon2 run (an
         // unauthenticated loop would otherwise buy 19 MiB and two passes per request). Said as
         // "not valid", since the caller has not shown it knows the secret.
-        let now = now_ms();
+        let now = self.now_ms();
         let spendable = row.revoked_at.is_none()
             && row.uses < row.max_uses
             && row.expires_at.is_none_or(|at| at > now);
@@ -203,7 +205,11 @@ impl App {
             return Err(invalid());
         }
         let granted = asked.within(&row)?;
-        if !self.store.use_registration_token(&row.id, now_ms()).await? {
+        if !self
+            .store
+            .use_registration_token(&row.id, self.now_ms())
+            .await?
+        {
             return Err(ApiError::Unauthorized(
                 "registration token is expired, revoked or used up; create a new one".into(),
             ));
@@ -227,7 +233,7 @@ impl App {
             return Ok(true);
         }
         match (&row.previous_secret_hash, row.previous_valid_until) {
-            (Some(previous), Some(until)) if now_ms() < until => {
+            (Some(previous), Some(until)) if self.now_ms() < until => {
                 let matched = self
                     .hashing
                     .verify(Lane::Anyone, secret, previous.clone())
@@ -319,7 +325,7 @@ fn registration_view(row: &RegistrationTokenRow) -> anyhow::Result<RegistrationT
         revoked: row.revoked_at.is_some(),
         previous_secret_valid_until: row
             .previous_valid_until
-            .filter(|until| *until > now_ms())
+            .filter(|until| *until > super::now_ms())
             .map(time_of),
     })
 }

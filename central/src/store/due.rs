@@ -29,7 +29,7 @@ pub struct Look {
 }
 
 /// The ids in a JSON array parameter (`$1`) as a column `value`.
-fn id_source(backend: Backend) -> &'static str {
+pub(super) fn id_source(backend: Backend) -> &'static str {
     match backend {
         Backend::Sqlite => "json_each($1)",
         Backend::Postgres => "jsonb_array_elements_text(CAST($1 AS jsonb)) AS ids(value)",
@@ -141,6 +141,20 @@ impl Store {
             .await?;
         let ids: Vec<String> = ids.into_iter().map(|(id,)| id).collect();
         self.mark_monitors_due(&ids, at).await
+    }
+
+    /// Marks every monitor due at `at` (after the clock stepped back: every monitor).
+    pub async fn mark_all_due(&self, at: i64) -> anyhow::Result<()> {
+        let _guard = self.write_lock().await;
+        sqlx::query(
+            "INSERT INTO alert_due (monitor_id, due_at, marks) SELECT id, CAST($1 AS BIGINT), 1 FROM monitors \
+             WHERE true ON CONFLICT (monitor_id) DO UPDATE SET due_at = excluded.due_at, \
+             marks = alert_due.marks + 1",
+        )
+        .bind(at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
     }
 
     /// Marks due at `at` every monitor alerting last saw `stale`: those whose poller may have

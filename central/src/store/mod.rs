@@ -11,6 +11,7 @@ mod leases;
 mod locations;
 mod monitors;
 mod notifications;
+mod placement_due;
 mod pollers;
 mod results;
 mod rollups;
@@ -26,6 +27,7 @@ pub use leases::LeaseState;
 pub use locations::{LocationRow, LocationStatusRow};
 pub use monitors::{AssignmentChange, MonitorRow, OwnershipRow, StatusRow, Versioned};
 pub use notifications::{AlertStateRow, AlertUpdate, Attempt, ChannelRow, OutboxRow};
+pub use placement_due::{QueuedPlacement, Reach};
 pub use pollers::{HeartbeatUpdate, PollerRow};
 pub use results::{ExpiringResult, IngestRules, NewResult, ResultRow, StoredVerdict};
 pub use rollups::{Resolution, RollupRow, RollupSums, LATENCY_BOUNDS_MS};
@@ -191,6 +193,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "location shown status",
         include_str!("../../../migrations/sqlite/20261201000025_location_shown_status.sql"),
     ),
+    (
+        20261201000026,
+        "placement due",
+        include_str!("../../../migrations/sqlite/20261201000026_placement_due.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -318,6 +325,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261201000025,
         "location shown status",
         include_str!("../../../migrations/postgres/20261201000025_location_shown_status.sql"),
+    ),
+    (
+        20261201000026,
+        "placement due",
+        include_str!("../../../migrations/postgres/20261201000026_placement_due.sql"),
     ),
 ];
 

@@ -144,7 +144,8 @@ pub struct StatusRow {
     pub next_due_at: Option<i64>,
 }
 
-const MONITOR_COLUMNS: &str = "id, name, kind, target, interval_ms, timeout_ms, settings, \
+pub(super) const MONITOR_COLUMNS: &str =
+    "id, name, kind, target, interval_ms, timeout_ms, settings, \
      poller_mode, poller_id, poller_region, poller_datacenter, poller_capability, \
      poller_regions, quorum, notification_channel_ids, failover, \
      paused, paused_at, resumed_at, created_at, updated_at, revision, assigned_poller_id, \

@@ -1,6 +1,7 @@
 //! Hearing what other central replicas wrote: PostgreSQL's LISTEN/NOTIFY on the channel the
-//! `assignment notify` migration's trigger announces new assignment versions on, and on the one
-//! `due::mark_due` announces monitors marked for alerting on. It only reports what it hears;
+//! `assignment notify` migration's trigger announces new assignment versions on, on the one
+//! `due::mark_due` announces monitors marked for alerting on, and on the one
+//! `placement_due` announces pollers queued for placement on. It only reports what it hears;
 //! what to wake is the caller's business.
 
 use std::time::Duration;
@@ -21,6 +22,8 @@ pub enum Wakeup {
     Version(i64),
     /// A transaction marked monitors due for alerting (`store::due`).
     AlertingDue,
+    /// A transaction queued pollers for placement (`store::placement_due`).
+    PlacementDue,
     /// The notification connection is (back) up. Announcements sent while it was down are
     /// lost, so the caller should read the current version once.
     Listening,
@@ -65,6 +68,11 @@ impl VersionListener {
                 Ok(Some(notification)) if notification.channel() == DUE_CHANNEL => {
                     return Wakeup::AlertingDue
                 }
+                Ok(Some(notification))
+                    if notification.channel() == super::placement_due::PLACEMENT_CHANNEL =>
+                {
+                    return Wakeup::PlacementDue
+                }
                 Ok(Some(notification)) => match notification.payload().parse() {
                     Ok(version) => return Wakeup::Version(version),
                     Err(_) => tracing::warn!(
@@ -89,7 +97,13 @@ impl VersionListener {
 
     async fn connect(&self) -> sqlx::Result<PgListener> {
         let mut listener = PgListener::connect(&self.url).await?;
-        listener.listen_all([CHANNEL, DUE_CHANNEL]).await?;
+        listener
+            .listen_all([
+                CHANNEL,
+                DUE_CHANNEL,
+                super::placement_due::PLACEMENT_CHANNEL,
+            ])
+            .await?;
         Ok(listener)
     }
 }

@@ -17,7 +17,7 @@ use uuid::Uuid;
 
 use super::{flap_window_ms, next_look, step, AlertState, Notice, Rules};
 use crate::error::ApiResult;
-use crate::service::{now_ms, stored_id, time_of, App};
+use crate::service::{stored_id, time_of, App};
 use crate::store::{AlertStateRow, AlertUpdate, ChannelRow, Look, MonitorRow, OutboxRow};
 
 /// The longest a monitor's stale is held for placement to move it off an offline poller:
@@ -136,22 +136,39 @@ impl App {
     /// Has alerting look again at every monitor placed on these pollers, whose going offline
     /// or coming back changes their status (cost: those monitors).
     pub async fn look_again_on_pollers(&self, poller_ids: &[String]) -> ApiResult<()> {
-        self.store.mark_due_on_pollers(poller_ids, now_ms()).await?;
+        self.store
+            .mark_due_on_pollers(poller_ids, self.now_ms())
+            .await?;
         Ok(())
     }
 
     /// Has alerting look again at the monitors it last saw stale: for a new lease holder,
     /// whose first look at the pollers cannot tell which came back meanwhile.
     pub async fn look_again_at_stale(&self) -> ApiResult<()> {
-        self.store.mark_stale_due(now_ms()).await?;
+        self.store.mark_stale_due(self.now_ms()).await?;
         Ok(())
     }
 
     /// Looks at every monitor due by now; returns how many notifications it queued.
     pub async fn evaluate_alerts(&self) -> ApiResult<usize> {
+        // The clock stepped back (a wall clock set back by hand or by NTP): a status a look
+        // found at a later time may not hold at this one, and the instants it left are
+        // later still. Every monitor is looked at again (cost: every monitor, once per step
+        // back; the system clock never goes back otherwise).
+        let now = self.now_ms();
+        let last = self
+            .last_look_at
+            .swap(now, std::sync::atomic::Ordering::SeqCst);
+        if now < last {
+            tracing::warn!(
+                back_ms = last - now,
+                "the clock went back; alerting looks at every monitor again"
+            );
+            self.store.mark_all_due(now).await?;
+        }
         let mut queued = 0;
         loop {
-            let now = now_ms();
+            let now = self.now_ms();
             let due = self.store.due_looks(now, ROUND).await?;
             queued += self.look_at(&due, now).await?;
             if due.len() < ROUND as usize {

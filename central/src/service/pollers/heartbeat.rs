@@ -9,9 +9,9 @@ use shared_proto::settings::MAX_DELIBERATE_DELAY_MS;
 use uuid::Uuid;
 
 use super::super::tokens::capability_limit;
-use super::super::{now_ms, stored_id, time_of, App};
+use super::super::{stored_id, time_of, App};
 use crate::error::ApiResult;
-use crate::store::{EventRow, HeartbeatUpdate, PollerRow};
+use crate::store::{EventRow, HeartbeatUpdate, PollerRow, Reach};
 use shared_proto::settings_api::PollerStatus;
 
 impl App {
@@ -23,7 +23,7 @@ impl App {
         let poller_id = stored_id(&poller.id)?;
         self.poller_limits.heartbeat(poller_id, Instant::now())?;
         beat.validate_and_trim()?;
-        let now = now_ms();
+        let now = self.now_ms();
         let (mut capabilities, refused) = within_limit(poller, &beat.capabilities);
         if capabilities != poller.capabilities
             && !self
@@ -75,7 +75,8 @@ impl App {
             )
             .await?;
         if !was_online || capabilities_changed {
-            self.reconcile().await?;
+            self.queue_placement(std::slice::from_ref(&poller.id), Reach::Could)
+                .await?;
         }
         Ok(HeartbeatResponse {
             assignment_version: self.store.assignment_version().await?,

@@ -6,7 +6,7 @@ use shared_proto::notifications::{Notification, NotificationEvent, Subject};
 use shared_proto::settings_api::PollerStatus;
 use uuid::Uuid;
 
-use super::super::{now_ms, stored_id, time_of, App};
+use super::super::{stored_id, time_of, App};
 use crate::error::ApiResult;
 use crate::store::{ChannelRow, PollerRow};
 
@@ -41,7 +41,7 @@ impl App {
     /// Records each poller whose liveness changed since last recorded (called by the liveness
     /// watcher); returns how many changed.
     pub async fn record_status_changes(&self) -> ApiResult<usize> {
-        let now = now_ms();
+        let now = self.now_ms();
         let mut changed = 0;
         let mut defaults: Option<Vec<ChannelRow>> = None;
         for poller in self.store.all_pollers().await? {

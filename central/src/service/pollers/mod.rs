@@ -15,9 +15,9 @@ use uuid::Uuid;
 
 use super::stored_id;
 use super::tokens::page;
-use super::{now_ms, time_of, App};
+use super::{time_of, App};
 use crate::error::{ApiError, ApiResult};
-use crate::store::{Cursor, PollerRow};
+use crate::store::{Cursor, PollerRow, Reach};
 
 /// `GET /api/v1/pollers` filters.
 #[derive(Debug, Default, serde::Deserialize)]
@@ -28,7 +28,8 @@ pub struct PollerFilter {
 }
 
 impl App {
-    /// Operator changes: alias, placement labels, enabled. Placement follows at once.
+    /// Operator changes: alias, placement labels, enabled. The poller is queued for placement,
+    /// which the lease holder runs within moments.
     pub async fn update_poller(&self, id: Uuid, patch: PollerPatch) -> ApiResult<PollerView> {
         patch.validate()?;
         let mut row = self
@@ -55,13 +56,14 @@ impl App {
             row.enabled = enabled;
         }
         self.store.update_poller(&row).await?;
-        self.reconcile().await?;
+        self.queue_placement(std::slice::from_ref(&row.id), Reach::Could)
+            .await?;
         self.get_poller(id).await
     }
 
     /// Deletes a poller: its tokens stop working on its next call, its monitors fail over.
     pub async fn delete_poller(&self, id: Uuid) -> ApiResult<()> {
-        let now = now_ms();
+        let now = self.now_ms();
         if !self.store.delete_poller(&id.to_string(), now).await? {
             return Err(ApiError::NotFound(format!("no poller with id {id}")));
         }
@@ -69,7 +71,7 @@ impl App {
             .revoke_poller_refresh_tokens(&id.to_string(), now)
             .await?;
         tracing::info!(poller_id = %id, "poller deleted and its tokens revoked");
-        self.reconcile().await
+        self.queue_placement(&[id.to_string()], Reach::Own).await
     }
 
     pub async fn list_pollers(
@@ -89,7 +91,7 @@ impl App {
             .await?;
         let counts: std::collections::HashMap<String, i64> =
             self.store.assigned_counts().await?.into_iter().collect();
-        let now = now_ms();
+        let now = self.now_ms();
         let mut listed = page(
             rows,
             limit,
@@ -120,7 +122,7 @@ impl App {
             .into_iter()
             .find(|(poller, _)| *poller == row.id)
             .map_or(0, |(_, n)| n);
-        Ok(self.poller_view(&row, count, now_ms())?)
+        Ok(self.poller_view(&row, count, self.now_ms())?)
     }
 
     fn poller_view(&self, row: &PollerRow, assigned: i64, now: i64) -> anyhow::Result<PollerView> {

@@ -7,9 +7,9 @@ use uuid::Uuid;
 
 use super::super::hashing::Lane;
 use super::super::tokens::Enrolment;
-use super::super::{auth, now_ms, time_of, App};
+use super::super::{auth, time_of, App};
 use crate::error::{ApiError, ApiResult};
-use crate::store::{PollerRow, RefreshTokenRow};
+use crate::store::{PollerRow, Reach, RefreshTokenRow};
 
 /// Refresh tokens outlive any outage an agent should ride out while still holding one.
 const REFRESH_TTL_MS: i64 = 90 * 24 * 3600 * 1000;
@@ -29,7 +29,7 @@ impl App {
             .spend_registration_token(&request.registration_token, &asked)
             .await?;
         let id = Uuid::new_v4();
-        let now = now_ms();
+        let now = self.now_ms();
         let row = PollerRow {
             id: id.to_string(),
             name: request.name.trim().to_string(),
@@ -64,7 +64,8 @@ impl App {
             .issue_refresh_token(&row.id, &Uuid::new_v4().to_string())
             .await?;
         let (access_token, access_expires_at) = self.issue_access_token(id, time_of(now))?;
-        self.reconcile().await?;
+        self.queue_placement(std::slice::from_ref(&row.id), Reach::Could)
+            .await?;
         Ok(RegisterResponse {
             poller_id: id,
             access_token,
@@ -80,7 +81,7 @@ impl App {
     ) -> ApiResult<(String, String)> {
         let id = Uuid::new_v4();
         let secret = auth::new_secret();
-        let now = now_ms();
+        let now = self.now_ms();
         let row = RefreshTokenRow {
             id: id.to_string(),
             poller_id: poller_id.to_string(),
@@ -122,7 +123,7 @@ impl App {
         {
             return Err(invalid());
         }
-        let now = now_ms();
+        let now = self.now_ms();
         // A deleted or disabled poller is told so first (its agent stops or pauses its checks
         // on that answer), and before its token is spent, so that a disabled one can refresh
         // normally once an operator enables it again.

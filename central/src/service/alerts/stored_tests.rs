@@ -1,0 +1,244 @@
+//! The stored, event-moved status against the reference: after any sequence of results,
+//! pauses, edits, poller losses and returns, and clock jumps (forward and back), once the
+//! lease holder's work has run (a liveness step, then alerting's looks at what is due), each
+//! monitor's stored `shown_status` is the status derived from everything at that instant.
+//! Alerting looks only at what was marked due or reached its instant; a write path that
+//! forgets to mark, or an instant `changes_at` leaves out, shows up here as a stale status.
+
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::config::ServeArgs;
+use crate::service::clock::{Clock, ClockHandle};
+use crate::service::App;
+use crate::store::PollerRow;
+
+const START_MS: i64 = 1_800_000_000_000;
+const MONITORS: usize = 3;
+
+#[derive(Debug, Clone)]
+enum Op {
+    /// A result for monitor `i`, `ago_ms` before now.
+    Result {
+        i: usize,
+        up: bool,
+        ago_ms: i64,
+    },
+    Pause {
+        i: usize,
+        paused: bool,
+    },
+    /// A new interval (and so new overdue instants).
+    Interval {
+        i: usize,
+        seconds: u64,
+    },
+    Heartbeat,
+    /// Time passes: results become overdue, the poller (silent) goes offline.
+    Advance {
+        ms: i64,
+    },
+    /// The wall clock is set back.
+    Back {
+        ms: i64,
+    },
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (0..MONITORS, any::<bool>(), 0i64..5_000).prop_map(|(i, up, ago_ms)| Op::Result { i, up, ago_ms }),
+        1 => (0..MONITORS, any::<bool>()).prop_map(|(i, paused)| Op::Pause { i, paused }),
+        1 => (0..MONITORS, prop_oneof![Just(10u64), Just(20), Just(60)]).prop_map(|(i, seconds)| Op::Interval { i, seconds }),
+        2 => Just(Op::Heartbeat),
+        4 => prop_oneof![1i64..2_000, 2_000i64..40_000, 40_000i64..200_000].prop_map(|ms| Op::Advance { ms }),
+        2 => (1i64..120_000).prop_map(|ms| Op::Back { ms }),
+    ]
+}
+
+struct World {
+    app: Arc<App>,
+    clock: ClockHandle,
+    poller: PollerRow,
+    monitors: Vec<Uuid>,
+    last_online: Option<Vec<(String, bool)>>,
+    _dir: tempfile::TempDir,
+}
+
+async fn world() -> World {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = ServeArgs::defaults();
+    args.database_url = format!("sqlite://{}", dir.path().join("central.db").display());
+    args.offline_after = std::time::Duration::from_secs(30);
+    let (clock, handle) = Clock::manual(START_MS);
+    let app = App::open_with_clock(&args, clock).await.unwrap();
+    let poller = PollerRow {
+        id: Uuid::new_v4().to_string(),
+        name: "p".into(),
+        alias: None,
+        region: None,
+        datacenter: None,
+        capabilities: "http".into(),
+        capability_limit: None,
+        version: Some("test".into()),
+        enabled: true,
+        registration_token_id: None,
+        created_at: START_MS,
+        last_heartbeat_at: Some(START_MS),
+        last_upload_at: None,
+        queue_depth: 0,
+        oldest_queued_at: None,
+        dropped_results: 0,
+        assignment_version: None,
+        deleted_at: None,
+        scheduler_health: None,
+        online_since: Some(START_MS),
+        status: None,
+        status_since: None,
+        last_error: None,
+        last_error_at: None,
+    };
+    app.store.insert_poller(&poller).await.unwrap();
+    let mut monitors = Vec::new();
+    for i in 0..MONITORS {
+        // One of them needs two results in a row to change its verdict.
+        let confirm = if i == 0 { 2 } else { 1 };
+        let spec = serde_json::from_value(json!({
+            "name": format!("m{i}"), "kind": "http", "target": format!("http://127.0.0.1:9/{i}"),
+            "interval_ms": 10_000, "timeout_ms": 5_000,
+            "settings": {"confirm_down": confirm, "confirm_up": confirm},
+            "poller_mode": "pinned", "poller_id": poller.id,
+        }))
+        .unwrap();
+        monitors.push(app.create_monitor(spec).await.unwrap().id);
+    }
+    World {
+        app,
+        clock: handle,
+        poller,
+        monitors,
+        last_online: None,
+        _dir: dir,
+    }
+}
+
+impl World {
+    async fn apply(&mut self, op: &Op) {
+        let app = &self.app;
+        let now = self.clock.now_ms();
+        // An operation may be refused (a result from too far back, a heartbeat too soon):
+        // what matters is that whatever was stored is shown.
+        match *op {
+            Op::Result { i, up, ago_ms } => {
+                let ts = crate::service::time_of(now - ago_ms).to_rfc3339();
+                let batch = serde_json::from_value(json!({
+                    "batch_id": Uuid::new_v4(),
+                    "results": [{"id": Uuid::now_v7(), "monitor_id": self.monitors[i], "ts": ts,
+                        "status": if up { "up" } else { "down" }, "latency_ms": 3,
+                        "msg": "", "meta": {}}],
+                }))
+                .unwrap();
+                let poller = app.store.poller(&self.poller.id).await.unwrap().unwrap();
+                let _ = app.ingest(&poller, batch).await;
+            }
+            Op::Pause { i, paused } => {
+                let patch = serde_json::from_value(json!({ "paused": paused })).unwrap();
+                let _ = app.update_monitor(self.monitors[i], patch, None).await;
+            }
+            Op::Interval { i, seconds } => {
+                let patch =
+                    serde_json::from_value(json!({ "interval_ms": seconds * 1000 })).unwrap();
+                let _ = app.update_monitor(self.monitors[i], patch, None).await;
+            }
+            Op::Heartbeat => {
+                let poller = app.store.poller(&self.poller.id).await.unwrap().unwrap();
+                let beat = serde_json::from_value(json!({"version": "test"})).unwrap();
+                app.heartbeat(&poller, beat).await.unwrap();
+            }
+            Op::Advance { ms } => self.clock.advance(ms),
+            Op::Back { ms } => self.clock.advance(-ms),
+        }
+        // The lease holder's work, as its loops would do it at this instant.
+        crate::liveness::step(app, &mut self.last_online).await;
+        app.evaluate_alerts().await.unwrap();
+    }
+
+    /// Each monitor's (stored, derived now) status.
+    async fn shown_and_derived(&self) -> Vec<(Option<String>, String)> {
+        let mut both = Vec::new();
+        for id in &self.monitors {
+            let stored = self.app.store.monitor(&id.to_string()).await.unwrap();
+            let derived = self.app.monitor_status(*id).await.unwrap();
+            both.push((
+                stored.unwrap().shown_status,
+                derived.status.as_str().to_string(),
+            ));
+        }
+        both
+    }
+}
+
+/// The clock set back past the instant a status changed: the status of the earlier instant
+/// is shown again, though no result, edit or poller change marked anything.
+#[test]
+fn a_clock_set_back_shows_the_status_of_the_earlier_instant() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut world = world().await;
+        for op in [
+            Op::Heartbeat,
+            Op::Result {
+                i: 1,
+                up: true,
+                ago_ms: 0,
+            },
+            Op::Advance { ms: 25_000 },
+            Op::Heartbeat,
+            Op::Advance { ms: 25_000 },
+            Op::Heartbeat,
+            Op::Advance { ms: 25_000 },
+            Op::Heartbeat,
+        ] {
+            world.apply(&op).await;
+        }
+        assert_eq!(
+            world.shown_and_derived().await[1],
+            (Some("stale".into()), "stale".into()),
+            "overdue"
+        );
+        world.apply(&Op::Back { ms: 30_000 }).await;
+        assert_eq!(
+            world.shown_and_derived().await[1],
+            (Some("up".into()), "up".into()),
+            "back before it was"
+        );
+    });
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_stored_status_is_the_status_derived_now(ops in proptest::collection::vec(op(), 1..30)) {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let mut world = world().await;
+            world.apply(&Op::Heartbeat).await;
+            for (step, op) in ops.iter().enumerate() {
+                world.apply(op).await;
+                for (i, (shown, derived)) in world.shown_and_derived().await.into_iter().enumerate() {
+                    prop_assert_eq!(
+                        shown.as_deref(), Some(derived.as_str()),
+                        "monitor {} after step {} ({:?}) of {:?}", i, step, op, ops
+                    );
+                }
+            }
+            Ok(())
+        })?;
+    }
+}
