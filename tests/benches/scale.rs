@@ -6,6 +6,10 @@
 //! received), and 1 % of them at once (time until every notice arrived). Prints one row.
 //!
 //!   cargo bench -p e2e --bench scale [-- --monitors 10000 --pollers 20 --interval-s 60]
+//!                                    [--baseline PATH-TO-AN-OLDER-central]
+//!
+//! With `--baseline`, the same run is first made with that build of `central` (the figures
+//! before a change, from the same machine in the same run), and both rows are printed.
 //!
 //! (prefix `E2E_DATABASE=postgres` for PostgreSQL). Figures go to docs/benchmarks.md. Each test
 //! poller also keeps a long poll for its assignments open and refreshes its access token every
@@ -20,13 +24,27 @@ use e2e::{cpu_seconds, eventually, rss_bytes, Central, ADMIN_TOKEN};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 
-fn arg(name: &str, default: u64) -> u64 {
+fn arg_text(name: &str) -> Option<String> {
     let args: Vec<String> = std::env::args().collect();
     args.iter()
         .position(|a| a == name)
         .and_then(|i| args.get(i + 1))
+        .cloned()
+}
+
+fn arg(name: &str, default: u64) -> u64 {
+    arg_text(name)
         .and_then(|n| n.parse().ok())
         .unwrap_or(default)
+}
+
+/// The sizes of a run.
+#[derive(Clone, Copy)]
+struct Sizes {
+    monitors: usize,
+    pollers: usize,
+    interval_s: u64,
+    measure_s: u64,
 }
 
 /// The monitors reported `down` (shared with the upload loops), and when each was uploaded
@@ -233,17 +251,41 @@ where
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
-    let monitors = arg("--monitors", 10_000) as usize;
-    let pollers = arg("--pollers", 20) as usize;
-    let interval_s = arg("--interval-s", 60);
-    let measure_s = arg("--measure-s", 30);
+    let sizes = Sizes {
+        monitors: arg("--monitors", 10_000) as usize,
+        pollers: arg("--pollers", 20) as usize,
+        interval_s: arg("--interval-s", 60),
+        measure_s: arg("--measure-s", 30),
+    };
+    let mut rows = Vec::new();
+    if let Some(baseline) = arg_text("--baseline") {
+        rows.push(run("baseline", std::path::Path::new(&baseline), sizes).await?);
+    }
+    rows.push(run("this build", &e2e::binary("central"), sizes).await?);
+    for row in rows {
+        println!("{row}");
+    }
+    Ok(())
+}
+
+/// One run against `program`; returns its row.
+async fn run(label: &str, program: &std::path::Path, sizes: Sizes) -> anyhow::Result<String> {
+    let Sizes {
+        monitors,
+        pollers,
+        interval_s,
+        measure_s,
+    } = sizes;
     let backend = std::env::var("E2E_DATABASE").unwrap_or_else(|_| "sqlite".into());
     // Every test poller speaks from 127.0.0.1, which real pollers do not: neither the
     // registration rate nor the per-client connection cap applies to them here.
-    let central = Central::start_with(&[
-        ("CENTRAL_AUTH_RATE_LIMIT", "0"),
-        ("CENTRAL_MAX_CONNECTIONS_PER_CLIENT", "10000"),
-    ])
+    let central = Central::start_program(
+        program,
+        &[
+            ("CENTRAL_AUTH_RATE_LIMIT", "0"),
+            ("CENTRAL_MAX_CONNECTIONS_PER_CLIENT", "10000"),
+        ],
+    )
     .await?;
     let pid = central.pid().expect("central runs");
     let receiver = HttpReceiver::start().await?;
@@ -333,7 +375,7 @@ async fn main() -> anyhow::Result<()> {
     let metrics = scrapes[1];
 
     // One by one: alert latency.
-    let singles: Vec<String> = ids.iter().take(20).map(|(_, id)| id.clone()).collect();
+    let singles: Vec<String> = ids.iter().take(50).map(|(_, id)| id.clone()).collect();
     for id in &singles {
         report_down(&central, &owners, std::slice::from_ref(id), &down).await?;
         tokio::time::sleep(Duration::from_millis(150)).await;
@@ -350,10 +392,11 @@ async fn main() -> anyhow::Result<()> {
             })
             .count()
     };
-    eventually(Duration::from_secs(30), "every single notice", || async {
+    // A build that cannot keep up still gets a row: what arrived within the wait.
+    let _ = eventually(Duration::from_secs(60), "every single notice", || async {
         (told_down(&singles) >= singles.len()).then_some(())
     })
-    .await?;
+    .await;
     let latency_of = |wanted: &HashSet<String>| -> Vec<f64> {
         let down = down.lock().unwrap();
         let mut latencies: Vec<f64> = receiver
@@ -371,7 +414,11 @@ async fn main() -> anyhow::Result<()> {
         latencies
     };
     let single = latency_of(&singles.iter().cloned().collect());
-    let pick = |l: &[f64], q: f64| l[((l.len() - 1) as f64 * q).round() as usize];
+    let pick = |l: &[f64], q: f64| {
+        l.get(((l.len().max(1) - 1) as f64 * q).round() as usize)
+            .copied()
+            .unwrap_or(f64::NAN)
+    };
 
     // 1 % at once.
     let burst: Vec<String> = ids
@@ -382,11 +429,12 @@ async fn main() -> anyhow::Result<()> {
         .collect();
     let started = Instant::now();
     report_down(&central, &owners, &burst, &down).await?;
-    eventually(Duration::from_secs(120), "every burst notice", || async {
+    let burst_all = eventually(Duration::from_secs(120), "every burst notice", || async {
         (told_down(&burst) >= burst.len()).then_some(())
     })
-    .await?;
-    let burst_all = started.elapsed();
+    .await
+    .map(|()| format!("all told in {:.2} s", started.elapsed().as_secs_f64()))
+    .unwrap_or_else(|_| format!("{} told in 120 s", told_down(&burst)));
 
     // Nothing arriving: uploads stop (heartbeats go on).
     for upload in &loops {
@@ -406,18 +454,22 @@ async fn main() -> anyhow::Result<()> {
         .iter()
         .filter(|r| r.json["event"] != "monitor.down")
         .count();
-    if others > 0 {
-        println!("notices other than the downs caused: {others} (none expected)");
-    }
-    println!(
-        "scale ({backend}): {monitors} monitors / {pollers} pollers / {:.0} results/s \
+    let others = if others > 0 {
+        format!(" | notices other than the downs caused: {others} (none expected)")
+    } else {
+        String::new()
+    };
+    Ok(format!(
+        "scale ({backend}, {label}): {monitors} monitors / {pollers} pollers / {:.0} results/s \
          (created in {:.0} s) | CPU steady {:.0} % of a core, no results {:.0} % | alert latency \
-         p50 {:.0} ms, p99 {:.0} ms | ?status=down {:.0} ms, page of 50 {:.0} ms, /metrics \
-         {:.0} ms, one status {:.1} ms | 1 % down ({}) all told in {:.2} s | RSS {} MB",
+         ({} of {} told) p50 {:.0} ms, p99 {:.0} ms | ?status=down {:.0} ms, page of 50 {:.0} ms, \
+         /metrics {:.0} ms, one status {:.1} ms | 1 % down ({}) {} | RSS {} MB{others}",
         monitors as f64 / interval_s as f64,
         creating.as_secs_f64(),
         steady_cpu * 100.0,
         idle_cpu * 100.0,
+        single.len(),
+        singles.len(),
         pick(&single, 0.5),
         pick(&single, 0.99),
         down_list,
@@ -425,8 +477,7 @@ async fn main() -> anyhow::Result<()> {
         metrics,
         status,
         burst.len(),
-        burst_all.as_secs_f64(),
+        burst_all,
         rss_bytes(pid).unwrap_or(0) / 1_000_000
-    );
-    Ok(())
+    ))
 }

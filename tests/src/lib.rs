@@ -132,6 +132,8 @@ pub struct Central {
     pub dir: tempfile::TempDir,
     child: Option<Child>,
     env: Vec<(String, String)>,
+    /// The `central` executable: this workspace's, or another build (a benchmark's baseline).
+    program: PathBuf,
     http: reqwest::Client,
     scheme: &'static str,
     database_url: String,
@@ -146,9 +148,17 @@ impl Central {
 
     /// Starts central with extra environment variables.
     pub async fn start_with(env: &[(&str, &str)]) -> anyhow::Result<Central> {
+        Self::start_program(&binary("central"), env).await
+    }
+
+    /// `start_with`, running another build of `central` (a benchmark's baseline).
+    pub async fn start_program(program: &Path, env: &[(&str, &str)]) -> anyhow::Result<Central> {
         let dir = tempfile::tempdir()?;
         let (database_url, postgres) = database(&dir).await?;
-        Self::start_on(dir, database_url, postgres, env).await
+        let mut central = Self::unstarted(dir, database_url, postgres, env);
+        central.program = program.to_path_buf();
+        central.spawn().await?;
+        Ok(central)
     }
 
     /// Starts a replica on an existing database (another central's, or a server of the test's).
@@ -156,16 +166,19 @@ impl Central {
         database_url: &str,
         env: &[(&str, &str)],
     ) -> anyhow::Result<Central> {
-        Self::start_on(tempfile::tempdir()?, database_url.to_string(), None, env).await
+        let mut central =
+            Self::unstarted(tempfile::tempdir()?, database_url.to_string(), None, env);
+        central.spawn().await?;
+        Ok(central)
     }
 
-    async fn start_on(
+    fn unstarted(
         dir: tempfile::TempDir,
         database_url: String,
         postgres: Option<postgres::Postgres>,
         env: &[(&str, &str)],
-    ) -> anyhow::Result<Central> {
-        let mut central = Central {
+    ) -> Central {
+        Central {
             url: String::new(),
             addr: "127.0.0.1:0".into(),
             dir,
@@ -174,13 +187,12 @@ impl Central {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            program: binary("central"),
             http: reqwest::Client::new(),
             scheme: "http",
             database_url,
             _postgres: postgres,
-        };
-        central.spawn().await?;
-        Ok(central)
+        }
     }
 
     /// Starts central serving HTTPS with `cert`/`key`; the test's client trusts `ca_pem`.
@@ -210,6 +222,7 @@ impl Central {
             .into_iter()
             .chain(env.iter().map(|(k, v)| (k.to_string(), v.to_string())))
             .collect(),
+            program: binary("central"),
             http: reqwest::Client::builder()
                 .add_root_certificate(ca)
                 .build()?,
@@ -228,7 +241,7 @@ impl Central {
             .create(true)
             .append(true)
             .open(self.dir.path().join("central.log"))?;
-        let mut command = Command::new(binary("central"));
+        let mut command = Command::new(&self.program);
         command
             .arg("serve")
             .env("CENTRAL_LISTEN", &self.addr)
