@@ -29,6 +29,11 @@ impl App {
     /// may take some (registered, back, settled, edited, new capabilities). Requests queue
     /// rather than place, so that none costs a pass over the monitors.
     pub async fn queue_placement(&self, poller_ids: &[String], reach: Reach) -> ApiResult<()> {
+        if poller_ids.is_empty() {
+            // Nothing to place; and a wake here would run the liveness step that called this
+            // again at once, for ever.
+            return Ok(());
+        }
         self.store
             .queue_placement(poller_ids, reach, self.now_ms())
             .await?;

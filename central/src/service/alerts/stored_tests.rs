@@ -6,6 +6,7 @@
 //! forgets to mark, or an instant `changes_at` leaves out, shows up here as a stale status.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use proptest::prelude::*;
 use serde_json::json;
@@ -217,6 +218,28 @@ fn a_clock_set_back_shows_the_status_of_the_earlier_instant() {
             (Some("up".into()), "up".into()),
             "back before it was"
         );
+    });
+}
+
+/// A liveness step that finds nothing changed leaves nothing to wake it again: the step runs
+/// when woken, so a wake of its own would have it spin (it did, at a whole core, with every
+/// test passing).
+#[test]
+fn a_step_that_finds_nothing_changed_wakes_nothing() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut world = world().await;
+        world.apply(&Op::Heartbeat).await;
+        world.apply(&Op::Advance { ms: 1_000 }).await;
+        // Whatever the setup woke has been consumed by now or is consumed here.
+        let _ = tokio::time::timeout(Duration::ZERO, world.app.wakes.placement.notified()).await;
+        crate::liveness::step(&world.app, &mut world.last_online).await;
+        let woken =
+            tokio::time::timeout(Duration::ZERO, world.app.wakes.placement.notified()).await;
+        assert!(woken.is_err(), "the step woke placement again");
     });
 }
 
