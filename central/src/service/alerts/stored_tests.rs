@@ -181,15 +181,19 @@ impl World {
     }
 }
 
+fn block_on<T>(test: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(test)
+}
+
 /// The clock set back past the instant a status changed: the status of the earlier instant
 /// is shown again, though no result, edit or poller change marked anything.
 #[test]
 fn a_clock_set_back_shows_the_status_of_the_earlier_instant() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
+    block_on(async {
         let mut world = world().await;
         for op in [
             Op::Heartbeat,
@@ -226,11 +230,7 @@ fn a_clock_set_back_shows_the_status_of_the_earlier_instant() {
 /// test passing).
 #[test]
 fn a_step_that_finds_nothing_changed_wakes_nothing() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
+    block_on(async {
         let mut world = world().await;
         world.apply(&Op::Heartbeat).await;
         world.apply(&Op::Advance { ms: 1_000 }).await;
@@ -248,8 +248,7 @@ proptest! {
 
     #[test]
     fn the_stored_status_is_the_status_derived_now(ops in proptest::collection::vec(op(), 1..30)) {
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        runtime.block_on(async {
+        block_on(async {
             let mut world = world().await;
             world.apply(&Op::Heartbeat).await;
             for (step, op) in ops.iter().enumerate() {
