@@ -1,9 +1,9 @@
 //! Central: the control plane of the poller system.
 //!
 //! Requests flow one way: `api` (router and thin handlers) → `service` (domain rules) →
-//! `store` (all SQL). Background work (`liveness`) goes through `service` as well.
+//! `store` (all SQL). Background work (`duties`) goes through `service` as well; what replicas
+//! share besides the database is `cluster`'s.
 
-pub mod alerting;
 pub mod api;
 pub mod cluster;
 pub mod config;
@@ -11,16 +11,12 @@ pub mod config;
 pub mod demo;
 pub mod duties;
 pub mod error;
-pub mod leadership;
-pub mod liveness;
-pub mod maintenance;
 pub mod metrics;
 pub mod notify;
 pub mod server;
 pub mod service;
 pub mod store;
 pub mod telemetry;
-pub mod wakeups;
 pub mod web;
 
 use std::net::SocketAddr;
@@ -101,24 +97,7 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<Running> {
         .as_ref()
         .map(TcpListener::local_addr)
         .transpose()?;
-    wakeups::spawn(app.clone());
-    let leadership = leadership::spawn(app.clone(), leadership::replica_name(addr));
-    let a = app.clone();
-    duties::supervise("admin token", move || {
-        service::admin_token::follow(a.clone())
-    });
-    let (a, l) = (app.clone(), leadership.clone());
-    duties::supervise("liveness", move || liveness::run(a.clone(), l.clone()));
-    let (a, l) = (app.clone(), leadership.clone());
-    duties::supervise("alerting", move || alerting::run(a.clone(), l.clone()));
-    let (a, l) = (app.clone(), leadership.clone());
-    duties::supervise("notification delivery", move || {
-        notify::dispatch::run(a.clone(), l.clone(), a.notifier.clone())
-    });
-    let (a, l) = (app.clone(), leadership);
-    duties::supervise("maintenance", move || {
-        maintenance::run(a.clone(), l.clone())
-    });
+    duties::start(app.clone(), addr);
     let limits = server::ServerLimits {
         header_read_timeout: args.header_read_timeout,
         send_timeout: args.send_timeout,

@@ -1,4 +1,4 @@
-//! The outbox dispatcher, a once-per-cluster duty (`leadership`): delivers pending
+//! The outbox dispatcher, a lease holder's duty (`crate::duties`): delivers pending
 //! notifications, each channel in order and apart from the others, retrying with exponential
 //! backoff and jitter until delivered or a day has passed.
 //!
@@ -8,8 +8,9 @@
 //! the round that starts workers never waits for one. A round costs one indexed read per
 //! channel (channels are few), not per notification or monitor.
 //!
-//! Only the lease holder sends. A worker asks for the lease before each send and each write,
-//! and stops as soon as it is lost. Before sending, it claims the row (`next_attempt_at` moved
+//! Only the lease holder sends: the dispatcher and its workers are cancelled with the holder's
+//! other duties the moment the lease is lost (a send under way is not recorded then, and the
+//! claim keeps the next holder off the row until it expires). Before sending, it claims the row (`next_attempt_at` moved
 //! past the longest a send can take, only if the row is still due), so a new leader cannot
 //! send what the old one is sending. Delivery is still at least once: a replica that dies
 //! between a receiver's answer and the write that records it leaves the claim to expire, and
@@ -25,7 +26,6 @@ use shared_proto::notifications::{ChannelKind, Notification};
 use tokio::task::JoinHandle;
 
 use super::{Notifier, SEND_TIMEOUT};
-use crate::leadership::Leadership;
 use crate::service::App;
 use crate::store::{Attempt, OutboxRow};
 
@@ -49,7 +49,7 @@ pub fn retry_delay_ms(attempts: u32, jitter: f64) -> i64 {
     (base as f64 * (1.0 + jitter.clamp(-0.2, 0.2))) as i64
 }
 
-pub async fn run(app: Arc<App>, leadership: Leadership, notifier: Notifier) {
+pub async fn run(app: Arc<App>, notifier: Notifier) {
     let mut ticker = tokio::time::interval(TICK);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // Dropped with this loop (its end, or a panic the supervisor restarts it after): no worker
@@ -64,13 +64,9 @@ pub async fn run(app: Arc<App>, leadership: Leadership, notifier: Notifier) {
         // At the tick, or at once when alerting queued something on this replica.
         tokio::select! {
             _ = ticker.tick() => {}
-            () = app.wakes.delivery.notified() => {}
+            () = app.cluster.wakes.delivery.notified() => {}
         }
         workers.retain(|_, worker| !worker.0.is_finished());
-        if !leadership.is_leader() {
-            rounds = 0;
-            continue;
-        }
         if rounds.is_multiple_of(ORPHAN_SWEEP_ROUNDS) {
             // A notification written for a channel deleted at that moment (PostgreSQL: the
             // outbox write and the deletion in concurrent transactions) has no worker to send
@@ -105,7 +101,6 @@ pub async fn run(app: Arc<App>, leadership: Leadership, notifier: Notifier) {
                     .is_none_or(|at| at.elapsed() >= notifier.resend_interval());
             let worker = Worker {
                 app: app.clone(),
-                leadership: leadership.clone(),
                 notifier: notifier.clone(),
                 channel_id: channel.id.clone(),
                 resend: resend.then(|| resent.clone()),
@@ -126,7 +121,6 @@ impl Drop for AbortOnDrop {
 /// Delivers one channel's queue, in order, while this replica leads.
 struct Worker {
     app: Arc<App>,
-    leadership: Leadership,
     notifier: Notifier,
     channel_id: String,
     /// Set when the channel's open problems are due to be sent again once its queue is
@@ -218,7 +212,7 @@ impl Worker {
                 newest.insert(subject, message);
             }
         }
-        if newest.is_empty() || !self.leadership.is_leader() {
+        if newest.is_empty() {
             return Ok(());
         }
         let messages: Vec<Notification> = newest.into_values().collect();
@@ -234,7 +228,7 @@ impl Worker {
     /// One row: `true` when it was delivered (or given up) and the next may follow.
     async fn deliver(&self, row: &OutboxRow) -> anyhow::Result<bool> {
         let now = self.app.now_ms();
-        if row.next_attempt_at.is_some_and(|at| at > now) || !self.leadership.is_leader() {
+        if row.next_attempt_at.is_some_and(|at| at > now) {
             return Ok(false);
         }
         if !self
@@ -256,13 +250,6 @@ impl Worker {
             Ok(message) => self.notifier.deliver(&channel, &message).await,
             Err(e) => Err(format!("the stored message is unreadable: {e}")),
         };
-        if !self.leadership.is_leader() {
-            // The claim keeps the next leader off this row until it expires; then it sends it
-            // again (same id), since this replica may no longer write what happened.
-            tracing::warn!(notification_id = %row.id,
-                "the duties lease was lost during a delivery; its outcome is not recorded here");
-            return Ok(false);
-        }
         let now = self.app.now_ms();
         let store = &self.app.store;
         match outcome {

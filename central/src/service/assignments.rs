@@ -37,7 +37,7 @@ impl App {
         self.store
             .queue_placement(poller_ids, reach, self.now_ms())
             .await?;
-        self.wakes.placement.notify_one();
+        self.cluster.wakes.placement.notify_one();
         Ok(())
     }
 
@@ -237,7 +237,7 @@ impl App {
         let deadline = tokio::time::Instant::now() + wait;
         loop {
             // Subscribe before looking, so that a change in between is not missed.
-            let mut changed = self.versions.subscribe();
+            let mut changed = self.cluster.versions.subscribe();
             // This replica hears of every new version and whom it concerns (its own writes,
             // and the others' through `wakeups`), so a poller that has every version that
             // changed its monitors has nothing to fetch: it waits, and is answered at its
@@ -246,7 +246,7 @@ impl App {
             let newest = *changed.borrow_and_update();
             let up_to_date = since_version > 0
                 && since_version <= newest
-                && self.versions.last_change_for(&poller.id) <= since_version;
+                && self.cluster.versions.last_change_for(&poller.id) <= since_version;
             let timed_out = tokio::time::Instant::now() >= deadline;
             if up_to_date && timed_out {
                 return Ok(AssignmentsResponse {

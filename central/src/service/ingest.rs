@@ -169,7 +169,7 @@ impl App {
         };
         if !stored.is_empty() {
             // Their monitors were marked due with them: alerting looks now, not at its tick.
-            self.wakes.alerting.notify_one();
+            self.cluster.wakes.alerting.notify_one();
         }
         ack.accepted = stored.len() as u64;
         ack.duplicates = (accepted.len() - stored.len()) as u64 + repeated;

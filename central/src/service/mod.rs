@@ -44,19 +44,6 @@ const MAX_ACCESS_TTL: Duration = Duration::from_secs(15 * 60);
 /// The shortest time between two key reloads caused by unknown `kid`s.
 const KEY_RELOAD_GAP: Duration = Duration::from_secs(5);
 
-/// Wake-ups of background work by what this replica writes, so that it runs on a change
-/// rather than at its next tick (each loop keeps its tick for what other replicas write). A
-/// wake given while nobody waits is kept for the next wait, never lost.
-#[derive(Default)]
-pub struct Wakes {
-    /// Monitors were marked due (`store::due`): results, edits, moves.
-    pub alerting: tokio::sync::Notify,
-    /// Notifications were queued in the outbox.
-    pub delivery: tokio::sync::Notify,
-    /// Pollers were queued for placement (`store::placement_due`).
-    pub placement: tokio::sync::Notify,
-}
-
 /// Shared state of a running central.
 pub struct App {
     /// What the rules read as now (`clock`).
@@ -78,18 +65,12 @@ pub struct App {
     pub metrics: Metrics,
     /// One placement pass at a time, so that two passes never undo each other's moves.
     reconcile_lock: Mutex<()>,
-    /// The assignment versions this replica knows of, and whom they concern; long polls
-    /// wait on them.
-    pub versions: crate::cluster::versions::Versions,
+    /// Versions, wake-ups, and the instants the lease holder's duties keep (`cluster`).
+    pub cluster: crate::cluster::Cluster,
     /// Sends to notification channels (test sends; the outbox dispatcher has its own handle).
     pub notifier: crate::notify::Notifier,
     /// How long raw results and each kind of rollup are kept.
     pub retention: history::Retention,
-    /// See `watching_since`; kept current by `leadership` from the duties lease, and this
-    /// process's start until it first looks.
-    watching_since: std::sync::atomic::AtomicI64,
-    /// See `placement_checked_at`; kept current by `liveness` on the lease holder.
-    placement_checked_at: std::sync::atomic::AtomicI64,
     /// The clock at alerting's last look on this replica: a later look that reads an earlier
     /// time saw the clock step back (`alerts::look`).
     last_look_at: std::sync::atomic::AtomicI64,
@@ -101,8 +82,6 @@ pub struct App {
     sessions: sessions::Known,
     /// Who may read `/metrics` on the public listener, and its text of the last few seconds.
     scrape: scrape::Scrape,
-    /// Wakes the background work that follows what this replica just wrote.
-    pub wakes: Wakes,
     /// The last database ping and when it answered, shared by `/readyz` callers.
     last_ping: Mutex<Option<(std::time::Instant, bool)>>,
 }
@@ -154,21 +133,18 @@ impl App {
                 args.public_url.clone(),
                 args.alertmanager_resend_interval,
             )?,
-            versions: crate::cluster::versions::Versions::new(version),
+            cluster: crate::cluster::Cluster::new(version, started_at),
             retention: history::Retention {
                 results_ms: millis(args.results_retention),
                 minutes_ms: millis(args.minute_rollups_retention),
                 hours_ms: millis(args.hour_rollups_retention),
                 days_ms: millis(args.day_rollups_retention),
             },
-            watching_since: std::sync::atomic::AtomicI64::new(started_at),
-            placement_checked_at: std::sync::atomic::AtomicI64::new(0),
             last_look_at: std::sync::atomic::AtomicI64::new(0),
             hashing: hashing::Hashing::new(),
             poller_limits: pollers::PollerLimits::new(args.poller_heartbeats_per_minute),
             sessions: sessions::Known::new(),
             last_ping: Mutex::new(None),
-            wakes: Wakes::default(),
             scrape: scrape::Scrape::new(args.metrics_token.as_deref())?,
         }))
     }
@@ -211,31 +187,6 @@ impl App {
         self.store
             .acquire_lease(name, holder, now, until, millis(lapse))
             .await
-    }
-
-    /// Since when central (some replica) has been up without interruption: pollers could not
-    /// reach it before, so their silence counts from here at the earliest.
-    pub fn watching_since(&self) -> i64 {
-        self.watching_since
-            .load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    pub(crate) fn set_watching_since(&self, since: i64) {
-        self.watching_since
-            .store(since, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// The pollers' liveness as of this time is reflected in placement: every monitor that
-    /// could fail over from a poller offline by then has been moved (`liveness`). Alerting
-    /// waits for it before telling that a monitor is stale because its poller is offline.
-    pub fn placement_checked_at(&self) -> i64 {
-        self.placement_checked_at
-            .load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    pub(crate) fn set_placement_checked_at(&self, at: i64) {
-        self.placement_checked_at
-            .store(at, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Whether `token` is an access token signed by a key this replica holds and not expired,
@@ -306,7 +257,8 @@ impl App {
     /// Reads the current assignment version after announcements may have been lost: what
     /// the missed versions changed is unknown, so every long poll looks.
     pub(crate) async fn refresh_assignment_version(&self) -> anyhow::Result<()> {
-        self.versions
+        self.cluster
+            .versions
             .publish_to_everyone(self.store.assignment_version().await?);
         Ok(())
     }
@@ -314,16 +266,17 @@ impl App {
     /// A version another replica committed, heard of by number: one read of the pollers
     /// the versions since the newest known one concerned, then their long polls wake.
     pub(crate) async fn learn_version(&self, version: i64) -> anyhow::Result<()> {
-        let known = self.versions.newest();
+        let known = self.cluster.versions.newest();
         if version <= known {
             return Ok(());
         }
         match self.store.pollers_changed_between(known, version).await {
             Ok(pollers) => self
+                .cluster
                 .versions
                 .publish(version, pollers.iter().map(String::as_str)),
             Err(e) => {
-                self.versions.publish_to_everyone(version);
+                self.cluster.versions.publish_to_everyone(version);
                 return Err(e);
             }
         }
@@ -332,7 +285,7 @@ impl App {
 
     /// A version this replica committed, which changed what these pollers run.
     pub(crate) fn publish_version(&self, versioned: &crate::store::Versioned) {
-        self.versions.publish(
+        self.cluster.versions.publish(
             versioned.version,
             versioned.pollers.iter().map(String::as_str),
         );

@@ -1,7 +1,7 @@
 //! One look of alerting at the monitors due (`store::due`): their derived status, held while
 //! central catches up after an outage or placement moves them off a lost poller, moved through
 //! `step`; the changed alert states, their notifications and each monitor's next look are
-//! written in one transaction. Runs on the lease holder (`crate::alerting`).
+//! written in one transaction. Runs on the lease holder (`crate::duties::alerting`).
 //!
 //! Cost: proportional to the monitors due (changed, or reaching an instant `next_look` or
 //! `status::changes_at` named), plus the pollers they run on, and the channels once in a round
@@ -186,7 +186,7 @@ impl App {
         // poller went offline, the moves it made are in what this round reads. Read after
         // them, a look that finished in between would end the hold while this round still
         // sees the monitors on the lost poller (and tell each of them `stale`).
-        let placement_checked = self.placement_checked_at();
+        let placement_checked = self.cluster.placement_checked_at();
         let ids: Vec<String> = due.iter().map(|(id, _)| id.clone()).collect();
         let monitors = self.store.monitors_by_ids(&ids).await?;
         let derived = self.derived_of(&monitors).await?;
@@ -258,14 +258,17 @@ impl App {
             let poller = status.poller_id.and_then(|id| pollers.get(&id.to_string()));
             let poller_offline =
                 poller.is_some_and(|p| self.poller_status(p, now) == PollerStatus::Offline);
-            let caught_up_at = self.watching_since() + monitor.interval_ms + grace;
+            let caught_up_at = self.cluster.watching_since() + monitor.interval_ms + grace;
             let catching_up = now < caught_up_at;
             // A lost poller is one notice (`poller.offline`), not one per monitor: until
             // placement has seen the poller offline and moved what can fail over, its monitors'
             // `stale` waits. Moved, they have an interval to report from their new poller; one
             // that could not move is told at once after that (liveness marks it due then).
             let failover_ends = poller.filter(|_| poller_offline).and_then(|p| {
-                let offline_since = p.last_heartbeat_at.unwrap_or(0).max(self.watching_since())
+                let offline_since = p
+                    .last_heartbeat_at
+                    .unwrap_or(0)
+                    .max(self.cluster.watching_since())
                     + self.offline_after.as_millis() as i64;
                 // Never longer than placement needs at worst, even if it keeps failing.
                 let ends = offline_since.saturating_add(FAILOVER_HOLD_MS);
@@ -350,7 +353,7 @@ impl App {
         let queued: usize = updates.iter().map(|u| u.notifications.len()).sum();
         self.store.record_alerts(&updates, &looks).await?;
         if queued > 0 {
-            self.wakes.delivery.notify_one();
+            self.cluster.wakes.delivery.notify_one();
         }
         Ok(queued)
     }

@@ -162,7 +162,7 @@ impl World {
             Op::Back { ms } => self.clock.advance(-ms),
         }
         // The lease holder's work, as its loops would do it at this instant.
-        crate::liveness::step(app, &mut self.last_online).await;
+        crate::duties::liveness::step(app, &mut self.last_online).await;
         app.evaluate_alerts().await.unwrap();
     }
 
@@ -235,10 +235,12 @@ fn a_step_that_finds_nothing_changed_wakes_nothing() {
         world.apply(&Op::Heartbeat).await;
         world.apply(&Op::Advance { ms: 1_000 }).await;
         // Whatever the setup woke has been consumed by now or is consumed here.
-        let _ = tokio::time::timeout(Duration::ZERO, world.app.wakes.placement.notified()).await;
-        crate::liveness::step(&world.app, &mut world.last_online).await;
+        let _ = tokio::time::timeout(Duration::ZERO, world.app.cluster.wakes.placement.notified())
+            .await;
+        crate::duties::liveness::step(&world.app, &mut world.last_online).await;
         let woken =
-            tokio::time::timeout(Duration::ZERO, world.app.wakes.placement.notified()).await;
+            tokio::time::timeout(Duration::ZERO, world.app.cluster.wakes.placement.notified())
+                .await;
         assert!(woken.is_err(), "the step woke placement again");
     });
 }

@@ -21,7 +21,7 @@ impl App {
         // Silence while central itself was down is not the poller's: it counts from central's
         // return at the earliest, so a central outage never makes healthy pollers look offline.
         match poller.last_heartbeat_at {
-            Some(at) if now - at.max(self.watching_since()) <= offline_after => {}
+            Some(at) if now - at.max(self.cluster.watching_since()) <= offline_after => {}
             _ => return PollerStatus::Offline,
         }
         // A problem reported within the offline window keeps the poller degraded that long.

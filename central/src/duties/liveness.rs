@@ -1,8 +1,7 @@
 //! Notices pollers going offline, coming back, or settling after their return, and places
 //! the monitors their change can move; places too what requests queued (a poller registered,
-//! edited, deleted, with new capabilities), woken at once by them. Only on the replica that
-//! holds the duties lease (`leadership`). It owns no state beyond the last set of online
-//! pollers it saw. Monitors on a poller that went or came are marked for alerting to look at
+//! edited, deleted, with new capabilities), woken at once by them. A lease holder's duty
+//! (`duties`). It owns no state beyond the last set of online pollers it saw. Monitors on a poller that went or came are marked for alerting to look at
 //! (`look_again_on_pollers`).
 //!
 //! Cost per tick or wake: one read of the pollers and of the placement queue; per change, the
@@ -13,7 +12,6 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::leadership::Leadership;
 use crate::service::App;
 use crate::store::Reach;
 
@@ -49,20 +47,16 @@ fn changes(last: &[(String, bool)], now: &[(String, bool)]) -> Changes {
     }
 }
 
-pub async fn run(app: Arc<App>, leadership: Leadership) {
+pub async fn run(app: Arc<App>) {
     let period = (app.offline_after / 10).clamp(Duration::from_millis(200), Duration::from_secs(5));
     let mut ticker = tokio::time::interval(period);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // `None`: this holding starts from a fresh look, and places every monitor at once.
     let mut last_online: Option<Vec<(String, bool)>> = None;
     loop {
         tokio::select! {
             _ = ticker.tick() => {}
-            () = app.wakes.placement.notified() => {}
-        }
-        if !leadership.is_leader() {
-            // Whoever leads next starts from a fresh look, and places at once.
-            last_online = None;
-            continue;
+            () = app.cluster.wakes.placement.notified() => {}
         }
         step(&app, &mut last_online).await;
     }
@@ -104,7 +98,7 @@ pub async fn step(app: &App, last_online: &mut Option<Vec<(String, bool)>>) {
         tracing::warn!("placement failed: {e}");
         return;
     }
-    app.set_placement_checked_at(checked);
+    app.cluster.set_placement_checked_at(checked);
     // After placement's look, so that alerting sees what it moved and tells what could not
     // move at once.
     let looked = match &changed {

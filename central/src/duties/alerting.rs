@@ -1,4 +1,4 @@
-//! Runs alerting's looks on the replica that holds the duties lease (`leadership`):
+//! Runs alerting's looks, a lease holder's duty (`duties`):
 //! `service::alerts` decides, the outbox carries the result to `notify`. It looks when this
 //! replica marks monitors due (a wake from ingest, after `GATHER` so that uploads arriving
 //! together make one look), when the earliest due instant comes, and at least every `PERIOD`
@@ -11,7 +11,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::leadership::Leadership;
 use crate::service::App;
 
 /// The longest between two looks: how soon marks written by other replicas are seen.
@@ -23,24 +22,22 @@ const MIN_WAIT: Duration = Duration::from_millis(20);
 /// monitors on 200 pollers), for at most this much more alert latency.
 const GATHER: Duration = Duration::from_millis(15);
 
-pub async fn run(app: Arc<App>, leadership: Leadership) {
+pub async fn run(app: Arc<App>) {
     loop {
         let mut wait = PERIOD;
-        if leadership.is_leader() {
-            match app.evaluate_alerts().await {
-                Ok(_) => match app.store.next_due_at().await {
-                    Ok(Some(at)) => {
-                        let until = u64::try_from(at.saturating_sub(app.now_ms())).unwrap_or(0);
-                        wait = wait.min(Duration::from_millis(until)).max(MIN_WAIT);
-                    }
-                    Ok(None) => {}
-                    Err(e) => tracing::warn!("reading when alerting is next due failed: {e}"),
-                },
-                Err(e) => tracing::warn!("evaluating alerts failed: {e}"),
-            }
+        match app.evaluate_alerts().await {
+            Ok(_) => match app.store.next_due_at().await {
+                Ok(Some(at)) => {
+                    let until = u64::try_from(at.saturating_sub(app.now_ms())).unwrap_or(0);
+                    wait = wait.min(Duration::from_millis(until)).max(MIN_WAIT);
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!("reading when alerting is next due failed: {e}"),
+            },
+            Err(e) => tracing::warn!("evaluating alerts failed: {e}"),
         }
         tokio::select! {
-            () = app.wakes.alerting.notified() => tokio::time::sleep(GATHER).await,
+            () = app.cluster.wakes.alerting.notified() => tokio::time::sleep(GATHER).await,
             () = tokio::time::sleep(wait) => {}
         }
     }
