@@ -1,12 +1,17 @@
 //! Central at scale: many monitors on many test pollers that speak the poller API (register,
-//! heartbeat every 10 s, one upload a second each carrying the results of the monitors whose
-//! check falls in that second, as agents spread checks over the interval). Every monitor is up
+//! heartbeat every 10 s, checks spread over the interval as agents spread them, and results
+//! uploaded as agents upload them by default: once 50 are queued or every 10 s,
+//! `POLLER_BATCH_SIZE`/`POLLER_BATCH_INTERVAL`). Every monitor is up
 //! and nothing changes while central's CPU is measured; then the reads operators make are
 //! timed, a few monitors go down one by one (alert latency: acknowledged upload → webhook
 //! received), and 1 % of them at once (time until every notice arrived). Prints one row.
 //!
 //!   cargo bench -p e2e --bench scale [-- --monitors 10000 --pollers 20 --interval-s 60]
+//!                                    [--batch-size 50 --batch-interval-s 10]
 //!                                    [--baseline PATH-TO-AN-OLDER-central]
+//!
+//! (`--batch-size 1 --batch-interval-s 1` uploads every second: six times the uploads agents
+//! make at 100,000 monitors on 200 pollers, a harsher load.)
 //!
 //! With `--baseline`, the same run is first made with that build of `central` (the figures
 //! before a change, from the same machine in the same run), and both rows are printed.
@@ -45,6 +50,9 @@ struct Sizes {
     pollers: usize,
     interval_s: u64,
     measure_s: u64,
+    /// Uploads once this many results are queued, or every `batch_interval_s`.
+    batch_size: usize,
+    batch_interval_s: u64,
 }
 
 /// The monitors reported `down` (shared with the upload loops), and when each was uploaded
@@ -137,14 +145,16 @@ impl BenchPoller {
 }
 
 /// One test poller's upload loop: each second, the results of its monitors whose phase is
-/// this second of the interval.
+/// this second of the interval join the queue; the queue is uploaded, in batches of
+/// `batch_size`, once it holds that many or `batch_interval_s` after the last upload.
 fn uploads(
     central: &Central,
     poller: &BenchPoller,
     monitors: Arc<Mutex<Vec<String>>>,
-    interval_s: u64,
+    sizes: Sizes,
     down: Down,
 ) -> tokio::task::JoinHandle<()> {
+    let interval_s = sizes.interval_s;
     let (http, url, access) = (
         reqwest::Client::new(),
         central.url.clone(),
@@ -153,6 +163,8 @@ fn uploads(
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         let mut second = 0u64;
+        let mut queued: Vec<Value> = Vec::new();
+        let mut uploaded_at = Instant::now();
         loop {
             tick.tick().await;
             let due: Vec<String> = monitors
@@ -175,16 +187,21 @@ fn uploads(
                     })
                     .collect()
             };
-            if results.is_empty() {
+            queued.extend(results);
+            let waited = uploaded_at.elapsed() >= Duration::from_secs(sizes.batch_interval_s);
+            if queued.is_empty() || (queued.len() < sizes.batch_size && !waited) {
                 continue;
             }
-            let token = access.lock().unwrap().clone();
-            let _ = http
-                .post(format!("{url}/api/poller/results"))
-                .bearer_auth(token)
-                .json(&json!({"batch_id": uuid::Uuid::new_v4(), "results": results}))
-                .send()
-                .await;
+            uploaded_at = Instant::now();
+            for batch in std::mem::take(&mut queued).chunks(sizes.batch_size.max(1)) {
+                let token = access.lock().unwrap().clone();
+                let _ = http
+                    .post(format!("{url}/api/poller/results"))
+                    .bearer_auth(token)
+                    .json(&json!({"batch_id": uuid::Uuid::new_v4(), "results": batch}))
+                    .send()
+                    .await;
+            }
         }
     })
 }
@@ -256,6 +273,8 @@ async fn main() -> anyhow::Result<()> {
         pollers: arg("--pollers", 20) as usize,
         interval_s: arg("--interval-s", 60),
         measure_s: arg("--measure-s", 30),
+        batch_size: arg("--batch-size", 50) as usize,
+        batch_interval_s: arg("--batch-interval-s", 10),
     };
     let mut rows = Vec::new();
     if let Some(baseline) = arg_text("--baseline") {
@@ -275,6 +294,8 @@ async fn run(label: &str, program: &std::path::Path, sizes: Sizes) -> anyhow::Re
         pollers,
         interval_s,
         measure_s,
+        batch_size,
+        batch_interval_s,
     } = sizes;
     let backend = std::env::var("E2E_DATABASE").unwrap_or_else(|_| "sqlite".into());
     // Every test poller speaks from 127.0.0.1, which real pollers do not: neither the
@@ -308,7 +329,7 @@ async fn run(label: &str, program: &std::path::Path, sizes: Sizes) -> anyhow::Re
     let loops: Vec<_> = registered
         .iter()
         .zip(&owned)
-        .map(|(poller, mine)| uploads(&central, poller, mine.clone(), interval_s, down.clone()))
+        .map(|(poller, mine)| uploads(&central, poller, mine.clone(), sizes, down.clone()))
         .collect();
     let created = Instant::now();
     let specs: Vec<(usize, String)> = (0..monitors)
@@ -338,8 +359,9 @@ async fn run(label: &str, program: &std::path::Path, sizes: Sizes) -> anyhow::Re
         .iter()
         .map(|(i, id)| (id.clone(), registered[i % pollers].clone()))
         .collect();
-    // One whole interval, so that every monitor has a result and is up, and a little more.
-    tokio::time::sleep(Duration::from_secs(interval_s + 5)).await;
+    // One whole interval and one upload wait, so that every monitor has a result and is up,
+    // and a little more.
+    tokio::time::sleep(Duration::from_secs(interval_s + batch_interval_s + 5)).await;
 
     let (cpu_before, wall) = (cpu_seconds(pid).unwrap_or(0.0), Instant::now());
     tokio::time::sleep(Duration::from_secs(measure_s)).await;
@@ -460,8 +482,8 @@ async fn run(label: &str, program: &std::path::Path, sizes: Sizes) -> anyhow::Re
         String::new()
     };
     Ok(format!(
-        "scale ({backend}, {label}): {monitors} monitors / {pollers} pollers / {:.0} results/s \
-         (created in {:.0} s) | CPU steady {:.0} % of a core, no results {:.0} % | alert latency \
+        "scale ({backend}, {label}): {monitors} monitors / {pollers} pollers / {:.0} results/s, \
+         uploads of {batch_size} or every {batch_interval_s} s (created in {:.0} s) | CPU steady {:.0} % of a core, no results {:.0} % | alert latency \
          ({} of {} told) p50 {:.0} ms, p99 {:.0} ms | ?status=down {:.0} ms, page of 50 {:.0} ms, \
          /metrics {:.0} ms, one status {:.1} ms | 1 % down ({}) {} | RSS {} MB{others}",
         monitors as f64 / interval_s as f64,

@@ -2,16 +2,19 @@
 //! notifications, each channel in order and apart from the others, retrying with exponential
 //! backoff and jitter until delivered or a day has passed.
 //!
-//! Each channel with pending messages gets a worker task of its own that reads only its
-//! channel's queue (its oldest rows, through the `(status, channel_id, created_at, id)` index)
-//! and ends when nothing of it is due: a dead or slow receiver holds only its own worker, and
-//! the round that starts workers never waits for one. A round costs one indexed read per
-//! channel (channels are few), not per notification or monitor.
+//! Each channel gets a worker task of its own that reads only its channel's queue (its oldest
+//! rows, through the `(status, channel_id, created_at, id)` index) until nothing of it is due,
+//! then waits for the dispatcher's next round (every 250 ms, and at once when alerting queued
+//! something): a dead or slow receiver holds only its own worker, and a round never waits
+//! for one. A round woken while a worker drains is kept for it, so a message queued as the
+//! worker finished its last read is sent then, not a round later. A round costs one indexed
+//! read per channel (channels are few), not per notification or monitor.
 //!
 //! Only the lease holder sends: the dispatcher and its workers are cancelled with the holder's
 //! other duties the moment the lease is lost (a send under way is not recorded then, and the
-//! claim keeps the next holder off the row until it expires). Before sending, it claims the row (`next_attempt_at` moved
-//! past the longest a send can take, only if the row is still due), so a new leader cannot
+//! claim keeps the next holder off the row until it expires). Before sending, a worker claims
+//! the row (`next_attempt_at` moved past the longest a send can take, only if the row is
+//! still due), so a new leader cannot
 //! send what the old one is sending. Delivery is still at least once: a replica that dies
 //! between a receiver's answer and the write that records it leaves the claim to expire, and
 //! the next leader sends that message again, with the same `X-Notification-Id` (and body
@@ -54,7 +57,7 @@ pub async fn run(app: Arc<App>, notifier: Notifier) {
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // Dropped with this loop (its end, or a panic the supervisor restarts it after): no worker
     // outlives the dispatcher that started it.
-    let mut workers: HashMap<String, AbortOnDrop> = HashMap::new();
+    let mut workers: HashMap<String, WorkerHandle> = HashMap::new();
     // When each Alertmanager channel's open problems were last sent again by this replica
     // (stamped by the worker when the re-send went through, so a skipped or failed one is
     // tried again next round); a replica that takes the lease sends them at once.
@@ -66,7 +69,8 @@ pub async fn run(app: Arc<App>, notifier: Notifier) {
             _ = ticker.tick() => {}
             () = app.cluster.wakes.delivery.notified() => {}
         }
-        workers.retain(|_, worker| !worker.0.is_finished());
+        // A worker that panicked is started again below.
+        workers.retain(|_, worker| !worker.task.0.is_finished());
         if rounds.is_multiple_of(ORPHAN_SWEEP_ROUNDS) {
             // A notification written for a channel deleted at that moment (PostgreSQL: the
             // outbox write and the deletion in concurrent transactions) has no worker to send
@@ -91,21 +95,25 @@ pub async fn run(app: Arc<App>, notifier: Notifier) {
             }
         };
         lock(&resent).retain(|id, _| channels.iter().any(|c| &c.id == id));
+        // A deleted channel's worker stops (dropped, it is aborted).
+        workers.retain(|id, _| channels.iter().any(|c| &c.id == id));
         for channel in channels {
-            if workers.contains_key(&channel.id) {
+            if let Some(worker) = workers.get(&channel.id) {
+                // Kept if the worker is busy: it drains again as soon as it is done, so a
+                // row queued while it finished its last read is never left for a later round.
+                worker.wake.notify_one();
                 continue;
             }
-            let resend = channel.kind == ChannelKind::Alertmanager.as_str()
-                && lock(&resent)
-                    .get(&channel.id)
-                    .is_none_or(|at| at.elapsed() >= notifier.resend_interval());
+            let wake = Arc::new(tokio::sync::Notify::new());
             let worker = Worker {
                 app: app.clone(),
                 notifier: notifier.clone(),
                 channel_id: channel.id.clone(),
-                resend: resend.then(|| resent.clone()),
+                resent: (channel.kind == ChannelKind::Alertmanager.as_str())
+                    .then(|| resent.clone()),
             };
-            workers.insert(channel.id, AbortOnDrop(tokio::spawn(worker.drain())));
+            let task = AbortOnDrop(tokio::spawn(worker.run(wake.clone())));
+            workers.insert(channel.id, WorkerHandle { task, wake });
         }
     }
 }
@@ -118,14 +126,21 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// Delivers one channel's queue, in order, while this replica leads.
+/// A channel's worker, as its dispatcher keeps it: woken each round.
+struct WorkerHandle {
+    task: AbortOnDrop,
+    wake: Arc<tokio::sync::Notify>,
+}
+
+/// Delivers one channel's queue, in order, while this replica leads: drains it at once and
+/// each time its dispatcher wakes it.
 struct Worker {
     app: Arc<App>,
     notifier: Notifier,
     channel_id: String,
-    /// Set when the channel's open problems are due to be sent again once its queue is
-    /// empty: where to stamp that they were.
-    resend: Option<Resent>,
+    /// For an Alertmanager channel, whose open problems are sent again every resend
+    /// interval once its queue is empty: where to read and stamp when they last were.
+    resent: Option<Resent>,
 }
 
 /// When each Alertmanager channel's open problems were last sent again.
@@ -136,13 +151,29 @@ fn lock(resent: &Resent) -> std::sync::MutexGuard<'_, HashMap<String, Instant>> 
 }
 
 impl Worker {
-    async fn drain(self) {
+    async fn run(self, wake: Arc<tokio::sync::Notify>) {
+        loop {
+            self.drain().await;
+            wake.notified().await;
+        }
+    }
+
+    /// Whether this channel's open problems are due to be sent again.
+    fn resend_due(&self) -> bool {
+        self.resent.as_ref().is_some_and(|resent| {
+            lock(resent)
+                .get(&self.channel_id)
+                .is_none_or(|at| at.elapsed() >= self.notifier.resend_interval())
+        })
+    }
+
+    async fn drain(&self) {
         match self.deliver_due().await {
             // Only behind everything queued: a re-send never overtakes a newer message, and
             // one decided after the re-send read its problems is queued, and sent, after it.
-            Ok(true) if self.resend.is_some() => match self.resend_open_problems().await {
+            Ok(true) if self.resend_due() => match self.resend_open_problems().await {
                 Ok(()) => {
-                    if let Some(resent) = &self.resend {
+                    if let Some(resent) = &self.resent {
                         lock(resent).insert(self.channel_id.clone(), Instant::now());
                     }
                 }

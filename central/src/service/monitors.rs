@@ -4,8 +4,6 @@ use shared_proto::settings_api::{MonitorStatusView, MonitorView, Page, StoredRes
 use shared_proto::{CheckKind, MonitorPatch, MonitorSpec, PollerMode, ValidationError};
 use uuid::Uuid;
 
-use std::collections::HashMap;
-
 use super::tokens::page;
 use super::{stored_id, time_of, App};
 use crate::error::{ApiError, ApiResult};
@@ -104,30 +102,22 @@ impl App {
         } else {
             limit
         };
-        let poller_regions: HashMap<String, Option<String>> = match &filter.region {
-            Some(_) => self
-                .store
-                .all_pollers()
-                .await?
-                .into_iter()
-                .map(|p| (p.id, p.region))
-                .collect(),
-            None => HashMap::new(),
-        };
         let name = filter.name.as_deref().map(str::to_lowercase);
         let mut items = Vec::new();
         let mut cursor = after.clone();
         loop {
             // In a status: the monitors alerting last saw in it (an indexed read of those
             // alone), each derived again below, so that one that changed since is left out.
-            let rows = match filter.status {
-                Some(status) => {
-                    self.store
-                        .list_monitors_shown(status.as_str(), &cursor, chunk)
-                        .await?
-                }
-                None => self.store.list_monitors(&cursor, chunk).await?,
-            };
+            // In a region: filtered by the database (`store::list_monitors`).
+            let rows = self
+                .store
+                .list_monitors(
+                    filter.status.map(|s| s.as_str()),
+                    filter.region.as_deref(),
+                    &cursor,
+                    chunk,
+                )
+                .await?;
             let statuses = self.statuses_of(&rows).await?;
             for (row, status) in rows.iter().zip(statuses) {
                 cursor = Cursor {
@@ -135,9 +125,6 @@ impl App {
                     id: row.id.clone(),
                 };
                 let wanted = filter.status.is_none_or(|s| s == status.status)
-                    && filter.region.as_deref().is_none_or(|region| {
-                        runs_in(row, region, &poller_regions).unwrap_or(false)
-                    })
                     && name
                         .as_deref()
                         .is_none_or(|name| row.name.to_lowercase().contains(name));
@@ -362,20 +349,4 @@ fn monitor_view(row: &MonitorRow) -> anyhow::Result<MonitorView> {
         revision: row.revision.max(0) as u64,
         status: None,
     })
-}
-
-/// Whether a monitor runs in (or, unplaced, is meant for) `region`.
-fn runs_in(
-    row: &MonitorRow,
-    region: &str,
-    poller_regions: &HashMap<String, Option<String>>,
-) -> anyhow::Result<bool> {
-    let assigned_there = row
-        .assigned_poller_id
-        .as_ref()
-        .and_then(|p| poller_regions.get(p))
-        .is_some_and(|r| r.as_deref() == Some(region));
-    Ok(assigned_there
-        || row.poller_region.as_deref() == Some(region)
-        || row.regions()?.iter().any(|r| r == region))
 }

@@ -1,59 +1,149 @@
 //! What `/metrics` shows of monitors and their locations, read as stored: the status each
 //! showed at alerting's last look (`shown_status`) and the latency of its newest result. No
-//! derivation here or in the caller: a scrape costs one pass over those rows, streamed, not a
+//! derivation here or in the caller: a scrape costs one pass over those rows, in pages, not a
 //! status derived per monitor. Must not: decide a status (that is `service::alerts`, which
 //! writes `shown_status`).
 
-use futures_util::TryStreamExt;
-use sqlx::Row;
-
+use super::packed::{packed, unpack};
 use super::Store;
 
 /// One monitor (`region` `None`) or one location of it, as last shown.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 pub struct ShownRow {
     pub monitor_id: String,
     pub name: String,
+    #[serde(default)]
     pub region: Option<String>,
     /// `None` before alerting's first look at it.
     pub status: Option<String>,
     pub latency_ms: Option<i64>,
 }
 
+/// Rows per read: one packed value each (`packed`), so a scrape of 100,000 monitors is a
+/// hundred reads, not 100,000 rows handed over one by one.
+const PAGE: i64 = 1_000;
+
 impl Store {
-    /// Every monitor, then every location, as last shown; `each` is called per row as it is
-    /// read, so no more than one row is held here.
+    /// Every monitor, then every location, as last shown; `each` is called per row, a page of
+    /// `PAGE` rows held here at a time. Pages are read one after the other (by key), so a
+    /// scrape is not one snapshot: a row that changes meanwhile shows either state.
     pub async fn each_shown(&self, mut each: impl FnMut(ShownRow)) -> anyhow::Result<()> {
-        let mut rows = sqlx::query(
-            "SELECT m.id, m.name, m.shown_status, s.latency_ms FROM monitors m \
-             LEFT JOIN monitor_status s ON s.monitor_id = m.id",
-        )
-        .fetch(&self.pool);
-        while let Some(row) = rows.try_next().await? {
-            each(ShownRow {
-                monitor_id: row.try_get(0)?,
-                name: row.try_get(1)?,
-                region: None,
-                status: row.try_get(2)?,
-                latency_ms: row.try_get(3)?,
-            });
+        let monitors = packed(
+            self.backend(),
+            &[
+                ("monitor_id", "m.id"),
+                ("name", "m.name"),
+                ("status", "m.shown_status"),
+                ("latency_ms", "s.latency_ms"),
+            ],
+            "FROM monitors m LEFT JOIN monitor_status s ON s.monitor_id = m.id \
+             WHERE m.id > $1 ORDER BY m.id LIMIT $2",
+            "monitor_id",
+        );
+        let mut after = String::new();
+        loop {
+            let (text,): (String,) = sqlx::query_as(&monitors)
+                .bind(&after)
+                .bind(PAGE)
+                .fetch_one(&self.pool)
+                .await?;
+            let rows: Vec<ShownRow> = unpack(&text)?;
+            let full = rows.len() as i64 == PAGE;
+            for row in rows {
+                after.clone_from(&row.monitor_id);
+                each(row);
+            }
+            if !full {
+                break;
+            }
         }
-        drop(rows);
-        let mut rows = sqlx::query(
-            "SELECT l.monitor_id, m.name, l.region, l.shown_status, s.latency_ms \
-             FROM monitor_locations l JOIN monitors m ON m.id = l.monitor_id \
-             LEFT JOIN location_status s ON s.monitor_id = l.monitor_id AND s.region = l.region",
-        )
-        .fetch(&self.pool);
-        while let Some(row) = rows.try_next().await? {
-            each(ShownRow {
-                monitor_id: row.try_get(0)?,
-                name: row.try_get(1)?,
-                region: Some(row.try_get(2)?),
-                status: row.try_get(3)?,
-                latency_ms: row.try_get(4)?,
-            });
+        let locations = packed(
+            self.backend(),
+            &[
+                ("monitor_id", "l.monitor_id"),
+                ("region", "l.region"),
+                ("name", "m.name"),
+                ("status", "l.shown_status"),
+                ("latency_ms", "s.latency_ms"),
+            ],
+            "FROM monitor_locations l JOIN monitors m ON m.id = l.monitor_id \
+             LEFT JOIN location_status s ON s.monitor_id = l.monitor_id AND s.region = l.region \
+             WHERE l.monitor_id > $1 OR (l.monitor_id = $1 AND l.region > $2) \
+             ORDER BY l.monitor_id, l.region LIMIT $3",
+            "monitor_id, region",
+        );
+        let mut after = (String::new(), String::new());
+        loop {
+            let (text,): (String,) = sqlx::query_as(&locations)
+                .bind(&after.0)
+                .bind(&after.1)
+                .bind(PAGE)
+                .fetch_one(&self.pool)
+                .await?;
+            let rows: Vec<ShownRow> = unpack(&text)?;
+            let full = rows.len() as i64 == PAGE;
+            for row in rows {
+                after = (
+                    row.monitor_id.clone(),
+                    row.region.clone().unwrap_or_default(),
+                );
+                each(row);
+            }
+            if !full {
+                break;
+            }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::store::testing::sqlite_store;
+
+    #[tokio::test]
+    async fn every_monitor_and_location_is_read_once_across_pages() {
+        let (store, _dir) = sqlite_store().await;
+        // 2,345 monitors (pages of 1,000 and a part), each with two locations (4,690 rows),
+        // and every third one showing `down`.
+        sqlx::query(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2345) \
+             INSERT INTO monitors (id, name, kind, target, interval_ms, timeout_ms, settings, \
+                poller_mode, created_at, updated_at, revision, shown_status) \
+             SELECT printf('m%05d', i), printf('name %d', i), 'http', 'http://x', 60000, \
+                10000, '{}', 'multi', 0, 0, 1, CASE WHEN i % 3 = 0 THEN 'down' END FROM n",
+        )
+        .execute(&store.pool)
+        .await
+        .unwrap();
+        sqlx::query(
+            "INSERT INTO monitor_locations (monitor_id, region) \
+             SELECT id, 'eu' FROM monitors UNION ALL SELECT id, 'us' FROM monitors",
+        )
+        .execute(&store.pool)
+        .await
+        .unwrap();
+        let mut rows = Vec::new();
+        store.each_shown(|row| rows.push(row)).await.unwrap();
+        let monitors: Vec<_> = rows.iter().filter(|r| r.region.is_none()).collect();
+        let locations: Vec<_> = rows.iter().filter(|r| r.region.is_some()).collect();
+        assert_eq!(monitors.len(), 2345);
+        assert_eq!(locations.len(), 4690);
+        let distinct: std::collections::BTreeSet<_> = locations
+            .iter()
+            .map(|r| (&r.monitor_id, &r.region))
+            .collect();
+        assert_eq!(distinct.len(), 4690, "a location read twice");
+        assert_eq!(
+            monitors
+                .iter()
+                .filter(|r| r.status.as_deref() == Some("down"))
+                .count(),
+            781
+        );
+        let third = monitors.iter().find(|r| r.monitor_id == "m00003").unwrap();
+        assert_eq!(third.name, "name 3");
+        assert_eq!(third.status.as_deref(), Some("down"));
+        assert_eq!(third.latency_ms, None);
     }
 }

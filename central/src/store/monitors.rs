@@ -426,44 +426,45 @@ impl Store {
             .await?)
     }
 
+    /// A page of monitors in list order (`created_at`, then id) after `after`: those that
+    /// showed `shown` at alerting's last look (index `monitors_shown_status`), and those that
+    /// run in `region` (placed on a poller of it, meant for it, or with a location there),
+    /// when given. The database walks the list's index and checks each filter per row, the
+    /// region against the sets of its pollers and locations (read once per statement, the
+    /// latter through `monitor_locations_region`); nothing is derived per row.
     pub async fn list_monitors(
         &self,
+        shown: Option<&str>,
+        region: Option<&str>,
         after: &Cursor,
         limit: u32,
     ) -> anyhow::Result<Vec<MonitorRow>> {
+        let mut filters = String::new();
+        let mut next = 4;
+        if shown.is_some() {
+            filters.push_str(&format!(" AND shown_status = ${next}"));
+            next += 1;
+        }
+        if region.is_some() {
+            filters.push_str(&format!(
+                " AND (poller_region = ${next} \
+                 OR assigned_poller_id IN (SELECT id FROM pollers WHERE region = ${next}) \
+                 OR id IN (SELECT monitor_id FROM monitor_locations WHERE region = ${next}))"
+            ));
+        }
         let sql = format!(
             "SELECT {MONITOR_COLUMNS} FROM monitors \
-             WHERE created_at > $1 OR (created_at = $1 AND id > $2) \
+             WHERE (created_at > $1 OR (created_at = $1 AND id > $2)){filters} \
              ORDER BY created_at, id LIMIT $3"
         );
-        Ok(sqlx::query_as(&sql)
+        let mut query = sqlx::query_as(&sql)
             .bind(after.key)
             .bind(&after.id)
-            .bind(i64::from(limit))
-            .fetch_all(&self.pool)
-            .await?)
-    }
-
-    /// A page of the monitors that showed `status` at alerting's last look, in list order
-    /// (index `monitors_shown_status`: the rows in that status alone).
-    pub async fn list_monitors_shown(
-        &self,
-        status: &str,
-        after: &Cursor,
-        limit: u32,
-    ) -> anyhow::Result<Vec<MonitorRow>> {
-        let sql = format!(
-            "SELECT {MONITOR_COLUMNS} FROM monitors WHERE shown_status = $4 \
-             AND (created_at > $1 OR (created_at = $1 AND id > $2)) \
-             ORDER BY created_at, id LIMIT $3"
-        );
-        Ok(sqlx::query_as(&sql)
-            .bind(after.key)
-            .bind(&after.id)
-            .bind(i64::from(limit))
-            .bind(status)
-            .fetch_all(&self.pool)
-            .await?)
+            .bind(i64::from(limit));
+        for value in [shown, region].into_iter().flatten() {
+            query = query.bind(value);
+        }
+        Ok(query.fetch_all(&self.pool).await?)
     }
 
     /// Every monitor, for placement.
@@ -753,5 +754,70 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(assigned(&store, "m1").await.0.as_deref(), Some("b"));
+    }
+}
+
+#[cfg(test)]
+mod list_tests {
+    use crate::store::testing::sqlite_store;
+    use crate::store::Cursor;
+
+    #[tokio::test]
+    async fn the_list_filters_by_shown_status_and_region_in_the_database() {
+        let (store, _dir) = sqlite_store().await;
+        sqlx::query(
+            "INSERT INTO pollers (id, name, region, capabilities, created_at) \
+             VALUES ('p-eu', 'eu one', 'eu', 'http', 0), ('p-us', 'us one', 'us', 'http', 0)",
+        )
+        .execute(&store.pool)
+        .await
+        .unwrap();
+        // a: placed on the eu poller; b: meant for eu, not placed; c: a location in eu;
+        // d: on the us poller; e: a location in us only.
+        sqlx::query(
+            "INSERT INTO monitors (id, name, kind, target, interval_ms, timeout_ms, settings, \
+                poller_mode, poller_region, assigned_poller_id, created_at, updated_at, \
+                revision, shown_status) VALUES \
+             ('a', 'a', 'http', 'http://x', 60000, 10000, '{}', 'auto', NULL, 'p-eu', 1, 1, 1, 'down'), \
+             ('b', 'b', 'http', 'http://x', 60000, 10000, '{}', 'region', 'eu', NULL, 2, 2, 1, 'up'), \
+             ('c', 'c', 'http', 'http://x', 60000, 10000, '{}', 'multi', NULL, NULL, 3, 3, 1, 'down'), \
+             ('d', 'd', 'http', 'http://x', 60000, 10000, '{}', 'auto', NULL, 'p-us', 4, 4, 1, 'down'), \
+             ('e', 'e', 'http', 'http://x', 60000, 10000, '{}', 'multi', NULL, NULL, 5, 5, 1, 'up')",
+        )
+        .execute(&store.pool)
+        .await
+        .unwrap();
+        sqlx::query(
+            "INSERT INTO monitor_locations (monitor_id, region) VALUES ('c', 'eu'), ('c', 'us'), \
+             ('e', 'us')",
+        )
+        .execute(&store.pool)
+        .await
+        .unwrap();
+        let ids = |rows: Vec<crate::store::MonitorRow>| -> Vec<String> {
+            rows.into_iter().map(|m| m.id).collect()
+        };
+        let start = Cursor::start();
+        let all = store.list_monitors(None, None, &start, 10).await.unwrap();
+        assert_eq!(ids(all), ["a", "b", "c", "d", "e"]);
+        let eu = store
+            .list_monitors(None, Some("eu"), &start, 10)
+            .await
+            .unwrap();
+        assert_eq!(ids(eu), ["a", "b", "c"]);
+        let down_in_us = store
+            .list_monitors(Some("down"), Some("us"), &start, 10)
+            .await
+            .unwrap();
+        assert_eq!(ids(down_in_us), ["c", "d"]);
+        let after_a = Cursor {
+            key: 1,
+            id: "a".into(),
+        };
+        let down = store
+            .list_monitors(Some("down"), None, &after_a, 1)
+            .await
+            .unwrap();
+        assert_eq!(ids(down), ["c"]);
     }
 }
