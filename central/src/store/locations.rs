@@ -9,7 +9,7 @@ use sqlx::{FromRow, Row};
 use super::{StatusRow, Store};
 
 /// One location of a multi-location monitor: its region and the poller checking from there.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Deserialize)]
 pub struct LocationRow {
     pub monitor_id: String,
     pub region: String,
@@ -34,10 +34,11 @@ impl FromRow<'_, AnyRow> for LocationRow {
 }
 
 /// The newest result of one location.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Deserialize)]
 pub struct LocationStatusRow {
     pub monitor_id: String,
     pub region: String,
+    #[serde(flatten)]
     pub status: StatusRow,
 }
 
@@ -68,12 +69,8 @@ impl Store {
             let sql = format!("SELECT {COLUMNS} FROM monitor_locations");
             return Ok(sqlx::query_as(&sql).fetch_all(&self.pool).await?);
         };
-        let select = format!("SELECT {COLUMNS} FROM monitor_locations WHERE");
-        let rows = self.rows_where_in(&select, "monitor_id", ids).await?;
-        Ok(rows
-            .iter()
-            .map(LocationRow::from_row)
-            .collect::<sqlx::Result<_>>()?)
+        self.packed_where_in(COLUMNS, "FROM monitor_locations WHERE", "monitor_id", ids)
+            .await
     }
 
     /// The newest result of each of these monitors (all monitors' with `None`), by monitor.
@@ -81,10 +78,29 @@ impl Store {
         &self,
         ids: Option<&[String]>,
     ) -> anyhow::Result<HashMap<String, StatusRow>> {
-        let rows = self.status_rows("monitor_status", "", ids).await?;
-        rows.iter()
-            .map(|row| Ok((row.try_get("monitor_id")?, status_row(row)?)))
-            .collect()
+        #[derive(serde::Deserialize)]
+        struct Keyed {
+            monitor_id: String,
+            #[serde(flatten)]
+            status: StatusRow,
+        }
+        let Some(ids) = ids else {
+            let sql = format!("SELECT {STATUS_COLUMNS} FROM monitor_status");
+            let rows = sqlx::query(&sql).fetch_all(&self.pool).await?;
+            return rows
+                .iter()
+                .map(|row| Ok((row.try_get("monitor_id")?, status_row(row)?)))
+                .collect();
+        };
+        let rows: Vec<Keyed> = self
+            .packed_where_in(
+                STATUS_COLUMNS,
+                "FROM monitor_status WHERE",
+                "monitor_id",
+                ids,
+            )
+            .await?;
+        Ok(rows.into_iter().map(|k| (k.monitor_id, k.status)).collect())
     }
 
     /// The newest result of each location of these monitors (all with `None`).
@@ -92,29 +108,22 @@ impl Store {
         &self,
         ids: Option<&[String]>,
     ) -> anyhow::Result<Vec<LocationStatusRow>> {
-        let rows = self.status_rows("location_status", "region, ", ids).await?;
-        rows.iter()
-            .map(|row| {
-                Ok(LocationStatusRow {
-                    monitor_id: row.try_get("monitor_id")?,
-                    region: row.try_get("region")?,
-                    status: status_row(row)?,
-                })
-            })
-            .collect()
-    }
-
-    async fn status_rows(
-        &self,
-        table: &str,
-        extra: &str,
-        ids: Option<&[String]>,
-    ) -> anyhow::Result<Vec<AnyRow>> {
+        let columns = format!("region, {STATUS_COLUMNS}");
         let Some(ids) = ids else {
-            let sql = format!("SELECT {extra}{STATUS_COLUMNS} FROM {table}");
-            return Ok(sqlx::query(&sql).fetch_all(&self.pool).await?);
+            let sql = format!("SELECT {columns} FROM location_status");
+            let rows = sqlx::query(&sql).fetch_all(&self.pool).await?;
+            return rows
+                .iter()
+                .map(|row| {
+                    Ok(LocationStatusRow {
+                        monitor_id: row.try_get("monitor_id")?,
+                        region: row.try_get("region")?,
+                        status: status_row(row)?,
+                    })
+                })
+                .collect();
         };
-        let select = format!("SELECT {extra}{STATUS_COLUMNS} FROM {table} WHERE");
-        self.rows_where_in(&select, "monitor_id", ids).await
+        self.packed_where_in(&columns, "FROM location_status WHERE", "monitor_id", ids)
+            .await
     }
 }

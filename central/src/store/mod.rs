@@ -347,25 +347,35 @@ impl std::fmt::Debug for Store {
 pub struct WriteGuard<'a>(#[allow(dead_code)] Option<MutexGuard<'a, ()>>);
 
 impl Store {
-    /// `{select} {column} IN (…ids…)`, in chunks of 500 ids (the bind limit is far above,
-    /// but statements this long are slow to prepare): the rows of all chunks.
-    pub(crate) async fn rows_where_in(
+    /// `SELECT {columns} {from_where} {column} IN (…ids…)` as `T`s (`from_where` is `FROM …
+    /// WHERE`, with any other condition and its `AND`), read packed (`packed`: one value per
+    /// chunk of 500 ids): for the reads behind each result and each look.
+    pub(crate) async fn packed_where_in<T: serde::de::DeserializeOwned>(
         &self,
-        select: &str,
+        columns: &str,
+        from_where: &str,
         column: &str,
         ids: &[String],
-    ) -> anyhow::Result<Vec<sqlx::any::AnyRow>> {
+    ) -> anyhow::Result<Vec<T>> {
+        let columns = packed::columns_of(columns);
+        let order = columns.first().map_or("1", |(name, _)| *name);
         let mut rows = Vec::with_capacity(ids.len());
         for chunk in ids.chunks(500) {
-            let sql = format!(
-                "{select} {column} IN ({})",
-                monitors::placeholders(1, chunk.len())
+            let sql = packed::packed(
+                self.backend,
+                &columns,
+                &format!(
+                    "{from_where} {column} IN ({})",
+                    monitors::placeholders(1, chunk.len())
+                ),
+                order,
             );
-            let mut query = sqlx::query(&sql);
+            let mut query = sqlx::query_as::<_, (String,)>(&sql);
             for id in chunk {
                 query = query.bind(id);
             }
-            rows.extend(query.fetch_all(&self.pool).await?);
+            let (text,) = query.fetch_one(&self.pool).await?;
+            rows.extend(packed::unpack::<T>(&text)?);
         }
         Ok(rows)
     }

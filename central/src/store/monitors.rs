@@ -5,7 +5,7 @@ use sqlx::{Any, FromRow, Row, Transaction};
 
 use super::{flag, Cursor, Store};
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Deserialize)]
 pub struct MonitorRow {
     pub id: String,
     pub name: String,
@@ -25,7 +25,9 @@ pub struct MonitorRow {
     pub quorum: Option<i64>,
     /// JSON array of channel ids.
     pub notification_channel_ids: Option<String>,
+    #[serde(deserialize_with = "super::packed::optional_flag")]
     pub failover: Option<bool>,
+    #[serde(deserialize_with = "super::packed::flag")]
     pub paused: bool,
     /// When it was last paused, and resumed after that (kept by the store when `paused`
     /// changes): a pause cuts its results' time short (`service::uptime`).
@@ -107,7 +109,7 @@ pub struct AssignmentChange {
 }
 
 /// Who may upload results for a monitor, or for one of its locations.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Deserialize)]
 pub struct OwnershipRow {
     pub id: String,
     /// The location, for a multi-location monitor (one row per location).
@@ -126,7 +128,7 @@ pub struct OwnershipRow {
 }
 
 /// The newest result of a monitor.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Deserialize)]
 pub struct StatusRow {
     /// The newest verdict (`up`/`down`), or `rate_limited` while there is none.
     pub status: String,
@@ -601,12 +603,8 @@ impl Store {
     }
 
     pub async fn monitors_by_ids(&self, ids: &[String]) -> anyhow::Result<Vec<MonitorRow>> {
-        let select = format!("SELECT {MONITOR_COLUMNS} FROM monitors WHERE");
-        let rows = self.rows_where_in(&select, "id", ids).await?;
-        Ok(rows
-            .iter()
-            .map(MonitorRow::from_row)
-            .collect::<sqlx::Result<_>>()?)
+        self.packed_where_in(MONITOR_COLUMNS, "FROM monitors WHERE", "id", ids)
+            .await
     }
 
     /// The oldest version a delta can start from.
@@ -649,39 +647,33 @@ impl Store {
             return Ok(Vec::new());
         }
         let ids = placeholders(1, monitor_ids.len());
-        let sql = format!(
-            "SELECT id, NULL AS region, assigned_poller_id, previous_poller_id, assigned_at, \
-             kind, settings, interval_ms, quorum, paused_at, resumed_at FROM monitors \
+        let owned = format!(
+            "FROM (SELECT id, NULL AS region, assigned_poller_id, previous_poller_id, \
+             assigned_at, kind, settings, interval_ms, quorum, paused_at, resumed_at FROM monitors \
              WHERE id IN ({ids}) AND poller_mode <> 'multi' \
              UNION ALL \
              SELECT l.monitor_id, l.region, l.assigned_poller_id, l.previous_poller_id, \
              l.assigned_at, m.kind, m.settings, m.interval_ms, m.quorum, m.paused_at, \
              m.resumed_at FROM monitor_locations l \
              JOIN monitors m ON m.id = l.monitor_id \
-             WHERE l.monitor_id IN ({ids}) AND m.poller_mode = 'multi'"
+             WHERE l.monitor_id IN ({ids}) AND m.poller_mode = 'multi') AS owned"
         );
-        let mut query = sqlx::query(&sql);
+        // Read packed: one value per upload, not a row per result (`packed`).
+        let sql = super::packed::packed(
+            self.backend(),
+            &super::packed::columns_of(
+                "id, region, assigned_poller_id, previous_poller_id, assigned_at, kind, \
+                 settings, interval_ms, quorum, paused_at, resumed_at",
+            ),
+            &owned,
+            "id, region",
+        );
+        let mut query = sqlx::query_as::<_, (String,)>(&sql);
         for id in monitor_ids {
             query = query.bind(id);
         }
-        let rows = query.fetch_all(&self.pool).await?;
-        rows.iter()
-            .map(|row| {
-                Ok(OwnershipRow {
-                    id: row.try_get("id")?,
-                    region: row.try_get("region")?,
-                    assigned_poller_id: row.try_get("assigned_poller_id")?,
-                    previous_poller_id: row.try_get("previous_poller_id")?,
-                    assigned_at: row.try_get("assigned_at")?,
-                    kind: row.try_get("kind")?,
-                    settings: row.try_get("settings")?,
-                    interval_ms: row.try_get("interval_ms")?,
-                    quorum: row.try_get("quorum")?,
-                    paused_at: row.try_get("paused_at")?,
-                    resumed_at: row.try_get("resumed_at")?,
-                })
-            })
-            .collect()
+        let (text,) = query.fetch_one(&self.pool).await?;
+        super::packed::unpack(&text)
     }
 
     pub async fn monitor_status(&self, monitor_id: &str) -> anyhow::Result<Option<StatusRow>> {

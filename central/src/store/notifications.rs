@@ -57,7 +57,7 @@ pub struct ToldProblem {
 }
 
 /// What alerting last knew of a monitor.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
 pub struct AlertStateRow {
     pub monitor_id: String,
     pub status: String,
@@ -234,18 +234,13 @@ impl Store {
 
     /// The alert states of these monitors (those that have one).
     pub async fn alert_states_of(&self, ids: &[String]) -> anyhow::Result<Vec<AlertStateRow>> {
-        let rows = self
-            .rows_where_in(
-                "SELECT monitor_id, status, since, notified_status, notified_at, changes \
-                 FROM alert_state WHERE",
-                "monitor_id",
-                ids,
-            )
-            .await?;
-        Ok(rows
-            .iter()
-            .map(AlertStateRow::from_row)
-            .collect::<sqlx::Result<_>>()?)
+        self.packed_where_in(
+            "monitor_id, status, since, notified_status, notified_at, changes",
+            "FROM alert_state WHERE",
+            "monitor_id",
+            ids,
+        )
+        .await
     }
 
     /// Applies alert-state changes with their notifications, and the looks that decided them

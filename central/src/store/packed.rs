@@ -41,7 +41,48 @@ pub(super) fn packed(
     )
 }
 
+/// A column list as the store writes it (`"a, b, CASE … END AS c"`), as `(name, expression)`
+/// pairs for `packed`. Expressions hold no commas.
+pub(super) fn columns_of(list: &str) -> Vec<(&str, &str)> {
+    list.split(',')
+        .map(str::trim)
+        .map(|column| match column.rsplit_once(" AS ") {
+            Some((expression, name)) => (name.trim(), expression.trim()),
+            None => (column, column),
+        })
+        .collect()
+}
+
+/// A 0/1 flag column as a `bool` (flags are `BIGINT` in both dialects).
+pub(super) fn flag<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    Ok(<i64 as serde::Deserialize>::deserialize(d)? != 0)
+}
+
+/// A nullable 0/1 flag column as an `Option<bool>`.
+pub(super) fn optional_flag<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<bool>, D::Error> {
+    Ok(<Option<i64> as serde::Deserialize>::deserialize(d)?.map(|f| f != 0))
+}
+
 /// The rows of a `packed` query's value.
 pub(super) fn unpack<T: DeserializeOwned>(text: &str) -> anyhow::Result<Vec<T>> {
     serde_json::from_str(text).context("the database packed rows this build cannot read")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_column_list_names_each_column_and_keeps_expressions() {
+        assert_eq!(
+            columns_of("a, b,\n  CASE WHEN x = y THEN s ELSE 'r' END AS c"),
+            [
+                ("a", "a"),
+                ("b", "b"),
+                ("c", "CASE WHEN x = y THEN s ELSE 'r' END")
+            ]
+        );
+    }
 }

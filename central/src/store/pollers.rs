@@ -6,7 +6,7 @@ use sqlx::{FromRow, Row};
 use super::OutboxRow;
 use super::{flag, Cursor, Store};
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Deserialize)]
 pub struct PollerRow {
     pub id: String,
     pub name: String,
@@ -18,6 +18,7 @@ pub struct PollerRow {
     /// What its registration token allowed it to advertise, comma-separated; `None`: anything.
     pub capability_limit: Option<String>,
     pub version: Option<String>,
+    #[serde(deserialize_with = "super::packed::flag")]
     pub enabled: bool,
     pub registration_token_id: Option<String>,
     pub created_at: i64,
@@ -159,12 +160,13 @@ impl Store {
 
     /// The live pollers among `ids`.
     pub async fn pollers_by_ids(&self, ids: &[String]) -> anyhow::Result<Vec<PollerRow>> {
-        let select = format!("SELECT {POLLER_COLUMNS} FROM pollers WHERE deleted_at IS NULL AND");
-        let rows = self.rows_where_in(&select, "id", ids).await?;
-        Ok(rows
-            .iter()
-            .map(PollerRow::from_row)
-            .collect::<sqlx::Result<_>>()?)
+        self.packed_where_in(
+            POLLER_COLUMNS,
+            "FROM pollers WHERE deleted_at IS NULL AND",
+            "id",
+            ids,
+        )
+        .await
     }
 
     /// Every live poller, for placement.
