@@ -170,14 +170,31 @@ impl Store {
 
     /// At most `limit` monitors due by `now`, most overdue first, with their `marks`.
     pub async fn due_looks(&self, now: i64, limit: u32) -> anyhow::Result<Vec<(String, i64)>> {
-        Ok(sqlx::query_as(
-            "SELECT monitor_id, marks FROM alert_due WHERE due_at <= $1 \
-             ORDER BY due_at LIMIT $2",
-        )
-        .bind(now)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?)
+        // Read packed (`packed`): one value per look, not a row per monitor.
+        let sql = super::packed::packed(
+            self.backend(),
+            &[
+                ("monitor_id", "monitor_id"),
+                ("marks", "marks"),
+                ("due_at", "due_at"),
+            ],
+            "FROM alert_due WHERE due_at <= $1 ORDER BY due_at LIMIT $2",
+            "due_at",
+        );
+        let (text,): (String,) = sqlx::query_as(&sql)
+            .bind(now)
+            .bind(i64::from(limit))
+            .fetch_one(&self.pool)
+            .await?;
+        #[derive(serde::Deserialize)]
+        struct Due {
+            monitor_id: String,
+            marks: i64,
+        }
+        Ok(super::packed::unpack::<Due>(&text)?
+            .into_iter()
+            .map(|d| (d.monitor_id, d.marks))
+            .collect())
     }
 
     /// The earliest instant any monitor is due (one read of the index's first entry).

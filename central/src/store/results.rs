@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use sqlx::any::AnyRow;
 use sqlx::{FromRow, Row};
 
+use super::packed::{packed, unpack};
 use super::timeline::{TimeCredit, TimePoint};
 use super::{Backend, Cursor, Store};
 
@@ -299,23 +300,63 @@ impl Store {
         // The batch travels as one JSON parameter that the database unpacks itself: binding
         // thousands of parameters one by one costs more than the insert.
         let rows_source = json_rows(self.backend(), "$3");
-        let sql = format!(
+        let insert = format!(
             "INSERT INTO results (id, monitor_id, poller_id, ts, status, latency_ms, msg, meta, \
              received_at, region) \
              SELECT r.value ->> 'id', r.value ->> 'monitor_id', $1, CAST(r.value ->> 'ts' AS BIGINT), \
              r.value ->> 'status', CAST(r.value ->> 'latency_ms' AS BIGINT), r.value ->> 'msg', \
              r.value ->> 'meta', $2, r.value ->> 'region' FROM {rows_source} WHERE true \
-             ON CONFLICT (id) DO NOTHING RETURNING id"
+             ON CONFLICT (id) DO NOTHING"
         );
         for chunk in results.chunks(INSERT_CHUNK) {
             let rows = serde_json::to_string(chunk)?;
-            let stored: Vec<(String,)> = sqlx::query_as(&sql)
-                .bind(poller_id)
-                .bind(received_at)
-                .bind(rows)
-                .fetch_all(&mut *tx)
-                .await?;
-            inserted.extend(stored.into_iter().map(|(id,)| id));
+            match self.backend() {
+                // Which ids are stored already, read packed (one value, `packed`), then the
+                // insert without `RETURNING` (a row per result from the worker thread):
+                // under the write lock nobody else inserts meanwhile, so the others are
+                // exactly those it stores.
+                Backend::Sqlite => {
+                    let ids: Vec<&str> = chunk.iter().map(|r| r.id.as_str()).collect();
+                    let sql = packed(
+                        Backend::Sqlite,
+                        &[("id", "id")],
+                        "FROM results WHERE id IN (SELECT value FROM json_each($1))",
+                        "id",
+                    );
+                    let (text,): (String,) = sqlx::query_as(&sql)
+                        .bind(serde_json::to_string(&ids)?)
+                        .fetch_one(&mut *tx)
+                        .await?;
+                    #[derive(serde::Deserialize)]
+                    struct Stored {
+                        id: String,
+                    }
+                    let stored: HashSet<String> =
+                        unpack::<Stored>(&text)?.into_iter().map(|s| s.id).collect();
+                    sqlx::query(&insert)
+                        .bind(poller_id)
+                        .bind(received_at)
+                        .bind(rows)
+                        .execute(&mut *tx)
+                        .await?;
+                    inserted.extend(
+                        ids.into_iter()
+                            .filter(|id| !stored.contains(*id))
+                            .map(str::to_string),
+                    );
+                }
+                // Concurrent transactions of other replicas may store the same ids: the
+                // insert says which rows it stored.
+                Backend::Postgres => {
+                    let stored: Vec<(String,)> = sqlx::query_as(&format!("{insert} RETURNING id"))
+                        .bind(poller_id)
+                        .bind(received_at)
+                        .bind(rows)
+                        .fetch_all(&mut *tx)
+                        .await?;
+                    inserted.extend(stored.into_iter().map(|(id,)| id));
+                }
+            }
         }
 
         let stored: Vec<&NewResult> = results
@@ -396,28 +437,46 @@ impl Store {
                 " ORDER BY monitor_id, region FOR UPDATE",
             ),
         };
-        let sql = format!(
-            "SELECT monitor_id, {region} AS region, status, confirmed, run_length, verdict_at, \
-             verdict_result_id FROM {name} WHERE monitor_id IN ({ids_source}){lock}"
+        #[derive(serde::Deserialize)]
+        struct Row {
+            monitor_id: String,
+            region: Option<String>,
+            status: String,
+            confirmed: Option<String>,
+            run_length: i64,
+            verdict_at: Option<i64>,
+            verdict_result_id: Option<String>,
+        }
+        // Read packed (`packed`): one value, not a row per result.
+        let sql = packed(
+            self.backend(),
+            &[
+                ("monitor_id", "monitor_id"),
+                ("region", region),
+                ("status", "status"),
+                ("confirmed", "confirmed"),
+                ("run_length", "run_length"),
+                ("verdict_at", "verdict_at"),
+                ("verdict_result_id", "verdict_result_id"),
+            ],
+            &format!("FROM {name} WHERE monitor_id IN ({ids_source}){lock}"),
+            "monitor_id, region",
         );
-        let rows = sqlx::query(&sql)
+        let (text,): (String,) = sqlx::query_as(&sql)
             .bind(serde_json::to_string(&ids)?)
-            .fetch_all(&mut **tx)
+            .fetch_one(&mut **tx)
             .await?;
         let mut stored: HashMap<RowKey, VerdictRow> = HashMap::new();
-        for row in rows {
-            let status: String = row.try_get("status")?;
-            let verdict_at: Option<i64> = row.try_get("verdict_at")?;
-            let verdict_id: Option<String> = row.try_get("verdict_result_id")?;
+        for row in unpack::<Row>(&text)? {
             stored.insert(
-                (row.try_get("monitor_id")?, row.try_get("region")?),
+                (row.monitor_id, row.region),
                 VerdictRow {
                     state: StoredVerdict {
-                        confirmed: row.try_get("confirmed")?,
-                        status: (status != "rate_limited").then_some(status),
-                        run_length: row.try_get("run_length")?,
+                        confirmed: row.confirmed,
+                        status: (row.status != "rate_limited").then_some(row.status),
+                        run_length: row.run_length,
                     },
-                    newest: verdict_at.zip(verdict_id),
+                    newest: row.verdict_at.zip(row.verdict_result_id),
                 },
             );
         }

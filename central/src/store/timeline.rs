@@ -8,11 +8,12 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use sqlx::{Any, Row, Transaction};
 
+use super::packed::{packed, unpack};
 use super::results::{json_rows, IngestRules, NewResult};
 use super::{Backend, Resolution, Store};
 
 /// A stored result as it stands for time.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 pub struct TimePoint {
     pub id: String,
     pub region: Option<String>,
@@ -200,32 +201,55 @@ impl Store {
                 " ORDER BY monitor_id, region FOR UPDATE",
             ),
         };
+        #[derive(serde::Deserialize)]
+        struct Row {
+            monitor_id: String,
+            region: Option<String>,
+            last_result_at: i64,
+            last_result_id: String,
+            newest_status: String,
+        }
         let mut newest = HashMap::new();
         for (table, region) in [
             ("monitor_status", "CAST(NULL AS TEXT)"),
             ("location_status", "region"),
         ] {
             // The newest result's own status: the verdict columns hold the newest up/down one.
-            let sql = format!(
-                "SELECT monitor_id, {region} AS region, last_result_at, last_result_id, \
-                 CASE WHEN verdict_result_id = last_result_id THEN status \
-                 ELSE 'rate_limited' END AS newest_status \
-                 FROM {table} WHERE monitor_id IN ({ids_source}){lock}"
+            // Read packed (`packed`): one value, not a row per result.
+            let sql = packed(
+                self.backend(),
+                &[
+                    ("monitor_id", "monitor_id"),
+                    ("region", region),
+                    ("last_result_at", "last_result_at"),
+                    ("last_result_id", "last_result_id"),
+                    (
+                        "newest_status",
+                        "CASE WHEN verdict_result_id = last_result_id THEN status \
+                         ELSE 'rate_limited' END",
+                    ),
+                ],
+                &format!("FROM {table} WHERE monitor_id IN ({ids_source}){lock}"),
+                "monitor_id, region",
             );
-            for row in sqlx::query(&sql)
+            let (text,): (String,) = sqlx::query_as(&sql)
                 .bind(serde_json::to_string(&ids)?)
-                .fetch_all(&mut **tx)
-                .await?
-            {
-                let key: Key = (row.try_get("monitor_id")?, row.try_get("region")?);
-                let ts: i64 = row.try_get("last_result_at")?;
+                .fetch_one(&mut **tx)
+                .await?;
+            for row in unpack::<Row>(&text)? {
                 let point = TimePoint {
-                    id: row.try_get("last_result_id")?,
-                    region: key.1.clone(),
-                    ts,
-                    status: row.try_get("newest_status")?,
+                    id: row.last_result_id,
+                    region: row.region.clone(),
+                    ts: row.last_result_at,
+                    status: row.newest_status,
                 };
-                newest.insert(key, Newest { ts, point });
+                newest.insert(
+                    (row.monitor_id, row.region),
+                    Newest {
+                        ts: row.last_result_at,
+                        point,
+                    },
+                );
             }
         }
         Ok(newest)
@@ -301,31 +325,42 @@ impl Store {
                 serde_json::json!({ "monitor_id": id, "from": from, "until": until })
             })
             .collect();
-        let sql = format!(
-            "SELECT res.id, res.monitor_id, res.region, res.ts, res.status FROM {rows} \
-             JOIN results res ON res.monitor_id = r.value ->> 'monitor_id' \
-                AND res.ts >= CAST(r.value ->> 'from' AS BIGINT) \
-                AND res.ts <= CAST(r.value ->> 'until' AS BIGINT) LIMIT $2",
-            rows = json_rows(self.backend(), "$1"),
+        #[derive(serde::Deserialize)]
+        struct Row {
+            monitor_id: String,
+            #[serde(flatten)]
+            point: TimePoint,
+        }
+        // Read packed (`packed`): one value, not a row per result.
+        let sql = packed(
+            self.backend(),
+            &[
+                ("id", "res.id"),
+                ("monitor_id", "res.monitor_id"),
+                ("region", "res.region"),
+                ("ts", "res.ts"),
+                ("status", "res.status"),
+            ],
+            &format!(
+                "FROM {rows} \
+                 JOIN results res ON res.monitor_id = r.value ->> 'monitor_id' \
+                    AND res.ts >= CAST(r.value ->> 'from' AS BIGINT) \
+                    AND res.ts <= CAST(r.value ->> 'until' AS BIGINT) LIMIT $2",
+                rows = json_rows(self.backend(), "$1"),
+            ),
+            "monitor_id, ts, id",
         );
-        let rows = sqlx::query(&sql)
+        let (text,): (String,) = sqlx::query_as(&sql)
             .bind(serde_json::to_string(&ranges)?)
             .bind(MAX_CORRECTION_ROWS + 1)
-            .fetch_all(&mut **tx)
+            .fetch_one(&mut **tx)
             .await?;
+        let rows: Vec<Row> = unpack(&text)?;
         if rows.len() as i64 > MAX_CORRECTION_ROWS {
             return Ok(None);
         }
         for row in rows {
-            history
-                .entry(row.try_get("monitor_id")?)
-                .or_default()
-                .push(TimePoint {
-                    id: row.try_get("id")?,
-                    region: row.try_get("region")?,
-                    ts: row.try_get("ts")?,
-                    status: row.try_get("status")?,
-                });
+            history.entry(row.monitor_id).or_default().push(row.point);
         }
         Ok(Some(history))
     }
