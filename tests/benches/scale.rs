@@ -144,14 +144,17 @@ impl BenchPoller {
     }
 }
 
-/// One test poller's upload loop: each second, the results of its monitors whose phase is
-/// this second of the interval join the queue; the queue is uploaded, in batches of
-/// `batch_size`, once it holds that many or `batch_interval_s` after the last upload.
+/// One test poller's upload loop, from `start` on (pollers' starts are spread over an upload
+/// interval, as agents started at different times are): each second, the results of its
+/// monitors whose phase is this second of the interval join the queue; the queue is
+/// uploaded, in batches of `batch_size`, once it holds that many or `batch_interval_s` after
+/// the last upload.
 fn uploads(
     central: &Central,
     poller: &BenchPoller,
     monitors: Arc<Mutex<Vec<String>>>,
     sizes: Sizes,
+    start: Duration,
     down: Down,
 ) -> tokio::task::JoinHandle<()> {
     let interval_s = sizes.interval_s;
@@ -161,6 +164,7 @@ fn uploads(
         poller.access.clone(),
     );
     tokio::spawn(async move {
+        tokio::time::sleep(start).await;
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         let mut second = 0u64;
         let mut queued: Vec<Value> = Vec::new();
@@ -329,7 +333,12 @@ async fn run(label: &str, program: &std::path::Path, sizes: Sizes) -> anyhow::Re
     let loops: Vec<_> = registered
         .iter()
         .zip(&owned)
-        .map(|(poller, mine)| uploads(&central, poller, mine.clone(), sizes, down.clone()))
+        .enumerate()
+        .map(|(i, (poller, mine))| {
+            let start =
+                Duration::from_millis(batch_interval_s * 1000 * i as u64 / pollers.max(1) as u64);
+            uploads(&central, poller, mine.clone(), sizes, start, down.clone())
+        })
         .collect();
     let created = Instant::now();
     let specs: Vec<(usize, String)> = (0..monitors)

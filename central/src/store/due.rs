@@ -28,6 +28,13 @@ pub struct Look {
     pub shown_locations: Vec<(String, String)>,
 }
 
+/// How far before its arrival a result that changes a monitor's verdict is marked due: looks
+/// take the most overdue first, so such news is looked at before a backlog of results that
+/// only confirm what was known (agents that upload together, a fleet coming back after an
+/// outage), whose monitors are marked due when they arrive. Only the order among rows already
+/// due changes: nothing is looked at earlier than it would be anyway.
+pub(super) const NEWS_AHEAD_MS: i64 = 3_600_000;
+
 /// The ids in a JSON array parameter (`$1`) as a column `value`.
 pub(super) fn id_source(backend: Backend) -> &'static str {
     match backend {

@@ -371,11 +371,16 @@ impl Store {
             .copied()
             .filter(|r| r.region.is_some())
             .collect();
+        // Monitors whose verdict (or a location's) moved to another value: news, looked at
+        // before the results that only confirm what was known.
+        let mut flipped: BTreeSet<String> = BTreeSet::new();
         for (table, results) in [
             (StatusTable::Monitor, &stored),
             (StatusTable::Location, &located),
         ] {
-            let moved = self.move_verdicts(&mut tx, table, results, rules).await?;
+            let moved = self
+                .move_verdicts(&mut tx, table, results, rules, &mut flipped)
+                .await?;
             let moves = status_moves(results, table, &moved);
             if !moves.is_empty() {
                 sqlx::query(&status_upsert(self.backend(), table))
@@ -386,10 +391,18 @@ impl Store {
             }
         }
         self.add_to_rollups(&mut tx, &stored, &credits).await?;
-        if !stored.is_empty() {
-            let monitors: BTreeSet<&str> = stored.iter().map(|r| r.monitor_id.as_str()).collect();
-            let ids = serde_json::to_string(&monitors)?;
-            super::due::mark_due(&mut tx, self.backend(), &ids, received_at).await?;
+        let (news, confirmations): (BTreeSet<&str>, BTreeSet<&str>) = stored
+            .iter()
+            .map(|r| r.monitor_id.as_str())
+            .partition(|id| flipped.contains(*id));
+        for (ids, at) in [
+            (confirmations, received_at),
+            (news, received_at.saturating_sub(super::due::NEWS_AHEAD_MS)),
+        ] {
+            if !ids.is_empty() {
+                let ids = serde_json::to_string(&ids)?;
+                super::due::mark_due(&mut tx, self.backend(), &ids, at).await?;
+            }
         }
         sqlx::query("UPDATE pollers SET last_upload_at = $2 WHERE id = $1")
             .bind(poller_id)
@@ -403,13 +416,15 @@ impl Store {
     /// The verdict states the batch's up/down results move their rows to: each row's stored
     /// state (locked on PostgreSQL, in key order, until the transaction ends) moved by the
     /// batch's verdicts newer than the row's newest, in check-time order. A verdict older than
-    /// the row's newest (a late upload) is kept in history but moves nothing.
+    /// the row's newest (a late upload) is kept in history but moves nothing. Adds to `flipped`
+    /// the monitors whose row moved to another status or confirmed verdict.
     async fn move_verdicts(
         &self,
         tx: &mut sqlx::Transaction<'_, sqlx::Any>,
         table: StatusTable,
         results: &[&NewResult],
         rules: &dyn IngestRules,
+        flipped: &mut BTreeSet<String>,
     ) -> anyhow::Result<HashMap<RowKey, StoredVerdict>> {
         let mut verdicts: BTreeMap<RowKey, Vec<&NewResult>> = BTreeMap::new();
         for result in results.iter().filter(|r| r.status != "rate_limited") {
@@ -485,7 +500,8 @@ impl Store {
             batch.sort_by(|a, b| (a.ts, &a.id).cmp(&(b.ts, &b.id)));
             let row = stored.remove(&key);
             let newest = row.as_ref().and_then(|r| r.newest.clone());
-            let mut state = row.map(|r| r.state).unwrap_or_default();
+            let before = row.map(|r| r.state).unwrap_or_default();
+            let mut state = before.clone();
             let mut changed = false;
             for result in batch {
                 if newest
@@ -498,6 +514,9 @@ impl Store {
                 changed = true;
             }
             if changed {
+                if (&state.status, &state.confirmed) != (&before.status, &before.confirmed) {
+                    flipped.insert(key.0.clone());
+                }
                 moved.insert(key, state);
             }
         }
@@ -755,5 +774,53 @@ mod tests {
             .unwrap();
         let after_c: Vec<_> = page.iter().map(|r| r.id.as_str()).collect();
         assert_eq!(after_c, ["b", "d"]);
+    }
+
+    #[tokio::test]
+    async fn a_result_that_changes_a_verdict_is_looked_at_before_earlier_confirmations() {
+        let (store, _dir) = sqlite_store().await;
+        let of = |id: &str, monitor: &str, ts: i64, status: &str| NewResult {
+            monitor_id: monitor.into(),
+            ..result(id, ts, status)
+        };
+        // Both up, and looked at (nothing due).
+        store
+            .insert_results(
+                "p1",
+                &[of("a1", "a", 1_000, "up"), of("b1", "b", 1_000, "up")],
+                1_000,
+                &NewestDecides,
+            )
+            .await
+            .unwrap();
+        let due = store.due_looks(1_000, 10).await.unwrap();
+        let looks: Vec<_> = due
+            .iter()
+            .map(|(id, marks)| crate::store::Look {
+                monitor_id: id.clone(),
+                marks: *marks,
+                next_at: None,
+                shown: None,
+                shown_locations: Vec::new(),
+            })
+            .collect();
+        store.record_alerts(&[], &looks).await.unwrap();
+        // `a` confirmed up, then `b` goes down: `b` is looked at first.
+        store
+            .insert_results("p1", &[of("a2", "a", 5_000, "up")], 5_000, &NewestDecides)
+            .await
+            .unwrap();
+        store
+            .insert_results("p1", &[of("b2", "b", 6_000, "down")], 6_000, &NewestDecides)
+            .await
+            .unwrap();
+        let order: Vec<String> = store
+            .due_looks(7_000, 10)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        assert_eq!(order, ["b", "a"]);
     }
 }
