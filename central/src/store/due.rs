@@ -28,6 +28,20 @@ pub struct Look {
     pub shown_locations: Vec<(String, String)>,
 }
 
+impl Look {
+    /// A look after which only a new mark makes the monitor due again, and that shows nothing
+    /// new (a monitor deleted since it was marked).
+    pub fn settled(monitor_id: &str, marks: i64) -> Look {
+        Look {
+            monitor_id: monitor_id.to_string(),
+            marks,
+            next_at: None,
+            shown: None,
+            shown_locations: Vec::new(),
+        }
+    }
+}
+
 /// How far before its arrival a result that changes a monitor's verdict is marked due: looks
 /// take the most overdue first, so such news is looked at before a backlog of results that
 /// only confirm what was known (agents that upload together, a fleet coming back after an
@@ -230,11 +244,8 @@ mod tests {
         let looks: Vec<Look> = due
             .iter()
             .map(|(id, marks)| Look {
-                monitor_id: id.clone(),
-                marks: *marks,
                 next_at: Some(10_000),
-                shown: None,
-                shown_locations: Vec::new(),
+                ..Look::settled(id, *marks)
             })
             .collect();
         store.record_alerts(&[], &looks).await.unwrap();
@@ -244,13 +255,7 @@ mod tests {
             "`a` is looked at again; `b` waits for its instant"
         );
         assert_eq!(store.next_due_at().await.unwrap(), Some(100));
-        let done = Look {
-            monitor_id: "a".into(),
-            marks: 3,
-            next_at: None,
-            shown: None,
-            shown_locations: Vec::new(),
-        };
+        let done = Look::settled("a", 3);
         store.record_alerts(&[], &[done]).await.unwrap();
         assert_eq!(store.next_due_at().await.unwrap(), Some(10_000));
     }

@@ -36,10 +36,12 @@ impl Store {
                 ("status", "m.shown_status"),
                 ("latency_ms", "s.latency_ms"),
             ],
-            // The page size written into the statement, not bound: PostgreSQL's generic plan
-            // for a bound limit joined whole tables for each page (100 pages: 3 s a scrape).
+            // The status rows bounded by the page's start too: PostgreSQL merges the two
+            // indexes, and without it read the status index from its first row for each page
+            // (100 pages at 100,000 monitors: 3 s a scrape instead of a third of a second).
             &format!(
-                "FROM monitors m LEFT JOIN monitor_status s ON s.monitor_id = m.id \
+                "FROM monitors m LEFT JOIN monitor_status s \
+                 ON s.monitor_id = m.id AND s.monitor_id > $1 \
                  WHERE m.id > $1 ORDER BY m.id LIMIT {PAGE}"
             ),
             "monitor_id",
@@ -70,9 +72,10 @@ impl Store {
                 ("latency_ms", "s.latency_ms"),
             ],
             &format!(
-                "FROM monitor_locations l JOIN monitors m ON m.id = l.monitor_id \
+                "FROM monitor_locations l JOIN monitors m ON m.id = l.monitor_id AND m.id >= $1 \
              LEFT JOIN location_status s ON s.monitor_id = l.monitor_id AND s.region = l.region \
-             WHERE l.monitor_id > $1 OR (l.monitor_id = $1 AND l.region > $2) \
+                AND s.monitor_id >= $1 \
+             WHERE (l.monitor_id, l.region) > ($1, $2) \
              ORDER BY l.monitor_id, l.region LIMIT {PAGE}"
             ),
             "monitor_id, region",

@@ -796,13 +796,7 @@ mod tests {
         let due = store.due_looks(1_000, 10).await.unwrap();
         let looks: Vec<_> = due
             .iter()
-            .map(|(id, marks)| crate::store::Look {
-                monitor_id: id.clone(),
-                marks: *marks,
-                next_at: None,
-                shown: None,
-                shown_locations: Vec::new(),
-            })
+            .map(|(id, marks)| crate::store::Look::settled(id, *marks))
             .collect();
         store.record_alerts(&[], &looks).await.unwrap();
         // `a` confirmed up, then `b` goes down: `b` is looked at first.

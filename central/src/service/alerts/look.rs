@@ -219,13 +219,7 @@ impl App {
         let mut looks: Vec<Look> = due
             .iter()
             .filter(|(id, _)| !monitors.iter().any(|m| &m.id == id))
-            .map(|(id, marks)| Look {
-                monitor_id: id.clone(),
-                marks: *marks,
-                next_at: None,
-                shown: None,
-                shown_locations: Vec::new(),
-            })
+            .map(|(id, marks)| Look::settled(id, *marks))
             .collect();
         // What the locations of the multi-location ones showed at their last look.
         let multi: Vec<String> = monitors
