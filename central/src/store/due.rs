@@ -199,12 +199,14 @@ impl Store {
                 ("marks", "marks"),
                 ("due_at", "due_at"),
             ],
-            // The limit written into the statement: a bound one leaves PostgreSQL's generic
-            // plan guessing, and it may sort the whole table for each look.
-            &format!("FROM alert_due WHERE due_at <= $1 ORDER BY due_at LIMIT {limit}"),
+            "FROM alert_due WHERE due_at <= $1 ORDER BY due_at LIMIT $2",
             "due_at",
         );
-        let (text,): (String,) = sqlx::query_as(&sql).bind(now).fetch_one(&self.pool).await?;
+        let (text,): (String,) = sqlx::query_as(&sql)
+            .bind(now)
+            .bind(i64::from(limit))
+            .fetch_one(&self.pool)
+            .await?;
         #[derive(serde::Deserialize)]
         struct Due {
             monitor_id: String,
