@@ -160,19 +160,20 @@ impl App {
                 .filter_map(|(id, slots)| Some((id.clone(), MonitorRule::of(slots)?)))
                 .collect(),
         );
-        let stored = if accepted.is_empty() {
+        let ingested = if accepted.is_empty() {
             Default::default()
         } else {
             self.store
                 .insert_results(&poller.id, &accepted, now, &rules)
                 .await?
         };
-        if !stored.is_empty() {
-            // Their monitors were marked due with them: alerting looks now, not at its tick.
+        if ingested.marked {
+            // Monitors were marked due with them: alerting looks now, not at its tick.
             self.cluster.wakes.alerting.notify_one();
         }
-        ack.accepted = stored.len() as u64;
-        ack.duplicates = (accepted.len() - stored.len()) as u64 + repeated;
+        let stored = ingested.stored.len();
+        ack.accepted = stored as u64;
+        ack.duplicates = (accepted.len() - stored) as u64 + repeated;
         self.metrics.results_accepted.inc_by(ack.accepted);
         self.metrics.results_duplicate.inc_by(ack.duplicates);
         self.metrics
@@ -190,6 +191,7 @@ impl App {
 /// results stand for time.
 struct MonitorRule {
     thresholds: (u32, u32),
+    interval_ms: i64,
     timeline: Timeline,
 }
 
@@ -201,6 +203,7 @@ impl MonitorRule {
         let quorum = multi.then(|| quorum::effective(slot.quorum, slots.len()));
         Some(MonitorRule {
             thresholds: thresholds_of(&slot.kind, &slot.settings),
+            interval_ms: slot.interval_ms,
             timeline: Timeline::of(
                 slot.interval_ms,
                 quorum,
@@ -215,6 +218,14 @@ impl MonitorRule {
 struct MonitorRules(HashMap<String, MonitorRule>);
 
 impl IngestRules for MonitorRules {
+    fn unchanged_until(&self, monitor_id: &str, ts: i64) -> i64 {
+        // A monitor this batch does not know (none: every stored result's monitor has a rule)
+        // is looked at, as if overdue.
+        self.0
+            .get(monitor_id)
+            .map_or(i64::MIN, |m| status::unchanged_until(ts, m.interval_ms))
+    }
+
     fn lookback_ms(&self, monitor_id: &str) -> i64 {
         self.0.get(monitor_id).map_or(0, |m| m.timeline.cap_ms)
     }

@@ -182,6 +182,16 @@ pub fn changes_at(input: &StatusInputs<'_>) -> Option<i64> {
         .min()
 }
 
+/// The instant before which a monitor whose newest result was checked at `ts` cannot change
+/// its status with time alone: an interval and its grace after that result. `changes_at` is
+/// never earlier, whatever else it reads (a later announced check or a hand-over only push its
+/// deadlines further), so ingest can move a steady monitor's next look here without one.
+pub fn unchanged_until(ts: i64, interval_ms: i64) -> i64 {
+    ts.saturating_add(interval_ms)
+        .saturating_add(grace(interval_ms))
+        .saturating_add(1)
+}
+
 pub fn derive(input: &StatusInputs<'_>) -> (MonitorStatus, Option<String>) {
     if input.paused {
         return (MonitorStatus::Paused, Some("paused by an operator".into()));
@@ -479,6 +489,19 @@ mod tests {
                     None => {
                         let later = NOW + (fraction * 1e12) as i64;
                         prop_assert_eq!(at(later), now);
+                    }
+                }
+            }
+
+            /// `unchanged_until` is a bound `changes_at` never undercuts: up to it, a monitor
+            /// shows what its newest result makes it show.
+            #[test]
+            fn nothing_changes_before_unchanged_until(input in timed_inputs()) {
+                if let Some((_, ts, _)) = input.latest {
+                    let until = unchanged_until(ts, input.interval_ms);
+                    if until > NOW {
+                        let change = changes_at(&input);
+                        prop_assert!(change.is_some_and(|c| c >= until), "{:?} < {}", change, until);
                     }
                 }
             }

@@ -7,8 +7,13 @@
 //! read, so a mark that comes in while a look is under way is never overwritten: the row stays
 //! due and is looked at again.
 //!
-//! Cost: a mark is one upsert per monitor touched; a look reads only the rows due. Must not:
-//! decide anything about statuses (that is `service::alerts`).
+//! A look that finds a monitor steady (`Look::steady`) lets the results that only confirm its
+//! verdict move the row's instant themselves (`confirm_due`), without a look: at a steady
+//! state, looks follow news and the instants time brings, not the results that arrive. Any
+//! mark clears `steady`.
+//!
+//! Cost: a mark or a confirmation is one write per monitor touched; a look reads only the rows
+//! due. Must not: decide anything about statuses (that is `service::alerts`).
 
 use sqlx::{Any, Transaction};
 
@@ -26,6 +31,12 @@ pub struct Look {
     pub shown: Option<String>,
     /// The locations (region, status) whose status now differs from their `shown_status`.
     pub shown_locations: Vec<(String, String)>,
+    /// The monitor shows its confirmed verdict from one place with nothing held: a result
+    /// that only confirms the verdict changes nothing but when time alone could change it
+    /// (`confirm_due`).
+    pub steady: bool,
+    /// When the alert rules alone could tell something (a reminder, a held notice let go).
+    pub rule_at: Option<i64>,
 }
 
 impl Look {
@@ -38,6 +49,8 @@ impl Look {
             next_at: None,
             shown: None,
             shown_locations: Vec::new(),
+            steady: false,
+            rule_at: None,
         }
     }
 }
@@ -59,7 +72,8 @@ pub(super) fn id_source(backend: Backend) -> &'static str {
 
 /// Marks the monitors in `ids` (a JSON array of ids) due at `at`, or earlier if they already
 /// were; in the caller's transaction, so a change and its mark are stored together. In id
-/// order, so two transactions marking overlapping sets on PostgreSQL cannot deadlock.
+/// order, so two transactions marking overlapping sets on PostgreSQL cannot deadlock. Clears
+/// `steady`: the next look decides afresh.
 pub(super) async fn mark_due(
     tx: &mut Transaction<'_, Any>,
     backend: Backend,
@@ -72,7 +86,7 @@ pub(super) async fn mark_due(
          ON CONFLICT (monitor_id) DO UPDATE SET \
          due_at = CASE WHEN excluded.due_at < alert_due.due_at THEN excluded.due_at \
                   ELSE alert_due.due_at END, \
-         marks = alert_due.marks + 1",
+         marks = alert_due.marks + 1, steady = 0",
         id_source(backend)
     );
     sqlx::query(&sql)
@@ -89,6 +103,67 @@ pub(super) async fn mark_due(
             .await?;
     }
     Ok(())
+}
+
+/// Results that confirm their monitors' verdicts, each with the instant before which its
+/// newest result keeps the monitor from changing with time alone (`until`, after now): a
+/// monitor whose row is steady is due at the earlier of that and its `rule_at`, with no mark
+/// and no look; the others are marked due at `at`. Returns whether it marked any. The status rows of these monitors are
+/// locked before this in the same transaction on PostgreSQL, so concurrent batches cannot
+/// deadlock here.
+pub(super) async fn confirm_due(
+    tx: &mut Transaction<'_, Any>,
+    backend: Backend,
+    confirmed: &[(&str, i64)],
+    at: i64,
+) -> sqlx::Result<bool> {
+    if confirmed.is_empty() {
+        return Ok(false);
+    }
+    #[derive(serde::Serialize)]
+    struct Confirmed<'a> {
+        id: &'a str,
+        until: i64,
+    }
+    let rows: Vec<Confirmed> = confirmed
+        .iter()
+        .map(|&(id, until)| Confirmed { id, until })
+        .collect();
+    let rows = serde_json::to_string(&rows).map_err(|e| sqlx::Error::Encode(e.into()))?;
+    let source = super::results::json_rows(backend, "$1");
+    sqlx::query(&format!(
+        "UPDATE alert_due SET due_at = CASE WHEN alert_due.rule_at < c.until_ms \
+         THEN alert_due.rule_at ELSE c.until_ms END \
+         FROM (SELECT r.value ->> 'id' AS id, CAST(r.value ->> 'until' AS BIGINT) AS until_ms \
+         FROM {source}) AS c WHERE alert_due.monitor_id = c.id AND alert_due.steady = 1"
+    ))
+    .bind(&rows)
+    .execute(&mut **tx)
+    .await?;
+    // The rest: no row (nothing was due), or not steady. A steady row stays steady above.
+    let sql = format!(
+        "INSERT INTO alert_due (monitor_id, due_at, marks) \
+         SELECT DISTINCT r.value ->> 'id', CAST($2 AS BIGINT), 1 FROM {source} \
+         WHERE NOT EXISTS (SELECT 1 FROM alert_due s WHERE s.monitor_id = r.value ->> 'id' \
+         AND s.steady = 1) ORDER BY 1 \
+         ON CONFLICT (monitor_id) DO UPDATE SET \
+         due_at = CASE WHEN excluded.due_at < alert_due.due_at THEN excluded.due_at \
+                  ELSE alert_due.due_at END, \
+         marks = alert_due.marks + 1, steady = 0"
+    );
+    let marked = sqlx::query(&sql)
+        .bind(&rows)
+        .bind(at)
+        .execute(&mut **tx)
+        .await?;
+    let marked = marked.rows_affected() > 0;
+    if backend == Backend::Postgres && marked {
+        sqlx::query("SELECT pg_notify($1, '')")
+            .bind(super::wakeups::DUE_CHANNEL)
+            .execute(&mut **tx)
+            .await?;
+    }
+    Ok(marked)
 }
 
 /// Writes finished looks: each row's next instant, or its removal, unless a mark came in.
@@ -116,12 +191,15 @@ pub(super) async fn finish_looks(
             .await?;
         }
         let query = match look.next_at {
-            Some(at) => {
-                sqlx::query("UPDATE alert_due SET due_at = $3 WHERE monitor_id = $1 AND marks = $2")
-                    .bind(&look.monitor_id)
-                    .bind(look.marks)
-                    .bind(at)
-            }
+            Some(at) => sqlx::query(
+                "UPDATE alert_due SET due_at = $3, steady = $4, rule_at = $5 \
+                 WHERE monitor_id = $1 AND marks = $2",
+            )
+            .bind(&look.monitor_id)
+            .bind(look.marks)
+            .bind(at)
+            .bind(i64::from(look.steady))
+            .bind(look.rule_at),
             None => sqlx::query("DELETE FROM alert_due WHERE monitor_id = $1 AND marks = $2")
                 .bind(&look.monitor_id)
                 .bind(look.marks),
@@ -170,7 +248,7 @@ impl Store {
         sqlx::query(
             "INSERT INTO alert_due (monitor_id, due_at, marks) SELECT id, CAST($1 AS BIGINT), 1 FROM monitors \
              WHERE true ON CONFLICT (monitor_id) DO UPDATE SET due_at = excluded.due_at, \
-             marks = alert_due.marks + 1",
+             marks = alert_due.marks + 1, steady = 0",
         )
         .bind(at)
         .execute(&self.pool)
@@ -260,5 +338,73 @@ mod tests {
         let done = Look::settled("a", 3);
         store.record_alerts(&[], &[done]).await.unwrap();
         assert_eq!(store.next_due_at().await.unwrap(), Some(10_000));
+    }
+
+    async fn confirm(store: &Store, confirmed: &[(&str, i64)], at: i64) {
+        let mut tx = store.pool.begin().await.unwrap();
+        confirm_due(&mut tx, store.backend(), confirmed, at)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_confirmation_moves_a_steady_row_itself_and_marks_the_others() {
+        let (store, _dir) = sqlite_store().await;
+        let ids = ["a".to_string(), "b".to_string()];
+        store.mark_monitors_due(&ids, 100).await.unwrap();
+        // `a` looked at and found steady, with a reminder at 50,000; `b` not steady.
+        let looks = [
+            Look {
+                next_at: Some(10_000),
+                steady: true,
+                rule_at: Some(50_000),
+                ..Look::settled("a", 1)
+            },
+            Look {
+                next_at: Some(10_000),
+                ..Look::settled("b", 1)
+            },
+        ];
+        store.record_alerts(&[], &looks).await.unwrap();
+        confirm(
+            &store,
+            &[("a", 20_000), ("b", 20_000), ("c", 20_000)],
+            1_000,
+        )
+        .await;
+        let mut due = store.due_looks(19_999, 10).await.unwrap();
+        due.sort();
+        assert_eq!(
+            due,
+            [("b".to_string(), 2), ("c".to_string(), 1)],
+            "`a` moved to its result's instant without a mark; the others are marked"
+        );
+        assert!(store
+            .due_looks(20_000, 10)
+            .await
+            .unwrap()
+            .contains(&("a".to_string(), 1)));
+        // A later confirmation: the reminder comes first.
+        confirm(&store, &[("a", 60_000)], 2_000).await;
+        assert!(!store
+            .due_looks(49_999, 10)
+            .await
+            .unwrap()
+            .iter()
+            .any(|(id, _)| id == "a"));
+        assert!(store
+            .due_looks(50_000, 10)
+            .await
+            .unwrap()
+            .contains(&("a".to_string(), 1)));
+        // A mark ends `a`'s steadiness: confirmations no longer move it on.
+        store.mark_monitors_due(&ids[..1], 3_000).await.unwrap();
+        confirm(&store, &[("a", 70_000)], 4_000).await;
+        assert!(store
+            .due_looks(3_000, 10)
+            .await
+            .unwrap()
+            .contains(&("a".to_string(), 3)));
     }
 }

@@ -30,7 +30,7 @@ pub use monitors::{AssignmentChange, MonitorRow, OwnershipRow, StatusRow, Versio
 pub use notifications::{AlertStateRow, AlertUpdate, Attempt, ChannelRow, OutboxRow};
 pub use placement_due::{QueuedPlacement, Reach};
 pub use pollers::{HeartbeatUpdate, PollerRow};
-pub use results::{ExpiringResult, IngestRules, NewResult, ResultRow, StoredVerdict};
+pub use results::{ExpiringResult, IngestRules, Ingested, NewResult, ResultRow, StoredVerdict};
 pub use rollups::{Resolution, RollupRow, RollupSums, LATENCY_BOUNDS_MS};
 pub use sessions::SessionRow;
 pub use timeline::{TimeCredit, TimePoint};
@@ -199,6 +199,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "placement due",
         include_str!("../../../migrations/sqlite/20261201000026_placement_due.sql"),
     ),
+    (
+        20261202000027,
+        "alert due steady",
+        include_str!("../../../migrations/sqlite/20261202000027_alert_due_steady.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -331,6 +336,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261201000026,
         "placement due",
         include_str!("../../../migrations/postgres/20261201000026_placement_due.sql"),
+    ),
+    (
+        20261202000027,
+        "alert due steady",
+        include_str!("../../../migrations/postgres/20261202000027_alert_due_steady.sql"),
     ),
 ];
 
@@ -658,6 +668,10 @@ pub(crate) mod testing {
                 status: Some(result.to_string()),
                 run_length: run,
             }
+        }
+
+        fn unchanged_until(&self, _: &str, ts: i64) -> i64 {
+            crate::service::status::unchanged_until(ts, 60_000)
         }
 
         fn lookback_ms(&self, _: &str) -> i64 {

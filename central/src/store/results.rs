@@ -211,6 +211,10 @@ pub trait IngestRules: Sync {
     /// (`service::status::advance`).
     fn advance(&self, monitor_id: &str, state: StoredVerdict, result: &str) -> StoredVerdict;
 
+    /// The instant before which a monitor whose newest result was checked at `ts` cannot
+    /// change its status with time alone (`service::status::unchanged_until`).
+    fn unchanged_until(&self, monitor_id: &str, ts: i64) -> i64;
+
     /// How far before the time it credits from a monitor's history must reach: the longest a
     /// result of it stands for.
     fn lookback_ms(&self, monitor_id: &str) -> i64;
@@ -279,6 +283,15 @@ fn status_moves<'a>(
         .collect()
 }
 
+/// What `insert_results` did.
+#[derive(Debug, Default)]
+pub struct Ingested {
+    /// The ids it stored (the others were stored before: duplicates).
+    pub stored: HashSet<String>,
+    /// Whether it marked any monitor due for a look (news, or a monitor not steady).
+    pub marked: bool,
+}
+
 /// Rows per INSERT statement.
 const INSERT_CHUNK: usize = 1_000;
 
@@ -293,7 +306,7 @@ impl Store {
         results: &[NewResult],
         received_at: i64,
         rules: &dyn IngestRules,
-    ) -> anyhow::Result<HashSet<String>> {
+    ) -> anyhow::Result<Ingested> {
         let _guard = self.write_lock().await;
         let mut tx = self.pool.begin().await?;
         let mut inserted = HashSet::with_capacity(results.len());
@@ -391,17 +404,39 @@ impl Store {
             }
         }
         self.add_to_rollups(&mut tx, &stored, &credits).await?;
-        let (news, confirmations): (BTreeSet<&str>, BTreeSet<&str>) = stored
-            .iter()
-            .map(|r| r.monitor_id.as_str())
-            .partition(|id| flipped.contains(*id));
+        // Each monitor's newest stored result of the batch: news, a confirmation that keeps
+        // it from going overdue for a while (which a steady monitor takes without a look), or
+        // one already overdue on arrival (a queue flushed late), which is looked at.
+        let mut newest: BTreeMap<&str, i64> = BTreeMap::new();
+        for result in &stored {
+            let ts = newest
+                .entry(result.monitor_id.as_str())
+                .or_insert(result.ts);
+            *ts = (*ts).max(result.ts);
+        }
+        let mut news = Vec::new();
+        let mut overdue = Vec::new();
+        let mut confirmed = Vec::new();
+        for (id, ts) in newest {
+            let until = rules.unchanged_until(id, ts);
+            if flipped.contains(id) {
+                news.push(id);
+            } else if until > received_at {
+                confirmed.push((id, until));
+            } else {
+                overdue.push(id);
+            }
+        }
+        let mut marked =
+            super::due::confirm_due(&mut tx, self.backend(), &confirmed, received_at).await?;
         for (ids, at) in [
-            (confirmations, received_at),
+            (overdue, received_at),
             (news, received_at.saturating_sub(super::due::NEWS_AHEAD_MS)),
         ] {
             if !ids.is_empty() {
                 let ids = serde_json::to_string(&ids)?;
                 super::due::mark_due(&mut tx, self.backend(), &ids, at).await?;
+                marked = true;
             }
         }
         sqlx::query("UPDATE pollers SET last_upload_at = $2 WHERE id = $1")
@@ -410,7 +445,10 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
-        Ok(inserted)
+        Ok(Ingested {
+            stored: inserted,
+            marked,
+        })
     }
 
     /// The verdict states the batch's up/down results move their rows to: each row's stored
@@ -685,12 +723,12 @@ mod tests {
             .insert_results("p1", &batch, 5, &NewestDecides)
             .await
             .unwrap();
-        assert_eq!(first.len(), 2);
+        assert_eq!(first.stored.len(), 2);
         let again = store
             .insert_results("p1", &batch, 6, &NewestDecides)
             .await
             .unwrap();
-        assert!(again.is_empty(), "a re-upload stores nothing");
+        assert!(again.stored.is_empty(), "a re-upload stores nothing");
         assert_eq!(
             store.monitor_status("m1").await.unwrap().unwrap().status,
             "down"
@@ -701,7 +739,7 @@ mod tests {
             .insert_results("p1", &[result("c", 1_500, "up")], 7, &NewestDecides)
             .await
             .unwrap();
-        assert_eq!(late.len(), 1);
+        assert_eq!(late.stored.len(), 1);
         let status = store.monitor_status("m1").await.unwrap().unwrap();
         assert_eq!(
             (status.status.as_str(), status.last_result_at),

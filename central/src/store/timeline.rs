@@ -382,6 +382,9 @@ mod tests {
         fn advance(&self, id: &str, state: StoredVerdict, result: &str) -> StoredVerdict {
             NewestDecides.advance(id, state, result)
         }
+        fn unchanged_until(&self, id: &str, ts: i64) -> i64 {
+            NewestDecides.unchanged_until(id, ts)
+        }
         fn lookback_ms(&self, _: &str) -> i64 {
             self.0.cap_ms
         }

@@ -1,7 +1,9 @@
 //! One look of alerting at the monitors due (`store::due`): their derived status, held while
 //! central catches up after an outage or placement moves them off a lost poller, moved through
 //! `step`; the changed alert states, their notifications and each monitor's next look are
-//! written in one transaction. Runs on the lease holder (`crate::duties::alerting`).
+//! written in one transaction, with whether the monitor is steady (`Look::steady`: results
+//! that only confirm it then need no look). Runs on the lease holder
+//! (`crate::duties::alerting`).
 //!
 //! Cost: proportional to the monitors due (changed, or reaching an instant `next_look` or
 //! `status::changes_at` named), plus the pollers they run on, and the channels once in a round
@@ -11,7 +13,7 @@ use std::collections::HashMap;
 
 use shared_proto::notifications::{Notification, NotificationEvent, Subject};
 use shared_proto::settings::MonitorSettings;
-use shared_proto::settings_api::{MonitorStatusView, PollerStatus};
+use shared_proto::settings_api::{MonitorStatus, MonitorStatusView, PollerStatus};
 use shared_proto::CheckKind;
 use uuid::Uuid;
 
@@ -295,7 +297,13 @@ impl App {
                 flap_window_ms: flap_window_ms(monitor.interval_ms),
             };
             let (next, notice) = step(previous.as_ref(), current, now, rules);
-            let next_at = [*changes_at, held_until, next_look(&next, rules)]
+            let rule_at = next_look(&next, rules);
+            // Showing its verdict from one place, nothing held: until something marks it, a
+            // result that confirms the verdict changes nothing but when time could.
+            let steady = status.locations.is_empty()
+                && matches!(status.status, MonitorStatus::Up | MonitorStatus::Down)
+                && held_until.is_none();
+            let next_at = [*changes_at, held_until, rule_at]
                 .into_iter()
                 .flatten()
                 .min()
@@ -316,6 +324,8 @@ impl App {
                     })
                     .map(|l| (l.region.clone(), l.status.as_str().to_string()))
                     .collect(),
+                steady,
+                rule_at,
             });
             if previous.as_ref() == Some(&next) {
                 continue;

@@ -132,18 +132,7 @@ impl World {
         // An operation may be refused (a result from too far back, a heartbeat too soon):
         // what matters is that whatever was stored is shown.
         match *op {
-            Op::Result { i, up, ago_ms } => {
-                let ts = crate::service::time_of(now - ago_ms).to_rfc3339();
-                let batch = serde_json::from_value(json!({
-                    "batch_id": Uuid::new_v4(),
-                    "results": [{"id": Uuid::now_v7(), "monitor_id": self.monitors[i], "ts": ts,
-                        "status": if up { "up" } else { "down" }, "latency_ms": 3,
-                        "msg": "", "meta": {}}],
-                }))
-                .unwrap();
-                let poller = app.store.poller(&self.poller.id).await.unwrap().unwrap();
-                let _ = app.ingest(&poller, batch).await;
-            }
+            Op::Result { i, up, ago_ms } => self.upload(i, up, now - ago_ms).await,
             Op::Pause { i, paused } => {
                 let patch = serde_json::from_value(json!({ "paused": paused })).unwrap();
                 let _ = app.update_monitor(self.monitors[i], patch, None).await;
@@ -164,6 +153,26 @@ impl World {
         // The lease holder's work, as its loops would do it at this instant.
         crate::duties::liveness::step(app, &mut self.last_online).await;
         app.evaluate_alerts().await.unwrap();
+    }
+
+    /// The poller uploads one result of monitor `i` checked at `ts` (refused if too far ahead).
+    async fn upload(&self, i: usize, up: bool, ts: i64) {
+        let ts = crate::service::time_of(ts).to_rfc3339();
+        let batch = serde_json::from_value(json!({
+            "batch_id": Uuid::new_v4(),
+            "results": [{"id": Uuid::now_v7(), "monitor_id": self.monitors[i], "ts": ts,
+                "status": if up { "up" } else { "down" }, "latency_ms": 3,
+                "msg": "", "meta": {}}],
+        }))
+        .unwrap();
+        let poller = self
+            .app
+            .store
+            .poller(&self.poller.id)
+            .await
+            .unwrap()
+            .unwrap();
+        let _ = self.app.ingest(&poller, batch).await;
     }
 
     /// Each monitor's (stored, derived now) status.
@@ -222,6 +231,39 @@ fn a_clock_set_back_shows_the_status_of_the_earlier_instant() {
             (Some("up".into()), "up".into()),
             "back before it was"
         );
+    });
+}
+
+/// A result that only confirms what a steady monitor shows needs no look: ingest moves the
+/// monitor's next instant itself. News (a verdict changing) is still looked at at once.
+#[test]
+fn a_result_that_confirms_a_steady_monitor_needs_no_look() {
+    block_on(async {
+        let mut world = world().await;
+        world.apply(&Op::Heartbeat).await;
+        world
+            .apply(&Op::Result {
+                i: 1,
+                up: true,
+                ago_ms: 0,
+            })
+            .await;
+        world.apply(&Op::Advance { ms: 10_000 }).await;
+        let monitor = world.monitors[1].to_string();
+        let looked_at = |world: &World| {
+            let (app, now, monitor) = (world.app.clone(), world.clock.now_ms(), monitor.clone());
+            async move {
+                let due = app.store.due_looks(now, 10).await.unwrap();
+                due.iter().any(|(id, _)| *id == monitor)
+            }
+        };
+        world.upload(1, true, world.clock.now_ms()).await;
+        assert!(
+            !looked_at(&world).await,
+            "a confirmation was marked for a look"
+        );
+        world.upload(1, false, world.clock.now_ms()).await;
+        assert!(looked_at(&world).await, "news waits for no look");
     });
 }
 
