@@ -30,7 +30,11 @@ pub(super) fn packed(
         .collect();
     let pairs = pairs.join(", ");
     let packed = match backend {
-        Backend::Sqlite => format!("json_group_array(json_object({pairs}) ORDER BY {order})"),
+        // Built as JSONB and turned into text once: `json_object`'s text would be parsed
+        // again by `json_group_array` for every row.
+        Backend::Sqlite => {
+            format!("json(jsonb_group_array(jsonb_object({pairs}) ORDER BY {order}))")
+        }
         Backend::Postgres => format!(
             "CAST(COALESCE(json_agg(json_build_object({pairs}) ORDER BY {order}), '[]') AS TEXT)"
         ),
