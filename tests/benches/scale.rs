@@ -59,6 +59,9 @@ struct Sizes {
 /// so for the first time.
 type Down = Arc<Mutex<HashMap<String, Option<Instant>>>>;
 
+/// How often a bench poller exchanges its refresh token, well within the access token's life.
+const REFRESH_EVERY: Duration = Duration::from_secs(600);
+
 /// A test poller behaving as an agent does towards central, apart from checking: heartbeats,
 /// a long poll always open, access tokens refreshed before they expire.
 struct BenchPoller {
@@ -68,7 +71,12 @@ struct BenchPoller {
 }
 
 impl BenchPoller {
-    async fn start(central: &Central, name: &str) -> anyhow::Result<BenchPoller> {
+    /// `first_refresh`: when it first refreshes its access token (then every `REFRESH_EVERY`).
+    async fn start(
+        central: &Central,
+        name: &str,
+        first_refresh: Duration,
+    ) -> anyhow::Result<BenchPoller> {
         let registered = central.register_poller(name).await?;
         let access = Arc::new(Mutex::new(registered.access.clone()));
         let http = reqwest::Client::new();
@@ -112,8 +120,10 @@ impl BenchPoller {
         let (h, u, a) = (http, url, access.clone());
         let mut refresh = registered.refresh.clone();
         tasks.push(tokio::spawn(async move {
+            let mut wait = first_refresh;
             loop {
-                tokio::time::sleep(Duration::from_secs(600)).await;
+                tokio::time::sleep(wait).await;
+                wait = REFRESH_EVERY;
                 let answer = h
                     .post(format!("{u}/api/poller/token"))
                     .json(&json!({"refresh_token": refresh}))
@@ -322,7 +332,15 @@ async fn run(label: &str, program: &std::path::Path, sizes: Sizes) -> anyhow::Re
     let mut registered = Vec::with_capacity(pollers);
     for i in 0..pollers {
         registered.push(Arc::new(
-            BenchPoller::start(&central, &format!("scale-{i}")).await?,
+            // Agents registered at different times refresh at different times: the bench's,
+            // registered together, would all exchange their tokens (a slow hash each) in the
+            // same seconds, in the middle of what is measured.
+            BenchPoller::start(
+                &central,
+                &format!("scale-{i}"),
+                REFRESH_EVERY.mul_f64((i + 1) as f64 / pollers as f64),
+            )
+            .await?,
         ));
     }
 

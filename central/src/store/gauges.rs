@@ -23,36 +23,34 @@ pub struct ShownRow {
 /// hundred reads, not 100,000 rows handed over one by one.
 const PAGE: i64 = 1_000;
 
+/// The columns every page reads, as (name, expression); `region` is NULL for monitors.
+type Columns<'a> = [(&'a str, &'a str); 5];
+
 impl Store {
     /// Every monitor, then every location, as last shown; `each` is called per row, a page of
     /// `PAGE` rows held here at a time. Pages are read one after the other (by key), so a
     /// scrape is not one snapshot: a row that changes meanwhile shows either state.
     pub async fn each_shown(&self, mut each: impl FnMut(ShownRow)) -> anyhow::Result<()> {
-        let monitors = packed(
-            self.backend(),
-            &[
-                ("monitor_id", "m.id"),
-                ("name", "m.name"),
-                ("status", "m.shown_status"),
-                ("latency_ms", "s.latency_ms"),
-            ],
-            // The status rows bounded by the page's start too: PostgreSQL merges the two
-            // indexes, and without it read the status index from its first row for each page
-            // (100 pages at 100,000 monitors: 3 s a scrape instead of a third of a second).
-            &format!(
-                "FROM monitors m LEFT JOIN monitor_status s \
-                 ON s.monitor_id = m.id AND s.monitor_id > $1 \
-                 WHERE m.id > $1 ORDER BY m.id LIMIT {PAGE}"
-            ),
-            "monitor_id",
+        let monitors: Columns = [
+            ("monitor_id", "m.id"),
+            ("region", "CAST(NULL AS TEXT)"),
+            ("name", "m.name"),
+            ("status", "m.shown_status"),
+            ("latency_ms", "s.latency_ms"),
+        ];
+        // The status rows bounded by the page's start too: PostgreSQL merges the two indexes,
+        // and without it read the status index from its first row for each page (100 pages at
+        // 100,000 monitors: 3 s a scrape instead of a third of a second).
+        let rest = format!(
+            "FROM monitors m LEFT JOIN monitor_status s \
+             ON s.monitor_id = m.id AND s.monitor_id > $1 \
+             WHERE m.id > $1 ORDER BY m.id LIMIT {PAGE}"
         );
         let mut after = String::new();
         loop {
-            let (text,): (String,) = sqlx::query_as(&monitors)
-                .bind(&after)
-                .fetch_one(&self.pool)
+            let rows = self
+                .shown_page(&monitors, &rest, "monitor_id", &[&after])
                 .await?;
-            let rows: Vec<ShownRow> = unpack(&text)?;
             let full = rows.len() as i64 == PAGE;
             for row in rows {
                 after.clone_from(&row.monitor_id);
@@ -62,32 +60,30 @@ impl Store {
                 break;
             }
         }
-        let locations = packed(
-            self.backend(),
-            &[
-                ("monitor_id", "l.monitor_id"),
-                ("region", "l.region"),
-                ("name", "m.name"),
-                ("status", "l.shown_status"),
-                ("latency_ms", "s.latency_ms"),
-            ],
-            &format!(
-                "FROM monitor_locations l JOIN monitors m ON m.id = l.monitor_id AND m.id >= $1 \
+        let locations: Columns = [
+            ("monitor_id", "l.monitor_id"),
+            ("region", "l.region"),
+            ("name", "m.name"),
+            ("status", "l.shown_status"),
+            ("latency_ms", "s.latency_ms"),
+        ];
+        let rest = format!(
+            "FROM monitor_locations l JOIN monitors m ON m.id = l.monitor_id AND m.id >= $1 \
              LEFT JOIN location_status s ON s.monitor_id = l.monitor_id AND s.region = l.region \
                 AND s.monitor_id >= $1 \
              WHERE (l.monitor_id, l.region) > ($1, $2) \
              ORDER BY l.monitor_id, l.region LIMIT {PAGE}"
-            ),
-            "monitor_id, region",
         );
         let mut after = (String::new(), String::new());
         loop {
-            let (text,): (String,) = sqlx::query_as(&locations)
-                .bind(&after.0)
-                .bind(&after.1)
-                .fetch_one(&self.pool)
+            let rows = self
+                .shown_page(
+                    &locations,
+                    &rest,
+                    "monitor_id, region",
+                    &[&after.0, &after.1],
+                )
                 .await?;
-            let rows: Vec<ShownRow> = unpack(&text)?;
             let full = rows.len() as i64 == PAGE;
             for row in rows {
                 after = (
@@ -101,6 +97,49 @@ impl Store {
             }
         }
         Ok(())
+    }
+
+    /// One page: `SELECT columns rest` with `params` bound, in `order`. Packed on SQLite (`packed`: one value, not a row
+    /// per monitor from its worker thread); plain rows on PostgreSQL, whose rows stream on one
+    /// socket and for which building a page of JSON and parsing it back cost more than the
+    /// read itself.
+    async fn shown_page(
+        &self,
+        columns: &Columns<'_>,
+        rest: &str,
+        order: &str,
+        params: &[&str],
+    ) -> anyhow::Result<Vec<ShownRow>> {
+        if self.backend() == super::Backend::Postgres {
+            let select: Vec<String> = columns
+                .iter()
+                .map(|(name, expression)| format!("{expression} AS {name}"))
+                .collect();
+            type Row = (String, Option<String>, String, Option<String>, Option<i64>);
+            let sql = format!("SELECT {} {rest}", select.join(", "));
+            let mut query = sqlx::query_as(&sql);
+            for param in params {
+                query = query.bind(*param);
+            }
+            let rows: Vec<Row> = query.fetch_all(&self.pool).await?;
+            return Ok(rows
+                .into_iter()
+                .map(|(monitor_id, region, name, status, latency_ms)| ShownRow {
+                    monitor_id,
+                    name,
+                    region,
+                    status,
+                    latency_ms,
+                })
+                .collect());
+        }
+        let sql = packed(self.backend(), columns, rest, order);
+        let mut query = sqlx::query_as(&sql);
+        for param in params {
+            query = query.bind(*param);
+        }
+        let (text,): (String,) = query.fetch_one(&self.pool).await?;
+        unpack(&text)
     }
 }
 
