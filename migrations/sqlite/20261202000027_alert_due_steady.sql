@@ -3,6 +3,8 @@
 -- itself, in ingest's transaction (to the earlier of `rule_at` and the instant that result
 -- could first go overdue), instead of marking the monitor due for a look that would find
 -- nothing new. `rule_at`: when the alert rules alone could tell something (a reminder, a
--- notice held for flapping let go). Any mark clears `steady`; only a look sets it.
+-- notice held for flapping let go). `steady` holds the interval (ms) the look saw, 0 when not
+-- steady: a confirmation worked out with another interval, or reaching a row already due, is
+-- marked as before. Any mark clears `steady`; only a look sets it.
 ALTER TABLE alert_due ADD COLUMN steady BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE alert_due ADD COLUMN rule_at BIGINT;

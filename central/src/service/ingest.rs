@@ -218,6 +218,10 @@ impl MonitorRule {
 struct MonitorRules(HashMap<String, MonitorRule>);
 
 impl IngestRules for MonitorRules {
+    fn interval_ms(&self, monitor_id: &str) -> i64 {
+        self.0.get(monitor_id).map_or(0, |m| m.interval_ms)
+    }
+
     fn unchanged_until(&self, monitor_id: &str, ts: i64) -> i64 {
         // A monitor this batch does not know (none: every stored result's monitor has a rule)
         // is looked at, as if overdue.

@@ -33,8 +33,9 @@ pub struct Look {
     pub shown_locations: Vec<(String, String)>,
     /// The monitor shows its confirmed verdict from one place with nothing held: a result
     /// that only confirms the verdict changes nothing but when time alone could change it
-    /// (`confirm_due`).
-    pub steady: bool,
+    /// (`confirm_due`). Holds the interval (ms) the look saw: a confirmation worked out with
+    /// another one (read before an edit) is marked instead.
+    pub steady: Option<i64>,
     /// When the alert rules alone could tell something (a reminder, a held notice let go).
     pub rule_at: Option<i64>,
 }
@@ -49,7 +50,7 @@ impl Look {
             next_at: None,
             shown: None,
             shown_locations: Vec::new(),
-            steady: false,
+            steady: None,
             rule_at: None,
         }
     }
@@ -105,47 +106,62 @@ pub(super) async fn mark_due(
     Ok(())
 }
 
-/// Results that confirm their monitors' verdicts, each with the instant before which its
-/// newest result keeps the monitor from changing with time alone (`until`, after now): a
-/// monitor whose row is steady is due at the earlier of that and its `rule_at`, with no mark
-/// and no look; the others are marked due at `at`. Returns whether it marked any. The status rows of these monitors are
-/// locked before this in the same transaction on PostgreSQL, so concurrent batches cannot
-/// deadlock here.
+/// A result that confirms its monitor's verdict: the instant before which it keeps the
+/// monitor from changing with time alone (after now), and the interval that instant assumes.
+#[derive(Debug, serde::Serialize)]
+pub(super) struct Confirmation<'a> {
+    pub id: &'a str,
+    pub until: i64,
+    pub interval: i64,
+}
+
+/// Confirmations (`Confirmation`): a monitor whose row is steady with the same interval and
+/// not due yet is due at the earlier of `until` and its `rule_at`, with no mark and no look;
+/// the others are marked due at `at` (a row already due may be under a look that read the
+/// monitor before this result: the mark makes that look's write fail and the monitor be
+/// looked at again). Returns whether it marked any.
 pub(super) async fn confirm_due(
     tx: &mut Transaction<'_, Any>,
     backend: Backend,
-    confirmed: &[(&str, i64)],
+    confirmed: &[Confirmation<'_>],
     at: i64,
 ) -> sqlx::Result<bool> {
     if confirmed.is_empty() {
         return Ok(false);
     }
-    #[derive(serde::Serialize)]
-    struct Confirmed<'a> {
-        id: &'a str,
-        until: i64,
-    }
-    let rows: Vec<Confirmed> = confirmed
-        .iter()
-        .map(|&(id, until)| Confirmed { id, until })
-        .collect();
-    let rows = serde_json::to_string(&rows).map_err(|e| sqlx::Error::Encode(e.into()))?;
+    let rows = serde_json::to_string(confirmed).map_err(|e| sqlx::Error::Encode(e.into()))?;
     let source = super::results::json_rows(backend, "$1");
+    if backend == Backend::Postgres {
+        // The rows locked in id order first, as looks and marks lock them: an update joined
+        // to the batch would lock them in whatever order the join yields, and could deadlock
+        // with a look finishing the same monitors.
+        sqlx::query(&format!(
+            "SELECT monitor_id FROM alert_due WHERE monitor_id IN \
+             (SELECT r.value ->> 'id' FROM {source}) ORDER BY monitor_id FOR UPDATE"
+        ))
+        .bind(&rows)
+        .execute(&mut **tx)
+        .await?;
+    }
     sqlx::query(&format!(
         "UPDATE alert_due SET due_at = CASE WHEN alert_due.rule_at < c.until_ms \
          THEN alert_due.rule_at ELSE c.until_ms END \
-         FROM (SELECT r.value ->> 'id' AS id, CAST(r.value ->> 'until' AS BIGINT) AS until_ms \
-         FROM {source}) AS c WHERE alert_due.monitor_id = c.id AND alert_due.steady = 1"
+         FROM (SELECT r.value ->> 'id' AS id, CAST(r.value ->> 'until' AS BIGINT) AS until_ms, \
+            CAST(r.value ->> 'interval' AS BIGINT) AS interval_ms FROM {source}) AS c \
+         WHERE alert_due.monitor_id = c.id AND alert_due.steady = c.interval_ms \
+         AND alert_due.due_at > $2"
     ))
     .bind(&rows)
+    .bind(at)
     .execute(&mut **tx)
     .await?;
-    // The rest: no row (nothing was due), or not steady. A steady row stays steady above.
+    // The rest: no row (nothing was due), due already, or not steady. A row moved above is
+    // still steady and not due, so it is left alone here.
     let sql = format!(
         "INSERT INTO alert_due (monitor_id, due_at, marks) \
          SELECT DISTINCT r.value ->> 'id', CAST($2 AS BIGINT), 1 FROM {source} \
          WHERE NOT EXISTS (SELECT 1 FROM alert_due s WHERE s.monitor_id = r.value ->> 'id' \
-         AND s.steady = 1) ORDER BY 1 \
+         AND s.steady = CAST(r.value ->> 'interval' AS BIGINT) AND s.due_at > $2) ORDER BY 1 \
          ON CONFLICT (monitor_id) DO UPDATE SET \
          due_at = CASE WHEN excluded.due_at < alert_due.due_at THEN excluded.due_at \
                   ELSE alert_due.due_at END, \
@@ -198,7 +214,7 @@ pub(super) async fn finish_looks(
             .bind(&look.monitor_id)
             .bind(look.marks)
             .bind(at)
-            .bind(i64::from(look.steady))
+            .bind(look.steady.unwrap_or(0))
             .bind(look.rule_at),
             None => sqlx::query("DELETE FROM alert_due WHERE monitor_id = $1 AND marks = $2")
                 .bind(&look.monitor_id)
@@ -340,12 +356,29 @@ mod tests {
         assert_eq!(store.next_due_at().await.unwrap(), Some(10_000));
     }
 
+    /// Confirms each (monitor, until) with a 60 s interval at `at`.
     async fn confirm(store: &Store, confirmed: &[(&str, i64)], at: i64) {
+        confirm_with(store, confirmed, 60_000, at).await;
+    }
+
+    async fn confirm_with(store: &Store, confirmed: &[(&str, i64)], interval: i64, at: i64) {
+        let confirmed: Vec<Confirmation> = confirmed
+            .iter()
+            .map(|&(id, until)| Confirmation {
+                id,
+                until,
+                interval,
+            })
+            .collect();
         let mut tx = store.pool.begin().await.unwrap();
-        confirm_due(&mut tx, store.backend(), confirmed, at)
+        confirm_due(&mut tx, store.backend(), &confirmed, at)
             .await
             .unwrap();
         tx.commit().await.unwrap();
+    }
+
+    fn is_due(due: &[(String, i64)], id: &str, marks: i64) -> bool {
+        due.contains(&(id.to_string(), marks))
     }
 
     #[tokio::test]
@@ -353,14 +386,15 @@ mod tests {
         let (store, _dir) = sqlite_store().await;
         let ids = ["a".to_string(), "b".to_string()];
         store.mark_monitors_due(&ids, 100).await.unwrap();
-        // `a` looked at and found steady, with a reminder at 50,000; `b` not steady.
+        // `a` looked at and found steady (60 s interval), with a reminder at 50,000; `b` not.
+        let steady = |id: &str, marks: i64| Look {
+            next_at: Some(10_000),
+            steady: Some(60_000),
+            rule_at: Some(50_000),
+            ..Look::settled(id, marks)
+        };
         let looks = [
-            Look {
-                next_at: Some(10_000),
-                steady: true,
-                rule_at: Some(50_000),
-                ..Look::settled("a", 1)
-            },
+            steady("a", 1),
             Look {
                 next_at: Some(10_000),
                 ..Look::settled("b", 1)
@@ -380,11 +414,7 @@ mod tests {
             [("b".to_string(), 2), ("c".to_string(), 1)],
             "`a` moved to its result's instant without a mark; the others are marked"
         );
-        assert!(store
-            .due_looks(20_000, 10)
-            .await
-            .unwrap()
-            .contains(&("a".to_string(), 1)));
+        assert!(is_due(&store.due_looks(20_000, 10).await.unwrap(), "a", 1));
         // A later confirmation: the reminder comes first.
         confirm(&store, &[("a", 60_000)], 2_000).await;
         assert!(!store
@@ -393,18 +423,18 @@ mod tests {
             .unwrap()
             .iter()
             .any(|(id, _)| id == "a"));
-        assert!(store
-            .due_looks(50_000, 10)
-            .await
-            .unwrap()
-            .contains(&("a".to_string(), 1)));
+        assert!(is_due(&store.due_looks(50_000, 10).await.unwrap(), "a", 1));
+        // Due already (a look may have read it before this result): marked, not moved on.
+        confirm(&store, &[("a", 90_000)], 50_000).await;
+        assert!(is_due(&store.due_looks(50_000, 10).await.unwrap(), "a", 2));
+        // Worked out with another interval than the look saw (an edit in between): marked.
+        store.record_alerts(&[], &[steady("a", 2)]).await.unwrap();
+        confirm_with(&store, &[("a", 90_000)], 3_600_000, 2_000).await;
+        assert!(is_due(&store.due_looks(10_000, 10).await.unwrap(), "a", 3));
         // A mark ends `a`'s steadiness: confirmations no longer move it on.
+        store.record_alerts(&[], &[steady("a", 3)]).await.unwrap();
         store.mark_monitors_due(&ids[..1], 3_000).await.unwrap();
         confirm(&store, &[("a", 70_000)], 4_000).await;
-        assert!(store
-            .due_looks(3_000, 10)
-            .await
-            .unwrap()
-            .contains(&("a".to_string(), 3)));
+        assert!(is_due(&store.due_looks(3_000, 10).await.unwrap(), "a", 5));
     }
 }

@@ -674,6 +674,10 @@ pub(crate) mod testing {
             crate::service::status::unchanged_until(ts, 60_000)
         }
 
+        fn interval_ms(&self, _: &str) -> i64 {
+            60_000
+        }
+
         fn lookback_ms(&self, _: &str) -> i64 {
             STORE_TEST_TIMELINE.cap_ms
         }

@@ -220,6 +220,9 @@ pub trait IngestRules: Sync {
     /// change its status with time alone (`service::status::unchanged_until`).
     fn unchanged_until(&self, monitor_id: &str, ts: i64) -> i64;
 
+    /// The interval `unchanged_until` assumes for a monitor (as read for this batch).
+    fn interval_ms(&self, monitor_id: &str) -> i64;
+
     /// How far before the time it credits from a monitor's history must reach: the longest a
     /// result of it stands for.
     fn lookback_ms(&self, monitor_id: &str) -> i64;
@@ -427,7 +430,11 @@ impl Store {
             if flipped.contains(id) {
                 news.push(id);
             } else if until > received_at {
-                confirmed.push((id, until));
+                confirmed.push(super::due::Confirmation {
+                    id,
+                    until,
+                    interval: rules.interval_ms(id),
+                });
             } else {
                 overdue.push(id);
             }

@@ -385,6 +385,9 @@ mod tests {
         fn unchanged_until(&self, id: &str, ts: i64) -> i64 {
             NewestDecides.unchanged_until(id, ts)
         }
+        fn interval_ms(&self, id: &str) -> i64 {
+            NewestDecides.interval_ms(id)
+        }
         fn lookback_ms(&self, _: &str) -> i64 {
             self.0.cap_ms
         }

@@ -300,9 +300,10 @@ impl App {
             let rule_at = next_look(&next, rules);
             // Showing its verdict from one place, nothing held: until something marks it, a
             // result that confirms the verdict changes nothing but when time could.
-            let steady = status.locations.is_empty()
+            let steady = (status.locations.is_empty()
                 && matches!(status.status, MonitorStatus::Up | MonitorStatus::Down)
-                && held_until.is_none();
+                && held_until.is_none())
+            .then_some(monitor.interval_ms);
             let next_at = [*changes_at, held_until, rule_at]
                 .into_iter()
                 .flatten()
