@@ -196,6 +196,11 @@ impl prometheus_client::encoding::EncodeLabelValue for EscapedRef<'_> {
         encoder: &mut prometheus_client::encoding::LabelValueEncoder,
     ) -> Result<(), std::fmt::Error> {
         use std::fmt::Write;
+        // Nearly every value (ids, names, regions, statuses) has nothing to escape: written
+        // whole, not a character at a time (a fifth of a 100,000-monitor rendering).
+        if !self.0.contains(['\\', '"', '\n']) {
+            return encoder.write_str(self.0);
+        }
         for c in self.0.chars() {
             match c {
                 '\\' => encoder.write_str("\\\\")?,

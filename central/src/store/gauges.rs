@@ -1,11 +1,13 @@
 //! What `/metrics` shows of monitors and their locations, read as stored: the status each
 //! showed at alerting's last look (`shown_status`) and the latency of its newest result. No
-//! derivation here or in the caller: a scrape costs one pass over those rows, in pages, not a
-//! status derived per monitor. Must not: decide a status (that is `service::alerts`, which
-//! writes `shown_status`).
+//! derivation here or in the caller: a scrape costs one pass over those rows, not a status
+//! derived per monitor. Must not: decide a status (that is `service::alerts`, which writes
+//! `shown_status`).
+
+use futures_util::TryStreamExt;
 
 use super::packed::{packed, unpack};
-use super::Store;
+use super::{Backend, Store};
 
 /// One monitor (`region` `None`) or one location of it, as last shown.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
@@ -19,127 +21,202 @@ pub struct ShownRow {
     pub latency_ms: Option<i64>,
 }
 
-/// Rows per read: one packed value each (`packed`), so a scrape of 100,000 monitors is a
-/// hundred reads, not 100,000 rows handed over one by one.
+/// Rows per read on SQLite: one packed value each (`packed`), so a scrape of 100,000 monitors
+/// is a hundred reads, not 100,000 rows handed over one by one from sqlx's worker thread.
 const PAGE: i64 = 1_000;
 
-/// The columns every page reads, as (name, expression); `region` is NULL for monitors.
+/// The columns every read selects, as (name, expression); `region` is NULL for monitors.
 type Columns<'a> = [(&'a str, &'a str); 5];
 
+/// What one kind of row is read from: its columns and its tables.
+struct Source<'a> {
+    columns: Columns<'a>,
+    from: &'a str,
+}
+
+const MONITORS: Source = Source {
+    columns: [
+        ("monitor_id", "m.id"),
+        ("region", "CAST(NULL AS TEXT)"),
+        ("name", "m.name"),
+        ("status", "m.shown_status"),
+        ("latency_ms", "s.latency_ms"),
+    ],
+    from: "FROM monitors m LEFT JOIN monitor_status s ON s.monitor_id = m.id",
+};
+
+const LOCATIONS: Source = Source {
+    columns: [
+        ("monitor_id", "l.monitor_id"),
+        ("region", "l.region"),
+        ("name", "m.name"),
+        ("status", "l.shown_status"),
+        ("latency_ms", "s.latency_ms"),
+    ],
+    from: "FROM monitor_locations l JOIN monitors m ON m.id = l.monitor_id \
+           LEFT JOIN location_status s ON s.monitor_id = l.monitor_id AND s.region = l.region",
+};
+
+/// On SQLite monitors are read alone (their latencies joined here, from `monitor_status`
+/// read in its own storage order): a join per page seeks the status table's index once per
+/// monitor, and those seeks were most of a scrape.
+const MONITORS_ALONE: Source = Source {
+    columns: [
+        ("monitor_id", "m.id"),
+        ("region", "CAST(NULL AS TEXT)"),
+        ("name", "m.name"),
+        ("status", "m.shown_status"),
+        ("latency_ms", "CAST(NULL AS INTEGER)"),
+    ],
+    from: "FROM monitors m",
+};
+
+/// A row of a SQLite page, with where it is stored (the next page starts after it).
+trait Paged: serde::de::DeserializeOwned {
+    fn position(&self) -> i64;
+}
+
+#[derive(serde::Deserialize)]
+struct PagedRow {
+    position: i64,
+    monitor_id: String,
+    name: String,
+    #[serde(default)]
+    region: Option<String>,
+    status: Option<String>,
+    latency_ms: Option<i64>,
+}
+
+impl Paged for PagedRow {
+    fn position(&self) -> i64 {
+        self.position
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct LatencyRow {
+    position: i64,
+    monitor_id: String,
+    latency_ms: Option<i64>,
+}
+
+impl Paged for LatencyRow {
+    fn position(&self) -> i64 {
+        self.position
+    }
+}
+
 impl Store {
-    /// Every monitor, then every location, as last shown; `each` is called per row, a page of
-    /// `PAGE` rows held here at a time. Pages are read one after the other (by key), so a
-    /// scrape is not one snapshot: a row that changes meanwhile shows either state.
+    /// Every monitor, then every location, as last shown, in no particular order; `each` is
+    /// called per row. On PostgreSQL each kind is one streamed query (a hash join of two
+    /// sequential scans). On SQLite pages of `PAGE` rows follow each table's storage order
+    /// (its rowid): a sequential stretch of the table each, instead of an index walk with a
+    /// seek into the table per row; monitors' latencies are read the same way and joined
+    /// here (`MONITORS_ALONE`). Pages are read one after the other, so a SQLite scrape is not
+    /// one snapshot: a row that changes meanwhile shows either state. Memory: the rows' own
+    /// size, plus a latency per monitor on SQLite while they are read.
     pub async fn each_shown(&self, mut each: impl FnMut(ShownRow)) -> anyhow::Result<()> {
-        let monitors: Columns = [
-            ("monitor_id", "m.id"),
-            ("region", "CAST(NULL AS TEXT)"),
-            ("name", "m.name"),
-            ("status", "m.shown_status"),
-            ("latency_ms", "s.latency_ms"),
-        ];
-        // The status rows bounded by the page's start too: PostgreSQL merges the two indexes,
-        // and without it read the status index from its first row for each page (100 pages at
-        // 100,000 monitors: 3 s a scrape instead of a third of a second).
-        let rest = format!(
-            "FROM monitors m LEFT JOIN monitor_status s \
-             ON s.monitor_id = m.id AND s.monitor_id > $1 \
-             WHERE m.id > $1 ORDER BY m.id LIMIT {PAGE}"
-        );
-        let mut after = String::new();
-        loop {
-            let rows = self
-                .shown_page(&monitors, &rest, "monitor_id", &[&after])
-                .await?;
-            let full = rows.len() as i64 == PAGE;
-            for row in rows {
-                after.clone_from(&row.monitor_id);
-                each(row);
-            }
-            if !full {
-                break;
-            }
+        if self.backend() == Backend::Postgres {
+            self.each_streamed(&MONITORS, &mut each).await?;
+            return self.each_streamed(&LOCATIONS, &mut each).await;
         }
-        let locations: Columns = [
-            ("monitor_id", "l.monitor_id"),
-            ("region", "l.region"),
-            ("name", "m.name"),
-            ("status", "l.shown_status"),
+        let mut latencies = foldhash::HashMap::default();
+        let latency = [
+            ("monitor_id", "s.monitor_id"),
             ("latency_ms", "s.latency_ms"),
+            ("position", "s.rowid"),
         ];
-        let rest = format!(
-            "FROM monitor_locations l JOIN monitors m ON m.id = l.monitor_id AND m.id >= $1 \
-             LEFT JOIN location_status s ON s.monitor_id = l.monitor_id AND s.region = l.region \
-                AND s.monitor_id >= $1 \
-             WHERE (l.monitor_id, l.region) > ($1, $2) \
-             ORDER BY l.monitor_id, l.region LIMIT {PAGE}"
-        );
-        let mut after = (String::new(), String::new());
-        loop {
-            let rows = self
-                .shown_page(
-                    &locations,
-                    &rest,
-                    "monitor_id, region",
-                    &[&after.0, &after.1],
-                )
-                .await?;
-            let full = rows.len() as i64 == PAGE;
-            for row in rows {
-                after = (
-                    row.monitor_id.clone(),
-                    row.region.clone().unwrap_or_default(),
-                );
-                each(row);
+        self.each_paged(&latency, "FROM monitor_status s", "s", |row: LatencyRow| {
+            if let Some(ms) = row.latency_ms {
+                latencies.insert(row.monitor_id, ms);
             }
-            if !full {
-                break;
-            }
+        })
+        .await?;
+        let mut columns = MONITORS_ALONE.columns.to_vec();
+        columns.push(("position", "m.rowid"));
+        self.each_paged(&columns, MONITORS_ALONE.from, "m", |row: PagedRow| {
+            let latency_ms = latencies.remove(&row.monitor_id);
+            each(row.shown(latency_ms));
+        })
+        .await?;
+        let mut columns = LOCATIONS.columns.to_vec();
+        columns.push(("position", "l.rowid"));
+        self.each_paged(&columns, LOCATIONS.from, "l", |row: PagedRow| {
+            let latency_ms = row.latency_ms;
+            each(row.shown(latency_ms));
+        })
+        .await
+    }
+
+    async fn each_streamed(
+        &self,
+        source: &Source<'_>,
+        each: &mut impl FnMut(ShownRow),
+    ) -> anyhow::Result<()> {
+        let select: Vec<String> = source
+            .columns
+            .iter()
+            .map(|(name, expression)| format!("{expression} AS {name}"))
+            .collect();
+        let sql = format!("SELECT {} {}", select.join(", "), source.from);
+        type Row = (String, Option<String>, String, Option<String>, Option<i64>);
+        let mut rows = sqlx::query_as::<_, Row>(&sql).fetch(&self.pool);
+        while let Some((monitor_id, region, name, status, latency_ms)) = rows.try_next().await? {
+            each(ShownRow {
+                monitor_id,
+                name,
+                region,
+                status,
+                latency_ms,
+            });
         }
         Ok(())
     }
 
-    /// One page: `SELECT columns rest` with `params` bound, in `order`. Packed on SQLite (`packed`: one value, not a row
-    /// per monitor from its worker thread); plain rows on PostgreSQL, whose rows stream on one
-    /// socket and for which building a page of JSON and parsing it back cost more than the
-    /// read itself.
-    async fn shown_page(
+    /// `SELECT columns from`, in pages of `PAGE` rows in the storage order of the table
+    /// `alias` names, on SQLite; `columns` include that table's rowid as `position`. The next
+    /// page is being read by SQLite (on sqlx's worker thread) while `each` takes this one's
+    /// rows, so reading and rendering overlap instead of taking turns.
+    async fn each_paged<T: Paged>(
         &self,
-        columns: &Columns<'_>,
-        rest: &str,
-        order: &str,
-        params: &[&str],
-    ) -> anyhow::Result<Vec<ShownRow>> {
-        if self.backend() == super::Backend::Postgres {
-            let select: Vec<String> = columns
-                .iter()
-                .map(|(name, expression)| format!("{expression} AS {name}"))
-                .collect();
-            type Row = (String, Option<String>, String, Option<String>, Option<i64>);
-            let sql = format!("SELECT {} {rest}", select.join(", "));
-            let mut query = sqlx::query_as(&sql);
-            for param in params {
-                query = query.bind(*param);
+        columns: &[(&str, &str)],
+        from: &str,
+        alias: &str,
+        mut each: impl FnMut(T),
+    ) -> anyhow::Result<()> {
+        let rest = format!("{from} WHERE {alias}.rowid > $1 ORDER BY {alias}.rowid LIMIT {PAGE}");
+        let sql = packed(self.backend(), columns, &rest, "position");
+        let read = |after: i64| {
+            let (pool, sql) = (self.pool.clone(), sql.clone());
+            tokio::spawn(async move {
+                let (text,): (String,) = sqlx::query_as(&sql).bind(after).fetch_one(&pool).await?;
+                anyhow::Ok(text)
+            })
+        };
+        let mut page = read(0);
+        loop {
+            let rows: Vec<T> = unpack(&page.await??)?;
+            let full = rows.len() as i64 == PAGE;
+            if !full {
+                rows.into_iter().for_each(each);
+                return Ok(());
             }
-            let rows: Vec<Row> = query.fetch_all(&self.pool).await?;
-            return Ok(rows
-                .into_iter()
-                .map(|(monitor_id, region, name, status, latency_ms)| ShownRow {
-                    monitor_id,
-                    name,
-                    region,
-                    status,
-                    latency_ms,
-                })
-                .collect());
+            let after = rows.iter().map(Paged::position).max().unwrap_or_default();
+            page = read(after);
+            rows.into_iter().for_each(&mut each);
         }
-        let sql = packed(self.backend(), columns, rest, order);
-        let mut query = sqlx::query_as(&sql);
-        for param in params {
-            query = query.bind(*param);
+    }
+}
+
+impl PagedRow {
+    fn shown(self, latency_ms: Option<i64>) -> ShownRow {
+        ShownRow {
+            monitor_id: self.monitor_id,
+            name: self.name,
+            region: self.region,
+            status: self.status,
+            latency_ms,
         }
-        let (text,): (String,) = query.fetch_one(&self.pool).await?;
-        unpack(&text)
     }
 }
 
@@ -169,8 +246,36 @@ mod tests {
         .execute(&store.pool)
         .await
         .unwrap();
+        // Latencies of every fifth monitor and of each one's `us` location, joined by key
+        // whatever order pages follow.
+        sqlx::query(
+            "INSERT INTO monitor_status (monitor_id, status, poller_id, last_result_id, \
+                last_result_at, latency_ms, message) \
+             SELECT id, 'up', 'p', 'r', 0, CAST(substr(id, 2) AS INTEGER), '' FROM monitors \
+             WHERE CAST(substr(id, 2) AS INTEGER) % 5 = 0",
+        )
+        .execute(&store.pool)
+        .await
+        .unwrap();
+        sqlx::query(
+            "INSERT INTO location_status (monitor_id, region, status, poller_id, \
+                last_result_id, last_result_at, latency_ms, message) \
+             SELECT id, 'us', 'up', 'p', 'r', 0, 7, '' FROM monitors",
+        )
+        .execute(&store.pool)
+        .await
+        .unwrap();
         let mut rows = Vec::new();
         store.each_shown(|row| rows.push(row)).await.unwrap();
+        for row in &rows {
+            let number: i64 = row.monitor_id[1..].parse().unwrap();
+            let latency = match row.region.as_deref() {
+                None => (number % 5 == 0).then_some(number),
+                Some("us") => Some(7),
+                Some(_) => None,
+            };
+            assert_eq!(row.latency_ms, latency, "{row:?}");
+        }
         let monitors: Vec<_> = rows.iter().filter(|r| r.region.is_none()).collect();
         let locations: Vec<_> = rows.iter().filter(|r| r.region.is_some()).collect();
         assert_eq!(monitors.len(), 2345);

@@ -30,11 +30,10 @@ pub(super) fn packed(
         .collect();
     let pairs = pairs.join(", ");
     let packed = match backend {
-        // Built as JSONB and turned into text once: `json_object`'s text would be parsed
-        // again by `json_group_array` for every row.
-        Backend::Sqlite => {
-            format!("json(jsonb_group_array(jsonb_object({pairs}) ORDER BY {order}))")
-        }
+        // Text all the way: built as JSONB instead (`json(jsonb_group_array(jsonb_object(…)))`)
+        // a scrape of 100,000 monitors took a fifth longer, since `jsonb_object` writes its
+        // object as text and parses that into JSONB, and `json` writes it all as text again.
+        Backend::Sqlite => format!("json_group_array(json_object({pairs}) ORDER BY {order})"),
         Backend::Postgres => format!(
             "CAST(COALESCE(json_agg(json_build_object({pairs}) ORDER BY {order}), '[]') AS TEXT)"
         ),
