@@ -20,7 +20,7 @@ use shared_proto::settings_api::PollerStatus;
 
 use super::{admin_token, auth, App};
 use crate::error::ApiResult;
-use crate::metrics::{MonitorSample, PollerSample};
+use crate::metrics::{MonitorSample, PollerSample, StateText};
 use crate::store::ShownRow;
 
 /// The longest a scrape's text may be old; below Prometheus' usual 15 s interval.
@@ -72,7 +72,7 @@ impl App {
             }
         }
         let text = match self.state_metrics().await {
-            Ok(state) => Bytes::from(state.trim_end().trim_end_matches("# EOF").to_string()),
+            Ok(state) => Bytes::from(state),
             Err(e) => {
                 tracing::warn!("reading state for /metrics failed: {e}");
                 Bytes::new()
@@ -82,49 +82,46 @@ impl App {
         text
     }
 
+    /// Each monitor's series are written as its row is read (`StateText`): the rows are not
+    /// kept, and a page is written while the store reads the next.
     async fn state_metrics(&self) -> ApiResult<String> {
-        let mut samples = Vec::new();
+        let mut text = StateText::default();
         self.store
-            .each_shown(|row| samples.push(sample_of(row)))
+            .each_shown(|row| text.add(&sample_of(&row)))
             .await?;
         let pollers = self.store.all_pollers().await?;
         let now = self.now_ms();
-        let poller_statuses: Vec<&'static str> = pollers
-            .iter()
-            .map(|p| match self.poller_status(p, now) {
-                PollerStatus::Online => "online",
-                PollerStatus::Offline => "offline",
-                PollerStatus::Degraded => "degraded",
-            })
-            .collect();
         let poller_samples: Vec<PollerSample> = pollers
             .iter()
-            .zip(&poller_statuses)
-            .map(|(p, status)| PollerSample {
+            .map(|p| PollerSample {
                 poller_id: &p.id,
                 name: p.alias.as_deref().unwrap_or(&p.name),
                 region: p.region.as_deref().unwrap_or_default(),
-                status,
+                status: match self.poller_status(p, now) {
+                    PollerStatus::Online => "online",
+                    PollerStatus::Offline => "offline",
+                    PollerStatus::Degraded => "degraded",
+                },
                 queue_depth: p.queue_depth,
             })
             .collect();
-        Ok(crate::metrics::render_state(samples, &poller_samples))
+        Ok(text.finish(&poller_samples))
     }
 }
 
 /// A stored row as its gauges: `up` is 1 for up, 0 for down or degraded, absent otherwise;
 /// a monitor or location not looked at yet shows `pending`.
-fn sample_of(row: ShownRow) -> MonitorSample {
-    let status = row.status.unwrap_or_else(|| "pending".into());
-    let up = match status.as_str() {
+fn sample_of(row: &ShownRow) -> MonitorSample<'_> {
+    let status = row.status.as_deref().unwrap_or("pending");
+    let up = match status {
         "up" => Some(1),
         "down" | "degraded" => Some(0),
         _ => None,
     };
     MonitorSample {
-        monitor_id: row.monitor_id,
-        name: row.name,
-        region: row.region.unwrap_or_default(),
+        monitor_id: &row.monitor_id,
+        name: &row.name,
+        region: row.region.as_deref().unwrap_or_default(),
         status,
         up,
         latency_ms: row.latency_ms,
