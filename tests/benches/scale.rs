@@ -390,6 +390,8 @@ async fn run(label: &str, program: &std::path::Path, sizes: Sizes) -> anyhow::Re
     // and a little more.
     tokio::time::sleep(Duration::from_secs(interval_s + batch_interval_s + 5)).await;
 
+    // On stderr, for a profiler to attach to central for the steady window.
+    eprintln!("steady window: {measure_s} s from now, central pid {pid}");
     let (cpu_before, wall) = (cpu_seconds(pid).unwrap_or(0.0), Instant::now());
     tokio::time::sleep(Duration::from_secs(measure_s)).await;
     let steady_cpu = (cpu_seconds(pid).unwrap_or(0.0) - cpu_before) / wall.elapsed().as_secs_f64();

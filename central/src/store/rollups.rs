@@ -94,26 +94,32 @@ impl RollupSums {
         self.bands[band] += 1;
     }
 
+    /// The delta as `add_to_rollups` reads it: a JSON array in the order of `DELTA_KEY`,
+    /// then `COUNTED`, then the bands. By position, not as an object: on SQLite a key is
+    /// found by comparing it with every key before it, and a delta has 29 of them.
     fn to_json(&self, key: &RollupKey) -> serde_json::Value {
-        let mut row = serde_json::json!({
-            "monitor_id": key.monitor_id,
-            "region": key.region,
-            "resolution": key.resolution.as_str(),
-            "bucket_start": key.bucket_start,
-            "up": self.up,
-            "down": self.down,
-            "total": self.total,
-            "latency_count": self.latency_count,
-            "latency_sum": self.latency_sum,
-            "latency_min": self.latency_min,
-            "latency_max": self.latency_max,
-            "up_ms": self.up_ms,
-            "down_ms": self.down_ms,
-        });
-        for (band, count) in self.bands.iter().enumerate() {
-            row[format!("lat_{band}")] = (*count).into();
-        }
-        row
+        let mut row = vec![
+            key.monitor_id.as_str().into(),
+            key.region.as_str().into(),
+            key.resolution.as_str().into(),
+            key.bucket_start.into(),
+            self.latency_min.into(),
+            self.latency_max.into(),
+        ];
+        row.extend(
+            [
+                self.up,
+                self.down,
+                self.total,
+                self.latency_count,
+                self.latency_sum,
+                self.up_ms,
+                self.down_ms,
+            ]
+            .map(serde_json::Value::from),
+        );
+        row.extend(self.bands.map(serde_json::Value::from));
+        serde_json::Value::Array(row)
     }
 
     fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
@@ -193,6 +199,17 @@ fn band_columns() -> impl Iterator<Item = String> {
     (0..LATENCY_BANDS).map(|band| format!("lat_{band}"))
 }
 
+/// A delta's first columns (`RollupSums::to_json`): which bucket, and the extremes.
+const DELTA_KEY: [&str; 6] = [
+    "monitor_id",
+    "region",
+    "resolution",
+    "bucket_start",
+    "latency_min",
+    "latency_max",
+];
+
+/// The sums a delta adds, in the order `RollupSums::to_json` writes them.
 const COUNTED: [&str; 7] = [
     "up",
     "down",
@@ -227,9 +244,19 @@ impl Store {
             .chain(band_columns())
             .collect();
         let columns = added.join(", ");
-        let values = added
-            .iter()
-            .map(|column| format!("CAST(r.value ->> '{column}' AS BIGINT)"))
+        // By position (`RollupSums::to_json`): the key, then the sums.
+        let at = |position: usize| format!("r.value ->> {position}");
+        let key = [
+            at(0),
+            at(1),
+            at(2),
+            format!("CAST({} AS BIGINT)", at(3)),
+            format!("CAST({} AS BIGINT)", at(4)),
+            format!("CAST({} AS BIGINT)", at(5)),
+        ]
+        .join(", ");
+        let values = (0..added.len())
+            .map(|i| format!("CAST({} AS BIGINT)", at(DELTA_KEY.len() + i)))
             .collect::<Vec<_>>()
             .join(", ");
         let sums = added
@@ -238,13 +265,7 @@ impl Store {
             .collect::<Vec<_>>()
             .join(", ");
         let sql = format!(
-            "INSERT INTO rollups (monitor_id, region, resolution, bucket_start, latency_min, \
-                latency_max, {columns}) \
-             SELECT r.value ->> 'monitor_id', r.value ->> 'region', r.value ->> 'resolution', \
-                CAST(r.value ->> 'bucket_start' AS BIGINT), \
-                CAST(r.value ->> 'latency_min' AS BIGINT), \
-                CAST(r.value ->> 'latency_max' AS BIGINT), {values} \
-             FROM {rows} WHERE true \
+            "INSERT INTO rollups ({}, {columns}) SELECT {key}, {values} FROM {rows} WHERE true \
              ON CONFLICT (monitor_id, region, resolution, bucket_start) DO UPDATE SET {sums}, \
                 latency_min = CASE WHEN rollups.latency_min IS NULL \
                     OR excluded.latency_min < rollups.latency_min \
@@ -252,6 +273,7 @@ impl Store {
                 latency_max = CASE WHEN rollups.latency_max IS NULL \
                     OR excluded.latency_max > rollups.latency_max \
                     THEN excluded.latency_max ELSE rollups.latency_max END",
+            DELTA_KEY.join(", "),
             rows = json_rows(self.backend(), "$1"),
         );
         for chunk in deltas.chunks(ROLLUP_CHUNK) {
@@ -393,6 +415,36 @@ mod tests {
         sums.count("rate_limited", None);
         assert_eq!((sums.up, sums.down, sums.total), (5, 1, 7));
         assert_eq!((sums.latency_count, sums.latency_max), (5, Some(10_001)));
+    }
+
+    /// One batch's results in one bucket make one delta: each of its columns lands in its own.
+    #[tokio::test]
+    async fn a_delta_fills_each_column_of_its_bucket() {
+        let (store, _dir) = sqlite_store().await;
+        let hour = 3_600_000;
+        let batch = [
+            result("x", hour + 1_000, "up", 30, None),
+            result("y", hour + 2_000, "up", 700, None),
+            result("z", hour + 3_000, "down", 5, None),
+        ];
+        store
+            .insert_results("p1", &batch, 1, &NewestDecides)
+            .await
+            .unwrap();
+        let bucket = &store
+            .rollup_buckets("m1", "", Resolution::Minute, hour, 1)
+            .await
+            .unwrap()[0];
+        let sums = &bucket.sums;
+        assert_eq!(bucket.bucket_start, hour);
+        assert_eq!((sums.up, sums.down, sums.total), (2, 1, 3));
+        assert_eq!((sums.latency_count, sums.latency_sum), (2, 730));
+        assert_eq!((sums.latency_min, sums.latency_max), (Some(30), Some(700)));
+        assert_eq!((sums.up_ms, sums.down_ms), (2_000, 0));
+        let mut bands = [0; LATENCY_BANDS];
+        bands[3] = 1; // 30 ms: up to 50
+        bands[10] = 1; // 700 ms: up to 1,000
+        assert_eq!(sums.bands, bands);
     }
 
     #[tokio::test]
