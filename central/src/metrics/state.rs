@@ -6,7 +6,7 @@
 //! The monitor families are written here by hand, not with prometheus-client: its encoder
 //! takes a family's samples in one call, so the text could only be written once every row
 //! had been read and kept. The text format of a gauge is one line per series; label values
-//! are escaped as the crate escapes them.
+//! are escaped here (`escape_into`), for these families and the pollers' alike.
 
 use std::fmt::Write;
 
