@@ -431,11 +431,15 @@ async fn login_and_registration_floods_starve_nobody_and_hashing_stays_bounded(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_opened_before_a_restart_is_served_while_strangers_hold_every_place(
 ) -> anyhow::Result<()> {
-    let mut central = Central::start_with(&[("CENTRAL_MAX_UNAUTHENTICATED_REQUESTS", "1")]).await?;
+    let mut central = Central::start_with(&[
+        ("CENTRAL_MAX_UNAUTHENTICATED_REQUESTS", "1"),
+        ("CENTRAL_REQUEST_TIMEOUT", "120s"),
+    ])
+    .await?;
     let session = central.session_cookie().await?;
     central.restart().await?;
     // A body that never comes holds the one unauthenticated place for the request timeout
-    // (30 s), longer than this test waits.
+    // (120 s), longer than this test waits even on a busy machine.
     let held = open(
         &central,
         2,
@@ -448,16 +452,33 @@ async fn a_session_opened_before_a_restart_is_served_while_strangers_hold_every_
     let http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()?;
-    e2e::eventually(
-        Duration::from_secs(10),
+    // What the last probe was answered, for the failure message.
+    let last = std::sync::Mutex::new(String::new());
+    let taken = e2e::eventually(
+        Duration::from_secs(45),
         "the unauthenticated place is taken",
         || async {
             let login = http.post(format!("{}/login", central.url)).send().await;
-            (login.ok()?.status() == 503).then_some(())
+            let status = login.as_ref().map(|l| l.status());
+            *last.lock().unwrap() = format!("{status:?}");
+            (status.ok()? == 503).then_some(())
         },
     )
-    .await?;
-    let page = e2e::eventually(Duration::from_secs(10), "the page opens", || async {
+    .await;
+    if let Err(error) = taken {
+        anyhow::bail!(
+            "{error}; the last probe was answered {}; central's log:\n{}",
+            last.lock().unwrap(),
+            central
+                .log()
+                .lines()
+                .rev()
+                .take(60)
+                .collect::<Vec<_>>()
+                .join("\n") // newest first
+        );
+    }
+    let page = e2e::eventually(Duration::from_secs(20), "the page opens", || async {
         let status = http
             .get(format!("{}/", central.url))
             .header("cookie", &session)
