@@ -232,7 +232,7 @@ impl Store {
             return Ok(());
         }
         let _guard = self.write_lock().await;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.writer.begin().await?;
         mark_due(&mut tx, self.backend(), &serde_json::to_string(ids)?, at).await?;
         tx.commit().await?;
         Ok(())
@@ -267,7 +267,7 @@ impl Store {
              marks = alert_due.marks + 1, steady = 0",
         )
         .bind(at)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await?;
         Ok(())
     }

@@ -58,7 +58,7 @@ impl Store {
                     .bind(&event.detail)
                     .bind(event.next_due_at);
             }
-            query.execute(&self.pool).await?;
+            query.execute(&self.writer).await?;
         }
         Ok(())
     }
@@ -68,11 +68,11 @@ impl Store {
         let _guard = self.write_lock().await;
         let events = sqlx::query("DELETE FROM engine_events WHERE at < $1")
             .bind(before_ms)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         let changes = sqlx::query("DELETE FROM poller_status_changes WHERE at < $1")
             .bind(before_ms)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         Ok(events.rows_affected() + changes.rows_affected())
     }

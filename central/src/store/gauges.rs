@@ -5,6 +5,7 @@
 //! `shown_status`).
 
 use futures_util::TryStreamExt;
+use sqlx::{Any, Transaction};
 
 use super::packed::{packed, unpack};
 use super::{Backend, Store};
@@ -113,8 +114,8 @@ impl Store {
     /// SQLite pages of `PAGE` rows follow each table's storage order (its rowid): a
     /// sequential stretch of the table each, instead of an index walk with a seek into the
     /// table per row; monitors' latencies are read the same way and joined here
-    /// (`MONITORS_ALONE`). Neither is one snapshot (monitors and locations are two reads, and
-    /// SQLite's pages one after the other): a row that changes meanwhile shows either state.
+    /// (`MONITORS_ALONE`), all in one read transaction. On PostgreSQL monitors and locations are
+    /// two reads, not one snapshot: a row that changes between them shows either state.
     /// Memory: a row at a time on PostgreSQL; on SQLite two pages, plus a latency per
     /// monitor while monitors are read.
     pub async fn each_shown(&self, mut each: impl FnMut(ShownRow)) -> anyhow::Result<()> {
@@ -122,13 +123,19 @@ impl Store {
             self.each_streamed(&MONITORS, &mut each).await?;
             return self.each_streamed(&LOCATIONS, &mut each).await;
         }
+        // One read transaction for every page: SQLite drops a connection's page cache when
+        // a read begins after another connection wrote, so under ingest a read per page
+        // fetched its pages from the OS again; within one transaction the cache holds, and
+        // the scrape is one snapshot.
+        let tx = self.pool.begin().await?;
         let mut latencies = foldhash::HashMap::default();
         let latency = [
             ("monitor_id", "s.monitor_id"),
             ("latency_ms", "s.latency_ms"),
             ("position", "s.rowid"),
         ];
-        self.each_paged(&latency, "FROM monitor_status s", "s", |row: LatencyRow| {
+        let from = "FROM monitor_status s";
+        let tx = each_paged(tx, &latency, from, "s", |row: LatencyRow| {
             if let Some(ms) = row.latency_ms {
                 latencies.insert(row.monitor_id, ms);
             }
@@ -136,18 +143,20 @@ impl Store {
         .await?;
         let mut columns = MONITORS_ALONE.columns.to_vec();
         columns.push(("position", "m.rowid"));
-        self.each_paged(&columns, MONITORS_ALONE.from, "m", |row: PagedRow| {
+        let tx = each_paged(tx, &columns, MONITORS_ALONE.from, "m", |row: PagedRow| {
             let latency_ms = latencies.remove(&row.monitor_id);
             each(row.shown(latency_ms));
         })
         .await?;
         let mut columns = LOCATIONS.columns.to_vec();
         columns.push(("position", "l.rowid"));
-        self.each_paged(&columns, LOCATIONS.from, "l", |row: PagedRow| {
+        let tx = each_paged(tx, &columns, LOCATIONS.from, "l", |row: PagedRow| {
             let latency_ms = row.latency_ms;
             each(row.shown(latency_ms));
         })
-        .await
+        .await?;
+        tx.commit().await?;
+        Ok(())
     }
 
     async fn each_streamed(
@@ -174,39 +183,41 @@ impl Store {
         }
         Ok(())
     }
+}
 
-    /// `SELECT columns from`, in pages of `PAGE` rows in the storage order of the table
-    /// `alias` names, on SQLite; `columns` include that table's rowid as `position`. The next
-    /// page is being read by SQLite (on sqlx's worker thread) while `each` takes this one's
-    /// rows, so reading and rendering overlap instead of taking turns.
-    async fn each_paged<T: Paged>(
-        &self,
-        columns: &[(&str, &str)],
-        from: &str,
-        alias: &str,
-        mut each: impl FnMut(T),
-    ) -> anyhow::Result<()> {
-        let rest = format!("{from} WHERE {alias}.rowid > $1 ORDER BY {alias}.rowid LIMIT {PAGE}");
-        let sql = packed(self.backend(), columns, &rest, "position");
-        let read = |after: i64| {
-            let (pool, sql) = (self.pool.clone(), sql.clone());
-            tokio::spawn(async move {
-                let (text,): (String,) = sqlx::query_as(&sql).bind(after).fetch_one(&pool).await?;
-                anyhow::Ok(text)
-            })
-        };
-        let mut page = read(0);
-        loop {
-            let rows: Vec<T> = unpack(&page.await??)?;
-            let full = rows.len() as i64 == PAGE;
-            if !full {
-                rows.into_iter().for_each(each);
-                return Ok(());
-            }
-            let after = rows.iter().map(Paged::position).max().unwrap_or_default();
-            page = read(after);
-            rows.into_iter().for_each(&mut each);
+/// `SELECT columns from`, in pages of `PAGE` rows in the storage order of the table `alias`
+/// names, on SQLite, inside `tx`; `columns` include that table's rowid as `position`. The
+/// next page is being read by SQLite (on sqlx's worker thread, the transaction handed to a
+/// task and back) while `each` takes this one's rows, so reading and rendering overlap
+/// instead of taking turns.
+async fn each_paged<T: Paged>(
+    tx: Transaction<'static, Any>,
+    columns: &[(&str, &str)],
+    from: &str,
+    alias: &str,
+    mut each: impl FnMut(T),
+) -> anyhow::Result<Transaction<'static, Any>> {
+    let rest = format!("{from} WHERE {alias}.rowid > $1 ORDER BY {alias}.rowid LIMIT {PAGE}");
+    let sql = packed(Backend::Sqlite, columns, &rest, "position");
+    let read = |mut tx: Transaction<'static, Any>, after: i64| {
+        let sql = sql.clone();
+        tokio::spawn(async move {
+            let page: Result<(String,), _> =
+                sqlx::query_as(&sql).bind(after).fetch_one(&mut *tx).await;
+            (tx, page)
+        })
+    };
+    let mut reading = read(tx, 0);
+    loop {
+        let (tx, page) = reading.await?;
+        let rows: Vec<T> = unpack(&page?.0)?;
+        if rows.len() as i64 != PAGE {
+            rows.into_iter().for_each(each);
+            return Ok(tx);
         }
+        let after = rows.iter().map(Paged::position).max().unwrap_or_default();
+        reading = read(tx, after);
+        rows.into_iter().for_each(&mut each);
     }
 }
 
@@ -320,5 +331,40 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(ids.len(), 2_000);
+    }
+
+    /// A scrape on SQLite is one snapshot: what is written while its first page is being
+    /// rendered shows in none of its later pages.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_write_during_a_scrape_shows_in_none_of_its_pages() {
+        let (store, _dir) = sqlite_store().await;
+        sqlx::query(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3500) \
+             INSERT INTO monitors (id, name, kind, target, interval_ms, timeout_ms, settings, \
+                poller_mode, created_at, updated_at, revision, shown_status) \
+             SELECT printf('m%05d', i), 'n', 'http', 'http://x', 60000, 10000, '{}', 'auto', \
+                0, 0, 1, 'up' FROM n",
+        )
+        .execute(&store.pool)
+        .await
+        .unwrap();
+        let mut statuses = std::collections::BTreeMap::<String, usize>::new();
+        let mut written = false;
+        store
+            .each_shown(|row| {
+                if !written {
+                    written = true;
+                    let write = sqlx::query("UPDATE monitors SET shown_status = 'down'")
+                        .execute(&store.writer);
+                    let done = tokio::task::block_in_place(|| {
+                        tokio::runtime::Handle::current().block_on(write)
+                    });
+                    assert_eq!(done.unwrap().rows_affected(), 3500);
+                }
+                *statuses.entry(row.status.unwrap_or_default()).or_default() += 1;
+            })
+            .await
+            .unwrap();
+        assert_eq!(statuses, [("up".to_string(), 3500)].into());
     }
 }

@@ -26,7 +26,7 @@ impl Store {
         lapse: i64,
     ) -> anyhow::Result<LeaseState> {
         let _guard = self.write_lock().await;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.writer.begin().await?;
         // A new lease row is born expired (holder ''), for the update below to take.
         let (held_since,): (i64,) = sqlx::query_as(
             "INSERT INTO leases (name, holder, expires_at, held_since, seen_at) \

@@ -65,6 +65,12 @@ pub enum Backend {
 
 pub struct Store {
     pool: AnyPool,
+    /// On SQLite, the one connection writes go through (the same pool as `pool` on
+    /// PostgreSQL). SQLite drops a connection's whole page cache when it begins a read and
+    /// another connection has written since: with writes spread over the pool, every ingest
+    /// re-read its pages from the OS. The writer's cache stays warm as long as it is the only
+    /// connection that writes.
+    writer: AnyPool,
     backend: Backend,
     /// Kept to open the notification connection of `listen_for_versions` (PostgreSQL only).
     url: String,
@@ -412,11 +418,40 @@ impl Store {
         };
         let options = AnyConnectOptions::from_str(&url)
             .with_context(|| format!("invalid CENTRAL_DATABASE_URL `{}`", redacted(&url)))?;
-        let pool = AnyPoolOptions::new()
-            .max_connections(match backend {
+        let pool = Self::pool_options(
+            backend,
+            match backend {
                 Backend::Sqlite => 4,
                 Backend::Postgres => 16,
-            })
+            },
+        )
+        .connect_with(options.clone())
+        .await
+        .with_context(|| format!("cannot open the database at `{}`", redacted(&url)))?;
+        let writer = match backend {
+            Backend::Sqlite => Self::pool_options(backend, 1)
+                // Its cache is the point: the connection is never retired while central runs.
+                .idle_timeout(None)
+                .max_lifetime(None)
+                .connect_with(options)
+                .await
+                .with_context(|| format!("cannot open the database at `{}`", redacted(&url)))?,
+            Backend::Postgres => pool.clone(),
+        };
+        let store = Store {
+            pool,
+            writer,
+            backend,
+            url: url.clone(),
+            sqlite_writer: Mutex::new(()),
+        };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    fn pool_options(backend: Backend, connections: u32) -> AnyPoolOptions {
+        AnyPoolOptions::new()
+            .max_connections(connections)
             .acquire_timeout(Duration::from_secs(10))
             .after_connect(move |conn, _| {
                 Box::pin(async move {
@@ -442,17 +477,6 @@ impl Store {
                     Ok(())
                 })
             })
-            .connect_with(options)
-            .await
-            .with_context(|| format!("cannot open the database at `{}`", redacted(&url)))?;
-        let store = Store {
-            pool,
-            backend,
-            url: url.clone(),
-            sqlite_writer: Mutex::new(()),
-        };
-        store.migrate().await?;
-        Ok(store)
     }
 
     async fn migrate(&self) -> anyhow::Result<()> {
@@ -505,7 +529,7 @@ impl Store {
         let done = sqlx::query(sql)
             .bind(id)
             .bind(value)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -534,7 +558,7 @@ impl Store {
         )
         .bind(key)
         .bind(value)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await?;
         self.setting(key)
             .await?
@@ -550,7 +574,7 @@ impl Store {
         )
         .bind(key)
         .bind(value)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await?;
         Ok(())
     }

@@ -267,7 +267,7 @@ impl Store {
     /// Inserts a monitor (unplaced) and returns the assignment version it was created at.
     pub async fn insert_monitor(&self, row: &MonitorRow) -> anyhow::Result<i64> {
         let _guard = self.write_lock().await;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.writer.begin().await?;
         let mut versioned = bump_version(&mut tx).await?;
         let version = versioned.version;
         sqlx::query(
@@ -325,7 +325,7 @@ impl Store {
         revision: i64,
     ) -> anyhow::Result<Option<Versioned>> {
         let _guard = self.write_lock().await;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.writer.begin().await?;
         let mut versioned = bump_version(&mut tx).await?;
         let version = versioned.version;
         let updated: Option<(Option<String>,)> = sqlx::query_as(
@@ -386,7 +386,7 @@ impl Store {
     /// `None` if there was no such monitor.
     pub async fn delete_monitor(&self, id: &str, now: i64) -> anyhow::Result<Option<Versioned>> {
         let _guard = self.write_lock().await;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.writer.begin().await?;
         let deleted: Option<(Option<String>,)> =
             sqlx::query_as("DELETE FROM monitors WHERE id = $1 RETURNING assigned_poller_id")
                 .bind(id)
@@ -501,7 +501,7 @@ impl Store {
         let mut ordered: Vec<&AssignmentChange> = changes.iter().collect();
         ordered.sort_by(|a, b| (&a.monitor_id, &a.region).cmp(&(&b.monitor_id, &b.region)));
         let _guard = self.write_lock().await;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.writer.begin().await?;
         let mut versioned = bump_version(&mut tx).await?;
         let mut placed: Vec<&str> = Vec::new();
         for change in ordered {
@@ -619,7 +619,7 @@ impl Store {
     /// Drops log entries written before `before_ms`; pollers behind them get full sets.
     pub async fn compact_assignment_log(&self, before_ms: i64) -> anyhow::Result<u64> {
         let _guard = self.write_lock().await;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.writer.begin().await?;
         let newest: Option<(Option<i64>,)> =
             sqlx::query_as("SELECT MAX(version) FROM assignment_log WHERE created_at < $1")
                 .bind(before_ms)

@@ -161,7 +161,7 @@ impl Store {
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
         );
         bind_channel(sqlx::query(&sql), row)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         Ok(())
     }
@@ -177,7 +177,7 @@ impl Store {
             ),
             row,
         )
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -185,7 +185,7 @@ impl Store {
     /// Deletes a channel; its undelivered notifications are given up. `false` if unknown.
     pub async fn delete_channel(&self, id: &str) -> anyhow::Result<bool> {
         let _guard = self.write_lock().await;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.writer.begin().await?;
         let done = sqlx::query("DELETE FROM notification_channels WHERE id = $1")
             .bind(id)
             .execute(&mut *tx)
@@ -256,7 +256,7 @@ impl Store {
             return Ok(0);
         }
         let _guard = self.write_lock().await;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.writer.begin().await?;
         let mut applied = 0;
         for update in updates {
             let state = &update.state;
@@ -323,7 +323,7 @@ impl Store {
              next_attempt_at = NULL WHERE status = 'pending' AND NOT EXISTS (SELECT 1 FROM notification_channels c \
                  WHERE c.id = notifications.channel_id)",
         )
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await?;
         Ok(done.rows_affected())
     }
@@ -377,7 +377,7 @@ impl Store {
         .bind(id)
         .bind(now)
         .bind(until)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -411,7 +411,7 @@ impl Store {
             .bind(id)
             .bind(error),
         };
-        query.execute(&self.pool).await?;
+        query.execute(&self.writer).await?;
         Ok(())
     }
 
@@ -456,7 +456,7 @@ impl Store {
         let done =
             sqlx::query("DELETE FROM notifications WHERE status <> 'pending' AND created_at < $1")
                 .bind(before)
-                .execute(&self.pool)
+                .execute(&self.writer)
                 .await?;
         Ok(done.rows_affected())
     }

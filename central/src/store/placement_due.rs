@@ -59,7 +59,7 @@ impl Store {
             return Ok(());
         }
         let _guard = self.write_lock().await;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.writer.begin().await?;
         let sql = format!(
             "INSERT INTO placement_due (poller_id, reach, marks, queued_at) \
              SELECT DISTINCT value, CAST($2 AS TEXT), 1, CAST($3 AS BIGINT) FROM {} WHERE true ORDER BY 1 \
@@ -158,7 +158,7 @@ impl Store {
             return Ok(());
         }
         let _guard = self.write_lock().await;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.writer.begin().await?;
         for queued in handled {
             sqlx::query("DELETE FROM placement_due WHERE poller_id = $1 AND marks = $2")
                 .bind(&queued.poller_id)

@@ -119,7 +119,7 @@ impl Store {
         .bind(row.created_at)
         .bind(row.last_heartbeat_at)
         .bind(&row.capability_limit)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await?;
         Ok(())
     }
@@ -197,7 +197,7 @@ impl Store {
         .bind(&beat.scheduler_health)
         .bind(flag(beat.came_online))
         .bind(&beat.error)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await?;
         Ok(())
     }
@@ -228,7 +228,7 @@ impl Store {
         .bind(&row.region)
         .bind(&row.datacenter)
         .bind(flag(row.enabled))
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await?;
         Ok(())
     }
@@ -255,7 +255,7 @@ impl Store {
         notifications: &[OutboxRow],
     ) -> anyhow::Result<bool> {
         let _guard = self.write_lock().await;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.writer.begin().await?;
         let done = sqlx::query(
             "UPDATE pollers SET status = $2, status_since = $3 \
              WHERE id = $1 AND COALESCE(status, '') = $4 AND COALESCE(status, '') <> $2",

@@ -316,7 +316,7 @@ impl Store {
         rules: &dyn IngestRules,
     ) -> anyhow::Result<Ingested> {
         let _guard = self.write_lock().await;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.writer.begin().await?;
         let mut inserted = HashSet::with_capacity(results.len());
         // The batch travels as one JSON parameter that the database unpacks itself: binding
         // thousands of parameters one by one costs more than the insert.
@@ -628,7 +628,7 @@ impl Store {
             for id in chunk {
                 query = query.bind(id);
             }
-            deleted += query.execute(&self.pool).await?.rows_affected();
+            deleted += query.execute(&self.writer).await?.rows_affected();
         }
         Ok(deleted)
     }
@@ -648,7 +648,7 @@ impl Store {
         .bind(monitor_id)
         .bind(before)
         .bind(i64::from(limit))
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await?
         .rows_affected())
     }

@@ -376,7 +376,7 @@ impl Store {
         .bind(resolution.as_str())
         .bind(before)
         .bind(i64::from(limit))
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await?;
         Ok(deleted.rows_affected())
     }

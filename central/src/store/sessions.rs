@@ -25,7 +25,7 @@ impl Store {
         .bind(csrf_token)
         .bind(now)
         .bind(expires_at)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await?;
         Ok(())
     }
@@ -68,7 +68,7 @@ impl Store {
         let _guard = self.write_lock().await;
         sqlx::query("DELETE FROM web_sessions WHERE id_sha256 = $1")
             .bind(id_sha256)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         Ok(())
     }
@@ -77,7 +77,7 @@ impl Store {
     pub async fn delete_all_sessions(&self) -> anyhow::Result<()> {
         let _guard = self.write_lock().await;
         sqlx::query("DELETE FROM web_sessions")
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         Ok(())
     }
@@ -87,7 +87,7 @@ impl Store {
         Ok(
             sqlx::query("DELETE FROM web_sessions WHERE expires_at <= $1")
                 .bind(now)
-                .execute(&self.pool)
+                .execute(&self.writer)
                 .await?
                 .rows_affected(),
         )

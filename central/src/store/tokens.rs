@@ -123,7 +123,7 @@ impl Store {
             .bind(row.created_at)
             .bind(row.expires_at)
             .bind(row.max_uses)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         Ok(())
     }
@@ -187,7 +187,7 @@ impl Store {
         .bind(&row.secret_hash)
         .bind(created_at)
         .bind(row.expires_at)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await?;
         Ok(())
     }
@@ -219,7 +219,7 @@ impl Store {
         .bind(id)
         .bind(now)
         .bind(successor)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -232,7 +232,7 @@ impl Store {
         )
         .bind(family_id)
         .bind(now)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await?;
         Ok(())
     }
@@ -243,7 +243,7 @@ impl Store {
         sqlx::query("UPDATE refresh_tokens SET replaced_by = $2 WHERE id = $1")
             .bind(id)
             .bind(successor)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         Ok(())
     }
@@ -264,7 +264,7 @@ impl Store {
         .bind(id)
         .bind(now)
         .bind(reason)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -281,7 +281,7 @@ impl Store {
         )
         .bind(poller_id)
         .bind(now)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await?;
         Ok(())
     }
@@ -320,6 +320,6 @@ impl Store {
             .bind(id)
             .bind(secret_hash),
         };
-        Ok(query.execute(&self.pool).await?.rows_affected() == 1)
+        Ok(query.execute(&self.writer).await?.rows_affected() == 1)
     }
 }
