@@ -63,6 +63,19 @@ pub enum Backend {
     Postgres,
 }
 
+/// SQLite's page cache of the one writing connection, in KiB: ingest's index pages stay in it
+/// (it is never dropped, since no other connection writes).
+const WRITER_CACHE_KIB: u32 = 65_536;
+/// SQLite's page cache of each reading connection, in KiB (about SQLite's default). SQLite drops
+/// a reader's whole cache, page by page, whenever it begins a read after the writer wrote,
+/// which under ingest is nearly every read: with 64 MiB per reader, `perf` showed
+/// `pcache1TruncateUnsafe` alone in 4 % of central's samples while 100,000 monitors were
+/// created, with the `free`s and `malloc_consolidate` around it, and the creation slowed. A
+/// scrape reads its pages in storage order within one transaction, which a small cache serves
+/// as well (20,000-monitor scale bench: `/metrics` 160 ms, 171 ms before the writer had a
+/// connection of its own).
+const READER_CACHE_KIB: u32 = 2_048;
+
 pub struct Store {
     pool: AnyPool,
     /// On SQLite, the one connection writes go through (the same pool as `pool` on
@@ -424,12 +437,13 @@ impl Store {
                 Backend::Sqlite => 4,
                 Backend::Postgres => 16,
             },
+            READER_CACHE_KIB,
         )
         .connect_with(options.clone())
         .await
         .with_context(|| format!("cannot open the database at `{}`", redacted(&url)))?;
         let writer = match backend {
-            Backend::Sqlite => Self::pool_options(backend, 1)
+            Backend::Sqlite => Self::pool_options(backend, 1, WRITER_CACHE_KIB)
                 // Its cache is the point: the connection is never retired while central runs.
                 .idle_timeout(None)
                 .max_lifetime(None)
@@ -449,7 +463,7 @@ impl Store {
         Ok(store)
     }
 
-    fn pool_options(backend: Backend, connections: u32) -> AnyPoolOptions {
+    fn pool_options(backend: Backend, connections: u32, cache_kib: u32) -> AnyPoolOptions {
         AnyPoolOptions::new()
             .max_connections(connections)
             .acquire_timeout(Duration::from_secs(10))
@@ -459,20 +473,17 @@ impl Store {
                         // Sorts and groupings in memory: a temporary file each (an open, a
                         // write and an unlink) cost a few dozen system calls a second at
                         // 100,000 monitors (seen with strace in the scale benchmark).
-                        // A page cache of up to 64 MiB per connection (SQLite's default is
-                        // 2 MiB): with less, the pages ingest and `/metrics` touch at 100,000
-                        // monitors were read from the OS again and again (`pread` was a third
-                        // of central's CPU, by perf, in a scrape and in steady ingest); with
-                        // it a scrape of 100,000 monitors took 510 ms instead of 650, and
-                        // RSS in the scale benchmark grew from about 200 to 220-285 MB.
-                        // Pages are cached as they are read, so a small database costs no
-                        // more than before.
+                        // The page cache's size is the connection's (`WRITER_CACHE_KIB`,
+                        // `READER_CACHE_KIB`). Pages are cached as they are read, so a small
+                        // database costs no more than its pages.
                         conn.execute(
                             "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
                              PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON; \
-                             PRAGMA temp_store = MEMORY; PRAGMA cache_size = -65536;",
+                             PRAGMA temp_store = MEMORY;",
                         )
                         .await?;
+                        conn.execute(&*format!("PRAGMA cache_size = -{cache_kib};"))
+                            .await?;
                     }
                     Ok(())
                 })
