@@ -64,7 +64,14 @@ pub enum Backend {
 }
 
 /// SQLite's page cache of the one writing connection, in KiB: ingest's index pages stay in it
-/// (it is never dropped, since no other connection writes).
+/// (it is never dropped, since no other connection writes). It is not free: SQLite 3.46 walks
+/// every page this cache holds when a write transaction commits after a B-tree split that
+/// reordered pages (`balance_nonroot` parks a page at the lock-byte page's number, which
+/// `pcache1Truncate` then trims), which ingest's inserts cause in nearly every upload: by
+/// `perf` (a uprobe on `pcache1Truncate`) 40 such walks a second over 15,856 cached pages at
+/// 20,000 monitors, `pcache1TruncateUnsafe` 8 % of central's samples. A smaller cache walks
+/// less and re-reads more from the OS; which wins at 100,000 monitors is not measured yet
+/// (docs/benchmarks.md).
 const WRITER_CACHE_KIB: u32 = 65_536;
 /// SQLite's page cache of each reading connection, in KiB (about SQLite's default). SQLite drops
 /// a reader's whole cache, page by page, whenever it begins a read after the writer wrote,
