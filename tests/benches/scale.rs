@@ -9,6 +9,12 @@
 //!   cargo bench -p e2e --bench scale [-- --monitors 10000 --pollers 20 --interval-s 60]
 //!                                    [--batch-size 50 --batch-interval-s 10]
 //!                                    [--baseline PATH-TO-AN-OLDER-central]
+//!                                    [--grown-db-mib 1100]
+//!
+//! `--grown-db-mib N` (SQLite) first makes the database N MiB larger, with a table of the
+//! bench's own, as an older database is: past 1 GiB at 4 KiB pages SQLite no longer walks the
+//! writer's whole page cache at commits after a page split (docs/benchmarks.md), which a young
+//! database does; 1,667 results/s grow a database past 1 GiB within its first hour.
 //!
 //! (`--batch-size 1 --batch-interval-s 1` uploads every second: six times the uploads agents
 //! make at 100,000 monitors on 200 pollers, a harsher load.)
@@ -50,6 +56,8 @@ struct Sizes {
     pollers: usize,
     interval_s: u64,
     measure_s: u64,
+    /// MiB the SQLite database is grown by before the run (`--grown-db-mib`).
+    grown_db_mib: u64,
     /// Uploads once this many results are queued, or every `batch_interval_s`.
     batch_size: usize,
     batch_interval_s: u64,
@@ -287,6 +295,7 @@ async fn main() -> anyhow::Result<()> {
         pollers: arg("--pollers", 20) as usize,
         interval_s: arg("--interval-s", 60),
         measure_s: arg("--measure-s", 30),
+        grown_db_mib: arg("--grown-db-mib", 0),
         batch_size: arg("--batch-size", 50) as usize,
         batch_interval_s: arg("--batch-interval-s", 10),
     };
@@ -308,13 +317,14 @@ async fn run(label: &str, program: &std::path::Path, sizes: Sizes) -> anyhow::Re
         pollers,
         interval_s,
         measure_s,
+        grown_db_mib,
         batch_size,
         batch_interval_s,
     } = sizes;
     let backend = std::env::var("E2E_DATABASE").unwrap_or_else(|_| "sqlite".into());
     // Every test poller speaks from 127.0.0.1, which real pollers do not: neither the
     // registration rate nor the per-client connection cap applies to them here.
-    let central = Central::start_program(
+    let mut central = Central::start_program(
         program,
         &[
             ("CENTRAL_AUTH_RATE_LIMIT", "0"),
@@ -322,6 +332,11 @@ async fn run(label: &str, program: &std::path::Path, sizes: Sizes) -> anyhow::Re
         ],
     )
     .await?;
+    if grown_db_mib > 0 && backend == "sqlite" {
+        central.kill().await;
+        grow(&central.dir.path().join("central.db"), grown_db_mib)?;
+        central.restart().await?;
+    }
     let pid = central.pid().expect("central runs");
     let receiver = HttpReceiver::start().await?;
     central
@@ -510,8 +525,13 @@ async fn run(label: &str, program: &std::path::Path, sizes: Sizes) -> anyhow::Re
     } else {
         String::new()
     };
+    let grown = if grown_db_mib > 0 {
+        format!(" grown by {grown_db_mib} MiB")
+    } else {
+        String::new()
+    };
     Ok(format!(
-        "scale ({backend}, {label}): {monitors} monitors / {pollers} pollers / {:.0} results/s, \
+        "scale ({backend}{grown}, {label}): {monitors} monitors / {pollers} pollers / {:.0} results/s, \
          uploads of {batch_size} or every {batch_interval_s} s (created in {:.0} s) | CPU steady {:.0} % of a core, no results {:.0} % | alert latency \
          ({} of {} told) p50 {:.0} ms, p99 {:.0} ms | ?status=down {:.0} ms, page of 50 {:.0} ms, \
          /metrics {:.0} ms, one status {:.1} ms | 1 % down ({}) {} | RSS {} MB{others}",
@@ -531,4 +551,23 @@ async fn run(label: &str, program: &std::path::Path, sizes: Sizes) -> anyhow::Re
         burst_all,
         rss_bytes(pid).unwrap_or(0) / 1_000_000
     ))
+}
+
+/// Makes the SQLite database at `path` `mib` MiB larger (a table of the bench's own, of
+/// zero-filled blobs, written back into the database file), while central is stopped.
+fn grow(path: &std::path::Path, mib: u64) -> anyhow::Result<()> {
+    let db = rusqlite::Connection::open(path)?;
+    db.execute_batch("CREATE TABLE bench_filler (b BLOB NOT NULL)")?;
+    let tx = db.unchecked_transaction()?;
+    for _ in 0..mib {
+        tx.execute(
+            "INSERT INTO bench_filler (b) VALUES (zeroblob(1048576))",
+            [],
+        )?;
+    }
+    tx.commit()?;
+    db.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")?;
+    let pages: u64 = db.query_row("PRAGMA page_count", [], |row| row.get(0))?;
+    eprintln!("database grown to {pages} pages");
+    Ok(())
 }

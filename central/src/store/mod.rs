@@ -69,8 +69,11 @@ pub enum Backend {
 /// reordered pages (`balance_nonroot` parks a page at the lock-byte page's number, which
 /// `pcache1Truncate` then trims), which ingest's inserts cause in nearly every upload: by
 /// `perf` (a uprobe on `pcache1Truncate`) 40 such walks a second over 15,856 cached pages at
-/// 20,000 monitors, `pcache1TruncateUnsafe` 8 % of central's samples. A smaller cache walks
-/// less and re-reads more from the OS; which wins at 100,000 monitors is not measured yet
+/// 20,000 monitors, `pcache1TruncateUnsafe` 8 % of central's samples. Only while the database
+/// is smaller than that page's offset (1 GiB at 4 KiB pages): past it the parked number is
+/// inside the database and nothing is trimmed (the same uprobe on a database grown to 1.1 GiB
+/// first: no walk), which 1,667 results/s reach within the first hour. So the cache stays
+/// large; whether a young database would do better with a smaller one is not measured
 /// (docs/benchmarks.md).
 const WRITER_CACHE_KIB: u32 = 65_536;
 /// SQLite's page cache of each reading connection, in KiB (about SQLite's default). SQLite drops
