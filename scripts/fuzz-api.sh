@@ -6,7 +6,8 @@
 # each with every check and every phase (examples, coverage, fuzzing; stateful on the settings API,
 # the only one with links), and no hooks: the document alone says what central accepts
 # (scripts/schemathesis.toml says which statuses count as a refusal and an acceptance). Long
-# polls are answered at once (CENTRAL_MAX_LONG_POLLS=0), so a valid `wait` costs no time. Both
+# polls and operators' commands are answered at once (CENTRAL_MAX_LONG_POLLS=0,
+# CENTRAL_MAX_COMMAND_WAIT=0s: its pollers never answer), so a valid `wait` costs no time. Both
 # runs always execute; the script exits non-zero if either fails. JUnit reports go to
 # target/fuzz-api/.
 #
@@ -85,6 +86,7 @@ ADMIN=$(python3 -c 'import secrets; print("fuzz-admin-" + secrets.token_hex(16))
     CENTRAL_AUTH_FAILURES_GLOBAL_PER_MINUTE=0 \
     CENTRAL_POLLER_HEARTBEATS_PER_MINUTE=0 \
     CENTRAL_MAX_LONG_POLLS=0 \
+    CENTRAL_MAX_COMMAND_WAIT=0s \
     RUST_LOG="${RUST_LOG:-info}" \
     "$CENTRAL_BIN" serve >"$LOG" 2>&1
 ) &

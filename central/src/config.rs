@@ -170,6 +170,12 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u32).range(1..))]
     pub max_long_polls_per_poller: u32,
 
+    /// The longest an operator's command (check now, reset, test) waits for the pollers'
+    /// answers before answering `202`; a longer `wait` is cut to this. Each waiting request
+    /// holds one of the operators' places.
+    #[arg(long, env = "CENTRAL_MAX_COMMAND_WAIT", default_value = "25s", value_parser = parse_duration)]
+    pub max_command_wait: Duration,
+
     /// Heartbeats one poller may send per minute (and in ten seconds' burst); beyond them
     /// its heartbeats are answered 429 with Retry-After. Agents send one every
     /// POLLER_HEARTBEAT_INTERVAL (10 s by default). 0 turns the limit off.

@@ -171,6 +171,7 @@ async fn run(options: &Options, target: &str) {
         max_concurrency: options.concurrency,
         report: Arc::new(EngineReport::default()),
         results: results_tx,
+        acks: tokio::sync::mpsc::channel(1).0,
         lag_samples: Some(lags.clone()),
     };
     let writer = QueueWriter {

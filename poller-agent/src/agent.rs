@@ -75,6 +75,7 @@ pub async fn run(
 
     let report = Arc::new(EngineReport::default());
     let (results_tx, results_rx) = mpsc::channel(10_000);
+    let (acks_tx, acks_rx) = mpsc::channel(1_000);
     let runner = Runner {
         clock: Arc::new(SystemClock),
         checker: Checker::new(&config.display_name())?,
@@ -86,6 +87,7 @@ pub async fn run(
         max_concurrency: config.max_concurrency as usize,
         report: report.clone(),
         results: results_tx,
+        acks: acks_tx.clone(),
         lag_samples: None,
     };
     let writer = QueueWriter {
@@ -95,6 +97,7 @@ pub async fn run(
     };
     let sync = AssignmentSync {
         client: client.clone(),
+        acks: acks_tx,
         store: store.clone(),
         metrics: metrics.clone(),
         engine: engine_tx,
@@ -118,6 +121,9 @@ pub async fn run(
         max_bytes: config.queue_max_bytes,
     };
     let health_metrics = metrics.clone();
+    let acknowledgements = crate::uplink::commands::Acknowledgements {
+        client: client.clone(),
+    };
     let uploader = Uploader {
         client,
         store,
@@ -133,6 +139,10 @@ pub async fn run(
     tasks.spawn(named("housekeeping", housekeeping.run(stop_rx.clone())));
     tasks.spawn(named("assignment sync", sync.run(stop_rx.clone())));
     tasks.spawn(named("heartbeats", heartbeats.run(stop_rx.clone())));
+    tasks.spawn(named(
+        "acknowledgements",
+        acknowledgements.run(acks_rx, stop_rx.clone()),
+    ));
     tasks.spawn(named("uploader", uploader.run(stop_rx)));
     supervise(tasks, stopping, &health_metrics).await?;
     tracing::info!("agent stopped");

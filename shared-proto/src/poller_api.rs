@@ -26,6 +26,9 @@ const _: () = assert!(MAX_RESULT_LATENCY_MS == 240_000);
 pub const MAX_HEARTBEAT_EVENTS: usize = 1_000;
 pub const MAX_HEARTBEAT_ERRORS: usize = 100;
 pub const MAX_DEAD_LETTERS: usize = 1_000;
+/// Caps of the scheduler's per-monitor lists in a heartbeat, each above what an agent sends
+/// (100 breakers, budgets and pauses, 25 stalest monitors).
+pub const MAX_REPORTED_MONITORS: usize = 1_000;
 pub const MAX_CAPABILITIES: usize = 64;
 /// Longest `version`, and longest text kept of an error, event reason or dead-letter reason.
 pub const MAX_VERSION_LEN: usize = 64;
@@ -230,6 +233,11 @@ impl HeartbeatRequest {
             for dead in &mut scheduler.dead_letters {
                 trim_text(&mut dead.reason);
             }
+            for stale in &mut scheduler.staleness {
+                if let Some(error) = &mut stale.last_error {
+                    trim_text(error);
+                }
+            }
         }
         for event in &mut self.events {
             if let EventKind::DeadLettered { reason } = &mut event.kind {
@@ -265,6 +273,35 @@ pub struct SchedulerHealth {
     pub dead_letters: Vec<DeadLetter>,
     /// How late the most overdue monitor is (0 when none is late).
     pub most_overdue_ms: u64,
+    /// Breakers not closed (at most 100, those to retry soonest first).
+    #[serde(
+        default,
+        deserialize_with = "bounded::vec::<_, _, MAX_REPORTED_MONITORS>"
+    )]
+    #[cfg_attr(feature = "openapi", schema(max_items = 1000))]
+    pub breakers: Vec<BreakerReport>,
+    /// Monitors the engine auto-paused (at most 100, soonest to resume first).
+    #[serde(
+        default,
+        deserialize_with = "bounded::vec::<_, _, MAX_REPORTED_MONITORS>"
+    )]
+    #[cfg_attr(feature = "openapi", schema(max_items = 1000))]
+    pub auto_paused: Vec<PauseReport>,
+    /// The monitors longest without a success, in intervals (at most 25, stalest first; only
+    /// those at least one interval late).
+    #[serde(
+        default,
+        deserialize_with = "bounded::vec::<_, _, MAX_REPORTED_MONITORS>"
+    )]
+    #[cfg_attr(feature = "openapi", schema(max_items = 1000))]
+    pub staleness: Vec<Staleness>,
+    /// Targets' stated rate-limit budgets (at most 100, least left first).
+    #[serde(
+        default,
+        deserialize_with = "bounded::vec::<_, _, MAX_REPORTED_MONITORS>"
+    )]
+    #[cfg_attr(feature = "openapi", schema(max_items = 1000))]
+    pub budgets: Vec<BudgetReport>,
 }
 
 /// A monitor the engine gave up on for now; rechecked every 30 minutes.
@@ -272,8 +309,61 @@ pub struct SchedulerHealth {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DeadLetter {
     pub monitor_id: Uuid,
+    /// The last error.
     pub reason: String,
     pub since: DateTime<Utc>,
+    /// Consecutive failures so far.
+    #[serde(default)]
+    pub failures: u32,
+    /// When it is rechecked.
+    #[serde(default)]
+    pub next_recheck: Option<DateTime<Utc>>,
+}
+
+/// A monitor whose breaker is not closed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct BreakerReport {
+    pub monitor_id: Uuid,
+    /// `open` or `half_open`.
+    pub state: String,
+    /// Consecutive failures.
+    pub failures: u32,
+    /// When an open breaker lets a probe through.
+    pub retry_at: Option<DateTime<Utc>>,
+}
+
+/// A monitor the engine paused itself (its success rate fell below its threshold).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PauseReport {
+    pub monitor_id: Uuid,
+    pub until: DateTime<Utc>,
+    /// Its success rate over its window.
+    pub success_rate: Option<f64>,
+}
+
+/// How long a monitor has gone without a success.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Staleness {
+    pub monitor_id: Uuid,
+    /// Intervals since its last success (or since it was assigned, without one).
+    pub intervals: f64,
+    pub last_success: Option<DateTime<Utc>>,
+    pub last_error: Option<String>,
+}
+
+/// A target's rate-limit budget as it last stated it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct BudgetReport {
+    pub monitor_id: Uuid,
+    pub limit: Option<u64>,
+    pub remaining: u64,
+    pub reset_at: Option<DateTime<Utc>>,
+    /// Below the monitor's reserve: its checks are spaced out until the reset.
+    pub low: bool,
 }
 
 /// A state change of the engine about one monitor.
@@ -356,6 +446,99 @@ pub struct AssignmentsResponse {
     pub full: bool,
     pub upserts: Vec<AssignedMonitor>,
     pub removes: Vec<Uuid>,
+    /// What operators asked of this poller since it last asked (check now, reset, test),
+    /// to do after applying `upserts` and `removes`. Each is acknowledged once with
+    /// `POST /api/poller/commands/{id}/ack`; one not acknowledged is offered again after
+    /// `COMMAND_RESEND_MS`, so an agent must do nothing the second time it sees an id.
+    /// A command this agent cannot read (a kind from a newer central) is left out: it expires
+    /// at central unanswered, and the rest of the answer still applies.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "readable_commands"
+    )]
+    pub commands: Vec<PollerCommand>,
+}
+
+fn readable_commands<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<PollerCommand>, D::Error> {
+    let raw: Vec<Value> = Deserialize::deserialize(deserializer)?;
+    Ok(raw
+        .into_iter()
+        .filter_map(|command| serde_json::from_value(command).ok())
+        .collect())
+}
+
+/// A command not acknowledged is offered again after this long (its answer may have been
+/// lost on the way).
+pub const COMMAND_RESEND_MS: i64 = 15_000;
+
+/// Something an operator asked one poller to do. Pollers only make outbound requests, so
+/// commands ride on the assignments long poll.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PollerCommand {
+    /// Made by central; the agent acknowledges by it and runs an id at most once.
+    pub id: Uuid,
+    #[serde(flatten)]
+    pub action: CommandAction,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum CommandAction {
+    /// Run this assigned monitor now, whatever its schedule, breaker, auto-pause or dead
+    /// letter; acknowledged with the result of a check started after the command arrived.
+    Check { monitor_id: Uuid },
+    /// Forget the monitor's engine state (breaker, backoff, retries, auto-pause, dead letter)
+    /// and run it now.
+    Reset { monitor_id: Uuid },
+    /// Run this monitor once, outside the schedule, and acknowledge with its result; nothing
+    /// is queued or uploaded.
+    Test { monitor: AssignedMonitor },
+}
+
+impl CommandAction {
+    pub fn name(&self) -> &'static str {
+        match self {
+            CommandAction::Check { .. } => "check",
+            CommandAction::Reset { .. } => "reset",
+            CommandAction::Test { .. } => "test",
+        }
+    }
+}
+
+/// `POST /api/poller/commands/{id}/ack`: what came of a command.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct CommandAck {
+    /// Whether the agent did what was asked (`false`: e.g. the monitor is not assigned here).
+    pub done: bool,
+    /// What happened, for the operator.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_length = 1024))]
+    pub message: String,
+    /// `check` and `test`: the result. A `check`'s result is also queued and uploaded as any
+    /// other; central stores it once (by its `id`).
+    #[serde(default)]
+    pub result: Option<CheckResult>,
+}
+
+impl CommandAck {
+    /// Cuts the message as heartbeats' texts are cut.
+    pub fn trim(&mut self) {
+        trim_text(&mut self.message);
+    }
+}
+
+/// Answer to `ack`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct CommandAckResponse {
+    /// `true` when this command had been acknowledged before: the first answer stands.
+    pub already: bool,
 }
 
 /// The outcome of one check.
@@ -457,6 +640,25 @@ mod tests {
         let mut bad_caps = register("edge-1");
         bad_caps.capabilities = vec!["http".into(), "".into()];
         assert_eq!(bad_caps.validate().unwrap_err().field, "capabilities");
+    }
+
+    #[test]
+    fn a_command_of_an_unknown_kind_is_left_out_and_the_rest_applies() {
+        let answer: AssignmentsResponse = serde_json::from_value(serde_json::json!({
+            "version": 3, "full": false, "upserts": [], "removes": [],
+            "commands": [
+                {"id": "0193a4b2-0000-7000-8000-000000000001", "kind": "teleport"},
+                {"id": "0193a4b2-0000-7000-8000-000000000002", "kind": "reset",
+                 "monitor_id": "0193a4b2-0000-7000-8000-000000000003"}
+            ]
+        }))
+        .unwrap();
+        assert_eq!(answer.commands.len(), 1);
+        assert_eq!(answer.commands[0].action.name(), "reset");
+        let old: AssignmentsResponse = serde_json::from_value(serde_json::json!({
+            "version": 3, "full": false, "upserts": [], "removes": []}))
+        .unwrap();
+        assert!(old.commands.is_empty());
     }
 
     #[test]

@@ -449,6 +449,13 @@ pub struct MonitorStatusView {
     /// For a multi-location monitor: how many locations must see it down for `down`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quorum: Option<u32>,
+    /// What the poller's engine says of it (breaker, auto-pause, dead letter, rate limit);
+    /// only in a single monitor's status answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<EngineView>,
+    /// How it has fared lately; only in a single monitor's status answer, once it has results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<HealthClass>,
 }
 
 /// One stored result, as `GET /api/v1/monitors/{id}/results` returns it.
@@ -506,4 +513,112 @@ mod tests {
             );
         }
     }
+}
+
+/// Where an operator's command to a poller stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum CommandState {
+    /// Waiting for the poller's next long poll.
+    Queued,
+    /// Handed to the poller, not answered yet.
+    Sent,
+    /// The poller did it (`result` holds the result of a `check` or `test`).
+    Done,
+    /// The poller could not do it; `message` says why.
+    Failed,
+    /// Nobody answered in time; the poller will not be asked again.
+    Expired,
+}
+
+/// An operator's command to one poller (`POST /api/v1/monitors/{id}/check`, `…/reset`,
+/// `POST /api/v1/monitors/test`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct CommandView {
+    pub id: Uuid,
+    /// `check`, `reset` or `test`.
+    pub kind: String,
+    pub poller_id: Uuid,
+    /// The monitor it concerns (none for a `test`, which runs an unsaved monitor).
+    pub monitor_id: Option<Uuid>,
+    pub state: CommandState,
+    pub message: Option<String>,
+    /// The fresh result of a `check` or `test`.
+    pub result: Option<crate::poller_api::CheckResult>,
+    pub created_at: DateTime<Utc>,
+    pub acked_at: Option<DateTime<Utc>>,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// Answer to a command request: one command per poller asked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct CommandsAnswer {
+    /// `true` when every poller answered within the wait (HTTP 200); `false` otherwise (HTTP
+    /// 202: read each again with `GET /api/v1/commands/{id}`).
+    pub complete: bool,
+    pub commands: Vec<CommandView>,
+}
+
+/// How a monitor has fared lately, by SourceMonitor's classes over its last 20 decisive
+/// results (`rate_limited` ones left out): `declining` after 3 or more failures in a row,
+/// `improving` after 2 or more successes that follow a failure, else `healthy` at a success
+/// rate of 80 % or more, `warning` at 50 % or more, `critical` below.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum HealthClass {
+    Healthy,
+    Warning,
+    Critical,
+    Improving,
+    Declining,
+}
+
+/// What a poller's engine says of a monitor, from its newest result's `meta.engine`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct EngineView {
+    /// The poller whose engine this is (a multi-location monitor's newest result's).
+    pub poller_id: Uuid,
+    /// `closed`, `open` or `half_open`.
+    pub breaker: String,
+    /// When an open breaker lets its next probe through.
+    pub breaker_until: Option<DateTime<Utc>>,
+    /// The engine paused the monitor itself (its success rate fell) until then.
+    pub paused_until: Option<DateTime<Utc>>,
+    /// The engine gave up on it for now (rechecked every 30 minutes): the last error.
+    pub dead_letter: Option<String>,
+    pub consecutive_failures: Option<u64>,
+    /// Over the engine's rolling window.
+    pub success_rate: Option<f64>,
+    /// The target's stated rate-limit budget.
+    pub rate_limit: Option<RateLimitView>,
+    /// One line per thing an operator should know, as the page shows them (`auto-paused until
+    /// …`, `breaker open until …`, `dead-lettered: …`, `rate limited: budget 12 of 5000 left,
+    /// resets …`).
+    pub notes: Vec<String>,
+}
+
+/// A target's rate-limit budget as it last stated it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RateLimitView {
+    pub limit: Option<u64>,
+    pub remaining: u64,
+    pub reset_at: Option<DateTime<Utc>>,
+    /// Below the monitor's reserve: checks are spaced out until the reset.
+    pub low: bool,
+}
+
+/// A poller's scheduler as its last heartbeat described it (`GET /api/v1/pollers/{id}/scheduler`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SchedulerView {
+    pub poller_id: Uuid,
+    /// When that heartbeat arrived; none before the first.
+    pub reported_at: Option<DateTime<Utc>>,
+    pub scheduler: Option<crate::poller_api::SchedulerHealth>,
 }

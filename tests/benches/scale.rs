@@ -69,6 +69,8 @@ type Down = Arc<Mutex<HashMap<String, Option<Instant>>>>;
 
 /// How often a bench poller exchanges its refresh token, well within the access token's life.
 const REFRESH_EVERY: Duration = Duration::from_secs(600);
+/// How soon a failed refresh is tried again.
+const REFRESH_RETRY: Duration = Duration::from_secs(10);
 
 /// A test poller behaving as an agent does towards central, apart from checking: heartbeats,
 /// a long poll always open, access tokens refreshed before they expire.
@@ -131,7 +133,11 @@ impl BenchPoller {
             let mut wait = first_refresh;
             loop {
                 tokio::time::sleep(wait).await;
-                wait = REFRESH_EVERY;
+                // A refresh that failed (central shedding load, say) is tried again soon, as
+                // agents do: waiting a whole period would let the access token expire, and
+                // the poller's 401s would lock its address out (a 100,000-monitor run whose
+                // creation took an hour ended so).
+                wait = REFRESH_RETRY;
                 let answer = h
                     .post(format!("{u}/api/poller/token"))
                     .json(&json!({"refresh_token": refresh}))
@@ -139,6 +145,7 @@ impl BenchPoller {
                     .await
                     .and_then(|a| a.error_for_status());
                 let Ok(answer) = answer else { continue };
+                wait = REFRESH_EVERY;
                 if let Ok(body) = answer.json::<Value>().await {
                     if let (Some(access), Some(next)) = (
                         body["access_token"].as_str(),
@@ -410,6 +417,12 @@ async fn run(label: &str, program: &std::path::Path, sizes: Sizes) -> anyhow::Re
     let (cpu_before, wall) = (cpu_seconds(pid).unwrap_or(0.0), Instant::now());
     tokio::time::sleep(Duration::from_secs(measure_s)).await;
     let steady_cpu = (cpu_seconds(pid).unwrap_or(0.0) - cpu_before) / wall.elapsed().as_secs_f64();
+    // At once: a long run's main figure must not depend on the steps after it.
+    eprintln!(
+        "steady: central CPU {:.0} % of a core, RSS {} MB",
+        steady_cpu * 100.0,
+        rss_bytes(pid).unwrap_or(0) / 1_000_000
+    );
 
     let http = reqwest::Client::new();
     let get = |path: String| {

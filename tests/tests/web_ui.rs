@@ -215,9 +215,26 @@ async fn an_operator_runs_a_monitor_from_the_page() -> anyhow::Result<()> {
     assert_eq!(kept.as_deref(), Some(target.url.as_str()));
     browser.screenshot("04-form-error").await?;
 
-    // Fixed, and told to notify the hook, it is created; the monitor page turns up, then
-    // down, by itself (htmx).
+    // Fixed, it is tested once before saving: the agent runs it and the form comes back as
+    // typed with the result, nothing saved.
     browser.fill("#interval_ms", "5000").await?;
+    browser.click(".monitor-form button[value=test]").await?;
+    let tested = browser
+        .wait_for_text(".command-outcome", "done", Duration::from_secs(30), false)
+        .await?;
+    assert!(tested.contains("up"), "{tested}");
+    assert_accessible(&browser, "form after a test").await?;
+    let (_, listed) = central
+        .admin(reqwest::Method::GET, "/api/v1/monitors", None)
+        .await?;
+    assert_eq!(
+        listed["items"],
+        serde_json::json!([]),
+        "a test saves nothing"
+    );
+
+    // Told to notify the hook, it is created; the monitor page turns up, then down, by
+    // itself (htmx).
     browser
         .click("input[name=notification_channel_ids]")
         .await?;
@@ -249,6 +266,16 @@ async fn an_operator_runs_a_monitor_from_the_page() -> anyhow::Result<()> {
         .wait_for_text("#live", "Status", Duration::from_secs(10), false)
         .await?;
     assert_eq!(browser.text("h1").await?, "web tour target, edited");
+    // Checked now from its page: the page it returns to says what came of it.
+    browser.click("form[action$='/check'] button").await?;
+    let checked = browser
+        .wait_for_text(".command-outcome", "done", Duration::from_secs(30), false)
+        .await?;
+    assert!(
+        checked.contains("up") && checked.contains("checked now"),
+        "{checked}"
+    );
+    assert_accessible(&browser, "monitor after a check").await?;
     target.answer_with(500);
     browser
         .wait_for_text("#live .facts dd", "down", Duration::from_secs(90), false)

@@ -1,6 +1,7 @@
 //! HTTP: the router and thin handlers. Handlers parse, call one service method, and answer.
 
 mod auth_failures;
+mod commands;
 mod deadline;
 mod extract;
 mod history;
@@ -107,6 +108,7 @@ pub fn router(app: Arc<App>, options: &HttpOptions, long_polls: Arc<pools::LongP
         )
         .route("/assignments", get(poller::assignments))
         .route("/results", post(poller::results))
+        .route("/commands/{id}/ack", post(commands::acknowledge))
         // Agents gzip their uploads; the body limit applies to the decompressed body too.
         .layer(RequestDecompressionLayer::new())
         .layer(DefaultBodyLimit::max(POLLER_BODY_LIMIT))
@@ -135,6 +137,7 @@ pub fn router(app: Arc<App>, options: &HttpOptions, long_polls: Arc<pools::LongP
                 .delete(settings::delete_poller),
         )
         .route("/pollers/{id}/events", get(settings::poller_events))
+        .route("/pollers/{id}/scheduler", get(settings::poller_scheduler))
         .route(
             "/pollers/{id}/status-changes",
             get(settings::poller_status_changes),
@@ -150,6 +153,10 @@ pub fn router(app: Arc<App>, options: &HttpOptions, long_polls: Arc<pools::LongP
                 .delete(settings::delete_monitor),
         )
         .route("/monitors/{id}/status", get(settings::monitor_status))
+        .route("/monitors/{id}/check", post(commands::check_monitor))
+        .route("/monitors/{id}/reset", post(commands::reset_monitor))
+        .route("/monitors/test", post(commands::test_monitor))
+        .route("/commands/{id}", get(commands::get_command))
         .route("/monitors/{id}/results", get(settings::monitor_results))
         .route("/monitors/{id}/uptime", get(history::monitor_uptime))
         .route("/monitors/{id}/history", get(history::monitor_history))

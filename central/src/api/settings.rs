@@ -11,7 +11,7 @@ use shared_proto::poller_api::EngineEvent;
 use shared_proto::settings_api::{
     CreateRegistrationToken, MonitorStatus, MonitorStatusView, MonitorView, Page, PollerPatch,
     PollerStatus, PollerStatusChange, PollerView, RegistrationTokenView, RotateRegistrationToken,
-    StoredResult,
+    SchedulerView, StoredResult,
 };
 use shared_proto::{MonitorPatch, MonitorSpec};
 use uuid::Uuid;
@@ -223,6 +223,23 @@ pub async fn poller_status_changes(
     app.poller_status_changes(id, &cursor, limit)
         .await
         .map(Json)
+}
+
+#[utoipa::path(
+    get, path = "/api/v1/pollers/{id}/scheduler", tag = "pollers", operation_id = "poller_scheduler",
+    summary = "A poller's scheduler as its last heartbeat described it",
+    description = "Counts, and bounded lists of breakers not closed, auto-paused and \
+                   dead-lettered monitors, the stalest monitors and rate-limit budgets.",
+    security(("admin_token" = [])),
+    params(("id" = Uuid, Path, description = "Poller id")),
+    responses((status = 200, description = "The scheduler.", body = SchedulerView), super::openapi::IdErrors)
+)]
+pub async fn poller_scheduler(
+    State(app): State<Arc<App>>,
+    _: Admin,
+    ApiPath(id): ApiPath<Uuid>,
+) -> ApiResult<Json<SchedulerView>> {
+    app.poller_scheduler(id).await.map(Json)
 }
 
 #[utoipa::path(

@@ -1,8 +1,10 @@
 //! What replicas share besides the database, and how they take turns: the duties lease
 //! (`lease`), wake-ups within and across replicas (`wakeups`), the assignment versions each
-//! knows and whom they concern (`versions`), and the instants the lease holder's duties tell
+//! knows and whom they concern (`versions`), doorbells for operators' commands (`bells`),
+//! and the instants the lease holder's duties tell
 //! the rules (`Cluster`). It holds no rule: `service` reads these, `duties` keeps them current.
 
+pub mod bells;
 pub mod lease;
 pub mod versions;
 pub mod wakeups;
@@ -16,6 +18,8 @@ pub struct Cluster {
     pub versions: versions::Versions,
     /// Wakes the background work that follows what this replica just wrote.
     pub wakes: wakeups::Wakes,
+    /// Tells long polls of commands for their poller, and operators of answers.
+    pub bells: bells::Bells,
     /// See `watching_since`; kept current by `lease` from the duties lease, and this
     /// process's start until it first looks.
     watching_since: AtomicI64,
@@ -29,6 +33,7 @@ impl Cluster {
         Cluster {
             versions: versions::Versions::new(version),
             wakes: wakeups::Wakes::default(),
+            bells: bells::Bells::default(),
             watching_since: AtomicI64::new(started_at),
             placement_checked_at: AtomicI64::new(0),
         }

@@ -1,7 +1,8 @@
 //! Wake-ups: of this replica's background work by what it writes itself (`Wakes`), and across
 //! replicas (`spawn`): a long poll waiting on one replica wakes when another replica changes
 //! its poller's assignments, alerting on the lease holder when another replica marks monitors
-//! due (results it stored), and placement there when one queues pollers. On PostgreSQL every
+//! due (results it stored), placement there when one queues pollers, and commands' doorbells
+//! (`bells`) when one issues or stores the answer to a command. On PostgreSQL every
 //! replica listens for what the database announces and hands it to the in-process
 //! notifications; on SQLite there is one process, and those are all there is. It wakes; it
 //! never decides what a poller gets (that is `service::assignments`).
@@ -42,8 +43,13 @@ pub fn spawn(app: Arc<App>) {
                 Wakeup::AlertingDue => app.cluster.wakes.alerting.notify_one(),
                 // Pollers queued for placement on some replica: placed now if this one leads.
                 Wakeup::PlacementDue => app.cluster.wakes.placement.notify_one(),
+                // A command for a poller whose long poll may be waiting here.
+                Wakeup::CommandIssued(poller) => app.cluster.bells.ring(&poller),
+                Wakeup::CommandDone => app.cluster.bells.ring_answered(),
                 // Announcements made while nobody listened are gone: one read catches up.
                 Wakeup::Listening => {
+                    app.cluster.bells.ring_everyone();
+                    app.cluster.bells.ring_answered();
                     while let Err(e) = app.refresh_assignment_version().await {
                         tracing::warn!("cannot read the assignment version: {e:#}; retrying");
                         tokio::time::sleep(Duration::from_secs(1)).await;

@@ -120,6 +120,42 @@ impl App {
         Ok(())
     }
 
+    /// Where a monitor that is not stored would run now: one poller, or one per region for
+    /// a multi-location monitor, each as that poller would get the monitor; or why none
+    /// qualifies. Reads the pollers (a `test` command's placement).
+    pub(super) async fn where_it_would_run(
+        &self,
+        monitor: &MonitorRow,
+    ) -> ApiResult<Result<Vec<(Uuid, AssignedMonitor)>, String>> {
+        let now = self.now_ms();
+        let candidates = self
+            .store
+            .all_pollers()
+            .await?
+            .iter()
+            .map(|p| self.candidate(p, now))
+            .collect::<anyhow::Result<Vec<Candidate>>>()?;
+        let placement = placement_of(monitor)?;
+        let regions: Vec<Option<String>> = match placement.mode {
+            PollerMode::Multi => monitor.regions()?.into_iter().map(Some).collect(),
+            _ => vec![None],
+        };
+        let mut runs = Vec::new();
+        for region in regions {
+            let in_region = Placement {
+                region: region.clone().or(placement.region.clone()),
+                ..placement.clone()
+            };
+            match place(&in_region, &candidates) {
+                Decision::Assign(poller) => {
+                    runs.push((poller, assigned_monitor(monitor, region.as_ref())?))
+                }
+                Decision::Unplaced(reason) => return Ok(Err(reason)),
+            }
+        }
+        Ok(Ok(runs))
+    }
+
     fn candidate(&self, poller: &PollerRow, now: i64) -> anyhow::Result<Candidate> {
         let online =
             self.poller_status(poller, now) != shared_proto::settings_api::PollerStatus::Offline;
@@ -177,6 +213,7 @@ impl App {
                 full: true,
                 upserts,
                 removes: Vec::new(),
+                commands: Vec::new(),
             });
         }
         let changed = self
@@ -207,6 +244,7 @@ impl App {
             full: false,
             upserts,
             removes,
+            commands: Vec::new(),
         })
     }
 
@@ -226,8 +264,9 @@ impl App {
             .collect())
     }
 
-    /// `assignments_for`, but when nothing changed waits up to `wait` for a change (long
-    /// poll): pollers hear of changes within moments without accepting connections.
+    /// `assignments_for`, but when nothing changed waits up to `wait` for a change or a
+    /// command (long poll): pollers hear of both within moments without accepting
+    /// connections.
     pub async fn wait_for_assignments(
         &self,
         poller: &PollerRow,
@@ -238,6 +277,8 @@ impl App {
         loop {
             // Subscribe before looking, so that a change in between is not missed.
             let mut changed = self.cluster.versions.subscribe();
+            let mut rung = self.cluster.bells.subscribe();
+            rung.borrow_and_update();
             // This replica hears of every new version and whom it concerns (its own writes,
             // and the others' through `wakeups`), so a poller that has every version that
             // changed its monitors has nothing to fetch: it waits, and is answered at its
@@ -248,23 +289,42 @@ impl App {
                 && since_version <= newest
                 && self.cluster.versions.last_change_for(&poller.id) <= since_version;
             let timed_out = tokio::time::Instant::now() >= deadline;
-            if up_to_date && timed_out {
+            let to_send = self.commands_to_send(poller).await?;
+            let commands = to_send.commands;
+            if up_to_date && timed_out && commands.is_empty() {
                 return Ok(AssignmentsResponse {
                     version: since_version,
                     full: false,
                     upserts: Vec::new(),
                     removes: Vec::new(),
+                    commands,
                 });
             }
-            if !up_to_date {
-                let answer = self.assignments_for(poller, since_version).await?;
-                let news = answer.full || !answer.upserts.is_empty() || !answer.removes.is_empty();
+            // With commands the database is read even when this replica thinks the poller is
+            // up to date: a command may concern a monitor assigned (on another replica) after
+            // this replica last heard of a version, and its upsert must come first.
+            if !up_to_date || !commands.is_empty() {
+                let mut answer = self.assignments_for(poller, since_version).await?;
+                let news = answer.full
+                    || !answer.upserts.is_empty()
+                    || !answer.removes.is_empty()
+                    || !commands.is_empty();
+                // After the changes in the same answer: a command may concern a monitor
+                // this answer assigns.
+                answer.commands = commands;
                 if news || timed_out {
                     return Ok(answer);
                 }
             }
+            // A command handed over without an answer is offered again when its time comes.
+            let again = to_send.again_at.map_or(deadline, |at| {
+                let wait = Duration::from_millis((at - self.now_ms()).max(0) as u64);
+                deadline.min(tokio::time::Instant::now() + wait)
+            });
             tokio::select! {
                 _ = changed.changed() => {}
+                _ = rung.changed() => {}
+                _ = tokio::time::sleep_until(again) => {}
                 _ = tokio::time::sleep_until(deadline) => {}
             }
         }
@@ -282,6 +342,15 @@ impl App {
                 rows = pruned,
                 "engine events, status changes and notifications older than 30 days pruned"
             );
+        }
+        // Operators' commands are read right after they are answered or expire: an hour
+        // later nobody will ask (`service::commands`).
+        let commands = self
+            .store
+            .prune_commands(self.now_ms() - 3600 * 1000)
+            .await?;
+        if commands > 0 {
+            tracing::debug!(rows = commands, "expired commands pruned");
         }
         Ok(())
     }

@@ -294,8 +294,15 @@ fn reporting_slot<'a>(
     })
 }
 
-fn new_result(result: CheckResult, region: Option<String>) -> NewResult {
-    let mut msg = result.msg;
+/// A result cut to what central keeps of one (`msg`, `meta`), for a result kept outside the
+/// results table (a `test` command's).
+pub(super) fn bounded_result(mut result: CheckResult) -> CheckResult {
+    bound_msg(&mut result.msg);
+    result.meta = bounded_meta(result.meta).0;
+    result
+}
+
+fn bound_msg(msg: &mut String) {
     if msg.len() > MAX_RESULT_MSG_LEN {
         let cut = (0..=MAX_RESULT_MSG_LEN)
             .rev()
@@ -303,6 +310,11 @@ fn new_result(result: CheckResult, region: Option<String>) -> NewResult {
             .unwrap_or(0);
         msg.truncate(cut);
     }
+}
+
+fn new_result(result: CheckResult, region: Option<String>) -> NewResult {
+    let mut msg = result.msg;
+    bound_msg(&mut msg);
     let ts = result.ts.timestamp_millis();
     let (meta, meta_text) = bounded_meta(result.meta);
     NewResult {

@@ -10,6 +10,8 @@ pub mod auth;
 pub mod buckets;
 pub mod channels;
 pub mod clock;
+pub mod commands;
+pub mod engine_health;
 pub mod hashing;
 pub mod history;
 pub mod ingest;
@@ -52,6 +54,8 @@ pub struct App {
     pub offline_after: Duration,
     /// How long a returning poller must stay online before monitors move back to it.
     pub failback_settle: Duration,
+    /// `CENTRAL_MAX_COMMAND_WAIT`: the longest an operator's command waits for answers.
+    pub max_command_wait: Duration,
     /// Per-address rate of `register`/`token` calls; 0 for none.
     pub auth_rate_limit: f64,
     access_ttl: chrono::Duration,
@@ -118,6 +122,7 @@ impl App {
             store,
             offline_after: args.offline_after,
             failback_settle: args.failback_settle,
+            max_command_wait: args.max_command_wait,
             auth_rate_limit: args.auth_rate_limit,
             access_ttl: chrono::Duration::from_std(access_ttl).context("access token ttl")?,
             admin,

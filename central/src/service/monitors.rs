@@ -32,7 +32,7 @@ impl App {
         self.get_monitor(id).await
     }
 
-    async fn validate_monitor(&self, spec: &MonitorSpec) -> ApiResult<()> {
+    pub(super) async fn validate_monitor(&self, spec: &MonitorSpec) -> ApiResult<()> {
         spec.validate()?;
         if let (PollerMode::Pinned, Some(poller_id)) = (spec.poller_mode, spec.poller_id) {
             if self.store.poller(&poller_id.to_string()).await?.is_none() {
@@ -66,7 +66,7 @@ impl App {
         Ok(view)
     }
 
-    async fn monitor_row(&self, id: Uuid) -> ApiResult<MonitorRow> {
+    pub(super) async fn monitor_row(&self, id: Uuid) -> ApiResult<MonitorRow> {
         self.store
             .monitor(&id.to_string())
             .await?
@@ -215,9 +215,11 @@ impl App {
     pub async fn monitor_status(&self, id: Uuid) -> ApiResult<MonitorStatusView> {
         let monitor = self.monitor_row(id).await?;
         let mut statuses = self.statuses_of(std::slice::from_ref(&monitor)).await?;
-        statuses
+        let mut status = statuses
             .pop()
-            .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("no status derived for {id}")))
+            .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("no status derived for {id}")))?;
+        self.add_engine_health(&mut status).await?;
+        Ok(status)
     }
 
     pub async fn monitor_results(
@@ -255,7 +257,12 @@ impl App {
     }
 }
 
-fn monitor_row(id: Uuid, spec: &MonitorSpec, created_at: i64, updated_at: i64) -> MonitorRow {
+pub(super) fn monitor_row(
+    id: Uuid,
+    spec: &MonitorSpec,
+    created_at: i64,
+    updated_at: i64,
+) -> MonitorRow {
     MonitorRow {
         id: id.to_string(),
         name: spec.name.trim().to_string(),

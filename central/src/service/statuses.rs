@@ -150,6 +150,8 @@ impl App {
             reason,
             locations,
             quorum,
+            engine: None,
+            health: None,
         };
         Ok((view, changes_at))
     }

@@ -4,6 +4,7 @@
 //! epoch milliseconds (`BIGINT`), ids are UUID strings, flags are 0/1 and parameters are `$N`,
 //! which both dialects accept. Schema changes live in `migrations/<database>/`.
 
+mod commands;
 mod due;
 mod events;
 mod gauges;
@@ -21,6 +22,7 @@ mod timeline;
 mod tokens;
 mod wakeups;
 
+pub use commands::{Acked, CommandRow, NewCommand};
 pub use due::Look;
 pub use events::EventRow;
 pub use gauges::ShownRow;
@@ -233,6 +235,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "alert due steady",
         include_str!("../../../migrations/sqlite/20261202000027_alert_due_steady.sql"),
     ),
+    (
+        20261203000028,
+        "poller commands",
+        include_str!("../../../migrations/sqlite/20261203000028_poller_commands.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -370,6 +377,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261202000027,
         "alert due steady",
         include_str!("../../../migrations/postgres/20261202000027_alert_due_steady.sql"),
+    ),
+    (
+        20261203000028,
+        "poller commands",
+        include_str!("../../../migrations/postgres/20261203000028_poller_commands.sql"),
     ),
 ];
 

@@ -1,7 +1,8 @@
 //! Hearing what other central replicas wrote: PostgreSQL's LISTEN/NOTIFY on the channel the
 //! `assignment notify` migration's trigger announces new assignment versions on, on the one
 //! `due::mark_due` announces monitors marked for alerting on, and on the one
-//! `placement_due` announces pollers queued for placement on. It only reports what it hears;
+//! `placement_due` announces pollers queued for placement on, and on the one `commands`
+//! announces operators' commands issued and acknowledged on. It only reports what it hears;
 //! what to wake is the caller's business.
 
 use std::time::Duration;
@@ -16,7 +17,7 @@ pub(super) const DUE_CHANNEL: &str = "central_alerting_due";
 const RECONNECT_PAUSE: Duration = Duration::from_secs(1);
 
 /// What the listener heard.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Wakeup {
     /// A transaction committed this assignment version.
     Version(i64),
@@ -24,6 +25,10 @@ pub enum Wakeup {
     AlertingDue,
     /// A transaction queued pollers for placement (`store::placement_due`).
     PlacementDue,
+    /// A transaction issued commands to this poller (`store::commands`).
+    CommandIssued(String),
+    /// A transaction stored a command's acknowledgement.
+    CommandDone,
     /// The notification connection is (back) up. Announcements sent while it was down are
     /// lost, so the caller should read the current version once.
     Listening,
@@ -73,6 +78,20 @@ impl VersionListener {
                 {
                     return Wakeup::PlacementDue
                 }
+                Ok(Some(notification))
+                    if notification.channel() == super::commands::COMMANDS_CHANNEL =>
+                {
+                    match notification.payload().split_once(':') {
+                        Some(("issued", poller)) => {
+                            return Wakeup::CommandIssued(poller.to_string())
+                        }
+                        Some(("done", _)) => return Wakeup::CommandDone,
+                        _ => tracing::warn!(
+                            payload = notification.payload(),
+                            "ignored a malformed command notification"
+                        ),
+                    }
+                }
                 Ok(Some(notification)) => match notification.payload().parse() {
                     Ok(version) => return Wakeup::Version(version),
                     Err(_) => tracing::warn!(
@@ -102,6 +121,7 @@ impl VersionListener {
                 CHANNEL,
                 DUE_CHANNEL,
                 super::placement_due::PLACEMENT_CHANNEL,
+                super::commands::COMMANDS_CHANNEL,
             ])
             .await?;
         Ok(listener)

@@ -7,6 +7,7 @@ mod assets;
 mod channel_form;
 mod charts;
 mod check_settings;
+mod commands;
 mod fields;
 mod headers;
 mod layout;
@@ -59,6 +60,8 @@ pub fn router(options: WebOptions) -> Router<Arc<App>> {
         .route("/monitors/{id}/pause", post(monitor_form::pause))
         .route("/monitors/{id}/resume", post(monitor_form::resume))
         .route("/monitors/{id}/delete", post(monitor_form::delete))
+        .route("/monitors/{id}/check", post(commands::check))
+        .route("/monitors/{id}/reset", post(commands::reset))
         .route("/pollers", get(pollers::list))
         .route("/pollers/{id}", post(pollers::update))
         .route("/pollers/{id}/delete", post(pollers::delete))

@@ -1,6 +1,7 @@
 //! The monitor form drawn (every field with its hint and its error beside it, placement,
-//! each kind's settings) and its routes: create, edit, pause, resume, delete. What the form
-//! holds and how it becomes a spec is `monitor_input`'s.
+//! each kind's settings) and its routes: create, edit (each also "Test": run once, save
+//! nothing), pause, resume, delete. What the form holds and how it becomes a spec is
+//! `monitor_input`'s.
 
 use std::sync::Arc;
 
@@ -11,11 +12,12 @@ use axum::Form;
 use maud::{html, Markup};
 use shared_proto::monitor::{DEFAULT_INTERVAL_MS, DEFAULT_TIMEOUT_MS};
 use shared_proto::notifications::ChannelView;
-use shared_proto::settings_api::PollerView;
+use shared_proto::settings_api::{CommandsAnswer, PollerView};
 use shared_proto::{CheckKind, MonitorPatch};
 use uuid::Uuid;
 
 use super::check_settings;
+use super::commands;
 use super::fields::{self, FieldError};
 use super::layout::{self, Section};
 use super::monitor_input::{field_of, full_patch, is_form_field, MonitorForm};
@@ -51,6 +53,7 @@ fn render(
     form: &MonitorForm,
     error: Option<&FieldError>,
     choices: &Choices,
+    tested: Option<&CommandsAnswer>,
 ) -> Markup {
     let error_for = |field: &str| fields::error_for(error, field).map(str::to_string);
     let described = |field: &str| error_for(field).map(|_| format!("{field}-error"));
@@ -76,6 +79,9 @@ fn render(
         h1 { (title) }
         @if let Some(e) = error.filter(|e| !is_form_field(&e.field)) {
             p.form-error role="alert" { (e.message) }
+        }
+        @if let Some(answer) = tested {
+            (commands::outcome("Test", &answer.commands))
         }
         form.monitor-form method="post" action=(action) novalidate {
             input type="hidden" name="csrf" value=(session.csrf());
@@ -162,7 +168,11 @@ fn render(
                 }
             }
             label.check { input type="checkbox" name="paused" checked[form.paused]; " Paused" }
-            div.actions { button type="submit" { "Save" } a href="/" { "Cancel" } }
+            div.actions {
+                button type="submit" { "Save" }
+                button type="submit" name="action" value="test" { "Test" }
+                a href="/" { "Cancel" }
+            }
         }
     }
 }
@@ -176,7 +186,7 @@ pub async fn new_page(State(app): State<Arc<App>>, session: Session) -> WebResul
         ..Default::default()
     };
     let choices = choices(&app).await?;
-    let body = render(&session, &Mode::New, &form, None, &choices);
+    let body = render(&session, &Mode::New, &form, None, &choices, None);
     Ok(layout::page(
         &session,
         Section::Monitors,
@@ -198,6 +208,7 @@ pub async fn edit_page(
         &MonitorForm::of(&view),
         None,
         &choices,
+        None,
     );
     Ok(layout::page(
         &session,
@@ -215,9 +226,39 @@ async fn rejected(
     error: FieldError,
 ) -> WebResult<Response> {
     let choices = choices(app).await?;
-    let body = render(session, &mode, form, Some(&error), &choices);
+    let body = render(session, &mode, form, Some(&error), &choices, None);
     let page = layout::page(session, Section::Monitors, "Monitor", body);
     Ok((StatusCode::BAD_REQUEST, page).into_response())
+}
+
+/// The form's "Test": runs the spec once where it would run, and draws the form again, as
+/// typed, with the outcome above it. Saves nothing.
+async fn tested(
+    app: &App,
+    session: &Session,
+    mode: Mode,
+    form: &MonitorForm,
+    spec: shared_proto::MonitorSpec,
+) -> WebResult<Response> {
+    let answer = match app
+        .test_monitor(spec, crate::service::commands::DEFAULT_WAIT)
+        .await
+    {
+        Ok(answer) => answer,
+        Err(e @ ApiError::Internal(_)) => return Err(e.into()),
+        Err(e) => {
+            return match field_of(&e) {
+                Some(error) => rejected(app, session, mode, form, error).await,
+                None => {
+                    let error = FieldError::new("test", e.to_string());
+                    rejected(app, session, mode, form, error).await
+                }
+            }
+        }
+    };
+    let choices = choices(app).await?;
+    let body = render(session, &mode, form, None, &choices, Some(&answer));
+    Ok(layout::page(session, Section::Monitors, "Monitor", body).into_response())
 }
 
 pub async fn create(
@@ -231,6 +272,9 @@ pub async fn create(
         Ok(spec) => spec,
         Err(error) => return rejected(&app, &session, Mode::New, &form, error).await,
     };
+    if form.test {
+        return tested(&app, &session, Mode::New, &form, spec).await;
+    }
     match app.create_monitor(spec).await {
         Ok(view) => Ok(Redirect::to(&format!("/monitors/{}", view.id)).into_response()),
         Err(e) => match field_of(&e) {
@@ -252,6 +296,9 @@ pub async fn update(
         Ok(spec) => spec,
         Err(error) => return rejected(&app, &session, Mode::Edit(id), &form, error).await,
     };
+    if form.test {
+        return tested(&app, &session, Mode::Edit(id), &form, spec).await;
+    }
     // A form without a readable revision (hand-made) edits whatever is there now.
     let if_match = form.revision.trim().parse::<u64>().ok();
     match app.update_monitor(id, full_patch(spec), if_match).await {

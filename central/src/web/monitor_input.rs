@@ -38,6 +38,8 @@ pub struct MonitorForm {
     pub settings: String,
     /// The fields of the kind's own settings (`settings.method`, …).
     pub check_values: FieldValues,
+    /// The "Test" button sent the form: run it once, save nothing.
+    pub test: bool,
 }
 
 impl MonitorForm {
@@ -63,6 +65,7 @@ impl MonitorForm {
                 "paused" => form.paused = true,
                 "notification_channel_ids" => form.notification_channel_ids.push(value),
                 "settings" => form.settings = value,
+                "action" => form.test = value == "test",
                 key if key.starts_with("settings.") => {
                     form.check_values.insert(key.to_string(), value);
                 }
@@ -108,6 +111,7 @@ impl MonitorForm {
                 serde_json::to_string_pretty(&rest).unwrap_or_default()
             },
             check_values,
+            test: false,
         }
     }
 

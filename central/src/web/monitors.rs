@@ -170,6 +170,9 @@ fn placement_cell(view: &MonitorView, pollers: &HashMap<String, PollerLabel>) ->
 pub struct DetailQuery {
     #[serde(default)]
     range: String,
+    /// Commands just given from this page ("Check now", "Reset"), to show what came of them.
+    #[serde(default)]
+    commands: String,
 }
 
 /// The chart ranges: (query value, label, resolution, span).
@@ -203,6 +206,7 @@ pub async fn detail(
     let now = Utc::now();
     let delayed = delay_warning(&monitor, &status, now);
     let changes = status_changes(&newest);
+    let commands = super::commands::named(&app, &query.commands).await?;
     let windows = [
         ("24 h", &uptime.windows.day),
         ("7 d", &uptime.windows.week),
@@ -218,6 +222,16 @@ pub async fn detail(
                 form method="post" action={ "/monitors/" (id) "/" (action) } {
                     (csrf_field(&session)) button type="submit" { (label) }
                 }
+                @if !monitor.spec.paused {
+                    form method="post" action={ "/monitors/" (id) "/check" } {
+                        (csrf_field(&session)) button type="submit" { "Check now" }
+                    }
+                    @let dead = status.engine.as_ref().is_some_and(|e| e.dead_letter.is_some());
+                    form method="post" action={ "/monitors/" (id) "/reset" }
+                        title="Forget the breaker, backoff, auto-pause and dead letter, and run now" {
+                        (csrf_field(&session)) button type="submit" { @if dead { "Release" } @else { "Reset" } }
+                    }
+                }
                 form method="post" action={ "/monitors/" (id) "/delete" }
                     data-confirm="Delete this monitor and its history?" {
                     (csrf_field(&session)) button.danger type="submit" { "Delete" }
@@ -226,6 +240,9 @@ pub async fn detail(
         }
         p.muted { (monitor.spec.kind.as_str()) " " code { (monitor.spec.target) }
             " · every " (monitor.spec.interval_ms / 1000) " s · " (placement_cell(&monitor, &pollers)) }
+        @if !commands.is_empty() {
+            (super::commands::outcome(super::commands::title_of(&commands[0].kind), &commands))
+        }
         div #live hx-get=(uri) hx-trigger=(REFRESH) hx-select="#live" hx-swap="outerHTML" {
             @if let Some(warning) = delayed {
                 p.warning role="status" { (warning) }
@@ -235,6 +252,12 @@ pub async fn detail(
                 dt { "Last result" } dd { (maybe_ago(status.last_result_at, now)) " " (status.message.as_deref().unwrap_or("")) }
                 dt { "Latency" } dd { (millis(status.latency_ms)) }
                 dt { "Next check" } dd { (maybe_ago(status.next_check_at, now)) }
+                @if let Some(health) = status.health {
+                    dt { "Lately" } dd.health { (layout::wire_name(health)) }
+                }
+                @if let Some(engine) = status.engine.as_ref().filter(|e| !e.notes.is_empty()) {
+                    dt { "Engine" } dd.engine-notes { @for note in &engine.notes { span.reason { (note) } br; } }
+                }
             }
             @if !status.locations.is_empty() {
                 h2 { "Locations" @if let Some(q) = status.quorum { " (down at " (q) ")" } }

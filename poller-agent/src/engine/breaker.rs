@@ -100,6 +100,24 @@ impl Breaker {
         }
     }
 
+    /// An operator asked for a check now: an open breaker lets it through as its half-open
+    /// probe (its outcome closes or re-opens the breaker as any probe's would). Only a probe
+    /// already in flight refuses it: that probe's outcome is what the operator will get.
+    pub fn admit_forced(&mut self) -> (Admission, Option<Transition>) {
+        match self.inner {
+            Inner::Closed => (Admission::Allowed, None),
+            Inner::Open { .. } => {
+                self.inner = Inner::HalfOpen { probing: true };
+                (Admission::Probe, Some(Transition::HalfOpened))
+            }
+            Inner::HalfOpen { probing: true } => (Admission::Rejected { until: None }, None),
+            Inner::HalfOpen { probing: false } => {
+                self.inner = Inner::HalfOpen { probing: true };
+                (Admission::Probe, None)
+            }
+        }
+    }
+
     pub fn record_success(&mut self) -> Option<Transition> {
         self.consecutive_failures = 0;
         let was_closed = self.inner == Inner::Closed;
@@ -136,6 +154,24 @@ mod tests {
     use std::sync::{Arc, Barrier, Mutex};
 
     const COOLDOWN: Duration = Duration::from_secs(300);
+
+    #[test]
+    fn a_forced_check_is_an_open_breakers_probe() {
+        let t0 = Instant::now();
+        let mut breaker = Breaker::new(1, COOLDOWN);
+        breaker.record_failure(t0);
+        assert_eq!(
+            breaker.admit_forced(),
+            (Admission::Probe, Some(Transition::HalfOpened)),
+            "long before the cooldown ends"
+        );
+        assert_eq!(
+            breaker.admit_forced().0,
+            Admission::Rejected { until: None }
+        );
+        assert_eq!(breaker.record_success(), Some(Transition::Closed));
+        assert_eq!(breaker.admit_forced(), (Admission::Allowed, None));
+    }
 
     #[test]
     fn opens_after_the_threshold_and_probes_after_the_cooldown() {

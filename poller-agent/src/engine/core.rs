@@ -2,6 +2,11 @@
 //! their breaker, within their host's limit, or joining an identical request in flight), and
 //! what follows from each outcome (backoff, down-confirmation re-checks, breaker, auto-pause,
 //! dead letter, `Retry-After`). It never sleeps, spawns or reads a clock: `now` is passed in.
+//! Operators' commands about one monitor (check now, reset) are in `on_demand`.
+
+mod on_demand;
+mod report;
+pub use on_demand::NotAssigned;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,7 +16,7 @@ use chrono::{DateTime, Utc};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use serde_json::{json, Value};
-use shared_proto::poller_api::{DeadLetter, EngineEvent, EventKind, ResultStatus, SchedulerHealth};
+use shared_proto::poller_api::{DeadLetter, EngineEvent, EventKind, ResultStatus};
 use shared_proto::settings::{CommonSettings, MonitorSettings};
 use shared_proto::AssignedMonitor;
 use uuid::Uuid;
@@ -61,6 +66,9 @@ pub struct Finished {
     pub monitor: Arc<AssignedMonitor>,
     pub outcome: CheckOutcome,
     pub next_due: Instant,
+    /// The `check` commands this result answers (`on_demand`): their check started after
+    /// they arrived.
+    pub answers: Vec<Uuid>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,10 +102,22 @@ struct MonitorState {
     /// The target's last stated rate-limit budget, and whether it was low.
     budget: Option<RateBudget>,
     budget_low: bool,
+    /// `check` commands waiting for a check that starts after they arrived (`on_demand`).
+    asked: Vec<(Uuid, Instant)>,
+    /// When the engine got the monitor, its last success, and its last failure's message
+    /// (`report`: staleness).
+    added: Instant,
+    last_success: Option<Instant>,
+    last_error: Option<String>,
+    /// When the target stated `budget` (its reset counts from then).
+    budget_at: Option<Instant>,
+    /// When an operator last reset it (`on_demand`): a run that started before does not
+    /// count against the fresh state.
+    reset_at: Option<Instant>,
 }
 
 impl MonitorState {
-    fn new(spec: AssignedMonitor) -> Self {
+    fn new(spec: AssignedMonitor, now: Instant) -> Self {
         // A monitor whose settings do not parse still runs: its check reports the bad config.
         let common = MonitorSettings::parse(spec.kind, &spec.settings)
             .map(|s| s.common)
@@ -114,12 +134,7 @@ impl MonitorState {
             },
             backoff_attempt: 0,
             retries_left: common.retries,
-            health: RollingHealth::new(
-                common.window,
-                common.auto_pause_threshold,
-                common.auto_resume_threshold,
-                ms(common.auto_pause_cooldown_ms),
-            ),
+            health: fresh_health(&common),
             dead_letter: None,
             last_polled: None,
             last_due: None,
@@ -134,6 +149,12 @@ impl MonitorState {
             }),
             budget: None,
             budget_low: false,
+            asked: Vec::new(),
+            added: now,
+            last_success: None,
+            last_error: None,
+            budget_at: None,
+            reset_at: None,
             spec: Arc::new(spec),
             common,
         }
@@ -144,9 +165,21 @@ impl MonitorState {
     }
 }
 
+/// The rolling window of a monitor with no history.
+fn fresh_health(common: &CommonSettings) -> RollingHealth {
+    RollingHealth::new(
+        common.window,
+        common.auto_pause_threshold,
+        common.auto_resume_threshold,
+        Duration::from_millis(common.auto_pause_cooldown_ms),
+    )
+}
+
 struct InFlight {
     host: String,
     members: Vec<Uuid>,
+    /// When the request started: a `check` command that arrived later is not answered by it.
+    started: Instant,
 }
 
 pub struct Engine {
@@ -210,9 +243,13 @@ impl Engine {
             Some(state) if *state.spec == spec => {}
             Some(state) => {
                 let phase = state.phase;
-                let mut fresh = MonitorState::new(spec);
+                let mut fresh = MonitorState::new(spec, now);
                 fresh.phase = phase;
                 fresh.last_polled = state.last_polled;
+                fresh.asked = std::mem::take(&mut state.asked);
+                fresh.added = state.added;
+                fresh.last_success = state.last_success;
+                fresh.last_error = state.last_error.take();
                 *state = fresh;
                 match phase {
                     Phase::Scheduled => self.scheduler.schedule(id, now),
@@ -222,7 +259,7 @@ impl Engine {
             }
             None => {
                 let wall_phase = spec.phase_ms;
-                let state = MonitorState::new(spec);
+                let state = MonitorState::new(spec, now);
                 let anchor = *self.anchor.get_or_insert(now);
                 let first = match (wall_phase, self.wall) {
                     (Some(phase_ms), Some((at, wall_ms))) => {
@@ -243,10 +280,12 @@ impl Engine {
         }
     }
 
-    pub fn remove(&mut self, id: Uuid) {
+    /// Stops running a monitor. Answers the `check` commands still waiting for it: none of
+    /// them will be answered now.
+    pub fn remove(&mut self, id: Uuid) -> Vec<Uuid> {
         self.scheduler.cancel(id);
         let Some(state) = self.monitors.remove(&id) else {
-            return;
+            return Vec::new();
         };
         // A run in flight finishes for the others that share it; this monitor's share of it
         // is dropped, so that a monitor added again with the same id never gets its result.
@@ -255,10 +294,15 @@ impl Engine {
                 flight.members.retain(|member| *member != id);
             }
         }
+        state
+            .asked
+            .into_iter()
+            .map(|(command, _)| command)
+            .collect()
     }
 
-    /// Makes the set exactly `monitors`.
-    pub fn replace_all(&mut self, monitors: Vec<AssignedMonitor>, now: Instant) {
+    /// Makes the set exactly `monitors`; answers as `remove`.
+    pub fn replace_all(&mut self, monitors: Vec<AssignedMonitor>, now: Instant) -> Vec<Uuid> {
         let keep: std::collections::HashSet<Uuid> = monitors.iter().map(|m| m.id).collect();
         let gone: Vec<Uuid> = self
             .monitors
@@ -266,8 +310,9 @@ impl Engine {
             .filter(|id| !keep.contains(id))
             .copied()
             .collect();
-        gone.into_iter().for_each(|id| self.remove(id));
+        let abandoned = gone.into_iter().flat_map(|id| self.remove(id)).collect();
         monitors.into_iter().for_each(|m| self.upsert(m, now));
+        abandoned
     }
 
     pub fn contains(&self, id: Uuid) -> bool {
@@ -286,7 +331,12 @@ impl Engine {
             let Some(state) = self.monitors.get_mut(&id) else {
                 continue;
             };
-            let (admission, transition) = state.breaker.admit(now);
+            // An operator's `check` goes through an open breaker (`on_demand`).
+            let (admission, transition) = if state.asked.is_empty() {
+                state.breaker.admit(now)
+            } else {
+                state.breaker.admit_forced()
+            };
             if transition == Some(Transition::HalfOpened) {
                 let event = EventKind::BreakerHalfOpen;
                 push_event(&mut self.events, &self.config, id, wall, event, None);
@@ -330,16 +380,24 @@ impl Engine {
             let Some(state) = self.monitors.get_mut(&id) else {
                 continue;
             };
-            let mut next_due = record(
-                state,
-                &outcome,
-                now,
-                wall,
-                &self.config,
-                &mut self.rng,
-                &mut self.events,
-            );
-            if std::mem::take(&mut state.rerun) {
+            // A run that started before an operator's reset does not count against the state
+            // the reset made (its result still goes to central: it is what the target said).
+            let mut next_due = if state.reset_at.is_some_and(|at| at > flight.started) {
+                now
+            } else {
+                record(
+                    state,
+                    &outcome,
+                    now,
+                    wall,
+                    &self.config,
+                    &mut self.rng,
+                    &mut self.events,
+                )
+            };
+            let answers = on_demand::answered_by(state, flight.started);
+            // Edited while running, or a `check` arrived after this run started: again now.
+            if std::mem::take(&mut state.rerun) || !state.asked.is_empty() {
                 next_due = now;
             }
             state.phase = Phase::Scheduled;
@@ -350,6 +408,7 @@ impl Engine {
                 monitor: state.spec.clone(),
                 outcome: own,
                 next_due,
+                answers,
             });
         }
         finished
@@ -387,35 +446,6 @@ impl Engine {
     /// Events since the last call.
     pub fn drain_events(&mut self) -> Vec<EngineEvent> {
         std::mem::take(&mut self.events)
-    }
-
-    pub fn health(&self, now: Instant) -> SchedulerHealth {
-        let count = |f: &dyn Fn(&MonitorState) -> bool| {
-            self.monitors.values().filter(|s| f(s)).count() as u64
-        };
-        let mut dead_letters: Vec<DeadLetter> = self
-            .monitors
-            .values()
-            .filter_map(|s| s.dead_letter.clone())
-            .collect();
-        dead_letters.sort_by_key(|d| d.since);
-        dead_letters.truncate(100);
-        SchedulerHealth {
-            monitors: self.monitors.len() as u64,
-            running: self.in_flight.len() as u64,
-            waiting_for_host: self.hosts.waiting() as u64,
-            due_soon: self
-                .scheduler
-                .due_before(later(now, Duration::from_secs(10))) as u64,
-            breakers_open: count(&|s| s.breaker.state() == BreakerState::Open),
-            breakers_half_open: count(&|s| s.breaker.state() == BreakerState::HalfOpen),
-            paused: count(&|s| s.health.paused_until().is_some_and(|until| until > now)),
-            dead_letters,
-            most_overdue_ms: self
-                .scheduler
-                .earliest()
-                .map_or(0, |at| now.saturating_duration_since(at).as_millis() as u64),
-        }
     }
 
     /// Breaker state of a monitor, for tests and reports.
@@ -508,6 +538,7 @@ fn start(
         InFlight {
             host: slot_host,
             members: vec![state.spec.id],
+            started: now,
         },
     );
     Dispatch {
@@ -555,6 +586,14 @@ fn record(
     let id = state.spec.id;
     let mut pending: Vec<EventKind> = Vec::new();
     state.last_polled = Some(now);
+    match outcome.status {
+        ResultStatus::Up => {
+            state.last_success = Some(now);
+            state.last_error = None;
+        }
+        ResultStatus::Down => state.last_error = Some(outcome.msg.clone()),
+        ResultStatus::RateLimited => {}
+    }
     // Validators come only from an answer that passed every assertion, so that a `304` can only
     // ever confirm content that was judged up; after a failure the next request is a full one.
     match outcome.status {
@@ -604,6 +643,9 @@ fn record(
                     monitor_id: id,
                     reason: outcome.msg.clone(),
                     since: wall,
+                    // Filled in when reported (`report`).
+                    failures: 0,
+                    next_recheck: None,
                 });
                 pending.push(EventKind::DeadLettered {
                     reason: outcome.msg.clone(),
@@ -651,6 +693,7 @@ fn record(
             });
         }
         state.budget = Some(stated);
+        state.budget_at = Some(now);
         state.budget_low = low;
     }
     let decisive = matches!(outcome.status, ResultStatus::Up | ResultStatus::Down);

@@ -384,7 +384,7 @@ fn a_permanent_error_dead_letters_until_a_recheck_succeeds() {
         Duration::from_secs(30 * 60),
         "rechecked every 30 minutes"
     );
-    let health = engine.health(at);
+    let health = engine.health(at, wall());
     assert_eq!(health.dead_letters.len(), 1);
     assert_eq!(health.dead_letters[0].reason, "expected 2xx, got 403");
     run_once(&mut engine, id, up());

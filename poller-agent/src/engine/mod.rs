@@ -23,7 +23,11 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use core::{Dispatch, Engine, EngineConfig, Finished};
 
 #[cfg(test)]
+mod core_command_tests;
+#[cfg(test)]
 mod core_model_tests;
+#[cfg(test)]
+mod core_report_tests;
 #[cfg(test)]
 mod core_target_tests;
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The engine loop: asks `core` what to start, runs those checks as tasks (bounded by the
 //! global concurrency limit), feeds outcomes back, and hands each result to the queue writer.
-//! It never talks to central; what central should know goes through `EngineReport`.
+//! It never talks to central; what central should know goes through `EngineReport`, and
+//! what came of operators' commands goes out as `Acknowledgement`s.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -9,19 +10,22 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use serde_json::json;
-use shared_proto::poller_api::{CheckResult, EngineEvent, SchedulerHealth};
+use shared_proto::poller_api::{
+    CheckResult, CommandAck, CommandAction, EngineEvent, PollerCommand, SchedulerHealth,
+};
 use shared_proto::AssignedMonitor;
 use tokio::sync::{mpsc, watch, Notify, Semaphore};
 use uuid::Uuid;
 
-use super::core::{Engine, EngineConfig, Finished};
+use super::core::{Engine, EngineConfig, Finished, NotAssigned};
 use super::request_key::RequestKey;
 use super::Clock;
 use crate::checks::{CheckOutcome, Checker};
 use crate::metrics::AgentMetrics;
 use crate::store::LocalStore;
 
-/// A change to the set of monitors to run.
+/// A change to the set of monitors to run, or an operator's command (in the order central
+/// sent them: a command may concern a monitor the same answer assigned).
 #[derive(Debug, Clone)]
 pub enum AssignmentUpdate {
     /// Exactly these monitors.
@@ -31,7 +35,27 @@ pub enum AssignmentUpdate {
         upserts: Vec<AssignedMonitor>,
         removes: Vec<Uuid>,
     },
+    Command(PollerCommand),
 }
+
+/// For the uplink's acknowledgements (`uplink::commands`): what came of a command, or that
+/// central offered one again (its acknowledgement may have been lost: send it again).
+#[derive(Debug, Clone)]
+pub enum Acknowledgement {
+    Done(Uuid, CommandAck),
+    Again(Uuid),
+}
+
+fn declined(message: impl Into<String>) -> CommandAck {
+    CommandAck {
+        done: false,
+        message: message.into(),
+        result: None,
+    }
+}
+
+const NOT_HERE: &str = "the monitor is not assigned to this poller (it may have moved)";
+const UNASSIGNED: &str = "the monitor was unassigned from this poller before it ran";
 
 /// Tells the uploader that results are waiting.
 #[derive(Debug, Default)]
@@ -101,6 +125,8 @@ pub struct Runner {
     pub report: Arc<EngineReport>,
     /// Results go to the queue writer.
     pub results: mpsc::Sender<CheckResult>,
+    /// What came of commands goes to central.
+    pub acks: mpsc::Sender<Acknowledgement>,
     /// Every dispatch's lag, when a benchmark wants exact percentiles (the metric is bucketed).
     pub lag_samples: Option<Arc<Mutex<Vec<Duration>>>>,
 }
@@ -174,22 +200,40 @@ impl Runner {
                     while let Ok(more) = done_rx.try_recv() {
                         finished.extend(self.complete(&mut engine, more));
                     }
-                    for result in finished {
-                        if self.results.send(result).await.is_err() {
+                    for (result, answers) in finished {
+                        // Queued first: the acknowledgement's copy is a courtesy, the queued
+                        // one is what must reach central.
+                        if self.results.send(result.clone()).await.is_err() {
                             return;
+                        }
+                        for command in answers {
+                            self.acknowledge(command, CommandAck {
+                                done: true,
+                                message: "checked now".into(),
+                                result: Some(result.clone()),
+                            });
                         }
                     }
                 }
                 update = updates.recv() => {
                     let now = self.clock.now();
                     engine.note_wall_time(now, self.clock.wall().timestamp_millis());
-                    match update {
+                    let abandoned = match update {
                         Some(AssignmentUpdate::Replace(monitors)) => engine.replace_all(monitors, now),
                         Some(AssignmentUpdate::Delta { upserts, removes }) => {
-                            removes.into_iter().for_each(|id| engine.remove(id));
+                            let abandoned =
+                                removes.into_iter().flat_map(|id| engine.remove(id)).collect();
                             upserts.into_iter().for_each(|m| engine.upsert(m, now));
+                            abandoned
+                        }
+                        Some(AssignmentUpdate::Command(command)) => {
+                            self.carry_out(&mut engine, command, &permits);
+                            Vec::new()
                         }
                         None => return,
+                    };
+                    for command in abandoned {
+                        self.acknowledge(command, declined(UNASSIGNED));
                     }
                     self.metrics.monitors.set(engine.len() as i64);
                 }
@@ -198,6 +242,7 @@ impl Runner {
         }
     }
 
+    /// Each result, with the `check` commands it answers.
     fn complete(
         &self,
         engine: &mut Engine,
@@ -206,31 +251,96 @@ impl Runner {
             outcome,
             started_at,
         }: Done,
-    ) -> Vec<CheckResult> {
+    ) -> Vec<(CheckResult, Vec<Uuid>)> {
         let finished = engine.complete(&key, outcome, self.clock.now(), self.clock.wall());
         finished
             .into_iter()
             .map(
                 |Finished {
-                     monitor, outcome, ..
+                     monitor,
+                     outcome,
+                     answers,
+                     ..
                  }| {
                     self.metrics
                         .record_check(monitor.kind.as_str(), outcome.status.as_str());
-                    CheckResult {
-                        // Time-ordered (v7): central's index on result ids then grows at its end instead of
-                        // taking inserts at random, which keeps ingestion fast.
-                        id: Uuid::now_v7(),
-                        monitor_id: monitor.id,
-                        // A result is stamped with when its check started.
-                        ts: started_at,
-                        status: outcome.status,
-                        latency_ms: outcome.latency_ms,
-                        msg: outcome.msg,
-                        meta: outcome.meta,
-                    }
+                    (result_of(&monitor, outcome, started_at), answers)
                 },
             )
             .collect()
+    }
+
+    /// Does what an operator asked. `check` is answered when its result comes back; `test`
+    /// when its one-off check ends (it takes a global slot like any check, and nothing of it
+    /// is queued); `reset` at once.
+    fn carry_out(&self, engine: &mut Engine, command: PollerCommand, permits: &Arc<Semaphore>) {
+        let (now, wall) = (self.clock.now(), self.clock.wall());
+        tracing::info!(command_id = %command.id, kind = command.action.name(), "command received");
+        match command.action {
+            CommandAction::Check { monitor_id } => {
+                match engine.check_now(monitor_id, command.id, now) {
+                    Ok(dropped) => {
+                        for old in dropped {
+                            self.acknowledge(old, declined("too many checks asked at once"));
+                        }
+                    }
+                    Err(NotAssigned) => self.acknowledge(command.id, declined(NOT_HERE)),
+                }
+            }
+            CommandAction::Reset { monitor_id } => {
+                let ack = match engine.reset(monitor_id, now, wall) {
+                    Ok(cleared) if cleared.is_empty() => CommandAck {
+                        done: true,
+                        message: "nothing to clear; runs now".into(),
+                        result: None,
+                    },
+                    Ok(cleared) => CommandAck {
+                        done: true,
+                        message: format!("cleared {}; runs now", cleared.join(", ")),
+                        result: None,
+                    },
+                    Err(NotAssigned) => declined(NOT_HERE),
+                };
+                self.acknowledge(command.id, ack);
+            }
+            CommandAction::Test { monitor } => {
+                let (checker, permits, acks, clock) = (
+                    self.checker.clone(),
+                    permits.clone(),
+                    self.acks.clone(),
+                    self.clock.clone(),
+                );
+                tokio::spawn(async move {
+                    let Ok(_permit) = permits.acquire_owned().await else {
+                        return;
+                    };
+                    let monitor = Arc::new(monitor);
+                    let started_at = clock.wall();
+                    let limit = hard_limit(&monitor);
+                    let spec = monitor.clone();
+                    let outcome =
+                        guarded(async move { checker.run(&spec, None).await }, limit).await;
+                    let ack = CommandAck {
+                        done: true,
+                        message: "tested once; nothing was queued".into(),
+                        result: Some(result_of(&monitor, outcome, started_at)),
+                    };
+                    let _ = acks.try_send(Acknowledgement::Done(command.id, ack));
+                });
+            }
+        }
+    }
+
+    /// Hands an acknowledgement to the uplink. Its queue is bounded: past it, central is
+    /// unreachable anyway, and a command central does not hear back about expires there.
+    fn acknowledge(&self, command: Uuid, ack: CommandAck) {
+        if self
+            .acks
+            .try_send(Acknowledgement::Done(command, ack))
+            .is_err()
+        {
+            tracing::warn!(command_id = %command, "acknowledgement queue full; dropped");
+        }
     }
 
     fn publish(&self, engine: &mut Engine, now: Instant) {
@@ -239,9 +349,29 @@ impl Runner {
             self.metrics.record_event(event.kind.name());
         }
         self.report.push_events(events);
-        let health = engine.health(now);
+        let health = engine.health(now, self.clock.wall());
         self.metrics.observe_health(&health);
         *self.report.health.lock().unwrap_or_else(|p| p.into_inner()) = health;
+    }
+}
+
+/// A check's outcome as central gets it.
+fn result_of(
+    monitor: &AssignedMonitor,
+    outcome: CheckOutcome,
+    started_at: DateTime<Utc>,
+) -> CheckResult {
+    CheckResult {
+        // Time-ordered (v7): central's index on result ids then grows at its end instead of
+        // taking inserts at random, which keeps ingestion fast.
+        id: Uuid::now_v7(),
+        monitor_id: monitor.id,
+        // A result is stamped with when its check started.
+        ts: started_at,
+        status: outcome.status,
+        latency_ms: outcome.latency_ms,
+        msg: outcome.msg,
+        meta: outcome.meta,
     }
 }
 

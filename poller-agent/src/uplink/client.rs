@@ -7,8 +7,8 @@ use reqwest::StatusCode;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use shared_proto::poller_api::{
-    AssignmentsResponse, HeartbeatRequest, HeartbeatResponse, RegisterRequest, RegisterResponse,
-    ResultsAck, ResultsBatch, TokenRequest, TokenResponse,
+    AssignmentsResponse, CommandAck, CommandAckResponse, HeartbeatRequest, HeartbeatResponse,
+    RegisterRequest, RegisterResponse, ResultsAck, ResultsBatch, TokenRequest, TokenResponse,
 };
 use shared_proto::ErrorBody;
 use tokio::sync::Mutex;
@@ -293,6 +293,16 @@ impl CentralClient {
         let timeout = wait + std::time::Duration::from_secs(15);
         self.call(|http, token| http.get(&url).bearer_auth(token).timeout(timeout))
             .await
+    }
+
+    /// Tells central what came of a command.
+    pub async fn acknowledge(
+        &self,
+        command: uuid::Uuid,
+        ack: &CommandAck,
+    ) -> Result<CommandAckResponse, UplinkError> {
+        let path = format!("/api/poller/commands/{command}/ack");
+        self.call(self.post(&path, ack)).await
     }
 
     /// Uploads a batch, gzip-compressed (results compress about tenfold).

@@ -1,7 +1,9 @@
 //! Everything the agent says to central, all outbound: the authenticated client, heartbeats
-//! and assignment sync, and result upload. It reads the queue; it never runs checks.
+//! and assignment sync (with operators' commands), result upload, and what came of commands.
+//! It reads the queue; it never runs checks.
 
 pub mod client;
+pub mod commands;
 pub mod sync;
 pub mod upload;
 

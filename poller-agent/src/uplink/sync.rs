@@ -10,8 +10,9 @@ use tokio::sync::{mpsc, watch, Notify};
 use uuid::Uuid;
 
 use super::client::Standing;
+use super::commands::Taken;
 use super::{retry_delay, CentralClient, UplinkError};
-use crate::engine::runner::{AssignmentUpdate, EngineReport};
+use crate::engine::runner::{Acknowledgement, AssignmentUpdate, EngineReport};
 use crate::metrics::AgentMetrics;
 use crate::store::{CachedAssignments, LocalStore, LAST_HEARTBEAT_AT};
 
@@ -95,6 +96,8 @@ impl Heartbeats {
 
 pub struct AssignmentSync {
     pub client: Arc<CentralClient>,
+    /// To send an acknowledgement again when central offers its command once more.
+    pub acks: mpsc::Sender<Acknowledgement>,
     pub store: LocalStore,
     pub metrics: Arc<AgentMetrics>,
     pub engine: mpsc::Sender<AssignmentUpdate>,
@@ -125,6 +128,7 @@ impl AssignmentSync {
             Err(e) => tracing::warn!("assignment cache unreadable, waiting for central: {e:#}"),
         }
         let mut failures = 0u32;
+        let mut taken = Taken::default();
         let mut standing = self.client.standing();
         loop {
             let stood = standing.borrow_and_update().clone();
@@ -153,9 +157,11 @@ impl AssignmentSync {
             match outcome {
                 Ok(answer) => {
                     failures = 0;
-                    let news =
-                        answer.full || !answer.upserts.is_empty() || !answer.removes.is_empty();
-                    if let Err(e) = self.apply(answer, &mut current).await {
+                    let news = answer.full
+                        || !answer.upserts.is_empty()
+                        || !answer.removes.is_empty()
+                        || !answer.commands.is_empty();
+                    if let Err(e) = self.apply(answer, &mut current, &mut taken).await {
                         tracing::warn!("could not cache assignments: {e:#}");
                     }
                     // A central that does not hold requests (older versions) answers at once:
@@ -214,7 +220,27 @@ impl AssignmentSync {
         }
     }
 
+    /// Applies the changes, then hands the engine the commands not taken before (after the
+    /// changes: a command may concern a monitor this answer assigned).
     async fn apply(
+        &self,
+        mut answer: AssignmentsResponse,
+        current: &mut BTreeMap<Uuid, AssignedMonitor>,
+        taken: &mut Taken,
+    ) -> anyhow::Result<()> {
+        let commands = std::mem::take(&mut answer.commands);
+        let saved = self.apply_changes(answer, current).await;
+        for command in commands {
+            if taken.first_time(command.id) {
+                let _ = self.engine.send(AssignmentUpdate::Command(command)).await;
+            } else {
+                let _ = self.acks.try_send(Acknowledgement::Again(command.id));
+            }
+        }
+        saved
+    }
+
+    async fn apply_changes(
         &self,
         answer: AssignmentsResponse,
         current: &mut BTreeMap<Uuid, AssignedMonitor>,

@@ -208,3 +208,45 @@ error_set!(
         403 => POLLER_FORBIDDEN,
     }
 );
+
+error_set!(
+    /// Operators' commands about one monitor (check now, reset).
+    CommandErrors {
+        400 => "`invalid_path` or `invalid_query`.",
+        401 => ADMIN_UNAUTHORIZED,
+        404 => NOT_FOUND,
+        409 => "`conflict`: no poller can hear the command now (the monitor is paused or \
+                unplaced, or its poller is offline or disabled); the message says which.",
+        422 => "`unknown_reference`: `poller_id` does not run this monitor.",
+        503 => OVERLOADED,
+    }
+);
+
+error_set!(
+    /// Testing an unsaved monitor.
+    TestErrors {
+        400 => BODY_INVALID,
+        401 => ADMIN_UNAUTHORIZED,
+        408 => TIMED_OUT,
+        409 => "`conflict`: no poller could run this monitor now; the message says why.",
+        413 => TOO_LARGE,
+        415 => MEDIA_TYPE,
+        422 => UNPROCESSABLE,
+        503 => OVERLOADED,
+    }
+);
+
+error_set!(
+    /// A poller acknowledging a command.
+    PollerAckErrors {
+        400 => BODY_INVALID,
+        401 => POLLER_UNAUTHORIZED,
+        403 => POLLER_FORBIDDEN,
+        404 => "`not_found`: no such command for this poller (it may have expired).",
+        408 => TIMED_OUT,
+        413 => "`payload_too_large`.",
+        415 => MEDIA_TYPE,
+        422 => "`invalid_value`: the result is not about the command's monitor, or was refused.",
+        503 => OVERLOADED,
+    }
+);

@@ -9,7 +9,7 @@ use shared_proto::ErrorBody;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{history, notifications, ops, poller, settings};
+use super::{commands, history, notifications, ops, poller, settings};
 
 mod errors;
 mod kinds;
@@ -29,13 +29,17 @@ pub use errors::*;
     paths(
         ops::healthz, ops::readyz, ops::metrics, ops::openapi,
         poller::register, poller::token, poller::heartbeat, poller::assignments, poller::results,
+        commands::acknowledge,
         settings::create_registration_token, settings::list_registration_tokens,
         settings::revoke_registration_token, settings::rotate_registration_token,
         settings::list_pollers, settings::get_poller, settings::update_poller,
         settings::delete_poller, settings::poller_events, settings::poller_status_changes,
+        settings::poller_scheduler,
         settings::create_monitor, settings::list_monitors, settings::get_monitor,
         settings::update_monitor, settings::delete_monitor, settings::monitor_status,
         settings::monitor_results, history::monitor_uptime, history::monitor_history,
+        commands::check_monitor, commands::reset_monitor, commands::test_monitor,
+        commands::get_command,
         notifications::create_channel, notifications::list_channels, notifications::get_channel,
         notifications::update_channel, notifications::delete_channel, notifications::test_channel,
         notifications::list_notifications,

@@ -1,0 +1,240 @@
+//! `poller_commands`: operators' commands to pollers (check now, reset, test) from the moment
+//! they are issued until their poller acknowledges them, once, or they expire. Issuing and
+//! acknowledging announce themselves on PostgreSQL (`COMMANDS_CHANNEL`), so that the
+//! replica holding the poller's long poll, and the one holding the operator's request, hear
+//! of it at once.
+//!
+//! Cost: a long poll reads only its own poller's open commands (an index on the poller);
+//! everything else touches the rows it names. Must not: decide who gets a command or what an
+//! acknowledgement means (that is `service::commands`).
+
+use sqlx::any::AnyRow;
+use sqlx::Row;
+
+use super::due::id_source;
+use super::{Backend, Store};
+
+/// Announced by a transaction that issues commands (`issued:<poller id>`, one per poller) or
+/// acknowledges one (`done:<command id>`).
+pub(super) const COMMANDS_CHANNEL: &str = "central_poller_commands";
+
+/// A command as issued.
+#[derive(Debug, Clone)]
+pub struct NewCommand {
+    pub id: String,
+    pub poller_id: String,
+    pub kind: &'static str,
+    pub monitor_id: Option<String>,
+    /// `test`: the monitor to run, as JSON.
+    pub spec: Option<String>,
+    pub created_at: i64,
+    pub expires_at: i64,
+}
+
+/// A command as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandRow {
+    pub id: String,
+    pub poller_id: String,
+    pub kind: String,
+    pub monitor_id: Option<String>,
+    pub spec: Option<String>,
+    pub created_at: i64,
+    pub expires_at: i64,
+    pub sent_at: Option<i64>,
+    pub acked_at: Option<i64>,
+    pub done: Option<bool>,
+    pub message: Option<String>,
+    /// The result the agent sent back, as JSON.
+    pub result: Option<String>,
+}
+
+/// What an acknowledgement found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Acked {
+    /// This was the first: it is stored.
+    Now,
+    /// It was acknowledged before; the first answer stands.
+    Already,
+    /// No such command for this poller.
+    Unknown,
+}
+
+const COLUMNS: &str = "id, poller_id, kind, monitor_id, spec, created_at, expires_at, sent_at, \
+                       acked_at, done, message, result";
+
+fn command_row(row: &AnyRow) -> sqlx::Result<CommandRow> {
+    Ok(CommandRow {
+        id: row.try_get(0)?,
+        poller_id: row.try_get(1)?,
+        kind: row.try_get(2)?,
+        monitor_id: row.try_get(3)?,
+        spec: row.try_get(4)?,
+        created_at: row.try_get(5)?,
+        expires_at: row.try_get(6)?,
+        sent_at: row.try_get(7)?,
+        acked_at: row.try_get(8)?,
+        done: row.try_get::<Option<i64>, _>(9)?.map(|d| d != 0),
+        message: row.try_get(10)?,
+        result: row.try_get(11)?,
+    })
+}
+
+impl Store {
+    /// Stores `commands` and announces them to their pollers' replicas.
+    pub async fn insert_commands(&self, commands: &[NewCommand]) -> anyhow::Result<()> {
+        if commands.is_empty() {
+            return Ok(());
+        }
+        let _guard = self.write_lock().await;
+        let mut tx = self.writer.begin().await?;
+        for command in commands {
+            sqlx::query(
+                "INSERT INTO poller_commands \
+                 (id, poller_id, kind, monitor_id, spec, created_at, expires_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            )
+            .bind(&command.id)
+            .bind(&command.poller_id)
+            .bind(command.kind)
+            .bind(&command.monitor_id)
+            .bind(&command.spec)
+            .bind(command.created_at)
+            .bind(command.expires_at)
+            .execute(&mut *tx)
+            .await?;
+        }
+        if self.backend() == Backend::Postgres {
+            let mut pollers: Vec<&str> = commands.iter().map(|c| c.poller_id.as_str()).collect();
+            pollers.sort_unstable();
+            pollers.dedup();
+            for poller in pollers {
+                sqlx::query("SELECT pg_notify($1, $2)")
+                    .bind(COMMANDS_CHANNEL)
+                    .bind(format!("issued:{poller}"))
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// `poller_id`'s commands not yet acknowledged nor expired at `now`, oldest first.
+    pub async fn open_commands(
+        &self,
+        poller_id: &str,
+        now: i64,
+    ) -> anyhow::Result<Vec<CommandRow>> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM poller_commands \
+             WHERE poller_id = $1 AND acked_at IS NULL AND expires_at > $2 \
+             ORDER BY created_at, id"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(poller_id)
+            .bind(now)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(command_row).collect::<sqlx::Result<_>>()?)
+    }
+
+    /// Notes that `ids` were handed to their poller at `now`.
+    pub async fn mark_commands_sent(&self, ids: &[String], now: i64) -> anyhow::Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let _guard = self.write_lock().await;
+        let sql = format!(
+            "UPDATE poller_commands SET sent_at = $2 WHERE id IN (SELECT value FROM {})",
+            id_source(self.backend())
+        );
+        sqlx::query(&sql)
+            .bind(serde_json::to_string(ids)?)
+            .bind(now)
+            .execute(&self.writer)
+            .await?;
+        Ok(())
+    }
+
+    /// Stores what came of `id`, if `poller_id` was asked and nobody answered before
+    /// (compare-and-set on `acked_at`: two replicas receiving the same answer store it once).
+    pub async fn acknowledge_command(
+        &self,
+        id: &str,
+        poller_id: &str,
+        done: bool,
+        message: &str,
+        result: Option<&str>,
+        now: i64,
+    ) -> anyhow::Result<Acked> {
+        let _guard = self.write_lock().await;
+        let mut tx = self.writer.begin().await?;
+        let stored = sqlx::query(
+            "UPDATE poller_commands SET acked_at = $3, done = $4, message = $5, result = $6 \
+             WHERE id = $1 AND poller_id = $2 AND acked_at IS NULL",
+        )
+        .bind(id)
+        .bind(poller_id)
+        .bind(now)
+        .bind(i64::from(done))
+        .bind(message)
+        .bind(result)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            == 1;
+        let outcome = if stored {
+            if self.backend() == Backend::Postgres {
+                sqlx::query("SELECT pg_notify($1, $2)")
+                    .bind(COMMANDS_CHANNEL)
+                    .bind(format!("done:{id}"))
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            Acked::Now
+        } else {
+            let known =
+                sqlx::query("SELECT 1 FROM poller_commands WHERE id = $1 AND poller_id = $2")
+                    .bind(id)
+                    .bind(poller_id)
+                    .fetch_optional(&mut *tx)
+                    .await?
+                    .is_some();
+            if known {
+                Acked::Already
+            } else {
+                Acked::Unknown
+            }
+        };
+        tx.commit().await?;
+        Ok(outcome)
+    }
+
+    /// The commands with these ids that exist.
+    pub async fn commands_by_ids(&self, ids: &[String]) -> anyhow::Result<Vec<CommandRow>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT {COLUMNS} FROM poller_commands WHERE id IN (SELECT value FROM {}) \
+             ORDER BY created_at, id",
+            id_source(self.backend())
+        );
+        let rows = sqlx::query(&sql)
+            .bind(serde_json::to_string(ids)?)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(command_row).collect::<sqlx::Result<_>>()?)
+    }
+
+    /// Deletes commands that expired before `before`.
+    pub async fn prune_commands(&self, before: i64) -> anyhow::Result<u64> {
+        let _guard = self.write_lock().await;
+        let done = sqlx::query("DELETE FROM poller_commands WHERE expires_at < $1")
+            .bind(before)
+            .execute(&self.writer)
+            .await?;
+        Ok(done.rows_affected())
+    }
+}
