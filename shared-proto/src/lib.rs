@@ -5,8 +5,10 @@
 
 pub mod bounded;
 pub mod channel_fields;
+pub mod dependencies;
 pub mod duration;
 pub mod error;
+pub mod health;
 pub mod history;
 pub mod lenient;
 pub mod monitor;

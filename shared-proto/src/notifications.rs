@@ -492,6 +492,12 @@ pub enum NotificationEvent {
     PollerOffline,
     #[serde(rename = "poller.online")]
     PollerOnline,
+    /// A dependency of a monitor's health document failed (`settings.notify_dependencies`).
+    #[serde(rename = "dependency.down")]
+    DependencyDown,
+    /// …and recovered.
+    #[serde(rename = "dependency.up")]
+    DependencyUp,
     /// `POST …/{id}/test`.
     #[serde(rename = "test")]
     Test,
@@ -506,6 +512,8 @@ impl NotificationEvent {
             Self::MonitorStale => "monitor.stale",
             Self::PollerOffline => "poller.offline",
             Self::PollerOnline => "poller.online",
+            Self::DependencyDown => "dependency.down",
+            Self::DependencyUp => "dependency.up",
             Self::Test => "test",
         }
     }
@@ -514,7 +522,11 @@ impl NotificationEvent {
     pub fn is_problem(self) -> bool {
         matches!(
             self,
-            Self::MonitorDown | Self::MonitorDegraded | Self::MonitorStale | Self::PollerOffline
+            Self::MonitorDown
+                | Self::MonitorDegraded
+                | Self::MonitorStale
+                | Self::PollerOffline
+                | Self::DependencyDown
         )
     }
 }
@@ -549,6 +561,22 @@ pub struct Notification {
     pub reminder: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub locations: Option<Vec<crate::settings_api::LocationView>>,
+    /// For `dependency.*`: the dependency, as the monitor's health document names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dependency: Option<DependencySubject>,
+}
+
+/// The dependency a `dependency.*` notification is about.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DependencySubject {
+    pub name: String,
+    /// The location that read it, for a multi-location monitor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// Why it is unhealthy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// Delivery state of one notification to one channel.

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::health::HealthMapping;
 use crate::monitor::CheckKind;
 use crate::ValidationError;
 
@@ -304,6 +305,14 @@ pub struct HttpSettings {
     pub conditional: bool,
     #[serde(default)]
     pub format: BodyFormat,
+    /// Where a `health-json` document's dependencies are and how to read them, when it is not
+    /// in the default shape (docs/health-json.md).
+    #[serde(default)]
+    pub health_mapping: Option<Box<HealthMapping>>,
+    /// Notify the monitor's channels when a dependency its health document lists fails
+    /// (`dependency.down`) or recovers (`dependency.up`).
+    #[serde(default)]
+    pub notify_dependencies: bool,
 }
 
 impl Default for HttpSettings {
@@ -321,6 +330,8 @@ impl Default for HttpSettings {
             verify_tls: true,
             conditional: false,
             format: BodyFormat::Plain,
+            health_mapping: None,
+            notify_dependencies: false,
         }
     }
 }
@@ -348,6 +359,21 @@ impl HttpSettings {
             ));
         }
         check_header_map("settings.headers", &self.headers)?;
+        if let Some(mapping) = &self.health_mapping {
+            mapping.validate()?;
+        }
+        for (field, set) in [
+            ("settings.health_mapping", self.health_mapping.is_some()),
+            ("settings.notify_dependencies", self.notify_dependencies),
+        ] {
+            if set && self.format != BodyFormat::HealthJson {
+                return Err(ValidationError::combination(
+                    field,
+                    "is about a health document's dependencies: set settings.format to \
+                     health-json too",
+                ));
+            }
+        }
         match (&self.json_path, &self.json_expected) {
             (Some(path), _) if !(path.is_empty() || path.starts_with('/')) => {
                 Err(ValidationError::new(

@@ -9,12 +9,18 @@
 //!   cargo bench -p e2e --bench scale [-- --monitors 10000 --pollers 20 --interval-s 60]
 //!                                    [--batch-size 50 --batch-interval-s 10]
 //!                                    [--baseline PATH-TO-AN-OLDER-central]
-//!                                    [--grown-db-mib 1100]
+//!                                    [--grown-db-mib 1100] [--create-first]
 //!
 //! `--grown-db-mib N` (SQLite) first makes the database N MiB larger, with a table of the
 //! bench's own, as an older database is: past 1 GiB at 4 KiB pages SQLite no longer walks the
 //! writer's whole page cache at commits after a page split (docs/benchmarks.md), which a young
 //! database does; 1,667 results/s grow a database past 1 GiB within its first hour.
+//!
+//! `--create-first` creates every monitor before any poller uploads (then waits an interval
+//! for all to report, and only then adds the webhook channel: the monitors went stale while
+//! waiting, truly, and up again): on a grown database, creating 100,000 monitors through the
+//! API while 1,667 results/s arrive slows to a few a second near the end, since every creation
+//! waits for the one writer behind the uploads; without uploads it took 15 minutes.
 //!
 //! (`--batch-size 1 --batch-interval-s 1` uploads every second: six times the uploads agents
 //! make at 100,000 monitors on 200 pollers, a harsher load.)
@@ -61,6 +67,8 @@ struct Sizes {
     /// Uploads once this many results are queued, or every `batch_interval_s`.
     batch_size: usize,
     batch_interval_s: u64,
+    /// Every monitor is created before the pollers start uploading (`--create-first`).
+    create_first: bool,
 }
 
 /// The monitors reported `down` (shared with the upload loops), and when each was uploaded
@@ -305,6 +313,7 @@ async fn main() -> anyhow::Result<()> {
         grown_db_mib: arg("--grown-db-mib", 0),
         batch_size: arg("--batch-size", 50) as usize,
         batch_interval_s: arg("--batch-interval-s", 10),
+        create_first: std::env::args().any(|a| a == "--create-first"),
     };
     let mut rows = Vec::new();
     if let Some(baseline) = arg_text("--baseline") {
@@ -327,6 +336,7 @@ async fn run(label: &str, program: &std::path::Path, sizes: Sizes) -> anyhow::Re
         grown_db_mib,
         batch_size,
         batch_interval_s,
+        create_first,
     } = sizes;
     let backend = std::env::var("E2E_DATABASE").unwrap_or_else(|_| "sqlite".into());
     // Every test poller speaks from 127.0.0.1, which real pollers do not: neither the
@@ -346,11 +356,13 @@ async fn run(label: &str, program: &std::path::Path, sizes: Sizes) -> anyhow::Re
     }
     let pid = central.pid().expect("central runs");
     let receiver = HttpReceiver::start().await?;
-    central
-        .create_channel(
-            json!({"name": "bench", "kind": "webhook", "url": receiver.url, "default": true}),
-        )
-        .await?;
+    let channel = json!({"name": "bench", "kind": "webhook", "url": receiver.url, "default": true});
+    // Created first, the monitors go stale while the others are made (nobody reports on them:
+    // central says so), and up again when the uploads start: the channel comes after that, or
+    // 200,000 true notices would flood the window.
+    if !create_first {
+        central.create_channel(channel.clone()).await?;
+    }
     let mut registered = Vec::with_capacity(pollers);
     for i in 0..pollers {
         registered.push(Arc::new(
@@ -367,19 +379,27 @@ async fn run(label: &str, program: &std::path::Path, sizes: Sizes) -> anyhow::Re
     }
 
     // Uploads start with the first monitor: each reports from its first second on, so none
-    // goes stale while the others are being created.
+    // goes stale while the others are being created (unless `--create-first`).
     let owned: Vec<Arc<Mutex<Vec<String>>>> = (0..pollers).map(|_| Arc::default()).collect();
     let down: Down = Arc::default();
-    let loops: Vec<_> = registered
-        .iter()
-        .zip(&owned)
-        .enumerate()
-        .map(|(i, (poller, mine))| {
-            let start =
-                Duration::from_millis(batch_interval_s * 1000 * i as u64 / pollers.max(1) as u64);
-            uploads(&central, poller, mine.clone(), sizes, start, down.clone())
-        })
-        .collect();
+    let start_uploads = || -> Vec<tokio::task::JoinHandle<()>> {
+        registered
+            .iter()
+            .zip(&owned)
+            .enumerate()
+            .map(|(i, (poller, mine))| {
+                let start = Duration::from_millis(
+                    batch_interval_s * 1000 * i as u64 / pollers.max(1) as u64,
+                );
+                uploads(&central, poller, mine.clone(), sizes, start, down.clone())
+            })
+            .collect()
+    };
+    let mut loops = if create_first {
+        Vec::new()
+    } else {
+        start_uploads()
+    };
     let created = Instant::now();
     let specs: Vec<(usize, String)> = (0..monitors)
         .map(|i| (i, registered[i % pollers].id.clone()))
@@ -404,13 +424,26 @@ async fn run(label: &str, program: &std::path::Path, sizes: Sizes) -> anyhow::Re
         .into_iter()
         .collect::<anyhow::Result<_>>()?;
     let creating = created.elapsed();
+    if create_first {
+        loops = start_uploads();
+    }
     let owners: HashMap<String, Arc<BenchPoller>> = ids
         .iter()
         .map(|(i, id)| (id.clone(), registered[i % pollers].clone()))
         .collect();
     // One whole interval and one upload wait, so that every monitor has a result and is up,
     // and a little more.
-    tokio::time::sleep(Duration::from_secs(interval_s + batch_interval_s + 5)).await;
+    // Created first: the upload loops' spread start and the first reports' news as well.
+    let settle = interval_s + batch_interval_s + 5;
+    let settle = if create_first {
+        settle + interval_s + batch_interval_s
+    } else {
+        settle
+    };
+    tokio::time::sleep(Duration::from_secs(settle)).await;
+    if create_first {
+        central.create_channel(channel).await?;
+    }
 
     // On stderr, for a profiler to attach to central for the steady window.
     eprintln!("steady window: {measure_s} s from now, central pid {pid}");
@@ -542,6 +575,11 @@ async fn run(label: &str, program: &std::path::Path, sizes: Sizes) -> anyhow::Re
         format!(" grown by {grown_db_mib} MiB")
     } else {
         String::new()
+    };
+    let grown = if create_first {
+        format!("{grown}, created first")
+    } else {
+        grown
     };
     Ok(format!(
         "scale ({backend}{grown}, {label}): {monitors} monitors / {pollers} pollers / {:.0} results/s, \

@@ -383,12 +383,48 @@ async fn an_operator_runs_a_monitor_from_the_page() -> anyhow::Result<()> {
         ("phone-pollers", "/pollers".to_string()),
         ("phone-tokens", "/tokens".to_string()),
         ("phone-notifications", "/notifications".to_string()),
+        ("phone-dependencies", "/dependencies".to_string()),
     ] {
         browser.goto(&page(&at)).await?;
         browser.screenshot(name).await?;
         assert_accessible(&browser, name).await?;
     }
     browser.resize(1280, 900).await?;
+
+    // Dependencies: an alias made on the page is listed, and a refused one says why.
+    browser.goto(&page("/dependencies")).await?;
+    browser
+        .fill("form.alias-form input[name=alias]", "pg-main")
+        .await?;
+    browser
+        .fill("form.alias-form input[name=canonical]", "postgres")
+        .await?;
+    browser.click("form.alias-form button[type=submit]").await?;
+    browser
+        .wait_for_text(
+            "table[aria-label=Aliases]",
+            "pg-main",
+            Duration::from_secs(10),
+            false,
+        )
+        .await?;
+    browser
+        .fill("form.alias-form input[name=alias]", "db")
+        .await?;
+    browser
+        .fill("form.alias-form input[name=canonical]", "pg-main")
+        .await?;
+    browser.click("form.alias-form button[type=submit]").await?;
+    browser
+        .wait_for_text(
+            ".form-error",
+            "is itself an alias",
+            Duration::from_secs(10),
+            false,
+        )
+        .await?;
+    browser.screenshot("10-dependencies").await?;
+    assert_accessible(&browser, "dependencies").await?;
 
     // Paused from its page.
     browser.goto(&format!("{}{path}", central.url)).await?;

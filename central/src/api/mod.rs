@@ -3,6 +3,7 @@
 mod auth_failures;
 mod commands;
 mod deadline;
+mod dependencies;
 mod extract;
 mod history;
 mod notifications;
@@ -160,6 +161,23 @@ pub fn router(app: Arc<App>, options: &HttpOptions, long_polls: Arc<pools::LongP
         .route("/monitors/{id}/results", get(settings::monitor_results))
         .route("/monitors/{id}/uptime", get(history::monitor_uptime))
         .route("/monitors/{id}/history", get(history::monitor_history))
+        .route(
+            "/monitors/{id}/dependencies",
+            get(dependencies::monitor_dependencies),
+        )
+        .route(
+            "/monitors/{id}/dependencies/latency",
+            get(dependencies::dependency_latency),
+        )
+        .route("/dependencies", get(dependencies::list_dependencies))
+        .route(
+            "/dependency-aliases",
+            post(dependencies::create_alias).get(dependencies::list_aliases),
+        )
+        .route(
+            "/dependency-aliases/{alias}",
+            get(dependencies::get_alias).delete(dependencies::delete_alias),
+        )
         .route(
             "/notification-channels",
             post(notifications::create_channel).get(notifications::list_channels),

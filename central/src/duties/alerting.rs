@@ -1,11 +1,13 @@
 //! Runs alerting's looks, a lease holder's duty (`duties`):
-//! `service::alerts` decides, the outbox carries the result to `notify`. It looks when this
+//! `service::alerts` decides, the outbox carries the result to `notify`. Each round also queues
+//! the notices of dependencies' changes (`service::dependencies::notices`). It looks when this
 //! replica marks monitors due (a wake from ingest, after `GATHER` so that uploads arriving
 //! together make one look), when the earliest due instant comes, and at least every `PERIOD`
 //! for what other replicas mark.
 //!
-//! Cost: per look, the monitors due (`service::alerts::look`); between looks, one read of the
-//! earliest due instant (the first entry of an index). Nothing here grows with the number of
+//! Cost: per look, the monitors due (`service::alerts::look`) and the dependency changes
+//! awaiting a notice (a partial index); between looks, one read of the earliest due instant
+//! (the first entry of an index). Nothing here grows with the number of
 //! monitors.
 
 use std::sync::Arc;
@@ -35,6 +37,9 @@ pub async fn run(app: Arc<App>) {
                 Err(e) => tracing::warn!("reading when alerting is next due failed: {e}"),
             },
             Err(e) => tracing::warn!("evaluating alerts failed: {e}"),
+        }
+        if let Err(e) = app.send_dependency_notices().await {
+            tracing::warn!("sending dependency notices failed: {e:#}");
         }
         tokio::select! {
             () = app.cluster.wakes.alerting.notified() => tokio::time::sleep(GATHER).await,

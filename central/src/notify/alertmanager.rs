@@ -44,6 +44,11 @@ pub fn alerts(
     horizon: chrono::Duration,
     public_url: Option<&str>,
 ) -> Value {
+    // Dependency notices are never queued for Alertmanager (`service::dependencies::notices`):
+    // drawn as a monitor's, they would resolve the monitor's own alerts.
+    if message.dependency.is_some() {
+        return Value::Array(Vec::new());
+    }
     let time = |t: DateTime<Utc>| t.to_rfc3339_opts(SecondsFormat::Millis, true);
     let firing_until = time(now + horizon);
     let resolved_at = time(now);
@@ -138,15 +143,25 @@ pub fn v4_body(message: &Notification) -> String {
         ),
     };
     let alertname = match kind {
+        _ if message.dependency.is_some() => "DependencyUnhealthy",
         "monitor" => "MonitorDown",
         "poller" => "PollerOffline",
         _ => "CentralTest",
+    };
+    // A dependency's alert is its own, beside its monitor's: named and fingerprinted by both.
+    let (kind, name, key) = match &message.dependency {
+        Some(dependency) => (
+            "dependency",
+            format!("{}: {}", subject.name, dependency.name),
+            format!("{}/{}", subject.id, dependency.name),
+        ),
+        None => (kind, subject.name.clone(), subject.id.to_string()),
     };
     let labels = json!({
         "alertname": alertname,
         "kind": kind,
         "id": subject.id.to_string(),
-        "name": subject.name,
+        "name": name,
         "severity": if message.event == NotificationEvent::MonitorDegraded { "warning" } else { "critical" },
     });
     let at = message.at.to_rfc3339();
@@ -157,7 +172,7 @@ pub fn v4_body(message: &Notification) -> String {
         "startsAt": at,
         "endsAt": if resolved { at.clone() } else { "0001-01-01T00:00:00Z".to_string() },
         "generatorURL": "",
-        "fingerprint": format!("{:016x}", fingerprint(&subject.id.to_string())),
+        "fingerprint": format!("{:016x}", fingerprint(&key)),
     });
     json!({
         "version": "4",
@@ -202,6 +217,7 @@ mod tests {
             message: "expected 2xx, got 503".into(),
             reminder: false,
             locations: None,
+            dependency: None,
         }
     }
 
@@ -261,5 +277,53 @@ mod tests {
             .unwrap()
             .iter()
             .all(|a| a["endsAt"] == "2026-11-23T10:00:05.000Z" && a.get("generatorURL").is_none()));
+    }
+
+    #[test]
+    fn a_dependency_alert_is_its_own_and_never_drawn_as_its_monitors() {
+        let dependency = |event| Notification {
+            dependency: Some(shared_proto::notifications::DependencySubject {
+                name: "cache".into(),
+                region: None,
+                error: Some("timeout".into()),
+            }),
+            ..message(event, "unhealthy")
+        };
+        let now: DateTime<Utc> = "2026-11-23T10:00:05Z".parse().unwrap();
+        let drawn = alerts(
+            &dependency(NotificationEvent::DependencyDown),
+            now,
+            chrono::Duration::minutes(4),
+            None,
+        );
+        assert_eq!(
+            drawn,
+            serde_json::json!([]),
+            "would resolve the monitor's alerts"
+        );
+        let down: serde_json::Value =
+            serde_json::from_str(&v4_body(&dependency(NotificationEvent::DependencyDown))).unwrap();
+        let up: serde_json::Value =
+            serde_json::from_str(&v4_body(&dependency(NotificationEvent::DependencyUp))).unwrap();
+        let monitor: serde_json::Value =
+            serde_json::from_str(&v4_body(&message(NotificationEvent::MonitorDown, "down")))
+                .unwrap();
+        assert_eq!(
+            down["alerts"][0]["labels"]["alertname"],
+            "DependencyUnhealthy"
+        );
+        assert_eq!(down["alerts"][0]["labels"]["name"], "shop: cache");
+        assert_eq!(
+            (&down["status"], &up["status"]),
+            (&"firing".into(), &"resolved".into())
+        );
+        assert_eq!(
+            down["alerts"][0]["fingerprint"],
+            up["alerts"][0]["fingerprint"]
+        );
+        assert_ne!(
+            down["alerts"][0]["fingerprint"],
+            monitor["alerts"][0]["fingerprint"]
+        );
     }
 }

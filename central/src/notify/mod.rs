@@ -229,7 +229,7 @@ fn stored_headers(channel: &ChannelRow) -> Vec<(String, String)> {
 /// A one-line human summary of a message, for chat and mail subjects.
 fn headline(message: &Notification) -> String {
     let mark = match message.event.as_str() {
-        "monitor.up" | "poller.online" => "RESOLVED",
+        "monitor.up" | "poller.online" | "dependency.up" => "RESOLVED",
         "test" => "TEST",
         _ => "ALERT",
     };

@@ -50,6 +50,7 @@ mod tests {
             message: "keyword missing: <!channel> <https://x|click> & more".into(),
             reminder: false,
             locations: None,
+            dependency: None,
         };
         let body: serde_json::Value = serde_json::from_str(&body(&message)).unwrap();
         let text = body["text"].as_str().unwrap();

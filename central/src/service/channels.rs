@@ -91,6 +91,7 @@ impl App {
             message: format!("a test of the notification channel {}", channel.name),
             reminder: false,
             locations: None,
+            dependency: None,
         };
         let outcome = self.notifier.deliver(&channel, &message).await;
         Ok(ChannelTestResult {

@@ -249,7 +249,7 @@ impl App {
         })
     }
 
-    async fn existing_monitor(&self, id: Uuid) -> ApiResult<()> {
+    pub(super) async fn existing_monitor(&self, id: Uuid) -> ApiResult<()> {
         match self.store.monitor(&id.to_string()).await? {
             Some(_) => Ok(()),
             None => Err(ApiError::NotFound(format!("no monitor with id {id}"))),

@@ -21,7 +21,8 @@ use super::uptime::{pause_of, Timeline};
 use super::App;
 use crate::error::{ApiError, ApiResult};
 use crate::store::{
-    IngestRules, NewResult, OwnershipRow, PollerRow, StoredVerdict, TimeCredit, TimePoint,
+    DependencyDiff, DependencyReport, DependencyRow, IngestRules, NewResult, OwnershipRow,
+    PollerRow, StoredVerdict, TimeCredit, TimePoint,
 };
 
 /// After a monitor moves, its previous poller may still deliver what it measured before.
@@ -167,8 +168,9 @@ impl App {
                 .insert_results(&poller.id, &accepted, now, &rules)
                 .await?
         };
-        if ingested.marked {
-            // Monitors were marked due with them: alerting looks now, not at its tick.
+        if ingested.marked || ingested.dependency_notices {
+            // Monitors were marked due with them, or dependencies changed that call for a
+            // notice: alerting looks now, not at its tick.
             self.cluster.wakes.alerting.notify_one();
         }
         let stored = ingested.stored.len();
@@ -191,6 +193,8 @@ impl App {
 /// results stand for time.
 struct MonitorRule {
     thresholds: (u32, u32),
+    /// `settings.notify_dependencies`.
+    notify_dependencies: bool,
     interval_ms: i64,
     timeline: Timeline,
 }
@@ -203,6 +207,7 @@ impl MonitorRule {
         let quorum = multi.then(|| quorum::effective(slot.quorum, slots.len()));
         Some(MonitorRule {
             thresholds: thresholds_of(&slot.kind, &slot.settings),
+            notify_dependencies: super::dependencies::rules::notifies(&slot.kind, &slot.settings),
             interval_ms: slot.interval_ms,
             timeline: Timeline::of(
                 slot.interval_ms,
@@ -251,6 +256,21 @@ impl IngestRules for MonitorRules {
             None => rule.timeline,
         };
         timeline.credit(history, new, old_until, new_until)
+    }
+
+    fn dependency_diff(
+        &self,
+        monitor_id: &str,
+        region: &str,
+        at: i64,
+        before: &[DependencyRow],
+        report: &DependencyReport,
+    ) -> DependencyDiff {
+        let notify = self
+            .0
+            .get(monitor_id)
+            .is_some_and(|m| m.notify_dependencies);
+        super::dependencies::rules::diff(monitor_id, region, at, before, report, notify)
     }
 
     fn advance(&self, monitor_id: &str, state: StoredVerdict, result: &str) -> StoredVerdict {
@@ -334,6 +354,7 @@ fn new_result(result: CheckResult, region: Option<String>) -> NewResult {
                 t.timestamp_millis()
                     .min(ts.saturating_add(MAX_DELIBERATE_DELAY_MS as i64))
             }),
+        dependencies: super::dependencies::rules::report_of(&meta),
         msg,
         meta: meta_text,
     }

@@ -11,6 +11,7 @@ pub mod buckets;
 pub mod channels;
 pub mod clock;
 pub mod commands;
+pub mod dependencies;
 pub mod engine_health;
 pub mod hashing;
 pub mod history;

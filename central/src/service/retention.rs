@@ -1,7 +1,8 @@
 //! Pruning history: raw results after `CENTRAL_RESULTS_RETENTION`, except each status change
 //! and the verdict just before it, which stay as long as day rollups do; rollup buckets after
 //! their own retention. Every step deletes a few hundred rows, so pruning never holds the
-//! writer long. What the rollups count is not this module's concern.
+//! writer long. Dependencies' latency buckets and changes go the same way. What the rollups
+//! count is not this module's concern.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -68,42 +69,66 @@ impl Thinning {
     }
 }
 
+/// Runs `step` (which deletes up to `PRUNE_STEP` rows) until it deletes fewer, pausing between
+/// steps; returns how many rows went.
+async fn in_steps<F, Fut>(mut step: F) -> anyhow::Result<u64>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<u64>>,
+{
+    let mut pruned = 0;
+    loop {
+        let deleted = step().await?;
+        pruned += deleted;
+        if deleted < u64::from(PRUNE_STEP) {
+            return Ok(pruned);
+        }
+        tokio::time::sleep(PAUSE_BETWEEN_STEPS).await;
+    }
+}
+
 impl App {
+    /// Dependencies' latency buckets go with the rollups of their resolution, their changes
+    /// with the day rollups (as monitors' kept status changes do).
+    async fn prune_dependency_history(&self, now: i64) -> anyhow::Result<u64> {
+        let mut pruned = 0;
+        for resolution in [Resolution::Hour, Resolution::Day] {
+            let before = now.saturating_sub(self.retention.of(resolution));
+            pruned += in_steps(|| {
+                self.store
+                    .prune_dependency_latency(resolution, before, PRUNE_STEP)
+            })
+            .await?;
+        }
+        let events_before = now.saturating_sub(self.retention.days_ms);
+        pruned += in_steps(|| {
+            self.store
+                .prune_dependency_events(events_before, PRUNE_STEP)
+        })
+        .await?;
+        Ok(pruned)
+    }
+
     /// One pruning pass over results and rollups; returns how many rows went.
     pub async fn prune_results_and_rollups(&self) -> anyhow::Result<u64> {
         let now = self.now_ms();
         let mut pruned = 0;
         for resolution in Resolution::ALL {
             let before = now.saturating_sub(self.retention.of(resolution));
-            loop {
-                let deleted = self
-                    .store
-                    .prune_rollups(resolution, before, PRUNE_STEP)
-                    .await?;
-                pruned += deleted;
-                if deleted < u64::from(PRUNE_STEP) {
-                    break;
-                }
-                tokio::time::sleep(PAUSE_BETWEEN_STEPS).await;
-            }
+            pruned += in_steps(|| self.store.prune_rollups(resolution, before, PRUNE_STEP)).await?;
         }
+        pruned += self.prune_dependency_history(now).await?;
         // Kept status changes live as long as the longest-kept rollups.
         let changes_before = now.saturating_sub(self.retention.days_ms);
         let results_before = now.saturating_sub(self.retention.results_ms);
         let mut monitor = String::new();
         while let Some(next) = self.store.next_monitor_with_results(&monitor).await? {
             monitor = next;
-            loop {
-                let deleted = self
-                    .store
+            pruned += in_steps(|| {
+                self.store
                     .delete_results_before(&monitor, changes_before, PRUNE_STEP)
-                    .await?;
-                pruned += deleted;
-                if deleted < u64::from(PRUNE_STEP) {
-                    break;
-                }
-                tokio::time::sleep(PAUSE_BETWEEN_STEPS).await;
-            }
+            })
+            .await?;
             pruned += self.thin_results(&monitor, results_before).await?;
         }
         Ok(pruned)

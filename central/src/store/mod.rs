@@ -5,6 +5,7 @@
 //! which both dialects accept. Schema changes live in `migrations/<database>/`.
 
 mod commands;
+mod dependencies;
 mod due;
 mod events;
 mod gauges;
@@ -23,6 +24,11 @@ mod tokens;
 mod wakeups;
 
 pub use commands::{Acked, CommandRow, NewCommand};
+pub use dependencies::{
+    AliasRow, DependencyDiff, DependencyEventRow, DependencyReport, DependencyRow,
+    DependencySourceRow, LatencyBucketRow, NamedDependencyRow, NewDependencyEvent,
+    PendingNoticeRow, ReportedDependency,
+};
 pub use due::Look;
 pub use events::EventRow;
 pub use gauges::ShownRow;
@@ -240,6 +246,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "poller commands",
         include_str!("../../../migrations/sqlite/20261203000028_poller_commands.sql"),
     ),
+    (
+        20261204000029,
+        "dependencies",
+        include_str!("../../../migrations/sqlite/20261204000029_dependencies.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -382,6 +393,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261203000028,
         "poller commands",
         include_str!("../../../migrations/postgres/20261203000028_poller_commands.sql"),
+    ),
+    (
+        20261204000029,
+        "dependencies",
+        include_str!("../../../migrations/postgres/20261204000029_dependencies.sql"),
     ),
 ];
 
@@ -757,6 +773,17 @@ pub(crate) mod testing {
             new_until: i64,
         ) -> Vec<TimeCredit> {
             STORE_TEST_TIMELINE.credit(history, new, old_until, new_until)
+        }
+
+        fn dependency_diff(
+            &self,
+            monitor_id: &str,
+            region: &str,
+            at: i64,
+            before: &[super::DependencyRow],
+            report: &super::DependencyReport,
+        ) -> super::DependencyDiff {
+            crate::service::dependencies::rules::diff(monitor_id, region, at, before, report, false)
         }
     }
 

@@ -410,7 +410,10 @@ impl Store {
             .bind(id)
             .execute(&mut *tx)
             .await?;
-        for table in ["results", "rollups"] {
+        let tables = ["results", "rollups"]
+            .into_iter()
+            .chain(super::dependencies::MONITOR_TABLES);
+        for table in tables {
             sqlx::query(&format!("DELETE FROM {table} WHERE monitor_id = $1"))
                 .bind(id)
                 .execute(&mut *tx)

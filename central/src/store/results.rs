@@ -25,6 +25,9 @@ pub struct NewResult {
     /// When the agent will check again (from `meta.engine.next_due_at`).
     #[serde(skip)]
     pub next_due_at: Option<i64>,
+    /// The health document's dependencies, for a `health-json` check that read one.
+    #[serde(skip)]
+    pub dependencies: Option<super::dependencies::DependencyReport>,
 }
 
 /// What pruning needs to know of an old result.
@@ -241,6 +244,18 @@ pub trait IngestRules: Sync {
         old_until: Option<i64>,
         new_until: i64,
     ) -> Vec<TimeCredit>;
+
+    /// What a document checked at `at` changes in the dependencies of a monitor's location
+    /// (`region` `""` for one checked from one place), stored as `before`
+    /// (`service::dependencies::rules::diff`).
+    fn dependency_diff(
+        &self,
+        monitor_id: &str,
+        region: &str,
+        at: i64,
+        before: &[super::dependencies::DependencyRow],
+        report: &super::dependencies::DependencyReport,
+    ) -> super::dependencies::DependencyDiff;
 }
 
 /// A status row's key: the monitor, and the location for `location_status`.
@@ -298,6 +313,8 @@ pub struct Ingested {
     pub stored: HashSet<String>,
     /// Whether it marked any monitor due for a look (news, or a monitor not steady).
     pub marked: bool,
+    /// Whether a dependency's change awaits a notice (`service::dependencies::notices`).
+    pub dependency_notices: bool,
 }
 
 /// Rows per INSERT statement.
@@ -412,6 +429,8 @@ impl Store {
             }
         }
         self.add_to_rollups(&mut tx, &stored, &credits).await?;
+        let dependency_notices =
+            super::dependencies::record(&mut tx, self.backend(), &stored, rules).await?;
         // Each monitor's newest stored result of the batch: news, a confirmation that keeps
         // it from going overdue for a while (which a steady monitor takes without a look), or
         // one already overdue on arrival (a queue flushed late), which is looked at.
@@ -460,6 +479,7 @@ impl Store {
         Ok(Ingested {
             stored: inserted,
             marked,
+            dependency_notices,
         })
     }
 
@@ -724,6 +744,7 @@ mod tests {
             msg: String::new(),
             meta: "{}".into(),
             next_due_at: None,
+            dependencies: None,
         }
     }
 

@@ -398,6 +398,7 @@ mod tests {
             msg: String::new(),
             meta: "{}".into(),
             next_due_at: None,
+            dependencies: None,
         }
     }
 

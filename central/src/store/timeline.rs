@@ -407,6 +407,16 @@ mod tests {
             };
             timeline.credit(history, new, old_until, new_until)
         }
+        fn dependency_diff(
+            &self,
+            monitor_id: &str,
+            region: &str,
+            at: i64,
+            before: &[crate::store::DependencyRow],
+            report: &crate::store::DependencyReport,
+        ) -> crate::store::DependencyDiff {
+            NewestDecides.dependency_diff(monitor_id, region, at, before, report)
+        }
     }
 
     fn minutes(credits: &[TimeCredit]) -> BTreeMap<i64, (i64, i64)> {
@@ -454,6 +464,7 @@ mod tests {
                         msg: String::new(),
                         meta: "{}".into(),
                         next_due_at: None,
+                        dependencies: None,
                     });
                 }
             }

@@ -105,6 +105,22 @@ const SETTINGS: &[Setting] = &[
     },
     Setting {
         kind: CheckKind::Http,
+        key: "health_mapping",
+        label: "Health document mapping",
+        hint: "for health-json documents in another shape, like {\"list\": \"/components\", \
+               \"name\": \"$key\", \"healthy\": {\"pointer\": \"/status\", \"equals\": \"UP\"}}; \
+               docs/health-json.md",
+        input: Input::Json,
+    },
+    Setting {
+        kind: CheckKind::Http,
+        key: "notify_dependencies",
+        label: "Notify when a dependency fails or recovers",
+        hint: "health-json: dependency.down and dependency.up to the monitor's channels",
+        input: Input::Check { default: false },
+    },
+    Setting {
+        kind: CheckKind::Http,
         key: "follow_redirects",
         label: "Follow redirects",
         hint: "",

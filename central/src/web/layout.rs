@@ -15,6 +15,7 @@ pub enum Section {
     Pollers,
     Tokens,
     Notifications,
+    Dependencies,
 }
 
 fn head(title: &str) -> Markup {
@@ -63,6 +64,7 @@ pub fn page(session: &Session, section: Section, title: &str, body: Markup) -> M
                         (link("/", "Monitors", Section::Monitors))
                         (link("/pollers", "Pollers", Section::Pollers))
                         (link("/tokens", "Tokens", Section::Tokens))
+                        (link("/dependencies", "Dependencies", Section::Dependencies))
                         (link("/notifications", "Notifications", Section::Notifications))
                     }
                     form.logout method="post" action="/logout" {

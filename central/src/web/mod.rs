@@ -8,6 +8,7 @@ mod channel_form;
 mod charts;
 mod check_settings;
 mod commands;
+mod dependencies;
 mod fields;
 mod headers;
 mod layout;
@@ -68,6 +69,12 @@ pub fn router(options: WebOptions) -> Router<Arc<App>> {
         .route("/tokens", get(tokens::tokens).post(tokens::create_token))
         .route("/tokens/{id}/revoke", post(tokens::revoke_token))
         .route("/tokens/{id}/rotate", post(tokens::rotate_token))
+        .route("/dependencies", get(dependencies::list))
+        .route("/dependencies/aliases", post(dependencies::create_alias))
+        .route(
+            "/dependencies/aliases/delete",
+            post(dependencies::delete_alias),
+        )
         .route("/notifications", get(notifications::list))
         .route("/notifications/channels/new", get(channel_form::new_page))
         .route("/notifications/channels", post(channel_form::create))

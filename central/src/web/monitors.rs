@@ -207,6 +207,7 @@ pub async fn detail(
     let delayed = delay_warning(&monitor, &status, now);
     let changes = status_changes(&newest);
     let commands = super::commands::named(&app, &query.commands).await?;
+    let dependencies = app.monitor_dependencies(id).await?;
     let windows = [
         ("24 h", &uptime.windows.day),
         ("7 d", &uptime.windows.week),
@@ -274,6 +275,7 @@ pub async fn detail(
                     } } }
                 }
             }
+            (super::dependencies::monitor_section(&dependencies, now))
             h2 { "Uptime" }
             p.muted.small { "Uptime is time: each result stands until the next, at most an interval and its grace; "
                 "unmeasured time (silence, pauses, before the monitor existed) counts neither way." }

@@ -250,3 +250,37 @@ error_set!(
         503 => OVERLOADED,
     }
 );
+
+error_set!(
+    /// Reads with no parameters.
+    ReadErrors {
+        401 => ADMIN_UNAUTHORIZED,
+        503 => OVERLOADED,
+    }
+);
+
+error_set!(
+    /// One dependency alias, named in the path.
+    AliasErrors {
+        400 => "`invalid_path`: the alias is not UTF-8 once percent-decoded.",
+        401 => ADMIN_UNAUTHORIZED,
+        404 => "`not_found`: no alias of this name.",
+        503 => OVERLOADED,
+    }
+);
+
+error_set!(
+    /// Creating a dependency alias.
+    AliasCreateErrors {
+        400 => BODY_INVALID,
+        401 => ADMIN_UNAUTHORIZED,
+        408 => TIMED_OUT,
+        409 => "`conflict`: an alias of this name exists (delete it first), or central holds \
+                10,000 aliases.",
+        413 => TOO_LARGE,
+        415 => MEDIA_TYPE,
+        422 => "`invalid_combination`: the alias is its own canonical name, the canonical name \
+                is itself an alias, or the alias is the canonical name of other aliases.",
+        503 => OVERLOADED,
+    }
+);

@@ -293,7 +293,46 @@ fn http_settings() -> Map<String, Value> {
         "format".into(),
         json!({"type": "string", "enum": ["plain", "health-json"], "default": "plain"}),
     );
+    properties.insert("health_mapping".into(), health_mapping());
     properties
+}
+
+/// `settings.health_mapping`: JSON pointers (empty, or starting with `/`), `$key` for a name.
+fn health_mapping() -> Value {
+    use shared_proto::health::MAX_POINTER_LEN;
+    let pointer = json!({"type": "string", "maxLength": MAX_POINTER_LEN, "pattern": "^(/|$)"});
+    let optional = json!({"oneOf": [pointer, {"type": "null"}]});
+    json!({
+        "description": "Where a `health-json` document's dependencies are and which field of \
+                        an item says what (JSON pointers inside an item; `$key` names an \
+                        object's member). Only with `format: health-json`; docs/health-json.md.",
+        "oneOf": [
+            {"type": "null"},
+            {
+                "type": "object",
+                "additionalProperties": false,
+                "properties": {
+                    "list": pointer,
+                    "name": {"type": "string", "maxLength": MAX_POINTER_LEN,
+                             "pattern": "^(/|$)|^\\$key$"},
+                    "healthy": {"oneOf": [
+                        pointer,
+                        {
+                            "type": "object",
+                            "additionalProperties": false,
+                            "required": ["pointer", "equals"],
+                            "properties": {"pointer": pointer, "equals": {}},
+                        },
+                    ]},
+                    "latency_ms": optional,
+                    "error": optional,
+                    "skipped": optional,
+                    "contact": optional,
+                    "details": optional,
+                },
+            },
+        ],
+    })
 }
 
 fn dns_settings() -> Map<String, Value> {

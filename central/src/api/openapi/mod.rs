@@ -9,7 +9,7 @@ use shared_proto::ErrorBody;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{commands, history, notifications, ops, poller, settings};
+use super::{commands, dependencies, history, notifications, ops, poller, settings};
 
 mod errors;
 mod kinds;
@@ -40,6 +40,9 @@ pub use errors::*;
         settings::monitor_results, history::monitor_uptime, history::monitor_history,
         commands::check_monitor, commands::reset_monitor, commands::test_monitor,
         commands::get_command,
+        dependencies::monitor_dependencies, dependencies::dependency_latency,
+        dependencies::list_dependencies, dependencies::list_aliases, dependencies::create_alias,
+        dependencies::get_alias, dependencies::delete_alias,
         notifications::create_channel, notifications::list_channels, notifications::get_channel,
         notifications::update_channel, notifications::delete_channel, notifications::test_channel,
         notifications::list_notifications,
@@ -51,6 +54,7 @@ pub use errors::*;
         (name = "registration-tokens", description = "Enrolment secrets for new pollers."),
         (name = "pollers", description = "The poller registry."),
         (name = "monitors", description = "Monitors, their status and results."),
+        (name = "dependencies", description = "What health-json monitors report of the services they depend on, and aliases that group their names."),
         (name = "notifications", description = "Notification channels and the delivery log."),
         (name = "ops", description = "Probes, metrics and this document; no authentication."),
     )

@@ -131,6 +131,7 @@ fn message_for(
         message,
         reminder: notice.reminder,
         locations: (!status.locations.is_empty()).then(|| status.locations.clone()),
+        dependency: None,
     })
 }
 

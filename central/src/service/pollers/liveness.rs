@@ -84,6 +84,7 @@ impl App {
                         },
                         reminder: false,
                         locations: None,
+                        dependency: None,
                     };
                     super::super::alerts::outbox_rows(&targets, &message, None, Some(&poller.id))?
                 }

@@ -12,6 +12,7 @@ use tokio::time::Instant;
 
 use super::health::health_json;
 use crate::checks::CheckOutcome;
+use shared_proto::health::HealthMapping;
 
 /// Bodies are read up to this many bytes (after decompression); assertions see this much.
 /// Reaching it is not a failure: the check decides on what it read.
@@ -141,8 +142,13 @@ pub fn assert_body(
         }
     }
     if settings.format == BodyFormat::HealthJson {
-        let report = health_json(document.as_ref().unwrap_or(&Value::Null));
-        meta["dependencies"] = report.dependencies;
+        let default_mapping = HealthMapping::default();
+        let mapping = settings
+            .health_mapping
+            .as_deref()
+            .unwrap_or(&default_mapping);
+        let report = health_json(document.as_ref().unwrap_or(&Value::Null), mapping);
+        report.fill(&mut meta);
         return match report.failure {
             Some(message) => CheckOutcome::down(Some(latency), message, meta),
             None => CheckOutcome::up(latency, meta),

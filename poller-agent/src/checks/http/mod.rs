@@ -25,11 +25,12 @@ use shared_proto::settings::{BodyFormat, HttpSettings};
 use tokio::time::Instant;
 
 use self::body::{assert_body, asserts_on_body, read_body, BodyError};
-use self::health::health_json;
+use self::health::{has_list, health_json};
 use self::phases::{Phases, TimedConnectLayer, TimedResolver};
 use self::redirects::Follow;
 use super::target_headers::{rate_budget, retry_after};
 use super::{timeout_message, CheckOutcome, Validators};
+use shared_proto::health::HealthMapping;
 
 pub use self::body::MAX_BODY_BYTES;
 
@@ -245,9 +246,14 @@ async fn unexpected_status(
             .await
             .ok()
             .and_then(|body| serde_json::from_str::<Value>(&body.text).ok());
-        if let Some(document) = document.filter(|d| d.get("dependencies").is_some()) {
-            let report = health_json(&document);
-            meta["dependencies"] = report.dependencies;
+        let default_mapping = HealthMapping::default();
+        let mapping = settings
+            .health_mapping
+            .as_deref()
+            .unwrap_or(&default_mapping);
+        if let Some(document) = document.filter(|d| has_list(d, mapping)) {
+            let report = health_json(&document, mapping);
+            report.fill(&mut meta);
             if let Some(failure) = report.failure {
                 message = format!("{message}; {failure}");
             }

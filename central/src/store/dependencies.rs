@@ -1,0 +1,836 @@
+//! What `health-json` monitors report of their dependencies: the current state of each
+//! (`dependencies`), what the newest document of each monitor's location said beside them
+//! (`dependency_sources`), their changes and error history (`dependency_events`), operators'
+//! aliases (`dependency_aliases`) and latency buckets (`dependency_latency`).
+//!
+//! Cost: ingest reads and writes only the rows of the monitors in the batch whose results
+//! carry a document; a dependency's row is written only when what it says changes (its state,
+//! error, contact or details), its latency bucket with each document. Must not: decide what
+//! counts as a change or what the error history records (`service::dependencies::rules`,
+//! handed in through `IngestRules`).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use sqlx::any::AnyRow;
+use sqlx::{Any, Row, Transaction};
+
+use super::due::id_source;
+use super::results::{IngestRules, NewResult};
+use super::{Backend, Resolution, Store};
+
+/// One dependency as a result reports it (read from the result's `meta` by the service).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportedDependency {
+    pub name: String,
+    /// `healthy`, `unhealthy` or `skipped`.
+    pub state: &'static str,
+    pub latency_ms: Option<f64>,
+    pub error: Option<String>,
+    /// JSON.
+    pub contact: Option<String>,
+    /// JSON.
+    pub details: Option<String>,
+}
+
+/// A result's health document: its dependencies and the warnings of its reading.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DependencyReport {
+    pub items: Vec<ReportedDependency>,
+    pub warnings: Vec<String>,
+}
+
+/// A dependency as stored: one per monitor, location (`region`, `""` for a monitor checked
+/// from one place) and name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DependencyRow {
+    pub monitor_id: String,
+    pub region: String,
+    pub name: String,
+    pub state: String,
+    pub error: Option<String>,
+    pub contact: Option<String>,
+    pub details: Option<String>,
+    /// The check time of the result that moved it to `state`.
+    pub changed_at: i64,
+}
+
+/// A stored dependency with the name its alias gives it, and the monitor's name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedDependencyRow {
+    pub row: DependencyRow,
+    pub canonical: String,
+    pub monitor_name: String,
+}
+
+/// A change to record (`dependency_events`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewDependencyEvent {
+    pub name: String,
+    pub at: i64,
+    /// `appeared`, `changed`, `error` or `gone`.
+    pub kind: &'static str,
+    pub state: String,
+    pub error: Option<String>,
+    /// The state it had before (none for `appeared`).
+    pub previous: Option<String>,
+    /// `dependency.down` or `dependency.up` when the monitor asks for notices and the change
+    /// calls for one: sent by `service::dependencies::notices`, which clears it.
+    pub notice: Option<&'static str>,
+}
+
+/// What one document changes in its location's dependencies.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DependencyDiff {
+    /// Rows to write as they are.
+    pub upserts: Vec<DependencyRow>,
+    /// Names no longer reported: their rows are deleted.
+    pub gone: Vec<String>,
+    pub events: Vec<NewDependencyEvent>,
+}
+
+/// A recorded event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DependencyEventRow {
+    pub region: String,
+    pub name: String,
+    pub at: i64,
+    pub kind: String,
+    pub state: String,
+    pub error: Option<String>,
+}
+
+/// What the newest document of a monitor's location said beside its dependencies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DependencySourceRow {
+    pub region: String,
+    pub reported_at: i64,
+    pub result_id: String,
+    /// JSON array of texts.
+    pub warnings: Option<String>,
+}
+
+/// An operator's alias.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AliasRow {
+    pub alias: String,
+    pub canonical: String,
+    pub created_at: i64,
+}
+
+/// One latency bucket of a dependency.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LatencyBucketRow {
+    pub bucket_start: i64,
+    pub count: i64,
+    pub sum_ms: f64,
+    pub min_ms: f64,
+    pub max_ms: f64,
+}
+
+type Location = (String, String);
+
+const ROW_COLUMNS: &str =
+    "d.monitor_id, d.region, d.name, d.state, d.error, d.contact, d.details, d.changed_at";
+
+/// A `dependencies` row from the first columns of a query that selects `ROW_COLUMNS` first.
+fn row_of(row: &AnyRow) -> sqlx::Result<DependencyRow> {
+    Ok(DependencyRow {
+        monitor_id: row.try_get(0)?,
+        region: row.try_get(1)?,
+        name: row.try_get(2)?,
+        state: row.try_get(3)?,
+        error: row.try_get(4)?,
+        contact: row.try_get(5)?,
+        details: row.try_get(6)?,
+        changed_at: row.try_get(7)?,
+    })
+}
+
+/// Records the documents among `stored` (a batch's new results) in the batch's transaction:
+/// each location's documents in check-time order, those older than its newest recorded one
+/// (uploaded late) skipped. Returns whether a change awaits a notice (announced to every
+/// replica on PostgreSQL, as marks for alerting are: the lease holder's alerting sends them).
+pub(super) async fn record(
+    tx: &mut Transaction<'_, Any>,
+    backend: Backend,
+    stored: &[&NewResult],
+    rules: &dyn IngestRules,
+) -> anyhow::Result<bool> {
+    let mut documents: Vec<&NewResult> = stored
+        .iter()
+        .copied()
+        .filter(|r| r.dependencies.is_some())
+        .collect();
+    if documents.is_empty() {
+        return Ok(false);
+    }
+    documents.sort_by(|a, b| a.ts.cmp(&b.ts).then_with(|| a.id.cmp(&b.id)));
+    let mut monitors: Vec<&str> = documents.iter().map(|r| r.monitor_id.as_str()).collect();
+    monitors.sort_unstable();
+    monitors.dedup();
+    let ids = serde_json::to_string(&monitors)?;
+    // Two replicas recording the same location at once take turns on its source row.
+    let lock = match backend {
+        Backend::Sqlite => "",
+        Backend::Postgres => " ORDER BY monitor_id, region FOR UPDATE",
+    };
+    let sources: Vec<(String, String, i64)> = sqlx::query_as(&format!(
+        "SELECT monitor_id, region, reported_at FROM dependency_sources \
+         WHERE monitor_id IN (SELECT value FROM {}){lock}",
+        id_source(backend)
+    ))
+    .bind(&ids)
+    .fetch_all(&mut **tx)
+    .await?;
+    let mut newest: HashMap<Location, i64> = sources
+        .into_iter()
+        .map(|(monitor, region, at)| ((monitor, region), at))
+        .collect();
+    let rows = sqlx::query(&format!(
+        "SELECT {ROW_COLUMNS} FROM dependencies d \
+         WHERE d.monitor_id IN (SELECT value FROM {})",
+        id_source(backend)
+    ))
+    .bind(&ids)
+    .fetch_all(&mut **tx)
+    .await?;
+    let mut current: HashMap<Location, Vec<DependencyRow>> = HashMap::new();
+    for row in rows.iter().map(row_of) {
+        let row = row?;
+        current
+            .entry((row.monitor_id.clone(), row.region.clone()))
+            .or_default()
+            .push(row);
+    }
+
+    let mut upserts: BTreeMap<(Location, String), DependencyRow> = BTreeMap::new();
+    let mut deletes: BTreeSet<(Location, String)> = BTreeSet::new();
+    let mut events: Vec<(Location, NewDependencyEvent)> = Vec::new();
+    let mut sources: BTreeMap<Location, &NewResult> = BTreeMap::new();
+    let mut latencies: BTreeMap<(Location, String, Resolution, i64), LatencyBucketRow> =
+        BTreeMap::new();
+    for result in documents {
+        let report = result.dependencies.as_ref().expect("filtered above");
+        let location = (
+            result.monitor_id.clone(),
+            result.region.clone().unwrap_or_default(),
+        );
+        // Latency is history, added to like the rollups: a late document counts too.
+        for item in &report.items {
+            let Some(latency) = item.latency_ms else {
+                continue;
+            };
+            for resolution in [Resolution::Hour, Resolution::Day] {
+                let key = (
+                    location.clone(),
+                    item.name.clone(),
+                    resolution,
+                    resolution.bucket_of(result.ts),
+                );
+                let bucket = latencies.entry(key).or_insert(LatencyBucketRow {
+                    bucket_start: resolution.bucket_of(result.ts),
+                    count: 0,
+                    sum_ms: 0.0,
+                    min_ms: latency,
+                    max_ms: latency,
+                });
+                bucket.count += 1;
+                bucket.sum_ms += latency;
+                bucket.min_ms = bucket.min_ms.min(latency);
+                bucket.max_ms = bucket.max_ms.max(latency);
+            }
+        }
+        if newest.get(&location).is_some_and(|at| *at >= result.ts) {
+            continue;
+        }
+        newest.insert(location.clone(), result.ts);
+        let before = current.entry(location.clone()).or_default();
+        let diff = rules.dependency_diff(&location.0, &location.1, result.ts, before, report);
+        for name in &diff.gone {
+            before.retain(|row| &row.name != name);
+            upserts.remove(&(location.clone(), name.clone()));
+            deletes.insert((location.clone(), name.clone()));
+        }
+        for row in diff.upserts {
+            before.retain(|r| r.name != row.name);
+            before.push(row.clone());
+            deletes.remove(&(location.clone(), row.name.clone()));
+            upserts.insert((location.clone(), row.name.clone()), row);
+        }
+        events.extend(diff.events.into_iter().map(|e| (location.clone(), e)));
+        sources.insert(location.clone(), result);
+    }
+
+    for (location, name) in deletes {
+        sqlx::query("DELETE FROM dependencies WHERE monitor_id = $1 AND region = $2 AND name = $3")
+            .bind(&location.0)
+            .bind(&location.1)
+            .bind(&name)
+            .execute(&mut **tx)
+            .await?;
+    }
+    for row in upserts.into_values() {
+        sqlx::query(
+            "INSERT INTO dependencies \
+             (monitor_id, region, name, state, error, contact, details, changed_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+             ON CONFLICT (monitor_id, region, name) DO UPDATE SET state = excluded.state, \
+             error = excluded.error, contact = excluded.contact, details = excluded.details, \
+             changed_at = excluded.changed_at",
+        )
+        .bind(&row.monitor_id)
+        .bind(&row.region)
+        .bind(&row.name)
+        .bind(&row.state)
+        .bind(&row.error)
+        .bind(&row.contact)
+        .bind(&row.details)
+        .bind(row.changed_at)
+        .execute(&mut **tx)
+        .await?;
+    }
+    let mut noticed = false;
+    for (location, event) in events {
+        sqlx::query(
+            "INSERT INTO dependency_events \
+             (id, monitor_id, region, name, at, kind, state, error, previous, notice) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        )
+        .bind(uuid::Uuid::now_v7().to_string())
+        .bind(&location.0)
+        .bind(&location.1)
+        .bind(&event.name)
+        .bind(event.at)
+        .bind(event.kind)
+        .bind(&event.state)
+        .bind(&event.error)
+        .bind(&event.previous)
+        .bind(event.notice)
+        .execute(&mut **tx)
+        .await?;
+        noticed |= event.notice.is_some();
+    }
+    for (location, result) in sources {
+        let warnings = result
+            .dependencies
+            .as_ref()
+            .filter(|r| !r.warnings.is_empty())
+            .map(|r| serde_json::to_string(&r.warnings))
+            .transpose()?;
+        sqlx::query(
+            "INSERT INTO dependency_sources (monitor_id, region, reported_at, result_id, warnings) \
+             VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT (monitor_id, region) DO UPDATE SET reported_at = excluded.reported_at, \
+             result_id = excluded.result_id, warnings = excluded.warnings",
+        )
+        .bind(&location.0)
+        .bind(&location.1)
+        .bind(result.ts)
+        .bind(&result.id)
+        .bind(warnings)
+        .execute(&mut **tx)
+        .await?;
+    }
+    for ((location, name, resolution, _), bucket) in latencies {
+        sqlx::query(
+            "INSERT INTO dependency_latency \
+             (monitor_id, region, name, resolution, bucket_start, count, sum_ms, min_ms, max_ms) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+             ON CONFLICT (monitor_id, region, name, resolution, bucket_start) DO UPDATE SET \
+             count = dependency_latency.count + excluded.count, \
+             sum_ms = dependency_latency.sum_ms + excluded.sum_ms, \
+             min_ms = CASE WHEN excluded.min_ms < dependency_latency.min_ms \
+                 THEN excluded.min_ms ELSE dependency_latency.min_ms END, \
+             max_ms = CASE WHEN excluded.max_ms > dependency_latency.max_ms \
+                 THEN excluded.max_ms ELSE dependency_latency.max_ms END",
+        )
+        .bind(&location.0)
+        .bind(&location.1)
+        .bind(&name)
+        .bind(resolution.as_str())
+        .bind(bucket.bucket_start)
+        .bind(bucket.count)
+        .bind(bucket.sum_ms)
+        .bind(bucket.min_ms)
+        .bind(bucket.max_ms)
+        .execute(&mut **tx)
+        .await?;
+    }
+    if noticed && backend == Backend::Postgres {
+        sqlx::query("SELECT pg_notify($1, '')")
+            .bind(super::wakeups::DUE_CHANNEL)
+            .execute(&mut **tx)
+            .await?;
+    }
+    Ok(noticed)
+}
+
+/// A change awaiting its notice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingNoticeRow {
+    pub id: String,
+    pub monitor_id: String,
+    pub region: String,
+    pub name: String,
+    pub at: i64,
+    pub state: String,
+    pub error: Option<String>,
+    pub previous: Option<String>,
+    /// `dependency.down` or `dependency.up`.
+    pub notice: String,
+}
+
+/// The tables a deleted monitor's dependencies live in.
+pub(super) const MONITOR_TABLES: [&str; 4] = [
+    "dependencies",
+    "dependency_sources",
+    "dependency_events",
+    "dependency_latency",
+];
+
+impl Store {
+    /// A monitor's dependencies (every location), with their canonical names.
+    pub async fn monitor_dependencies(
+        &self,
+        monitor_id: &str,
+    ) -> anyhow::Result<Vec<(DependencyRow, String)>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {ROW_COLUMNS}, COALESCE(a.canonical, d.name) FROM dependencies d \
+             LEFT JOIN dependency_aliases a ON a.alias = d.name \
+             WHERE d.monitor_id = $1 ORDER BY d.region, d.name"
+        ))
+        .bind(monitor_id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|row| Ok((row_of(row)?, row.try_get(8)?)))
+            .collect::<sqlx::Result<_>>()?)
+    }
+
+    /// What each location's newest document of a monitor said beside its dependencies.
+    pub async fn dependency_sources(
+        &self,
+        monitor_id: &str,
+    ) -> anyhow::Result<Vec<DependencySourceRow>> {
+        let rows: Vec<(String, i64, String, Option<String>)> = sqlx::query_as(
+            "SELECT region, reported_at, result_id, warnings FROM dependency_sources \
+             WHERE monitor_id = $1 ORDER BY region",
+        )
+        .bind(monitor_id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(
+                |(region, reported_at, result_id, warnings)| DependencySourceRow {
+                    region,
+                    reported_at,
+                    result_id,
+                    warnings,
+                },
+            )
+            .collect())
+    }
+
+    /// A monitor's newest dependency events, newest first.
+    pub async fn dependency_events(
+        &self,
+        monitor_id: &str,
+        limit: u32,
+    ) -> anyhow::Result<Vec<DependencyEventRow>> {
+        let rows: Vec<(String, String, i64, String, String, Option<String>)> = sqlx::query_as(
+            "SELECT region, name, at, kind, state, error FROM dependency_events \
+             WHERE monitor_id = $1 ORDER BY at DESC, id DESC LIMIT $2",
+        )
+        .bind(monitor_id)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(
+                |(region, name, at, kind, state, error)| DependencyEventRow {
+                    region,
+                    name,
+                    at,
+                    kind,
+                    state,
+                    error,
+                },
+            )
+            .collect())
+    }
+
+    /// Every stored dependency with its canonical name and its monitor's name, by canonical
+    /// name; at most `limit` rows.
+    pub async fn all_dependencies(&self, limit: u32) -> anyhow::Result<Vec<NamedDependencyRow>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {ROW_COLUMNS}, COALESCE(a.canonical, d.name) AS canonical, m.name \
+             FROM dependencies d JOIN monitors m ON m.id = d.monitor_id \
+             LEFT JOIN dependency_aliases a ON a.alias = d.name \
+             ORDER BY canonical, m.name, d.monitor_id, d.region, d.name LIMIT $1"
+        ))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|row| {
+                Ok(NamedDependencyRow {
+                    row: row_of(row)?,
+                    canonical: row.try_get(8)?,
+                    monitor_name: row.try_get(9)?,
+                })
+            })
+            .collect::<sqlx::Result<_>>()?)
+    }
+
+    /// A dependency's latency buckets of `resolution` from `since`, oldest first.
+    pub async fn dependency_latency(
+        &self,
+        monitor_id: &str,
+        region: &str,
+        name: &str,
+        resolution: Resolution,
+        since: i64,
+    ) -> anyhow::Result<Vec<LatencyBucketRow>> {
+        let rows: Vec<(i64, i64, f64, f64, f64)> = sqlx::query_as(
+            "SELECT bucket_start, count, sum_ms, min_ms, max_ms FROM dependency_latency \
+             WHERE monitor_id = $1 AND region = $2 AND name = $3 AND resolution = $4 \
+             AND bucket_start >= $5 ORDER BY bucket_start",
+        )
+        .bind(monitor_id)
+        .bind(region)
+        .bind(name)
+        .bind(resolution.as_str())
+        .bind(resolution.bucket_of(since))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(
+                |(bucket_start, count, sum_ms, min_ms, max_ms)| LatencyBucketRow {
+                    bucket_start,
+                    count,
+                    sum_ms,
+                    min_ms,
+                    max_ms,
+                },
+            )
+            .collect())
+    }
+
+    /// Deletes up to `limit` latency buckets of `resolution` that start before `before`;
+    /// returns how many went.
+    pub async fn prune_dependency_latency(
+        &self,
+        resolution: Resolution,
+        before: i64,
+        limit: u32,
+    ) -> anyhow::Result<u64> {
+        let _guard = self.write_lock().await;
+        let deleted = sqlx::query(
+            "DELETE FROM dependency_latency \
+             WHERE (monitor_id, region, name, resolution, bucket_start) IN \
+             (SELECT monitor_id, region, name, resolution, bucket_start FROM dependency_latency \
+              WHERE resolution = $1 AND bucket_start < $2 LIMIT $3)",
+        )
+        .bind(resolution.as_str())
+        .bind(before)
+        .bind(i64::from(limit))
+        .execute(&self.writer)
+        .await?;
+        Ok(deleted.rows_affected())
+    }
+
+    /// Deletes up to `limit` dependency events recorded before `before`; returns how many went.
+    pub async fn prune_dependency_events(&self, before: i64, limit: u32) -> anyhow::Result<u64> {
+        let _guard = self.write_lock().await;
+        let deleted = sqlx::query(
+            "DELETE FROM dependency_events WHERE id IN \
+             (SELECT id FROM dependency_events WHERE at < $1 LIMIT $2)",
+        )
+        .bind(before)
+        .bind(i64::from(limit))
+        .execute(&self.writer)
+        .await?;
+        Ok(deleted.rows_affected())
+    }
+
+    /// The `meta` of each result in `ids` that exists, by id.
+    pub async fn result_metas(&self, ids: &[String]) -> anyhow::Result<HashMap<String, String>> {
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let rows: Vec<(String, String)> = sqlx::query_as(&format!(
+            "SELECT id, meta FROM results WHERE id IN (SELECT value FROM {})",
+            id_source(self.backend())
+        ))
+        .bind(serde_json::to_string(ids)?)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().collect())
+    }
+
+    /// The oldest changes awaiting their notice (a partial index: nothing to read when none).
+    pub async fn pending_dependency_notices(
+        &self,
+        limit: u32,
+    ) -> anyhow::Result<Vec<PendingNoticeRow>> {
+        type Row = (
+            String,
+            String,
+            String,
+            String,
+            i64,
+            String,
+            Option<String>,
+            Option<String>,
+            String,
+        );
+        let rows: Vec<Row> = sqlx::query_as(
+            "SELECT id, monitor_id, region, name, at, state, error, previous, notice \
+             FROM dependency_events WHERE notice IS NOT NULL ORDER BY at LIMIT $1",
+        )
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| PendingNoticeRow {
+                id: r.0,
+                monitor_id: r.1,
+                region: r.2,
+                name: r.3,
+                at: r.4,
+                state: r.5,
+                error: r.6,
+                previous: r.7,
+                notice: r.8,
+            })
+            .collect())
+    }
+
+    /// Queues each change's notifications and clears its mark, in one transaction; a change
+    /// whose mark is already cleared (another holder of the lease sent it) queues nothing.
+    /// Returns how many notifications were queued.
+    pub async fn queue_dependency_notices(
+        &self,
+        notices: &[(String, Vec<super::OutboxRow>)],
+    ) -> anyhow::Result<usize> {
+        let _guard = self.write_lock().await;
+        let mut tx = self.writer.begin().await?;
+        let mut queued = 0;
+        for (id, rows) in notices {
+            let cleared = sqlx::query(
+                "UPDATE dependency_events SET notice = NULL WHERE id = $1 AND notice IS NOT NULL",
+            )
+            .bind(id)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if cleared == 1 {
+                super::notifications::insert_outbox(&mut tx, rows).await?;
+                queued += rows.len();
+            }
+        }
+        tx.commit().await?;
+        Ok(queued)
+    }
+
+    /// How many aliases there are.
+    pub async fn count_dependency_aliases(&self) -> anyhow::Result<u64> {
+        let (count,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM dependency_aliases")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(count.max(0) as u64)
+    }
+
+    /// Every alias, by alias.
+    pub async fn dependency_aliases(&self) -> anyhow::Result<Vec<AliasRow>> {
+        let rows: Vec<(String, String, i64)> = sqlx::query_as(
+            "SELECT alias, canonical, created_at FROM dependency_aliases ORDER BY alias",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(alias, canonical, created_at)| AliasRow {
+                alias,
+                canonical,
+                created_at,
+            })
+            .collect())
+    }
+
+    /// The alias named `alias`.
+    pub async fn dependency_alias(&self, alias: &str) -> anyhow::Result<Option<AliasRow>> {
+        let row: Option<(String, String, i64)> = sqlx::query_as(
+            "SELECT alias, canonical, created_at FROM dependency_aliases WHERE alias = $1",
+        )
+        .bind(alias)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map(|(alias, canonical, created_at)| AliasRow {
+            alias,
+            canonical,
+            created_at,
+        }))
+    }
+
+    /// Whether `name` is the canonical name of some alias.
+    pub async fn is_canonical(&self, name: &str) -> anyhow::Result<bool> {
+        let row: Option<(i64,)> =
+            sqlx::query_as("SELECT 1 FROM dependency_aliases WHERE canonical = $1 LIMIT 1")
+                .bind(name)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(row.is_some())
+    }
+
+    /// Stores `alias` unless one of that name exists; returns whether it stored it.
+    pub async fn insert_dependency_alias(&self, alias: &AliasRow) -> anyhow::Result<bool> {
+        let _guard = self.write_lock().await;
+        let stored = sqlx::query(
+            "INSERT INTO dependency_aliases (alias, canonical, created_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (alias) DO NOTHING",
+        )
+        .bind(&alias.alias)
+        .bind(&alias.canonical)
+        .bind(alias.created_at)
+        .execute(&self.writer)
+        .await?
+        .rows_affected();
+        Ok(stored == 1)
+    }
+
+    /// Deletes the alias `alias`; returns whether there was one.
+    pub async fn delete_dependency_alias(&self, alias: &str) -> anyhow::Result<bool> {
+        let _guard = self.write_lock().await;
+        let deleted = sqlx::query("DELETE FROM dependency_aliases WHERE alias = $1")
+            .bind(alias)
+            .execute(&self.writer)
+            .await?
+            .rows_affected();
+        Ok(deleted == 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::testing::{sqlite_store, NewestDecides};
+
+    fn document(id: &str, ts: i64, items: &[(&str, &'static str, Option<&str>)]) -> NewResult {
+        NewResult {
+            id: id.into(),
+            monitor_id: "m1".into(),
+            region: None,
+            ts,
+            status: "up".into(),
+            latency_ms: Some(5),
+            msg: String::new(),
+            meta: "{}".into(),
+            next_due_at: None,
+            dependencies: Some(DependencyReport {
+                items: items
+                    .iter()
+                    .map(|(name, state, error)| ReportedDependency {
+                        name: name.to_string(),
+                        state,
+                        latency_ms: Some(ts as f64 / 1_000.0),
+                        error: error.map(str::to_string),
+                        contact: None,
+                        details: None,
+                    })
+                    .collect(),
+                warnings: vec![format!("warning of {id}")],
+            }),
+        }
+    }
+
+    fn states(rows: &[(DependencyRow, String)]) -> Vec<(&str, &str, i64)> {
+        rows.iter()
+            .map(|(row, _)| (row.name.as_str(), row.state.as_str(), row.changed_at))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn documents_move_rows_in_check_time_order_and_a_late_one_moves_nothing() {
+        let (store, _dir) = sqlite_store().await;
+        // One upload holding two documents, the newer first.
+        let batch = [
+            document("b", 2_000, &[("db", "unhealthy", Some("timeout"))]),
+            document(
+                "a",
+                1_000,
+                &[("db", "healthy", None), ("mail", "skipped", None)],
+            ),
+        ];
+        store
+            .insert_results("p1", &batch, 3_000, &NewestDecides)
+            .await
+            .unwrap();
+        let rows = store.monitor_dependencies("m1").await.unwrap();
+        assert_eq!(states(&rows), [("db", "unhealthy", 2_000)]);
+        let events = store.dependency_events("m1", 10).await.unwrap();
+        let mut kinds: Vec<(i64, &str, &str)> = events
+            .iter()
+            .map(|e| (e.at, e.name.as_str(), e.kind.as_str()))
+            .collect();
+        assert!(kinds.windows(2).all(|w| w[0].0 >= w[1].0), "newest first");
+        kinds.sort();
+        assert_eq!(
+            kinds,
+            [
+                (1_000, "db", "appeared"),
+                (1_000, "mail", "appeared"),
+                (2_000, "db", "changed"),
+                (2_000, "mail", "gone"),
+            ]
+        );
+        let sources = store.dependency_sources("m1").await.unwrap();
+        assert_eq!(sources[0].result_id, "b");
+        assert_eq!(sources[0].warnings.as_deref(), Some("[\"warning of b\"]"));
+
+        // Uploaded late: stored as a result, but older than what the rows say.
+        store
+            .insert_results(
+                "p1",
+                &[document("c", 1_500, &[("db", "healthy", None)])],
+                4_000,
+                &NewestDecides,
+            )
+            .await
+            .unwrap();
+        let rows = store.monitor_dependencies("m1").await.unwrap();
+        assert_eq!(states(&rows), [("db", "unhealthy", 2_000)]);
+        assert_eq!(store.dependency_events("m1", 10).await.unwrap().len(), 4);
+
+        // Latency buckets hold every document, the late one too.
+        let hour = store
+            .dependency_latency("m1", "", "db", Resolution::Hour, 0)
+            .await
+            .unwrap();
+        assert_eq!(hour.len(), 1);
+        assert_eq!(
+            (hour[0].count, hour[0].min_ms, hour[0].max_ms),
+            (3, 1.0, 2.0)
+        );
+
+        // An alias gives the rows a canonical name.
+        store
+            .insert_dependency_alias(&AliasRow {
+                alias: "db".into(),
+                canonical: "postgres".into(),
+                created_at: 1,
+            })
+            .await
+            .unwrap();
+        let rows = store.monitor_dependencies("m1").await.unwrap();
+        assert_eq!(rows[0].1, "postgres");
+        assert!(store.is_canonical("postgres").await.unwrap());
+        assert_eq!(store.prune_dependency_events(1_500, 500).await.unwrap(), 2);
+    }
+}
