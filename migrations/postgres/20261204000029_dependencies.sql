@@ -2,6 +2,7 @@
 -- location (`region`, '' for a monitor checked from one place) and reported name, written
 -- only when what it says changes (state, error, contact, details), so a steady document costs
 -- no row writes. `changed_at`: the check time of the result that moved it to `state`.
+-- `told`: 1 while a `dependency.down` was told and its `dependency.up` not yet.
 CREATE TABLE dependencies (
     monitor_id TEXT NOT NULL,
     region     TEXT NOT NULL,
@@ -11,6 +12,7 @@ CREATE TABLE dependencies (
     contact    TEXT,
     details    TEXT,
     changed_at BIGINT NOT NULL,
+    told       BIGINT NOT NULL DEFAULT 0,
     PRIMARY KEY (monitor_id, region, name)
 );
 -- `GET /api/v1/dependencies` groups by name (through aliases).

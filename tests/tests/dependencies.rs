@@ -82,7 +82,8 @@ fn shop_document(cache: Value) -> Value {
     json!({"status": "ok", "dependencies": [
         {"name": "pg-main", "healthy": true, "latency_ms": 4, "contact": {"team": "dba"}},
         cache,
-        {"name": "mail", "healthy": false, "skipped": true},
+        // A NUL, which PostgreSQL cannot store, in what a target says.
+        {"name": "mail", "healthy": false, "skipped": true, "error": "smtp\u{0}down"},
     ]})
 }
 

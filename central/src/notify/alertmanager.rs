@@ -153,7 +153,12 @@ pub fn v4_body(message: &Notification) -> String {
         Some(dependency) => (
             "dependency",
             format!("{}: {}", subject.name, dependency.name),
-            format!("{}/{}", subject.id, dependency.name),
+            format!(
+                "{}/{}/{}",
+                subject.id,
+                dependency.region.as_deref().unwrap_or(""),
+                dependency.name
+            ),
         ),
         None => (kind, subject.name.clone(), subject.id.to_string()),
     };

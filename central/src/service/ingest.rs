@@ -322,7 +322,15 @@ pub(super) fn bounded_result(mut result: CheckResult) -> CheckResult {
     result
 }
 
+/// What a NUL becomes: PostgreSQL's text and `jsonb` cannot hold one, and a poller's text (a
+/// target's error, a health document's) may carry it. Refusing the result would stall the
+/// poller's queue behind it; the character is replaced instead.
+const NUL_STAND_IN: &str = "\u{FFFD}";
+
 fn bound_msg(msg: &mut String) {
+    if msg.contains('\0') {
+        *msg = msg.replace('\0', NUL_STAND_IN);
+    }
     if msg.len() > MAX_RESULT_MSG_LEN {
         let cut = (0..=MAX_RESULT_MSG_LEN)
             .rev()
@@ -366,6 +374,14 @@ fn new_result(result: CheckResult, region: Option<String>) -> NewResult {
 /// this runs for every result).
 fn bounded_meta(meta: Value) -> (Value, String) {
     let text = meta.to_string();
+    // Serialised, a NUL is always this escape: only then is the value walked.
+    let (meta, text) = if text.contains("\\u0000") {
+        let meta = without_nul(meta);
+        let text = meta.to_string();
+        (meta, text)
+    } else {
+        (meta, text)
+    };
     let size = text.len();
     if size <= MAX_RESULT_META_BYTES {
         return (meta, text);
@@ -386,9 +402,44 @@ fn bounded_meta(meta: Value) -> (Value, String) {
     (kept, text)
 }
 
+/// `value` with every NUL in its texts and keys replaced (`NUL_STAND_IN`).
+fn without_nul(value: Value) -> Value {
+    let clean = |text: String| {
+        if text.contains('\0') {
+            text.replace('\0', NUL_STAND_IN)
+        } else {
+            text
+        }
+    };
+    match value {
+        Value::String(text) => Value::String(clean(text)),
+        Value::Array(items) => Value::Array(items.into_iter().map(without_nul).collect()),
+        Value::Object(fields) => Value::Object(
+            fields
+                .into_iter()
+                .map(|(key, value)| (clean(key), without_nul(value)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nuls_are_replaced_in_the_message_and_every_text_of_meta() {
+        let mut meta_result = result(json!({"dependencies": [
+            {"name": "db", "healthy": false, "error": "a\u{0}b", "contact": {"k\u{0}": ["\u{0}"]}}
+        ]}));
+        meta_result.msg = "unhealthy dependencies: db (a\u{0}b)".into();
+        let kept = new_result(meta_result, None);
+        assert!(!kept.msg.contains('\0'), "{}", kept.msg);
+        assert!(!kept.meta.contains("\\u0000"), "{}", kept.meta);
+        let report = kept.dependencies.unwrap();
+        assert_eq!(report.items[0].error.as_deref(), Some("a\u{FFFD}b"));
+    }
 
     fn result(meta: Value) -> CheckResult {
         CheckResult {

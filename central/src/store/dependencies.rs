@@ -52,6 +52,8 @@ pub struct DependencyRow {
     pub details: Option<String>,
     /// The check time of the result that moved it to `state`.
     pub changed_at: i64,
+    /// A `dependency.down` was told and its `dependency.up` not yet.
+    pub told: bool,
 }
 
 /// A stored dependency with the name its alias gives it, and the monitor's name.
@@ -129,8 +131,8 @@ pub struct LatencyBucketRow {
 
 type Location = (String, String);
 
-const ROW_COLUMNS: &str =
-    "d.monitor_id, d.region, d.name, d.state, d.error, d.contact, d.details, d.changed_at";
+const ROW_COLUMNS: &str = "d.monitor_id, d.region, d.name, d.state, d.error, d.contact, \
+                           d.details, d.changed_at, d.told";
 
 /// A `dependencies` row from the first columns of a query that selects `ROW_COLUMNS` first.
 fn row_of(row: &AnyRow) -> sqlx::Result<DependencyRow> {
@@ -143,6 +145,7 @@ fn row_of(row: &AnyRow) -> sqlx::Result<DependencyRow> {
         contact: row.try_get(5)?,
         details: row.try_get(6)?,
         changed_at: row.try_get(7)?,
+        told: row.try_get::<i64, _>(8)? != 0,
     })
 }
 
@@ -272,11 +275,11 @@ pub(super) async fn record(
     for row in upserts.into_values() {
         sqlx::query(
             "INSERT INTO dependencies \
-             (monitor_id, region, name, state, error, contact, details, changed_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+             (monitor_id, region, name, state, error, contact, details, changed_at, told) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
              ON CONFLICT (monitor_id, region, name) DO UPDATE SET state = excluded.state, \
              error = excluded.error, contact = excluded.contact, details = excluded.details, \
-             changed_at = excluded.changed_at",
+             changed_at = excluded.changed_at, told = excluded.told",
         )
         .bind(&row.monitor_id)
         .bind(&row.region)
@@ -286,6 +289,7 @@ pub(super) async fn record(
         .bind(&row.contact)
         .bind(&row.details)
         .bind(row.changed_at)
+        .bind(i64::from(row.told))
         .execute(&mut **tx)
         .await?;
     }
@@ -404,7 +408,7 @@ impl Store {
         .await?;
         Ok(rows
             .iter()
-            .map(|row| Ok((row_of(row)?, row.try_get(8)?)))
+            .map(|row| Ok((row_of(row)?, row.try_get(9)?)))
             .collect::<sqlx::Result<_>>()?)
     }
 
@@ -479,8 +483,8 @@ impl Store {
             .map(|row| {
                 Ok(NamedDependencyRow {
                     row: row_of(row)?,
-                    canonical: row.try_get(8)?,
-                    monitor_name: row.try_get(9)?,
+                    canonical: row.try_get(9)?,
+                    monitor_name: row.try_get(10)?,
                 })
             })
             .collect::<sqlx::Result<_>>()?)

@@ -49,7 +49,12 @@ impl App {
                 // A deleted monitor has nobody to tell: the mark is cleared all the same.
                 let rows = match monitors.get(&change.monitor_id) {
                     Some(monitor) => {
-                        let listed = monitor.channel_ids()?;
+                        // A monitor whose channel list cannot be read still tells the
+                        // default channels rather than stop every notice behind it.
+                        let listed = monitor.channel_ids().unwrap_or_else(|e| {
+                            tracing::warn!(monitor_id = %monitor.id, "unreadable channel list: {e:#}");
+                            Vec::new()
+                        });
                         let targets: Vec<&ChannelRow> = channels
                             .iter()
                             .filter(|c| c.kind != "alertmanager")

@@ -105,13 +105,16 @@ pub fn notifies(kind: &str, settings: &str) -> bool {
 }
 
 /// The notice a change calls for, for a monitor that asks for them
-/// (`settings.notify_dependencies`): `dependency.down` when a dependency is first seen
-/// unhealthy or becomes so, `dependency.up` when an unhealthy one becomes healthy. Skipped
-/// says nothing either way, and a dependency that is no longer reported is not a recovery.
-pub fn notice_of(kind: &str, previous: Option<&str>, state: &str) -> Option<&'static str> {
-    match (kind, previous, state) {
-        ("appeared" | "changed", _, "unhealthy") => Some("dependency.down"),
-        ("changed", Some("unhealthy"), "healthy") => Some("dependency.up"),
+/// (`settings.notify_dependencies`), given whether a `dependency.down` was told and not yet
+/// followed by its `dependency.up` (`told`): `dependency.down` when the dependency is
+/// unhealthy and that was not told, `dependency.up` when it is healthy and its failure was
+/// told. So downs and ups alternate whatever happens between them: a skipped spell says
+/// nothing, a repeated or changed error is not told again, and recovering through `skipped`
+/// is still told.
+pub fn notice_of(told: bool, state: &str) -> Option<&'static str> {
+    match (told, state) {
+        (false, "unhealthy") => Some("dependency.down"),
+        (true, "healthy") => Some("dependency.up"),
         _ => None,
     }
 }
@@ -135,7 +138,18 @@ pub fn diff(
             ("unhealthy", None) => Some(UNHEALTHY.to_string()),
             (_, error) => error.clone(),
         };
-        let row = |changed_at| DependencyRow {
+        let old = stored.get(item.name.as_str()).copied();
+        let kind = match old {
+            None => Some("appeared"),
+            Some(old) if old.state != item.state => Some("changed"),
+            Some(old) if item.state == "unhealthy" && old.error != error => Some("error"),
+            Some(_) => None,
+        };
+        let told_before = old.is_some_and(|o| o.told);
+        let notice = kind
+            .filter(|_| notify)
+            .and_then(|_| notice_of(told_before, item.state));
+        let row = DependencyRow {
             monitor_id: monitor_id.to_string(),
             region: region.to_string(),
             name: item.name.clone(),
@@ -143,38 +157,29 @@ pub fn diff(
             error: error.clone(),
             contact: item.contact.clone(),
             details: item.details.clone(),
-            changed_at,
+            changed_at: match (kind, old) {
+                (Some("appeared" | "changed"), _) | (_, None) => at,
+                (_, Some(old)) => old.changed_at,
+            },
+            told: match notice {
+                Some("dependency.down") => true,
+                Some(_) => false,
+                None => told_before,
+            },
         };
-        let previous = stored.get(item.name.as_str()).map(|old| old.state.clone());
-        let event = |kind| NewDependencyEvent {
-            name: item.name.clone(),
-            at,
-            kind,
-            state: item.state.to_string(),
-            error: (item.state == "unhealthy").then(|| error.clone()).flatten(),
-            previous: previous.clone(),
-            notice: notify
-                .then(|| notice_of(kind, previous.as_deref(), item.state))
-                .flatten(),
-        };
-        match stored.get(item.name.as_str()) {
-            None => {
-                diff.upserts.push(row(at));
-                diff.events.push(event("appeared"));
-            }
-            Some(old) if old.state != item.state => {
-                diff.upserts.push(row(at));
-                diff.events.push(event("changed"));
-            }
-            Some(old) => {
-                let new = row(old.changed_at);
-                if old.error != new.error && item.state == "unhealthy" {
-                    diff.events.push(event("error"));
-                }
-                if **old != new {
-                    diff.upserts.push(new);
-                }
-            }
+        if let Some(kind) = kind {
+            diff.events.push(NewDependencyEvent {
+                name: item.name.clone(),
+                at,
+                kind,
+                state: item.state.to_string(),
+                error: (item.state == "unhealthy").then(|| error.clone()).flatten(),
+                previous: old.map(|o| o.state.clone()),
+                notice,
+            });
+        }
+        if old != Some(&row) {
+            diff.upserts.push(row);
         }
     }
     let reported: HashSet<&str> = report.items.iter().map(|i| i.name.as_str()).collect();
@@ -342,24 +347,49 @@ mod tests {
     }
 
     #[test]
-    fn notices_tell_failures_and_recoveries_only() {
+    fn downs_and_ups_alternate_whatever_comes_between() {
+        let mut rows = Vec::new();
+        let mut told = Vec::new();
+        for (at, state) in [
+            (1, "healthy"),
+            (2, "unhealthy"),
+            (3, "skipped"),
+            (4, "unhealthy"),
+            (5, "skipped"),
+            (6, "healthy"),
+            (7, "skipped"),
+            (8, "healthy"),
+            (9, "unhealthy"),
+        ] {
+            let diff = diff(
+                "m",
+                "",
+                at,
+                &rows,
+                &report(vec![item("db", state, None)]),
+                true,
+            );
+            apply(&mut rows, &diff);
+            told.extend(diff.events.iter().filter_map(|e| e.notice.map(|n| (at, n))));
+        }
         assert_eq!(
-            notice_of("appeared", None, "unhealthy"),
-            Some("dependency.down")
+            told,
+            [
+                (2, "dependency.down"),
+                (6, "dependency.up"),
+                (9, "dependency.down")
+            ]
         );
-        assert_eq!(notice_of("appeared", None, "healthy"), None);
-        assert_eq!(
-            notice_of("changed", Some("skipped"), "unhealthy"),
-            Some("dependency.down")
+        // Without `notify`, nothing is marked told.
+        let quiet = diff(
+            "m",
+            "",
+            1,
+            &[],
+            &report(vec![item("db", "unhealthy", None)]),
+            false,
         );
-        assert_eq!(
-            notice_of("changed", Some("unhealthy"), "healthy"),
-            Some("dependency.up")
-        );
-        assert_eq!(notice_of("changed", Some("skipped"), "healthy"), None);
-        assert_eq!(notice_of("changed", Some("unhealthy"), "skipped"), None);
-        assert_eq!(notice_of("error", Some("unhealthy"), "unhealthy"), None);
-        assert_eq!(notice_of("gone", Some("unhealthy"), "unhealthy"), None);
+        assert!(quiet.events[0].notice.is_none() && !quiet.upserts[0].told);
     }
 
     fn any_item() -> impl Strategy<Value = ReportedDependency> {

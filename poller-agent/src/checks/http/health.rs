@@ -20,8 +20,14 @@ pub const MAX_ERROR_CHARS: usize = 500;
 /// The largest `contact` or `check_details` kept, as JSON text.
 pub const MAX_EXTRA_BYTES: usize = 2_048;
 /// The most the dependencies may take as JSON text: a result's `meta` is kept whole at central
-/// only up to 64 KiB (`MAX_RESULT_META_BYTES`), and the engine's notes share it.
-pub const MAX_DEPENDENCIES_BYTES: usize = 48 * 1024;
+/// only up to 64 KiB (`MAX_RESULT_META_BYTES`), and the warnings (at most 20 × 200 characters,
+/// 16 KiB) and the engine's notes share it.
+pub const MAX_DEPENDENCIES_BYTES: usize = 40 * 1024;
+/// The longest warning kept, in characters; an object key quoted in one is cut to 60.
+pub const MAX_WARNING_CHARS: usize = 200;
+const MAX_KEY_SHOWN: usize = 60;
+/// The largest latency believed, in milliseconds (a day): beyond it, a number is a mistake.
+const MAX_LATENCY_MS: f64 = 86_400_000.0;
 
 pub struct HealthReport {
     /// Whether the document had a list where the mapping says: without one, nothing is said
@@ -63,10 +69,21 @@ struct Warnings {
 
 impl Warnings {
     fn add(&mut self, warning: String) {
+        let warning = printable(&warning, MAX_WARNING_CHARS);
         if self.list.len() < MAX_WARNINGS && self.seen.insert(warning.clone()) {
             self.list.push(warning);
         }
     }
+}
+
+/// `text` cut to `chars` characters, its control characters (a NUL, a line break) shown as
+/// U+FFFD: a target's text goes into messages and pages, and central's PostgreSQL cannot store
+/// a NUL.
+fn printable(text: &str, chars: usize) -> String {
+    text.chars()
+        .take(chars)
+        .map(|c| if c.is_control() { '\u{FFFD}' } else { c })
+        .collect()
 }
 
 pub fn health_json(document: &Value, mapping: &HealthMapping) -> HealthReport {
@@ -78,7 +95,10 @@ pub fn health_json(document: &Value, mapping: &HealthMapping) -> HealthReport {
             .collect(),
         Some(Value::Object(members)) => members
             .iter()
-            .map(|(key, item)| (format!("member \"{key}\""), Some(key.as_str()), item))
+            .map(|(key, item)| {
+                let shown = printable(key, MAX_KEY_SHOWN);
+                (format!("member \"{shown}\""), Some(key.as_str()), item)
+            })
             .collect(),
         _ => {
             let list = if mapping.list == "/dependencies" {
@@ -221,6 +241,13 @@ fn read_item(
     } else {
         match item.pointer(&mapping.name) {
             Some(Value::String(name)) if !name.trim().is_empty() => Some(name.clone()),
+            Some(Value::String(_)) => {
+                warnings.add(format!(
+                    "{label}: name at {} is empty; not read",
+                    shown(&mapping.name)
+                ));
+                None
+            }
             Some(other) => {
                 warnings.add(format!(
                     "{label}: name at {} is {}, not a text; not read",
@@ -239,6 +266,11 @@ fn read_item(
         }
     };
     let mut name = name?;
+    // Central tells dependencies apart by name and shows it on pages and in notices.
+    if name.chars().any(char::is_control) {
+        warnings.add(format!("{label}: name holds control characters; not read"));
+        return None;
+    }
     if name.chars().count() > MAX_NAME_CHARS {
         name = name.chars().take(MAX_NAME_CHARS).collect();
         warnings.add(format!(
@@ -289,10 +321,15 @@ fn read_item(
     };
     let latency_ms = match at(item, &mapping.latency_ms) {
         None => None,
-        Some((_, Value::Number(n))) if n.as_f64().is_some_and(|l| l >= 0.0) => Some(n.clone()),
+        Some((_, Value::Number(n)))
+            if n.as_f64()
+                .is_some_and(|l| (0.0..=MAX_LATENCY_MS).contains(&l)) =>
+        {
+            Some(n.clone())
+        }
         Some((pointer, other)) => {
             warnings.add(format!(
-                "\"{name}\": latency at {} is {}, not a number of milliseconds",
+                "\"{name}\": latency at {} is {}, not a number of milliseconds up to a day",
                 shown(pointer),
                 kind_of(other)
             ));
@@ -304,7 +341,7 @@ fn read_item(
             Value::String(text) => text.clone(),
             other => other.to_string(),
         };
-        text.chars().take(MAX_ERROR_CHARS).collect()
+        printable(&text, MAX_ERROR_CHARS)
     });
     let mut extra = |pointer: &Option<String>, what: &str| {
         let (_, value) = at(item, pointer)?;
@@ -419,7 +456,7 @@ mod tests {
             report.warnings,
             [
                 "\"s3\": no value at /status; counted unhealthy",
-                "\"s3\": latency at /ms is a text, not a number of milliseconds",
+                "\"s3\": latency at /ms is a text, not a number of milliseconds up to a day",
             ]
         );
         assert!(has_list(&document, &mapping));
@@ -460,6 +497,42 @@ mod tests {
         assert_eq!(dep["name"].as_str().unwrap().len(), MAX_NAME_CHARS);
         assert!(dep.get("contact").is_none());
         assert_eq!(report.warnings.len(), 2);
+    }
+
+    #[test]
+    fn control_characters_are_never_passed_on() {
+        let key = format!("k{}", "y".repeat(100));
+        let document = json!({"deps": {
+            "db": {"ok": false, "why": "a\u{0}b\nc"},
+            "bad\u{0}name": {"ok": true},
+            key.clone(): {"ok": "yes"},
+        }});
+        let mapping = mapping(json!({
+            "list": "/deps", "name": "$key", "healthy": "/ok", "error": "/why"
+        }));
+        let report = health_json(&document, &mapping);
+        let deps = report.dependencies.as_array().unwrap();
+        assert_eq!(deps.len(), 2, "{deps:?}");
+        assert_eq!(deps[0]["error"], "a\u{FFFD}b\u{FFFD}c");
+        assert!(report
+            .warnings
+            .iter()
+            .all(|w| !w.chars().any(char::is_control)));
+        assert!(report.warnings.contains(
+            &"member \"bad\u{FFFD}name\": name holds control characters; not read".to_string()
+        ));
+        assert!(report
+            .warnings
+            .iter()
+            .all(|w| w.chars().count() <= MAX_WARNING_CHARS));
+        assert!(
+            report
+                .warnings
+                .iter()
+                .any(|w| w.starts_with(&format!("\"{key}\""))),
+            "the name itself is kept whole: {:?}",
+            report.warnings
+        );
     }
 
     #[test]
