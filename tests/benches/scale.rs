@@ -358,8 +358,8 @@ async fn run(label: &str, program: &std::path::Path, sizes: Sizes) -> anyhow::Re
     let receiver = HttpReceiver::start().await?;
     let channel = json!({"name": "bench", "kind": "webhook", "url": receiver.url, "default": true});
     // Created first, the monitors go stale while the others are made (nobody reports on them:
-    // central says so), and up again when the uploads start: the channel comes after that, or
-    // 200,000 true notices would flood the window.
+    // central says so), and up again when the uploads start: the channel comes before the
+    // uploads, so that their recovery is told and timed as an operator's would be.
     if !create_first {
         central.create_channel(channel.clone()).await?;
     }
@@ -424,27 +424,30 @@ async fn run(label: &str, program: &std::path::Path, sizes: Sizes) -> anyhow::Re
         .into_iter()
         .collect::<anyhow::Result<_>>()?;
     let creating = created.elapsed();
-    if create_first {
+    let recovery = if create_first {
+        // Every monitor stale first, as after a long outage of every poller: a new monitor
+        // is pending for an interval and its grace.
+        eventually(Duration::from_secs(1800), "no monitor pending", || async {
+            (none_shown(&central, "pending").await == Some(true)).then_some(())
+        })
+        .await?;
+        central.create_channel(channel).await?;
         loops = start_uploads();
-    }
+        Some(recover(&central, &receiver, pid).await?)
+    } else {
+        None
+    };
     let owners: HashMap<String, Arc<BenchPoller>> = ids
         .iter()
         .map(|(i, id)| (id.clone(), registered[i % pollers].clone()))
         .collect();
     // One whole interval and one upload wait, so that every monitor has a result and is up,
-    // and a little more.
-    // Created first: the upload loops' spread start and the first reports' news as well.
+    // and a little more (created first: recovered and told already, and steady after that).
     let settle = interval_s + batch_interval_s + 5;
-    let settle = if create_first {
-        settle + interval_s + batch_interval_s
-    } else {
-        settle
-    };
     tokio::time::sleep(Duration::from_secs(settle)).await;
-    if create_first {
-        central.create_channel(channel).await?;
-    }
 
+    // Notices before this (a recovery's) are not the steps' below.
+    let told_before = receiver.count();
     // On stderr, for a profiler to attach to central for the steady window.
     eprintln!("steady window: {measure_s} s from now, central pid {pid}");
     let (cpu_before, wall) = (cpu_seconds(pid).unwrap_or(0.0), Instant::now());
@@ -561,8 +564,7 @@ async fn run(label: &str, program: &std::path::Path, sizes: Sizes) -> anyhow::Re
             task.abort();
         }
     }
-    let others = receiver
-        .received()
+    let others = receiver.received()[told_before..]
         .iter()
         .filter(|r| r.json["event"] != "monitor.down")
         .count();
@@ -576,10 +578,9 @@ async fn run(label: &str, program: &std::path::Path, sizes: Sizes) -> anyhow::Re
     } else {
         String::new()
     };
-    let grown = if create_first {
-        format!("{grown}, created first")
-    } else {
-        grown
+    let grown = match &recovery {
+        Some(recovery) => format!("{grown}, created first; {recovery}"),
+        None => grown,
     };
     Ok(format!(
         "scale ({backend}{grown}, {label}): {monitors} monitors / {pollers} pollers / {:.0} results/s, \
@@ -602,6 +603,53 @@ async fn run(label: &str, program: &std::path::Path, sizes: Sizes) -> anyhow::Re
         burst_all,
         rss_bytes(pid).unwrap_or(0) / 1_000_000
     ))
+}
+
+/// Whether no monitor is shown with `status` (`None`: the answer was unreadable).
+async fn none_shown(central: &Central, status: &str) -> Option<bool> {
+    let page: Value = reqwest::Client::new()
+        .get(format!(
+            "{}/api/v1/monitors?status={status}&limit=1",
+            central.url
+        ))
+        .bearer_auth(ADMIN_TOKEN)
+        .send()
+        .await
+        .ok()?
+        .json()
+        .await
+        .ok()?;
+    page["items"].as_array().map(Vec::is_empty)
+}
+
+/// After every monitor was stale and the uploads started: how long until no monitor is shown
+/// stale (every recovery looked at), and until the receiver has been quiet for 5 s (every
+/// `monitor.up` told), with central's CPU meanwhile. Bounded at 30 minutes.
+async fn recover(central: &Central, receiver: &HttpReceiver, pid: u32) -> anyhow::Result<String> {
+    let (cpu_before, started) = (cpu_seconds(pid).unwrap_or(0.0), Instant::now());
+    let limit = Duration::from_secs(1800);
+    let looked = eventually(limit, "no monitor shown stale", || async {
+        (none_shown(central, "stale").await == Some(true)).then_some(started.elapsed())
+    })
+    .await?;
+    let (mut count, mut quiet_since) = (receiver.count(), Instant::now());
+    while quiet_since.elapsed() < Duration::from_secs(5) && started.elapsed() < limit {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        if receiver.count() != count {
+            (count, quiet_since) = (receiver.count(), Instant::now());
+        }
+    }
+    let told = quiet_since.duration_since(started);
+    let cpu = (cpu_seconds(pid).unwrap_or(0.0) - cpu_before) / started.elapsed().as_secs_f64();
+    let line = format!(
+        "recovered (none shown stale) {:.0} s after the uploads started, {count} notices told in \
+         {:.0} s, central CPU meanwhile {:.0} % of a core",
+        looked.as_secs_f64(),
+        told.as_secs_f64(),
+        cpu * 100.0
+    );
+    eprintln!("{line}");
+    Ok(line)
 }
 
 /// Makes the SQLite database at `path` `mib` MiB larger (a table of the bench's own, of

@@ -85,6 +85,11 @@ impl HttpReceiver {
         self.received.lock().unwrap().clone()
     }
 
+    /// How many requests it received, without copying them (benches poll it).
+    pub fn count(&self) -> usize {
+        self.received.lock().unwrap().len()
+    }
+
     /// How many requests it refused.
     pub fn refused(&self) -> u64 {
         *self.refused.lock().unwrap()

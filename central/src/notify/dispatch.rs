@@ -11,14 +11,16 @@
 //! read per channel (channels are few), not per notification or monitor.
 //!
 //! Only the lease holder sends: the dispatcher and its workers are cancelled with the holder's
-//! other duties the moment the lease is lost (a send under way is not recorded then, and the
-//! claim keeps the next holder off the row until it expires). Before sending, a worker claims
-//! the row (`next_attempt_at` moved past the longest a send can take, only if the row is
-//! still due), so a new leader cannot
-//! send what the old one is sending. Delivery is still at least once: a replica that dies
-//! between a receiver's answer and the write that records it leaves the claim to expire, and
-//! the next leader sends that message again, with the same `X-Notification-Id` (and body
-//! `id`), by which the receiver can drop the copy.
+//! other duties the moment the lease is lost (the sends of the chunk under way are not
+//! recorded then, and the claim keeps the next holder off its rows until it expires). Before
+//! sending, a worker claims a chunk of rows in one write (`next_attempt_at` moved past the
+//! longest the chunk may take, only for rows still due) and never starts a send that could
+//! outlast the claim, so a new leader cannot send what the old one is sending; the chunk's
+//! attempts are recorded together after it, and the claims of rows it did not try are given
+//! back. Delivery is still at least once: a replica that dies between a receiver's answer and
+//! the write that records it leaves the claim to expire, and the next leader sends that
+//! message again, with the same `X-Notification-Id` (and body `id`), by which the receiver
+//! can drop the copy.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -35,6 +37,10 @@ use crate::store::{Attempt, OutboxRow};
 const TICK: Duration = Duration::from_millis(250);
 /// Pending notifications a channel's worker reads at a time.
 const BATCH: u32 = 100;
+/// Notifications claimed, sent and recorded together: two writes for up to this many sends
+/// instead of two per send. A lease lost in the middle of a chunk leaves at most this many
+/// sent and not recorded, which the next holder sends again, with the same id.
+const CHUNK: usize = 20;
 /// Delivery attempts stop this long after the notification was made.
 const GIVE_UP_AFTER_MS: i64 = 24 * 3600 * 1000;
 const FIRST_RETRY_MS: i64 = 1_000;
@@ -198,8 +204,8 @@ impl Worker {
                 .pending_notifications(&self.channel_id, BATCH)
                 .await?;
             let full = rows.len() == BATCH as usize;
-            for row in rows {
-                if !self.deliver(&row).await? {
+            for chunk in rows.chunks(CHUNK) {
+                if !self.deliver_chunk(chunk).await? {
                     return Ok(false);
                 }
             }
@@ -207,6 +213,62 @@ impl Worker {
                 return Ok(true);
             }
         }
+    }
+
+    /// Claims the due rows at the head of `rows` in one write, sends them in order, and
+    /// records their attempts in one more; the claims of rows it did not try are given back.
+    /// Stops at a row that is not due, is another replica's, or fails, and before a send
+    /// that could outlast the claim. `true` when every row was delivered (or given up).
+    async fn deliver_chunk(&self, rows: &[OutboxRow]) -> anyhow::Result<bool> {
+        let store = &self.app.store;
+        let now = self.app.now_ms();
+        let due: Vec<&OutboxRow> = rows
+            .iter()
+            .take_while(|row| row.next_attempt_at.is_none_or(|at| at <= now))
+            .collect();
+        if due.is_empty() {
+            return Ok(rows.is_empty());
+        }
+        let until = now + CLAIM_MS;
+        let ids: Vec<String> = due.iter().map(|row| row.id.clone()).collect();
+        let claimed = store.claim_notifications(&ids, now, until).await?;
+        let mut all_done = due.len() == rows.len();
+        let mut attempts: Vec<(&str, Sent)> = Vec::with_capacity(due.len());
+        for row in &due {
+            // Claimed by another replica (a leader that took over and is sending it), or this
+            // claim could end during the send.
+            let send_by = self.app.now_ms() + SEND_TIMEOUT.as_millis() as i64;
+            if !claimed.contains(&row.id) || send_by > until {
+                all_done = false;
+                break;
+            }
+            let Some(sent) = self.send(row).await? else {
+                all_done = false;
+                break;
+            };
+            let next_may_follow = !matches!(sent, Sent::Retry { .. });
+            attempts.push((&row.id, sent));
+            if !next_may_follow {
+                all_done = false;
+                break;
+            }
+        }
+        let recorded: Vec<(&str, Attempt, i64)> = attempts
+            .iter()
+            .map(|(id, sent)| (*id, sent.attempt(), sent.at()))
+            .collect();
+        store.record_attempts(&recorded).await?;
+        let untried: Vec<String> = ids[attempts.len()..]
+            .iter()
+            .filter(|id| claimed.contains(*id))
+            .cloned()
+            .collect();
+        if !untried.is_empty() {
+            store
+                .release_claims(&untried, until, self.app.now_ms())
+                .await?;
+        }
+        Ok(all_done)
     }
 
     /// Sends the problems this Alertmanager channel was told of, and that are not over, again:
@@ -256,42 +318,25 @@ impl Worker {
         Ok(())
     }
 
-    /// One row: `true` when it was delivered (or given up) and the next may follow.
-    async fn deliver(&self, row: &OutboxRow) -> anyhow::Result<bool> {
-        let now = self.app.now_ms();
-        if row.next_attempt_at.is_some_and(|at| at > now) {
-            return Ok(false);
-        }
-        if !self
-            .app
-            .store
-            .claim_notification(&row.id, now, now + CLAIM_MS)
-            .await?
-        {
-            // Another replica claimed it (a leader that took over and is sending it).
-            return Ok(false);
-        }
+    /// Sends one claimed row; what became of it (`None`: its channel is gone, nothing sent).
+    async fn send(&self, row: &OutboxRow) -> anyhow::Result<Option<Sent>> {
         // Read afresh for each send: an operator's edit (url, secret, headers) applies to the
         // next message, however long this worker has been draining a backlog.
         let Some(channel) = self.app.store.channel(&self.channel_id).await? else {
             // Deleted: its deletion gave up its pending rows.
-            return Ok(false);
+            return Ok(None);
         };
         let outcome = match serde_json::from_str::<Notification>(&row.payload) {
             Ok(message) => self.notifier.deliver(&channel, &message).await,
             Err(e) => Err(format!("the stored message is unreadable: {e}")),
         };
         let now = self.app.now_ms();
-        let store = &self.app.store;
-        match outcome {
+        Ok(Some(match outcome {
             Ok(()) => {
                 self.app.metrics.notifications_delivered.inc();
                 tracing::info!(notification_id = %row.id, channel_id = %row.channel_id,
                     event = %row.event, "notification delivered");
-                store
-                    .record_attempt(&row.id, Attempt::Delivered, now)
-                    .await?;
-                Ok(true)
+                Sent::Delivered { at: now }
             }
             Err(error) => {
                 self.app.metrics.notification_attempts_failed.inc();
@@ -299,8 +344,8 @@ impl Worker {
                 let give_up = now - row.created_at > GIVE_UP_AFTER_MS;
                 tracing::warn!(notification_id = %row.id, channel_id = %row.channel_id,
                     attempts = attempts + 1, give_up, error = %error, "notification not delivered");
-                let attempt = if give_up {
-                    Attempt::GiveUp { error: &error }
+                if give_up {
+                    Sent::GiveUp { error, at: now }
                 } else {
                     let jitter = rand::thread_rng().gen_range(-0.2..=0.2);
                     let mut delay = retry_delay_ms(attempts, jitter);
@@ -310,14 +355,50 @@ impl Worker {
                         let resend = self.notifier.resend_interval().as_millis() as i64;
                         delay = delay.min(resend);
                     }
-                    Attempt::Retry {
-                        error: &error,
-                        at: now + delay,
+                    Sent::Retry {
+                        error,
+                        at: now,
+                        retry_at: now + delay,
                     }
-                };
-                store.record_attempt(&row.id, attempt, now).await?;
-                Ok(give_up)
+                }
             }
+        }))
+    }
+}
+
+/// What became of one send, to be recorded with the others of its chunk.
+enum Sent {
+    Delivered {
+        at: i64,
+    },
+    Retry {
+        error: String,
+        at: i64,
+        retry_at: i64,
+    },
+    GiveUp {
+        error: String,
+        at: i64,
+    },
+}
+
+impl Sent {
+    fn attempt(&self) -> Attempt<'_> {
+        match self {
+            Sent::Delivered { .. } => Attempt::Delivered,
+            Sent::Retry {
+                error, retry_at, ..
+            } => Attempt::Retry {
+                error,
+                at: *retry_at,
+            },
+            Sent::GiveUp { error, .. } => Attempt::GiveUp { error },
+        }
+    }
+
+    fn at(&self) -> i64 {
+        match self {
+            Sent::Delivered { at } | Sent::Retry { at, .. } | Sent::GiveUp { at, .. } => *at,
         }
     }
 }

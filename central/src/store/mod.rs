@@ -5,6 +5,7 @@
 //! which both dialects accept. Schema changes live in `migrations/<database>/`.
 
 mod commands;
+mod delivery;
 mod dependencies;
 mod due;
 mod events;
@@ -24,6 +25,7 @@ mod tokens;
 mod wakeups;
 
 pub use commands::{Acked, CommandRow, NewCommand};
+pub use delivery::Attempt;
 pub use dependencies::{
     AliasRow, DependencyDiff, DependencyEventRow, DependencyReport, DependencyRow,
     DependencySourceRow, LatencyBucketRow, NamedDependencyRow, NewDependencyEvent,
@@ -35,7 +37,7 @@ pub use gauges::ShownRow;
 pub use leases::LeaseState;
 pub use locations::{LocationRow, LocationStatusRow};
 pub use monitors::{AssignmentChange, MonitorRow, OwnershipRow, StatusRow, Versioned};
-pub use notifications::{AlertStateRow, AlertUpdate, Attempt, ChannelRow, OutboxRow};
+pub use notifications::{AlertStateRow, AlertUpdate, ChannelRow, OutboxRow};
 pub use placement_due::{QueuedPlacement, Reach};
 pub use pollers::{HeartbeatUpdate, PollerRow};
 pub use results::{ExpiringResult, IngestRules, Ingested, NewResult, ResultRow, StoredVerdict};

@@ -127,7 +127,8 @@ impl FromRow<'_, AnyRow> for OutboxRow {
     }
 }
 
-const OUTBOX_COLUMNS: &str = "id, channel_id, event, monitor_id, poller_id, payload, status, \
+pub(super) const OUTBOX_COLUMNS: &str =
+    "id, channel_id, event, monitor_id, poller_id, payload, status, \
     attempts, last_error, created_at, next_attempt_at, delivered_at";
 
 pub(super) async fn insert_outbox(
@@ -297,37 +298,6 @@ impl Store {
         Ok(applied)
     }
 
-    /// A channel's undelivered notifications, oldest first (index `notifications_pending`).
-    pub async fn pending_notifications(
-        &self,
-        channel_id: &str,
-        limit: u32,
-    ) -> anyhow::Result<Vec<OutboxRow>> {
-        let sql = format!(
-            "SELECT {OUTBOX_COLUMNS} FROM notifications \
-             WHERE status = 'pending' AND channel_id = $1 ORDER BY created_at, id LIMIT $2"
-        );
-        Ok(sqlx::query_as(&sql)
-            .bind(channel_id)
-            .bind(i64::from(limit))
-            .fetch_all(&self.pool)
-            .await?)
-    }
-
-    /// Gives up the pending notifications whose channel no longer exists; how many. Costs a
-    /// look at each pending row (the `notifications_pending` index), not at settled ones.
-    pub async fn fail_orphaned_notifications(&self) -> anyhow::Result<u64> {
-        let _guard = self.write_lock().await;
-        let done = sqlx::query(
-            "UPDATE notifications SET status = 'failed', last_error = 'the channel was deleted', \
-             next_attempt_at = NULL WHERE status = 'pending' AND NOT EXISTS (SELECT 1 FROM notification_channels c \
-                 WHERE c.id = notifications.channel_id)",
-        )
-        .execute(&self.writer)
-        .await?;
-        Ok(done.rows_affected())
-    }
-
     /// The problems this channel was told of that are not over: for each monitor whose last
     /// told status is a problem, and each offline poller, the newest message this channel
     /// took about it (its payload, and the monitor or poller). The caller keeps those that are
@@ -364,55 +334,6 @@ impl Store {
                 payload,
             })
             .collect())
-    }
-
-    /// Claims a due notification for one send: moves its next attempt to `until`, only if it
-    /// is still pending and due at `now`. `false`: another replica has it.
-    pub async fn claim_notification(&self, id: &str, now: i64, until: i64) -> anyhow::Result<bool> {
-        let _guard = self.write_lock().await;
-        let done = sqlx::query(
-            "UPDATE notifications SET next_attempt_at = $3 WHERE id = $1 AND status = 'pending' \
-             AND (next_attempt_at IS NULL OR next_attempt_at <= $2)",
-        )
-        .bind(id)
-        .bind(now)
-        .bind(until)
-        .execute(&self.writer)
-        .await?;
-        Ok(done.rows_affected() == 1)
-    }
-
-    /// Records one delivery attempt: delivered, retry at `next_attempt_at`, or given up.
-    pub async fn record_attempt(
-        &self,
-        id: &str,
-        outcome: Attempt<'_>,
-        now: i64,
-    ) -> anyhow::Result<()> {
-        let _guard = self.write_lock().await;
-        let query = match outcome {
-            Attempt::Delivered => sqlx::query(
-                "UPDATE notifications SET status = 'delivered', attempts = attempts + 1, \
-                 delivered_at = $2, next_attempt_at = NULL WHERE id = $1 AND status = 'pending'",
-            )
-            .bind(id)
-            .bind(now),
-            Attempt::Retry { error, at } => sqlx::query(
-                "UPDATE notifications SET attempts = attempts + 1, last_error = $2, \
-                 next_attempt_at = $3 WHERE id = $1 AND status = 'pending'",
-            )
-            .bind(id)
-            .bind(error)
-            .bind(at),
-            Attempt::GiveUp { error } => sqlx::query(
-                "UPDATE notifications SET status = 'failed', attempts = attempts + 1, \
-                 last_error = $2, next_attempt_at = NULL WHERE id = $1 AND status = 'pending'",
-            )
-            .bind(id)
-            .bind(error),
-        };
-        query.execute(&self.writer).await?;
-        Ok(())
     }
 
     /// The delivery log, oldest first, optionally for one monitor and/or channel.
@@ -462,14 +383,6 @@ impl Store {
     }
 }
 
-/// The outcome of one delivery attempt.
-#[derive(Debug, Clone, Copy)]
-pub enum Attempt<'a> {
-    Delivered,
-    Retry { error: &'a str, at: i64 },
-    GiveUp { error: &'a str },
-}
-
 fn bind_channel<'q>(
     query: sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>,
     row: &'q ChannelRow,
@@ -487,53 +400,4 @@ fn bind_channel<'q>(
         .bind(row.created_at)
         .bind(row.updated_at)
         .bind(&row.options)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::store::testing::sqlite_store;
-
-    fn row(id: &str, channel_id: &str) -> OutboxRow {
-        OutboxRow {
-            id: id.into(),
-            channel_id: channel_id.into(),
-            event: "monitor.down".into(),
-            monitor_id: None,
-            poller_id: None,
-            payload: "{}".into(),
-            status: "pending".into(),
-            attempts: 0,
-            last_error: None,
-            created_at: 1_000,
-            next_attempt_at: Some(1_000),
-            delivered_at: None,
-        }
-    }
-
-    #[tokio::test]
-    async fn a_claim_is_taken_once_and_notices_of_deleted_channels_are_given_up() {
-        let (store, _dir) = sqlite_store().await;
-        let mut tx = store.pool.begin().await.unwrap();
-        insert_outbox(&mut tx, &[row("n1", "gone")]).await.unwrap();
-        tx.commit().await.unwrap();
-
-        assert!(store.claim_notification("n1", 2_000, 32_000).await.unwrap());
-        assert!(
-            !store.claim_notification("n1", 3_000, 33_000).await.unwrap(),
-            "claimed and not due again until the claim ends"
-        );
-        assert!(store
-            .claim_notification("n1", 32_000, 62_000)
-            .await
-            .unwrap());
-
-        assert_eq!(store.fail_orphaned_notifications().await.unwrap(), 1);
-        let pending = store.pending_notifications("gone", 10).await.unwrap();
-        assert!(pending.is_empty(), "{pending:?}");
-        assert!(!store
-            .claim_notification("n1", 99_000, 129_000)
-            .await
-            .unwrap());
-    }
 }

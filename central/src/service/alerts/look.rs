@@ -219,9 +219,11 @@ impl App {
         let mut channels: Option<Vec<ChannelRow>> = None;
         let marks: HashMap<&str, i64> = due.iter().map(|(id, m)| (id.as_str(), *m)).collect();
         // A monitor deleted since it was marked: its row goes.
+        let existing: std::collections::HashSet<&str> =
+            monitors.iter().map(|m| m.id.as_str()).collect();
         let mut looks: Vec<Look> = due
             .iter()
-            .filter(|(id, _)| !monitors.iter().any(|m| &m.id == id))
+            .filter(|(id, _)| !existing.contains(id.as_str()))
             .map(|(id, marks)| Look::settled(id, *marks))
             .collect();
         // What the locations of the multi-location ones showed at their last look.
