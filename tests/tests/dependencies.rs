@@ -316,3 +316,101 @@ async fn dependencies_are_kept_grouped_by_alias_and_their_changes_deduplicated(
     assert_eq!(named(&answer, "pg-main").unwrap()["canonical"], "pg-main");
     Ok(())
 }
+
+/// The regions `answer` lists dependency `name` from, sorted.
+fn regions_of(answer: &Value, name: &str) -> Vec<String> {
+    let mut regions: Vec<String> = answer["dependencies"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|d| d["name"] == name)
+        .filter_map(|d| d["region"].as_str().map(str::to_string))
+        .collect();
+    regions.sort();
+    regions
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_location_keeps_its_own_dependencies_until_an_edit_drops_it() -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    let _eu = central.start_agent("edge-eu", "eu").await?;
+    let _us = central.start_agent("edge-us", "us").await?;
+    let _ap = central.start_agent("edge-ap", "ap").await?;
+    let service = HealthService::start(json!({"dependencies": [
+        {"name": "db", "healthy": true},
+    ]}))
+    .await?;
+    let id = central
+        .create_monitor(json!({"name": "api", "kind": "http", "target": service.url,
+            "interval_ms": 5_000, "poller_mode": "multi", "poller_regions": ["eu", "us"],
+            "settings": {"format": "health-json"}}))
+        .await?;
+    let until_regions = |wanted: &'static [&'static str]| {
+        let (central, id) = (&central, &id);
+        async move {
+            eventually(
+                Duration::from_secs(60),
+                &format!("db reported from {wanted:?}"),
+                || async {
+                    let answer = dependencies_of(central, id).await.ok()?;
+                    (regions_of(&answer, "db") == wanted).then_some(answer)
+                },
+            )
+            .await
+        }
+    };
+    until_regions(&["eu", "us"]).await?;
+
+    // "us" dropped for "ap": its row goes with the edit, and never comes back, even from a
+    // document checked before the edit and uploaded after it.
+    let (code, body) = central
+        .admin(
+            Method::PATCH,
+            &format!("/api/v1/monitors/{id}"),
+            Some(json!({"poller_regions": ["eu", "ap"]})),
+        )
+        .await?;
+    assert_eq!(code, 200, "{body}");
+    let answer = dependencies_of(&central, &id).await?;
+    assert!(
+        !regions_of(&answer, "db").contains(&"us".to_string()),
+        "{answer}"
+    );
+    until_regions(&["ap", "eu"]).await?;
+    let before = central.result_ids(&id).await?.len();
+    eventually(Duration::from_secs(30), "more results", || async {
+        (central.result_ids(&id).await.ok()?.len() >= before + 4).then_some(())
+    })
+    .await?;
+    let answer = dependencies_of(&central, &id).await?;
+    assert_eq!(regions_of(&answer, "db"), ["ap", "eu"], "{answer}");
+    let history = answer["history"].as_array().unwrap();
+    assert!(
+        history.iter().any(|e| e["region"] == "us"),
+        "the dropped location's history stays: {answer}"
+    );
+
+    // No longer reading documents: nothing is shown as reported, at once and later.
+    let (code, body) = central
+        .admin(
+            Method::PATCH,
+            &format!("/api/v1/monitors/{id}"),
+            Some(json!({"settings": {"format": "plain"}})),
+        )
+        .await?;
+    assert_eq!(code, 200, "{body}");
+    let answer = dependencies_of(&central, &id).await?;
+    assert_eq!(answer["dependencies"], json!([]), "{answer}");
+    let before = central.result_ids(&id).await?.len();
+    eventually(Duration::from_secs(30), "more results", || async {
+        (central.result_ids(&id).await.ok()?.len() >= before + 4).then_some(())
+    })
+    .await?;
+    let answer = dependencies_of(&central, &id).await?;
+    assert_eq!(answer["dependencies"], json!([]), "{answer}");
+    let (_, list) = central
+        .admin(Method::GET, "/api/v1/dependencies", None)
+        .await?;
+    assert_eq!(list["dependencies"], json!([]), "{list}");
+    Ok(())
+}

@@ -9,7 +9,7 @@
 //! counts as a change or what the error history records (`service::dependencies::rules`,
 //! handed in through `IngestRules`).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use sqlx::any::AnyRow;
 use sqlx::{Any, Row, Transaction};
@@ -119,6 +119,20 @@ pub struct AliasRow {
     pub created_at: i64,
 }
 
+/// What became of a new alias (`Store::insert_dependency_alias`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AliasInsert {
+    Stored,
+    /// An alias of that name exists.
+    Exists,
+    /// Its canonical name is itself an alias.
+    CanonicalIsAlias,
+    /// Its alias is the canonical name of other aliases.
+    AliasIsCanonical,
+    /// As many aliases as central keeps exist.
+    Full,
+}
+
 /// One latency bucket of a dependency.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LatencyBucketRow {
@@ -172,7 +186,52 @@ pub(super) async fn record(
     monitors.sort_unstable();
     monitors.dedup();
     let ids = serde_json::to_string(&monitors)?;
-    // Two replicas recording the same location at once take turns on its source row.
+    // Only what a monitor's current locations report, while it reads health documents: a
+    // document checked before an edit that dropped its region or its format, uploaded after
+    // it, must not bring back what the edit forgot (`Store::forget_dependencies`).
+    let format = match backend {
+        Backend::Sqlite => "m.settings ->> 'format'",
+        Backend::Postgres => "CAST(m.settings AS jsonb) ->> 'format'",
+    };
+    let reporting: HashSet<Location> = sqlx::query_as::<_, (String, Option<String>)>(&format!(
+        "SELECT m.id, l.region FROM monitors m \
+         LEFT JOIN monitor_locations l ON l.monitor_id = m.id \
+         WHERE m.id IN (SELECT value FROM {}) AND {format} = 'health-json'",
+        id_source(backend)
+    ))
+    .bind(&ids)
+    .fetch_all(&mut **tx)
+    .await?
+    .into_iter()
+    .map(|(monitor, region)| (monitor, region.unwrap_or_default()))
+    .collect();
+    documents.retain(|r| {
+        reporting.contains(&(r.monitor_id.clone(), r.region.clone().unwrap_or_default()))
+    });
+    if documents.is_empty() {
+        return Ok(false);
+    }
+    // Two replicas recording the same location at once take turns on its source row; for a
+    // location's first document there is none yet to lock, so a placeholder is made first
+    // (older than any document; replaced below in this transaction): the second replica's
+    // insert waits for the first's commit, and both would otherwise record it `appeared`.
+    if backend == Backend::Postgres {
+        let locations: BTreeSet<Location> = documents
+            .iter()
+            .map(|r| (r.monitor_id.clone(), r.region.clone().unwrap_or_default()))
+            .collect();
+        for (monitor, region) in &locations {
+            sqlx::query(
+                "INSERT INTO dependency_sources (monitor_id, region, reported_at, result_id) \
+                 VALUES ($1, $2, $3, '') ON CONFLICT (monitor_id, region) DO NOTHING",
+            )
+            .bind(monitor)
+            .bind(region)
+            .bind(i64::MIN)
+            .execute(&mut **tx)
+            .await?;
+        }
+    }
     let lock = match backend {
         Backend::Sqlite => "",
         Backend::Postgres => " ORDER BY monitor_id, region FOR UPDATE",
@@ -412,6 +471,32 @@ impl Store {
             .collect::<sqlx::Result<_>>()?)
     }
 
+    /// Forgets a monitor's current dependencies (and what its documents said beside them) in
+    /// every location but `regions` (`""`: a monitor checked from one place); with `None`, in
+    /// every location. Their changes and latency stay history, pruned with it.
+    pub async fn forget_dependencies(
+        &self,
+        monitor_id: &str,
+        regions: Option<&[String]>,
+    ) -> anyhow::Result<()> {
+        let _guard = self.write_lock().await;
+        let mut tx = self.writer.begin().await?;
+        let keep = serde_json::to_string(regions.unwrap_or_default())?;
+        for table in ["dependencies", "dependency_sources"] {
+            sqlx::query(&format!(
+                "DELETE FROM {table} WHERE monitor_id = $1 \
+                 AND region NOT IN (SELECT value FROM {})",
+                id_source(self.backend()).replace("$1", "$2")
+            ))
+            .bind(monitor_id)
+            .bind(&keep)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
     /// What each location's newest document of a monitor said beside its dependencies.
     pub async fn dependency_sources(
         &self,
@@ -643,14 +728,6 @@ impl Store {
         Ok(queued)
     }
 
-    /// How many aliases there are.
-    pub async fn count_dependency_aliases(&self) -> anyhow::Result<u64> {
-        let (count,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM dependency_aliases")
-            .fetch_one(&self.pool)
-            .await?;
-        Ok(count.max(0) as u64)
-    }
-
     /// Every alias, by alias.
     pub async fn dependency_aliases(&self) -> anyhow::Result<Vec<AliasRow>> {
         let rows: Vec<(String, String, i64)> = sqlx::query_as(
@@ -683,30 +760,60 @@ impl Store {
         }))
     }
 
-    /// Whether `name` is the canonical name of some alias.
-    pub async fn is_canonical(&self, name: &str) -> anyhow::Result<bool> {
-        let row: Option<(i64,)> =
-            sqlx::query_as("SELECT 1 FROM dependency_aliases WHERE canonical = $1 LIMIT 1")
-                .bind(name)
-                .fetch_optional(&self.pool)
-                .await?;
-        Ok(row.is_some())
-    }
-
-    /// Stores `alias` unless one of that name exists; returns whether it stored it.
-    pub async fn insert_dependency_alias(&self, alias: &AliasRow) -> anyhow::Result<bool> {
+    /// Stores `alias` if it keeps aliases one level deep and there are fewer than `max`: its
+    /// canonical name is no alias, its alias no canonical name of another, and no alias of
+    /// that name exists. Checked and written in one transaction that no other alias write
+    /// interleaves with (on PostgreSQL a table lock, other replicas included), so two aliases
+    /// made at once (`a`→`b`, `b`→`c`) cannot form a chain.
+    pub async fn insert_dependency_alias(
+        &self,
+        alias: &AliasRow,
+        max: u64,
+    ) -> anyhow::Result<AliasInsert> {
         let _guard = self.write_lock().await;
-        let stored = sqlx::query(
-            "INSERT INTO dependency_aliases (alias, canonical, created_at) VALUES ($1, $2, $3) \
-             ON CONFLICT (alias) DO NOTHING",
+        let mut tx = self.writer.begin().await?;
+        if self.backend() == super::Backend::Postgres {
+            // Conflicts with itself, not with readers.
+            sqlx::query("LOCK TABLE dependency_aliases IN SHARE ROW EXCLUSIVE MODE")
+                .execute(&mut *tx)
+                .await?;
+        }
+        let (existing, canonical_is_alias, alias_is_canonical, count): (i64, i64, i64, i64) =
+            sqlx::query_as(
+                "SELECT \
+                 (SELECT COUNT(*) FROM dependency_aliases WHERE alias = $1), \
+                 (SELECT COUNT(*) FROM dependency_aliases WHERE alias = $2), \
+                 (SELECT COUNT(*) FROM dependency_aliases WHERE canonical = $1), \
+                 (SELECT COUNT(*) FROM dependency_aliases)",
+            )
+            .bind(&alias.alias)
+            .bind(&alias.canonical)
+            .fetch_one(&mut *tx)
+            .await?;
+        let refused = if canonical_is_alias > 0 {
+            Some(AliasInsert::CanonicalIsAlias)
+        } else if alias_is_canonical > 0 {
+            Some(AliasInsert::AliasIsCanonical)
+        } else if existing > 0 {
+            Some(AliasInsert::Exists)
+        } else if count.max(0) as u64 >= max {
+            Some(AliasInsert::Full)
+        } else {
+            None
+        };
+        if let Some(refused) = refused {
+            return Ok(refused);
+        }
+        sqlx::query(
+            "INSERT INTO dependency_aliases (alias, canonical, created_at) VALUES ($1, $2, $3)",
         )
         .bind(&alias.alias)
         .bind(&alias.canonical)
         .bind(alias.created_at)
-        .execute(&self.writer)
-        .await?
-        .rows_affected();
-        Ok(stored == 1)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(AliasInsert::Stored)
     }
 
     /// Deletes the alias `alias`; returns whether there was one.
@@ -760,9 +867,47 @@ mod tests {
             .collect()
     }
 
+    /// A monitor that reads health documents, from one place or from `regions`.
+    async fn health_monitor(store: &Store, id: &str, regions: Option<&[&str]>) {
+        let multi = regions.map(|r| serde_json::to_string(r).unwrap());
+        store
+            .insert_monitor(&crate::store::MonitorRow {
+                id: id.into(),
+                name: id.into(),
+                kind: "http".into(),
+                target: "http://127.0.0.1:9/health".into(),
+                interval_ms: 60_000,
+                timeout_ms: 10_000,
+                settings: r#"{"format":"health-json"}"#.into(),
+                poller_mode: if multi.is_some() { "multi" } else { "auto" }.into(),
+                poller_id: None,
+                poller_region: None,
+                poller_datacenter: None,
+                poller_capability: None,
+                poller_regions: multi,
+                quorum: None,
+                notification_channel_ids: None,
+                failover: None,
+                paused: false,
+                paused_at: None,
+                resumed_at: None,
+                created_at: 0,
+                updated_at: 0,
+                revision: 0,
+                assigned_poller_id: None,
+                previous_poller_id: None,
+                assigned_at: None,
+                placement_reason: None,
+                shown_status: None,
+            })
+            .await
+            .unwrap();
+    }
+
     #[tokio::test]
     async fn documents_move_rows_in_check_time_order_and_a_late_one_moves_nothing() {
         let (store, _dir) = sqlite_store().await;
+        health_monitor(&store, "m1", None).await;
         // One upload holding two documents, the newer first.
         let batch = [
             document("b", 2_000, &[("db", "unhealthy", Some("timeout"))]),
@@ -823,18 +968,95 @@ mod tests {
             (3, 1.0, 2.0)
         );
 
-        // An alias gives the rows a canonical name.
-        store
-            .insert_dependency_alias(&AliasRow {
-                alias: "db".into(),
-                canonical: "postgres".into(),
-                created_at: 1,
-            })
-            .await
-            .unwrap();
+        // An alias gives the rows a canonical name; aliases stay one level deep.
+        let alias = |alias: &str, canonical: &str| AliasRow {
+            alias: alias.into(),
+            canonical: canonical.into(),
+            created_at: 1,
+        };
+        let insert = |row: AliasRow, max: u64| {
+            let store = &store;
+            async move { store.insert_dependency_alias(&row, max).await.unwrap() }
+        };
+        assert_eq!(
+            insert(alias("db", "postgres"), 2).await,
+            AliasInsert::Stored
+        );
         let rows = store.monitor_dependencies("m1").await.unwrap();
         assert_eq!(rows[0].1, "postgres");
-        assert!(store.is_canonical("postgres").await.unwrap());
+        assert_eq!(insert(alias("db", "pg"), 2).await, AliasInsert::Exists);
+        assert_eq!(
+            insert(alias("pg", "db"), 2).await,
+            AliasInsert::CanonicalIsAlias
+        );
+        assert_eq!(
+            insert(alias("postgres", "pg"), 2).await,
+            AliasInsert::AliasIsCanonical
+        );
+        assert_eq!(insert(alias("pg", "postgres"), 1).await, AliasInsert::Full);
         assert_eq!(store.prune_dependency_events(1_500, 500).await.unwrap(), 2);
+
+        // An edit that stops reading documents forgets the rows, not their history; a
+        // document checked before it and uploaded after it brings nothing back.
+        store.forget_dependencies("m1", None).await.unwrap();
+        assert!(store.monitor_dependencies("m1").await.unwrap().is_empty());
+        assert!(store.dependency_sources("m1").await.unwrap().is_empty());
+        assert_eq!(store.dependency_events("m1", 10).await.unwrap().len(), 2);
+        sqlx::query("UPDATE monitors SET settings = '{}' WHERE id = 'm1'")
+            .execute(&store.writer)
+            .await
+            .unwrap();
+        store
+            .insert_results(
+                "p1",
+                &[document("d", 5_000, &[("db", "healthy", None)])],
+                6_000,
+                &NewestDecides,
+            )
+            .await
+            .unwrap();
+        assert!(store.monitor_dependencies("m1").await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_dropped_location_is_forgotten_and_not_brought_back() {
+        let (store, _dir) = sqlite_store().await;
+        health_monitor(&store, "m1", Some(&["eu", "us"])).await;
+        let from = |id: &str, ts: i64, region: &str| NewResult {
+            region: Some(region.into()),
+            ..document(id, ts, &[("db", "healthy", None)])
+        };
+        store
+            .insert_results(
+                "p1",
+                &[from("a", 1_000, "eu"), from("b", 1_000, "us")],
+                2_000,
+                &NewestDecides,
+            )
+            .await
+            .unwrap();
+        let regions = |rows: Vec<(DependencyRow, String)>| -> Vec<String> {
+            rows.into_iter().map(|(row, _)| row.region).collect()
+        };
+        assert_eq!(
+            regions(store.monitor_dependencies("m1").await.unwrap()),
+            ["eu", "us"]
+        );
+
+        // "us" dropped for "ap": its rows go, and its late document is not recorded.
+        sqlx::query("DELETE FROM monitor_locations WHERE monitor_id = 'm1' AND region = 'us'")
+            .execute(&store.writer)
+            .await
+            .unwrap();
+        let keep = ["eu".to_string(), "ap".to_string()];
+        store.forget_dependencies("m1", Some(&keep)).await.unwrap();
+        store
+            .insert_results("p1", &[from("c", 3_000, "us")], 4_000, &NewestDecides)
+            .await
+            .unwrap();
+        assert_eq!(
+            regions(store.monitor_dependencies("m1").await.unwrap()),
+            ["eu"]
+        );
     }
 }

@@ -27,7 +27,7 @@ mod wakeups;
 pub use commands::{Acked, CommandRow, NewCommand};
 pub use delivery::Attempt;
 pub use dependencies::{
-    AliasRow, DependencyDiff, DependencyEventRow, DependencyReport, DependencyRow,
+    AliasInsert, AliasRow, DependencyDiff, DependencyEventRow, DependencyReport, DependencyRow,
     DependencySourceRow, LatencyBucketRow, NamedDependencyRow, NewDependencyEvent,
     PendingNoticeRow, ReportedDependency,
 };

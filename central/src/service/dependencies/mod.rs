@@ -15,12 +15,14 @@ use shared_proto::dependencies::{
     DependencyLatency, DependencyLatencyBucket, DependencyList, DependencyReporter,
     DependencyState, DependencyWarning, LatencyResolution, MonitorDependencies, NewDependencyAlias,
 };
+use shared_proto::monitor::{MonitorSpec, PollerMode};
+use shared_proto::settings::{BodyFormat, CheckSettings, MonitorSettings};
 use shared_proto::ValidationError;
 use uuid::Uuid;
 
 use super::{time_of, App};
 use crate::error::{ApiError, ApiResult};
-use crate::store::{AliasRow, DependencyRow, Resolution};
+use crate::store::{AliasInsert, AliasRow, DependencyRow, Resolution};
 
 /// The changes one monitor's answer holds.
 const HISTORY_LIMIT: u32 = 100;
@@ -217,6 +219,27 @@ impl App {
         })
     }
 
+    /// After an edit of monitor `id` to `spec`: forgets the dependencies that no location of
+    /// it will report any more (every one when it no longer reads a health document, a
+    /// dropped region's otherwise), so that no page shows a state nobody reports.
+    pub(crate) async fn forget_unreported_dependencies(
+        &self,
+        id: Uuid,
+        spec: &MonitorSpec,
+    ) -> ApiResult<()> {
+        let reads_documents = MonitorSettings::parse(spec.kind, &spec.settings).is_ok_and(
+            |s| matches!(s.check, CheckSettings::Http(h) if h.format == BodyFormat::HealthJson),
+        );
+        let regions = match (spec.poller_mode, &spec.poller_regions) {
+            (PollerMode::Multi, Some(regions)) => regions.clone(),
+            _ => vec![String::new()],
+        };
+        self.store
+            .forget_dependencies(&id.to_string(), reads_documents.then_some(&regions[..]))
+            .await?;
+        Ok(())
+    }
+
     /// `GET /api/v1/dependency-aliases`.
     pub async fn dependency_aliases(&self) -> ApiResult<Vec<DependencyAlias>> {
         Ok(self
@@ -235,41 +258,48 @@ impl App {
         new: NewDependencyAlias,
     ) -> ApiResult<DependencyAlias> {
         new.validate()?;
-        if self.store.dependency_alias(&new.canonical).await?.is_some() {
-            return Err(ValidationError::combination(
-                "canonical",
-                format!(
-                    "`{}` is itself an alias; name the dependency it stands for",
-                    new.canonical
-                ),
-            )
-            .into());
-        }
-        if self.store.is_canonical(&new.alias).await? {
-            return Err(ValidationError::combination(
-                "alias",
-                format!(
-                    "`{}` is the canonical name of other aliases; it cannot be an alias too",
-                    new.alias
-                ),
-            )
-            .into());
-        }
-        if self.store.count_dependency_aliases().await? >= MAX_ALIASES as u64 {
-            return Err(ApiError::Conflict(format!(
-                "central keeps at most {MAX_ALIASES} aliases; delete some first"
-            )));
-        }
         let row = AliasRow {
             alias: new.alias,
             canonical: new.canonical,
             created_at: self.now_ms(),
         };
-        if !self.store.insert_dependency_alias(&row).await? {
-            return Err(ApiError::Conflict(format!(
-                "an alias `{}` exists; delete it first to point it elsewhere",
-                row.alias
-            )));
+        match self
+            .store
+            .insert_dependency_alias(&row, MAX_ALIASES as u64)
+            .await?
+        {
+            AliasInsert::Stored => {}
+            AliasInsert::CanonicalIsAlias => {
+                return Err(ValidationError::combination(
+                    "canonical",
+                    format!(
+                        "`{}` is itself an alias; name the dependency it stands for",
+                        row.canonical
+                    ),
+                )
+                .into())
+            }
+            AliasInsert::AliasIsCanonical => {
+                return Err(ValidationError::combination(
+                    "alias",
+                    format!(
+                        "`{}` is the canonical name of other aliases; it cannot be an alias too",
+                        row.alias
+                    ),
+                )
+                .into())
+            }
+            AliasInsert::Full => {
+                return Err(ApiError::Conflict(format!(
+                    "central keeps at most {MAX_ALIASES} aliases; delete some first"
+                )))
+            }
+            AliasInsert::Exists => {
+                return Err(ApiError::Conflict(format!(
+                    "an alias `{}` exists; delete it first to point it elsewhere",
+                    row.alias
+                )))
+            }
         }
         Ok(alias_of(row))
     }

@@ -290,7 +290,7 @@ fn read_item(
             }
         },
         HealthyField::Equals(test) => match item.pointer(&test.pointer) {
-            Some(value) => *value == test.equals,
+            Some(value) => same_value(value, &test.equals),
             None => {
                 warnings.add(format!(
                     "\"{name}\": no value at {}; counted unhealthy",
@@ -386,6 +386,26 @@ fn kind_of(value: &Value) -> &'static str {
     }
 }
 
+/// Whether a document's value equals a mapping's `equals`: numbers by value (a service's
+/// `1.0` is the `1` an operator wrote, which `serde_json` keeps apart), anything else exactly.
+fn same_value(found: &Value, wanted: &Value) -> bool {
+    match (found, wanted) {
+        (Value::Number(found), Value::Number(wanted)) => match (found.as_f64(), wanted.as_f64()) {
+            (Some(a), Some(b)) if found.is_f64() || wanted.is_f64() => a == b,
+            // Both integers: exactly, as i128 (f64 would call 2^53 + 1 and 2^53 equal).
+            _ => as_i128(found) == as_i128(wanted),
+        },
+        _ => found == wanted,
+    }
+}
+
+fn as_i128(number: &serde_json::Number) -> Option<i128> {
+    number
+        .as_i64()
+        .map(i128::from)
+        .or_else(|| number.as_u64().map(i128::from))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -428,6 +448,16 @@ mod tests {
                 "item 5: no name at /name; not read",
             ]
         );
+    }
+
+    #[test]
+    fn equals_compares_numbers_by_value_and_the_rest_exactly() {
+        assert!(same_value(&json!(1), &json!(1.0)));
+        assert!(same_value(&json!(-0.0), &json!(0)));
+        assert!(!same_value(&json!(1), &json!("1")));
+        assert!(!same_value(&json!("UP"), &json!("up")));
+        assert!(same_value(&json!({"a": [1]}), &json!({"a": [1]})));
+        assert!(!same_value(&json!(u64::MAX), &json!(-1)));
     }
 
     #[test]
