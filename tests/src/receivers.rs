@@ -90,6 +90,16 @@ impl HttpReceiver {
         self.received.lock().unwrap().len()
     }
 
+    /// How many of the requests it received match, without copying them.
+    pub fn count_matching(&self, matching: impl Fn(&Received) -> bool) -> usize {
+        self.received
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| matching(r))
+            .count()
+    }
+
     /// How many requests it refused.
     pub fn refused(&self) -> u64 {
         *self.refused.lock().unwrap()

@@ -281,6 +281,14 @@ async fn an_operator_runs_a_monitor_from_the_page() -> anyhow::Result<()> {
         .wait_for_text("#live .facts dd", "down", Duration::from_secs(90), false)
         .await?;
     browser.screenshot("06-monitor-down").await?;
+    // A monitor that gives up quickly on the failing target: its breaker opens and it is
+    // dead-lettered while the tour goes on (its page is read below).
+    let engine_id = central
+        .create_monitor(serde_json::json!({"name": "engine tour", "kind": "http",
+            "target": target.url, "interval_ms": 5000,
+            "settings": {"retries": 0, "dead_letter_after": 3, "breaker_threshold": 3,
+                "breaker_cooldown_ms": 600000}}))
+        .await?;
 
     // The list shows it down, with its heartbeat bar.
     browser.goto(&page("/")).await?;
@@ -425,6 +433,46 @@ async fn an_operator_runs_a_monitor_from_the_page() -> anyhow::Result<()> {
         .await?;
     browser.screenshot("10-dependencies").await?;
     assert_accessible(&browser, "dependencies").await?;
+
+    // Engine health: the page says the breaker is open and the monitor dead-lettered, and
+    // offers to release it; released, it runs at once and is up again.
+    browser
+        .goto(&page(&format!("/monitors/{engine_id}")))
+        .await?;
+    let notes = browser
+        .wait_for_text(
+            ".engine-notes",
+            "dead-lettered",
+            Duration::from_secs(90),
+            true,
+        )
+        .await?;
+    assert!(notes.contains("breaker open"), "{notes}");
+    assert_eq!(
+        browser.text("form[action$='/reset'] button").await?,
+        "Release"
+    );
+    browser.screenshot("11-dead-lettered").await?;
+    assert_accessible(&browser, "a dead-lettered monitor").await?;
+    target.answer_with(200);
+    browser.click("form[action$='/reset'] button").await?;
+    let released = browser
+        .wait_for_text(".command-outcome", "done", Duration::from_secs(30), false)
+        .await?;
+    assert!(released.contains("dead letter"), "{released}");
+    browser
+        .wait_for_text("#live .facts dd", "up", Duration::from_secs(30), true)
+        .await?;
+    // Said no more once the next heartbeat carries the released engine.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while browser.text("#live").await?.contains("dead-lettered") {
+        anyhow::ensure!(
+            std::time::Instant::now() < deadline,
+            "still dead-lettered on the page after a release"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        browser.client.refresh().await?;
+    }
 
     // Paused from its page.
     browser.goto(&format!("{}{path}", central.url)).await?;
