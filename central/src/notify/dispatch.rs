@@ -45,6 +45,9 @@ const CHUNK: usize = 20;
 const GIVE_UP_AFTER_MS: i64 = 24 * 3600 * 1000;
 const FIRST_RETRY_MS: i64 = 1_000;
 const MAX_RETRY_MS: i64 = 10 * 60 * 1000;
+/// The longest one send may take (`Notifier::deliver` cuts it off at `SEND_TIMEOUT` + 5 s),
+/// with time to read its channel and record the chunk.
+const SEND_BUDGET_MS: i64 = SEND_TIMEOUT.as_millis() as i64 + 10_000;
 /// How long a claimed row is left alone by other replicas: longer than any send can take.
 const CLAIM_MS: i64 = 2 * (SEND_TIMEOUT.as_millis() as i64 + 5_000);
 /// Notifications of deleted channels are looked for every this many rounds (a minute).
@@ -234,17 +237,28 @@ impl Worker {
         let claimed = store.claim_notifications(&ids, now, until).await?;
         let mut all_done = due.len() == rows.len();
         let mut attempts: Vec<(&str, Sent)> = Vec::with_capacity(due.len());
+        let mut failed = None;
         for row in &due {
             // Claimed by another replica (a leader that took over and is sending it), or this
-            // claim could end during the send.
-            let send_by = self.app.now_ms() + SEND_TIMEOUT.as_millis() as i64;
-            if !claimed.contains(&row.id) || send_by > until {
+            // claim could end before the send and the chunk's record are done.
+            if !claimed.contains(&row.id) || self.app.now_ms() + SEND_BUDGET_MS > until {
                 all_done = false;
                 break;
             }
-            let Some(sent) = self.send(row).await? else {
-                all_done = false;
-                break;
+            let sent = match self.send(row).await {
+                Ok(Some(sent)) => sent,
+                // Its channel is gone: nothing sent (the deletion gave its rows up).
+                Ok(None) => {
+                    all_done = false;
+                    break;
+                }
+                // The store failed (a read under load): what was sent is still recorded and
+                // the rest given back below, so one error re-sends nothing and holds no row.
+                Err(e) => {
+                    failed = Some(e);
+                    all_done = false;
+                    break;
+                }
             };
             let next_may_follow = !matches!(sent, Sent::Retry { .. });
             attempts.push((&row.id, sent));
@@ -257,7 +271,7 @@ impl Worker {
             .iter()
             .map(|(id, sent)| (*id, sent.attempt(), sent.at()))
             .collect();
-        store.record_attempts(&recorded).await?;
+        let recording = store.record_attempts(&recorded).await;
         let untried: Vec<String> = ids[attempts.len()..]
             .iter()
             .filter(|id| claimed.contains(*id))
@@ -268,7 +282,11 @@ impl Worker {
                 .release_claims(&untried, until, self.app.now_ms())
                 .await?;
         }
-        Ok(all_done)
+        recording?;
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(all_done),
+        }
     }
 
     /// Sends the problems this Alertmanager channel was told of, and that are not over, again:

@@ -182,7 +182,7 @@ impl App {
             {
                 Some(versioned) => {
                     self.publish_version(&versioned);
-                    self.forget_unreported_dependencies(id, &spec).await?;
+                    self.forget_unreported_dependencies(id).await?;
                     self.reconcile_monitor(id).await?;
                     return self.get_monitor(id).await;
                 }

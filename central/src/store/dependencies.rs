@@ -163,6 +163,28 @@ fn row_of(row: &AnyRow) -> sqlx::Result<DependencyRow> {
     })
 }
 
+/// Whether the monitor `rm` reads health documents: the rule central records, shows and
+/// forgets dependencies by (with `still_reported`).
+fn reads_documents(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Sqlite => "rm.settings ->> 'format' = 'health-json'",
+        Backend::Postgres => "CAST(rm.settings AS jsonb) ->> 'format' = 'health-json'",
+    }
+}
+
+/// Whether the row `row` (of a table with `monitor_id` and `region`) is one its monitor still
+/// reports: the monitor reads health documents and the region is one of its current locations
+/// (`''` for a monitor checked from one place). Reads apply it too: a document recorded while
+/// an edit forgot its location (PostgreSQL lets the two overlap) is never shown.
+fn still_reported(backend: Backend, row: &str) -> String {
+    format!(
+        "EXISTS (SELECT 1 FROM monitors rm LEFT JOIN monitor_locations rl \
+         ON rl.monitor_id = rm.id WHERE rm.id = {row}.monitor_id \
+         AND COALESCE(rl.region, '') = {row}.region AND {})",
+        reads_documents(backend)
+    )
+}
+
 /// Records the documents among `stored` (a batch's new results) in the batch's transaction:
 /// each location's documents in check-time order, those older than its newest recorded one
 /// (uploaded late) skipped. Returns whether a change awaits a notice (announced to every
@@ -188,16 +210,13 @@ pub(super) async fn record(
     let ids = serde_json::to_string(&monitors)?;
     // Only what a monitor's current locations report, while it reads health documents: a
     // document checked before an edit that dropped its region or its format, uploaded after
-    // it, must not bring back what the edit forgot (`Store::forget_dependencies`).
-    let format = match backend {
-        Backend::Sqlite => "m.settings ->> 'format'",
-        Backend::Postgres => "CAST(m.settings AS jsonb) ->> 'format'",
-    };
+    // it, must not bring back what the edit forgot (`Store::forget_unreported_dependencies`).
     let reporting: HashSet<Location> = sqlx::query_as::<_, (String, Option<String>)>(&format!(
-        "SELECT m.id, l.region FROM monitors m \
-         LEFT JOIN monitor_locations l ON l.monitor_id = m.id \
-         WHERE m.id IN (SELECT value FROM {}) AND {format} = 'health-json'",
-        id_source(backend)
+        "SELECT rm.id, rl.region FROM monitors rm \
+         LEFT JOIN monitor_locations rl ON rl.monitor_id = rm.id \
+         WHERE rm.id IN (SELECT value FROM {}) AND {}",
+        id_source(backend),
+        reads_documents(backend)
     ))
     .bind(&ids)
     .fetch_all(&mut **tx)
@@ -460,7 +479,8 @@ impl Store {
         let rows = sqlx::query(&format!(
             "SELECT {ROW_COLUMNS}, COALESCE(a.canonical, d.name) FROM dependencies d \
              LEFT JOIN dependency_aliases a ON a.alias = d.name \
-             WHERE d.monitor_id = $1 ORDER BY d.region, d.name"
+             WHERE d.monitor_id = $1 AND {} ORDER BY d.region, d.name",
+            still_reported(self.backend(), "d")
         ))
         .bind(monitor_id)
         .fetch_all(&self.pool)
@@ -471,25 +491,29 @@ impl Store {
             .collect::<sqlx::Result<_>>()?)
     }
 
-    /// Forgets a monitor's current dependencies (and what its documents said beside them) in
-    /// every location but `regions` (`""`: a monitor checked from one place); with `None`, in
-    /// every location. Their changes and latency stay history, pruned with it.
-    pub async fn forget_dependencies(
-        &self,
-        monitor_id: &str,
-        regions: Option<&[String]>,
-    ) -> anyhow::Result<()> {
+    /// Forgets a monitor's current dependencies, and what its documents said beside them, in
+    /// the locations it no longer reports (`still_reported`): after an edit that dropped a
+    /// region or stopped reading health documents. Their changes and latency stay history,
+    /// pruned with it. Locks the source rows first, in the order `record` does, so the two
+    /// cannot deadlock on PostgreSQL.
+    pub async fn forget_unreported_dependencies(&self, monitor_id: &str) -> anyhow::Result<()> {
         let _guard = self.write_lock().await;
         let mut tx = self.writer.begin().await?;
-        let keep = serde_json::to_string(regions.unwrap_or_default())?;
+        if self.backend() == Backend::Postgres {
+            sqlx::query(
+                "SELECT 1 FROM dependency_sources WHERE monitor_id = $1 \
+                 ORDER BY monitor_id, region FOR UPDATE",
+            )
+            .bind(monitor_id)
+            .execute(&mut *tx)
+            .await?;
+        }
         for table in ["dependencies", "dependency_sources"] {
             sqlx::query(&format!(
-                "DELETE FROM {table} WHERE monitor_id = $1 \
-                 AND region NOT IN (SELECT value FROM {})",
-                id_source(self.backend()).replace("$1", "$2")
+                "DELETE FROM {table} WHERE monitor_id = $1 AND NOT {}",
+                still_reported(self.backend(), table)
             ))
             .bind(monitor_id)
-            .bind(&keep)
             .execute(&mut *tx)
             .await?;
         }
@@ -502,10 +526,11 @@ impl Store {
         &self,
         monitor_id: &str,
     ) -> anyhow::Result<Vec<DependencySourceRow>> {
-        let rows: Vec<(String, i64, String, Option<String>)> = sqlx::query_as(
-            "SELECT region, reported_at, result_id, warnings FROM dependency_sources \
-             WHERE monitor_id = $1 ORDER BY region",
-        )
+        let rows: Vec<(String, i64, String, Option<String>)> = sqlx::query_as(&format!(
+            "SELECT s.region, s.reported_at, s.result_id, s.warnings FROM dependency_sources s \
+             WHERE s.monitor_id = $1 AND {} ORDER BY s.region",
+            still_reported(self.backend(), "s")
+        ))
         .bind(monitor_id)
         .fetch_all(&self.pool)
         .await?;
@@ -557,8 +582,9 @@ impl Store {
         let rows = sqlx::query(&format!(
             "SELECT {ROW_COLUMNS}, COALESCE(a.canonical, d.name) AS canonical, m.name \
              FROM dependencies d JOIN monitors m ON m.id = d.monitor_id \
-             LEFT JOIN dependency_aliases a ON a.alias = d.name \
-             ORDER BY canonical, m.name, d.monitor_id, d.region, d.name LIMIT $1"
+             LEFT JOIN dependency_aliases a ON a.alias = d.name WHERE {} \
+             ORDER BY canonical, m.name, d.monitor_id, d.region, d.name LIMIT $1",
+            still_reported(self.backend(), "d")
         ))
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
@@ -998,14 +1024,14 @@ mod tests {
 
         // An edit that stops reading documents forgets the rows, not their history; a
         // document checked before it and uploaded after it brings nothing back.
-        store.forget_dependencies("m1", None).await.unwrap();
-        assert!(store.monitor_dependencies("m1").await.unwrap().is_empty());
-        assert!(store.dependency_sources("m1").await.unwrap().is_empty());
-        assert_eq!(store.dependency_events("m1", 10).await.unwrap().len(), 2);
         sqlx::query("UPDATE monitors SET settings = '{}' WHERE id = 'm1'")
             .execute(&store.writer)
             .await
             .unwrap();
+        store.forget_unreported_dependencies("m1").await.unwrap();
+        assert!(store.monitor_dependencies("m1").await.unwrap().is_empty());
+        assert!(store.dependency_sources("m1").await.unwrap().is_empty());
+        assert_eq!(store.dependency_events("m1", 10).await.unwrap().len(), 2);
         store
             .insert_results(
                 "p1",
@@ -1048,8 +1074,7 @@ mod tests {
             .execute(&store.writer)
             .await
             .unwrap();
-        let keep = ["eu".to_string(), "ap".to_string()];
-        store.forget_dependencies("m1", Some(&keep)).await.unwrap();
+        store.forget_unreported_dependencies("m1").await.unwrap();
         store
             .insert_results("p1", &[from("c", 3_000, "us")], 4_000, &NewestDecides)
             .await

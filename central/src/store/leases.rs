@@ -25,7 +25,9 @@ impl Store {
         until: i64,
         lapse: i64,
     ) -> anyhow::Result<LeaseState> {
-        let _guard = self.write_lock().await;
+        // Ahead of the queue: a renewal that waits behind a busy writer's backlog comes after
+        // the holding ran out, and the holder stops every duty.
+        let _guard = self.write_lock_first().await;
         let mut tx = self.writer.begin().await?;
         // A new lease row is born expired (holder ''), for the update below to take.
         let (held_since,): (i64,) = sqlx::query_as(
@@ -60,7 +62,54 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::{Arc, Mutex};
+
     use crate::store::testing::sqlite_store;
+
+    /// Lets every task spawned on this (current-thread) runtime run until it waits.
+    async fn settle() {
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[tokio::test]
+    async fn a_renewal_waits_for_the_write_under_way_and_one_more_not_the_queue() {
+        let (store, _dir) = sqlite_store().await;
+        let store = Arc::new(store);
+        let order: Arc<Mutex<Vec<usize>>> = Arc::default();
+        let under_way = store.write_lock().await;
+        let mut writers = Vec::new();
+        for i in 0..10 {
+            let (store, order) = (store.clone(), order.clone());
+            writers.push(tokio::spawn(async move {
+                let _write = store.write_lock().await;
+                order.lock().unwrap().push(i);
+                settle().await;
+            }));
+        }
+        settle().await;
+        let renewal = {
+            let (store, order) = (store.clone(), order.clone());
+            tokio::spawn(async move {
+                let _write = store.write_lock_first().await;
+                order.lock().unwrap().push(99);
+            })
+        };
+        settle().await;
+        drop(under_way);
+        renewal.await.unwrap();
+        for writer in writers {
+            writer.await.unwrap();
+        }
+        let order = order.lock().unwrap();
+        let at = order.iter().position(|&i| i == 99).unwrap();
+        assert!(
+            at <= 1,
+            "the renewal came after {at} queued writes: {order:?}"
+        );
+        assert_eq!(order.len(), 11);
+    }
 
     #[tokio::test]
     async fn one_holder_at_a_time_until_the_lease_expires() {

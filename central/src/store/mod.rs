@@ -110,6 +110,13 @@ pub struct Store {
     /// SQLite allows one writer at a time; queueing writers here, rather than letting them
     /// collide inside SQLite, turns lock contention into a short wait instead of `SQLITE_BUSY`.
     sqlite_writer: Mutex<()>,
+    /// Ordinary writers queue here before `sqlite_writer`, so that at most one of them waits
+    /// there at a time: a write that must not wait for the whole queue (`write_lock_first`,
+    /// the duties lease's renewal) waits for the write under way and at most one more. Under
+    /// a fleet's recovery at 100,000 monitors the queue held seconds of writes, the renewal
+    /// came too late, and the only replica kept losing its own lease (every duty stopped and
+    /// started again, tens of times a minute).
+    sqlite_queue: Mutex<()>,
 }
 
 const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
@@ -498,6 +505,7 @@ impl Store {
             backend,
             url: url.clone(),
             sqlite_writer: Mutex::new(()),
+            sqlite_queue: Mutex::new(()),
         };
         store.migrate().await?;
         Ok(store)
@@ -563,6 +571,18 @@ impl Store {
 
     /// Serialises writers on SQLite; call before a write transaction.
     pub async fn write_lock(&self) -> WriteGuard<'_> {
+        match self.backend {
+            Backend::Sqlite => {
+                let _queued = self.sqlite_queue.lock().await;
+                WriteGuard(Some(self.sqlite_writer.lock().await))
+            }
+            Backend::Postgres => WriteGuard(None),
+        }
+    }
+
+    /// `write_lock` ahead of the ordinary writers' queue: waits for the write under way and
+    /// at most one more (`sqlite_queue`). Only for small writes that must happen in time.
+    pub async fn write_lock_first(&self) -> WriteGuard<'_> {
         match self.backend {
             Backend::Sqlite => WriteGuard(Some(self.sqlite_writer.lock().await)),
             Backend::Postgres => WriteGuard(None),

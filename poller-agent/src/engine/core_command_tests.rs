@@ -194,3 +194,31 @@ fn a_run_that_started_before_a_reset_does_not_count_against_it() {
         "and the monitor runs again at once"
     );
 }
+
+#[test]
+fn reset_closes_a_half_open_breaker_and_its_failing_probe_does_not_reopen_it() {
+    let t0 = Instant::now();
+    let mut engine = engine();
+    let m = monitor(
+        "http://a.test/",
+        5_000,
+        json!({"breaker_threshold": 1, "breaker_cooldown_ms": 60_000}),
+    );
+    let id = m.id;
+    engine.upsert(m, t0);
+    let probe_at = run_once(&mut engine, id, down());
+    let probe = one(&mut engine, probe_at);
+    assert_eq!(engine.breaker_state(id), Some(BreakerState::HalfOpen));
+
+    let reset_at = probe_at + Duration::from_millis(1);
+    let cleared = engine.reset(id, reset_at, wall()).unwrap();
+    assert_eq!(cleared, ["breaker half-open", "1 consecutive failures"]);
+    assert_eq!(engine.breaker_state(id), Some(BreakerState::Closed));
+    // The probe, started before the reset, fails: its result goes to central, and the
+    // monitor runs again at once instead of waiting out another cooldown.
+    let ended = probe_at + Duration::from_millis(2);
+    let finished = engine.complete(&probe.key, down(), ended, wall());
+    assert_eq!(finished.len(), 1);
+    assert_eq!(engine.breaker_state(id), Some(BreakerState::Closed));
+    assert_eq!(finished[0].next_due, ended);
+}

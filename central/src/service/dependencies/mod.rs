@@ -15,8 +15,6 @@ use shared_proto::dependencies::{
     DependencyLatency, DependencyLatencyBucket, DependencyList, DependencyReporter,
     DependencyState, DependencyWarning, LatencyResolution, MonitorDependencies, NewDependencyAlias,
 };
-use shared_proto::monitor::{MonitorSpec, PollerMode};
-use shared_proto::settings::{BodyFormat, CheckSettings, MonitorSettings};
 use shared_proto::ValidationError;
 use uuid::Uuid;
 
@@ -219,23 +217,12 @@ impl App {
         })
     }
 
-    /// After an edit of monitor `id` to `spec`: forgets the dependencies that no location of
-    /// it will report any more (every one when it no longer reads a health document, a
-    /// dropped region's otherwise), so that no page shows a state nobody reports.
-    pub(crate) async fn forget_unreported_dependencies(
-        &self,
-        id: Uuid,
-        spec: &MonitorSpec,
-    ) -> ApiResult<()> {
-        let reads_documents = MonitorSettings::parse(spec.kind, &spec.settings).is_ok_and(
-            |s| matches!(s.check, CheckSettings::Http(h) if h.format == BodyFormat::HealthJson),
-        );
-        let regions = match (spec.poller_mode, &spec.poller_regions) {
-            (PollerMode::Multi, Some(regions)) => regions.clone(),
-            _ => vec![String::new()],
-        };
+    /// After an edit of monitor `id`: forgets the dependencies that no location of it reports
+    /// any more (every one when it no longer reads a health document, a dropped region's
+    /// otherwise), so that no page shows a state nobody reports.
+    pub(crate) async fn forget_unreported_dependencies(&self, id: Uuid) -> ApiResult<()> {
         self.store
-            .forget_dependencies(&id.to_string(), reads_documents.then_some(&regions[..]))
+            .forget_unreported_dependencies(&id.to_string())
             .await?;
         Ok(())
     }

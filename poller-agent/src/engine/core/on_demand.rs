@@ -59,7 +59,7 @@ impl Engine {
         match state.breaker.state() {
             BreakerState::Closed => {}
             open => {
-                cleared.push(format!("breaker {}", open.as_str()));
+                cleared.push(format!("breaker {}", open.as_str().replace('_', "-")));
                 events.push(EventKind::BreakerClosed);
             }
         }
