@@ -710,6 +710,8 @@ pub struct Target {
     pub url: String,
     status: Arc<AtomicU16>,
     hits: Arc<AtomicU64>,
+    /// How long it waits before answering, in milliseconds.
+    delay_ms: Arc<AtomicU64>,
     /// Every request's path and query, with when it arrived.
     log: Arc<std::sync::Mutex<Vec<(String, Instant)>>>,
 }
@@ -719,9 +721,10 @@ impl Target {
         let status = Arc::new(AtomicU16::new(200));
         let hits = Arc::new(AtomicU64::new(0));
         let log = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let (s, h, l) = (status.clone(), hits.clone(), log.clone());
+        let delay_ms = Arc::new(AtomicU64::new(0));
+        let (s, h, l, d) = (status.clone(), hits.clone(), log.clone(), delay_ms.clone());
         let router = axum::Router::new().fallback(move |uri: axum::http::Uri| {
-            let (s, h, l) = (s.clone(), h.clone(), l.clone());
+            let (s, h, l, d) = (s.clone(), h.clone(), l.clone(), d.clone());
             async move {
                 h.fetch_add(1, Ordering::SeqCst);
                 let seen = uri
@@ -729,6 +732,7 @@ impl Target {
                     .map(|p| p.to_string())
                     .unwrap_or_default();
                 l.lock().unwrap().push((seen, Instant::now()));
+                tokio::time::sleep(Duration::from_millis(d.load(Ordering::SeqCst))).await;
                 let code =
                     axum::http::StatusCode::from_u16(s.load(Ordering::SeqCst)).unwrap_or_default();
                 (code, "target")
@@ -741,12 +745,19 @@ impl Target {
             url: format!("http://{addr}/health"),
             status,
             hits,
+            delay_ms,
             log,
         })
     }
 
     pub fn answer_with(&self, code: u16) {
         self.status.store(code, Ordering::SeqCst);
+    }
+
+    /// Answers each request this long after it arrived (counted in `hits` on arrival).
+    pub fn answer_after(&self, delay: Duration) {
+        self.delay_ms
+            .store(delay.as_millis() as u64, Ordering::SeqCst);
     }
 
     pub fn hits(&self) -> u64 {

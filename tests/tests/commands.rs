@@ -259,6 +259,51 @@ async fn reset_releases_a_dead_letter_and_an_open_breaker_and_runs_at_once() -> 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reset_closes_a_half_open_breaker_while_its_probe_is_under_way() -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    let target = Target::start().await?;
+    target.answer_with(503);
+    let _agent = central.start_agent("edge-1", "eu").await?;
+    let monitor = central
+        .create_monitor(
+            json!({"name": "probed", "kind": "http", "target": target.url,
+            "interval_ms": 5000, "timeout_ms": 5000, "settings": {"retries": 0,
+            "breaker_threshold": 1, "breaker_cooldown_ms": 5000}}),
+        )
+        .await?;
+    // The first failure opens the breaker; its probe, a cooldown later, hangs for 4 s.
+    eventually(Duration::from_secs(30), "a first failure", || async {
+        (target.hits() >= 1).then_some(())
+    })
+    .await?;
+    target.answer_after(Duration::from_secs(4));
+    eventually(Duration::from_secs(30), "the probe under way", || async {
+        (target.hits() >= 2).then_some(())
+    })
+    .await?;
+    let (code, answer) = central
+        .admin(
+            Method::POST,
+            &format!("/api/v1/monitors/{monitor}/reset?wait=20"),
+            None,
+        )
+        .await?;
+    assert_eq!(code, 200, "{answer}");
+    let message = answer["commands"][0]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(message.contains("breaker half-open"), "{answer}");
+    // The probe still fails after the reset (the engine's tests show it does not count against
+    // the fresh state); the target recovers, and so does the monitor.
+    target.answer_after(Duration::ZERO);
+    target.answer_with(200);
+    central
+        .wait_for_status(&monitor, "up", Duration::from_secs(30))
+        .await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_multi_location_monitor_is_checked_everywhere_or_where_asked() -> anyhow::Result<()> {
     let central = Central::start().await?;
     let target = Target::start().await?;
