@@ -33,23 +33,43 @@ pub struct ChannelSpecFields {
     urls: Option<Option<Vec<String>>>,
     #[serde(default, with = "crate::monitor::double_option")]
     format: Option<Option<WebhookFormat>>,
+    #[serde(default, with = "crate::monitor::double_option")]
+    template: Option<Option<String>>,
+    #[serde(default, with = "crate::monitor::double_option")]
+    chat_id: Option<Option<String>>,
+    #[serde(default, with = "crate::monitor::double_option")]
+    user_key: Option<Option<String>>,
+    #[serde(default, with = "crate::monitor::double_option")]
+    topic: Option<Option<String>>,
 }
 
-/// Fields whose `null` means "none" (the signing secret, the default format).
-const NULLABLE: [&str; 2] = ["secret", "format"];
+/// Fields whose `null` means "none" (the signing secret, the default format, no template).
+const NULLABLE: [&str; 3] = ["secret", "format", "template"];
 
 /// The fields of a channel body beside `name`, `kind` and `default`, and the kinds that take
 /// each (the document's per-kind schemas list the same).
-pub const KIND_FIELDS: [(&str, &[ChannelKind]); 7] = {
+pub const KIND_FIELDS: [(&str, &[ChannelKind]); 11] = {
     use ChannelKind::*;
     [
-        ("url", &[Webhook, Slack, Alertmanager, Email]),
-        ("secret", &[Webhook]),
-        ("headers", &[Webhook, Slack, Alertmanager]),
+        ("url", &ChannelKind::ALL),
+        (
+            "secret",
+            &[
+                Webhook, Pagerduty, Opsgenie, Telegram, Ntfy, Gotify, Pushover,
+            ],
+        ),
+        (
+            "headers",
+            &[Webhook, Slack, Alertmanager, Teams, Discord, Ntfy, Gotify],
+        ),
         ("format", &[Webhook]),
+        ("template", &[Webhook]),
         ("urls", &[Alertmanager]),
         ("from", &[Email]),
         ("to", &[Email]),
+        ("chat_id", &[Telegram]),
+        ("user_key", &[Pushover]),
+        ("topic", &[Ntfy]),
     ]
 };
 
@@ -57,6 +77,11 @@ pub const KIND_FIELDS: [(&str, &[ChannelKind]); 7] = {
 pub fn required(kind: ChannelKind) -> &'static [&'static str] {
     match kind {
         ChannelKind::Email => &["url", "from", "to"],
+        ChannelKind::Pagerduty | ChannelKind::Opsgenie => &["secret"],
+        ChannelKind::Gotify => &["url", "secret"],
+        ChannelKind::Telegram => &["secret", "chat_id"],
+        ChannelKind::Pushover => &["secret", "user_key"],
+        ChannelKind::Ntfy => &["topic"],
         _ => &["url"],
     }
 }
@@ -87,6 +112,10 @@ impl TryFrom<ChannelSpecFields> for ChannelSpec {
             ("urls", sent(&fields.urls)),
             ("from", sent(&fields.from)),
             ("to", sent(&fields.to)),
+            ("template", sent(&fields.template)),
+            ("chat_id", sent(&fields.chat_id)),
+            ("user_key", sent(&fields.user_key)),
+            ("topic", sent(&fields.topic)),
         ];
         for (field, (is_present, has_value)) in present {
             if is_present && !takes(kind, field) {
@@ -120,6 +149,10 @@ impl TryFrom<ChannelSpecFields> for ChannelSpec {
             to,
             urls: fields.urls.flatten().unwrap_or_default(),
             format: fields.format.flatten(),
+            template: fields.template.flatten(),
+            chat_id: fields.chat_id.flatten(),
+            user_key: fields.user_key.flatten(),
+            topic: fields.topic.flatten(),
         })
     }
 }

@@ -19,6 +19,7 @@ pub mod hostile;
 pub mod load_balancer;
 pub mod postgres;
 pub mod receivers;
+pub mod services;
 
 pub const ADMIN_TOKEN: &str = "e2e-admin-7c1f9a3e5b8d2f4a6c0e91d3";
 

@@ -3,13 +3,20 @@
 //! who is told what (that is `service::alerts`).
 
 mod alertmanager;
+mod chat;
 pub mod destination;
 pub mod dispatch;
 mod email;
+mod facts;
+mod incidents;
+mod push;
 mod slack;
+pub mod template;
 mod webhook;
 
 pub use destination::Destinations;
+pub use facts::Facts;
+use facts::{clip, headline, text, Outgoing};
 
 use std::time::Duration;
 
@@ -162,6 +169,7 @@ impl Notifier {
         let url = channel
             .url
             .as_deref()
+            .or(kind.default_url())
             .ok_or_else(|| "the channel has no url".to_string())?;
         let options = crate::service::channels::ChannelOptions::of(channel)
             .map_err(|e| format!("the stored channel options are unreadable: {e}"))?;
@@ -170,15 +178,25 @@ impl Notifier {
             self.check_destination(url).await?;
             match kind {
                 ChannelKind::Webhook => {
-                    let body = match options.format.unwrap_or_default() {
-                        WebhookFormat::Notification => {
-                            serde_json::to_string(message).map_err(|e| e.to_string())?
+                    let json = "application/json";
+                    let (body, content_type) = match (&options.template, options.format) {
+                        (Some(template), _) => {
+                            let facts = Facts::of(message, self.public_url.as_deref());
+                            let body = template::render(template, message, &facts)?;
+                            (body.text, body.content_type)
                         }
-                        WebhookFormat::AlertmanagerV4 => alertmanager::v4_body(message),
+                        (None, Some(WebhookFormat::AlertmanagerV4)) => {
+                            (alertmanager::v4_body(message), json)
+                        }
+                        (None, _) => {
+                            let body = serde_json::to_string(message).map_err(|e| e.to_string())?;
+                            (body, json)
+                        }
                     };
-                    webhook::post(
+                    webhook::post_as(
                         &self.http,
                         url,
+                        content_type,
                         Some(message.id),
                         body,
                         &headers,
@@ -209,12 +227,94 @@ impl Notifier {
                     )
                     .await
                 }
+                _ => {
+                    let requests = self.requests(kind, url, channel, &options, message)?;
+                    self.send_all(requests, message, &headers).await
+                }
             }
         };
         match tokio::time::timeout(SEND_TIMEOUT + Duration::from_secs(5), sending).await {
             Ok(outcome) => outcome,
             Err(_) => Err("the receiver did not answer in time".into()),
         }
+    }
+
+    /// The requests a channel of the kinds that speak a service's own API makes for `message`.
+    fn requests(
+        &self,
+        kind: ChannelKind,
+        url: &str,
+        channel: &ChannelRow,
+        options: &crate::service::channels::ChannelOptions,
+        message: &Notification,
+    ) -> Result<Vec<Outgoing>, String> {
+        let facts = Facts::of(message, self.public_url.as_deref());
+        let secret = || {
+            channel
+                .secret
+                .as_deref()
+                .ok_or_else(|| format!("the {} channel has no secret", kind.as_str()))
+        };
+        Ok(match kind {
+            ChannelKind::Pagerduty => incidents::pagerduty(url, secret()?, message, &facts),
+            ChannelKind::Opsgenie => incidents::opsgenie(url, secret()?, message, &facts),
+            ChannelKind::Teams => vec![chat::teams(url, message, &facts)],
+            ChannelKind::Discord => vec![chat::discord(url, message, &facts)],
+            ChannelKind::Telegram => {
+                let chat = options
+                    .chat_id
+                    .as_deref()
+                    .ok_or("the channel has no chat_id")?;
+                vec![chat::telegram(url, secret()?, chat, message, &facts)]
+            }
+            ChannelKind::Ntfy => {
+                let topic = options.topic.as_deref().ok_or("the channel has no topic")?;
+                let token = channel.secret.as_deref();
+                vec![push::ntfy(url, topic, token, message, &facts)]
+            }
+            ChannelKind::Gotify => vec![push::gotify(url, secret()?, message, &facts)],
+            ChannelKind::Pushover => {
+                let user = options
+                    .user_key
+                    .as_deref()
+                    .ok_or("the channel has no user_key")?;
+                vec![push::pushover(url, secret()?, user, message, &facts)]
+            }
+            ChannelKind::Webhook
+            | ChannelKind::Slack
+            | ChannelKind::Alertmanager
+            | ChannelKind::Email => {
+                return Err(format!("{} is not sent as requests", kind.as_str()))
+            }
+        })
+    }
+
+    /// Sends `requests` one after the other (an incident's trigger before its resolve), each
+    /// with the channel's own headers after the service's; the first failure ends it.
+    async fn send_all(
+        &self,
+        requests: Vec<Outgoing>,
+        message: &Notification,
+        channel_headers: &[(String, String)],
+    ) -> Result<(), String> {
+        for (i, request) in requests.into_iter().enumerate() {
+            if i > 0 {
+                self.check_destination(&request.url).await?;
+            }
+            let mut headers = request.headers;
+            headers.extend(channel_headers.iter().cloned());
+            webhook::post_as(
+                &self.http,
+                &request.url,
+                request.content_type,
+                Some(message.id),
+                request.body,
+                &headers,
+                None,
+            )
+            .await?;
+        }
+        Ok(())
     }
 }
 
@@ -224,14 +324,4 @@ fn stored_headers(channel: &ChannelRow) -> Vec<(String, String)> {
         .unwrap_or_default()
         .into_iter()
         .collect()
-}
-
-/// A one-line human summary of a message, for chat and mail subjects.
-fn headline(message: &Notification) -> String {
-    let mark = match message.event.as_str() {
-        "monitor.up" | "poller.online" | "dependency.up" => "RESOLVED",
-        "test" => "TEST",
-        _ => "ALERT",
-    };
-    format!("[{mark}] {}", message.message)
 }

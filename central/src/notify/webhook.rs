@@ -1,10 +1,10 @@
-//! POSTing a JSON body to an HTTP receiver: the webhook sender, also used by the Slack and
-//! Alertmanager formats. Signs the body when the channel has a secret.
+//! POSTing a body to an HTTP receiver: the webhook sender, also used by every other HTTP kind
+//! (`super::Outgoing`). Signs the body when a webhook channel has a secret.
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-/// The most of a receiver's error answer kept in the delivery log.
+/// POSTs a JSON body.
 pub async fn post(
     http: &reqwest::Client,
     url: &str,
@@ -13,9 +13,32 @@ pub async fn post(
     headers: &[(String, String)],
     secret: Option<&str>,
 ) -> Result<(), String> {
+    let content_type = "application/json";
+    post_as(
+        http,
+        url,
+        content_type,
+        notification_id,
+        body,
+        headers,
+        secret,
+    )
+    .await
+}
+
+/// POSTs a body of `content_type`; the error says what the receiver or the network did.
+pub async fn post_as(
+    http: &reqwest::Client,
+    url: &str,
+    content_type: &str,
+    notification_id: Option<uuid::Uuid>,
+    body: String,
+    headers: &[(String, String)],
+    secret: Option<&str>,
+) -> Result<(), String> {
     let mut request = http
         .post(url)
-        .header(reqwest::header::CONTENT_TYPE, "application/json");
+        .header(reqwest::header::CONTENT_TYPE, content_type);
     if let Some(id) = notification_id {
         request = request.header("X-Notification-Id", id.to_string());
     }

@@ -62,53 +62,18 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::{Arc, Mutex};
+    use std::sync::Arc;
 
-    use crate::store::testing::sqlite_store;
-
-    /// Lets every task spawned on this (current-thread) runtime run until it waits.
-    async fn settle() {
-        for _ in 0..100 {
-            tokio::task::yield_now().await;
-        }
-    }
+    use crate::store::testing::{place_among_queued_writes, sqlite_store};
 
     #[tokio::test]
     async fn a_renewal_waits_for_the_write_under_way_and_one_more_not_the_queue() {
         let (store, _dir) = sqlite_store().await;
-        let store = Arc::new(store);
-        let order: Arc<Mutex<Vec<usize>>> = Arc::default();
-        let under_way = store.write_lock().await;
-        let mut writers = Vec::new();
-        for i in 0..10 {
-            let (store, order) = (store.clone(), order.clone());
-            writers.push(tokio::spawn(async move {
-                let _write = store.write_lock().await;
-                order.lock().unwrap().push(i);
-                settle().await;
-            }));
-        }
-        settle().await;
-        let renewal = {
-            let (store, order) = (store.clone(), order.clone());
-            tokio::spawn(async move {
-                let _write = store.write_lock_first().await;
-                order.lock().unwrap().push(99);
-            })
+        let renewal = |store: Arc<crate::store::Store>| async move {
+            let _write = store.write_lock_first().await;
         };
-        settle().await;
-        drop(under_way);
-        renewal.await.unwrap();
-        for writer in writers {
-            writer.await.unwrap();
-        }
-        let order = order.lock().unwrap();
-        let at = order.iter().position(|&i| i == 99).unwrap();
-        assert!(
-            at <= 1,
-            "the renewal came after {at} queued writes: {order:?}"
-        );
-        assert_eq!(order.len(), 11);
+        let at = place_among_queued_writes(Arc::new(store), renewal).await;
+        assert!(at <= 1, "the renewal came after {at} queued writes");
     }
 
     #[tokio::test]

@@ -111,8 +111,9 @@ pub struct Store {
     /// collide inside SQLite, turns lock contention into a short wait instead of `SQLITE_BUSY`.
     sqlite_writer: Mutex<()>,
     /// Ordinary writers queue here before `sqlite_writer`, so that at most one of them waits
-    /// there at a time: a write that must not wait for the whole queue (`write_lock_first`,
-    /// the duties lease's renewal) waits for the write under way and at most one more. Under
+    /// there at a time: a write that must not wait for the whole queue (`write_lock_first`:
+    /// the duties lease's renewal, the outbox's claims and records) waits for the write under
+    /// way and at most one more. Under
     /// a fleet's recovery at 100,000 monitors the queue held seconds of writes, the renewal
     /// came too late, and the only replica kept losing its own lease (every duty stopped and
     /// started again, tens of times a minute).
@@ -581,7 +582,9 @@ impl Store {
     }
 
     /// `write_lock` ahead of the ordinary writers' queue: waits for the write under way and
-    /// at most one more (`sqlite_queue`). Only for small writes that must happen in time.
+    /// at most one more (`sqlite_queue`). Only for small writes that must happen in time, at a
+    /// rate that cannot keep the others waiting: the lease's renewal (every 2 s) and delivery's
+    /// claims and records (two per chunk of notices sent).
     pub async fn write_lock_first(&self) -> WriteGuard<'_> {
         match self.backend {
             Backend::Sqlite => WriteGuard(Some(self.sqlite_writer.lock().await)),
@@ -746,6 +749,53 @@ mod cursor_tests {
 #[cfg(test)]
 pub(crate) mod testing {
     use std::collections::HashSet;
+    use std::future::Future;
+    use std::sync::{Arc, Mutex};
+
+    /// Lets every task spawned on this (current-thread) runtime run until it waits.
+    async fn settle() {
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// Where `write` lands among ten ordinary writes queued behind one under way: how many of
+    /// them got the write lock before it was done (`write` is started once they all wait).
+    pub async fn place_among_queued_writes<F, Fut>(store: Arc<Store>, write: F) -> usize
+    where
+        F: FnOnce(Arc<Store>) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        const MARK: usize = usize::MAX;
+        let order: Arc<Mutex<Vec<usize>>> = Arc::default();
+        let under_way = store.write_lock().await;
+        let mut writers = Vec::new();
+        for i in 0..10 {
+            let (store, order) = (store.clone(), order.clone());
+            writers.push(tokio::spawn(async move {
+                let _write = store.write_lock().await;
+                order.lock().unwrap().push(i);
+                settle().await;
+            }));
+        }
+        settle().await;
+        let first = {
+            let (store, order) = (store.clone(), order.clone());
+            tokio::spawn(async move {
+                write(store).await;
+                order.lock().unwrap().push(MARK);
+            })
+        };
+        settle().await;
+        drop(under_way);
+        first.await.unwrap();
+        for writer in writers {
+            writer.await.unwrap();
+        }
+        let order = order.lock().unwrap();
+        assert_eq!(order.len(), 11, "{order:?}");
+        order.iter().position(|&i| i == MARK).unwrap()
+    }
 
     use super::{IngestRules, Store, StoredVerdict, TimeCredit, TimePoint};
     use crate::service::uptime::Timeline;

@@ -1,6 +1,7 @@
-//! Creating and editing a notification channel through a form: the fields of its kind (URL and
-//! headers for webhooks, Slack and Alertmanager; a signing secret for webhooks; sender and
-//! recipients for email), each validation error beside its field.
+//! Creating and editing a notification channel through a form: the fields of its kind (a URL;
+//! headers for the HTTP kinds that take them; the secret of the kinds that have one, a
+//! webhook's template, Telegram's chat and Pushover's user key; sender and recipients for
+//! email), each validation error beside its field.
 
 use std::sync::Arc;
 
@@ -19,13 +20,15 @@ use super::session::Session;
 use super::WebResult;
 use crate::service::App;
 
-const KINDS: [ChannelKind; 4] = [
-    ChannelKind::Webhook,
-    ChannelKind::Slack,
-    ChannelKind::Alertmanager,
-    ChannelKind::Email,
-];
-const HTTP_KINDS: &str = "webhook slack alertmanager";
+/// The kinds whose fieldset shows each field (as `shared_proto::channel_fields` has them).
+fn kinds_taking(field: &str) -> String {
+    ChannelKind::ALL
+        .into_iter()
+        .filter(|kind| shared_proto::channel_fields::takes(*kind, field))
+        .map(ChannelKind::as_str)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
 
 /// What the form holds, as typed.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -43,6 +46,10 @@ pub struct ChannelForm {
     from: String,
     /// Comma- or line-separated.
     to: String,
+    template: String,
+    chat_id: String,
+    user_key: String,
+    topic: String,
 }
 
 impl ChannelForm {
@@ -55,28 +62,33 @@ impl ChannelForm {
             default: view.default.then(|| "on".into()),
             from: view.from.clone().unwrap_or_default(),
             to: view.to.join(", "),
+            template: view.template.clone().unwrap_or_default(),
+            chat_id: view.chat_id.clone().unwrap_or_default(),
+            user_key: view.user_key.clone().unwrap_or_default(),
+            topic: view.topic.clone().unwrap_or_default(),
             ..Default::default()
         }
     }
 
     fn kind(&self) -> Result<ChannelKind, FieldError> {
         ChannelKind::parse(&self.kind)
-            .ok_or_else(|| FieldError::new("kind", "choose webhook, slack, alertmanager or email"))
+            .ok_or_else(|| FieldError::new("kind", "choose one of the kinds listed"))
     }
 
     /// The spec the form describes; fields of other kinds (shown with script off) are ignored.
     fn to_spec(&self) -> Result<ChannelSpec, FieldError> {
         let kind = self.kind()?;
         let email = kind == ChannelKind::Email;
+        let takes = |field| shared_proto::channel_fields::takes(kind, field);
         Ok(ChannelSpec {
             name: self.name.trim().to_string(),
             kind,
             url: fields::optional(&self.url),
-            secret: fields::optional(&self.secret).filter(|_| kind == ChannelKind::Webhook),
-            headers: if email {
-                Default::default()
-            } else {
+            secret: fields::optional(&self.secret).filter(|_| takes("secret")),
+            headers: if takes("headers") {
                 fields::parse_headers("headers", &self.headers)?
+            } else {
+                Default::default()
             },
             default: self.default.is_some(),
             from: fields::optional(&self.from).filter(|_| email),
@@ -94,6 +106,12 @@ impl ChannelForm {
             // an edit on the page leaves them as they are (its patch sends neither).
             urls: Vec::new(),
             format: None,
+            // Kept as typed (not trimmed): a template's spaces are the body's.
+            template: Some(self.template.clone())
+                .filter(|t| !t.trim().is_empty() && takes("template")),
+            chat_id: fields::optional(&self.chat_id).filter(|_| takes("chat_id")),
+            user_key: fields::optional(&self.user_key).filter(|_| takes("user_key")),
+            topic: fields::optional(&self.topic).filter(|_| takes("topic")),
         })
     }
 
@@ -111,17 +129,28 @@ impl ChannelForm {
             (false, typed) => typed.map(Some),
         };
         let email = spec.kind == ChannelKind::Email;
+        let takes = |field| shared_proto::channel_fields::takes(spec.kind, field);
         Ok(ChannelPatch {
             name: Some(spec.name),
-            // An emptied URL is sent as such, for central to refuse beside the field.
-            url: Some(spec.url.unwrap_or_default()),
+            // An emptied URL is sent as such, for central to refuse beside the field; a kind
+            // with the service's own address goes back to it.
+            url: match (spec.url, spec.kind.default_url()) {
+                (Some(url), _) => Some(url),
+                (None, Some(_)) => None,
+                (None, None) => Some(String::new()),
+            },
             secret,
-            headers: Some(spec.headers),
+            headers: takes("headers").then_some(spec.headers),
             default: Some(spec.default),
             from: if email { spec.from } else { None },
             to: email.then_some(spec.to),
             urls: None,
             format: None,
+            // An emptied template goes back to the webhook's format.
+            template: takes("template").then_some(spec.template),
+            chat_id: spec.chat_id,
+            user_key: spec.user_key,
+            topic: spec.topic,
         })
     }
 }
@@ -152,7 +181,11 @@ fn render(
         Mode::Edit { .. } => kinds.split(' ').any(|k| k == form.kind),
     };
     let unplaced = error.filter(|e| {
-        !["name", "kind", "url", "secret", "headers", "from", "to"].contains(&e.field.as_str())
+        ![
+            "name", "kind", "url", "secret", "headers", "from", "to", "template", "chat_id",
+            "user_key", "topic",
+        ]
+        .contains(&e.field.as_str())
     });
     html! {
         h1 { (title) }
@@ -164,7 +197,7 @@ fn render(
                 label for="kind" { "Kind" }
                 @match mode {
                     Mode::New => select #kind.kind-choice name="kind" {
-                        @for kind in KINDS {
+                        @for kind in ChannelKind::ALL {
                             option value=(kind.as_str()) selected[form.kind == kind.as_str()] { (kind.as_str()) }
                         }
                     },
@@ -177,17 +210,25 @@ fn render(
                 (fields::message("kind", error))
             }
             (fields::text_field("url", "URL", &form.url,
-                "http(s)://… for webhook, Slack and Alertmanager; smtp://host:port (smtps://, with user:password@ when the server wants a login) for email",
+                "http(s)://… for the HTTP kinds (a Gotify server's, like https://gotify.example.com); smtp://host:port (smtps://, with user:password@ when the server wants a login) for email. Leave empty for PagerDuty, Opsgenie, Telegram, ntfy and Pushover to use the service's own address.",
                 error))
-            @if shown("webhook") {
-                fieldset data-kinds="webhook" {
-                    legend { "Signature (webhook)" }
+            @let secret_kinds = kinds_taking("secret");
+            @if shown(&secret_kinds) {
+                fieldset data-kinds=(secret_kinds) {
+                    legend { "Secret" }
                     @let failed = fields::error_for(error, "secret").is_some();
                     div.field {
-                        label for="secret" { "Signing secret" }
+                        label for="secret" { "Secret" }
                         input #secret name="secret" type="password" autocomplete="new-password" value=(form.secret)
                             aria-invalid=[failed.then_some("true")] aria-describedby=[failed.then_some("secret-error")];
-                        p.hint { "16 to 256 characters; each body is signed with it (X-Signature-256)."
+                        p.hint {
+                            "Never shown again. "
+                            @for kind in ChannelKind::ALL {
+                                @if let Some((role, _)) = kind.secret_role() {
+                                    (kind.as_str()) ": " (role) ". "
+                                }
+                            }
+                            "A webhook's is 16 to 256 characters; each body is signed with it (X-Signature-256)."
                             @if let Mode::Edit { has_secret: true, .. } = mode { " Leave empty to keep the current one." } }
                         (fields::message("secret", error))
                     }
@@ -196,8 +237,35 @@ fn render(
                     }
                 }
             }
-            @if shown(HTTP_KINDS) {
-                fieldset data-kinds=(HTTP_KINDS) {
+            @if shown("webhook") {
+                fieldset data-kinds="webhook" {
+                    legend { "Body (webhook)" }
+                    (fields::text_area("template", "Template", &form.template,
+                        "Empty: the notification as JSON. Otherwise JSON (or any text) with placeholders like {{ monitor.name }}, {{ status }}, {{ headline }}, {{ severity }}, {{ link }}; a string that is one placeholder alone keeps the field's type.",
+                        error))
+                }
+            }
+            @if shown("telegram") {
+                fieldset data-kinds="telegram" {
+                    legend { "Telegram" }
+                    (fields::text_field("chat_id", "Chat", &form.chat_id, "the chat's number, like -1001234567890, or @channelname", error))
+                }
+            }
+            @if shown("ntfy") {
+                fieldset data-kinds="ntfy" {
+                    legend { "ntfy" }
+                    (fields::text_field("topic", "Topic", &form.topic, "letters, digits, _ and -", error))
+                }
+            }
+            @if shown("pushover") {
+                fieldset data-kinds="pushover" {
+                    legend { "Pushover" }
+                    (fields::text_field("user_key", "User key", &form.user_key, "the user's or group's key", error))
+                }
+            }
+            @let header_kinds = kinds_taking("headers");
+            @if shown(&header_kinds) {
+                fieldset data-kinds=(header_kinds) {
                     legend { "HTTP" }
                     (fields::text_area("headers", "Extra headers", &form.headers, "one per line, like Authorization: Bearer …", error))
                 }

@@ -140,13 +140,7 @@ fn channel_kinds(schemas: &mut Map<String, Value>) {
     let Some(flat) = schemas.get("ChannelSpec").cloned() else {
         return;
     };
-    let kinds = [
-        ChannelKind::Webhook,
-        ChannelKind::Slack,
-        ChannelKind::Alertmanager,
-        ChannelKind::Email,
-    ];
-    let variants = kinds
+    let variants = ChannelKind::ALL
         .into_iter()
         .map(|kind| {
             let mut properties = Map::new();
@@ -159,7 +153,14 @@ fn channel_kinds(schemas: &mut Map<String, Value>) {
             );
             for (field, _) in channel_fields::KIND_FIELDS {
                 if channel_fields::takes(kind, field) {
-                    properties.insert(field.into(), channel_field(kind, field, &flat));
+                    let mut schema = channel_field(kind, field, &flat);
+                    // A field the kind needs is refused as `null` too.
+                    if channel_fields::required(kind).contains(&field) {
+                        if let Some(Value::Array(types)) = schema.get_mut("type") {
+                            types.retain(|t| t != "null");
+                        }
+                    }
+                    properties.insert(field.into(), schema);
                 }
             }
             let mut required = vec!["name", "kind"];
@@ -191,9 +192,31 @@ fn channel_field(kind: ChannelKind, field: &str, flat: &Value) -> Value {
         }),
         "url" => {
             let mut url = http_url;
-            url["description"] =
-                json!("The receiver: an http(s) URL (credentials go in `headers`).");
+            url["description"] = match (kind, kind.default_url()) {
+                (_, Some(default)) => json!(format!(
+                    "The service's address; default {default} (set it for another region, \
+                     a proxy or a test receiver)."
+                )),
+                (ChannelKind::Gotify, _) => {
+                    json!("The Gotify server, like https://gotify.example.com.")
+                }
+                _ => json!("The receiver: an http(s) URL (credentials go in `headers`)."),
+            };
             url
+        }
+        "secret" if kind == ChannelKind::Webhook => json!({
+            "type": ["string", "null"],
+            "minLength": 16,
+            "maxLength": 256,
+            "description": "Write-only: signs each body with HMAC-SHA256 (`X-Signature-256: sha256=<hex>`).",
+        }),
+        "secret" => {
+            let role = kind.secret_role().map_or("", |(role, _)| role);
+            json!({
+                "type": ["string", "null"],
+                "pattern": "^[A-Za-z0-9._:~-]{1,256}$",
+                "description": format!("Write-only: {role}."),
+            })
         }
         "urls" => json!({
             "type": "array",
