@@ -620,9 +620,12 @@ async fn none_shown(central: &Central, status: &str) -> Option<bool> {
     page["items"].as_array().map(Vec::is_empty)
 }
 
-/// After every monitor was stale and the uploads started: how long until no monitor is shown
-/// stale (every recovery looked at, bounded at 30 minutes), and until every `monitor.up` was
-/// told (bounded at 10 minutes: what arrived by then is counted), with central's CPU meanwhile.
+/// After every monitor was stale and the uploads started: how long until no monitor's status
+/// is stale (`?status=stale` empty: the API derives each status from the stored results, so
+/// this is every monitor's result in, whether or not alerting has looked at it yet; bounded at
+/// 30 minutes), and until every `monitor.up` was told (bounded at 10 minutes: what arrived by
+/// then is counted), with central's CPU meanwhile. Alerting's own pace is between the two (its
+/// `notifying` lines in central's log).
 async fn recover(
     central: &Central,
     receiver: &HttpReceiver,
@@ -631,7 +634,7 @@ async fn recover(
 ) -> anyhow::Result<String> {
     let (cpu_before, started) = (cpu_seconds(pid).unwrap_or(0.0), Instant::now());
     let limit = Duration::from_secs(1800);
-    let looked = eventually(limit, "no monitor shown stale", || async {
+    let looked = eventually(limit, "no monitor's status stale", || async {
         (none_shown(central, "stale").await == Some(true)).then_some(started.elapsed())
     })
     .await?;
@@ -644,7 +647,7 @@ async fn recover(
     let (count, told) = (receiver.count(), started.elapsed());
     let cpu = (cpu_seconds(pid).unwrap_or(0.0) - cpu_before) / told.as_secs_f64();
     let line = format!(
-        "recovered (none shown stale) {:.0} s after the uploads started, {count} of {monitors} \
+        "no status stale {:.0} s after the uploads started, {count} of {monitors} \
          `monitor.up` told in {:.0} s, central CPU meanwhile {:.0} % of a core",
         looked.as_secs_f64(),
         told.as_secs_f64(),
