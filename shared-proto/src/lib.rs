@@ -11,6 +11,7 @@ pub mod error;
 pub mod health;
 pub mod history;
 pub mod lenient;
+pub mod maintenance;
 pub mod monitor;
 pub mod notifications;
 pub mod poller_api;

@@ -9,7 +9,6 @@ use uuid::Uuid;
 
 use crate::ValidationError;
 
-const MAX_NAME_LEN: usize = 200;
 const MAX_URL_LEN: usize = 2048;
 /// Headers a channel may not set: they frame or route the request, belong to one hop, or
 /// carry what central vouches for (the notification's id, the body's signature).
@@ -200,11 +199,13 @@ pub struct ChannelSpec {
     /// Webhook only: the body's format (default `notification`).
     #[serde(default)]
     pub format: Option<WebhookFormat>,
-    /// Webhook only, instead of `format`: the body as a template (minijinja, Jinja2's
-    /// syntax) over the notification's fields (`event`, `status`, `previous_status`,
-    /// `message`, `at`, `monitor.name`, `locations`… and `headline`). Every `{{ value }}` is
-    /// written as JSON (a string with its quotes), so a body stays valid JSON whatever a
-    /// target answered: `{"text": {{ headline }}}`.
+    /// Webhook only, instead of `format`: the body as a template over the notification's
+    /// fields (`event`, `status`, `previous_status`, `message`, `at`, `monitor.name`,
+    /// `locations`… and `headline`, `severity`, `is_problem`, `link`). A JSON template's
+    /// strings hold placeholders: `{"text": "{{ headline }}"}`; a string that is one
+    /// placeholder alone takes the field's type (`"{{ locations }}"` a list), and the body is
+    /// written as JSON, so it stays valid whatever a target answered. Any other text is sent
+    /// as `text/plain` with each field's text in place. No loops or conditions.
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 16384))]
     pub template: Option<String>,
@@ -662,15 +663,9 @@ impl ChannelPatch {
     }
 }
 
+/// A channel's name follows a monitor's rules (at most 200 characters, no control characters).
 fn check_name(name: &str) -> Result<(), ValidationError> {
-    crate::monitor::validate_name(name)?;
-    if name.chars().count() > MAX_NAME_LEN {
-        return Err(ValidationError::new(
-            "name",
-            "must be at most 200 characters",
-        ));
-    }
-    Ok(())
+    crate::monitor::validate_name(name)
 }
 
 fn check_secret(secret: &str) -> Result<(), ValidationError> {

@@ -372,6 +372,9 @@ pub enum MonitorStatus {
     Degraded,
     Stale,
     Paused,
+    /// Inside a maintenance window (`/api/v1/maintenance-windows`): checks go on, problems
+    /// are not told, and the time counts neither as up nor as down.
+    Maintenance,
 }
 
 impl MonitorStatus {
@@ -383,6 +386,7 @@ impl MonitorStatus {
             MonitorStatus::Degraded => "degraded",
             MonitorStatus::Stale => "stale",
             MonitorStatus::Paused => "paused",
+            MonitorStatus::Maintenance => "maintenance",
         }
     }
 }

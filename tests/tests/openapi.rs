@@ -55,6 +55,12 @@ const ROUTES: &[(&str, &str)] = &[
     ("patch", "/api/v1/notification-channels/{id}"),
     ("delete", "/api/v1/notification-channels/{id}"),
     ("post", "/api/v1/notification-channels/{id}/test"),
+    ("post", "/api/v1/maintenance-windows"),
+    ("get", "/api/v1/maintenance-windows"),
+    ("get", "/api/v1/maintenance-windows/{id}"),
+    ("patch", "/api/v1/maintenance-windows/{id}"),
+    ("delete", "/api/v1/maintenance-windows/{id}"),
+    ("post", "/api/v1/monitors/{id}/mute"),
     ("get", "/api/v1/notifications"),
 ];
 

@@ -6,6 +6,7 @@ mod deadline;
 mod dependencies;
 mod extract;
 mod history;
+mod maintenance;
 mod notifications;
 pub mod openapi;
 mod ops;
@@ -193,6 +194,17 @@ pub fn router(app: Arc<App>, options: &HttpOptions, long_polls: Arc<pools::LongP
             post(notifications::test_channel),
         )
         .route("/notifications", get(notifications::list_notifications))
+        .route(
+            "/maintenance-windows",
+            post(maintenance::create_window).get(maintenance::list_windows),
+        )
+        .route(
+            "/maintenance-windows/{id}",
+            get(maintenance::get_window)
+                .patch(maintenance::update_window)
+                .delete(maintenance::delete_window),
+        )
+        .route("/monitors/{id}/mute", post(maintenance::mute_monitor))
         .layer(DefaultBodyLimit::max(SETTINGS_BODY_LIMIT));
     let pools = Arc::new(pools::Pools::new(
         app.clone(),

@@ -64,10 +64,7 @@ pub fn alerts(
     if let Some(locations) = &message.locations {
         let text: Vec<String> = locations
             .iter()
-            .map(|l| {
-                let status = serde_json::to_value(l.status).unwrap_or_default();
-                format!("{}: {}", l.region, status.as_str().unwrap_or("?"))
-            })
+            .map(|l| format!("{}: {}", l.region, l.status.as_str()))
             .collect();
         annotations["locations"] = json!(text.join(", "));
     }

@@ -40,10 +40,9 @@ pub fn teams(url: &str, message: &Notification, facts: &Facts) -> Outgoing {
     ];
     if let Some(locations) = &message.locations {
         for location in locations {
-            let status = serde_json::to_value(location.status).unwrap_or_default();
             facts_shown.push(json!({
                 "title": escape_markdown(&location.region),
-                "value": status.as_str().unwrap_or("?"),
+                "value": location.status.as_str(),
             }));
         }
     }

@@ -75,11 +75,10 @@ pub async fn send(
     if let Some(locations) = &message.locations {
         text.push_str("\nlocations:\n");
         for location in locations {
-            let status = serde_json::to_value(location.status).unwrap_or_default();
             text.push_str(&format!(
                 "  {}: {}\n",
                 location.region,
-                status.as_str().unwrap_or("?")
+                location.status.as_str()
             ));
         }
     }

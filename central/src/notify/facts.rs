@@ -115,11 +115,10 @@ pub(super) fn text(message: &Notification) -> String {
     let mut text = headline(message);
     if let Some(locations) = &message.locations {
         for location in locations {
-            let status = serde_json::to_value(location.status).unwrap_or_default();
             text.push_str(&format!(
                 "\n• {}: {}",
                 location.region,
-                status.as_str().unwrap_or("?")
+                location.status.as_str()
             ));
         }
     }

@@ -17,11 +17,10 @@ pub fn body(message: &Notification) -> String {
     let mut text = escape(&super::headline(message));
     if let Some(locations) = &message.locations {
         for location in locations {
-            let status = serde_json::to_value(location.status).unwrap_or_default();
             text.push_str(&escape(&format!(
                 "\n• {}: {}",
                 location.region,
-                status.as_str().unwrap_or("?")
+                location.status.as_str()
             )));
         }
     }

@@ -9,6 +9,7 @@ use shared_proto::history::{
 };
 use uuid::Uuid;
 
+use super::maintenance::{placement_of, quiet_of};
 use super::uptime::{self, Span, Timeline};
 use super::{time_of, App};
 use crate::error::{ApiError, ApiResult};
@@ -134,6 +135,29 @@ impl App {
             ts: row.last_result_at,
             status: row.newest_status.clone(),
         };
+        // Time in maintenance is nobody's: the windows that reach the open spans (from the
+        // oldest newest result on), and the regions of the pollers they cover.
+        let oldest = newest
+            .values()
+            .chain(located.values().flatten().map(|(_, row)| row))
+            .map(|row| row.last_result_at)
+            .min()
+            .unwrap_or(now);
+        let windows = self.windows_from(oldest).await?;
+        let poller_regions: HashMap<String, Option<String>> = if windows.is_empty() {
+            HashMap::new()
+        } else {
+            let placed: Vec<String> = monitors
+                .iter()
+                .filter_map(|m| m.assigned_poller_id.clone())
+                .collect();
+            self.store
+                .pollers_by_ids(&placed)
+                .await?
+                .into_iter()
+                .map(|p| (p.id, p.region))
+                .collect()
+        };
         let mut open = HashMap::with_capacity(monitors.len());
         for monitor in monitors {
             let timeline = Timeline::of_monitor(monitor);
@@ -164,7 +188,18 @@ impl App {
                 (timeline, points, row.last_result_at)
             };
             let points: Vec<&TimePoint> = points.iter().collect();
-            open.insert(monitor.id.clone(), timeline.spans(&points, from, now));
+            let quiet = if windows.is_empty() {
+                Vec::new()
+            } else {
+                let regions = monitor.regions()?;
+                let pollers = monitor.assigned_poller_id.as_deref().into_iter().collect();
+                let placement = placement_of(monitor, &regions, pollers, |id| {
+                    poller_regions.get(id).and_then(|r| r.as_deref())
+                });
+                quiet_of(&windows, &placement, from, now)
+            };
+            let spans = uptime::outside(timeline.spans(&points, from, now), &quiet);
+            open.insert(monitor.id.clone(), spans);
         }
         Ok(open)
     }

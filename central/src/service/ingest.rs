@@ -14,6 +14,8 @@ use shared_proto::settings::MAX_DELIBERATE_DELAY_MS;
 use shared_proto::ValidationError;
 use uuid::Uuid;
 
+use super::maintenance::schedule::Placement;
+use super::maintenance::{quiet_of, QUIET_LOOKBACK_MS};
 use super::quorum;
 use super::status::{self, Verdict, VerdictState};
 use super::statuses::thresholds_of;
@@ -155,10 +157,41 @@ impl App {
             }
         }
 
+        // Maintenance cuts the time results stand for. A result stands for at most its
+        // interval and grace after it (about an hour at most), so the windows that matter are
+        // those not over a day before the oldest result.
+        let windows = match accepted.iter().map(|r| r.ts).min() {
+            Some(oldest) => self.windows_from(oldest - QUIET_LOOKBACK_MS).await?,
+            None => Vec::new(),
+        };
+        let quiet_range = accepted
+            .iter()
+            .map(|r| r.ts)
+            .min()
+            .map(|oldest| (oldest - QUIET_LOOKBACK_MS, now + QUIET_LOOKBACK_MS));
         let rules = MonitorRules(
             owners
                 .iter()
-                .filter_map(|(id, slots)| Some((id.clone(), MonitorRule::of(slots)?)))
+                .filter_map(|(id, slots)| {
+                    let mut rule = MonitorRule::of(slots)?;
+                    if let (false, Some((from, until))) = (windows.is_empty(), quiet_range) {
+                        let placement = Placement {
+                            monitor_id: id,
+                            pollers: slots
+                                .iter()
+                                .filter_map(|s| s.assigned_poller_id.as_deref())
+                                .chain([poller.id.as_str()])
+                                .collect(),
+                            regions: slots
+                                .iter()
+                                .filter_map(|s| s.region.as_deref())
+                                .chain(poller.region.as_deref())
+                                .collect(),
+                        };
+                        rule.quiet = quiet_of(&windows, &placement, from, until);
+                    }
+                    Some((id.clone(), rule))
+                })
                 .collect(),
         );
         let ingested = if accepted.is_empty() {
@@ -197,6 +230,8 @@ struct MonitorRule {
     notify_dependencies: bool,
     interval_ms: i64,
     timeline: Timeline,
+    /// The time maintenance windows cover around this batch (`maintenance::quiet_of`).
+    quiet: Vec<(i64, i64)>,
 }
 
 impl MonitorRule {
@@ -214,6 +249,7 @@ impl MonitorRule {
                 quorum,
                 pause_of(slot.paused_at, slot.resumed_at),
             ),
+            quiet: Vec::new(),
         })
     }
 }
@@ -255,7 +291,7 @@ impl IngestRules for MonitorRules {
             Some(_) => rule.timeline.location(),
             None => rule.timeline,
         };
-        timeline.credit(history, new, old_until, new_until)
+        timeline.credit_outside(&rule.quiet, history, new, old_until, new_until)
     }
 
     fn dependency_diff(

@@ -16,6 +16,7 @@ pub mod engine_health;
 pub mod hashing;
 pub mod history;
 pub mod ingest;
+pub mod maintenance;
 pub mod monitors;
 pub mod overview;
 pub mod placement;
@@ -246,7 +247,7 @@ impl App {
     }
 
     /// Loads the signing keys from the database (another replica or the CLI may have added
-    /// one); the maintenance task calls it every minute.
+    /// one); upkeep (`duties::upkeep`) calls it every minute.
     pub async fn reload_signing_keys(&self) -> anyhow::Result<()> {
         if let Some(stored) = self.store.setting(JWT_KEY_SETTING).await? {
             let keys = JwtKeys::from_stored_form(&stored)?;

@@ -1,7 +1,8 @@
 //! The derived status of monitors, many at once: a few reads by id (newest results, locations,
-//! the pollers they run on), then `status::derive` per monitor or per location, and `quorum::combine` over the
-//! locations of a multi-location monitor. The status read, the monitor list and alerting all
-//! come through here, so they never disagree.
+//! the pollers they run on) and of the maintenance windows not over, then `status::derive` per
+//! monitor or per location, `quorum::combine` over the locations of a multi-location monitor,
+//! and `maintenance` over what the monitor runs on. The status read, the monitor list and
+//! alerting all come through here, so they never disagree.
 
 use std::collections::HashMap;
 
@@ -11,6 +12,8 @@ use shared_proto::settings_api::{
 };
 use shared_proto::CheckKind;
 
+use super::maintenance::schedule::Window;
+use super::maintenance::{in_maintenance, placement_of, WindowsOf};
 use super::status::{self, StatusInputs, Verdict, VerdictState};
 use super::{quorum, stored_id, time_of, App};
 use crate::error::ApiResult;
@@ -23,6 +26,21 @@ struct Known {
     locations: HashMap<(String, String), LocationRow>,
     location_latest: HashMap<(String, String), StatusRow>,
     pollers: HashMap<String, PollerRow>,
+    /// The maintenance windows not over by `now`.
+    windows: Vec<Window>,
+}
+
+/// One monitor's status as derived, with what alerting needs beside it.
+#[derive(Debug, Clone)]
+pub struct Derived {
+    pub view: MonitorStatusView,
+    /// The first instant its status could change with time alone (`status::changes_at`,
+    /// the earliest over its locations), maintenance windows aside.
+    pub changes_at: Option<i64>,
+    /// The status beneath `maintenance` while it is in a window; `view.status` otherwise.
+    pub beneath: MonitorStatus,
+    /// What the windows covering it say now, and when that could change.
+    pub windows: WindowsOf,
 }
 
 /// A monitor's confirmation thresholds (`settings.confirm_down`, `settings.confirm_up`).
@@ -46,16 +64,12 @@ impl App {
             .derived_of(monitors)
             .await?
             .into_iter()
-            .map(|(view, _)| view)
+            .map(|derived| derived.view)
             .collect())
     }
 
-    /// The status of each monitor, in the order given, with the first instant it could
-    /// change with time alone (`status::changes_at`, the earliest over its locations).
-    pub async fn derived_of(
-        &self,
-        monitors: &[MonitorRow],
-    ) -> ApiResult<Vec<(MonitorStatusView, Option<i64>)>> {
+    /// The status of each monitor, in the order given, with what alerting needs beside it.
+    pub async fn derived_of(&self, monitors: &[MonitorRow]) -> ApiResult<Vec<Derived>> {
         // By id, however many: a caller with every monitor would be reading every row, and none
         // does (`/metrics` renders from stored status).
         let ids: Vec<String> = monitors.iter().map(|m| m.id.clone()).collect();
@@ -79,8 +93,9 @@ impl App {
             .collect();
         let placed: Vec<String> = placed.into_iter().collect();
         let pollers = self.store.pollers_by_ids(&placed).await?;
+        let now = self.now_ms();
         let known = Known {
-            now: self.now_ms(),
+            now,
             latest: self.store.monitor_statuses(scope).await?,
             locations,
             location_latest: self
@@ -91,6 +106,7 @@ impl App {
                 .map(|l| ((l.monitor_id, l.region), l.status))
                 .collect(),
             pollers: pollers.into_iter().map(|p| (p.id.clone(), p)).collect(),
+            windows: self.windows_from(now).await?,
         };
         let mut views = Vec::with_capacity(monitors.len());
         for monitor in monitors {
@@ -99,11 +115,7 @@ impl App {
         Ok(views)
     }
 
-    async fn status_of(
-        &self,
-        monitor: &MonitorRow,
-        known: &Known,
-    ) -> ApiResult<(MonitorStatusView, Option<i64>)> {
+    async fn status_of(&self, monitor: &MonitorRow, known: &Known) -> ApiResult<Derived> {
         let latest = known.latest.get(&monitor.id);
         let regions = monitor.regions()?;
         let mut changes_at = None;
@@ -139,6 +151,19 @@ impl App {
             };
             (status, reason, None, locations, Some(quorum))
         };
+        let windows = windows_of(monitor, &regions, known);
+        let beneath = status;
+        let (status, reason) = match &windows.inside {
+            Some(inside) if status != MonitorStatus::Paused => (
+                MonitorStatus::Maintenance,
+                Some(format!(
+                    "in the maintenance window \"{}\" until {}",
+                    inside.window,
+                    time_of(inside.until).to_rfc3339()
+                )),
+            ),
+            _ => (status, reason),
+        };
         let view = MonitorStatusView {
             monitor_id: stored_id(&monitor.id)?,
             status,
@@ -153,7 +178,12 @@ impl App {
             engine: None,
             health: None,
         };
-        Ok((view, changes_at))
+        Ok(Derived {
+            view,
+            changes_at,
+            beneath,
+            windows,
+        })
     }
 
     async fn location_view(
@@ -184,9 +214,10 @@ impl App {
             MonitorStatus::Pending => LocationStatus::Pending,
             // Nobody can tell what this location sees: its poller is offline or silent, or no
             // poller of the region can run the check.
-            MonitorStatus::Stale | MonitorStatus::Degraded | MonitorStatus::Paused => {
-                LocationStatus::Unknown
-            }
+            MonitorStatus::Stale
+            | MonitorStatus::Degraded
+            | MonitorStatus::Paused
+            | MonitorStatus::Maintenance => LocationStatus::Unknown,
         };
         Ok(LocationView {
             region: region.to_string(),
@@ -239,4 +270,27 @@ impl App {
         }
         Ok(status::derive(&inputs))
     }
+}
+
+/// What the maintenance windows say of a monitor, placed as `known` has it.
+fn windows_of(monitor: &MonitorRow, regions: &[String], known: &Known) -> WindowsOf {
+    if known.windows.is_empty() {
+        return WindowsOf::default();
+    }
+    let located = regions.iter().filter_map(|region| {
+        known
+            .locations
+            .get(&(monitor.id.clone(), region.clone()))
+            .and_then(|l| l.assigned_poller_id.as_deref())
+    });
+    let pollers = monitor
+        .assigned_poller_id
+        .as_deref()
+        .into_iter()
+        .chain(located)
+        .collect();
+    let placement = placement_of(monitor, regions, pollers, |id| {
+        known.pollers.get(id).and_then(|p| p.region.as_deref())
+    });
+    in_maintenance(&known.windows, &placement, known.now)
 }

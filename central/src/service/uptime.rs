@@ -3,7 +3,8 @@
 //! or location, for at most the monitor's interval plus its staleness grace; beyond that, and
 //! before the first result, nobody knows: unknown time is neither up nor down. A `rate_limited`
 //! result was no check, so it stands for unknown time. The monitor's last pause cuts every span:
-//! paused time belongs to nobody. A multi-location monitor's instant follows its combined status
+//! paused time belongs to nobody, and so does time in maintenance (`quiet`: the windows
+//! covering the monitor, `maintenance::quiet_of`). A multi-location monitor's instant follows its combined status
 //! (`quorum::combine`): down when at least the quorum of locations sees it down, up when some
 //! location sees it up and fewer than the quorum see it down (degraded is up), else unknown.
 //!
@@ -190,6 +191,20 @@ impl Timeline {
         old_until: Option<i64>,
         new_until: i64,
     ) -> Vec<TimeCredit> {
+        self.credit_outside(&[], history, new, old_until, new_until)
+    }
+
+    /// `credit`, with the time in `quiet` (disjoint spans in time order: maintenance)
+    /// credited to nobody. Windows written after some of a span was credited leave that part
+    /// credited: only what is credited from then on is cut.
+    pub fn credit_outside(
+        &self,
+        quiet: &[(i64, i64)],
+        history: &[&TimePoint],
+        new: &HashSet<&str>,
+        old_until: Option<i64>,
+        new_until: i64,
+    ) -> Vec<TimeCredit> {
         let earliest_new = history
             .iter()
             .filter(|p| new.contains(p.id.as_str()))
@@ -205,9 +220,11 @@ impl Timeline {
             .filter(|p| !new.contains(p.id.as_str()))
             .collect();
         let mut deltas = BTreeMap::new();
-        add_spans(&mut deltas, &self.spans(history, from, new_until), 1);
+        let with_new = outside(self.spans(history, from, new_until), quiet);
+        add_spans(&mut deltas, &with_new, 1);
         if let Some(old_until) = old_until {
-            add_spans(&mut deltas, &self.spans(&before, from, old_until), -1);
+            let without = outside(self.spans(&before, from, old_until), quiet);
+            add_spans(&mut deltas, &without, -1);
         }
         deltas
             .into_iter()
@@ -228,6 +245,39 @@ impl Timeline {
 /// that (`None` while it still is).
 pub fn pause_of(paused_at: Option<i64>, resumed_at: Option<i64>) -> Option<(i64, Option<i64>)> {
     paused_at.map(|at| (at, resumed_at.filter(|r| *r > at)))
+}
+
+/// `spans` less the time in `quiet` (disjoint spans in time order), which belongs to nobody.
+/// Cost: the spans plus the quiet spans.
+pub fn outside(spans: Vec<Span>, quiet: &[(i64, i64)]) -> Vec<Span> {
+    if quiet.is_empty() {
+        return spans;
+    }
+    let mut kept = Vec::with_capacity(spans.len());
+    for span in spans {
+        let mut from = span.from;
+        for &(start, end) in quiet
+            .iter()
+            .filter(|(s, e)| *s < span.until && *e > span.from)
+        {
+            if start > from {
+                kept.push(Span {
+                    from,
+                    until: start,
+                    health: span.health,
+                });
+            }
+            from = from.max(end);
+        }
+        if from < span.until {
+            kept.push(Span {
+                from,
+                until: span.until,
+                health: span.health,
+            });
+        }
+    }
+    kept
 }
 
 /// Up and down ms per (resolution, bucket start).

@@ -12,6 +12,7 @@ mod events;
 mod gauges;
 mod leases;
 mod locations;
+mod maintenance;
 mod monitors;
 mod notifications;
 mod packed;
@@ -36,6 +37,7 @@ pub use events::EventRow;
 pub use gauges::ShownRow;
 pub use leases::LeaseState;
 pub use locations::{LocationRow, LocationStatusRow};
+pub use maintenance::WindowRow;
 pub use monitors::{AssignmentChange, MonitorRow, OwnershipRow, StatusRow, Versioned};
 pub use notifications::{AlertStateRow, AlertUpdate, ChannelRow, OutboxRow};
 pub use placement_due::{QueuedPlacement, Reach};
@@ -261,6 +263,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "dependencies",
         include_str!("../../../migrations/sqlite/20261204000029_dependencies.sql"),
     ),
+    (
+        20261205000030,
+        "maintenance_windows",
+        include_str!("../../../migrations/sqlite/20261205000030_maintenance_windows.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -408,6 +415,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261204000029,
         "dependencies",
         include_str!("../../../migrations/postgres/20261204000029_dependencies.sql"),
+    ),
+    (
+        20261205000030,
+        "maintenance_windows",
+        include_str!("../../../migrations/postgres/20261205000030_maintenance_windows.sql"),
     ),
 ];
 

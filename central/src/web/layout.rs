@@ -16,6 +16,7 @@ pub enum Section {
     Tokens,
     Notifications,
     Dependencies,
+    Maintenance,
 }
 
 fn head(title: &str) -> Markup {
@@ -64,6 +65,7 @@ pub fn page(session: &Session, section: Section, title: &str, body: Markup) -> M
                         (link("/", "Monitors", Section::Monitors))
                         (link("/pollers", "Pollers", Section::Pollers))
                         (link("/tokens", "Tokens", Section::Tokens))
+                        (link("/maintenance", "Maintenance", Section::Maintenance))
                         (link("/dependencies", "Dependencies", Section::Dependencies))
                         (link("/notifications", "Notifications", Section::Notifications))
                     }

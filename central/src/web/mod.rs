@@ -12,6 +12,7 @@ mod dependencies;
 mod fields;
 mod headers;
 mod layout;
+mod maintenance;
 mod monitor_form;
 mod monitor_input;
 mod monitors;
@@ -69,6 +70,12 @@ pub fn router(options: WebOptions) -> Router<Arc<App>> {
         .route("/tokens", get(tokens::tokens).post(tokens::create_token))
         .route("/tokens/{id}/revoke", post(tokens::revoke_token))
         .route("/tokens/{id}/rotate", post(tokens::rotate_token))
+        .route("/monitors/{id}/mute", post(maintenance::mute))
+        .route(
+            "/maintenance",
+            get(maintenance::list).post(maintenance::create),
+        )
+        .route("/maintenance/{id}/delete", post(maintenance::delete))
         .route("/dependencies", get(dependencies::list))
         .route("/dependencies/aliases", post(dependencies::create_alias))
         .route(

@@ -43,7 +43,15 @@ fn parse_status(text: &str) -> Option<MonitorStatus> {
     serde_json::from_value(serde_json::Value::String(text.to_string())).ok()
 }
 
-const STATUSES: [&str; 6] = ["up", "down", "degraded", "stale", "paused", "pending"];
+const STATUSES: [&str; 7] = [
+    "up",
+    "down",
+    "degraded",
+    "stale",
+    "maintenance",
+    "paused",
+    "pending",
+];
 
 pub async fn list(
     State(app): State<Arc<App>>,
@@ -233,6 +241,7 @@ pub async fn detail(
                         (csrf_field(&session)) button type="submit" { @if dead { "Release" } @else { "Reset" } }
                     }
                 }
+                (super::maintenance::mute_control(&session, id))
                 form method="post" action={ "/monitors/" (id) "/delete" }
                     data-confirm="Delete this monitor and its history?" {
                     (csrf_field(&session)) button.danger type="submit" { "Delete" }

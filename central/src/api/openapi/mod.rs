@@ -9,7 +9,7 @@ use shared_proto::ErrorBody;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{commands, dependencies, history, notifications, ops, poller, settings};
+use super::{commands, dependencies, history, maintenance, notifications, ops, poller, settings};
 
 mod errors;
 mod kinds;
@@ -46,6 +46,8 @@ pub use errors::*;
         notifications::create_channel, notifications::list_channels, notifications::get_channel,
         notifications::update_channel, notifications::delete_channel, notifications::test_channel,
         notifications::list_notifications,
+        maintenance::create_window, maintenance::list_windows, maintenance::get_window,
+        maintenance::update_window, maintenance::delete_window, maintenance::mute_monitor,
     ),
     components(schemas(ErrorBody)),
     modifiers(&BearerSchemes),
@@ -56,6 +58,7 @@ pub use errors::*;
         (name = "monitors", description = "Monitors, their status and results."),
         (name = "dependencies", description = "What health-json monitors report of the services they depend on, and aliases that group their names."),
         (name = "notifications", description = "Notification channels and the delivery log."),
+        (name = "maintenance", description = "Maintenance windows: planned time in which monitors show `maintenance`, problems are not told and uptime does not count."),
         (name = "ops", description = "Probes, metrics and this document; no authentication."),
     )
 )]

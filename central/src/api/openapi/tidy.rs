@@ -41,7 +41,7 @@ pub(super) fn state_item_rules(document: &mut serde_json::Value) {
     let url = json!({"type": "string", "format": "uri", "maxLength": 2048});
     // `ChannelSpec` is replaced by one schema per kind (`kinds`), with its own rules; the
     // patch, which names no kind, keeps the rules every kind shares.
-    let rules: [(&str, &str, Value); 6] = [
+    let rules: [(&str, &str, Value); 8] = [
         (
             "MonitorSpec",
             "poller_regions",
@@ -60,6 +60,8 @@ pub(super) fn state_item_rules(document: &mut serde_json::Value) {
         ("ChannelPatch", "to", json!({"items": email})),
         ("ChannelPatch", "url", json!({"format": "uri"})),
         ("ChannelPatch", "urls", json!({"items": url})),
+        ("MaintenanceWindowSpec", "regions", json!({"items": label})),
+        ("MaintenanceWindowPatch", "regions", json!({"items": label})),
     ];
     for (schema, property, extra) in rules {
         let Some(field) = document.pointer_mut(&format!(

@@ -11,6 +11,7 @@
 
 use std::collections::HashMap;
 
+use shared_proto::maintenance::MaintenanceNotify;
 use shared_proto::notifications::{Notification, NotificationEvent, Subject};
 use shared_proto::settings::MonitorSettings;
 use shared_proto::settings_api::{MonitorStatus, MonitorStatusView, PollerStatus};
@@ -92,9 +93,12 @@ pub(crate) fn outbox_rows(
         .collect()
 }
 
+/// The notification of `notice`, for a monitor whose status alerting took as `current` (its
+/// shown status, or `up` for a recovery told inside a maintenance window).
 fn message_for(
     monitor: &MonitorRow,
     status: &MonitorStatusView,
+    current: &str,
     notice: &Notice,
     now: i64,
 ) -> anyhow::Result<Notification> {
@@ -125,7 +129,7 @@ fn message_for(
             name: monitor.name.clone(),
         }),
         poller: None,
-        status: status.status.as_str().to_string(),
+        status: current.to_string(),
         previous_status: notice.previous.clone(),
         at: time_of(now),
         message,
@@ -205,7 +209,7 @@ impl App {
         // at 100,000 monitors).
         let placed: std::collections::BTreeSet<String> = derived
             .iter()
-            .filter_map(|(status, _)| status.poller_id.map(|id| id.to_string()))
+            .filter_map(|d| d.view.poller_id.map(|id| id.to_string()))
             .collect();
         let placed: Vec<String> = placed.into_iter().collect();
         let pollers: HashMap<String, crate::store::PollerRow> = self
@@ -230,7 +234,7 @@ impl App {
         let multi: Vec<String> = monitors
             .iter()
             .zip(&derived)
-            .filter(|(_, (status, _))| !status.locations.is_empty())
+            .filter(|(_, d)| !d.view.locations.is_empty())
             .map(|(m, _)| m.id.clone())
             .collect();
         let location_shown: HashMap<(String, String), Option<String>> = if multi.is_empty() {
@@ -244,10 +248,19 @@ impl App {
                 .collect()
         };
         let mut updates = Vec::new();
-        for (monitor, (status, changes_at)) in monitors.iter().zip(&derived) {
+        for (monitor, derived) in monitors.iter().zip(&derived) {
+            let (status, changes_at) = (&derived.view, &derived.changes_at);
             let stored = states.get(&monitor.id);
             let previous = stored.map(state_of);
             let mut current = status.status.as_str();
+            // In maintenance, problems are not told and are told when the window ends if
+            // they last; a recovery is told during the window unless it says nothing at all.
+            if derived.windows.inside.as_ref().is_some_and(|inside| {
+                inside.notify == MaintenanceNotify::Recoveries
+                    && derived.beneath == MonitorStatus::Up
+            }) {
+                current = "up";
+            }
             // Right after central (all of it) was down, results are overdue because nobody
             // could upload them, not because nobody checks: no `stale` until agents had an
             // interval and its grace to deliver. (A poller known offline is real news: its own
@@ -300,7 +313,12 @@ impl App {
                 flap_window_ms: flap_window_ms(monitor.interval_ms),
             };
             let (next, notice) = step(previous.as_ref(), current, now, rules);
-            let rule_at = next_look(&next, rules);
+            // A window's start or end is a change of the rules' input that time alone brings:
+            // a steady monitor's results must not carry it past that instant (`confirm_due`).
+            let rule_at = [next_look(&next, rules), derived.windows.next_change]
+                .into_iter()
+                .flatten()
+                .min();
             // Showing its verdict from one place, nothing held: until something marks it, a
             // result that confirms the verdict changes nothing but when time could.
             let steady = (status.locations.is_empty()
@@ -345,7 +363,7 @@ impl App {
                         .flatten()
                         .filter(|c| c.is_default || listed.contains(&c.id))
                         .collect();
-                    let message = message_for(monitor, status, notice, now)?;
+                    let message = message_for(monitor, status, current, notice, now)?;
                     tracing::info!(monitor_id = %monitor.id, event = notice.event.as_str(),
                         channels = targets.len(), reminder = notice.reminder, "notifying");
                     outbox_rows(&targets, &message, Some(&monitor.id), None)?

@@ -1,5 +1,6 @@
 //! The stored, event-moved status against the reference: after any sequence of results,
-//! pauses, edits, poller losses and returns, and clock jumps (forward and back), once the
+//! pauses, edits, maintenance windows, poller losses and returns, and clock jumps (forward
+//! and back), once the
 //! lease holder's work has run (a liveness step, then alerting's looks at what is due), each
 //! monitor's stored `shown_status` is the status derived from everything at that instant.
 //! Alerting looks only at what was marked due or reached its instant; a write path that
@@ -46,6 +47,14 @@ enum Op {
     Back {
         ms: i64,
     },
+    /// A maintenance window over monitor `i`, starting `starts_in_ms` from now (before now if
+    /// negative), one-off or daily.
+    Window {
+        i: usize,
+        starts_in_ms: i64,
+        len_ms: i64,
+        daily: bool,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -56,6 +65,8 @@ fn op() -> impl Strategy<Value = Op> {
         2 => Just(Op::Heartbeat),
         4 => prop_oneof![1i64..2_000, 2_000i64..40_000, 40_000i64..200_000].prop_map(|ms| Op::Advance { ms }),
         2 => (1i64..120_000).prop_map(|ms| Op::Back { ms }),
+        1 => (0..MONITORS, -100_000i64..100_000, 60_000i64..200_000, any::<bool>())
+            .prop_map(|(i, starts_in_ms, len_ms, daily)| Op::Window { i, starts_in_ms, len_ms, daily }),
     ]
 }
 
@@ -149,6 +160,28 @@ impl World {
             }
             Op::Advance { ms } => self.clock.advance(ms),
             Op::Back { ms } => self.clock.advance(-ms),
+            Op::Window {
+                i,
+                starts_in_ms,
+                len_ms,
+                daily,
+            } => {
+                let starts_at = crate::service::time_of(now + starts_in_ms);
+                let schedule = if daily {
+                    json!({"recurrence": {"rule": "FREQ=DAILY", "time_zone": "UTC",
+                        "duration_ms": len_ms}})
+                } else {
+                    json!({"ends_at": crate::service::time_of(now + starts_in_ms + len_ms)})
+                };
+                let mut spec = json!({"name": "w", "starts_at": starts_at,
+                    "monitor_ids": [self.monitors[i]]});
+                spec.as_object_mut()
+                    .unwrap()
+                    .extend(schedule.as_object().unwrap().clone());
+                app.create_window(serde_json::from_value(spec).unwrap())
+                    .await
+                    .unwrap();
+            }
         }
         // The lease holder's work, as its loops would do it at this instant.
         crate::duties::liveness::step(app, &mut self.last_online).await;
@@ -284,6 +317,52 @@ fn a_step_that_finds_nothing_changed_wakes_nothing() {
             tokio::time::timeout(Duration::ZERO, world.app.cluster.wakes.placement.notified())
                 .await;
         assert!(woken.is_err(), "the step woke placement again");
+    });
+}
+
+/// A daily window at 03:00 in Berlin opens at 01:00 UTC once summer time has begun (28 March
+/// 2027), not at 02:00 UTC as in winter: the monitor shows `maintenance` from its local
+/// start to its local end, though nothing but time marked it.
+#[test]
+fn a_daily_window_opens_at_its_local_time_after_a_daylight_saving_change() {
+    block_on(async {
+        let mut world = world().await;
+        world.apply(&Op::Heartbeat).await;
+        let spec = serde_json::from_value(json!({
+            "name": "nightly", "starts_at": "2027-03-27T02:00:00Z",
+            "recurrence": {"rule": "FREQ=DAILY", "time_zone": "Europe/Berlin",
+                "duration_ms": 3_600_000},
+            "monitor_ids": [world.monitors[1]],
+        }))
+        .unwrap();
+        world.app.create_window(spec).await.unwrap();
+        let at = |text: &str| {
+            text.parse::<chrono::DateTime<chrono::Utc>>()
+                .unwrap()
+                .timestamp_millis()
+        };
+        let shown = |world: &World| {
+            let (app, id) = (world.app.clone(), world.monitors[1].to_string());
+            async move { app.store.monitor(&id).await.unwrap().unwrap().shown_status }
+        };
+        let mut expect = Vec::new();
+        for (when, status) in [
+            ("2027-03-27T02:30:00Z", true),  // 03:30 CET
+            ("2027-03-27T03:30:00Z", false), // 04:30 CET
+            ("2027-03-28T01:30:00Z", true),  // 03:30 CEST
+            ("2027-03-28T02:30:00Z", false), // 04:30 CEST: 03:30 CET would still be inside
+        ] {
+            let now = world.clock.now_ms();
+            world.apply(&Op::Advance { ms: at(when) - now }).await;
+            expect.push((
+                when,
+                status,
+                shown(&world).await.as_deref() == Some("maintenance"),
+            ));
+        }
+        for (when, wanted, got) in expect {
+            assert_eq!(got, wanted, "in maintenance at {when}");
+        }
     });
 }
 

@@ -1,0 +1,445 @@
+//! Maintenance windows: the operators' CRUD and "mute for", and what a window means for a
+//! monitor at an instant (`in_maintenance`), which status derivation (`statuses`), alerting
+//! (`alerts::look`) and uptime (`ingest`, `history`) all read through here, so they never
+//! disagree.
+//!
+//! A write marks the monitors covered due (`store::maintenance`); each look then carries the
+//! monitor's next window boundary as an instant of its own, so a window starts and ends on
+//! time without any timer over windows or monitors. Cost: per batch of monitors derived, one
+//! read of the windows not over yet and their schedules (`schedule`); per monitor, a check of
+//! each such window's scope. Must not: tell anything (alerting decides what a status change
+//! tells) or write SQL.
+
+pub mod schedule;
+
+use shared_proto::maintenance::{
+    MaintenanceNotify, MaintenanceWindowPatch, MaintenanceWindowSpec, MaintenanceWindowView,
+    MuteRequest, Occurrence, Recurrence,
+};
+use shared_proto::settings_api::Page;
+use uuid::Uuid;
+
+use self::schedule::{Placement, Schedule, Scope, Window};
+use super::tokens::page;
+use super::{stored_id, time_of, App};
+use crate::error::{ApiError, ApiResult};
+use crate::store::{Cursor, MonitorRow, WindowRow};
+
+/// How far back from a result uptime reads the windows that cut the time it stands for: a
+/// result stands for at most its interval and grace (about an hour at most).
+pub const QUIET_LOOKBACK_MS: i64 = 86_400_000;
+
+/// A monitor inside a window now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InMaintenance {
+    pub window: String,
+    /// When it is out of every window covering it now.
+    pub until: i64,
+    /// `None` if any covering window says so, else `Recoveries`.
+    pub notify: MaintenanceNotify,
+}
+
+/// What the windows say of one monitor at `now`: whether it is inside one, and the next
+/// instant that could change (a covering window's start or end).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WindowsOf {
+    pub inside: Option<InMaintenance>,
+    pub next_change: Option<i64>,
+}
+
+/// The windows that cover `placement`, and what they say at `now`.
+pub fn in_maintenance(windows: &[Window], placement: &Placement<'_>, now: i64) -> WindowsOf {
+    let mut of = WindowsOf::default();
+    for window in windows.iter().filter(|w| w.scope.covers(placement)) {
+        let change = window.schedule.next_change(now);
+        of.next_change = match (of.next_change, change) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some((_, end)) = window.schedule.under_way(now) {
+            let inside = of.inside.get_or_insert(InMaintenance {
+                window: window.name.clone(),
+                until: end,
+                notify: window.notify,
+            });
+            inside.until = inside.until.max(end);
+            if window.notify == MaintenanceNotify::None {
+                inside.notify = MaintenanceNotify::None;
+            }
+        }
+    }
+    of
+}
+
+/// Where a monitor runs, as windows see it: on `pollers` (its own and its locations'), from
+/// its locations' `regions`, its group's region and the regions of those pollers
+/// (`poller_region`).
+pub fn placement_of<'a>(
+    monitor: &'a MonitorRow,
+    regions: &'a [String],
+    pollers: Vec<&'a str>,
+    poller_region: impl Fn(&str) -> Option<&'a str>,
+) -> Placement<'a> {
+    let mut placed: Vec<&str> = regions.iter().map(String::as_str).collect();
+    if monitor.poller_mode == "grouped" {
+        placed.extend(monitor.poller_region.as_deref());
+    }
+    placed.extend(pollers.iter().filter_map(|id| poller_region(id)));
+    Placement {
+        monitor_id: &monitor.id,
+        pollers,
+        regions: placed,
+    }
+}
+
+/// The time the windows covering `placement` hold within `[from, until)`: disjoint spans in
+/// time order, which uptime credits to nobody (`uptime::outside`).
+pub fn quiet_of(
+    windows: &[Window],
+    placement: &Placement<'_>,
+    from: i64,
+    until: i64,
+) -> Vec<(i64, i64)> {
+    let mut spans: Vec<(i64, i64)> = windows
+        .iter()
+        .filter(|w| w.scope.covers(placement))
+        .flat_map(|w| w.schedule.covered(from, until))
+        .collect();
+    spans.sort_unstable();
+    let mut merged: Vec<(i64, i64)> = Vec::with_capacity(spans.len());
+    for (start, end) in spans {
+        match merged.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => merged.push((start, end)),
+        }
+    }
+    merged
+}
+
+/// The windows of stored rows (a row that no longer reads is left out: the API stores none).
+pub fn windows_of(rows: &[WindowRow]) -> Vec<Window> {
+    rows.iter()
+        .filter_map(|row| {
+            Some(Window {
+                id: row.id.clone(),
+                name: row.name.clone(),
+                notify: notify_of(&row.notify),
+                schedule: Schedule::of_row(row)?,
+                scope: Scope {
+                    monitors: list_of(&row.monitor_ids).into_iter().collect(),
+                    pollers: list_of(&row.poller_ids).into_iter().collect(),
+                    regions: list_of(&row.regions).into_iter().collect(),
+                },
+            })
+        })
+        .collect()
+}
+
+fn list_of(json: &str) -> Vec<String> {
+    serde_json::from_str(json).unwrap_or_default()
+}
+
+fn notify_of(text: &str) -> MaintenanceNotify {
+    match text {
+        "none" => MaintenanceNotify::None,
+        _ => MaintenanceNotify::Recoveries,
+    }
+}
+
+fn notify_text(notify: MaintenanceNotify) -> &'static str {
+    match notify {
+        MaintenanceNotify::None => "none",
+        MaintenanceNotify::Recoveries => "recoveries",
+    }
+}
+
+impl App {
+    /// The windows that can cover a monitor at `at` or later.
+    pub async fn windows_from(&self, at: i64) -> ApiResult<Vec<Window>> {
+        Ok(windows_of(&self.store.windows_not_over(at).await?))
+    }
+
+    pub async fn create_window(
+        &self,
+        spec: MaintenanceWindowSpec,
+    ) -> ApiResult<MaintenanceWindowView> {
+        spec.validate()?;
+        let now = self.now_ms();
+        let row = self.window_row(Uuid::new_v4(), &spec, now, now).await?;
+        self.store.save_window(&row, None, now).await?;
+        Ok(window_view(&row, now)?)
+    }
+
+    /// "Mute for": a one-off window over one monitor, from now.
+    pub async fn mute_monitor(
+        &self,
+        id: Uuid,
+        request: MuteRequest,
+    ) -> ApiResult<MaintenanceWindowView> {
+        request.validate()?;
+        let monitor = self.monitor_row(id).await?;
+        let now = self.now_ms();
+        let spec = MaintenanceWindowSpec {
+            name: format!("{} muted", monitor.name)
+                .chars()
+                .take(200)
+                .collect(),
+            starts_at: time_of(now),
+            ends_at: Some(time_of(now + request.duration_ms as i64)),
+            recurrence: None,
+            monitor_ids: vec![id],
+            poller_ids: Vec::new(),
+            regions: Vec::new(),
+            notify: request.notify,
+        };
+        self.create_window(spec).await
+    }
+
+    pub async fn get_window(&self, id: Uuid) -> ApiResult<MaintenanceWindowView> {
+        Ok(window_view(&self.stored_window(id).await?, self.now_ms())?)
+    }
+
+    async fn stored_window(&self, id: Uuid) -> ApiResult<WindowRow> {
+        self.store
+            .window(&id.to_string())
+            .await?
+            .ok_or_else(|| ApiError::NotFound(format!("no maintenance window with id {id}")))
+    }
+
+    pub async fn list_windows(
+        &self,
+        after: &Cursor,
+        limit: u32,
+    ) -> ApiResult<Page<MaintenanceWindowView>> {
+        let rows = self.store.list_windows(after, limit).await?;
+        let now = self.now_ms();
+        Ok(page(
+            rows,
+            limit,
+            |r| Cursor {
+                key: r.created_at,
+                id: r.id.clone(),
+            },
+            |r| window_view(r, now),
+        )?)
+    }
+
+    pub async fn update_window(
+        &self,
+        id: Uuid,
+        patch: MaintenanceWindowPatch,
+    ) -> ApiResult<MaintenanceWindowView> {
+        patch.validate_fields()?;
+        let current = self.stored_window(id).await?;
+        let mut spec = spec_of(&current)?;
+        spec.apply(patch);
+        spec.validate()
+            .map_err(|e| super::patch_does_not_fit(e.into()))?;
+        let now = self.now_ms();
+        let row = self.window_row(id, &spec, current.created_at, now).await?;
+        if !self.store.save_window(&row, Some(&current), now).await? {
+            return Err(ApiError::NotFound(format!(
+                "no maintenance window with id {id}"
+            )));
+        }
+        Ok(window_view(&row, now)?)
+    }
+
+    pub async fn delete_window(&self, id: Uuid) -> ApiResult<()> {
+        if self
+            .store
+            .delete_window(&id.to_string(), self.now_ms())
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(ApiError::NotFound(format!(
+                "no maintenance window with id {id}"
+            )))
+        }
+    }
+
+    /// The row for a spec whose fields are valid: its recurrence read (`422` when it does
+    /// not), and the monitors and pollers it names existing (`422`).
+    async fn window_row(
+        &self,
+        id: Uuid,
+        spec: &MaintenanceWindowSpec,
+        created_at: i64,
+        now: i64,
+    ) -> ApiResult<WindowRow> {
+        let starts_at = spec.starts_at.timestamp_millis();
+        let schedule = match (&spec.recurrence, spec.ends_at) {
+            (Some(recurrence), _) => Schedule::recurring(starts_at, recurrence)?,
+            (None, Some(ends_at)) => Schedule::Once {
+                start: starts_at,
+                end: ends_at.timestamp_millis(),
+            },
+            (None, None) => unreachable!("validated: an end or a recurrence"),
+        };
+        let ids = |list: &[Uuid]| list.iter().map(Uuid::to_string).collect::<Vec<_>>();
+        let monitor_ids = ids(&spec.monitor_ids);
+        let known = self.store.monitors_by_ids(&monitor_ids).await?;
+        if let Some(missing) = monitor_ids
+            .iter()
+            .find(|id| !known.iter().any(|m| &m.id == *id))
+        {
+            return Err(shared_proto::ValidationError::reference(
+                "monitor_ids",
+                format!("no monitor with id {missing}"),
+            )
+            .into());
+        }
+        let poller_ids = ids(&spec.poller_ids);
+        let pollers = self.store.pollers_by_ids(&poller_ids).await?;
+        if let Some(missing) = poller_ids
+            .iter()
+            .find(|id| !pollers.iter().any(|p| &p.id == *id))
+        {
+            return Err(shared_proto::ValidationError::reference(
+                "poller_ids",
+                format!("no poller with id {missing}"),
+            )
+            .into());
+        }
+        let recurrence = spec.recurrence.as_ref();
+        Ok(WindowRow {
+            id: id.to_string(),
+            name: spec.name.clone(),
+            starts_at,
+            ends_at: spec.ends_at.map(|t| t.timestamp_millis()),
+            rule: recurrence.map(|r| r.rule.clone()),
+            time_zone: recurrence.map(|r| r.time_zone.clone()),
+            duration_ms: recurrence.map(|r| r.duration_ms as i64),
+            until_at: schedule.last_end(),
+            monitor_ids: serde_json::to_string(&monitor_ids).map_err(anyhow::Error::from)?,
+            poller_ids: serde_json::to_string(&poller_ids).map_err(anyhow::Error::from)?,
+            regions: serde_json::to_string(&spec.regions).map_err(anyhow::Error::from)?,
+            notify: notify_text(spec.notify).to_string(),
+            created_at,
+            updated_at: now,
+        })
+    }
+}
+
+fn uuids(json: &str) -> anyhow::Result<Vec<Uuid>> {
+    list_of(json).iter().map(|id| stored_id(id)).collect()
+}
+
+fn recurrence_of(row: &WindowRow) -> Option<Recurrence> {
+    Some(Recurrence {
+        rule: row.rule.clone()?,
+        time_zone: row.time_zone.clone()?,
+        duration_ms: row.duration_ms?.max(0) as u64,
+    })
+}
+
+fn spec_of(row: &WindowRow) -> anyhow::Result<MaintenanceWindowSpec> {
+    Ok(MaintenanceWindowSpec {
+        name: row.name.clone(),
+        starts_at: time_of(row.starts_at),
+        ends_at: row.ends_at.map(time_of),
+        recurrence: recurrence_of(row),
+        monitor_ids: uuids(&row.monitor_ids)?,
+        poller_ids: uuids(&row.poller_ids)?,
+        regions: list_of(&row.regions),
+        notify: notify_of(&row.notify),
+    })
+}
+
+fn window_view(row: &WindowRow, now: i64) -> anyhow::Result<MaintenanceWindowView> {
+    let spec = spec_of(row)?;
+    let schedule = Schedule::of_row(row);
+    let occurrence = |(start, end): (i64, i64)| Occurrence {
+        starts_at: time_of(start),
+        ends_at: time_of(end),
+    };
+    Ok(MaintenanceWindowView {
+        id: stored_id(&row.id)?,
+        name: spec.name,
+        starts_at: spec.starts_at,
+        ends_at: spec.ends_at,
+        recurrence: spec.recurrence,
+        monitor_ids: spec.monitor_ids,
+        poller_ids: spec.poller_ids,
+        regions: spec.regions,
+        notify: spec.notify,
+        current: schedule
+            .as_ref()
+            .and_then(|s| s.under_way(now))
+            .map(occurrence),
+        next: schedule
+            .as_ref()
+            .and_then(|s| s.next_after(now))
+            .map(occurrence),
+        created_at: time_of(row.created_at),
+        updated_at: time_of(row.updated_at),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn window(
+        name: &str,
+        notify: MaintenanceNotify,
+        start: i64,
+        end: i64,
+        monitor: &str,
+    ) -> Window {
+        Window {
+            id: name.into(),
+            name: name.into(),
+            notify,
+            schedule: Schedule::Once { start, end },
+            scope: Scope {
+                monitors: [monitor.to_string()].into(),
+                ..Scope::default()
+            },
+        }
+    }
+
+    #[test]
+    fn a_monitor_is_inside_until_every_covering_window_is_over() {
+        let windows = [
+            window("a", MaintenanceNotify::Recoveries, 0, 100, "m"),
+            window("b", MaintenanceNotify::None, 50, 200, "m"),
+            window("c", MaintenanceNotify::None, 0, 500, "other"),
+        ];
+        let placement = Placement {
+            monitor_id: "m",
+            ..Placement::default()
+        };
+        let at = |t| in_maintenance(&windows, &placement, t);
+        assert_eq!(
+            at(10).inside.as_ref().map(|i| (i.until, i.notify)),
+            Some((100, MaintenanceNotify::Recoveries))
+        );
+        assert_eq!(at(10).next_change, Some(50));
+        assert_eq!(
+            at(60).inside.as_ref().map(|i| (i.until, i.notify)),
+            Some((200, MaintenanceNotify::None))
+        );
+        assert_eq!(at(150).inside.as_ref().map(|i| i.until), Some(200));
+        assert_eq!(at(250), WindowsOf::default());
+    }
+
+    #[test]
+    fn a_scope_covers_by_monitor_poller_or_region() {
+        let scope = Scope {
+            monitors: ["m".to_string()].into(),
+            pollers: ["p".to_string()].into(),
+            regions: ["eu".to_string()].into(),
+        };
+        let placed = |id, pollers: Vec<&'static str>, regions: Vec<&'static str>| Placement {
+            monitor_id: id,
+            pollers,
+            regions,
+        };
+        assert!(scope.covers(&placed("m", vec![], vec![])));
+        assert!(scope.covers(&placed("x", vec!["q", "p"], vec![])));
+        assert!(scope.covers(&placed("x", vec![], vec!["us", "eu"])));
+        assert!(!scope.covers(&placed("x", vec!["q"], vec!["us"])));
+    }
+}
