@@ -109,13 +109,24 @@ pub fn opsgenie(url: &str, key: &str, message: &Notification, facts: &Facts) -> 
         Outgoing::json(&format!("{base}/v2/alerts"), body).with_headers(auth.clone())
     };
     let close = || {
-        let mut url = url::Url::parse(&format!("{base}/v2/alerts/")).expect("a checked URL");
-        if let Ok(mut segments) = url.path_segments_mut() {
-            segments.pop_if_empty().push(&facts.key).push("close");
-        }
-        url.query_pairs_mut().append_pair("identifierType", "alias");
+        // The channel's URL was checked when stored, so it parses; were it not to, the alias
+        // is escaped by hand and the send says what the receiver made of it.
+        let url = match url::Url::parse(&format!("{base}/v2/alerts/")) {
+            Ok(mut url) => {
+                if let Ok(mut segments) = url.path_segments_mut() {
+                    segments.pop_if_empty().push(&facts.key).push("close");
+                }
+                url.query_pairs_mut().append_pair("identifierType", "alias");
+                url.to_string()
+            }
+            Err(_) => {
+                let alias: String =
+                    url::form_urlencoded::byte_serialize(facts.key.as_bytes()).collect();
+                format!("{base}/v2/alerts/{alias}/close?identifierType=alias")
+            }
+        };
         let body = json!({"source": "central", "note": super::clip(&facts.headline, 25_000)});
-        Outgoing::json(url.as_str(), body).with_headers(auth.clone())
+        Outgoing::json(&url, body).with_headers(auth.clone())
     };
     match message.event {
         NotificationEvent::Test => vec![create(), close()],
@@ -169,4 +180,49 @@ fn flat_details(message: &Notification) -> Value {
             })
             .collect(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use shared_proto::notifications::{NotificationEvent, Subject};
+
+    use super::*;
+
+    /// The close URL names the alert by its alias, escaped as one path segment, whether the
+    /// channel's URL parses (as every stored one does) or not.
+    #[test]
+    fn opsgenie_closes_by_the_escaped_alias() {
+        let message = Notification {
+            id: uuid::Uuid::from_u128(1),
+            event: NotificationEvent::MonitorUp,
+            monitor: Some(Subject {
+                id: uuid::Uuid::from_u128(7),
+                name: "shop".into(),
+            }),
+            poller: None,
+            status: "up".into(),
+            previous_status: Some("down".into()),
+            at: "2026-11-23T10:00:00Z".parse().unwrap(),
+            message: "shop is up again".into(),
+            reminder: false,
+            locations: None,
+            dependency: None,
+        };
+        let facts = Facts::of(&message, None);
+        let alias = "central%2Fmonitor%2F00000000-0000-0000-0000-000000000007";
+        for (base, wanted) in [
+            (
+                "https://api.opsgenie.com/",
+                format!("https://api.opsgenie.com/v2/alerts/{alias}/close?identifierType=alias"),
+            ),
+            (
+                "not a url",
+                format!("not a url/v2/alerts/{alias}/close?identifierType=alias"),
+            ),
+        ] {
+            let sent = opsgenie(base, "key", &message, &facts);
+            assert_eq!(sent.len(), 1);
+            assert_eq!(sent[0].url, wanted);
+        }
+    }
 }

@@ -136,7 +136,7 @@ impl ChannelForm {
             // with the service's own address goes back to it.
             url: match (spec.url, spec.kind.default_url()) {
                 (Some(url), _) => Some(url),
-                (None, Some(_)) => None,
+                (None, Some(default)) => Some(default.to_string()),
                 (None, None) => Some(String::new()),
             },
             secret,
@@ -407,6 +407,24 @@ mod tests {
         assert_eq!(form.to_patch().unwrap_err().field, "secret");
         form.secret.clear();
         assert_eq!(form.to_patch().unwrap().secret, Some(None));
+    }
+
+    /// An emptied URL sends a kind with a service address of its own back to that address
+    /// (a patch without `url` would keep the one typed before); other kinds send it empty,
+    /// for central to refuse beside the field.
+    #[test]
+    fn an_emptied_url_goes_back_to_the_service_address() {
+        let mut form = ChannelForm {
+            name: "pager".into(),
+            kind: "pagerduty".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            form.to_patch().unwrap().url.as_deref(),
+            Some("https://events.pagerduty.com/v2/enqueue")
+        );
+        form.kind = "webhook".into();
+        assert_eq!(form.to_patch().unwrap().url.as_deref(), Some(""));
     }
 
     #[test]
