@@ -721,12 +721,14 @@ fn check_address(field: &str, address: &str) -> Result<(), ValidationError> {
     }
 }
 
-/// What a view shows in place of a secret: a URL's password and every header value. Sent back
-/// unchanged in an edit (as the page's form does), it keeps what is stored.
+/// What a view shows in place of a secret: a URL's password, everything after the host of a
+/// Slack, Discord or Teams webhook address (the address is the credential), and every header
+/// value. Sent back unchanged in an edit (as the page's form does), it keeps what is stored.
 pub const HIDDEN: &str = "REDACTED";
 
 /// A stored channel. Secrets are never shown again: the signing secret only as `has_secret`,
-/// a URL's password and every header value as `REDACTED` (`HIDDEN`).
+/// a URL's password, a Slack, Discord or Teams address's path and every header value as
+/// `REDACTED` (`HIDDEN`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ChannelView {

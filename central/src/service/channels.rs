@@ -220,23 +220,34 @@ fn channel_spec(row: &ChannelRow) -> anyhow::Result<ChannelSpec> {
     })
 }
 
-/// `url` with its password, if any, shown as `HIDDEN`.
-fn hide_password(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut parsed) if parsed.password().is_some() => {
-            let _ = parsed.set_password(Some(HIDDEN));
-            parsed.to_string()
-        }
-        _ => url.to_string(),
+/// `url` as a view shows it: its password, if any, as `HIDDEN`; and for the kinds whose
+/// address is itself the credential (a Slack, Discord or Teams webhook: whoever has it can
+/// post), everything after the host as `/HIDDEN`.
+fn hide_url(kind: ChannelKind, url: &str) -> String {
+    let Ok(mut parsed) = url::Url::parse(url) else {
+        return url.to_string();
+    };
+    if matches!(
+        kind,
+        ChannelKind::Slack | ChannelKind::Discord | ChannelKind::Teams
+    ) {
+        parsed.set_path(&format!("/{HIDDEN}"));
+        parsed.set_query(None);
+        parsed.set_fragment(None);
     }
+    if parsed.password().is_some() {
+        let _ = parsed.set_password(Some(HIDDEN));
+    }
+    parsed.to_string()
 }
 
 /// An edit that sends back what a view showed keeps the secrets behind it: a URL equal to the
-/// stored one with its password hidden is the stored one, and a header whose value is
-/// `HIDDEN` keeps its stored value.
+/// stored one as a view shows it is the stored one, and a header whose value is `HIDDEN`
+/// keeps its stored value.
 fn keep_hidden(spec: &mut ChannelSpec, stored: &ChannelSpec) {
+    let kind = stored.kind;
     let restore = |url: &mut String, stored: &[String]| {
-        if let Some(original) = stored.iter().find(|s| hide_password(s) == *url) {
+        if let Some(original) = stored.iter().find(|s| hide_url(kind, s) == *url) {
             *url = original.clone();
         }
     };
@@ -261,7 +272,7 @@ fn channel_view(row: &ChannelRow) -> anyhow::Result<ChannelView> {
         id: stored_id(&row.id)?,
         name: spec.name,
         kind: spec.kind,
-        url: spec.url.as_deref().map(hide_password),
+        url: spec.url.as_deref().map(|url| hide_url(spec.kind, url)),
         has_secret: spec.secret.is_some(),
         headers: spec
             .headers
@@ -271,7 +282,7 @@ fn channel_view(row: &ChannelRow) -> anyhow::Result<ChannelView> {
         default: spec.default,
         from: spec.from,
         to: spec.to,
-        urls: spec.urls.iter().map(|u| hide_password(u)).collect(),
+        urls: spec.urls.iter().map(|u| hide_url(spec.kind, u)).collect(),
         format: spec.format,
         template: spec.template,
         chat_id: spec.chat_id,
@@ -303,4 +314,59 @@ fn notification_view(row: &OutboxRow) -> anyhow::Result<NotificationView> {
         next_attempt_at: row.next_attempt_at.map(time_of),
         delivered_at: row.delivered_at.map(time_of),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(kind: ChannelKind, url: &str) -> ChannelSpec {
+        ChannelSpec {
+            name: "c".into(),
+            kind,
+            url: Some(url.into()),
+            secret: None,
+            headers: BTreeMap::new(),
+            default: false,
+            from: None,
+            to: Vec::new(),
+            urls: Vec::new(),
+            format: None,
+            template: None,
+            chat_id: None,
+            user_key: None,
+            topic: None,
+        }
+    }
+
+    /// A Slack, Discord or Teams address is the credential: a view shows its host only, and
+    /// an edit that sends back what the view showed keeps the stored address.
+    #[test]
+    fn a_webhook_address_that_is_a_credential_is_shown_without_its_path() {
+        let stored = "https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXX";
+        let shown = hide_url(ChannelKind::Slack, stored);
+        assert_eq!(shown, "https://hooks.slack.com/REDACTED");
+        let discord = "https://discord.com/api/webhooks/1/token-part?wait=true";
+        assert_eq!(
+            hide_url(ChannelKind::Discord, discord),
+            "https://discord.com/REDACTED"
+        );
+        // A plain webhook's path is shown; a password never is.
+        assert_eq!(
+            hide_url(ChannelKind::Webhook, "https://u:pw@hooks.example/x?y=1"),
+            "https://u:REDACTED@hooks.example/x?y=1"
+        );
+        let mut edited = spec(ChannelKind::Slack, &shown);
+        keep_hidden(&mut edited, &spec(ChannelKind::Slack, stored));
+        assert_eq!(edited.url.as_deref(), Some(stored));
+        let mut changed = spec(
+            ChannelKind::Slack,
+            "https://hooks.slack.com/services/T1/B1/Y",
+        );
+        keep_hidden(&mut changed, &spec(ChannelKind::Slack, stored));
+        assert_eq!(
+            changed.url.as_deref(),
+            Some("https://hooks.slack.com/services/T1/B1/Y")
+        );
+    }
 }
