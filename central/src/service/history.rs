@@ -143,7 +143,7 @@ impl App {
             .map(|row| row.last_result_at)
             .min()
             .unwrap_or(now);
-        let windows = self.windows_from(oldest).await?;
+        let windows = self.window_spans(oldest, now).await?;
         let poller_regions: HashMap<String, Option<String>> = if windows.is_empty() {
             HashMap::new()
         } else {
@@ -196,7 +196,7 @@ impl App {
                 let placement = placement_of(monitor, &regions, pollers, |id| {
                     poller_regions.get(id).and_then(|r| r.as_deref())
                 });
-                quiet_of(&windows, &placement, from, now)
+                quiet_of(&windows, &placement)
             };
             let spans = uptime::outside(timeline.spans(&points, from, now), &quiet);
             open.insert(monitor.id.clone(), spans);

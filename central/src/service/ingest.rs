@@ -161,20 +161,18 @@ impl App {
         // interval and grace after it (about an hour at most), so the windows that matter are
         // those not over a day before the oldest result.
         let windows = match accepted.iter().map(|r| r.ts).min() {
-            Some(oldest) => self.windows_from(oldest - QUIET_LOOKBACK_MS).await?,
+            Some(oldest) => {
+                self.window_spans(oldest - QUIET_LOOKBACK_MS, now + QUIET_LOOKBACK_MS)
+                    .await?
+            }
             None => Vec::new(),
         };
-        let quiet_range = accepted
-            .iter()
-            .map(|r| r.ts)
-            .min()
-            .map(|oldest| (oldest - QUIET_LOOKBACK_MS, now + QUIET_LOOKBACK_MS));
         let rules = MonitorRules(
             owners
                 .iter()
                 .filter_map(|(id, slots)| {
                     let mut rule = MonitorRule::of(slots)?;
-                    if let (false, Some((from, until))) = (windows.is_empty(), quiet_range) {
+                    if !windows.is_empty() {
                         let placement = Placement {
                             monitor_id: id,
                             pollers: slots
@@ -188,7 +186,7 @@ impl App {
                                 .chain(poller.region.as_deref())
                                 .collect(),
                         };
-                        rule.quiet = quiet_of(&windows, &placement, from, until);
+                        rule.quiet = quiet_of(&windows, &placement);
                     }
                     Some((id.clone(), rule))
                 })

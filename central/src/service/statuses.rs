@@ -12,8 +12,7 @@ use shared_proto::settings_api::{
 };
 use shared_proto::CheckKind;
 
-use super::maintenance::schedule::Window;
-use super::maintenance::{in_maintenance, placement_of, WindowsOf};
+use super::maintenance::{in_maintenance, placement_of, WindowNow, WindowsOf};
 use super::status::{self, StatusInputs, Verdict, VerdictState};
 use super::{quorum, stored_id, time_of, App};
 use crate::error::ApiResult;
@@ -26,8 +25,8 @@ struct Known {
     locations: HashMap<(String, String), LocationRow>,
     location_latest: HashMap<(String, String), StatusRow>,
     pollers: HashMap<String, PollerRow>,
-    /// The maintenance windows not over by `now`.
-    windows: Vec<Window>,
+    /// The maintenance windows not over by `now`, as they stand then.
+    windows: Vec<WindowNow>,
 }
 
 /// One monitor's status as derived, with what alerting needs beside it.
@@ -106,7 +105,7 @@ impl App {
                 .map(|l| ((l.monitor_id, l.region), l.status))
                 .collect(),
             pollers: pollers.into_iter().map(|p| (p.id.clone(), p)).collect(),
-            windows: self.windows_from(now).await?,
+            windows: self.windows_now(now).await?,
         };
         let mut views = Vec::with_capacity(monitors.len());
         for monitor in monitors {
@@ -292,5 +291,5 @@ fn windows_of(monitor: &MonitorRow, regions: &[String], known: &Known) -> Window
     let placement = placement_of(monitor, regions, pollers, |id| {
         known.pollers.get(id).and_then(|p| p.region.as_deref())
     });
-    in_maintenance(&known.windows, &placement, known.now)
+    in_maintenance(&known.windows, &placement)
 }

@@ -5,9 +5,10 @@
 //!
 //! A write marks the monitors covered due (`store::maintenance`); each look then carries the
 //! monitor's next window boundary as an instant of its own, so a window starts and ends on
-//! time without any timer over windows or monitors. Cost: per batch of monitors derived, one
-//! read of the windows not over yet and their schedules (`schedule`); per monitor, a check of
-//! each such window's scope. Must not: tell anything (alerting decides what a status change
+//! time without any timer over windows or monitors. Cost: per batch of monitors derived (or
+//! of results credited), one read of the windows not over yet and one walk of each one's rule
+//! (`now_of`, `spans_of`); per monitor, a check of each such window's scope. Must not: tell
+//! anything (alerting decides what a status change
 //! tells) or write SQL.
 
 pub mod schedule;
@@ -47,16 +48,57 @@ pub struct WindowsOf {
     pub next_change: Option<i64>,
 }
 
-/// The windows that cover `placement`, and what they say at `now`.
-pub fn in_maintenance(windows: &[Window], placement: &Placement<'_>, now: i64) -> WindowsOf {
+/// A window as it stands at one instant, its rule walked once for a whole batch of monitors.
+#[derive(Debug, Clone)]
+pub struct WindowNow {
+    pub window: Window,
+    /// The stretch under way at the instant.
+    pub under_way: Option<(i64, i64)>,
+    /// The first instant after it at which being under way can change.
+    pub next_change: Option<i64>,
+}
+
+/// What a window covers within a stretch of time, its rule walked once for a whole batch.
+#[derive(Debug, Clone)]
+pub struct WindowSpans {
+    pub window: Window,
+    pub spans: Vec<(i64, i64)>,
+}
+
+/// The windows as they stand at `now`: one walk of each rule, however many monitors read them.
+pub fn now_of(windows: Vec<Window>, now: i64) -> Vec<WindowNow> {
+    windows
+        .into_iter()
+        .map(|window| WindowNow {
+            under_way: window.schedule.under_way(now),
+            next_change: window.schedule.next_change(now),
+            window,
+        })
+        .collect()
+}
+
+/// What the windows cover within `[from, until)`: one walk of each rule.
+pub fn spans_of(windows: Vec<Window>, from: i64, until: i64) -> Vec<WindowSpans> {
+    windows
+        .into_iter()
+        .map(|window| WindowSpans {
+            spans: window.schedule.covered(from, until),
+            window,
+        })
+        .collect()
+}
+
+/// The windows that cover `placement`, and what they say at their instant. Cost: a scope
+/// check per window; no rule is walked.
+pub fn in_maintenance(windows: &[WindowNow], placement: &Placement<'_>) -> WindowsOf {
     let mut of = WindowsOf::default();
-    for window in windows.iter().filter(|w| w.scope.covers(placement)) {
-        let change = window.schedule.next_change(now);
-        of.next_change = match (of.next_change, change) {
+    for now in windows.iter().filter(|w| w.window.scope.covers(placement)) {
+        let window = &now.window;
+        of.next_change = match (of.next_change, now.next_change) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        if let Some((_, end)) = window.schedule.under_way(now) {
+        if let Some((_, end)) = now.under_way {
             let inside = of.inside.get_or_insert(InMaintenance {
                 window: window.name.clone(),
                 until: end,
@@ -92,18 +134,14 @@ pub fn placement_of<'a>(
     }
 }
 
-/// The time the windows covering `placement` hold within `[from, until)`: disjoint spans in
-/// time order, which uptime credits to nobody (`uptime::outside`).
-pub fn quiet_of(
-    windows: &[Window],
-    placement: &Placement<'_>,
-    from: i64,
-    until: i64,
-) -> Vec<(i64, i64)> {
+/// The time the windows covering `placement` hold within their stretch: disjoint spans in
+/// time order, which uptime credits to nobody (`uptime::outside`). Cost: a scope check per
+/// window and the spans of those covering; no rule is walked.
+pub fn quiet_of(windows: &[WindowSpans], placement: &Placement<'_>) -> Vec<(i64, i64)> {
     let mut spans: Vec<(i64, i64)> = windows
         .iter()
-        .filter(|w| w.scope.covers(placement))
-        .flat_map(|w| w.schedule.covered(from, until))
+        .filter(|w| w.window.scope.covers(placement))
+        .flat_map(|w| w.spans.iter().copied())
         .collect();
     spans.sort_unstable();
     let mut merged: Vec<(i64, i64)> = Vec::with_capacity(spans.len());
@@ -155,8 +193,18 @@ fn notify_text(notify: MaintenanceNotify) -> &'static str {
 
 impl App {
     /// The windows that can cover a monitor at `at` or later.
-    pub async fn windows_from(&self, at: i64) -> ApiResult<Vec<Window>> {
+    async fn windows_from(&self, at: i64) -> ApiResult<Vec<Window>> {
         Ok(windows_of(&self.store.windows_not_over(at).await?))
+    }
+
+    /// The windows not over by `now`, as they stand then (`now_of`).
+    pub async fn windows_now(&self, now: i64) -> ApiResult<Vec<WindowNow>> {
+        Ok(now_of(self.windows_from(now).await?, now))
+    }
+
+    /// What the windows cover within `[from, until)` (`spans_of`).
+    pub async fn window_spans(&self, from: i64, until: i64) -> ApiResult<Vec<WindowSpans>> {
+        Ok(spans_of(self.windows_from(from).await?, from, until))
     }
 
     pub async fn create_window(
@@ -411,7 +459,7 @@ mod tests {
             monitor_id: "m",
             ..Placement::default()
         };
-        let at = |t| in_maintenance(&windows, &placement, t);
+        let at = |t| in_maintenance(&now_of(windows.to_vec(), t), &placement);
         assert_eq!(
             at(10).inside.as_ref().map(|i| (i.until, i.notify)),
             Some((100, MaintenanceNotify::Recoveries))
