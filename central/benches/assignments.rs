@@ -71,6 +71,7 @@ fn spec(i: usize) -> MonitorSpec {
         poller_regions: None,
         quorum: None,
         notification_channel_ids: Vec::new(),
+        tags: Vec::new(),
         failover: None,
         paused: false,
     }

@@ -115,6 +115,7 @@ async fn ingest(options: &Options, database_url: &str) -> (f64, Vec<Duration>, U
                 poller_regions: None,
                 quorum: None,
                 notification_channel_ids: Vec::new(),
+                tags: Vec::new(),
                 failover: None,
                 paused: false,
             })

@@ -145,6 +145,7 @@ fn sample_monitors(target: &str, central: &str) -> Vec<MonitorSpec> {
         poller_regions: None,
         quorum: None,
         notification_channel_ids: Vec::new(),
+        tags: Vec::new(),
         failover: None,
         paused: false,
     };

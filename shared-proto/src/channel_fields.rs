@@ -19,6 +19,8 @@ pub struct ChannelSpecFields {
     kind: ChannelKind,
     #[serde(default)]
     default: bool,
+    #[serde(default)]
+    tags: Vec<String>,
     #[serde(default, with = "crate::monitor::double_option")]
     url: Option<Option<String>>,
     #[serde(default, with = "crate::monitor::double_option")]
@@ -46,7 +48,7 @@ pub struct ChannelSpecFields {
 /// Fields whose `null` means "none" (the signing secret, the default format, no template).
 const NULLABLE: [&str; 3] = ["secret", "format", "template"];
 
-/// The fields of a channel body beside `name`, `kind` and `default`, and the kinds that take
+/// The fields of a channel body beside `name`, `kind`, `default` and `tags`, and the kinds that take
 /// each (the document's per-kind schemas list the same).
 pub const KIND_FIELDS: [(&str, &[ChannelKind]); 11] = {
     use ChannelKind::*;
@@ -145,6 +147,7 @@ impl TryFrom<ChannelSpecFields> for ChannelSpec {
             secret: fields.secret.flatten(),
             headers: fields.headers.flatten().unwrap_or_default(),
             default: fields.default,
+            tags: fields.tags,
             from: fields.from.flatten(),
             to,
             urls: fields.urls.flatten().unwrap_or_default(),

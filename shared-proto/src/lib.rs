@@ -17,6 +17,7 @@ pub mod notifications;
 pub mod poller_api;
 pub mod settings;
 pub mod settings_api;
+pub mod tags;
 pub mod target;
 
 pub use error::{ErrorBody, Rule, ValidationError};

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::monitor::validate_label;
+use crate::tags::validate_tags;
 use crate::ValidationError;
 
 /// The most ids, regions or tags one window names in each list.
@@ -99,6 +100,10 @@ pub struct MaintenanceWindowSpec {
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(max_items = 1000))]
     pub regions: Vec<String>,
+    /// Monitors carrying any of these tags (as they are when the window is under way).
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_items = 1000))]
+    pub tags: Vec<String>,
     #[serde(default)]
     pub notify: MaintenanceNotify,
 }
@@ -130,6 +135,8 @@ pub struct MaintenanceWindowPatch {
     pub poller_ids: Option<Vec<Uuid>>,
     #[cfg_attr(feature = "openapi", schema(max_items = 1000))]
     pub regions: Option<Vec<String>>,
+    #[cfg_attr(feature = "openapi", schema(max_items = 1000))]
+    pub tags: Option<Vec<String>>,
     pub notify: Option<MaintenanceNotify>,
 }
 
@@ -165,6 +172,7 @@ pub struct MaintenanceWindowView {
     pub monitor_ids: Vec<Uuid>,
     pub poller_ids: Vec<Uuid>,
     pub regions: Vec<String>,
+    pub tags: Vec<String>,
     pub notify: MaintenanceNotify,
     /// The occurrence under way now, if any.
     pub current: Option<Occurrence>,
@@ -208,10 +216,14 @@ impl MaintenanceWindowSpec {
                 ))
             }
         }
-        if self.monitor_ids.is_empty() && self.poller_ids.is_empty() && self.regions.is_empty() {
+        if self.monitor_ids.is_empty()
+            && self.poller_ids.is_empty()
+            && self.regions.is_empty()
+            && self.tags.is_empty()
+        {
             return Err(ValidationError::combination(
                 "monitor_ids",
-                "a window needs a scope: `monitor_ids`, `poller_ids` or `regions`",
+                "a window needs a scope: `monitor_ids`, `poller_ids`, `regions` or `tags`",
             ));
         }
         check_scope(self)
@@ -226,6 +238,7 @@ impl MaintenanceWindowSpec {
             monitor_ids,
             poller_ids,
             regions,
+            tags,
             notify,
         } = patch;
         if let Some(v) = name {
@@ -248,6 +261,9 @@ impl MaintenanceWindowSpec {
         }
         if let Some(v) = regions {
             self.regions = v;
+        }
+        if let Some(v) = tags {
+            self.tags = v;
         }
         if let Some(v) = notify {
             self.notify = v;
@@ -273,6 +289,9 @@ impl MaintenanceWindowPatch {
         }
         for region in self.regions.iter().flatten() {
             validate_label("regions", region)?;
+        }
+        if let Some(tags) = &self.tags {
+            validate_tags("tags", tags, MAX_SCOPE)?;
         }
         Ok(())
     }
@@ -354,7 +373,7 @@ fn check_scope(spec: &MaintenanceWindowSpec) -> Result<(), ValidationError> {
     for region in &spec.regions {
         validate_label("regions", region)?;
     }
-    Ok(())
+    validate_tags("tags", &spec.tags, MAX_SCOPE)
 }
 
 #[cfg(test)]
@@ -387,6 +406,11 @@ mod tests {
         let mut nothing = spec();
         nothing.regions.clear();
         assert_eq!(nothing.validate().unwrap_err().field, "monitor_ids");
+        let mut by_tag = nothing.clone();
+        by_tag.tags = vec!["team:db".into()];
+        assert_eq!(by_tag.validate(), Ok(()));
+        by_tag.tags = vec!["team db".into()];
+        assert_eq!(by_tag.validate().unwrap_err().field, "tags");
         let mut backwards = spec();
         backwards.ends_at = Some(backwards.starts_at);
         assert_eq!(backwards.validate().unwrap_err().field, "ends_at");

@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::tags::validate_tags;
 use crate::ValidationError;
 
 const MAX_URL_LEN: usize = 2048;
@@ -183,6 +184,10 @@ pub struct ChannelSpec {
     /// Every monitor notifies this channel, beside the ones it lists.
     #[serde(default)]
     pub default: bool,
+    /// Monitors carrying any of these tags notify this channel too (as if they listed it).
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_items = 50))]
+    pub tags: Vec<String>,
     /// Email only: the sender address.
     #[serde(default)]
     pub from: Option<String>,
@@ -247,6 +252,9 @@ pub struct ChannelPatch {
     pub secret: Option<Option<String>>,
     pub headers: Option<BTreeMap<String, String>>,
     pub default: Option<bool>,
+    /// Replaces the channel's tags (`[]` removes them all).
+    #[cfg_attr(feature = "openapi", schema(max_items = 50))]
+    pub tags: Option<Vec<String>>,
     pub from: Option<String>,
     #[cfg_attr(feature = "openapi", schema(max_items = 20))]
     pub to: Option<Vec<String>>,
@@ -276,6 +284,7 @@ impl ChannelSpec {
             secret,
             headers,
             default,
+            tags,
             from,
             to,
             urls,
@@ -299,6 +308,9 @@ impl ChannelSpec {
         }
         if let Some(v) = default {
             self.default = v;
+        }
+        if let Some(v) = tags {
+            self.tags = v;
         }
         if let Some(v) = from {
             self.from = Some(v);
@@ -369,6 +381,7 @@ impl ChannelSpec {
     /// Checks every field for the kind; the first failure names the field and the fix.
     pub fn validate(&self) -> Result<(), ValidationError> {
         check_name(&self.name)?;
+        validate_tags("tags", &self.tags, MAX_CHANNEL_TAGS)?;
         let kind = self.kind;
         // A field of another kind, left by an edit (a create refuses it at the wire).
         for (field, present) in [
@@ -610,6 +623,9 @@ impl ChannelPatch {
         if let Some(name) = &self.name {
             check_name(name)?;
         }
+        if let Some(tags) = &self.tags {
+            validate_tags("tags", tags, MAX_CHANNEL_TAGS)?;
+        }
         if let Some(url) = &self.url {
             check_url_syntax("url", url)?;
         }
@@ -722,6 +738,9 @@ fn check_address(field: &str, address: &str) -> Result<(), ValidationError> {
 }
 
 /// What a view shows in place of a secret: a URL's password, everything after the host of a
+/// The most tags one channel is told of.
+pub const MAX_CHANNEL_TAGS: usize = 50;
+
 /// Slack, Discord or Teams webhook address (the address is the credential), and every header
 /// value. Sent back unchanged in an edit (as the page's form does), it keeps what is stored.
 pub const HIDDEN: &str = "REDACTED";
@@ -739,6 +758,7 @@ pub struct ChannelView {
     pub has_secret: bool,
     pub headers: BTreeMap<String, String>,
     pub default: bool,
+    pub tags: Vec<String>,
     pub from: Option<String>,
     pub to: Vec<String>,
     pub urls: Vec<String>,

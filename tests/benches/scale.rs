@@ -137,6 +137,7 @@ impl BenchPoller {
         }));
         let (h, u, a) = (http, url, access.clone());
         let mut refresh = registered.refresh.clone();
+        let name = name.to_string();
         tasks.push(tokio::spawn(async move {
             let mut wait = first_refresh;
             loop {
@@ -146,22 +147,35 @@ impl BenchPoller {
                 // the poller's 401s would lock its address out (a 100,000-monitor run whose
                 // creation took an hour ended so).
                 wait = REFRESH_RETRY;
+                // Bounded: a refresh stuck behind a loaded central must not sit out the
+                // access token's life (a 100,000-monitor run lost a poller's token so).
                 let answer = h
                     .post(format!("{u}/api/poller/token"))
+                    .timeout(Duration::from_secs(30))
                     .json(&json!({"refresh_token": refresh}))
                     .send()
-                    .await
-                    .and_then(|a| a.error_for_status());
-                let Ok(answer) = answer else { continue };
-                wait = REFRESH_EVERY;
-                if let Ok(body) = answer.json::<Value>().await {
-                    if let (Some(access), Some(next)) = (
-                        body["access_token"].as_str(),
-                        body["refresh_token"].as_str(),
-                    ) {
-                        *a.lock().unwrap() = access.to_string();
-                        refresh = next.to_string();
+                    .await;
+                let body = match answer {
+                    Ok(answer) if answer.status().is_success() => {
+                        answer.json::<Value>().await.unwrap_or_default()
                     }
+                    Ok(answer) => {
+                        eprintln!("scale: refreshing {name} answered {}", answer.status());
+                        continue;
+                    }
+                    Err(e) => {
+                        eprintln!("scale: refreshing {name} failed: {e}");
+                        continue;
+                    }
+                };
+                // Only a pair read whole counts: otherwise try again soon.
+                if let (Some(access), Some(next)) = (
+                    body["access_token"].as_str(),
+                    body["refresh_token"].as_str(),
+                ) {
+                    *a.lock().unwrap() = access.to_string();
+                    refresh = next.to_string();
+                    wait = REFRESH_EVERY;
                 }
             }
         }));

@@ -48,6 +48,8 @@ const ROUTES: &[(&str, &str)] = &[
     ("post", "/api/v1/monitors/{id}/check"),
     ("post", "/api/v1/monitors/{id}/reset"),
     ("post", "/api/v1/monitors/test"),
+    ("post", "/api/v1/monitors/pause"),
+    ("post", "/api/v1/monitors/resume"),
     ("get", "/api/v1/commands/{id}"),
     ("post", "/api/v1/notification-channels"),
     ("get", "/api/v1/notification-channels"),

@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use e2e::browser::Browser;
-use e2e::{Agent, Central, Target, ADMIN_TOKEN};
+use e2e::{eventually, Agent, Central, Target, ADMIN_TOKEN};
 
 /// Fails with what `accessibility.js` found on the page as shown.
 async fn assert_accessible(browser: &Browser, page: &str) -> anyhow::Result<()> {
@@ -259,6 +259,7 @@ async fn an_operator_runs_a_monitor_from_the_page() -> anyhow::Result<()> {
     assert_eq!(expected_status.as_deref(), Some("200"));
     assert_accessible(&browser, "edit monitor").await?;
     browser.fill("#name", "web tour target, edited").await?;
+    browser.fill("#tags", "team:web, env:tour").await?;
     browser.click(".monitor-form button[type=submit]").await?;
     browser.wait_for_path(|p| p == path).await?;
     // The monitor's page, not the form again with an error ("Edit …").
@@ -299,6 +300,48 @@ async fn an_operator_runs_a_monitor_from_the_page() -> anyhow::Result<()> {
     );
     browser.screenshot("07-monitors").await?;
     assert_accessible(&browser, "monitors").await?;
+
+    // A tag links to the list of its monitors, where they all pause and resume at once.
+    browser
+        .click("#monitor-rows a.tag[href='/?tag=team%3Aweb']")
+        .await?;
+    browser
+        .wait_for_text(
+            "form[action='/monitors/tagged']",
+            "Every monitor tagged team:web",
+            Duration::from_secs(10),
+            false,
+        )
+        .await?;
+    let tagged = browser.text("#monitor-rows").await?;
+    assert!(
+        tagged.contains("web tour target, edited") && !tagged.contains("engine tour"),
+        "{tagged}"
+    );
+    assert_accessible(&browser, "monitors of a tag").await?;
+    browser
+        .click("form[action='/monitors/tagged'] button[value=pause]")
+        .await?;
+    browser
+        .wait_for_text("#monitor-rows", "paused", Duration::from_secs(10), true)
+        .await?;
+    browser
+        .click("form[action='/monitors/tagged'] button[value=resume]")
+        .await?;
+    let tour_id = path.trim_start_matches("/monitors/");
+    eventually(Duration::from_secs(10), "resumed by tag", || async {
+        let (_, view) = central
+            .admin(
+                reqwest::Method::GET,
+                &format!("/api/v1/monitors/{tour_id}"),
+                None,
+            )
+            .await
+            .ok()?;
+        (view["paused"] == false && view["tags"] == serde_json::json!(["team:web", "env:tour"]))
+            .then_some(())
+    })
+    .await?;
 
     // The hook heard of it, and the delivery log says so.
     browser.goto(&page("/notifications")).await?;

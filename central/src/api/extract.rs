@@ -282,6 +282,16 @@ pub fn valid_region(region: Option<String>) -> Result<Option<String>, ApiError> 
     Ok(region)
 }
 
+/// A `?tag=` filter: `400` naming the parameter when it is not a tag.
+pub fn valid_tag(tag: Option<String>) -> Result<Option<String>, ApiError> {
+    if let Some(tag) = &tag {
+        shared_proto::tags::validate_tag("tag", tag).map_err(|e| {
+            ApiError::bad_request("invalid_query", format!("`{}` {}", e.field, e.message))
+        })?;
+    }
+    Ok(tag)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,6 +15,7 @@ mod pools;
 pub use pools::LongPolls;
 mod rate_limit;
 mod settings;
+mod tagged;
 
 use std::sync::Arc;
 
@@ -158,6 +159,8 @@ pub fn router(app: Arc<App>, options: &HttpOptions, long_polls: Arc<pools::LongP
         .route("/monitors/{id}/check", post(commands::check_monitor))
         .route("/monitors/{id}/reset", post(commands::reset_monitor))
         .route("/monitors/test", post(commands::test_monitor))
+        .route("/monitors/pause", post(tagged::pause))
+        .route("/monitors/resume", post(tagged::resume))
         .route("/commands/{id}", get(commands::get_command))
         .route("/monitors/{id}/results", get(settings::monitor_results))
         .route("/monitors/{id}/uptime", get(history::monitor_uptime))

@@ -17,7 +17,8 @@ use shared_proto::{MonitorPatch, MonitorSpec};
 use uuid::Uuid;
 
 use super::extract::{
-    parse_since, valid_region, Admin, ApiJson, ApiPath, ApiQuery, IfMatch, OptionalJson, PageQuery,
+    parse_since, valid_region, valid_tag, Admin, ApiJson, ApiPath, ApiQuery, IfMatch, OptionalJson,
+    PageQuery,
 };
 use crate::error::{ApiError, ApiResult};
 use crate::service::monitors::MonitorFilter;
@@ -280,11 +281,12 @@ pub async fn list_monitors(
         status: query.status,
         region: valid_region(query.region)?,
         name: None,
+        tag: valid_tag(query.tag)?,
     };
     app.list_monitors(&filter, &cursor, limit).await.map(Json)
 }
 
-/// `?cursor=&limit=&status=&region=`
+/// `?cursor=&limit=&status=&region=&tag=`
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct MonitorListQuery {
@@ -299,6 +301,9 @@ pub struct MonitorListQuery {
     /// Only monitors running in this region (their poller's, or one of their locations).
     #[param(pattern = r"^[A-Za-z0-9._-]{1,64}$")]
     region: Option<String>,
+    /// Only monitors carrying this tag (matched whole, case-sensitively).
+    #[param(pattern = r"^[A-Za-z0-9._:/=-]{1,64}$")]
+    tag: Option<String>,
 }
 
 #[utoipa::path(

@@ -31,6 +31,7 @@ use shared_proto::notifications::{ChannelKind, Notification};
 use tokio::task::JoinHandle;
 
 use super::{Notifier, SEND_TIMEOUT};
+use crate::service::channels::tells;
 use crate::service::App;
 use crate::store::{Attempt, OutboxRow};
 
@@ -299,17 +300,17 @@ impl Worker {
         };
         let told = store.open_problems_told(&channel.id).await?;
         let monitor_ids: Vec<String> = told.iter().filter_map(|t| t.monitor_id.clone()).collect();
-        // Still a recipient: a default channel, or one the monitor still lists.
-        let mut listing = HashMap::new();
+        // Still a recipient: a default channel, one the monitor still lists, or one of a tag
+        // it still carries.
+        let mut recipient_of = HashMap::new();
         for monitor in store.monitors_by_ids(&monitor_ids).await? {
-            listing.insert(monitor.id.clone(), monitor.channel_ids()?);
+            recipient_of.insert(monitor.id.clone(), tells(&channel, &monitor));
         }
         let mut newest: HashMap<String, Notification> = HashMap::new();
         for problem in told {
             let recipient = match &problem.monitor_id {
-                Some(id) => {
-                    channel.is_default || listing.get(id).is_some_and(|l| l.contains(&channel.id))
-                }
+                // A monitor deleted since: only a default channel still hears of it.
+                Some(id) => recipient_of.get(id).copied().unwrap_or(channel.is_default),
                 None => channel.is_default,
             };
             let Ok(message) = serde_json::from_str::<Notification>(&problem.payload) else {

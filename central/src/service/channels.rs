@@ -13,9 +13,30 @@ use uuid::Uuid;
 use super::tokens::page;
 use super::{stored_id, time_of, App};
 use crate::error::{ApiError, ApiResult};
-use crate::store::{ChannelRow, Cursor, OutboxRow};
+use crate::store::{ChannelRow, Cursor, MonitorRow, OutboxRow};
 
 pub use shared_proto::notifications::ChannelView;
+
+/// Whether `channel` is told of `monitor`'s notices: it is a default channel, the monitor
+/// lists it, or the monitor carries one of its tags. A list that does not read (the API
+/// stores none) counts as empty, so one bad row never stops the default channels' notices.
+pub fn tells(channel: &ChannelRow, monitor: &MonitorRow) -> bool {
+    if channel.is_default {
+        return true;
+    }
+    let listed = monitor.channel_ids().unwrap_or_else(|e| {
+        tracing::warn!(monitor_id = %monitor.id, "unreadable channel list: {e:#}");
+        Vec::new()
+    });
+    if listed.contains(&channel.id) {
+        return true;
+    }
+    let wanted: Vec<String> = serde_json::from_str(&channel.tags).unwrap_or_default();
+    !wanted.is_empty()
+        && super::maintenance::tags_of(monitor.tags.as_deref())
+            .iter()
+            .any(|t| wanted.contains(t))
+}
 
 impl App {
     pub async fn create_channel(&self, spec: ChannelSpec) -> ApiResult<ChannelView> {
@@ -160,6 +181,7 @@ fn channel_row(id: Uuid, spec: &ChannelSpec, created_at: i64, updated_at: i64) -
         secret: spec.secret.clone(),
         headers: serde_json::to_string(&spec.headers).unwrap_or_else(|_| "{}".into()),
         is_default: spec.default,
+        tags: serde_json::Value::from(spec.tags.clone()).to_string(),
         email_from: spec.from.clone(),
         email_to: serde_json::Value::from(spec.to.clone()).to_string(),
         options: serde_json::to_string(&ChannelOptions {
@@ -209,6 +231,7 @@ fn channel_spec(row: &ChannelRow) -> anyhow::Result<ChannelSpec> {
         secret: row.secret.clone(),
         headers: serde_json::from_str::<BTreeMap<String, String>>(&row.headers)?,
         default: row.is_default,
+        tags: serde_json::from_str(&row.tags)?,
         from: row.email_from.clone(),
         to: serde_json::from_str(&row.email_to)?,
         urls: options.urls,
@@ -280,6 +303,7 @@ fn channel_view(row: &ChannelRow) -> anyhow::Result<ChannelView> {
             .map(|name| (name, HIDDEN.to_string()))
             .collect(),
         default: spec.default,
+        tags: spec.tags,
         from: spec.from,
         to: spec.to,
         urls: spec.urls.iter().map(|u| hide_url(spec.kind, u)).collect(),
@@ -328,6 +352,7 @@ mod tests {
             secret: None,
             headers: BTreeMap::new(),
             default: false,
+            tags: Vec::new(),
             from: None,
             to: Vec::new(),
             urls: Vec::new(),

@@ -15,7 +15,7 @@ use shared_proto::ValidationError;
 use uuid::Uuid;
 
 use super::maintenance::schedule::Placement;
-use super::maintenance::{quiet_of, QUIET_LOOKBACK_MS};
+use super::maintenance::{quiet_of, tags_of, QUIET_LOOKBACK_MS};
 use super::quorum;
 use super::status::{self, Verdict, VerdictState};
 use super::statuses::thresholds_of;
@@ -185,6 +185,10 @@ impl App {
                                 .filter_map(|s| s.region.as_deref())
                                 .chain(poller.region.as_deref())
                                 .collect(),
+                            tags: slots
+                                .first()
+                                .map(|s| tags_of(s.tags.as_deref()))
+                                .unwrap_or_default(),
                         };
                         rule.quiet = quiet_of(&windows, &placement);
                     }

@@ -28,6 +28,7 @@ pub mod scrape;
 pub mod sessions;
 pub mod status;
 pub mod statuses;
+pub mod tagged;
 pub mod tokens;
 pub mod uptime;
 

@@ -7,7 +7,7 @@ use uuid::Uuid;
 use super::tokens::page;
 use super::{stored_id, time_of, App};
 use crate::error::{ApiError, ApiResult};
-use crate::store::{Cursor, MonitorRow};
+use crate::store::{Cursor, ListFilter, MonitorRow};
 
 /// Rows read per step of a filtered list.
 const FILTER_CHUNK: u32 = 500;
@@ -19,6 +19,8 @@ pub struct MonitorFilter {
     pub region: Option<String>,
     /// Only monitors whose name contains this, ignoring case (the web page's search).
     pub name: Option<String>,
+    /// Only monitors carrying this tag.
+    pub tag: Option<String>,
 }
 
 impl App {
@@ -96,7 +98,10 @@ impl App {
         after: &Cursor,
         limit: u32,
     ) -> ApiResult<Page<(MonitorView, MonitorStatusView)>> {
-        let filtered = filter.status.is_some() || filter.region.is_some() || filter.name.is_some();
+        let filtered = filter.status.is_some()
+            || filter.region.is_some()
+            || filter.name.is_some()
+            || filter.tag.is_some();
         let chunk = if filtered {
             limit.max(FILTER_CHUNK)
         } else {
@@ -108,16 +113,13 @@ impl App {
         loop {
             // In a status: the monitors alerting last saw in it (an indexed read of those
             // alone), each derived again below, so that one that changed since is left out.
-            // In a region: filtered by the database (`store::list_monitors`).
-            let rows = self
-                .store
-                .list_monitors(
-                    filter.status.map(|s| s.as_str()),
-                    filter.region.as_deref(),
-                    &cursor,
-                    chunk,
-                )
-                .await?;
+            // In a region, with a tag: filtered by the database (`store::list_monitors`).
+            let kept = ListFilter {
+                shown: filter.status.map(|s| s.as_str()),
+                region: filter.region.as_deref(),
+                tag: filter.tag.as_deref(),
+            };
+            let rows = self.store.list_monitors(&kept, &cursor, chunk).await?;
             let statuses = self.statuses_of(&rows).await?;
             for (row, status) in rows.iter().zip(statuses) {
                 cursor = Cursor {
@@ -291,6 +293,8 @@ pub(super) fn monitor_row(
             )
             .to_string()
         }),
+        tags: (!spec.tags.is_empty())
+            .then(|| serde_json::Value::from(spec.tags.clone()).to_string()),
         failover: spec.failover,
         paused: spec.paused,
         // The store keeps these as `paused` changes.
@@ -342,6 +346,7 @@ fn monitor_view(row: &MonitorRow) -> anyhow::Result<MonitorView> {
             .iter()
             .map(|id| stored_id(id))
             .collect::<anyhow::Result<_>>()?,
+        tags: row.tags()?,
     };
     Ok(MonitorView {
         id: Uuid::try_parse(&row.id)?,

@@ -913,6 +913,7 @@ mod tests {
                 poller_regions: multi,
                 quorum: None,
                 notification_channel_ids: None,
+                tags: None,
                 failover: None,
                 paused: false,
                 paused_at: None,

@@ -5,7 +5,7 @@
 //!
 //! Cost: status reads only the windows not over yet (`until_at`), however many monitors
 //! there are; a write resolves its scope through the indexes on monitors' ids, pollers,
-//! group regions and locations (the monitors it covers). Must not: decide when a window is
+//! group regions, locations and tags (the monitors it covers). Must not: decide when a window is
 //! under way or which monitor it covers (`service::maintenance`).
 
 use sqlx::any::AnyRow;
@@ -14,7 +14,7 @@ use sqlx::{Any, FromRow, Row, Transaction};
 use super::{Backend, Cursor, Store};
 
 const COLUMNS: &str = "id, name, starts_at, ends_at, rule, time_zone, duration_ms, until_at, \
-     monitor_ids, poller_ids, regions, notify, created_at, updated_at";
+     monitor_ids, poller_ids, regions, notify, created_at, updated_at, tags";
 
 /// A window as stored; the lists are JSON arrays.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,6 +31,8 @@ pub struct WindowRow {
     pub monitor_ids: String,
     pub poller_ids: String,
     pub regions: String,
+    /// JSON array of tags.
+    pub tags: String,
     pub notify: String,
     pub created_at: i64,
     pub updated_at: i64,
@@ -50,6 +52,7 @@ impl FromRow<'_, AnyRow> for WindowRow {
             monitor_ids: row.try_get("monitor_ids")?,
             poller_ids: row.try_get("poller_ids")?,
             regions: row.try_get("regions")?,
+            tags: row.try_get("tags")?,
             notify: row.try_get("notify")?,
             created_at: row.try_get("created_at")?,
             updated_at: row.try_get("updated_at")?,
@@ -68,18 +71,19 @@ fn values_of(backend: Backend, parameter: &str) -> String {
 }
 
 /// Marks due now every existing monitor a window's scope covers: named, placed on one of its
-/// pollers (itself or by a location), or running from one of its regions (its group's
-/// region, its poller's, or a location's). Through indexes: the monitors covered.
+/// pollers (itself or by a location), running from one of its regions (its group's
+/// region, its poller's, or a location's), or carrying one of its tags. Through indexes: the monitors covered.
 async fn mark_covered(
     tx: &mut Transaction<'_, Any>,
     backend: Backend,
     row: &WindowRow,
     now: i64,
 ) -> sqlx::Result<()> {
-    let (ids, pollers, regions) = (
+    let (ids, pollers, regions, tags) = (
         values_of(backend, "$1"),
         values_of(backend, "$2"),
         values_of(backend, "$3"),
+        values_of(backend, "$4"),
     );
     let sql = format!(
         "SELECT id FROM monitors WHERE id IN (SELECT value FROM {ids}) \
@@ -90,12 +94,14 @@ async fn mark_covered(
          UNION SELECT id FROM monitors WHERE poller_mode = 'grouped' \
            AND poller_region IN (SELECT value FROM {regions}) \
          UNION SELECT id FROM monitors WHERE assigned_poller_id IN \
-           (SELECT id FROM pollers WHERE region IN (SELECT value FROM {regions}))"
+           (SELECT id FROM pollers WHERE region IN (SELECT value FROM {regions})) \
+         UNION SELECT monitor_id FROM monitor_tags WHERE tag IN (SELECT value FROM {tags})"
     );
     let covered: Vec<(String,)> = sqlx::query_as(&sql)
         .bind(&row.monitor_ids)
         .bind(&row.poller_ids)
         .bind(&row.regions)
+        .bind(&row.tags)
         .fetch_all(&mut **tx)
         .await?;
     if covered.is_empty() {
@@ -120,12 +126,12 @@ impl Store {
         let sql = match replaces {
             None => format!(
                 "INSERT INTO maintenance_windows ({COLUMNS}) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
             ),
             Some(_) => "UPDATE maintenance_windows SET name = $2, starts_at = $3, ends_at = $4, \
                  rule = $5, time_zone = $6, duration_ms = $7, until_at = $8, monitor_ids = $9, \
                  poller_ids = $10, regions = $11, notify = $12, created_at = $13, \
-                 updated_at = $14 WHERE id = $1"
+                 updated_at = $14, tags = $15 WHERE id = $1"
                 .to_string(),
         };
         let done = sqlx::query(&sql)
@@ -143,6 +149,7 @@ impl Store {
             .bind(&row.notify)
             .bind(row.created_at)
             .bind(row.updated_at)
+            .bind(&row.tags)
             .execute(&mut *tx)
             .await?;
         if done.rows_affected() != 1 {

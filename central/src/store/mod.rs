@@ -38,7 +38,7 @@ pub use gauges::ShownRow;
 pub use leases::LeaseState;
 pub use locations::{LocationRow, LocationStatusRow};
 pub use maintenance::WindowRow;
-pub use monitors::{AssignmentChange, MonitorRow, OwnershipRow, StatusRow, Versioned};
+pub use monitors::{AssignmentChange, ListFilter, MonitorRow, OwnershipRow, StatusRow, Versioned};
 pub use notifications::{AlertStateRow, AlertUpdate, ChannelRow, OutboxRow};
 pub use placement_due::{QueuedPlacement, Reach};
 pub use pollers::{HeartbeatUpdate, PollerRow};
@@ -268,6 +268,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "maintenance_windows",
         include_str!("../../../migrations/sqlite/20261205000030_maintenance_windows.sql"),
     ),
+    (
+        20261206000031,
+        "tags",
+        include_str!("../../../migrations/sqlite/20261206000031_tags.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -420,6 +425,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261205000030,
         "maintenance_windows",
         include_str!("../../../migrations/postgres/20261205000030_maintenance_windows.sql"),
+    ),
+    (
+        20261206000031,
+        "tags",
+        include_str!("../../../migrations/postgres/20261206000031_tags.sql"),
     ),
 ];
 

@@ -25,6 +25,8 @@ pub struct MonitorRow {
     pub quorum: Option<i64>,
     /// JSON array of channel ids.
     pub notification_channel_ids: Option<String>,
+    /// JSON array of the operator's tags (`monitor_tags` holds a row per tag, for lookups).
+    pub tags: Option<String>,
     #[serde(deserialize_with = "super::packed::optional_flag")]
     pub failover: Option<bool>,
     #[serde(deserialize_with = "super::packed::flag")]
@@ -62,6 +64,7 @@ impl FromRow<'_, AnyRow> for MonitorRow {
             poller_regions: row.try_get("poller_regions")?,
             quorum: row.try_get("quorum")?,
             notification_channel_ids: row.try_get("notification_channel_ids")?,
+            tags: row.try_get("tags")?,
             failover: row.try_get::<Option<i64>, _>("failover")?.map(|f| f != 0),
             paused: row.try_get::<i64, _>("paused")? != 0,
             paused_at: row.try_get("paused_at")?,
@@ -87,6 +90,14 @@ impl MonitorRow {
         }
     }
 
+    /// The operator's tags.
+    pub fn tags(&self) -> anyhow::Result<Vec<String>> {
+        match &self.tags {
+            Some(json) => Ok(serde_json::from_str(json)?),
+            None => Ok(Vec::new()),
+        }
+    }
+
     /// The regions of a multi-location monitor; none for the other modes.
     pub fn regions(&self) -> anyhow::Result<Vec<String>> {
         match &self.poller_regions {
@@ -94,6 +105,17 @@ impl MonitorRow {
             None => Ok(Vec::new()),
         }
     }
+}
+
+/// What a page of the monitor list keeps (`Store::list_monitors`); `None` keeps all.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ListFilter<'a> {
+    /// The status alerting's last look showed.
+    pub shown: Option<&'a str>,
+    /// Running in this region (placed on a poller of it, meant for it, or a location there).
+    pub region: Option<&'a str>,
+    /// Carrying this tag.
+    pub tag: Option<&'a str>,
 }
 
 /// A placement decision that differs from what is stored.
@@ -125,6 +147,8 @@ pub struct OwnershipRow {
     pub quorum: Option<i64>,
     pub paused_at: Option<i64>,
     pub resumed_at: Option<i64>,
+    /// Its tags (JSON array), which maintenance windows may cover.
+    pub tags: Option<String>,
 }
 
 /// The newest result of a monitor.
@@ -149,7 +173,7 @@ pub struct StatusRow {
 pub(super) const MONITOR_COLUMNS: &str =
     "id, name, kind, target, interval_ms, timeout_ms, settings, \
      poller_mode, poller_id, poller_region, poller_datacenter, poller_capability, \
-     poller_regions, quorum, notification_channel_ids, failover, \
+     poller_regions, quorum, notification_channel_ids, tags, failover, \
      paused, paused_at, resumed_at, created_at, updated_at, revision, assigned_poller_id, \
      previous_poller_id, assigned_at, placement_reason, shown_status";
 
@@ -263,6 +287,34 @@ async fn sync_locations(
     Ok(())
 }
 
+/// Makes a monitor's `monitor_tags` rows its tags: the ones dropped go, new ones come.
+async fn sync_tags(
+    tx: &mut Transaction<'_, Any>,
+    monitor_id: &str,
+    tags: &[String],
+) -> sqlx::Result<()> {
+    let existing: Vec<(String,)> =
+        sqlx::query_as("SELECT tag FROM monitor_tags WHERE monitor_id = $1")
+            .bind(monitor_id)
+            .fetch_all(&mut **tx)
+            .await?;
+    for (tag,) in existing.iter().filter(|(t,)| !tags.contains(t)) {
+        sqlx::query("DELETE FROM monitor_tags WHERE tag = $1 AND monitor_id = $2")
+            .bind(tag)
+            .bind(monitor_id)
+            .execute(&mut **tx)
+            .await?;
+    }
+    for tag in tags.iter().filter(|t| !existing.iter().any(|(e,)| e == *t)) {
+        sqlx::query("INSERT INTO monitor_tags (tag, monitor_id) VALUES ($1, $2)")
+            .bind(tag)
+            .bind(monitor_id)
+            .execute(&mut **tx)
+            .await?;
+    }
+    Ok(())
+}
+
 impl Store {
     /// Inserts a monitor (unplaced) and returns the assignment version it was created at.
     pub async fn insert_monitor(&self, row: &MonitorRow) -> anyhow::Result<i64> {
@@ -274,9 +326,9 @@ impl Store {
             "INSERT INTO monitors (id, name, kind, target, interval_ms, timeout_ms, settings, \
              poller_mode, poller_id, poller_region, poller_datacenter, poller_capability, \
              failover, paused, created_at, updated_at, revision, placement_reason, \
-             poller_regions, quorum, notification_channel_ids, paused_at, shown_status) \
+             poller_regions, quorum, notification_channel_ids, tags, paused_at, shown_status) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-             $18, $19, $20, $21, CASE WHEN $14 <> 0 THEN $15 END, \
+             $18, $19, $20, $21, $22, CASE WHEN $14 <> 0 THEN $15 END, \
              CASE WHEN $14 <> 0 THEN 'paused' ELSE 'pending' END)",
         )
         .bind(&row.id)
@@ -300,8 +352,10 @@ impl Store {
         .bind(&row.poller_regions)
         .bind(row.quorum)
         .bind(&row.notification_channel_ids)
+        .bind(&row.tags)
         .execute(&mut *tx)
         .await?;
+        sync_tags(&mut tx, &row.id, &row.tags()?).await?;
         sync_locations(
             &mut tx,
             &row.id,
@@ -335,7 +389,7 @@ impl Store {
              paused_at = CASE WHEN $13 <> 0 AND paused = 0 THEN $14 ELSE paused_at END, \
              resumed_at = CASE WHEN $13 = 0 AND paused <> 0 THEN $14 ELSE resumed_at END, \
              updated_at = $14, revision = $15, poller_regions = $16, quorum = $17, \
-             notification_channel_ids = $18 \
+             notification_channel_ids = $18, tags = $20 \
              WHERE id = $1 AND revision = $19 RETURNING assigned_poller_id",
         )
         .bind(&row.id)
@@ -357,11 +411,13 @@ impl Store {
         .bind(row.quorum)
         .bind(&row.notification_channel_ids)
         .bind(revision)
+        .bind(&row.tags)
         .fetch_optional(&mut *tx)
         .await?;
         let Some((assigned,)) = updated else {
             return Ok(None);
         };
+        sync_tags(&mut tx, &row.id, &row.tags()?).await?;
         // Every poller running it (its one placement, or each location) gets the new spec.
         let mut running: Vec<String> = location_pollers(&mut tx, &row.id).await?;
         running.extend(assigned);
@@ -400,7 +456,7 @@ impl Store {
             log_change(&mut tx, &mut versioned, &poller, id, now).await?;
         }
         sync_locations(&mut tx, id, &[], &mut versioned, now).await?;
-        for table in ["alert_state", "alert_due"] {
+        for table in ["alert_state", "alert_due", "monitor_tags"] {
             sqlx::query(&format!("DELETE FROM {table} WHERE monitor_id = $1"))
                 .bind(id)
                 .execute(&mut *tx)
@@ -431,30 +487,35 @@ impl Store {
             .await?)
     }
 
-    /// A page of monitors in list order (`created_at`, then id) after `after`: those that
-    /// showed `shown` at alerting's last look (index `monitors_shown_status`), and those that
-    /// run in `region` (placed on a poller of it, meant for it, or with a location there),
-    /// when given. The database walks the list's index and checks each filter per row, the
-    /// region against the sets of its pollers and locations (read once per statement, the
-    /// latter through `monitor_locations_region`); nothing is derived per row.
+    /// A page of monitors in list order (`created_at`, then id) after `after` that pass
+    /// `filter`. The database walks the list's index and checks each filter per row: the
+    /// status against `shown_status` (index `monitors_shown_status`), the region against the
+    /// sets of its pollers and locations (read once per statement, the latter through
+    /// `monitor_locations_region`), the tag against the set of its monitors (the primary key
+    /// of `monitor_tags`); nothing is derived per row.
     pub async fn list_monitors(
         &self,
-        shown: Option<&str>,
-        region: Option<&str>,
+        filter: &ListFilter<'_>,
         after: &Cursor,
         limit: u32,
     ) -> anyhow::Result<Vec<MonitorRow>> {
         let mut filters = String::new();
         let mut next = 4;
-        if shown.is_some() {
+        if filter.shown.is_some() {
             filters.push_str(&format!(" AND shown_status = ${next}"));
             next += 1;
         }
-        if region.is_some() {
+        if filter.region.is_some() {
             filters.push_str(&format!(
                 " AND (poller_region = ${next} \
                  OR assigned_poller_id IN (SELECT id FROM pollers WHERE region = ${next}) \
                  OR id IN (SELECT monitor_id FROM monitor_locations WHERE region = ${next}))"
+            ));
+            next += 1;
+        }
+        if filter.tag.is_some() {
+            filters.push_str(&format!(
+                " AND id IN (SELECT monitor_id FROM monitor_tags WHERE tag = ${next})"
             ));
         }
         let sql = format!(
@@ -466,10 +527,25 @@ impl Store {
             .bind(after.key)
             .bind(&after.id)
             .bind(i64::from(limit));
-        for value in [shown, region].into_iter().flatten() {
+        for value in [filter.shown, filter.region, filter.tag]
+            .into_iter()
+            .flatten()
+        {
             query = query.bind(value);
         }
         Ok(query.fetch_all(&self.pool).await?)
+    }
+
+    /// The ids of the monitors carrying `tag`, through `monitor_tags`' primary key: what a
+    /// pause or resume by tag changes.
+    pub async fn monitors_tagged(&self, tag: &str) -> anyhow::Result<Vec<String>> {
+        let rows: Vec<(String,)> = sqlx::query_as(
+            "SELECT monitor_id FROM monitor_tags WHERE tag = $1 ORDER BY monitor_id",
+        )
+        .bind(tag)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().map(|(id,)| id).collect())
     }
 
     /// Every monitor, for placement.
@@ -652,12 +728,12 @@ impl Store {
         let ids = placeholders(1, monitor_ids.len());
         let owned = format!(
             "FROM (SELECT id, NULL AS region, assigned_poller_id, previous_poller_id, \
-             assigned_at, kind, settings, interval_ms, quorum, paused_at, resumed_at FROM monitors \
-             WHERE id IN ({ids}) AND poller_mode <> 'multi' \
+             assigned_at, kind, settings, interval_ms, quorum, paused_at, resumed_at, tags \
+             FROM monitors WHERE id IN ({ids}) AND poller_mode <> 'multi' \
              UNION ALL \
              SELECT l.monitor_id, l.region, l.assigned_poller_id, l.previous_poller_id, \
              l.assigned_at, m.kind, m.settings, m.interval_ms, m.quorum, m.paused_at, \
-             m.resumed_at FROM monitor_locations l \
+             m.resumed_at, m.tags FROM monitor_locations l \
              JOIN monitors m ON m.id = l.monitor_id \
              WHERE l.monitor_id IN ({ids}) AND m.poller_mode = 'multi') AS owned"
         );
@@ -666,7 +742,7 @@ impl Store {
             self.backend(),
             &super::packed::columns_of(
                 "id, region, assigned_poller_id, previous_poller_id, assigned_at, kind, \
-                 settings, interval_ms, quorum, paused_at, resumed_at",
+                 settings, interval_ms, quorum, paused_at, resumed_at, tags",
             ),
             &owned,
             "id, region",
@@ -755,7 +831,15 @@ mod tests {
 #[cfg(test)]
 mod list_tests {
     use crate::store::testing::sqlite_store;
-    use crate::store::Cursor;
+    use crate::store::{Cursor, ListFilter};
+
+    fn kept<'a>(
+        shown: Option<&'a str>,
+        region: Option<&'a str>,
+        tag: Option<&'a str>,
+    ) -> ListFilter<'a> {
+        ListFilter { shown, region, tag }
+    }
 
     #[tokio::test]
     async fn the_list_filters_by_shown_status_and_region_in_the_database() {
@@ -793,15 +877,18 @@ mod list_tests {
             rows.into_iter().map(|m| m.id).collect()
         };
         let start = Cursor::start();
-        let all = store.list_monitors(None, None, &start, 10).await.unwrap();
+        let all = store
+            .list_monitors(&kept(None, None, None), &start, 10)
+            .await
+            .unwrap();
         assert_eq!(ids(all), ["a", "b", "c", "d", "e"]);
         let eu = store
-            .list_monitors(None, Some("eu"), &start, 10)
+            .list_monitors(&kept(None, Some("eu"), None), &start, 10)
             .await
             .unwrap();
         assert_eq!(ids(eu), ["a", "b", "c"]);
         let down_in_us = store
-            .list_monitors(Some("down"), Some("us"), &start, 10)
+            .list_monitors(&kept(Some("down"), Some("us"), None), &start, 10)
             .await
             .unwrap();
         assert_eq!(ids(down_in_us), ["c", "d"]);
@@ -810,9 +897,28 @@ mod list_tests {
             id: "a".into(),
         };
         let down = store
-            .list_monitors(Some("down"), None, &after_a, 1)
+            .list_monitors(&kept(Some("down"), None, None), &after_a, 1)
             .await
             .unwrap();
         assert_eq!(ids(down), ["c"]);
+        sqlx::query(
+            "INSERT INTO monitor_tags (tag, monitor_id) VALUES ('team:db', 'b'), ('team:db', 'd'), \
+             ('env:prod', 'd')",
+        )
+        .execute(&store.pool)
+        .await
+        .unwrap();
+        let db = store
+            .list_monitors(&kept(None, None, Some("team:db")), &start, 10)
+            .await
+            .unwrap();
+        assert_eq!(ids(db), ["b", "d"]);
+        let db_down_in_us = store
+            .list_monitors(&kept(Some("down"), Some("us"), Some("team:db")), &start, 10)
+            .await
+            .unwrap();
+        assert_eq!(ids(db_down_in_us), ["d"]);
+        assert_eq!(store.monitors_tagged("team:db").await.unwrap(), ["b", "d"]);
+        assert!(store.monitors_tagged("team").await.unwrap().is_empty());
     }
 }

@@ -22,6 +22,8 @@ pub struct ChannelRow {
     pub email_to: String,
     /// JSON object of the fields only some kinds have (`service::channels::ChannelOptions`).
     pub options: String,
+    /// JSON array: the tags whose monitors tell this channel.
+    pub tags: String,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -36,6 +38,7 @@ impl FromRow<'_, AnyRow> for ChannelRow {
             secret: row.try_get("secret")?,
             headers: row.try_get("headers")?,
             is_default: row.try_get::<i64, _>("is_default")? != 0,
+            tags: row.try_get("tags")?,
             email_from: row.try_get("email_from")?,
             email_to: row.try_get("email_to")?,
             options: row.try_get("options")?,
@@ -46,7 +49,7 @@ impl FromRow<'_, AnyRow> for ChannelRow {
 }
 
 const CHANNEL_COLUMNS: &str = "id, name, kind, url, secret, headers, is_default, email_from, \
-    email_to, created_at, updated_at, options";
+    email_to, created_at, updated_at, options, tags";
 
 /// The newest message a channel took about an open problem (`open_problems_told`).
 #[derive(Debug, Clone)]
@@ -159,7 +162,7 @@ impl Store {
         let _guard = self.write_lock().await;
         let sql = format!(
             "INSERT INTO notification_channels ({CHANNEL_COLUMNS}) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
         );
         bind_channel(sqlx::query(&sql), row)
             .execute(&self.writer)
@@ -174,7 +177,7 @@ impl Store {
             sqlx::query(
                 "UPDATE notification_channels SET name = $2, kind = $3, url = $4, secret = $5, \
                  headers = $6, is_default = $7, email_from = $8, email_to = $9, \
-                 created_at = $10, updated_at = $11, options = $12 WHERE id = $1",
+                 created_at = $10, updated_at = $11, options = $12, tags = $13 WHERE id = $1",
             ),
             row,
         )
@@ -400,4 +403,5 @@ fn bind_channel<'q>(
         .bind(row.created_at)
         .bind(row.updated_at)
         .bind(&row.options)
+        .bind(&row.tags)
 }

@@ -43,6 +43,8 @@ pub struct ChannelForm {
     remove_secret: Option<String>,
     headers: String,
     default: Option<String>,
+    /// Comma- or space-separated.
+    tags: String,
     from: String,
     /// Comma- or line-separated.
     to: String,
@@ -60,6 +62,7 @@ impl ChannelForm {
             url: view.url.clone().unwrap_or_default(),
             headers: fields::headers_text(view.headers.iter().map(|(k, v)| (k, v.as_str()))),
             default: view.default.then(|| "on".into()),
+            tags: view.tags.join(", "),
             from: view.from.clone().unwrap_or_default(),
             to: view.to.join(", "),
             template: view.template.clone().unwrap_or_default(),
@@ -91,6 +94,7 @@ impl ChannelForm {
                 Default::default()
             },
             default: self.default.is_some(),
+            tags: super::monitor_input::split_tags(&self.tags),
             from: fields::optional(&self.from).filter(|_| email),
             to: if email {
                 self.to
@@ -142,6 +146,7 @@ impl ChannelForm {
             secret,
             headers: takes("headers").then_some(spec.headers),
             default: Some(spec.default),
+            tags: Some(spec.tags),
             from: if email { spec.from } else { None },
             to: email.then_some(spec.to),
             urls: None,
@@ -278,6 +283,7 @@ fn render(
                 }
             }
             label.check { input type="checkbox" name="default" checked[form.default.is_some()]; " Every monitor notifies this channel" }
+            (fields::text_field("tags", "Tags", &form.tags, "monitors carrying one of these tags notify this channel too (comma-separated)", error))
             div.actions { button type="submit" { "Save" } a href="/notifications" { "Cancel" } }
         }
     }

@@ -1,5 +1,5 @@
 //! Maintenance windows on the page: the list (under way, planned, over), a form for a new one
-//! (one-off, or recurring with an RRULE, in a time zone; over regions, pollers or monitor
+//! (one-off, or recurring with an RRULE, in a time zone; over regions, tags, pollers or monitor
 //! ids), deleting one, and "Mute for" from a monitor's page. The form's local time is read
 //! in its time zone here; everything else is `service::maintenance`'s.
 
@@ -36,6 +36,7 @@ pub struct WindowForm {
     length: String,
     rule: String,
     regions: String,
+    tags: String,
     monitor_ids: String,
     poller_ids: Vec<String>,
     quiet: bool,
@@ -53,6 +54,7 @@ impl WindowForm {
                 "length" => form.length = value,
                 "rule" => form.rule = value,
                 "regions" => form.regions = value,
+                "tags" => form.tags = value,
                 "monitor_ids" => form.monitor_ids = value,
                 "poller_ids" => form.poller_ids.push(value),
                 "notify" => form.quiet = value == "none",
@@ -119,6 +121,7 @@ impl WindowForm {
             monitor_ids: ids("Monitor ids", list(&self.monitor_ids))?,
             poller_ids: ids("Pollers", self.poller_ids.clone())?,
             regions: list(&self.regions),
+            tags: super::monitor_input::split_tags(&self.tags),
             notify: if self.quiet {
                 MaintenanceNotify::None
             } else {
@@ -159,6 +162,7 @@ fn scope(window: &MaintenanceWindowView, pollers: &[PollerView]) -> Markup {
     };
     html! {
         @if !window.regions.is_empty() { "regions " (window.regions.join(", ")) br; }
+        @if !window.tags.is_empty() { "tags" (super::monitors::tag_links(&window.tags)) br; }
         @if !window.poller_ids.is_empty() {
             "pollers " (window.poller_ids.iter().map(poller_name).collect::<Vec<_>>().join(", ")) br;
         }
@@ -206,6 +210,8 @@ async fn page(
                         p.hint { "An RRULE, e.g. FREQ=WEEKLY;BYDAY=SU or FREQ=MONTHLY;BYMONTHDAY=1; empty for once." } }
             div.field { label for="window-regions" { "Regions" } input #window-regions type="text" name="regions" value=(form.regions);
                         p.hint { "Comma-separated: every monitor running from them." } }
+            div.field { label for="window-tags" { "Tags" } input #window-tags type="text" name="tags" value=(form.tags);
+                        p.hint { "Comma-separated: every monitor carrying one of them." } }
             @if !pollers.is_empty() {
                 fieldset { legend { "Pollers" }
                     @for poller in &pollers {

@@ -59,6 +59,7 @@ pub fn router(options: WebOptions) -> Router<Arc<App>> {
             get(monitors::detail).post(monitor_form::update),
         )
         .route("/monitors/{id}/edit", get(monitor_form::edit_page))
+        .route("/monitors/tagged", post(monitor_form::tagged))
         .route("/monitors/{id}/pause", post(monitor_form::pause))
         .route("/monitors/{id}/resume", post(monitor_form::resume))
         .route("/monitors/{id}/delete", post(monitor_form::delete))

@@ -10,6 +10,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use maud::{html, Markup};
+use serde::Deserialize;
 use shared_proto::monitor::{DEFAULT_INTERVAL_MS, DEFAULT_TIMEOUT_MS};
 use shared_proto::notifications::ChannelView;
 use shared_proto::settings_api::{CommandsAnswer, PollerView};
@@ -108,6 +109,7 @@ fn render(
             (text_field("target", "Target", &form.target, "http(s)://host/path, host:port (tcp, tls) or a host name (dns)"))
             (text_field("interval_ms", "Check every (ms)", &form.interval_ms, "5000 to 3600000; default 30000"))
             (text_field("timeout_ms", "Timeout (ms)", &form.timeout_ms, "100 to 120000, at most the interval; default 5000"))
+            (text_field("tags", "Tags", &form.tags, "e.g. team:db, env:prod; windows, channels and pause by tag target them"))
             fieldset {
                 legend { "Placement" }
                 div.field {
@@ -351,6 +353,34 @@ pub async fn resume(
     Form(pairs): Form<Vec<(String, String)>>,
 ) -> WebResult<Response> {
     set_paused(&app, &session, id, pairs, false).await
+}
+
+/// The list's "Pause all" / "Resume all" when it shows one tag's monitors.
+#[derive(Deserialize)]
+pub struct TaggedForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    tag: String,
+    #[serde(default)]
+    action: String,
+}
+
+pub async fn tagged(
+    State(app): State<Arc<App>>,
+    session: Session,
+    Form(form): Form<TaggedForm>,
+) -> WebResult<Response> {
+    session.check(&form.csrf)?;
+    let selection = shared_proto::tags::TagSelection {
+        tag: form.tag.trim().to_string(),
+    };
+    let back = format!(
+        "/?{}",
+        serde_urlencoded::to_string([("tag", selection.tag.as_str())]).unwrap_or_default()
+    );
+    app.pause_tagged(selection, form.action == "pause").await?;
+    Ok(Redirect::to(&back).into_response())
 }
 
 pub async fn delete(

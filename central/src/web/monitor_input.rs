@@ -34,6 +34,8 @@ pub struct MonitorForm {
     pub failover: String,
     pub paused: bool,
     pub notification_channel_ids: Vec<String>,
+    /// Tags, separated by commas or spaces.
+    pub tags: String,
     /// The JSON box: settings without a field of their own.
     pub settings: String,
     /// The fields of the kind's own settings (`settings.method`, …).
@@ -64,6 +66,7 @@ impl MonitorForm {
                 "failover" => form.failover = value,
                 "paused" => form.paused = true,
                 "notification_channel_ids" => form.notification_channel_ids.push(value),
+                "tags" => form.tags = value,
                 "settings" => form.settings = value,
                 "action" => form.test = value == "test",
                 key if key.starts_with("settings.") => {
@@ -105,6 +108,7 @@ impl MonitorForm {
                 .iter()
                 .map(Uuid::to_string)
                 .collect(),
+            tags: spec.tags.join(", "),
             settings: if rest.is_empty() {
                 String::new()
             } else {
@@ -206,6 +210,7 @@ impl MonitorForm {
             },
             paused: self.paused,
             notification_channel_ids,
+            tags: split_tags(&self.tags),
         })
     }
 }
@@ -228,7 +233,16 @@ pub fn full_patch(spec: MonitorSpec) -> MonitorPatch {
         failover: spec.failover,
         paused: Some(spec.paused),
         notification_channel_ids: Some(spec.notification_channel_ids),
+        tags: Some(spec.tags),
     }
+}
+
+/// Tags as typed in one box: separated by commas or whitespace (a tag holds neither).
+pub fn split_tags(text: &str) -> Vec<String> {
+    text.split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 /// The form field a service error names: `settings.expected_status` has its own field,
@@ -246,7 +260,7 @@ pub fn is_form_field(field: &str) -> bool {
     KNOWN_FIELDS.contains(&field) || check_settings::has_field(field)
 }
 
-const KNOWN_FIELDS: [&str; 16] = [
+const KNOWN_FIELDS: [&str; 17] = [
     "name",
     "kind",
     "target",
@@ -262,6 +276,7 @@ const KNOWN_FIELDS: [&str; 16] = [
     "failover",
     "paused",
     "notification_channel_ids",
+    "tags",
     "settings",
 ];
 
@@ -287,5 +302,14 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(form.to_spec().unwrap_err().field, "interval_ms");
+    }
+
+    #[test]
+    fn tags_are_typed_in_one_box() {
+        assert_eq!(
+            split_tags(" team:db, env:prod  k8s/ns,,"),
+            ["team:db", "env:prod", "k8s/ns"]
+        );
+        assert!(split_tags("  ").is_empty());
     }
 }

@@ -36,6 +36,8 @@ pub struct ListQuery {
     #[serde(default)]
     name: String,
     #[serde(default)]
+    tag: String,
+    #[serde(default)]
     cursor: String,
 }
 
@@ -63,6 +65,7 @@ pub async fn list(
         status: parse_status(&query.status),
         region: Some(query.region.trim().to_string()).filter(|r| !r.is_empty()),
         name: Some(query.name.trim().to_string()).filter(|n| !n.is_empty()),
+        tag: Some(query.tag.trim().to_string()).filter(|t| !t.is_empty()),
     };
     let cursor = match query.cursor.as_str() {
         "" => Cursor::start(),
@@ -81,6 +84,7 @@ pub async fn list(
             ("status", query.status.as_str()),
             ("region", query.region.as_str()),
             ("name", query.name.as_str()),
+            ("tag", query.tag.as_str()),
             ("cursor", next.as_str()),
         ])
         .unwrap_or_default();
@@ -102,7 +106,17 @@ pub async fn list(
                 }
             }
             label { "Region " input type="text" name="region" value=(query.region) size="10"; }
+            label { "Tag " input type="text" name="tag" value=(query.tag) size="12"; }
             button type="submit" { "Filter" }
+        }
+        @if let Some(tag) = &filter.tag {
+            form.actions method="post" action="/monitors/tagged" {
+                (csrf_field(&session))
+                input type="hidden" name="tag" value=(tag);
+                span { "Every monitor tagged " code { (tag) } ": " }
+                button type="submit" name="action" value="pause" { "Pause all" }
+                button type="submit" name="action" value="resume" { "Resume all" }
+            }
         }
         div.table-wrap {
             table.monitors {
@@ -119,7 +133,8 @@ pub async fn list(
                         tr {
                             td { (status_cell(&item.status)) }
                             td { a href={ "/monitors/" (item.view.id) } { (item.view.spec.name) }
-                                 br; span.muted.small { (item.view.spec.kind.as_str()) " " (item.view.spec.target) } }
+                                 br; span.muted.small { (item.view.spec.kind.as_str()) " " (item.view.spec.target) }
+                                 (tag_links(&item.view.spec.tags)) }
                             td { (heartbeat_bar(&item.beats, BEATS as usize)) }
                             td { (percent(item.uptime_24h)) }
                             td { (percent(item.uptime_30d)) }
@@ -140,6 +155,18 @@ pub async fn list(
         p.muted.small { "Updated " (ago(now, now)) "; the list refreshes itself every 5 s." }
     };
     Ok(layout::page(&session, Section::Monitors, "Monitors", body))
+}
+
+/// A monitor's tags, each a link to the list of the monitors carrying it.
+pub fn tag_links(tags: &[String]) -> Markup {
+    html! {
+        @if !tags.is_empty() {
+            br;
+            @for tag in tags {
+                a.tag href={ "/?" (serde_urlencoded::to_string([("tag", tag)]).unwrap_or_default()) } { (tag) } " "
+            }
+        }
+    }
 }
 
 fn status_cell(status: &MonitorStatusView) -> Markup {
@@ -249,7 +276,8 @@ pub async fn detail(
             }
         }
         p.muted { (monitor.spec.kind.as_str()) " " code { (monitor.spec.target) }
-            " · every " (monitor.spec.interval_ms / 1000) " s · " (placement_cell(&monitor, &pollers)) }
+            " · every " (monitor.spec.interval_ms / 1000) " s · " (placement_cell(&monitor, &pollers))
+            (tag_links(&monitor.spec.tags)) }
         @if !commands.is_empty() {
             (super::commands::outcome(super::commands::title_of(&commands[0].kind), &commands))
         }

@@ -5,11 +5,12 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::settings::MonitorSettings;
+use crate::tags::{validate_tags, MAX_MONITOR_TAGS};
 pub use crate::target::split_host_port;
 use crate::target::{validate_target, validate_target_length};
 use crate::ValidationError;
 
-mod rules;
+pub(crate) mod rules;
 pub use rules::{
     has_control, is_blank, validate_interval, validate_label, validate_name, validate_timeout,
 };
@@ -185,6 +186,11 @@ pub struct MonitorSpec {
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(max_items = 20))]
     pub notification_channel_ids: Vec<Uuid>,
+    /// The operator's labels (`team:db`, `env:prod`): the list filters by them, and
+    /// maintenance windows, notification channels and pause/resume can target them.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_items = 20))]
+    pub tags: Vec<String>,
 }
 
 impl MonitorSpec {
@@ -214,6 +220,7 @@ impl MonitorSpec {
         if self.notification_channel_ids.len() > MAX_CHANNELS {
             return Err(too_many_channels());
         }
+        validate_tags("tags", &self.tags, MAX_MONITOR_TAGS)?;
         Ok(())
     }
 
@@ -246,6 +253,7 @@ impl MonitorSpec {
             failover,
             paused,
             notification_channel_ids,
+            tags,
         } = patch;
         if let Some(v) = name {
             self.name = v;
@@ -291,6 +299,9 @@ impl MonitorSpec {
         }
         if let Some(v) = notification_channel_ids {
             self.notification_channel_ids = v;
+        }
+        if let Some(v) = tags {
+            self.tags = v;
         }
     }
 }
@@ -339,6 +350,9 @@ pub struct MonitorPatch {
     pub paused: Option<bool>,
     #[cfg_attr(feature = "openapi", schema(max_items = 20))]
     pub notification_channel_ids: Option<Vec<Uuid>>,
+    /// Replaces the monitor's tags (`[]` removes them all).
+    #[cfg_attr(feature = "openapi", schema(max_items = 20))]
+    pub tags: Option<Vec<String>>,
 }
 
 impl MonitorPatch {
@@ -385,6 +399,9 @@ impl MonitorPatch {
             .is_some_and(|ids| ids.len() > MAX_CHANNELS)
         {
             return Err(too_many_channels());
+        }
+        if let Some(tags) = &self.tags {
+            validate_tags("tags", tags, MAX_MONITOR_TAGS)?;
         }
         Ok(())
     }

@@ -75,14 +75,19 @@ pub fn validate_timeout(timeout_ms: u64, interval_ms: u64) -> Result<(), Validat
     Ok(())
 }
 
-/// Region, datacenter and capability names: short, printable, no spaces.
-pub fn validate_label(field: &str, value: &str) -> Result<(), ValidationError> {
-    let ok = !value.is_empty()
-        && value.len() <= MAX_LABEL_LEN
+/// Whether `value` is 1 to `max` ASCII letters, digits or `extra` bytes: a name that reads the
+/// same in a URL, a label value and a page.
+pub(crate) fn is_word(value: &str, max: usize, extra: &[u8]) -> bool {
+    !value.is_empty()
+        && value.len() <= max
         && value
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
-    if ok {
+            .all(|b| b.is_ascii_alphanumeric() || extra.contains(&b))
+}
+
+/// Region, datacenter and capability names: short, printable, no spaces.
+pub fn validate_label(field: &str, value: &str) -> Result<(), ValidationError> {
+    if is_word(value, MAX_LABEL_LEN, b"-_.") {
         Ok(())
     } else {
         Err(ValidationError::new(

@@ -144,9 +144,12 @@ fn channel_kinds(schemas: &mut Map<String, Value>) {
         .into_iter()
         .map(|kind| {
             let mut properties = Map::new();
-            for common in ["name", "default"] {
+            for common in ["name", "default", "tags"] {
                 properties.insert(common.into(), flat["properties"][common].clone());
             }
+            properties["tags"]["items"] =
+                json!({"type": "string", "pattern": shared_proto::tags::TAG_PATTERN});
+            properties["tags"]["uniqueItems"] = json!(true);
             properties.insert(
                 "kind".into(),
                 json!({"type": "string", "enum": [kind.as_str()]}),

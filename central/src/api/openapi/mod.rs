@@ -9,7 +9,9 @@ use shared_proto::ErrorBody;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{commands, dependencies, history, maintenance, notifications, ops, poller, settings};
+use super::{
+    commands, dependencies, history, maintenance, notifications, ops, poller, settings, tagged,
+};
 
 mod errors;
 mod kinds;
@@ -48,6 +50,7 @@ pub use errors::*;
         notifications::list_notifications,
         maintenance::create_window, maintenance::list_windows, maintenance::get_window,
         maintenance::update_window, maintenance::delete_window, maintenance::mute_monitor,
+        tagged::pause, tagged::resume,
     ),
     components(schemas(ErrorBody)),
     modifiers(&BearerSchemes),

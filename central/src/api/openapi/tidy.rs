@@ -37,11 +37,13 @@ pub(super) fn headers_are_never_null(document: &mut serde_json::Value) {
 pub(super) fn state_item_rules(document: &mut serde_json::Value) {
     use serde_json::{json, Value};
     let label = json!({"type": "string", "pattern": shared_proto::monitor::LABEL_PATTERN});
+    let tag = json!({"type": "string", "pattern": shared_proto::tags::TAG_PATTERN});
+    let tags = json!({"items": tag, "uniqueItems": true});
     let email = json!({"type": "string", "format": "email", "maxLength": 254});
     let url = json!({"type": "string", "format": "uri", "maxLength": 2048});
     // `ChannelSpec` is replaced by one schema per kind (`kinds`), with its own rules; the
     // patch, which names no kind, keeps the rules every kind shares.
-    let rules: [(&str, &str, Value); 8] = [
+    let rules: [(&str, &str, Value); 13] = [
         (
             "MonitorSpec",
             "poller_regions",
@@ -62,6 +64,11 @@ pub(super) fn state_item_rules(document: &mut serde_json::Value) {
         ("ChannelPatch", "urls", json!({"items": url})),
         ("MaintenanceWindowSpec", "regions", json!({"items": label})),
         ("MaintenanceWindowPatch", "regions", json!({"items": label})),
+        ("MonitorSpec", "tags", tags.clone()),
+        ("MonitorPatch", "tags", tags.clone()),
+        ("MaintenanceWindowSpec", "tags", tags.clone()),
+        ("MaintenanceWindowPatch", "tags", tags.clone()),
+        ("ChannelPatch", "tags", tags),
     ];
     for (schema, property, extra) in rules {
         let Some(field) = document.pointer_mut(&format!(

@@ -20,6 +20,7 @@ use uuid::Uuid;
 
 use super::{flap_window_ms, next_look, step, AlertState, Notice, Rules};
 use crate::error::ApiResult;
+use crate::service::channels::tells;
 use crate::service::{stored_id, time_of, App};
 use crate::store::{AlertStateRow, AlertUpdate, ChannelRow, Look, MonitorRow, OutboxRow};
 
@@ -354,14 +355,13 @@ impl App {
             }
             let notifications = match &notice {
                 Some(notice) => {
-                    let listed = monitor.channel_ids()?;
                     if channels.is_none() {
                         channels = Some(self.store.all_channels().await?);
                     }
                     let targets: Vec<&ChannelRow> = channels
                         .iter()
                         .flatten()
-                        .filter(|c| c.is_default || listed.contains(&c.id))
+                        .filter(|c| tells(c, monitor))
                         .collect();
                     let message = message_for(monitor, status, current, notice, now)?;
                     tracing::info!(monitor_id = %monitor.id, event = notice.event.as_str(),

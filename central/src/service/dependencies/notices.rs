@@ -17,6 +17,7 @@ use shared_proto::notifications::{DependencySubject, Notification, NotificationE
 use uuid::Uuid;
 
 use super::super::alerts::outbox_rows;
+use super::super::channels::tells;
 use super::super::{time_of, App};
 use crate::store::{ChannelRow, MonitorRow, PendingNoticeRow};
 
@@ -49,16 +50,10 @@ impl App {
                 // A deleted monitor has nobody to tell: the mark is cleared all the same.
                 let rows = match monitors.get(&change.monitor_id) {
                     Some(monitor) => {
-                        // A monitor whose channel list cannot be read still tells the
-                        // default channels rather than stop every notice behind it.
-                        let listed = monitor.channel_ids().unwrap_or_else(|e| {
-                            tracing::warn!(monitor_id = %monitor.id, "unreadable channel list: {e:#}");
-                            Vec::new()
-                        });
                         let targets: Vec<&ChannelRow> = channels
                             .iter()
                             .filter(|c| c.kind != "alertmanager")
-                            .filter(|c| c.is_default || listed.contains(&c.id))
+                            .filter(|c| tells(c, monitor))
                             .collect();
                         let message = message_of(monitor, change)?;
                         outbox_rows(&targets, &message, Some(&monitor.id), None)?

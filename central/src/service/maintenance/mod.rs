@@ -131,7 +131,13 @@ pub fn placement_of<'a>(
         monitor_id: &monitor.id,
         pollers,
         regions: placed,
+        tags: tags_of(monitor.tags.as_deref()),
     }
+}
+
+/// A monitor's stored tags (a list that does not read covers no tag: the API stores none).
+pub fn tags_of(json: Option<&str>) -> Vec<String> {
+    json.map(list_of).unwrap_or_default()
 }
 
 /// The time the windows covering `placement` hold within their stretch: disjoint spans in
@@ -167,6 +173,7 @@ pub fn windows_of(rows: &[WindowRow]) -> Vec<Window> {
                     monitors: list_of(&row.monitor_ids).into_iter().collect(),
                     pollers: list_of(&row.poller_ids).into_iter().collect(),
                     regions: list_of(&row.regions).into_iter().collect(),
+                    tags: list_of(&row.tags).into_iter().collect(),
                 },
             })
         })
@@ -238,6 +245,7 @@ impl App {
             monitor_ids: vec![id],
             poller_ids: Vec::new(),
             regions: Vec::new(),
+            tags: Vec::new(),
             notify: request.notify,
         };
         self.create_window(spec).await
@@ -363,6 +371,7 @@ impl App {
             monitor_ids: serde_json::to_string(&monitor_ids).map_err(anyhow::Error::from)?,
             poller_ids: serde_json::to_string(&poller_ids).map_err(anyhow::Error::from)?,
             regions: serde_json::to_string(&spec.regions).map_err(anyhow::Error::from)?,
+            tags: serde_json::to_string(&spec.tags).map_err(anyhow::Error::from)?,
             notify: notify_text(spec.notify).to_string(),
             created_at,
             updated_at: now,
@@ -391,6 +400,7 @@ fn spec_of(row: &WindowRow) -> anyhow::Result<MaintenanceWindowSpec> {
         monitor_ids: uuids(&row.monitor_ids)?,
         poller_ids: uuids(&row.poller_ids)?,
         regions: list_of(&row.regions),
+        tags: list_of(&row.tags),
         notify: notify_of(&row.notify),
     })
 }
@@ -411,6 +421,7 @@ fn window_view(row: &WindowRow, now: i64) -> anyhow::Result<MaintenanceWindowVie
         monitor_ids: spec.monitor_ids,
         poller_ids: spec.poller_ids,
         regions: spec.regions,
+        tags: spec.tags,
         notify: spec.notify,
         current: schedule
             .as_ref()
@@ -479,13 +490,21 @@ mod tests {
             monitors: ["m".to_string()].into(),
             pollers: ["p".to_string()].into(),
             regions: ["eu".to_string()].into(),
+            tags: ["team:db".to_string()].into(),
         };
         let placed = |id, pollers: Vec<&'static str>, regions: Vec<&'static str>| Placement {
             monitor_id: id,
             pollers,
             regions,
+            tags: Vec::new(),
         };
         assert!(scope.covers(&placed("m", vec![], vec![])));
+        let tagged = |tags: &[&str]| Placement {
+            tags: tags.iter().map(|t| t.to_string()).collect(),
+            ..placed("x", vec![], vec![])
+        };
+        assert!(scope.covers(&tagged(&["env:prod", "team:db"])));
+        assert!(!scope.covers(&tagged(&["team:dba", "Team:db"])));
         assert!(scope.covers(&placed("x", vec!["q", "p"], vec![])));
         assert!(scope.covers(&placed("x", vec![], vec!["us", "eu"])));
         assert!(!scope.covers(&placed("x", vec!["q"], vec!["us"])));

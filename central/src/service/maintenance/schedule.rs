@@ -48,6 +48,7 @@ pub struct Scope {
     pub monitors: HashSet<String>,
     pub pollers: HashSet<String>,
     pub regions: HashSet<String>,
+    pub tags: HashSet<String>,
 }
 
 /// Where a monitor runs, as a window's scope sees it.
@@ -58,6 +59,8 @@ pub struct Placement<'a> {
     pub pollers: Vec<&'a str>,
     /// Its group's region, its pollers' regions and its locations' regions.
     pub regions: Vec<&'a str>,
+    /// Its tags.
+    pub tags: Vec<String>,
 }
 
 /// A window as the rules use it.
@@ -75,6 +78,7 @@ impl Scope {
         self.monitors.contains(placement.monitor_id)
             || placement.pollers.iter().any(|p| self.pollers.contains(*p))
             || placement.regions.iter().any(|r| self.regions.contains(*r))
+            || placement.tags.iter().any(|t| self.tags.contains(t))
     }
 }
 
