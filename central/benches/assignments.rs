@@ -72,6 +72,7 @@ fn spec(i: usize) -> MonitorSpec {
         quorum: None,
         notification_channel_ids: Vec::new(),
         tags: Vec::new(),
+        parent_ids: Vec::new(),
         failover: None,
         paused: false,
     }

@@ -116,6 +116,7 @@ async fn ingest(options: &Options, database_url: &str) -> (f64, Vec<Duration>, U
                 quorum: None,
                 notification_channel_ids: Vec::new(),
                 tags: Vec::new(),
+                parent_ids: Vec::new(),
                 failover: None,
                 paused: false,
             })

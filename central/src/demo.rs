@@ -146,6 +146,7 @@ fn sample_monitors(target: &str, central: &str) -> Vec<MonitorSpec> {
         quorum: None,
         notification_channel_ids: Vec::new(),
         tags: Vec::new(),
+        parent_ids: Vec::new(),
         failover: None,
         paused: false,
     };

@@ -859,6 +859,10 @@ pub struct Notification {
     /// For `dependency.*`: the dependency, as the monitor's health document names it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dependency: Option<DependencySubject>,
+    /// For a monitor others depend on (`parent_ids`), the problem of which holds theirs: the
+    /// monitors behind it (at most 20 named; the message says how many there are).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dependents: Option<Vec<Subject>>,
 }
 
 /// The dependency a `dependency.*` notification is about.

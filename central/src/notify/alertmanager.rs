@@ -220,6 +220,7 @@ mod tests {
             reminder: false,
             locations: None,
             dependency: None,
+            dependents: None,
         }
     }
 

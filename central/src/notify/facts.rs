@@ -156,6 +156,7 @@ mod tests {
             reminder: false,
             locations: None,
             dependency: None,
+            dependents: None,
         }
     }
 

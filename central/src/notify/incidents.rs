@@ -207,6 +207,7 @@ mod tests {
             reminder: false,
             locations: None,
             dependency: None,
+            dependents: None,
         };
         let facts = Facts::of(&message, None);
         let alias = "central%2Fmonitor%2F00000000-0000-0000-0000-000000000007";

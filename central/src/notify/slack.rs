@@ -50,6 +50,7 @@ mod tests {
             reminder: false,
             locations: None,
             dependency: None,
+            dependents: None,
         };
         let body: serde_json::Value = serde_json::from_str(&body(&message)).unwrap();
         let text = body["text"].as_str().unwrap();

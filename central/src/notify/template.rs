@@ -248,6 +248,7 @@ mod tests {
             reminder: false,
             locations: None,
             dependency: None,
+            dependents: None,
         }
     }
 

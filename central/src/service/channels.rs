@@ -116,6 +116,7 @@ impl App {
             reminder: false,
             locations: None,
             dependency: None,
+            dependents: None,
         };
         let outcome = self.notifier.deliver(&channel, &message).await;
         Ok(ChannelTestResult {

@@ -97,7 +97,7 @@ impl App {
         spec: MonitorSpec,
         wait: Duration,
     ) -> ApiResult<CommandsAnswer> {
-        self.validate_monitor(&spec).await?;
+        self.validate_monitor(None, &spec).await?;
         let now = self.now_ms();
         let row = monitor_row(Uuid::new_v4(), &spec, now, now);
         let runs = match self.where_it_would_run(&row).await? {

@@ -19,6 +19,7 @@ pub mod ingest;
 pub mod maintenance;
 pub mod monitors;
 pub mod overview;
+pub mod parents;
 pub mod placement;
 pub mod pollers;
 pub mod quorum;

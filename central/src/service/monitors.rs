@@ -25,7 +25,7 @@ pub struct MonitorFilter {
 
 impl App {
     pub async fn create_monitor(&self, spec: MonitorSpec) -> ApiResult<MonitorView> {
-        self.validate_monitor(&spec).await?;
+        self.validate_monitor(None, &spec).await?;
         let id = Uuid::new_v4();
         let now = self.now_ms();
         let row = monitor_row(id, &spec, now, now);
@@ -34,7 +34,12 @@ impl App {
         self.get_monitor(id).await
     }
 
-    pub(super) async fn validate_monitor(&self, spec: &MonitorSpec) -> ApiResult<()> {
+    /// `id`: the monitor edited, `None` for a new one.
+    pub(super) async fn validate_monitor(
+        &self,
+        id: Option<Uuid>,
+        spec: &MonitorSpec,
+    ) -> ApiResult<()> {
         spec.validate()?;
         if let (PollerMode::Pinned, Some(poller_id)) = (spec.poller_mode, spec.poller_id) {
             if self.store.poller(&poller_id.to_string()).await?.is_none() {
@@ -54,6 +59,7 @@ impl App {
                 .into());
             }
         }
+        self.check_parents(id, &spec.parent_ids).await?;
         Ok(())
     }
 
@@ -173,7 +179,7 @@ impl App {
             }
             let mut spec = monitor_view(&current)?.spec;
             spec.apply(patch.clone());
-            self.validate_monitor(&spec)
+            self.validate_monitor(Some(id), &spec)
                 .await
                 .map_err(super::patch_does_not_fit)?;
             let row = monitor_row(id, &spec, current.created_at, self.now_ms());
@@ -295,6 +301,15 @@ pub(super) fn monitor_row(
         }),
         tags: (!spec.tags.is_empty())
             .then(|| serde_json::Value::from(spec.tags.clone()).to_string()),
+        parent_ids: (!spec.parent_ids.is_empty()).then(|| {
+            serde_json::Value::from(
+                spec.parent_ids
+                    .iter()
+                    .map(Uuid::to_string)
+                    .collect::<Vec<_>>(),
+            )
+            .to_string()
+        }),
         failover: spec.failover,
         paused: spec.paused,
         // The store keeps these as `paused` changes.
@@ -347,6 +362,11 @@ fn monitor_view(row: &MonitorRow) -> anyhow::Result<MonitorView> {
             .map(|id| stored_id(id))
             .collect::<anyhow::Result<_>>()?,
         tags: row.tags()?,
+        parent_ids: row
+            .parents()?
+            .iter()
+            .map(|id| stored_id(id))
+            .collect::<anyhow::Result<_>>()?,
     };
     Ok(MonitorView {
         id: Uuid::try_parse(&row.id)?,

@@ -13,6 +13,7 @@ use shared_proto::settings_api::{
 use shared_proto::CheckKind;
 
 use super::maintenance::{in_maintenance, placement_of, WindowNow, WindowsOf};
+use super::parents::{behind, parents_by_child, run_since, Behind, Child};
 use super::status::{self, StatusInputs, Verdict, VerdictState};
 use super::{quorum, stored_id, time_of, App};
 use crate::error::ApiResult;
@@ -40,6 +41,8 @@ pub struct Derived {
     pub beneath: MonitorStatus,
     /// What the windows covering it say now, and when that could change.
     pub windows: WindowsOf,
+    /// The parent its problem is held behind, or waited for (`parents::behind`).
+    pub behind: Option<Behind>,
 }
 
 /// A monitor's confirmation thresholds (`settings.confirm_down`, `settings.confirm_up`).
@@ -111,7 +114,68 @@ impl App {
         for monitor in monitors {
             views.push(self.status_of(monitor, &known).await?);
         }
+        self.add_parents(monitors, &mut views, &known).await?;
         Ok(views)
+    }
+
+    /// Which failing monitors are behind a parent (`parents::behind`), with the reason they
+    /// show. Reads the parents of the failing ones only (their rows and newest results).
+    async fn add_parents(
+        &self,
+        monitors: &[MonitorRow],
+        views: &mut [Derived],
+        known: &Known,
+    ) -> ApiResult<()> {
+        let failing: Vec<MonitorRow> = monitors
+            .iter()
+            .zip(views.iter())
+            .filter(|(m, d)| {
+                m.parent_ids.is_some()
+                    && matches!(
+                        d.view.status,
+                        MonitorStatus::Down | MonitorStatus::Degraded | MonitorStatus::Stale
+                    )
+            })
+            .map(|(m, _)| m.clone())
+            .collect();
+        if failing.is_empty() {
+            return Ok(());
+        }
+        let ids: std::collections::BTreeSet<String> = failing
+            .iter()
+            .flat_map(|m| m.parents().unwrap_or_default())
+            .collect();
+        let ids: Vec<String> = ids.into_iter().collect();
+        let rows: HashMap<String, MonitorRow> = self
+            .store
+            .monitors_by_ids(&ids)
+            .await?
+            .into_iter()
+            .map(|m| (m.id.clone(), m))
+            .collect();
+        let latest = self.store.monitor_statuses(Some(&ids)).await?;
+        let parents = parents_by_child(&failing, &rows, &latest);
+        for (monitor, derived) in monitors.iter().zip(views.iter_mut()) {
+            let Some(parents) = parents.get(&monitor.id) else {
+                continue;
+            };
+            let latest = known.latest.get(&monitor.id);
+            let child = Child {
+                status: derived.view.status,
+                failing_since: run_since(latest, "down", monitor.interval_ms),
+                last_result_at: latest.map(|l| l.last_result_at),
+                interval_ms: monitor.interval_ms,
+            };
+            derived.behind = behind(child, parents, known.now);
+            if let Some(Behind::Parent { name, status }) = &derived.behind {
+                let because = format!("because {name} is {status}");
+                derived.view.reason = Some(match derived.view.reason.take() {
+                    Some(own) => format!("{because}; {own}"),
+                    None => because,
+                });
+            }
+        }
+        Ok(())
     }
 
     async fn status_of(&self, monitor: &MonitorRow, known: &Known) -> ApiResult<Derived> {
@@ -182,6 +246,7 @@ impl App {
             changes_at,
             beneath,
             windows,
+            behind: None,
         })
     }
 

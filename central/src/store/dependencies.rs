@@ -914,6 +914,7 @@ mod tests {
                 quorum: None,
                 notification_channel_ids: None,
                 tags: None,
+                parent_ids: None,
                 failover: None,
                 paused: false,
                 paused_at: None,

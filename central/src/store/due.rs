@@ -182,11 +182,26 @@ pub(super) async fn confirm_due(
     Ok(marked)
 }
 
-/// Writes finished looks: each row's next instant, or its removal, unless a mark came in.
+/// Writes finished looks: each row's next instant, or its removal, unless a mark came in. A
+/// monitor that shows a new status marks the monitors that depend on it due at `now` (their
+/// notices wait on it: `service::alerts::look`); cost: their rows.
 pub(super) async fn finish_looks(
     tx: &mut Transaction<'_, Any>,
+    backend: Backend,
     looks: &[Look],
+    now: i64,
 ) -> sqlx::Result<()> {
+    let mut children: Vec<String> = Vec::new();
+    for look in looks {
+        if look.shown.is_some() {
+            let rows: Vec<(String,)> =
+                sqlx::query_as("SELECT child_id FROM monitor_parents WHERE parent_id = $1")
+                    .bind(&look.monitor_id)
+                    .fetch_all(&mut **tx)
+                    .await?;
+            children.extend(rows.into_iter().map(|(id,)| id));
+        }
+    }
     for look in looks {
         // Whatever came in meanwhile: it is what the look saw, and a later look corrects it.
         if let Some(shown) = &look.shown {
@@ -221,6 +236,10 @@ pub(super) async fn finish_looks(
                 .bind(look.marks),
         };
         query.execute(&mut **tx).await?;
+    }
+    if !children.is_empty() {
+        let ids = serde_json::to_string(&children).map_err(|e| sqlx::Error::Encode(e.into()))?;
+        mark_due(tx, backend, &ids, now).await?;
     }
     Ok(())
 }
@@ -344,7 +363,7 @@ mod tests {
                 ..Look::settled(id, *marks)
             })
             .collect();
-        store.record_alerts(&[], &looks).await.unwrap();
+        store.record_alerts(&[], &looks, 0).await.unwrap();
         assert_eq!(
             store.due_looks(200, 10).await.unwrap(),
             [("a".to_string(), 3)],
@@ -352,7 +371,7 @@ mod tests {
         );
         assert_eq!(store.next_due_at().await.unwrap(), Some(100));
         let done = Look::settled("a", 3);
-        store.record_alerts(&[], &[done]).await.unwrap();
+        store.record_alerts(&[], &[done], 0).await.unwrap();
         assert_eq!(store.next_due_at().await.unwrap(), Some(10_000));
     }
 
@@ -400,7 +419,7 @@ mod tests {
                 ..Look::settled("b", 1)
             },
         ];
-        store.record_alerts(&[], &looks).await.unwrap();
+        store.record_alerts(&[], &looks, 0).await.unwrap();
         confirm(
             &store,
             &[("a", 20_000), ("b", 20_000), ("c", 20_000)],
@@ -428,11 +447,17 @@ mod tests {
         confirm(&store, &[("a", 90_000)], 50_000).await;
         assert!(is_due(&store.due_looks(50_000, 10).await.unwrap(), "a", 2));
         // Worked out with another interval than the look saw (an edit in between): marked.
-        store.record_alerts(&[], &[steady("a", 2)]).await.unwrap();
+        store
+            .record_alerts(&[], &[steady("a", 2)], 0)
+            .await
+            .unwrap();
         confirm_with(&store, &[("a", 90_000)], 3_600_000, 2_000).await;
         assert!(is_due(&store.due_looks(10_000, 10).await.unwrap(), "a", 3));
         // A mark ends `a`'s steadiness: confirmations no longer move it on.
-        store.record_alerts(&[], &[steady("a", 3)]).await.unwrap();
+        store
+            .record_alerts(&[], &[steady("a", 3)], 0)
+            .await
+            .unwrap();
         store.mark_monitors_due(&ids[..1], 3_000).await.unwrap();
         confirm(&store, &[("a", 70_000)], 4_000).await;
         assert!(is_due(&store.due_looks(3_000, 10).await.unwrap(), "a", 5));

@@ -273,6 +273,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "tags",
         include_str!("../../../migrations/sqlite/20261206000031_tags.sql"),
     ),
+    (
+        20261207000032,
+        "parents",
+        include_str!("../../../migrations/sqlite/20261207000032_parents.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -430,6 +435,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261206000031,
         "tags",
         include_str!("../../../migrations/postgres/20261206000031_tags.sql"),
+    ),
+    (
+        20261207000032,
+        "parents",
+        include_str!("../../../migrations/postgres/20261207000032_parents.sql"),
     ),
 ];
 

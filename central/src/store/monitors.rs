@@ -27,6 +27,8 @@ pub struct MonitorRow {
     pub notification_channel_ids: Option<String>,
     /// JSON array of the operator's tags (`monitor_tags` holds a row per tag, for lookups).
     pub tags: Option<String>,
+    /// JSON array of the monitors it depends on (`monitor_parents` holds a row per parent).
+    pub parent_ids: Option<String>,
     #[serde(deserialize_with = "super::packed::optional_flag")]
     pub failover: Option<bool>,
     #[serde(deserialize_with = "super::packed::flag")]
@@ -65,6 +67,7 @@ impl FromRow<'_, AnyRow> for MonitorRow {
             quorum: row.try_get("quorum")?,
             notification_channel_ids: row.try_get("notification_channel_ids")?,
             tags: row.try_get("tags")?,
+            parent_ids: row.try_get("parent_ids")?,
             failover: row.try_get::<Option<i64>, _>("failover")?.map(|f| f != 0),
             paused: row.try_get::<i64, _>("paused")? != 0,
             paused_at: row.try_get("paused_at")?,
@@ -93,6 +96,14 @@ impl MonitorRow {
     /// The operator's tags.
     pub fn tags(&self) -> anyhow::Result<Vec<String>> {
         match &self.tags {
+            Some(json) => Ok(serde_json::from_str(json)?),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The monitors it depends on.
+    pub fn parents(&self) -> anyhow::Result<Vec<String>> {
+        match &self.parent_ids {
             Some(json) => Ok(serde_json::from_str(json)?),
             None => Ok(Vec::new()),
         }
@@ -173,7 +184,7 @@ pub struct StatusRow {
 pub(super) const MONITOR_COLUMNS: &str =
     "id, name, kind, target, interval_ms, timeout_ms, settings, \
      poller_mode, poller_id, poller_region, poller_datacenter, poller_capability, \
-     poller_regions, quorum, notification_channel_ids, tags, failover, \
+     poller_regions, quorum, notification_channel_ids, tags, parent_ids, failover, \
      paused, paused_at, resumed_at, created_at, updated_at, revision, assigned_poller_id, \
      previous_poller_id, assigned_at, placement_reason, shown_status";
 
@@ -287,33 +298,85 @@ async fn sync_locations(
     Ok(())
 }
 
-/// Makes a monitor's `monitor_tags` rows its tags: the ones dropped go, new ones come.
-async fn sync_tags(
+/// Makes the rows of `table` whose `own` column is `id` hold exactly `values` in `value`
+/// (a monitor's tags, or its parents): the ones dropped go, new ones come.
+async fn sync_set(
     tx: &mut Transaction<'_, Any>,
-    monitor_id: &str,
-    tags: &[String],
+    (table, own, value): (&str, &str, &str),
+    id: &str,
+    values: &[String],
 ) -> sqlx::Result<()> {
     let existing: Vec<(String,)> =
-        sqlx::query_as("SELECT tag FROM monitor_tags WHERE monitor_id = $1")
-            .bind(monitor_id)
+        sqlx::query_as(&format!("SELECT {value} FROM {table} WHERE {own} = $1"))
+            .bind(id)
             .fetch_all(&mut **tx)
             .await?;
-    for (tag,) in existing.iter().filter(|(t,)| !tags.contains(t)) {
-        sqlx::query("DELETE FROM monitor_tags WHERE tag = $1 AND monitor_id = $2")
-            .bind(tag)
-            .bind(monitor_id)
-            .execute(&mut **tx)
-            .await?;
+    for (old,) in existing.iter().filter(|(v,)| !values.contains(v)) {
+        sqlx::query(&format!(
+            "DELETE FROM {table} WHERE {value} = $1 AND {own} = $2"
+        ))
+        .bind(old)
+        .bind(id)
+        .execute(&mut **tx)
+        .await?;
     }
-    for tag in tags.iter().filter(|t| !existing.iter().any(|(e,)| e == *t)) {
-        sqlx::query("INSERT INTO monitor_tags (tag, monitor_id) VALUES ($1, $2)")
-            .bind(tag)
-            .bind(monitor_id)
-            .execute(&mut **tx)
-            .await?;
+    for new in values
+        .iter()
+        .filter(|v| !existing.iter().any(|(e,)| e == *v))
+    {
+        sqlx::query(&format!(
+            "INSERT INTO {table} ({value}, {own}) VALUES ($1, $2)"
+        ))
+        .bind(new)
+        .bind(id)
+        .execute(&mut **tx)
+        .await?;
     }
     Ok(())
 }
+
+/// A deleted monitor is nobody's parent any more: it leaves its children's lists (their
+/// status reasons change: they are marked due) and has no parents of its own.
+async fn forget_parent(
+    tx: &mut Transaction<'_, Any>,
+    backend: super::Backend,
+    id: &str,
+    now: i64,
+) -> anyhow::Result<()> {
+    let children: Vec<(String, Option<String>)> = sqlx::query_as(
+        "SELECT m.id, m.parent_ids FROM monitor_parents p JOIN monitors m ON m.id = p.child_id \
+         WHERE p.parent_id = $1",
+    )
+    .bind(id)
+    .fetch_all(&mut **tx)
+    .await?;
+    for (child, parents) in &children {
+        let mut list: Vec<String> = parents
+            .as_deref()
+            .map(serde_json::from_str)
+            .transpose()?
+            .unwrap_or_default();
+        list.retain(|p| p != id);
+        let json = (!list.is_empty()).then(|| serde_json::Value::from(list).to_string());
+        sqlx::query("UPDATE monitors SET parent_ids = $2 WHERE id = $1")
+            .bind(child)
+            .bind(json)
+            .execute(&mut **tx)
+            .await?;
+    }
+    sqlx::query("DELETE FROM monitor_parents WHERE parent_id = $1 OR child_id = $1")
+        .bind(id)
+        .execute(&mut **tx)
+        .await?;
+    if !children.is_empty() {
+        let ids: Vec<&String> = children.iter().map(|(c, _)| c).collect();
+        super::due::mark_due(tx, backend, &serde_json::to_string(&ids)?, now).await?;
+    }
+    Ok(())
+}
+
+const TAGS: (&str, &str, &str) = ("monitor_tags", "monitor_id", "tag");
+const PARENTS: (&str, &str, &str) = ("monitor_parents", "child_id", "parent_id");
 
 impl Store {
     /// Inserts a monitor (unplaced) and returns the assignment version it was created at.
@@ -326,9 +389,10 @@ impl Store {
             "INSERT INTO monitors (id, name, kind, target, interval_ms, timeout_ms, settings, \
              poller_mode, poller_id, poller_region, poller_datacenter, poller_capability, \
              failover, paused, created_at, updated_at, revision, placement_reason, \
-             poller_regions, quorum, notification_channel_ids, tags, paused_at, shown_status) \
+             poller_regions, quorum, notification_channel_ids, tags, parent_ids, paused_at, \
+             shown_status) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-             $18, $19, $20, $21, $22, CASE WHEN $14 <> 0 THEN $15 END, \
+             $18, $19, $20, $21, $22, $23, CASE WHEN $14 <> 0 THEN $15 END, \
              CASE WHEN $14 <> 0 THEN 'paused' ELSE 'pending' END)",
         )
         .bind(&row.id)
@@ -353,9 +417,11 @@ impl Store {
         .bind(row.quorum)
         .bind(&row.notification_channel_ids)
         .bind(&row.tags)
+        .bind(&row.parent_ids)
         .execute(&mut *tx)
         .await?;
-        sync_tags(&mut tx, &row.id, &row.tags()?).await?;
+        sync_set(&mut tx, TAGS, &row.id, &row.tags()?).await?;
+        sync_set(&mut tx, PARENTS, &row.id, &row.parents()?).await?;
         sync_locations(
             &mut tx,
             &row.id,
@@ -389,7 +455,7 @@ impl Store {
              paused_at = CASE WHEN $13 <> 0 AND paused = 0 THEN $14 ELSE paused_at END, \
              resumed_at = CASE WHEN $13 = 0 AND paused <> 0 THEN $14 ELSE resumed_at END, \
              updated_at = $14, revision = $15, poller_regions = $16, quorum = $17, \
-             notification_channel_ids = $18, tags = $20 \
+             notification_channel_ids = $18, tags = $20, parent_ids = $21 \
              WHERE id = $1 AND revision = $19 RETURNING assigned_poller_id",
         )
         .bind(&row.id)
@@ -412,12 +478,14 @@ impl Store {
         .bind(&row.notification_channel_ids)
         .bind(revision)
         .bind(&row.tags)
+        .bind(&row.parent_ids)
         .fetch_optional(&mut *tx)
         .await?;
         let Some((assigned,)) = updated else {
             return Ok(None);
         };
-        sync_tags(&mut tx, &row.id, &row.tags()?).await?;
+        sync_set(&mut tx, TAGS, &row.id, &row.tags()?).await?;
+        sync_set(&mut tx, PARENTS, &row.id, &row.parents()?).await?;
         // Every poller running it (its one placement, or each location) gets the new spec.
         let mut running: Vec<String> = location_pollers(&mut tx, &row.id).await?;
         running.extend(assigned);
@@ -462,6 +530,7 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
         }
+        forget_parent(&mut tx, self.backend(), id, now).await?;
         sqlx::query("DELETE FROM monitor_status WHERE monitor_id = $1")
             .bind(id)
             .execute(&mut *tx)
@@ -532,6 +601,38 @@ impl Store {
             .flatten()
         {
             query = query.bind(value);
+        }
+        Ok(query.fetch_all(&self.pool).await?)
+    }
+
+    /// The monitors that depend on `parent_id` (through `monitor_parents`' primary key).
+    pub async fn children_of(&self, parent_id: &str) -> anyhow::Result<Vec<MonitorRow>> {
+        let sql = format!(
+            "SELECT {MONITOR_COLUMNS} FROM monitors WHERE id IN \
+             (SELECT child_id FROM monitor_parents WHERE parent_id = $1) ORDER BY name, id"
+        );
+        Ok(sqlx::query_as(&sql)
+            .bind(parent_id)
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    /// The (child, parent) links of the monitors in `child_ids` (through
+    /// `monitor_parents_child`): a step of a walk up the dependencies.
+    pub async fn parent_links(
+        &self,
+        child_ids: &[String],
+    ) -> anyhow::Result<Vec<(String, String)>> {
+        if child_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT child_id, parent_id FROM monitor_parents WHERE child_id IN ({})",
+            placeholders(1, child_ids.len())
+        );
+        let mut query = sqlx::query_as(&sql);
+        for id in child_ids {
+            query = query.bind(id);
         }
         Ok(query.fetch_all(&self.pool).await?)
     }

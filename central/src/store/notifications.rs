@@ -255,6 +255,7 @@ impl Store {
         &self,
         updates: &[AlertUpdate],
         looks: &[super::due::Look],
+        now: i64,
     ) -> anyhow::Result<usize> {
         if updates.is_empty() && looks.is_empty() {
             return Ok(0);
@@ -296,7 +297,7 @@ impl Store {
                 applied += 1;
             }
         }
-        super::due::finish_looks(&mut tx, looks).await?;
+        super::due::finish_looks(&mut tx, self.backend(), looks, now).await?;
         tx.commit().await?;
         Ok(applied)
     }

@@ -869,7 +869,7 @@ mod tests {
             .iter()
             .map(|(id, marks)| crate::store::Look::settled(id, *marks))
             .collect();
-        store.record_alerts(&[], &looks).await.unwrap();
+        store.record_alerts(&[], &looks, 0).await.unwrap();
         // `a` confirmed up, then `b` goes down: `b` is looked at first.
         store
             .insert_results("p1", &[of("a2", "a", 5_000, "up")], 5_000, &NewestDecides)

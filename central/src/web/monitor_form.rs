@@ -110,6 +110,7 @@ fn render(
             (text_field("interval_ms", "Check every (ms)", &form.interval_ms, "5000 to 3600000; default 30000"))
             (text_field("timeout_ms", "Timeout (ms)", &form.timeout_ms, "100 to 120000, at most the interval; default 5000"))
             (text_field("tags", "Tags", &form.tags, "e.g. team:db, env:prod; windows, channels and pause by tag target them"))
+            (text_field("parent_ids", "Depends on", &form.parent_ids, "ids of the monitors this one sits behind (a switch, a host), comma-separated: while one is down, this one's problems are told with it, not alone"))
             fieldset {
                 legend { "Placement" }
                 div.field {

@@ -36,6 +36,8 @@ pub struct MonitorForm {
     pub notification_channel_ids: Vec<String>,
     /// Tags, separated by commas or spaces.
     pub tags: String,
+    /// The ids of the monitors it depends on, separated by commas or spaces.
+    pub parent_ids: String,
     /// The JSON box: settings without a field of their own.
     pub settings: String,
     /// The fields of the kind's own settings (`settings.method`, …).
@@ -67,6 +69,7 @@ impl MonitorForm {
                 "paused" => form.paused = true,
                 "notification_channel_ids" => form.notification_channel_ids.push(value),
                 "tags" => form.tags = value,
+                "parent_ids" => form.parent_ids = value,
                 "settings" => form.settings = value,
                 "action" => form.test = value == "test",
                 key if key.starts_with("settings.") => {
@@ -109,6 +112,12 @@ impl MonitorForm {
                 .map(Uuid::to_string)
                 .collect(),
             tags: spec.tags.join(", "),
+            parent_ids: spec
+                .parent_ids
+                .iter()
+                .map(Uuid::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
             settings: if rest.is_empty() {
                 String::new()
             } else {
@@ -211,6 +220,14 @@ impl MonitorForm {
             paused: self.paused,
             notification_channel_ids,
             tags: split_tags(&self.tags),
+            parent_ids: split_tags(&self.parent_ids)
+                .iter()
+                .map(|id| {
+                    Uuid::try_parse(id).map_err(|_| {
+                        FieldError::new("parent_ids", format!("`{id}` is not a monitor's id"))
+                    })
+                })
+                .collect::<Result<_, _>>()?,
         })
     }
 }
@@ -234,6 +251,7 @@ pub fn full_patch(spec: MonitorSpec) -> MonitorPatch {
         paused: Some(spec.paused),
         notification_channel_ids: Some(spec.notification_channel_ids),
         tags: Some(spec.tags),
+        parent_ids: Some(spec.parent_ids),
     }
 }
 
@@ -260,7 +278,7 @@ pub fn is_form_field(field: &str) -> bool {
     KNOWN_FIELDS.contains(&field) || check_settings::has_field(field)
 }
 
-const KNOWN_FIELDS: [&str; 17] = [
+const KNOWN_FIELDS: [&str; 18] = [
     "name",
     "kind",
     "target",
@@ -277,6 +295,7 @@ const KNOWN_FIELDS: [&str; 17] = [
     "paused",
     "notification_channel_ids",
     "tags",
+    "parent_ids",
     "settings",
 ];
 

@@ -238,6 +238,7 @@ pub async fn detail(
     let newest = app.recent_results(&id.to_string(), 500).await?;
     let recent = &newest[..newest.len().min(20)];
     let pollers = app.poller_labels().await?;
+    let parents = app.monitor_names(&monitor.spec.parent_ids).await?;
     let now = Utc::now();
     let delayed = delay_warning(&monitor, &status, now);
     let changes = status_changes(&newest);
@@ -277,7 +278,14 @@ pub async fn detail(
         }
         p.muted { (monitor.spec.kind.as_str()) " " code { (monitor.spec.target) }
             " · every " (monitor.spec.interval_ms / 1000) " s · " (placement_cell(&monitor, &pollers))
-            (tag_links(&monitor.spec.tags)) }
+            (tag_links(&monitor.spec.tags))
+            @if !parents.is_empty() {
+                br; "Depends on "
+                @for (i, (parent, name)) in parents.iter().enumerate() {
+                    @if i > 0 { ", " }
+                    a href={ "/monitors/" (parent) } { (name) }
+                }
+            } }
         @if !commands.is_empty() {
             (super::commands::outcome(super::commands::title_of(&commands[0].kind), &commands))
         }

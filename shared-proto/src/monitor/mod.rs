@@ -191,6 +191,12 @@ pub struct MonitorSpec {
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(max_items = 20))]
     pub tags: Vec<String>,
+    /// Monitors this one depends on (a switch, the database): while one of them is down,
+    /// degraded, stale or in maintenance, this monitor's own problems are not told (the
+    /// parent's notice names what depends on it); what still fails when they recover is.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_items = 20))]
+    pub parent_ids: Vec<Uuid>,
 }
 
 impl MonitorSpec {
@@ -221,6 +227,7 @@ impl MonitorSpec {
             return Err(too_many_channels());
         }
         validate_tags("tags", &self.tags, MAX_MONITOR_TAGS)?;
+        validate_parents(&self.parent_ids)?;
         Ok(())
     }
 
@@ -254,6 +261,7 @@ impl MonitorSpec {
             paused,
             notification_channel_ids,
             tags,
+            parent_ids,
         } = patch;
         if let Some(v) = name {
             self.name = v;
@@ -302,6 +310,9 @@ impl MonitorSpec {
         }
         if let Some(v) = tags {
             self.tags = v;
+        }
+        if let Some(v) = parent_ids {
+            self.parent_ids = v;
         }
     }
 }
@@ -353,6 +364,9 @@ pub struct MonitorPatch {
     /// Replaces the monitor's tags (`[]` removes them all).
     #[cfg_attr(feature = "openapi", schema(max_items = 20))]
     pub tags: Option<Vec<String>>,
+    /// Replaces the monitor's parents (`[]` removes them all).
+    #[cfg_attr(feature = "openapi", schema(max_items = 20))]
+    pub parent_ids: Option<Vec<Uuid>>,
 }
 
 impl MonitorPatch {
@@ -403,8 +417,36 @@ impl MonitorPatch {
         if let Some(tags) = &self.tags {
             validate_tags("tags", tags, MAX_MONITOR_TAGS)?;
         }
+        if let Some(parents) = &self.parent_ids {
+            validate_parents(parents)?;
+        }
         Ok(())
     }
+}
+
+/// The most parents one monitor names.
+pub const MAX_PARENTS: usize = 20;
+
+/// At most `MAX_PARENTS`, none twice. That they exist, are not the monitor itself and make no
+/// cycle is central's to check.
+fn validate_parents(parents: &[Uuid]) -> Result<(), ValidationError> {
+    if parents.len() > MAX_PARENTS {
+        return Err(ValidationError::new(
+            "parent_ids",
+            format!("at most {MAX_PARENTS} parents"),
+        ));
+    }
+    if let Some((_, twice)) = parents
+        .iter()
+        .enumerate()
+        .find(|(i, id)| parents[..*i].contains(id))
+    {
+        return Err(ValidationError::new(
+            "parent_ids",
+            format!("{twice} is listed twice"),
+        ));
+    }
+    Ok(())
 }
 
 fn too_many_channels() -> ValidationError {

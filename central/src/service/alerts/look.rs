@@ -21,6 +21,7 @@ use uuid::Uuid;
 use super::{flap_window_ms, next_look, step, AlertState, Notice, Rules};
 use crate::error::ApiResult;
 use crate::service::channels::tells;
+use crate::service::parents::Behind;
 use crate::service::{stored_id, time_of, App};
 use crate::store::{AlertStateRow, AlertUpdate, ChannelRow, Look, MonitorRow, OutboxRow};
 
@@ -137,10 +138,35 @@ fn message_for(
         reminder: notice.reminder,
         locations: (!status.locations.is_empty()).then(|| status.locations.clone()),
         dependency: None,
+        dependents: None,
     })
 }
 
 impl App {
+    /// A problem of a monitor others depend on names them: their own problems are held
+    /// behind it (`parents`). Cost: a read of its children, for a monitor that has some.
+    async fn name_dependents(&self, message: &mut Notification, monitor_id: &str) -> ApiResult<()> {
+        let (named, count) = self.dependents_of(monitor_id).await?;
+        if count == 0 {
+            return Ok(());
+        }
+        let names: Vec<&str> = named.iter().map(|s| s.name.as_str()).collect();
+        let more = count - named.len();
+        message.message.push_str(&format!(
+            "; {count} monitor{} depend{} on it: {}{}",
+            if count == 1 { "" } else { "s" },
+            if count == 1 { "s" } else { "" },
+            names.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            },
+        ));
+        message.dependents = Some(named);
+        Ok(())
+    }
+
     /// Has alerting look again at every monitor placed on these pollers, whose going offline
     /// or coming back changes their status (cost: those monitors).
     pub async fn look_again_on_pollers(&self, poller_ids: &[String]) -> ApiResult<()> {
@@ -309,6 +335,24 @@ impl App {
                     held_until = Some(until);
                 }
             }
+            // Behind a parent that shows a problem, a problem is the parent's news (its notice
+            // names this monitor): nothing is told until the parent's next change of status
+            // marks this monitor due. Failing before its parent was checked again, it waits
+            // for that check, at most the parent's interval (`parents::behind`).
+            let mut behind_parent = false;
+            if matches!(current, "down" | "degraded" | "stale") {
+                match &derived.behind {
+                    Some(Behind::Parent { .. }) => {
+                        behind_parent = true;
+                        current = previous.as_ref().map_or("pending", |p| p.status.as_str());
+                    }
+                    Some(Behind::Waiting { until }) => {
+                        current = previous.as_ref().map_or("pending", |p| p.status.as_str());
+                        held_until = Some(held_until.map_or(*until, |h: i64| h.min(*until)));
+                    }
+                    None => {}
+                }
+            }
             let rules = Rules {
                 repeat_ms: repeat_ms(monitor),
                 flap_window_ms: flap_window_ms(monitor.interval_ms),
@@ -324,8 +368,9 @@ impl App {
             // result that confirms the verdict changes nothing but when time could.
             let steady = (status.locations.is_empty()
                 && matches!(status.status, MonitorStatus::Up | MonitorStatus::Down)
-                && held_until.is_none())
-            .then_some(monitor.interval_ms);
+                && held_until.is_none()
+                && !behind_parent)
+                .then_some(monitor.interval_ms);
             let next_at = [*changes_at, held_until, rule_at]
                 .into_iter()
                 .flatten()
@@ -363,7 +408,10 @@ impl App {
                         .flatten()
                         .filter(|c| tells(c, monitor))
                         .collect();
-                    let message = message_for(monitor, status, current, notice, now)?;
+                    let mut message = message_for(monitor, status, current, notice, now)?;
+                    if notice.event.is_problem() {
+                        self.name_dependents(&mut message, &monitor.id).await?;
+                    }
                     tracing::info!(monitor_id = %monitor.id, event = notice.event.as_str(),
                         channels = targets.len(), reminder = notice.reminder, "notifying");
                     outbox_rows(&targets, &message, Some(&monitor.id), None)?
@@ -377,7 +425,7 @@ impl App {
             });
         }
         let queued: usize = updates.iter().map(|u| u.notifications.len()).sum();
-        self.store.record_alerts(&updates, &looks).await?;
+        self.store.record_alerts(&updates, &looks, now).await?;
         if queued > 0 {
             self.cluster.wakes.delivery.notify_one();
         }

@@ -120,5 +120,6 @@ fn message_of(monitor: &MonitorRow, change: &PendingNoticeRow) -> anyhow::Result
             region,
             error: down.then(|| change.error.clone()).flatten(),
         }),
+        dependents: None,
     })
 }

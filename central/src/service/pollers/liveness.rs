@@ -85,6 +85,7 @@ impl App {
                         reminder: false,
                         locations: None,
                         dependency: None,
+                        dependents: None,
                     };
                     super::super::alerts::outbox_rows(&targets, &message, None, Some(&poller.id))?
                 }
