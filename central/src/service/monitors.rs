@@ -29,7 +29,10 @@ impl App {
         let id = Uuid::new_v4();
         let now = self.now_ms();
         let row = monitor_row(id, &spec, now, now);
-        self.store.insert_monitor(&row).await?;
+        self.store
+            .insert_monitor(&row)
+            .await
+            .map_err(super::parents::link_conflict)?;
         self.reconcile_monitor(id).await?;
         self.get_monitor(id).await
     }
@@ -186,7 +189,8 @@ impl App {
             match self
                 .store
                 .update_monitor_spec(&row, current.revision)
-                .await?
+                .await
+                .map_err(super::parents::link_conflict)?
             {
                 Some(versioned) => {
                     self.publish_version(&versioned);

@@ -5,7 +5,7 @@
 //! still fails behind it is told then.
 //!
 //! A child that fails a moment before its parent does (both checked on their own clocks) waits
-//! for the parent's next result, at most its interval and `SLACK_MS`: one dead switch is one
+//! for the parent's next result, at most its interval, timeout and `SLACK_MS`: one dead switch is one
 //! notice, not one per monitor behind it that happened to be checked first. Likewise, when a
 //! parent recovers, a child whose newest result is older than the recovery waits for its own
 //! next one: it may be recovering with the parent.
@@ -17,9 +17,9 @@
 //!
 //! Cost: a child's checks read its parents' rows and newest results (a batch per look round);
 //! a parent's change of shown status marks its children due (`store::due::finish_looks`); a
-//! cycle check walks the ancestors of the parents named, at most `MAX_WALK` monitors.
+//! cycle check walks the ancestors of the parents named (`store::depends_on`).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use shared_proto::notifications::Subject;
 use shared_proto::settings_api::MonitorStatus;
@@ -27,15 +27,13 @@ use shared_proto::ValidationError;
 use uuid::Uuid;
 
 use super::{stored_id, App};
-use crate::error::ApiResult;
-use crate::store::{MonitorRow, StatusRow};
+use crate::error::{ApiError, ApiResult};
+use crate::store::{LinkConflict, MonitorRow, StatusRow};
 
-/// How long past a parent's expected next result a child waits for it: agents upload in
-/// batches, so a result arrives a little after its check.
-pub const SLACK_MS: i64 = 5_000;
-
-/// The most monitors a cycle check walks through.
-const MAX_WALK: usize = 10_000;
+/// How long past a monitor's expected next result (its interval and timeout after its newest)
+/// a child waits for it: agents upload in batches (every 10 s by default), so a result arrives
+/// a while after its check.
+pub const SLACK_MS: i64 = 15_000;
 
 /// The most children a parent's notice names (it counts the rest).
 pub const MAX_NAMED: usize = 20;
@@ -50,6 +48,7 @@ pub struct Parent {
     pub newest: Option<String>,
     pub last_result_at: Option<i64>,
     pub interval_ms: i64,
+    pub timeout_ms: i64,
     /// When its newest run of up results began, while it is up.
     pub up_since: Option<i64>,
 }
@@ -60,9 +59,10 @@ pub struct Child {
     pub status: MonitorStatus,
     /// When its failing run began (`run_since`), if it is checked.
     pub failing_since: Option<i64>,
-    /// Its newest result, and its interval.
+    /// Its newest result, interval and timeout.
     pub last_result_at: Option<i64>,
     pub interval_ms: i64,
+    pub timeout_ms: i64,
 }
 
 /// Why a failing child's problem is not told on its own now.
@@ -107,7 +107,7 @@ pub fn behind(child: Child, parents: &[Parent], now: i64) -> Option<Behind> {
             // yet: its next result says whether it is the cause.
             let not_since = child.failing_since.is_some_and(|since| last < since);
             let failing = p.newest.as_deref() == Some("down");
-            let parents_next = last + p.interval_ms + SLACK_MS;
+            let parents_next = last + p.interval_ms + p.timeout_ms + SLACK_MS;
             // Up again since the child's newest result: the child's next one says whether it
             // still fails on its own.
             let recovered_after = p
@@ -116,7 +116,7 @@ pub fn behind(child: Child, parents: &[Parent], now: i64) -> Option<Behind> {
                 .is_some_and(|(up, child_last)| up > child_last);
             let childs_next = child
                 .last_result_at
-                .map(|l| l + child.interval_ms + SLACK_MS);
+                .map(|l| l + child.interval_ms + child.timeout_ms + SLACK_MS);
             [
                 (not_since || failing).then_some(parents_next),
                 recovered_after.then_some(childs_next).flatten(),
@@ -159,6 +159,7 @@ pub fn parents_by_child(
                         newest: newest.map(|s| s.status.clone()),
                         last_result_at: newest.map(|s| s.last_result_at),
                         interval_ms: row.interval_ms,
+                        timeout_ms: row.timeout_ms,
                         up_since: run_since(newest, "up", row.interval_ms),
                     }
                 })
@@ -168,23 +169,31 @@ pub fn parents_by_child(
         .collect()
 }
 
+/// A store write refused for links changed meanwhile (`LinkConflict`) is `409`: the caller
+/// reads again and retries; anything else is the store's failure.
+pub(super) fn link_conflict(error: anyhow::Error) -> ApiError {
+    match error.downcast_ref::<LinkConflict>() {
+        Some(conflict) => ApiError::Conflict(conflict.to_string()),
+        None => ApiError::Internal(error),
+    }
+}
+
 impl App {
     /// `parent_ids` of monitor `id` (`None` for a new one): every parent exists, none is the
-    /// monitor itself, and none depends on it (a cycle would hold both forever).
+    /// monitor itself, and none depends on it (a cycle would hold both forever). The store
+    /// checks the same again in its write (`LinkConflict`), against edits made meanwhile.
     pub(super) async fn check_parents(&self, id: Option<Uuid>, parents: &[Uuid]) -> ApiResult<()> {
         if parents.is_empty() {
             return Ok(());
         }
         let ids: Vec<String> = parents.iter().map(Uuid::to_string).collect();
         let me = id.map(|id| id.to_string());
-        if let Some(me) = &me {
-            if ids.contains(me) {
-                return Err(ValidationError::combination(
-                    "parent_ids",
-                    "a monitor cannot depend on itself",
-                )
-                .into());
-            }
+        if me.as_ref().is_some_and(|me| ids.contains(me)) {
+            return Err(ValidationError::combination(
+                "parent_ids",
+                "a monitor cannot depend on itself",
+            )
+            .into());
         }
         let known = self.store.monitors_by_ids(&ids).await?;
         if let Some(missing) = ids.iter().find(|id| !known.iter().any(|m| &m.id == *id)) {
@@ -197,27 +206,16 @@ impl App {
         let Some(me) = me else {
             return Ok(()); // a new monitor has no children yet
         };
-        // Walk up from the parents named: reaching the monitor itself is a cycle.
-        let mut seen: HashSet<String> = ids.iter().cloned().collect();
-        let mut step = ids;
-        while !step.is_empty() && seen.len() <= MAX_WALK {
-            let links = self.store.parent_links(&step).await?;
-            step = Vec::new();
-            for (child, parent) in links {
-                if parent == me {
-                    let name = known
-                        .iter()
-                        .find(|m| m.id == child)
-                        .map_or(child.clone(), |m| m.name.clone());
-                    return Err(ValidationError::combination(
-                        "parent_ids",
-                        format!("`{name}` ({child}) depends on this monitor already: that would make a cycle"),
-                    )
-                    .into());
-                }
-                if seen.insert(parent.clone()) {
-                    step.push(parent);
-                }
+        for parent in &known {
+            if self.store.depends_on(&parent.id, &me).await? {
+                return Err(ValidationError::combination(
+                    "parent_ids",
+                    format!(
+                        "`{}` ({}) depends on this monitor already: that would make a cycle",
+                        parent.name, parent.id
+                    ),
+                )
+                .into());
             }
         }
         Ok(())
@@ -240,18 +238,17 @@ impl App {
     /// The monitors that depend on `parent`, as its notice names them (at most `MAX_NAMED`),
     /// and how many there are.
     pub(super) async fn dependents_of(&self, parent: &str) -> ApiResult<(Vec<Subject>, usize)> {
-        let children = self.store.children_of(parent).await?;
+        let (children, count) = self.store.children_of(parent, MAX_NAMED as u32).await?;
         let named = children
-            .iter()
-            .take(MAX_NAMED)
-            .map(|c| {
+            .into_iter()
+            .map(|(id, name)| {
                 Ok(Subject {
-                    id: stored_id(&c.id)?,
-                    name: c.name.clone(),
+                    id: stored_id(&id)?,
+                    name,
                 })
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
-        Ok((named, children.len()))
+        Ok((named, count.max(0) as usize))
     }
 }
 
@@ -266,6 +263,7 @@ mod tests {
             newest: Some(newest.into()),
             last_result_at: Some(last),
             interval_ms: 10_000,
+            timeout_ms: 0,
             up_since: None,
         }
     }
@@ -277,6 +275,7 @@ mod tests {
             failing_since: Some(since),
             last_result_at: Some(last),
             interval_ms: 10_000,
+            timeout_ms: 0,
         }
     }
 
@@ -395,5 +394,60 @@ mod tests {
         };
         assert_eq!(run_since(Some(&up), "down", 10_000), None);
         assert_eq!(run_since(Some(&up), "up", 10_000), Some(30_000));
+    }
+
+    /// The checks hold against the API and, for edits that slip past it (made meanwhile), in
+    /// the store's write; a deleted parent leaves its children with a new revision.
+    #[tokio::test]
+    async fn cycles_are_refused_before_and_inside_the_write_and_a_deleted_parent_is_forgotten() {
+        use crate::service::clock::Clock;
+        let dir = tempfile::tempdir().unwrap();
+        let mut args = crate::config::ServeArgs::defaults();
+        args.database_url = format!("sqlite://{}", dir.path().join("c.db").display());
+        let (clock, _handle) = Clock::manual(1_000_000);
+        let app = App::open_with_clock(&args, clock).await.unwrap();
+        let create = |name: &str, parents: Vec<Uuid>| {
+            let spec = serde_json::from_value(serde_json::json!({
+                "name": name, "kind": "tcp", "target": "127.0.0.1:9", "parent_ids": parents,
+            }))
+            .unwrap();
+            let app = &app;
+            async move { app.create_monitor(spec).await.unwrap() }
+        };
+        let a = create("a", vec![]).await;
+        let b = create("b", vec![a.id]).await;
+        let c = create("c", vec![b.id]).await;
+        let patch = shared_proto::MonitorPatch {
+            parent_ids: Some(vec![c.id]),
+            ..Default::default()
+        };
+        let refused = app.update_monitor(a.id, patch, None).await.unwrap_err();
+        let text = refused.to_string();
+        assert!(text.contains("cycle") && text.contains("`c`"), "{text}");
+        // Past the service's check (as an edit made meanwhile would be): the store refuses.
+        let mut row = app.store.monitor(&a.id.to_string()).await.unwrap().unwrap();
+        row.parent_ids = Some(serde_json::json!([c.id.to_string()]).to_string());
+        let error = app
+            .store
+            .update_monitor_spec(&row, row.revision)
+            .await
+            .unwrap_err();
+        assert!(matches!(
+            error.downcast_ref::<LinkConflict>(),
+            Some(LinkConflict::Cycle)
+        ));
+        assert!(app
+            .get_monitor(a.id)
+            .await
+            .unwrap()
+            .spec
+            .parent_ids
+            .is_empty());
+        // Deleting b frees c, whose spec changed: a new revision.
+        let before = app.get_monitor(c.id).await.unwrap().revision;
+        app.delete_monitor(b.id).await.unwrap();
+        let after = app.get_monitor(c.id).await.unwrap();
+        assert!(after.spec.parent_ids.is_empty());
+        assert!(after.revision > before, "{} > {before}", after.revision);
     }
 }

@@ -165,10 +165,16 @@ impl App {
                 failing_since: run_since(latest, "down", monitor.interval_ms),
                 last_result_at: latest.map(|l| l.last_result_at),
                 interval_ms: monitor.interval_ms,
+                timeout_ms: monitor.timeout_ms,
             };
             derived.behind = behind(child, parents, known.now);
             if let Some(Behind::Parent { name, status }) = &derived.behind {
-                let because = format!("because {name} is {status}");
+                let state = if status == "maintenance" {
+                    "in maintenance"
+                } else {
+                    status.as_str()
+                };
+                let because = format!("because {name} is {state}");
                 derived.view.reason = Some(match derived.view.reason.take() {
                     Some(own) => format!("{because}; {own}"),
                     None => because,

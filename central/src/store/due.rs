@@ -191,16 +191,39 @@ pub(super) async fn finish_looks(
     looks: &[Look],
     now: i64,
 ) -> sqlx::Result<()> {
-    let mut children: Vec<String> = Vec::new();
-    for look in looks {
-        if look.shown.is_some() {
-            let rows: Vec<(String,)> =
-                sqlx::query_as("SELECT child_id FROM monitor_parents WHERE parent_id = $1")
-                    .bind(&look.monitor_id)
-                    .fetch_all(&mut **tx)
-                    .await?;
-            children.extend(rows.into_iter().map(|(id,)| id));
-        }
+    let changed: Vec<&str> = looks
+        .iter()
+        .filter(|l| l.shown.is_some())
+        .map(|l| l.monitor_id.as_str())
+        .collect();
+    let children: Vec<String> = if changed.is_empty() {
+        Vec::new()
+    } else {
+        let ids = serde_json::to_string(&changed).map_err(|e| sqlx::Error::Encode(e.into()))?;
+        let rows: Vec<(String,)> = sqlx::query_as(&format!(
+            "SELECT DISTINCT child_id FROM monitor_parents WHERE parent_id IN \
+             (SELECT value FROM {})",
+            id_source(backend)
+        ))
+        .bind(ids)
+        .fetch_all(&mut **tx)
+        .await?;
+        rows.into_iter().map(|(id,)| id).collect()
+    };
+    if backend == Backend::Postgres {
+        // The rows this writes, the looks' and their children's, locked in id order first, as
+        // marks and confirmations lock them: in look order they could deadlock with ingest.
+        let mut ids: Vec<&str> = looks.iter().map(|l| l.monitor_id.as_str()).collect();
+        ids.extend(children.iter().map(String::as_str));
+        let ids = serde_json::to_string(&ids).map_err(|e| sqlx::Error::Encode(e.into()))?;
+        sqlx::query(&format!(
+            "SELECT monitor_id FROM alert_due WHERE monitor_id IN (SELECT value FROM {}) \
+             ORDER BY monitor_id FOR UPDATE",
+            id_source(backend)
+        ))
+        .bind(ids)
+        .execute(&mut **tx)
+        .await?;
     }
     for look in looks {
         // Whatever came in meanwhile: it is what the look saw, and a later look corrects it.

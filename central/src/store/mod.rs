@@ -38,7 +38,9 @@ pub use gauges::ShownRow;
 pub use leases::LeaseState;
 pub use locations::{LocationRow, LocationStatusRow};
 pub use maintenance::WindowRow;
-pub use monitors::{AssignmentChange, ListFilter, MonitorRow, OwnershipRow, StatusRow, Versioned};
+pub use monitors::{
+    AssignmentChange, LinkConflict, ListFilter, MonitorRow, OwnershipRow, StatusRow, Versioned,
+};
 pub use notifications::{AlertStateRow, AlertUpdate, ChannelRow, OutboxRow};
 pub use placement_due::{QueuedPlacement, Reach};
 pub use pollers::{HeartbeatUpdate, PollerRow};

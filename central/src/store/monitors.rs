@@ -335,17 +335,66 @@ async fn sync_set(
     Ok(())
 }
 
-/// A deleted monitor is nobody's parent any more: it leaves its children's lists (their
-/// status reasons change: they are marked due) and has no parents of its own.
+/// What the store refuses in a monitor's `parent_ids` when it is written: another write in
+/// between made it a cycle, or removed a parent (the service checks both before, with a
+/// clearer message; this check, in the write's transaction, is what makes them hold). Writers
+/// of monitors are serialised (the assignment version's row lock on PostgreSQL, the one
+/// writer on SQLite), so what the transaction reads is what it commits over.
+#[derive(Debug, thiserror::Error)]
+pub enum LinkConflict {
+    #[error(
+        "`parent_ids` would make a cycle: a monitor it names depends on it (changed meanwhile)"
+    )]
+    Cycle,
+    #[error("`parent_ids` names a monitor deleted meanwhile")]
+    MissingParent,
+}
+
+/// Refuses (rolls back through `LinkConflict`) the links a write just made for `child` if
+/// the monitor is among its own ancestors, or a parent does not exist. Cost: its ancestors.
+async fn check_links(tx: &mut Transaction<'_, Any>, child: &str) -> anyhow::Result<()> {
+    let (missing,): (i64,) = sqlx::query_as(
+        "SELECT COUNT(*) FROM monitor_parents p LEFT JOIN monitors m ON m.id = p.parent_id \
+         WHERE p.child_id = $1 AND m.id IS NULL",
+    )
+    .bind(child)
+    .fetch_one(&mut **tx)
+    .await?;
+    if missing > 0 {
+        return Err(LinkConflict::MissingParent.into());
+    }
+    let (cycle,): (i64,) = sqlx::query_as(&format!("{ANCESTORS} WHERE id = $2"))
+        .bind(child)
+        .bind(child)
+        .fetch_one(&mut **tx)
+        .await?;
+    if cycle > 0 {
+        return Err(LinkConflict::Cycle.into());
+    }
+    Ok(())
+}
+
+/// The ancestors of `$1` (its parents, theirs, …) as `up(id)`, counted: a walk up
+/// `monitor_parents_child` that ends on a cycle too (`UNION` keeps each once).
+const ANCESTORS: &str = "WITH RECURSIVE up(id) AS ( \
+     SELECT parent_id FROM monitor_parents WHERE child_id = $1 \
+     UNION SELECT p.parent_id FROM monitor_parents p JOIN up ON p.child_id = up.id) \
+     SELECT COUNT(*) FROM up";
+
+/// A deleted monitor is nobody's parent any more: it leaves its children's lists, each child
+/// taking the deletion's version as its new revision (its spec changed: an edit made on an
+/// older copy gets `409`) and its pollers hearing of it; their status reasons change, so they
+/// are marked due. Cost: its children.
 async fn forget_parent(
     tx: &mut Transaction<'_, Any>,
     backend: super::Backend,
+    versioned: &mut Versioned,
     id: &str,
     now: i64,
 ) -> anyhow::Result<()> {
     let children: Vec<(String, Option<String>)> = sqlx::query_as(
         "SELECT m.id, m.parent_ids FROM monitor_parents p JOIN monitors m ON m.id = p.child_id \
-         WHERE p.parent_id = $1",
+         WHERE p.parent_id = $1 ORDER BY m.id",
     )
     .bind(id)
     .fetch_all(&mut **tx)
@@ -358,11 +407,21 @@ async fn forget_parent(
             .unwrap_or_default();
         list.retain(|p| p != id);
         let json = (!list.is_empty()).then(|| serde_json::Value::from(list).to_string());
-        sqlx::query("UPDATE monitors SET parent_ids = $2 WHERE id = $1")
-            .bind(child)
-            .bind(json)
-            .execute(&mut **tx)
-            .await?;
+        let (assigned,): (Option<String>,) = sqlx::query_as(
+            "UPDATE monitors SET parent_ids = $2, revision = $3, updated_at = $4 WHERE id = $1 \
+             RETURNING assigned_poller_id",
+        )
+        .bind(child)
+        .bind(json)
+        .bind(versioned.version)
+        .bind(now)
+        .fetch_one(&mut **tx)
+        .await?;
+        let mut running = location_pollers(tx, child).await?;
+        running.extend(assigned);
+        for poller in running {
+            log_change(tx, versioned, &poller, child, now).await?;
+        }
     }
     sqlx::query("DELETE FROM monitor_parents WHERE parent_id = $1 OR child_id = $1")
         .bind(id)
@@ -422,6 +481,7 @@ impl Store {
         .await?;
         sync_set(&mut tx, TAGS, &row.id, &row.tags()?).await?;
         sync_set(&mut tx, PARENTS, &row.id, &row.parents()?).await?;
+        check_links(&mut tx, &row.id).await?;
         sync_locations(
             &mut tx,
             &row.id,
@@ -486,6 +546,7 @@ impl Store {
         };
         sync_set(&mut tx, TAGS, &row.id, &row.tags()?).await?;
         sync_set(&mut tx, PARENTS, &row.id, &row.parents()?).await?;
+        check_links(&mut tx, &row.id).await?;
         // Every poller running it (its one placement, or each location) gets the new spec.
         let mut running: Vec<String> = location_pollers(&mut tx, &row.id).await?;
         running.extend(assigned);
@@ -530,7 +591,7 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
         }
-        forget_parent(&mut tx, self.backend(), id, now).await?;
+        forget_parent(&mut tx, self.backend(), &mut versioned, id, now).await?;
         sqlx::query("DELETE FROM monitor_status WHERE monitor_id = $1")
             .bind(id)
             .execute(&mut *tx)
@@ -605,36 +666,41 @@ impl Store {
         Ok(query.fetch_all(&self.pool).await?)
     }
 
-    /// The monitors that depend on `parent_id` (through `monitor_parents`' primary key).
-    pub async fn children_of(&self, parent_id: &str) -> anyhow::Result<Vec<MonitorRow>> {
-        let sql = format!(
-            "SELECT {MONITOR_COLUMNS} FROM monitors WHERE id IN \
-             (SELECT child_id FROM monitor_parents WHERE parent_id = $1) ORDER BY name, id"
-        );
-        Ok(sqlx::query_as(&sql)
-            .bind(parent_id)
-            .fetch_all(&self.pool)
-            .await?)
+    /// The first `limit` monitors (by name) that depend on `parent_id`, as (id, name), and how
+    /// many there are (through `monitor_parents`' primary key).
+    pub async fn children_of(
+        &self,
+        parent_id: &str,
+        limit: u32,
+    ) -> anyhow::Result<(Vec<(String, String)>, i64)> {
+        let named: Vec<(String, String)> = sqlx::query_as(
+            "SELECT m.id, m.name FROM monitor_parents p JOIN monitors m ON m.id = p.child_id \
+             WHERE p.parent_id = $1 ORDER BY m.name, m.id LIMIT $2",
+        )
+        .bind(parent_id)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        let (count,): (i64,) =
+            sqlx::query_as("SELECT COUNT(*) FROM monitor_parents WHERE parent_id = $1")
+                .bind(parent_id)
+                .fetch_one(&self.pool)
+                .await?;
+        Ok((named, count))
     }
 
-    /// The (child, parent) links of the monitors in `child_ids` (through
-    /// `monitor_parents_child`): a step of a walk up the dependencies.
-    pub async fn parent_links(
-        &self,
-        child_ids: &[String],
-    ) -> anyhow::Result<Vec<(String, String)>> {
-        if child_ids.is_empty() {
-            return Ok(Vec::new());
+    /// Whether `target` is `from` or one of its ancestors (`from` depends on it, however far
+    /// up): naming `from` as a parent of `target` would make a cycle.
+    pub async fn depends_on(&self, from: &str, target: &str) -> anyhow::Result<bool> {
+        if from == target {
+            return Ok(true);
         }
-        let sql = format!(
-            "SELECT child_id, parent_id FROM monitor_parents WHERE child_id IN ({})",
-            placeholders(1, child_ids.len())
-        );
-        let mut query = sqlx::query_as(&sql);
-        for id in child_ids {
-            query = query.bind(id);
-        }
-        Ok(query.fetch_all(&self.pool).await?)
+        let (count,): (i64,) = sqlx::query_as(&format!("{ANCESTORS} WHERE id = $2"))
+            .bind(from)
+            .bind(target)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(count > 0)
     }
 
     /// The ids of the monitors carrying `tag`, through `monitor_tags`' primary key: what a

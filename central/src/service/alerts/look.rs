@@ -354,7 +354,8 @@ impl App {
                 }
             }
             let rules = Rules {
-                repeat_ms: repeat_ms(monitor),
+                // Behind a parent, a problem told before is not repeated: the parent's is.
+                repeat_ms: if behind_parent { 0 } else { repeat_ms(monitor) },
                 flap_window_ms: flap_window_ms(monitor.interval_ms),
             };
             let (next, notice) = step(previous.as_ref(), current, now, rules);
