@@ -572,6 +572,10 @@ impl Store {
     pub async fn delete_monitor(&self, id: &str, now: i64) -> anyhow::Result<Option<Versioned>> {
         let _guard = self.write_lock().await;
         let mut tx = self.writer.begin().await?;
+        // The version first, as every writer of monitors takes it: taken after the monitor's
+        // row, a delete and an edit of the same monitor could each wait on the other (on
+        // PostgreSQL). Nothing to delete rolls it back.
+        let mut versioned = bump_version(&mut tx).await?;
         let deleted: Option<(Option<String>,)> =
             sqlx::query_as("DELETE FROM monitors WHERE id = $1 RETURNING assigned_poller_id")
                 .bind(id)
@@ -580,7 +584,6 @@ impl Store {
         let Some((assigned,)) = deleted else {
             return Ok(None);
         };
-        let mut versioned = bump_version(&mut tx).await?;
         if let Some(poller) = assigned {
             log_change(&mut tx, &mut versioned, &poller, id, now).await?;
         }
