@@ -19,7 +19,8 @@ as_root() { if [[ $(id -u) == 0 ]]; then "$@"; else sudo "$@"; fi; }
 # write), docker-compose (to validate the deploy files; no Docker engine runs here), Chromium with
 # its WebDriver (the web page's tests drive a headless browser), Alertmanager (the Alertmanager
 # channel is tested against the real one), Prometheus for `promtool check metrics` (central's
-# /metrics after hostile names) and python3-venv for the fuzzer.
+# /metrics after hostile names), python3-venv for the fuzzer, and curl (heartbeat monitors' jobs
+# ping with it).
 missing=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 command -v docker-compose >/dev/null || missing+=(docker-compose)
@@ -29,6 +30,7 @@ command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ] || missing+=(haproxy)
 command -v prometheus-alertmanager >/dev/null || [ -x /usr/bin/prometheus-alertmanager ] || missing+=(prometheus-alertmanager)
 command -v promtool >/dev/null || missing+=(prometheus)
 python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
+command -v curl >/dev/null || missing+=(curl)
 if (( ${#missing[@]} )); then
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null

@@ -9,6 +9,7 @@ pub mod dependencies;
 pub mod duration;
 pub mod error;
 pub mod health;
+pub mod heartbeat;
 pub mod history;
 pub mod lenient;
 pub mod maintenance;

@@ -145,9 +145,9 @@ pub(crate) fn capability_limit_schema() -> utoipa::openapi::schema::Array {
         .build()
 }
 
-/// The capabilities a poller has when it names none: every built-in check kind.
+/// The capabilities a poller has when it names none: every kind agents run.
 pub fn default_capabilities() -> Vec<String> {
-    CheckKind::ALL
+    CheckKind::AGENT_KINDS
         .iter()
         .map(|k| k.as_str().to_string())
         .collect()

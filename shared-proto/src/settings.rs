@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::health::HealthMapping;
+use crate::heartbeat::HeartbeatSettings;
 use crate::monitor::CheckKind;
 use crate::ValidationError;
 
@@ -45,6 +46,11 @@ impl MonitorSettings {
                 CheckSettings::Dns(s)
             }
             CheckKind::Tls => CheckSettings::Tls(from_settings(specific)?),
+            CheckKind::Heartbeat => {
+                let s: HeartbeatSettings = from_settings(specific)?;
+                s.validate()?;
+                CheckSettings::Heartbeat(s)
+            }
         };
         Ok(MonitorSettings { common, check })
     }
@@ -247,6 +253,7 @@ pub enum CheckSettings {
     Tcp(TcpSettings),
     Dns(DnsSettings),
     Tls(TlsSettings),
+    Heartbeat(HeartbeatSettings),
 }
 
 pub const HTTP_METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];

@@ -301,6 +301,10 @@ pub struct MonitorView {
     /// The derived status now (in lists and reads; see `GET …/status` for the details).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<MonitorStatus>,
+    /// A heartbeat monitor's ping URL, in the answer that creates it only: it holds a secret
+    /// stored hashed (`POST /api/v1/monitors/{id}/ping-url` makes a new one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ping_url: Option<String>,
 }
 
 /// `MonitorView`'s schema is `MonitorSpec`'s properties plus its own. The derive would write the
@@ -331,6 +335,9 @@ mod monitor_view_schema {
         revision: u64,
         /// The derived status now (in lists and reads; see `GET …/status` for the details).
         status: Option<super::MonitorStatus>,
+        /// A heartbeat monitor's ping URL, in the answer that creates it only: it holds a
+        /// secret stored hashed (`POST /api/v1/monitors/{id}/ping-url` makes a new one).
+        ping_url: Option<String>,
     }
 
     fn object_of<T: PartialSchema>() -> Object {

@@ -82,6 +82,11 @@ pub const DNS_PATTERN: &str = concat!("^", host_name!(), "\\.?$");
 /// `ip:port` of a name server (`settings.nameserver` of a `dns` monitor); port 0 excluded.
 pub const NAMESERVER_PATTERN: &str = concat!("^(?:", ipv4!(), "|", ipv6!(), "):", port!(), "$");
 
+/// `heartbeat`: nothing is connected to; the target says what reports in (a job, a host),
+/// any text that is not blank and holds no control character.
+pub const HEARTBEAT_PATTERN: &str =
+    r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$";
+
 /// The pattern of a kind's target, as the OpenAPI document states it.
 pub fn pattern(kind: CheckKind) -> &'static str {
     match kind {
@@ -89,6 +94,7 @@ pub fn pattern(kind: CheckKind) -> &'static str {
         CheckKind::Tcp => TCP_PATTERN,
         CheckKind::Tls => TLS_PATTERN,
         CheckKind::Dns => DNS_PATTERN,
+        CheckKind::Heartbeat => HEARTBEAT_PATTERN,
     }
 }
 
@@ -111,7 +117,8 @@ pub const SMTP_URL_PATTERN: &str = concat!(
     ")?/?(?:\\?[\\x21-\\x7e]*)?$"
 );
 
-const PATTERNS: [&str; 6] = [
+const PATTERNS: [&str; 7] = [
+    HEARTBEAT_PATTERN,
     HTTP_PATTERN,
     TCP_PATTERN,
     TLS_PATTERN,
@@ -160,6 +167,7 @@ fn example(kind: CheckKind) -> &'static str {
         CheckKind::Tcp => "host:port, like db.example.com:5432 or [2001:db8::1]:22",
         CheckKind::Tls => "a host or host:port, like example.com or example.com:8443",
         CheckKind::Dns => "a domain name, like example.com",
+        CheckKind::Heartbeat => "text naming what pings (a job, a host), like nightly-backup",
     }
 }
 
@@ -202,6 +210,7 @@ pub fn validate_target(kind: CheckKind, target: &str) -> Result<(), ValidationEr
             None => unusable(format!("`{target}` must be {}", example(kind))),
         },
         CheckKind::Dns => host_is_usable(target.strip_suffix('.').unwrap_or(target)),
+        CheckKind::Heartbeat => Ok(()),
     }
 }
 

@@ -63,6 +63,12 @@ const ROUTES: &[(&str, &str)] = &[
     ("patch", "/api/v1/maintenance-windows/{id}"),
     ("delete", "/api/v1/maintenance-windows/{id}"),
     ("post", "/api/v1/monitors/{id}/mute"),
+    ("post", "/api/v1/monitors/{id}/ping-url"),
+    ("get", "/api/v1/monitors/{id}/pings"),
+    ("get", "/ping/{token}"),
+    ("post", "/ping/{token}"),
+    ("get", "/ping/{token}/{signal}"),
+    ("post", "/ping/{token}/{signal}"),
     ("get", "/api/v1/notifications"),
 ];
 

@@ -10,6 +10,7 @@ mod maintenance;
 mod notifications;
 pub mod openapi;
 mod ops;
+mod ping;
 mod poller;
 mod pools;
 pub use pools::LongPolls;
@@ -208,6 +209,8 @@ pub fn router(app: Arc<App>, options: &HttpOptions, long_polls: Arc<pools::LongP
                 .delete(maintenance::delete_window),
         )
         .route("/monitors/{id}/mute", post(maintenance::mute_monitor))
+        .route("/monitors/{id}/ping-url", post(ping::new_ping_url))
+        .route("/monitors/{id}/pings", get(ping::list_pings))
         .layer(DefaultBodyLimit::max(SETTINGS_BODY_LIMIT));
     let pools = Arc::new(pools::Pools::new(
         app.clone(),
@@ -220,8 +223,19 @@ pub fn router(app: Arc<App>, options: &HttpOptions, long_polls: Arc<pools::LongP
             options.auth_failures_global_per_minute,
         ),
     ));
+    let pings = Router::new()
+        .route("/{token}", get(ping::ping).post(ping::ping))
+        .route(
+            "/{token}/{signal}",
+            get(ping::ping_signal).post(ping::ping_signal),
+        )
+        .layer(DefaultBodyLimit::max(ping::PING_BODY_LIMIT))
+        .layer(Extension(Arc::new(ping::PingState::new(
+            TrustedProxies::new(options.trusted_proxies.clone()),
+        ))));
     let mut router = Router::new()
         .route("/api/openapi.json", get(ops::openapi))
+        .nest("/ping", pings)
         .nest("/api/poller", poller_api)
         .nest("/api/v1", settings_api)
         .merge(crate::web::router(crate::web::WebOptions {

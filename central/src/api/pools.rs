@@ -3,13 +3,15 @@
 //! - `poller`: requests carrying an access token whose signature checks out;
 //! - `operator`: requests carrying the admin token or a session cookie, either seen valid lately,
 //!   or `CENTRAL_METRICS_TOKEN` (Prometheus is an operator's tool);
+//! - `ping`: heartbeat monitors' pings (`/ping/...`), whose only credential is their URL, with
+//!   at most an eighth of the pool per client: a flood of pings takes no login's place;
 //! - `unauthenticated`: everything else (logging in, registering an agent, bad or missing
 //!   credentials, the login page and its assets), with at most an eighth of the pool per
 //!   client (an address or IPv6 /64, through `CENTRAL_TRUSTED_PROXIES`).
 //!
-//! Failed authentications in the unauthenticated pool are limited per client and in all
-//! (`auth_failures`): a locked-out client's unauthenticated requests are answered `429` before
-//! they take a place.
+//! Failed authentications in the unauthenticated and ping pools (a `401`, or a ping URL that
+//! names nothing: `404`) are limited per client and in all (`auth_failures`): a locked-out
+//! client's requests there are answered `429` before they take a place.
 //!
 //! Choosing takes microseconds and no database read or slow hash; it grants nothing, since
 //! every handler still authenticates its request. A full pool answers `503` with
@@ -39,6 +41,8 @@ use crate::service::App;
 
 /// The path whose requests are exempt from the pools and the deadline (they use `LongPolls`).
 pub const LONG_POLL_PATH: &str = "/api/poller/assignments";
+/// Heartbeat monitors' pings start with this.
+pub const PING_PREFIX: &str = "/ping/";
 
 /// Seconds a shed client is told to wait; agents add their own jitter.
 const RETRY_AFTER_SECONDS: u64 = 1;
@@ -47,6 +51,7 @@ const RETRY_AFTER_SECONDS: u64 = 1;
 pub enum Pool {
     Poller,
     Operator,
+    Ping,
     Unauthenticated,
 }
 
@@ -55,6 +60,7 @@ impl Pool {
         match self {
             Pool::Poller => "poller",
             Pool::Operator => "operator",
+            Pool::Ping => "ping",
             Pool::Unauthenticated => "unauthenticated",
         }
     }
@@ -65,6 +71,7 @@ pub struct Pools {
     poller: Arc<Semaphore>,
     operator: Arc<Semaphore>,
     unauthenticated: Places,
+    ping: Places,
     proxies: TrustedProxies,
     deadline: Duration,
     failures: AuthFailures,
@@ -91,6 +98,7 @@ impl Pools {
             poller: Arc::new(Semaphore::new(authenticated as usize)),
             operator: Arc::new(Semaphore::new(authenticated as usize)),
             unauthenticated: Places::new(unauthenticated, (unauthenticated / 8).max(1)),
+            ping: Places::new(unauthenticated, (unauthenticated / 8).max(1)),
             proxies,
             deadline,
             failures,
@@ -99,6 +107,9 @@ impl Pools {
 
     /// The pool a request's credentials earn it, judged in memory.
     fn choose(&self, request: &Request) -> Pool {
+        if request.uri().path().starts_with(PING_PREFIX) {
+            return Pool::Ping;
+        }
         let headers = request.headers();
         let bearer = headers
             .get(AUTHORIZATION)
@@ -140,6 +151,7 @@ impl Pools {
                 .ok()
                 .map(Held::Slot),
             Pool::Unauthenticated => self.unauthenticated.take(client).ok().map(Held::Place),
+            Pool::Ping => self.ping.take(client).ok().map(Held::Place),
         }
     }
 }
@@ -149,7 +161,7 @@ pub async fn admit(State(pools): State<Arc<Pools>>, request: Request, next: Next
     if pool == Pool::Poller && request.uri().path() == LONG_POLL_PATH {
         return next.run(request).await;
     }
-    let unauthenticated = pool == Pool::Unauthenticated;
+    let unauthenticated = matches!(pool, Pool::Unauthenticated | Pool::Ping);
     let client = if unauthenticated {
         pools.client(&request)
     } else {
@@ -192,7 +204,11 @@ pub async fn admit(State(pools): State<Arc<Pools>>, request: Request, next: Next
         ))
         .into_response();
     }
-    if unauthenticated && response.status() == StatusCode::UNAUTHORIZED {
+    let failed = match pool {
+        Pool::Ping => response.status() == StatusCode::NOT_FOUND,
+        _ => response.status() == StatusCode::UNAUTHORIZED,
+    };
+    if unauthenticated && failed {
         pools.failures.record(client, Instant::now());
     }
     response

@@ -83,7 +83,11 @@ impl App {
                 .push(location);
         }
         let mut changes: Vec<AssignmentChange> = Vec::new();
-        for monitor in monitors {
+        // A heartbeat monitor is answered by central (`push`): no poller gets it.
+        let polled = monitors
+            .iter()
+            .filter(|m| CheckKind::parse(&m.kind).is_none_or(CheckKind::runs_on_agents));
+        for monitor in polled {
             let placement = placement_of(monitor)?;
             if placement.mode != PollerMode::Multi {
                 let stored = Slot::of_monitor(monitor);
@@ -127,6 +131,11 @@ impl App {
         &self,
         monitor: &MonitorRow,
     ) -> ApiResult<Result<Vec<(Uuid, AssignedMonitor)>, String>> {
+        if CheckKind::parse(&monitor.kind).is_some_and(|k| !k.runs_on_agents()) {
+            return Ok(Err(
+                "a heartbeat monitor is answered by central: ping its URL to try it".into(),
+            ));
+        }
         let now = self.now_ms();
         let candidates = self
             .store

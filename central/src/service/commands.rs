@@ -129,6 +129,11 @@ impl App {
         request: CommandRequest,
     ) -> ApiResult<CommandsAnswer> {
         let row = self.monitor_row(id).await?;
+        if row.kind == shared_proto::CheckKind::Heartbeat.as_str() {
+            return Err(ApiError::Conflict(format!(
+                "monitor {id} is a heartbeat monitor: no poller checks it, its job pings it"
+            )));
+        }
         if row.paused {
             return Err(ApiError::Conflict(format!(
                 "monitor {id} is paused, so no poller runs it; resume it first \

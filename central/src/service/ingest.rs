@@ -16,6 +16,8 @@ use uuid::Uuid;
 
 use super::maintenance::schedule::Placement;
 use super::maintenance::{quiet_of, tags_of, QUIET_LOOKBACK_MS};
+use super::push::schedule::Schedule;
+use super::push::timeline_interval;
 use super::quorum;
 use super::status::{self, Verdict, VerdictState};
 use super::statuses::thresholds_of;
@@ -23,8 +25,8 @@ use super::uptime::{pause_of, Timeline};
 use super::App;
 use crate::error::{ApiError, ApiResult};
 use crate::store::{
-    DependencyDiff, DependencyReport, DependencyRow, IngestRules, NewResult, OwnershipRow,
-    PollerRow, StoredVerdict, TimeCredit, TimePoint,
+    DependencyDiff, DependencyReport, DependencyRow, IngestRules, Ingested, NewResult,
+    OwnershipRow, PollerRow, StoredVerdict, TimeCredit, TimePoint,
 };
 
 /// After a monitor moves, its previous poller may still deliver what it measured before.
@@ -157,57 +159,15 @@ impl App {
             }
         }
 
-        // Maintenance cuts the time results stand for. A result stands for at most its
-        // interval and grace after it (about an hour at most), so the windows that matter are
-        // those not over a day before the oldest result.
-        let windows = match accepted.iter().map(|r| r.ts).min() {
-            Some(oldest) => {
-                self.window_spans(oldest - QUIET_LOOKBACK_MS, now + QUIET_LOOKBACK_MS)
-                    .await?
-            }
-            None => Vec::new(),
-        };
-        let rules = MonitorRules(
-            owners
-                .iter()
-                .filter_map(|(id, slots)| {
-                    let mut rule = MonitorRule::of(slots)?;
-                    if !windows.is_empty() {
-                        let placement = Placement {
-                            monitor_id: id,
-                            pollers: slots
-                                .iter()
-                                .filter_map(|s| s.assigned_poller_id.as_deref())
-                                .chain([poller.id.as_str()])
-                                .collect(),
-                            regions: slots
-                                .iter()
-                                .filter_map(|s| s.region.as_deref())
-                                .chain(poller.region.as_deref())
-                                .collect(),
-                            tags: slots
-                                .first()
-                                .map(|s| tags_of(s.tags.as_deref()))
-                                .unwrap_or_default(),
-                        };
-                        rule.quiet = quiet_of(&windows, &placement);
-                    }
-                    Some((id.clone(), rule))
-                })
-                .collect(),
-        );
-        let ingested = if accepted.is_empty() {
-            Default::default()
-        } else {
-            self.store
-                .insert_results(&poller.id, &accepted, now, &rules)
-                .await?
-        };
-        if ingested.marked || ingested.dependency_notices {
-            // Monitors were marked due with them, or dependencies changed that call for a
-            // notice: alerting looks now, not at its tick.
-            self.cluster.wakes.alerting.notify_one();
-        }
+        let ingested = self
+            .store_results(
+                &poller.id,
+                poller.region.as_deref(),
+                &accepted,
+                &owners,
+                now,
+            )
+            .await?;
         let stored = ingested.stored.len();
         ack.accepted = stored as u64;
         ack.duplicates = (accepted.len() - stored) as u64 + repeated;
@@ -222,6 +182,76 @@ impl App {
         }
         Ok(ack)
     }
+
+    /// Stores results already checked (a poller's, or central's own for a heartbeat monitor,
+    /// with `poller_id` nil), with the rules of their monitors (`owners`, by id): their
+    /// verdicts, the time they stand for outside maintenance, and the looks they call for.
+    pub(super) async fn store_results(
+        &self,
+        poller_id: &str,
+        poller_region: Option<&str>,
+        accepted: &[NewResult],
+        owners: &HashMap<String, Vec<OwnershipRow>>,
+        now: i64,
+    ) -> ApiResult<Ingested> {
+        let mut rules: HashMap<String, MonitorRule> = owners
+            .iter()
+            .filter_map(|(id, slots)| Some((id.clone(), MonitorRule::of(slots)?)))
+            .collect();
+        // Maintenance cuts the time results stand for. A result stands for at most its
+        // interval and grace after it (an hour or so; a heartbeat's, up to its longest wait),
+        // so the windows that matter are those not over that long before the oldest result.
+        let reach = rules
+            .values()
+            .map(|r| r.timeline.cap_ms)
+            .max()
+            .unwrap_or_default()
+            .max(QUIET_LOOKBACK_MS);
+        let windows = match accepted.iter().map(|r| r.ts).min() {
+            Some(oldest) => {
+                self.window_spans(oldest.saturating_sub(reach), now + QUIET_LOOKBACK_MS)
+                    .await?
+            }
+            None => Vec::new(),
+        };
+        if !windows.is_empty() {
+            for (id, rule) in rules.iter_mut() {
+                let slots = &owners[id];
+                let placement = Placement {
+                    monitor_id: id,
+                    pollers: slots
+                        .iter()
+                        .filter_map(|s| s.assigned_poller_id.as_deref())
+                        .chain([poller_id])
+                        .collect(),
+                    regions: slots
+                        .iter()
+                        .filter_map(|s| s.region.as_deref())
+                        .chain(poller_region)
+                        .collect(),
+                    tags: slots
+                        .first()
+                        .map(|s| tags_of(s.tags.as_deref()))
+                        .unwrap_or_default(),
+                };
+                rule.quiet = quiet_of(&windows, &placement);
+            }
+        }
+        let rules = MonitorRules(rules);
+        let ingested = if accepted.is_empty() {
+            Default::default()
+        } else {
+            self.store
+                .insert_results(poller_id, accepted, now, &rules)
+                .await?
+        };
+        if ingested.marked || ingested.dependency_notices {
+            // Monitors were marked due with them, or dependencies changed that call for a
+            // notice: alerting looks now, not at its tick.
+            self.cluster.wakes.alerting.notify_one();
+        }
+        Ok(ingested)
+    }
 }
 
 /// What ingest applies to one monitor's results: its confirmation thresholds and how its
@@ -234,6 +264,8 @@ struct MonitorRule {
     timeline: Timeline,
     /// The time maintenance windows cover around this batch (`maintenance::quiet_of`).
     quiet: Vec<(i64, i64)>,
+    /// A heartbeat monitor's schedule: when its silence turns into a failure.
+    schedule: Option<Schedule>,
 }
 
 impl MonitorRule {
@@ -242,16 +274,18 @@ impl MonitorRule {
         let slot = slots.first()?;
         let multi = slot.region.is_some();
         let quorum = multi.then(|| quorum::effective(slot.quorum, slots.len()));
+        let schedule = Schedule::of(&slot.kind, &slot.settings, slot.interval_ms);
         Some(MonitorRule {
             thresholds: thresholds_of(&slot.kind, &slot.settings),
             notify_dependencies: super::dependencies::rules::notifies(&slot.kind, &slot.settings),
             interval_ms: slot.interval_ms,
             timeline: Timeline::of(
-                slot.interval_ms,
+                timeline_interval(slot.interval_ms, schedule.as_ref()),
                 quorum,
                 pause_of(slot.paused_at, slot.resumed_at),
             ),
             quiet: Vec::new(),
+            schedule,
         })
     }
 }
@@ -270,7 +304,10 @@ impl IngestRules for MonitorRules {
         // is looked at, as if overdue.
         self.0
             .get(monitor_id)
-            .map_or(i64::MIN, |m| status::unchanged_until(ts, m.interval_ms))
+            .map_or(i64::MIN, |m| match &m.schedule {
+                Some(schedule) => schedule.late_after(ts),
+                None => status::unchanged_until(ts, m.interval_ms),
+            })
     }
 
     fn lookback_ms(&self, monitor_id: &str) -> i64 {

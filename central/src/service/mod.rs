@@ -22,6 +22,7 @@ pub mod overview;
 pub mod parents;
 pub mod placement;
 pub mod pollers;
+pub mod push;
 pub mod quorum;
 pub mod recent;
 pub mod retention;
@@ -92,6 +93,8 @@ pub struct App {
     scrape: scrape::Scrape,
     /// The last database ping and when it answered, shared by `/readyz` callers.
     last_ping: Mutex<Option<(std::time::Instant, bool)>>,
+    /// `CENTRAL_PUBLIC_URL`: heartbeat monitors' ping URLs start with it.
+    public_url: Option<String>,
 }
 
 /// An id read back from the database. A malformed one is a fault of the store, reported as
@@ -143,6 +146,7 @@ impl App {
                 args.alertmanager_resend_interval,
             )?,
             cluster: crate::cluster::Cluster::new(version, started_at),
+            public_url: args.public_url.clone(),
             retention: history::Retention {
                 results_ms: millis(args.results_retention),
                 minutes_ms: millis(args.minute_rollups_retention),

@@ -34,7 +34,11 @@ impl App {
             .await
             .map_err(super::parents::link_conflict)?;
         self.reconcile_monitor(id).await?;
-        self.get_monitor(id).await
+        let mut view = self.get_monitor(id).await?;
+        if spec.kind == CheckKind::Heartbeat {
+            view.ping_url = Some(self.new_ping_url(id).await?.ping_url);
+        }
+        Ok(view)
     }
 
     /// `id`: the monitor edited, `None` for a new one.
@@ -44,6 +48,9 @@ impl App {
         spec: &MonitorSpec,
     ) -> ApiResult<()> {
         spec.validate()?;
+        if spec.kind == CheckKind::Heartbeat {
+            super::push::validate_spec(spec)?;
+        }
         if let (PollerMode::Pinned, Some(poller_id)) = (spec.poller_mode, spec.poller_id) {
             if self.store.poller(&poller_id.to_string()).await?.is_none() {
                 return Err(ValidationError::reference(
@@ -385,5 +392,6 @@ fn monitor_view(row: &MonitorRow) -> anyhow::Result<MonitorView> {
         updated_at: time_of(row.updated_at),
         revision: row.revision.max(0) as u64,
         status: None,
+        ping_url: None,
     })
 }

@@ -24,6 +24,18 @@ pub struct StatusInputs<'a> {
     pub verdict: VerdictState,
     pub confirm_down: u32,
     pub confirm_up: u32,
+    /// For a heartbeat monitor: when its next ping is late. Nobody polls it, so it is never
+    /// stale: silence past this instant is a failure of the job (`service::push`).
+    pub late: Option<Lateness>,
+}
+
+/// When a heartbeat monitor's silence becomes a failure, and how to say so.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Lateness {
+    /// The instant a ping is late (its expected time and the grace).
+    pub at: i64,
+    /// What a late result says (`no ping since …; one was expected by …`).
+    pub why: String,
 }
 
 /// An up/down result.
@@ -161,6 +173,9 @@ fn deadlines(input: &StatusInputs<'_>) -> Deadlines {
 /// else changes an answer (a result, an edit, a move, a poller going offline) marks the
 /// monitor due itself, so alerting looks at a monitor only at these instants and on changes.
 pub fn changes_at(input: &StatusInputs<'_>) -> Option<i64> {
+    if let Some(late) = input.late.as_ref().filter(|_| !input.paused) {
+        return (late.at > input.now).then_some(late.at);
+    }
     if input.paused || input.placement_reason.is_some() || input.offline_poller.is_some() {
         return None;
     }
@@ -195,6 +210,9 @@ pub fn unchanged_until(ts: i64, interval_ms: i64) -> i64 {
 pub fn derive(input: &StatusInputs<'_>) -> (MonitorStatus, Option<String>) {
     if input.paused {
         return (MonitorStatus::Paused, Some("paused by an operator".into()));
+    }
+    if let Some(late) = &input.late {
+        return heartbeat_status(input, late);
     }
     if let Some(reason) = input.placement_reason {
         return (
@@ -251,6 +269,40 @@ pub fn derive(input: &StatusInputs<'_>) -> (MonitorStatus, Option<String>) {
             MonitorStatus::Pending,
             Some("the target is rate limiting its poller; no verdict yet".into()),
         ),
+    }
+}
+
+/// A heartbeat monitor's status: its pings' verdict; once a ping is late, the verdict with one
+/// more failing result (which alerting stores: `service::push`), so the status read and the
+/// stored history agree.
+fn heartbeat_status(input: &StatusInputs<'_>, late: &Lateness) -> (MonitorStatus, Option<String>) {
+    let late_now = input.now >= late.at
+        && input
+            .latest
+            .is_none_or(|(_, last_result_at, _)| last_result_at < late.at);
+    if late_now {
+        let state = advance(
+            input.verdict,
+            Verdict::Down,
+            input.confirm_down,
+            input.confirm_up,
+        );
+        let (status, confirming) = shown_verdict(state, input.confirm_down, input.confirm_up);
+        let reason = match confirming {
+            Some(confirming) => format!("{}; {confirming}", late.why),
+            None => late.why.clone(),
+        };
+        return (status, Some(reason));
+    }
+    match input.latest {
+        None => (
+            MonitorStatus::Pending,
+            Some(format!(
+                "waiting for its first ping; late at {}",
+                time_of(late.at).to_rfc3339()
+            )),
+        ),
+        Some(_) => shown_verdict(input.verdict, input.confirm_down, input.confirm_up),
     }
 }
 

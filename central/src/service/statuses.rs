@@ -14,10 +14,11 @@ use shared_proto::CheckKind;
 
 use super::maintenance::{in_maintenance, placement_of, WindowNow, WindowsOf};
 use super::parents::{behind, parents_by_child, run_since, Behind, Child};
-use super::status::{self, StatusInputs, Verdict, VerdictState};
+use super::push::{self, schedule::Schedule};
+use super::status::{self, Lateness, StatusInputs, Verdict, VerdictState};
 use super::{quorum, stored_id, time_of, App};
 use crate::error::ApiResult;
-use crate::store::{LocationRow, MonitorRow, PollerRow, StatusRow};
+use crate::store::{LocationRow, MonitorRow, PollerRow, PushState, StatusRow};
 
 /// What the derivation of a batch of monitors reads once.
 struct Known {
@@ -28,6 +29,8 @@ struct Known {
     pollers: HashMap<String, PollerRow>,
     /// The maintenance windows not over by `now`, as they stand then.
     windows: Vec<WindowNow>,
+    /// What heartbeat monitors last heard (`push`), by monitor id.
+    push: HashMap<String, PushState>,
 }
 
 /// One monitor's status as derived, with what alerting needs beside it.
@@ -43,6 +46,9 @@ pub struct Derived {
     pub windows: WindowsOf,
     /// The parent its problem is held behind, or waited for (`parents::behind`).
     pub behind: Option<Behind>,
+    /// A heartbeat monitor whose ping is late by now and whose late result is not stored yet
+    /// (alerting stores it: `push::store_late`).
+    pub late: Option<Lateness>,
 }
 
 /// A monitor's confirmation thresholds (`settings.confirm_down`, `settings.confirm_up`).
@@ -109,6 +115,14 @@ impl App {
                 .collect(),
             pollers: pollers.into_iter().map(|p| (p.id.clone(), p)).collect(),
             windows: self.windows_now(now).await?,
+            push: {
+                let heartbeats: Vec<String> = monitors
+                    .iter()
+                    .filter(|m| m.kind == CheckKind::Heartbeat.as_str())
+                    .map(|m| m.id.clone())
+                    .collect();
+                self.store.push_states(&heartbeats).await?
+            },
         };
         let mut views = Vec::with_capacity(monitors.len());
         for monitor in monitors {
@@ -188,6 +202,10 @@ impl App {
         let latest = known.latest.get(&monitor.id);
         let regions = monitor.regions()?;
         let mut changes_at = None;
+        let late = Schedule::of(&monitor.kind, &monitor.settings, monitor.interval_ms).map(|s| {
+            let state = known.push.get(&monitor.id).copied().unwrap_or_default();
+            push::lateness(&s, monitor.updated_at, latest, state)
+        });
         let (status, reason, poller_id, locations, quorum) = if regions.is_empty() {
             let assigned = monitor.assigned_poller_id.as_deref();
             let (status, reason) = self
@@ -198,6 +216,7 @@ impl App {
                     monitor.placement_reason.as_deref(),
                     latest,
                     known,
+                    late.clone(),
                     &mut changes_at,
                 )
                 .await?;
@@ -247,12 +266,17 @@ impl App {
             engine: None,
             health: None,
         };
+        // Late by now, with nothing stored at or after that instant: alerting stores it.
+        let late = late.filter(|l| {
+            !monitor.paused && known.now >= l.at && latest.is_none_or(|r| r.last_result_at < l.at)
+        });
         Ok(Derived {
             view,
             changes_at,
             beneath,
             windows,
             behind: None,
+            late,
         })
     }
 
@@ -275,6 +299,7 @@ impl App {
                 location.and_then(|l| l.placement_reason.as_deref()),
                 latest,
                 known,
+                None,
                 changes_at,
             )
             .await?;
@@ -311,6 +336,7 @@ impl App {
         placement_reason: Option<&str>,
         latest: Option<&StatusRow>,
         known: &Known,
+        late: Option<Lateness>,
         changes_at: &mut Option<i64>,
     ) -> ApiResult<(MonitorStatus, Option<String>)> {
         let (confirm_down, confirm_up) = thresholds(monitor);
@@ -334,6 +360,7 @@ impl App {
             verdict,
             confirm_down,
             confirm_up,
+            late,
         };
         if let Some(at) = status::changes_at(&inputs) {
             *changes_at = Some(changes_at.map_or(at, |earlier| earlier.min(at)));

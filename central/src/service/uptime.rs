@@ -64,8 +64,13 @@ impl Timeline {
         let locations = monitor.regions().map_or(0, |regions| regions.len());
         let quorum =
             (monitor.poller_mode == "multi").then(|| quorum::effective(monitor.quorum, locations));
-        Timeline::of(
+        let schedule = super::push::schedule::Schedule::of(
+            &monitor.kind,
+            &monitor.settings,
             monitor.interval_ms,
+        );
+        Timeline::of(
+            super::push::timeline_interval(monitor.interval_ms, schedule.as_ref()),
             quorum,
             pause_of(monitor.paused_at, monitor.resumed_at),
         )

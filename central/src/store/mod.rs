@@ -18,6 +18,7 @@ mod notifications;
 mod packed;
 mod placement_due;
 mod pollers;
+mod push;
 mod results;
 mod rollups;
 mod sessions;
@@ -44,6 +45,7 @@ pub use monitors::{
 pub use notifications::{AlertStateRow, AlertUpdate, ChannelRow, OutboxRow};
 pub use placement_due::{QueuedPlacement, Reach};
 pub use pollers::{HeartbeatUpdate, PollerRow};
+pub use push::{PingRow, PushState};
 pub use results::{ExpiringResult, IngestRules, Ingested, NewResult, ResultRow, StoredVerdict};
 pub use rollups::{Resolution, RollupRow, RollupSums, LATENCY_BOUNDS_MS};
 pub use sessions::SessionRow;
@@ -280,6 +282,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "parents",
         include_str!("../../../migrations/sqlite/20261207000032_parents.sql"),
     ),
+    (
+        20261208000033,
+        "heartbeats",
+        include_str!("../../../migrations/sqlite/20261208000033_heartbeats.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -442,6 +449,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261207000032,
         "parents",
         include_str!("../../../migrations/postgres/20261207000032_parents.sql"),
+    ),
+    (
+        20261208000033,
+        "heartbeats",
+        include_str!("../../../migrations/postgres/20261208000033_heartbeats.sql"),
     ),
 ];
 

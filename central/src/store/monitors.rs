@@ -163,7 +163,7 @@ pub struct OwnershipRow {
 }
 
 /// The newest result of a monitor.
-#[derive(Debug, Clone, serde::Deserialize)]
+#[derive(Debug, Clone, Default, serde::Deserialize)]
 pub struct StatusRow {
     /// The newest verdict (`up`/`down`), or `rate_limited` while there is none.
     pub status: String,
@@ -588,7 +588,13 @@ impl Store {
             log_change(&mut tx, &mut versioned, &poller, id, now).await?;
         }
         sync_locations(&mut tx, id, &[], &mut versioned, now).await?;
-        for table in ["alert_state", "alert_due", "monitor_tags"] {
+        for table in [
+            "alert_state",
+            "alert_due",
+            "monitor_tags",
+            "heartbeats",
+            "heartbeat_pings",
+        ] {
             sqlx::query(&format!("DELETE FROM {table} WHERE monitor_id = $1"))
                 .bind(id)
                 .execute(&mut *tx)

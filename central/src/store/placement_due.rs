@@ -128,7 +128,7 @@ impl Store {
              AND id IN (SELECT value FROM {could_source})"
         );
         let sql = format!(
-            "SELECT {MONITOR_COLUMNS} FROM monitors WHERE \
+            "SELECT {MONITOR_COLUMNS} FROM monitors WHERE kind <> 'heartbeat' AND ( \
              assigned_poller_id IN (SELECT value FROM {source}) \
              OR id IN (SELECT monitor_id FROM monitor_locations \
                        WHERE assigned_poller_id IN (SELECT value FROM {source})) \
@@ -138,7 +138,7 @@ impl Store {
                  OR (assigned_poller_id IS NULL AND poller_mode <> 'multi') \
                  OR (poller_mode = 'grouped' AND (poller_region IS NULL OR poller_region IN ({regions}))) \
                  OR id IN (SELECT monitor_id FROM monitor_locations \
-                           WHERE assigned_poller_id IS NULL OR region IN ({regions}))))"
+                           WHERE assigned_poller_id IS NULL OR region IN ({regions})))))"
         );
         let rows = sqlx::query(&sql)
             .bind(serde_json::to_string(&all)?)

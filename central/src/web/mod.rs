@@ -11,6 +11,7 @@ mod commands;
 mod dependencies;
 mod fields;
 mod headers;
+mod heartbeats;
 mod layout;
 mod maintenance;
 mod monitor_form;
@@ -72,6 +73,7 @@ pub fn router(options: WebOptions) -> Router<Arc<App>> {
         .route("/tokens/{id}/revoke", post(tokens::revoke_token))
         .route("/tokens/{id}/rotate", post(tokens::rotate_token))
         .route("/monitors/{id}/mute", post(maintenance::mute))
+        .route("/monitors/{id}/ping-url", post(heartbeats::new_url))
         .route(
             "/maintenance",
             get(maintenance::list).post(maintenance::create),

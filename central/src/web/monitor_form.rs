@@ -279,7 +279,11 @@ pub async fn create(
         return tested(&app, &session, Mode::New, &form, spec).await;
     }
     match app.create_monitor(spec).await {
-        Ok(view) => Ok(Redirect::to(&format!("/monitors/{}", view.id)).into_response()),
+        // A heartbeat monitor's ping URL is shown this once.
+        Ok(view) => match &view.ping_url {
+            Some(url) => Ok(super::heartbeats::url_page(&session, &view, url).into_response()),
+            None => Ok(Redirect::to(&format!("/monitors/{}", view.id)).into_response()),
+        },
         Err(e) => match field_of(&e) {
             Some(error) => rejected(&app, &session, Mode::New, &form, error).await,
             None => Err(e.into()),

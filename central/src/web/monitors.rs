@@ -244,6 +244,12 @@ pub async fn detail(
     let changes = status_changes(&newest);
     let commands = super::commands::named(&app, &query.commands).await?;
     let dependencies = app.monitor_dependencies(id).await?;
+    let heartbeat = monitor.spec.kind == shared_proto::CheckKind::Heartbeat;
+    let pings = if heartbeat {
+        Some(app.pings(id).await?)
+    } else {
+        None
+    };
     let windows = [
         ("24 h", &uptime.windows.day),
         ("7 d", &uptime.windows.week),
@@ -259,7 +265,7 @@ pub async fn detail(
                 form method="post" action={ "/monitors/" (id) "/" (action) } {
                     (csrf_field(&session)) button type="submit" { (label) }
                 }
-                @if !monitor.spec.paused {
+                @if !monitor.spec.paused && !heartbeat {
                     form method="post" action={ "/monitors/" (id) "/check" } {
                         (csrf_field(&session)) button type="submit" { "Check now" }
                     }
@@ -320,6 +326,7 @@ pub async fn detail(
                     } } }
                 }
             }
+            @if let Some(pings) = &pings { (super::heartbeats::section(&session, id, pings, now)) }
             (super::dependencies::monitor_section(&dependencies, now))
             h2 { "Uptime" }
             p.muted.small { "Uptime is time: each result stands until the next, at most an interval and its grace; "

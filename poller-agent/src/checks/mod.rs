@@ -17,7 +17,7 @@ use shared_proto::{AssignedMonitor, CheckKind};
 pub use target_headers::RateBudget;
 
 /// The kinds this agent can run (its default capabilities).
-pub const SUPPORTED_KINDS: [CheckKind; 4] = CheckKind::ALL;
+pub const SUPPORTED_KINDS: [CheckKind; 4] = CheckKind::AGENT_KINDS;
 
 /// Cache validators from the previous answer, for conditional HTTP requests.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -126,6 +126,12 @@ impl Checker {
             CheckSettings::Tcp(_) => tcp::check(&monitor.target, timeout).await,
             CheckSettings::Dns(s) => self.dns.check(&monitor.target, &s, timeout).await,
             CheckSettings::Tls(s) => self.tls.check(&monitor.target, &s, timeout).await,
+            // Central never places one on an agent (`CheckKind::runs_on_agents`).
+            CheckSettings::Heartbeat(_) => CheckOutcome::permanent(
+                None,
+                "a heartbeat monitor is answered by central, not checked by agents",
+                Value::Null,
+            ),
         }
     }
 }

@@ -23,6 +23,7 @@ impl RequestKey {
                 CheckSettings::Tcp(s) => serde_json::to_string(&s),
                 CheckSettings::Dns(s) => serde_json::to_string(&s),
                 CheckSettings::Tls(s) => serde_json::to_string(&s),
+                CheckSettings::Heartbeat(s) => serde_json::to_string(&s),
             }
             .unwrap_or_default(),
             // Unparseable settings: never shared (the monitor id keeps it apart).
@@ -77,6 +78,7 @@ pub fn host_of(monitor: &AssignedMonitor) -> String {
             split_host_port(&monitor.target).map(|(h, _)| h.to_string())
         }
         CheckKind::Dns => Some(monitor.target.clone()),
+        CheckKind::Heartbeat => None,
     };
     host.unwrap_or_else(|| monitor.target.clone())
         .to_ascii_lowercase()

@@ -40,7 +40,8 @@ const MAX_LABEL_LEN: usize = 64;
 /// must spell it out as a literal).
 pub const LABEL_PATTERN: &str = r"^[A-Za-z0-9._-]{1,64}$";
 
-/// The built-in check kinds; each is also a poller capability of the same name.
+/// The built-in check kinds. Those agents run (`AGENT_KINDS`) are also poller capabilities of
+/// the same name; a `heartbeat` is answered by central itself (`crate::heartbeat`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
@@ -49,15 +50,31 @@ pub enum CheckKind {
     Tcp,
     Dns,
     Tls,
+    Heartbeat,
 }
 
 impl CheckKind {
-    pub const ALL: [CheckKind; 4] = [
+    pub const ALL: [CheckKind; 5] = [
+        CheckKind::Http,
+        CheckKind::Tcp,
+        CheckKind::Dns,
+        CheckKind::Tls,
+        CheckKind::Heartbeat,
+    ];
+
+    /// The kinds agents run: their capabilities. An agent never gets another kind (an older
+    /// agent could not read it).
+    pub const AGENT_KINDS: [CheckKind; 4] = [
         CheckKind::Http,
         CheckKind::Tcp,
         CheckKind::Dns,
         CheckKind::Tls,
     ];
+
+    /// Whether agents run it (else central answers it: `heartbeat`).
+    pub fn runs_on_agents(self) -> bool {
+        self != CheckKind::Heartbeat
+    }
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -65,6 +82,7 @@ impl CheckKind {
             CheckKind::Tcp => "tcp",
             CheckKind::Dns => "dns",
             CheckKind::Tls => "tls",
+            CheckKind::Heartbeat => "heartbeat",
         }
     }
 

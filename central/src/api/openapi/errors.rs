@@ -25,6 +25,11 @@ const OVERLOADED: &str = "`overloaded`: retry after `Retry-After` seconds.";
 const TIMED_OUT: &str = "`request_timeout`: the body did not arrive within \
                          `CENTRAL_REQUEST_TIMEOUT`; send it again, at once.";
 const RATE_LIMITED: &str = "`rate_limited`: retry after `Retry-After` seconds.";
+const PING_NOT_FOUND: &str = "`not_found`: no heartbeat monitor has this ping URL (a wrong or \
+                              replaced token, or an unknown signal after it).";
+const PING_TOO_LARGE: &str = "`payload_too_large`: body over 100 KiB (the first 10 KiB are kept).";
+const PING_RATE_LIMITED: &str = "`rate_limited`: more than a ping a second for a while on this \
+                                 URL; retry after `Retry-After` seconds.";
 const BODY_INVALID: &str = "`invalid_body` (not the schema's shape) or `invalid_field` (a field \
                             breaks a rule the schema states); the message names the field.";
 const UNPROCESSABLE: &str = "The body is as the schema says, but breaks a rule no schema states \
@@ -281,6 +286,18 @@ error_set!(
         415 => MEDIA_TYPE,
         422 => "`invalid_combination`: the alias is its own canonical name, the canonical name \
                 is itself an alias, or the alias is the canonical name of other aliases.",
+        503 => OVERLOADED,
+    }
+);
+
+error_set!(
+    /// A heartbeat monitor's ping (`/ping/...`): no credentials beyond the URL.
+    PingErrors {
+        400 => "`invalid_body`: the body could not be read.",
+        404 => PING_NOT_FOUND,
+        408 => TIMED_OUT,
+        413 => PING_TOO_LARGE,
+        429 => PING_RATE_LIMITED,
         503 => OVERLOADED,
     }
 );

@@ -249,6 +249,9 @@ pub(super) fn monitor_settings(kind: CheckKind) -> Value {
         CheckKind::Dns => dns_settings(),
         CheckKind::Tls => properties_of(schema_of::<TlsSettings>()),
         CheckKind::Tcp => Map::new(),
+        CheckKind::Heartbeat => {
+            properties_of(schema_of::<shared_proto::heartbeat::HeartbeatSettings>())
+        }
     };
     properties.extend(own);
     json!({

@@ -10,7 +10,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    commands, dependencies, history, maintenance, notifications, ops, poller, settings, tagged,
+    commands, dependencies, history, maintenance, notifications, ops, ping, poller, settings,
+    tagged,
 };
 
 mod errors;
@@ -51,6 +52,7 @@ pub use errors::*;
         maintenance::create_window, maintenance::list_windows, maintenance::get_window,
         maintenance::update_window, maintenance::delete_window, maintenance::mute_monitor,
         tagged::pause, tagged::resume,
+        ping::ping, ping::ping_signal, ping::new_ping_url, ping::list_pings,
     ),
     components(schemas(ErrorBody)),
     modifiers(&BearerSchemes),
@@ -62,6 +64,7 @@ pub use errors::*;
         (name = "dependencies", description = "What health-json monitors report of the services they depend on, and aliases that group their names."),
         (name = "notifications", description = "Notification channels and the delivery log."),
         (name = "maintenance", description = "Maintenance windows: planned time in which monitors show `maintenance`, problems are not told and uptime does not count."),
+        (name = "heartbeats", description = "Heartbeat (push) monitors: a job pings its monitor's URL; late or failing pings make it `down`. The ping URL is its only credential."),
         (name = "ops", description = "Probes, metrics and this document; no authentication."),
     )
 )]
@@ -118,5 +121,6 @@ pub static DOCUMENT: LazyLock<String> = LazyLock::new(|| {
     tidy::headers_are_never_null(&mut document);
     kinds::one_of_per_kind(&mut document);
     tidy::tidy_formats(&mut document);
+    tidy::unique_operation_ids(&mut document);
     serde_json::to_string_pretty(&document).expect("a JSON value serialises") + "\n"
 });

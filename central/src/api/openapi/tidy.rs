@@ -114,6 +114,26 @@ const VALUE_KEYWORDS: [&str; 7] = [
 /// `{type: [T, null], format: F, …}` (how utoipa writes an `Option` of a formatted
 /// value) as `{oneOf: [{type: T, format: F, …}, {type: null}]}`. Both mean the same, but
 /// generators (schemathesis) fill the first with strings of type T that ignore the format, e.g.
+/// An operation routed for several methods (a ping is `GET` or `POST`) is written once with
+/// one `operationId`; OpenAPI wants each unique, so every use after the first gets its method
+/// appended (`ping_post`).
+pub(super) fn unique_operation_ids(document: &mut serde_json::Value) {
+    let mut seen = std::collections::HashSet::new();
+    let Some(paths) = document.get_mut("paths").and_then(|p| p.as_object_mut()) else {
+        return;
+    };
+    for item in paths.values_mut().filter_map(|i| i.as_object_mut()) {
+        for (method, operation) in item.iter_mut() {
+            let Some(id) = operation.get("operationId").and_then(|i| i.as_str()) else {
+                continue;
+            };
+            if !seen.insert(id.to_string()) {
+                operation["operationId"] = format!("{id}_{method}").into();
+            }
+        }
+    }
+}
+
 /// `""` for an optional date-time, and then call the refusal a failure.
 pub(super) fn tidy_formats(value: &mut serde_json::Value) {
     use serde_json::{json, Value};

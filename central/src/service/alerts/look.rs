@@ -223,7 +223,18 @@ impl App {
         let placement_checked = self.cluster.placement_checked_at();
         let ids: Vec<String> = due.iter().map(|(id, _)| id.clone()).collect();
         let monitors = self.store.monitors_by_ids(&ids).await?;
-        let derived = self.derived_of(&monitors).await?;
+        let mut derived = self.derived_of(&monitors).await?;
+        // Heartbeat monitors whose ping is late: the failure is stored as their result first
+        // (as an agent's would be), then they are seen with it.
+        let late: HashMap<String, _> = monitors
+            .iter()
+            .zip(&derived)
+            .filter_map(|(m, d)| Some((m.id.clone(), d.late.clone()?)))
+            .collect();
+        if !late.is_empty() {
+            self.store_late(&monitors, &late, now).await?;
+            derived = self.derived_of(&monitors).await?;
+        }
         let states: HashMap<String, AlertStateRow> = self
             .store
             .alert_states_of(&ids)
