@@ -18,6 +18,35 @@ use crate::uplink::sync::{AssignmentSync, Heartbeats};
 use crate::uplink::upload::Uploader;
 use crate::uplink::{retry_delay, CentralClient, UplinkError};
 
+/// The ICMP sockets `icmp` checks use, said once at start: which kind the agent has, or why
+/// it has none (and then does not advertise `icmp`).
+fn open_icmp(config: &AgentConfig) -> Option<crate::checks::icmp::IcmpPinger> {
+    match crate::checks::icmp::IcmpPinger::open(config.icmp_socket) {
+        Ok(pinger) => {
+            tracing::info!(
+                socket = pinger.kind().as_str(),
+                ipv6 = pinger.has_ipv6(),
+                "icmp: checks use {} ICMP sockets{}",
+                pinger.kind().as_str(),
+                match pinger.kind() {
+                    crate::checks::icmp::SocketKind::Unprivileged =>
+                        " (net.ipv4.ping_group_range allows this process's group)",
+                    crate::checks::icmp::SocketKind::Raw => " (CAP_NET_RAW)",
+                }
+            );
+            Some(pinger)
+        }
+        Err(why) => {
+            tracing::warn!(
+                "icmp: no ICMP socket ({why}); the capability icmp is not advertised. Allow \
+                 unprivileged ICMP (sysctl net.ipv4.ping_group_range=\"0 2147483647\") or \
+                 grant CAP_NET_RAW, and restart"
+            );
+            None
+        }
+    }
+}
+
 /// Runs the agent until `shutdown` resolves.
 pub async fn run(
     config: AgentConfig,
@@ -44,13 +73,17 @@ pub async fn run(
             .await;
     });
 
+    let icmp = open_icmp(&config);
+    let capabilities = config.capability_list(icmp.is_some());
     let store = LocalStore::open(&config.data_dir)?;
     let client = Arc::new(CentralClient::new(
         config.central_url.clone(),
         store.clone(),
         &config.tls,
     )?);
-    let Some(credentials) = credentials(&config, &store, &client, stop_rx.clone()).await? else {
+    let Some(credentials) =
+        credentials(&config, &capabilities, &store, &client, stop_rx.clone()).await?
+    else {
         return Ok(());
     };
     tracing::info!(poller_id = %credentials.poller_id, "agent running");
@@ -78,7 +111,7 @@ pub async fn run(
     let (acks_tx, acks_rx) = mpsc::channel(1_000);
     let runner = Runner {
         clock: Arc::new(SystemClock),
-        checker: Checker::new(&config.display_name())?,
+        checker: Checker::new(&config.display_name())?.with_icmp(icmp),
         metrics: metrics.clone(),
         config: EngineConfig {
             per_host_limit: config.max_concurrent_per_host as usize,
@@ -109,7 +142,7 @@ pub async fn run(
         store: store.clone(),
         metrics: metrics.clone(),
         interval: config.heartbeat_interval,
-        capabilities: config.capability_list(),
+        capabilities,
         report,
         assignments_changed,
         known_version: version_rx,
@@ -195,6 +228,7 @@ pub fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
 /// before registration succeeded.
 async fn credentials(
     config: &AgentConfig,
+    capabilities: &[String],
     store: &LocalStore,
     client: &CentralClient,
     mut stop: watch::Receiver<bool>,
@@ -212,7 +246,7 @@ async fn credentials(
         name: config.display_name(),
         region: config.region.clone(),
         datacenter: config.datacenter.clone(),
-        capabilities: config.capability_list(),
+        capabilities: capabilities.to_vec(),
         version: env!("CARGO_PKG_VERSION").to_string(),
     };
     let mut failures = 0;

@@ -122,6 +122,12 @@ pub struct AgentConfig {
     #[arg(long, env = "POLLER_MAX_CONCURRENCY", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub max_concurrency: u32,
 
+    /// Which ICMP sockets `icmp` checks use: `auto` (unprivileged where
+    /// `net.ipv4.ping_group_range` allows, else raw with `CAP_NET_RAW`), `unprivileged`, `raw`,
+    /// or `off`. Without one the agent does not advertise `icmp`.
+    #[arg(long, env = "POLLER_ICMP_SOCKET", value_enum, default_value_t = crate::checks::icmp::SocketChoice::Auto)]
+    pub icmp_socket: crate::checks::icmp::SocketChoice,
+
     /// Most checks running at once against one host name.
     #[arg(long, env = "POLLER_MAX_CONCURRENT_PER_HOST", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub max_concurrent_per_host: u32,
@@ -141,14 +147,20 @@ impl AgentConfig {
             .unwrap_or_else(|| "poller".to_string())
     }
 
-    pub fn capability_list(&self) -> Vec<String> {
-        match &self.capabilities {
+    /// The capabilities to advertise: `POLLER_CAPABILITIES`, or every kind this agent runs;
+    /// `icmp` only when it has an ICMP socket (`icmp`).
+    pub fn capability_list(&self, icmp: bool) -> Vec<String> {
+        let listed: Vec<String> = match &self.capabilities {
             Some(list) => list.split(',').map(str::to_string).collect(),
             None => crate::checks::SUPPORTED_KINDS
                 .iter()
                 .map(|k| k.as_str().to_string())
                 .collect(),
-        }
+        };
+        listed
+            .into_iter()
+            .filter(|c| icmp || c != shared_proto::CheckKind::Icmp.as_str())
+            .collect()
     }
 }
 

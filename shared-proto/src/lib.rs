@@ -11,6 +11,7 @@ pub mod error;
 pub mod health;
 pub mod heartbeat;
 pub mod history;
+pub mod icmp;
 pub mod lenient;
 pub mod maintenance;
 pub mod monitor;

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::health::HealthMapping;
 use crate::heartbeat::HeartbeatSettings;
+use crate::icmp::IcmpSettings;
 use crate::monitor::CheckKind;
 use crate::ValidationError;
 
@@ -30,6 +31,22 @@ impl MonitorSettings {
             .clone()
             .into_iter()
             .partition(|(key, _)| CommonSettings::KEYS.contains(&key.as_str()));
+        if kind == CheckKind::Heartbeat {
+            // No agent runs it: of the common keys only central's own rules apply.
+            if let Some(key) = common
+                .keys()
+                .find(|k| !CommonSettings::CENTRAL_KEYS.contains(&k.as_str()))
+            {
+                return Err(ValidationError::new(
+                    format!("settings.{key}"),
+                    format!(
+                        "is an agent's setting; a heartbeat monitor takes only {} of the \
+                         common keys",
+                        CommonSettings::CENTRAL_KEYS.join(", ")
+                    ),
+                ));
+            }
+        }
         let common: CommonSettings = from_settings(Value::Object(common))?;
         common.validate()?;
         let specific = Value::Object(specific);
@@ -46,6 +63,11 @@ impl MonitorSettings {
                 CheckSettings::Dns(s)
             }
             CheckKind::Tls => CheckSettings::Tls(from_settings(specific)?),
+            CheckKind::Icmp => {
+                let s: IcmpSettings = from_settings(specific)?;
+                s.validate()?;
+                CheckSettings::Icmp(s)
+            }
             CheckKind::Heartbeat => {
                 let s: HeartbeatSettings = from_settings(specific)?;
                 s.validate()?;
@@ -153,6 +175,10 @@ impl Default for CommonSettings {
 }
 
 impl CommonSettings {
+    /// The common keys central applies itself (the others tune the agent's engine).
+    pub const CENTRAL_KEYS: [&'static str; 3] =
+        ["confirm_down", "confirm_up", "repeat_interval_ms"];
+
     pub const KEYS: [&'static str; 17] = [
         "retries",
         "retry_interval_ms",
@@ -253,6 +279,7 @@ pub enum CheckSettings {
     Tcp(TcpSettings),
     Dns(DnsSettings),
     Tls(TlsSettings),
+    Icmp(IcmpSettings),
     Heartbeat(HeartbeatSettings),
 }
 
@@ -564,8 +591,21 @@ mod tests {
     }
 
     #[test]
-    fn common_keys_work_for_every_kind() {
-        for kind in CheckKind::ALL {
+    fn a_heartbeat_takes_only_the_common_keys_central_applies() {
+        let refused = parse(CheckKind::Heartbeat, json!({"retries": 2})).unwrap_err();
+        assert_eq!(refused.field, "settings.retries");
+        let kept = parse(
+            CheckKind::Heartbeat,
+            json!({"confirm_down": 2, "grace_ms": 5000, "cron": "0 3 * * *"}),
+        )
+        .unwrap();
+        assert_eq!(kept.common.confirm_down, 2);
+        assert!(matches!(kept.check, CheckSettings::Heartbeat(h) if h.grace_ms == 5000));
+    }
+
+    #[test]
+    fn common_keys_work_for_every_kind_agents_run() {
+        for kind in CheckKind::AGENT_KINDS {
             let s = parse(kind, json!({"retries": 2, "breaker_threshold": 3})).unwrap();
             assert_eq!((s.common.retries, s.common.breaker_threshold), (2, 3));
         }

@@ -82,6 +82,8 @@ pub const DNS_PATTERN: &str = concat!("^", host_name!(), "\\.?$");
 /// `ip:port` of a name server (`settings.nameserver` of a `dns` monitor); port 0 excluded.
 pub const NAMESERVER_PATTERN: &str = concat!("^(?:", ipv4!(), "|", ipv6!(), "):", port!(), "$");
 
+/// `icmp`: a host name or an IPv4 address, or an IPv6 address bare or in brackets (no port).
+pub const ICMP_PATTERN: &str = concat!("^(?:", host!(), "|[0-9A-Fa-f.]*:[0-9A-Fa-f:.]{1,44})$");
 /// `heartbeat`: nothing is connected to; the target says what reports in (a job, a host),
 /// any text that is not blank and holds no control character.
 pub const HEARTBEAT_PATTERN: &str =
@@ -94,6 +96,7 @@ pub fn pattern(kind: CheckKind) -> &'static str {
         CheckKind::Tcp => TCP_PATTERN,
         CheckKind::Tls => TLS_PATTERN,
         CheckKind::Dns => DNS_PATTERN,
+        CheckKind::Icmp => ICMP_PATTERN,
         CheckKind::Heartbeat => HEARTBEAT_PATTERN,
     }
 }
@@ -117,8 +120,9 @@ pub const SMTP_URL_PATTERN: &str = concat!(
     ")?/?(?:\\?[\\x21-\\x7e]*)?$"
 );
 
-const PATTERNS: [&str; 7] = [
+const PATTERNS: [&str; 8] = [
     HEARTBEAT_PATTERN,
+    ICMP_PATTERN,
     HTTP_PATTERN,
     TCP_PATTERN,
     TLS_PATTERN,
@@ -167,6 +171,9 @@ fn example(kind: CheckKind) -> &'static str {
         CheckKind::Tcp => "host:port, like db.example.com:5432 or [2001:db8::1]:22",
         CheckKind::Tls => "a host or host:port, like example.com or example.com:8443",
         CheckKind::Dns => "a domain name, like example.com",
+        CheckKind::Icmp => {
+            "a host name or an IP address, like example.com, 192.0.2.1 or 2001:db8::1"
+        }
         CheckKind::Heartbeat => "text naming what pings (a job, a host), like nightly-backup",
     }
 }
@@ -210,6 +217,7 @@ pub fn validate_target(kind: CheckKind, target: &str) -> Result<(), ValidationEr
             None => unusable(format!("`{target}` must be {}", example(kind))),
         },
         CheckKind::Dns => host_is_usable(target.strip_suffix('.').unwrap_or(target)),
+        CheckKind::Icmp => host_is_usable(target),
         CheckKind::Heartbeat => Ok(()),
     }
 }

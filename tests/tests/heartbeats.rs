@@ -44,7 +44,7 @@ async fn told(receiver: &HttpReceiver, count: usize, what: &str) -> anyhow::Resu
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_that_pings_is_up_and_its_silence_failure_or_unfinished_start_is_down(
 ) -> anyhow::Result<()> {
-    let central = Central::start().await?;
+    let mut central = Central::start().await?;
     let receiver = HttpReceiver::start().await?;
     central
         .create_channel(
@@ -93,8 +93,9 @@ async fn a_job_that_pings_is_up_and_its_silence_failure_or_unfinished_start_is_d
         "down after {:?}",
         pinged.elapsed()
     );
+    // Shown at once; stored (and told) a few seconds later, once no ping can be on its way.
     assert!(
-        down["message"]
+        down["reason"]
             .as_str()
             .unwrap_or_default()
             .contains("one was expected by"),
@@ -111,6 +112,17 @@ async fn a_job_that_pings_is_up_and_its_silence_failure_or_unfinished_start_is_d
         .wait_for_status(&id, "up", Duration::from_secs(5))
         .await?;
     told(&receiver, 2, "the recovery told").await?;
+    // The silence counts as down time: alerting stored it as a result at the late instant.
+    let (status, uptime) = central
+        .admin(Method::GET, &format!("/api/v1/monitors/{id}/uptime"), None)
+        .await?;
+    assert_eq!(status, 200, "{uptime}");
+    let day = &uptime["24h"];
+    assert!(
+        day["up_ms"].as_u64().unwrap_or_default() >= 6_500
+            && day["down_ms"].as_u64().unwrap_or_default() > 0,
+        "{day}"
+    );
 
     // `/fail`: down at once.
     assert_eq!(curl(&format!("{ping}/fail"), None).await?, 200);
@@ -157,7 +169,7 @@ async fn a_job_that_pings_is_up_and_its_silence_failure_or_unfinished_start_is_d
         started.elapsed()
     );
     assert!(
-        unfinished["message"]
+        unfinished["reason"]
             .as_str()
             .unwrap_or_default()
             .contains("did not finish within its grace"),
@@ -228,6 +240,26 @@ async fn a_job_that_pings_is_up_and_its_silence_failure_or_unfinished_start_is_d
     );
     assert_eq!(curl(&ping, None).await?, 404);
     assert_eq!(curl(&renewed, None).await?, 200);
+
+    // Central down for longer than the period and its grace: the job's pings could not be
+    // heard, so its clock starts again when central is back (not down at once).
+    assert_eq!(curl(&renewed, None).await?, 200);
+    central
+        .wait_for_status(&id, "up", Duration::from_secs(2))
+        .await?;
+    central.kill().await;
+    tokio::time::sleep(Duration::from_secs(9)).await;
+    central.restart().await?;
+    let back = Instant::now();
+    assert_eq!(central.status(&id).await?["status"], "up");
+    central
+        .wait_for_status(&id, "down", Duration::from_secs(12))
+        .await?;
+    assert!(
+        back.elapsed() >= Duration::from_secs(4),
+        "{:?}",
+        back.elapsed()
+    );
 
     // A flood on one URL is refused past its burst.
     let mut statuses = Vec::new();

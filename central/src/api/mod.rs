@@ -222,6 +222,7 @@ pub fn router(app: Arc<App>, options: &HttpOptions, long_polls: Arc<pools::LongP
             options.auth_failures_per_minute,
             options.auth_failures_global_per_minute,
         ),
+        auth_failures::AuthFailures::new(options.auth_failures_per_minute.saturating_mul(10), 0),
     ));
     let pings = Router::new()
         .route("/{token}", get(ping::ping).post(ping::ping))

@@ -5,7 +5,7 @@
 //! A ping needs nothing but its URL, so it is served from the `ping` pool (`pools`), apart
 //! from logins and from pollers. Each token may ping about once a second (`PER_SECOND`, with
 //! a burst), checked in memory before any database read; a wrong token counts as a failed
-//! authentication of its client (`auth_failures`). Cost: O(1) per ping.
+//! authentication of its client, apart from logins' (`pools`). Cost: O(1) per ping.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -106,6 +106,8 @@ async fn receive(
     if token.len() != TOKEN_LEN || !token.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(unknown());
     }
+    // Hex digits in either case name the same token.
+    let token = &token.to_ascii_lowercase();
     let kind = PingKind::parse(signal).ok_or_else(unknown)?;
     // Before any read: a token that pings too often costs nothing more.
     let key: [u8; 16] = Sha256::digest(token.as_bytes())[..16]

@@ -9,9 +9,11 @@
 //!   credentials, the login page and its assets), with at most an eighth of the pool per
 //!   client (an address or IPv6 /64, through `CENTRAL_TRUSTED_PROXIES`).
 //!
-//! Failed authentications in the unauthenticated and ping pools (a `401`, or a ping URL that
-//! names nothing: `404`) are limited per client and in all (`auth_failures`): a locked-out
-//! client's requests there are answered `429` before they take a place.
+//! Failed authentications in the unauthenticated pool (`401`) are limited per client and in
+//! all (`auth_failures`): a locked-out client's requests there are answered `429` before they
+//! take a place. Ping URLs that name nothing (`404`) are counted apart, per client only and
+//! ten times as leniently (a job left with a replaced URL must not lock its host's other jobs
+//! out, and wrong pings must never lock out logins or every ping).
 //!
 //! Choosing takes microseconds and no database read or slow hash; it grants nothing, since
 //! every handler still authenticates its request. A full pool answers `503` with
@@ -75,6 +77,7 @@ pub struct Pools {
     proxies: TrustedProxies,
     deadline: Duration,
     failures: AuthFailures,
+    ping_failures: AuthFailures,
 }
 
 /// A place held while a request is served.
@@ -91,6 +94,7 @@ impl Pools {
         proxies: TrustedProxies,
         deadline: Duration,
         failures: AuthFailures,
+        ping_failures: AuthFailures,
     ) -> Self {
         let unauthenticated = unauthenticated as usize;
         Self {
@@ -102,6 +106,7 @@ impl Pools {
             proxies,
             deadline,
             failures,
+            ping_failures,
         }
     }
 
@@ -167,8 +172,12 @@ pub async fn admit(State(pools): State<Arc<Pools>>, request: Request, next: Next
     } else {
         None
     };
+    let failures = match pool {
+        Pool::Ping => &pools.ping_failures,
+        _ => &pools.failures,
+    };
     if unauthenticated {
-        if let Err(refused) = pools.failures.check(client, Instant::now()) {
+        if let Err(refused) = failures.check(client, Instant::now()) {
             return refused.into_response();
         }
     }
@@ -209,7 +218,7 @@ pub async fn admit(State(pools): State<Arc<Pools>>, request: Request, next: Next
         _ => response.status() == StatusCode::UNAUTHORIZED,
     };
     if unauthenticated && failed {
-        pools.failures.record(client, Instant::now());
+        failures.record(client, Instant::now());
     }
     response
 }

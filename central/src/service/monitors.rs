@@ -201,6 +201,13 @@ impl App {
             {
                 Some(versioned) => {
                     self.publish_version(&versioned);
+                    // A heartbeat's new schedule starts its clock again (not any edit: a
+                    // rename must not forgive a missed run).
+                    let rescheduled =
+                        current.settings != row.settings || current.interval_ms != row.interval_ms;
+                    if spec.kind == CheckKind::Heartbeat && rescheduled {
+                        self.store.set_schedule_at(&row.id, row.updated_at).await?;
+                    }
                     self.forget_unreported_dependencies(id).await?;
                     self.reconcile_monitor(id).await?;
                     return self.get_monitor(id).await;

@@ -31,6 +31,8 @@ struct Known {
     windows: Vec<WindowNow>,
     /// What heartbeat monitors last heard (`push`), by monitor id.
     push: HashMap<String, PushState>,
+    /// Since when central has been up without interruption (`cluster::watching_since`).
+    watching_since: i64,
 }
 
 /// One monitor's status as derived, with what alerting needs beside it.
@@ -123,6 +125,7 @@ impl App {
                     .collect();
                 self.store.push_states(&heartbeats).await?
             },
+            watching_since: self.cluster.watching_since(),
         };
         let mut views = Vec::with_capacity(monitors.len());
         for monitor in monitors {
@@ -204,7 +207,8 @@ impl App {
         let mut changes_at = None;
         let late = Schedule::of(&monitor.kind, &monitor.settings, monitor.interval_ms).map(|s| {
             let state = known.push.get(&monitor.id).copied().unwrap_or_default();
-            push::lateness(&s, monitor.updated_at, latest, state)
+            let watched_from = push::watched_from(monitor, state, known.watching_since);
+            push::lateness(&s, watched_from, latest, state)
         });
         let (status, reason, poller_id, locations, quorum) = if regions.is_empty() {
             let assigned = monitor.assigned_poller_id.as_deref();

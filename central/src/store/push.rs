@@ -23,6 +23,8 @@ pub struct PushState {
     /// When its job last pinged `/start`.
     pub started_at: Option<i64>,
     pub last_ping_at: Option<i64>,
+    /// When its schedule last changed (its clock starts again then).
+    pub schedule_at: Option<i64>,
 }
 
 impl Store {
@@ -37,6 +39,22 @@ impl Store {
         .bind(token_sha256)
         .execute(&self.writer)
         .await?;
+        Ok(())
+    }
+
+    /// Notes that a heartbeat monitor's schedule changed at `at` (its clock starts again) and
+    /// marks it due.
+    pub async fn set_schedule_at(&self, monitor_id: &str, at: i64) -> anyhow::Result<()> {
+        let _guard = self.write_lock().await;
+        let mut tx = self.writer.begin().await?;
+        sqlx::query("UPDATE heartbeats SET schedule_at = $2 WHERE monitor_id = $1")
+            .bind(monitor_id)
+            .bind(at)
+            .execute(&mut *tx)
+            .await?;
+        let ids = serde_json::to_string(&[monitor_id])?;
+        super::due::mark_due(&mut tx, self.backend(), &ids, at).await?;
+        tx.commit().await?;
         Ok(())
     }
 
@@ -129,8 +147,9 @@ impl Store {
             return Ok(HashMap::new());
         }
         let source = super::due::id_source(self.backend());
-        let rows: Vec<(String, Option<i64>, Option<i64>)> = sqlx::query_as(&format!(
-            "SELECT monitor_id, started_at, last_ping_at FROM heartbeats \
+        type Row = (String, Option<i64>, Option<i64>, Option<i64>);
+        let rows: Vec<Row> = sqlx::query_as(&format!(
+            "SELECT monitor_id, started_at, last_ping_at, schedule_at FROM heartbeats \
              WHERE monitor_id IN (SELECT value FROM {source})"
         ))
         .bind(serde_json::to_string(ids)?)
@@ -138,12 +157,13 @@ impl Store {
         .await?;
         Ok(rows
             .into_iter()
-            .map(|(id, started_at, last_ping_at)| {
+            .map(|(id, started_at, last_ping_at, schedule_at)| {
                 (
                     id,
                     PushState {
                         started_at,
                         last_ping_at,
+                        schedule_at,
                     },
                 )
             })

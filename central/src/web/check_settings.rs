@@ -182,6 +182,55 @@ const SETTINGS: &[Setting] = &[
         hint: "when it differs from the target host",
         input: Input::Text,
     },
+    Setting {
+        kind: CheckKind::Icmp,
+        key: "count",
+        label: "Echo requests per check",
+        hint: "1 to 10; default 3",
+        input: Input::Number,
+    },
+    Setting {
+        kind: CheckKind::Icmp,
+        key: "echo_interval_ms",
+        label: "Between echo requests (ms)",
+        hint: "200 to 10000; default 1000",
+        input: Input::Number,
+    },
+    Setting {
+        kind: CheckKind::Icmp,
+        key: "max_loss_percent",
+        label: "Down when more than this share is lost (%)",
+        hint: "0 to 99; default 50",
+        input: Input::Number,
+    },
+    Setting {
+        kind: CheckKind::Heartbeat,
+        key: "period_ms",
+        label: "Period (ms)",
+        hint: "a ping is expected this long after the previous; empty: the interval",
+        input: Input::Number,
+    },
+    Setting {
+        kind: CheckKind::Heartbeat,
+        key: "cron",
+        label: "Or on a cron schedule",
+        hint: "five fields, like 30 3 * * * (every night at 03:30)",
+        input: Input::Text,
+    },
+    Setting {
+        kind: CheckKind::Heartbeat,
+        key: "time_zone",
+        label: "Time zone of the schedule",
+        hint: "like Europe/Paris; empty: UTC",
+        input: Input::Text,
+    },
+    Setting {
+        kind: CheckKind::Heartbeat,
+        key: "grace_ms",
+        label: "Grace (ms)",
+        hint: "how late a ping may be, and how long a started job has to finish; default 60000",
+        input: Input::Number,
+    },
 ];
 
 /// The form field of a setting: `settings.method`.

@@ -3,6 +3,7 @@
 
 mod dns;
 mod http;
+pub mod icmp;
 pub mod target_headers;
 mod tcp;
 mod tls;
@@ -16,8 +17,8 @@ use shared_proto::{AssignedMonitor, CheckKind};
 
 pub use target_headers::RateBudget;
 
-/// The kinds this agent can run (its default capabilities).
-pub const SUPPORTED_KINDS: [CheckKind; 4] = CheckKind::AGENT_KINDS;
+/// The kinds this agent can run (its default capabilities; `icmp` only with an ICMP socket).
+pub const SUPPORTED_KINDS: [CheckKind; 5] = CheckKind::AGENT_KINDS;
 
 /// Cache validators from the previous answer, for conditional HTTP requests.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -92,6 +93,8 @@ pub struct Checker {
     http: http::HttpClients,
     dns: dns::DnsChecker,
     tls: tls::TlsChecker,
+    /// `None` when no ICMP socket could be opened (the agent then does not advertise `icmp`).
+    icmp: Option<std::sync::Arc<icmp::IcmpPinger>>,
 }
 
 impl Checker {
@@ -102,7 +105,16 @@ impl Checker {
             http: http::HttpClients::new(&user_agent(poller_name))?,
             dns: dns::DnsChecker::new(),
             tls: tls::TlsChecker::new()?,
+            icmp: None,
         })
+    }
+
+    /// Runs `icmp` checks through `pinger`.
+    pub fn with_icmp(self, pinger: Option<icmp::IcmpPinger>) -> Self {
+        Self {
+            icmp: pinger.map(std::sync::Arc::new),
+            ..self
+        }
     }
 
     pub async fn run(
@@ -126,6 +138,15 @@ impl Checker {
             CheckSettings::Tcp(_) => tcp::check(&monitor.target, timeout).await,
             CheckSettings::Dns(s) => self.dns.check(&monitor.target, &s, timeout).await,
             CheckSettings::Tls(s) => self.tls.check(&monitor.target, &s, timeout).await,
+            CheckSettings::Icmp(s) => match &self.icmp {
+                Some(pinger) => pinger.check(&monitor.target, &s, timeout).await,
+                // Not advertised, so central places none here; one sent anyway is refused.
+                None => CheckOutcome::permanent(
+                    None,
+                    "this agent cannot open an ICMP socket (see its start-up log)",
+                    Value::Null,
+                ),
+            },
             // Central never places one on an agent (`CheckKind::runs_on_agents`).
             CheckSettings::Heartbeat(_) => CheckOutcome::permanent(
                 None,

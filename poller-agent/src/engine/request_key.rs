@@ -23,6 +23,7 @@ impl RequestKey {
                 CheckSettings::Tcp(s) => serde_json::to_string(&s),
                 CheckSettings::Dns(s) => serde_json::to_string(&s),
                 CheckSettings::Tls(s) => serde_json::to_string(&s),
+                CheckSettings::Icmp(s) => serde_json::to_string(&s),
                 CheckSettings::Heartbeat(s) => serde_json::to_string(&s),
             }
             .unwrap_or_default(),
@@ -77,7 +78,13 @@ pub fn host_of(monitor: &AssignedMonitor) -> String {
         CheckKind::Tcp | CheckKind::Tls => {
             split_host_port(&monitor.target).map(|(h, _)| h.to_string())
         }
-        CheckKind::Dns => Some(monitor.target.clone()),
+        CheckKind::Dns | CheckKind::Icmp => Some(
+            monitor
+                .target
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_string(),
+        ),
         CheckKind::Heartbeat => None,
     };
     host.unwrap_or_else(|| monitor.target.clone())

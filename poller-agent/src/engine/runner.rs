@@ -376,9 +376,18 @@ fn result_of(
 }
 
 /// Longer than any check should take: its own timeout, plus room for a check that runs a few
-/// steps each bounded by it (DNS, then connect, then TLS).
+/// steps each bounded by it (DNS, then connect, then TLS), plus an `icmp` check's spacing
+/// between its echoes.
 fn hard_limit(monitor: &AssignedMonitor) -> Duration {
-    Duration::from_millis(monitor.timeout_ms.saturating_mul(3)).max(Duration::from_secs(5))
+    let spacing =
+        match shared_proto::settings::MonitorSettings::parse(monitor.kind, &monitor.settings)
+            .map(|s| s.check)
+        {
+            Ok(shared_proto::settings::CheckSettings::Icmp(icmp)) => icmp.longest_check_ms(0),
+            _ => 0,
+        };
+    Duration::from_millis(monitor.timeout_ms.saturating_mul(3).saturating_add(spacing))
+        .max(Duration::from_secs(5))
 }
 
 /// Runs one check in a task of its own, so that whatever it does, an outcome comes back and

@@ -50,25 +50,28 @@ pub enum CheckKind {
     Tcp,
     Dns,
     Tls,
+    Icmp,
     Heartbeat,
 }
 
 impl CheckKind {
-    pub const ALL: [CheckKind; 5] = [
+    pub const ALL: [CheckKind; 6] = [
         CheckKind::Http,
         CheckKind::Tcp,
         CheckKind::Dns,
         CheckKind::Tls,
+        CheckKind::Icmp,
         CheckKind::Heartbeat,
     ];
 
     /// The kinds agents run: their capabilities. An agent never gets another kind (an older
     /// agent could not read it).
-    pub const AGENT_KINDS: [CheckKind; 4] = [
+    pub const AGENT_KINDS: [CheckKind; 5] = [
         CheckKind::Http,
         CheckKind::Tcp,
         CheckKind::Dns,
         CheckKind::Tls,
+        CheckKind::Icmp,
     ];
 
     /// Whether agents run it (else central answers it: `heartbeat`).
@@ -82,6 +85,7 @@ impl CheckKind {
             CheckKind::Tcp => "tcp",
             CheckKind::Dns => "dns",
             CheckKind::Tls => "tls",
+            CheckKind::Icmp => "icmp",
             CheckKind::Heartbeat => "heartbeat",
         }
     }
@@ -226,7 +230,20 @@ impl MonitorSpec {
         validate_timeout(self.timeout_ms, self.interval_ms)?;
         // Which settings exist, and their ranges, depend on the kind (each kind's schema in
         // the OpenAPI document states them).
-        MonitorSettings::parse(self.kind, &self.settings)?;
+        let settings = MonitorSettings::parse(self.kind, &self.settings)?;
+        if let crate::settings::CheckSettings::Icmp(icmp) = &settings.check {
+            let longest = icmp.longest_check_ms(self.timeout_ms);
+            if longest > self.interval_ms {
+                return Err(ValidationError::combination(
+                    "settings.count",
+                    format!(
+                        "{} echoes {} ms apart and the last one's timeout take {longest} ms, \
+                         longer than interval_ms ({})",
+                        icmp.count, icmp.echo_interval_ms, self.interval_ms
+                    ),
+                ));
+            }
+        }
         validate_placement(
             self.poller_mode,
             self.poller_id,

@@ -249,7 +249,10 @@ pub(super) fn monitor_settings(kind: CheckKind) -> Value {
         CheckKind::Dns => dns_settings(),
         CheckKind::Tls => properties_of(schema_of::<TlsSettings>()),
         CheckKind::Tcp => Map::new(),
+        CheckKind::Icmp => properties_of(schema_of::<shared_proto::icmp::IcmpSettings>()),
         CheckKind::Heartbeat => {
+            // No agent runs it: of the common keys, only those central applies.
+            properties.retain(|key, _| CommonSettings::CENTRAL_KEYS.contains(&key.as_str()));
             properties_of(schema_of::<shared_proto::heartbeat::HeartbeatSettings>())
         }
     };

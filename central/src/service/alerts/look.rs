@@ -22,6 +22,8 @@ use super::{flap_window_ms, next_look, step, AlertState, Notice, Rules};
 use crate::error::ApiResult;
 use crate::service::channels::tells;
 use crate::service::parents::Behind;
+use crate::service::push;
+use crate::service::status::Lateness;
 use crate::service::{stored_id, time_of, App};
 use crate::store::{AlertStateRow, AlertUpdate, ChannelRow, Look, MonitorRow, OutboxRow};
 
@@ -226,10 +228,11 @@ impl App {
         let mut derived = self.derived_of(&monitors).await?;
         // Heartbeat monitors whose ping is late: the failure is stored as their result first
         // (as an agent's would be), then they are seen with it.
+        let settled = |late: &Lateness| now >= late.at.saturating_add(push::LATE_SETTLE_MS);
         let late: HashMap<String, _> = monitors
             .iter()
             .zip(&derived)
-            .filter_map(|(m, d)| Some((m.id.clone(), d.late.clone()?)))
+            .filter_map(|(m, d)| Some((m.id.clone(), d.late.clone().filter(settled)?)))
             .collect();
         if !late.is_empty() {
             self.store_late(&monitors, &late, now).await?;
@@ -345,6 +348,17 @@ impl App {
                     current = previous.status.as_str();
                     held_until = Some(until);
                 }
+            }
+            // A heartbeat monitor just past its deadline: nothing is told until a ping on its
+            // way had the time to land (`push::LATE_SETTLE_MS`) and the failure is stored.
+            // Looked at again then, whatever it shows meanwhile (with `confirm_down` it may
+            // still show `up`): the failure is stored at that look.
+            if let Some(late) = derived.late.as_ref().filter(|l| !settled(l)) {
+                if current == "down" {
+                    current = previous.as_ref().map_or("pending", |p| p.status.as_str());
+                }
+                let until = late.at.saturating_add(push::LATE_SETTLE_MS);
+                held_until = Some(held_until.map_or(until, |h: i64| h.min(until)));
             }
             // Behind a parent that shows a problem, a problem is the parent's news (its notice
             // names this monitor): nothing is told until the parent's next change of status

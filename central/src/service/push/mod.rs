@@ -31,8 +31,13 @@ use crate::store::{MonitorRow, NewResult, PingRow, PushState, StatusRow};
 
 /// The pings kept per monitor (the oldest gives way).
 pub const KEPT_PINGS: i64 = 50;
-/// The part of a ping's body kept: a job's last lines of output.
+/// The part of a ping's body kept: its end, where a job's output says how it ended.
 pub const KEPT_BODY_BYTES: usize = 10 * 1024;
+/// How long after a deadline alerting waits before it stores the late result: a ping that
+/// arrived just before the deadline may still be on its way into the store (and another
+/// replica's clock may be a little behind). Meanwhile the monitor shows `down` but nothing is
+/// told; a ping that lands in time makes it as if the deadline had been met.
+pub const LATE_SETTLE_MS: i64 = 5_000;
 /// The most late instants one store walks past (central was down a long while): the newest
 /// of them is stored; the time before it counts as unmeasured, which it was.
 const MAX_CATCH_UP: usize = 10_000;
@@ -53,8 +58,8 @@ pub struct Ping {
 }
 
 /// When a heartbeat monitor's silence is a failure, from what it last heard: a ping is
-/// expected after its newest result (a ping, or a late result) or after it was last edited or
-/// resumed (`watched_from`), whichever is later; a job that pinged `/start` since must finish
+/// expected after its newest result (a ping, or a late result) or after `watched_from` (the
+/// function of that name), whichever is later; a job that pinged `/start` since must finish
 /// within the grace.
 pub fn lateness(
     schedule: &Schedule,
@@ -122,6 +127,31 @@ pub(super) fn validate_spec(spec: &MonitorSpec) -> Result<(), ValidationError> {
     Ok(())
 }
 
+/// Since when a heartbeat monitor's silence counts: its creation, its last resume, its
+/// schedule's last change, and central's return from an outage (pings sent while nobody
+/// answered them could not be heard), whichever is last.
+pub fn watched_from(monitor: &MonitorRow, state: PushState, watching_since: i64) -> i64 {
+    since(
+        monitor.created_at,
+        monitor.resumed_at,
+        state,
+        watching_since,
+    )
+}
+
+fn since(created_at: i64, resumed_at: Option<i64>, state: PushState, watching_since: i64) -> i64 {
+    [
+        Some(created_at),
+        resumed_at,
+        state.schedule_at,
+        Some(watching_since),
+    ]
+    .into_iter()
+    .flatten()
+    .max()
+    .unwrap_or_default()
+}
+
 fn rfc3339(ms: i64) -> String {
     time_of(ms).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
@@ -134,18 +164,14 @@ fn late_result_id(monitor_id: &str, at: i64) -> Uuid {
     )
 }
 
-/// A ping's body as kept: its first `KEPT_BODY_BYTES`, cut at a character, NULs replaced.
+/// A ping's body as kept: its last `KEPT_BODY_BYTES`, cut at a character, NULs replaced.
 fn kept_body(body: &[u8]) -> String {
-    let cut = &body[..body.len().min(KEPT_BODY_BYTES)];
-    let text = match std::str::from_utf8(cut) {
-        Ok(text) => text.to_string(),
-        // Cut inside a character, or not text at all: what decodes, and the rest replaced.
-        Err(e) if e.error_len().is_none() => {
-            String::from_utf8_lossy(&cut[..e.valid_up_to()]).into()
-        }
-        Err(_) => String::from_utf8_lossy(cut).into(),
-    };
-    text.replace('\0', "\u{FFFD}")
+    let mut start = body.len().saturating_sub(KEPT_BODY_BYTES);
+    // Not inside a character: UTF-8 continuation bytes are 0b10xxxxxx.
+    while start < body.len() && body[start] & 0xC0 == 0x80 {
+        start += 1;
+    }
+    String::from_utf8_lossy(&body[start..]).replace('\0', "\u{FFFD}")
 }
 
 impl App {
@@ -226,13 +252,10 @@ impl App {
             }
             PingKind::Start => unreachable!("answered above"),
         };
-        // The job's run time, when it said it started since its previous result.
+        // The job's run time, when its previous ping was the `/start` of this run.
         let duration = state
             .started_at
-            .filter(|s| {
-                *s <= now && now - s <= shared_proto::poller_api::MAX_RESULT_LATENCY_MS as i64
-            })
-            .filter(|s| *s >= monitor.updated_at)
+            .filter(|s| *s <= now && Some(*s) == state.last_ping_at)
             .map(|s| now - s);
         let result = NewResult {
             id: Uuid::now_v7().to_string(),
@@ -357,16 +380,16 @@ mod tests {
     }
 
     #[test]
-    fn late_a_period_and_its_grace_after_the_newest_result_or_the_last_edit() {
+    fn late_a_period_and_its_grace_after_the_newest_result_or_a_restart_of_the_clock() {
         let schedule = every_10s();
         let state = PushState {
-            started_at: None,
             last_ping_at: Some(100_000),
+            ..PushState::default()
         };
         let late = lateness(&schedule, 0, Some(&latest(100_000)), state);
         assert_eq!(late.at, 112_000);
         assert!(late.why.starts_with("no ping since"), "{}", late.why);
-        // Edited (or resumed) after its last ping: the clock starts again.
+        // Resumed (or rescheduled) after its last ping: the clock starts again.
         assert_eq!(
             lateness(&schedule, 105_000, Some(&latest(100_000)), state).at,
             117_000
@@ -378,11 +401,28 @@ mod tests {
     }
 
     #[test]
+    fn the_clock_starts_again_at_a_resume_a_new_schedule_or_centrals_return_not_an_edit() {
+        // Created at 1 s, resumed at 5 s (edited at 90 s: `updated_at` is not read).
+        let state = PushState::default();
+        assert_eq!(since(1_000, Some(5_000), state, 0), 5_000);
+        let rescheduled = PushState {
+            schedule_at: Some(7_000),
+            ..state
+        };
+        assert_eq!(since(1_000, Some(5_000), rescheduled, 0), 7_000);
+        // Central was down until 60 s: pings could not be heard before.
+        assert_eq!(since(1_000, Some(5_000), rescheduled, 60_000), 60_000);
+        let late = lateness(&every_10s(), 60_000, Some(&latest(20_000)), state);
+        assert_eq!(late.at, 72_000);
+    }
+
+    #[test]
     fn a_started_job_must_finish_within_its_grace() {
         let schedule = every_10s();
         let started = PushState {
             started_at: Some(101_000),
             last_ping_at: Some(101_000),
+            ..PushState::default()
         };
         let late = lateness(&schedule, 0, Some(&latest(100_000)), started);
         assert_eq!(late.at, 103_000);
@@ -403,12 +443,16 @@ mod tests {
     }
 
     #[test]
-    fn a_body_is_cut_at_a_character_and_loses_its_nuls() {
-        let mut body = "é".repeat(KEPT_BODY_BYTES).into_bytes();
+    fn a_body_keeps_its_end_cut_at_a_character_without_nuls() {
+        let mut body = b"first line\n".to_vec();
+        body.extend("é".repeat(KEPT_BODY_BYTES).into_bytes());
         body.push(0);
         let kept = kept_body(&body);
-        assert_eq!(kept.len(), KEPT_BODY_BYTES);
-        assert!(kept.chars().all(|c| c == 'é'));
+        // The NUL's stand-in takes 3 bytes where the NUL took one.
+        assert!(kept.len() <= KEPT_BODY_BYTES + 2, "{}", kept.len());
+        assert!(kept.ends_with("é\u{FFFD}"), "the end is kept");
+        assert!(!kept.contains("first line"));
+        assert!(kept.trim_end_matches('\u{FFFD}').chars().all(|c| c == 'é'));
         assert_eq!(kept_body(b"a\0b"), "a\u{FFFD}b");
     }
 
