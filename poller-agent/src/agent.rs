@@ -75,6 +75,11 @@ pub async fn run(
 
     let icmp = open_icmp(&config);
     let capabilities = config.capability_list(icmp.is_some());
+    anyhow::ensure!(
+        !capabilities.is_empty(),
+        "POLLER_CAPABILITIES names only icmp, which this agent cannot run (no ICMP socket: see \
+         the warning above); central would take an empty list for every kind"
+    );
     let store = LocalStore::open(&config.data_dir)?;
     let client = Arc::new(CentralClient::new(
         config.central_url.clone(),

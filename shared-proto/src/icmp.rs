@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 use crate::ValidationError;
 
 pub const MAX_ECHOES: u32 = 10;
-/// Unprivileged ICMP sockets refuse faster pinging than this, as `ping` does for a user.
+/// The fastest spacing `ping` allows a user (iputils' rule, kept here so that a check never
+/// floods its target).
 pub const MIN_ECHO_INTERVAL_MS: u64 = 200;
 pub const MAX_ECHO_INTERVAL_MS: u64 = 10_000;
 
@@ -99,7 +100,7 @@ pub struct RttSummary {
     pub min: f64,
     pub avg: f64,
     pub max: f64,
-    /// The mean deviation from the average.
+    /// The standard deviation, as iputils' `ping` computes its `mdev`.
     pub mdev: f64,
 }
 
@@ -115,7 +116,9 @@ impl RttSummary {
             min: rtts_ms.iter().copied().fold(f64::INFINITY, f64::min),
             avg,
             max: rtts_ms.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-            mdev: rtts_ms.iter().map(|r| (r - avg).abs()).sum::<f64>() / n,
+            mdev: (rtts_ms.iter().map(|r| r * r).sum::<f64>() / n - avg * avg)
+                .max(0.0)
+                .sqrt(),
         })
     }
 }
@@ -141,7 +144,8 @@ mod tests {
     fn rtt_summary_as_ping_prints_it() {
         let s = RttSummary::of(&[1.0, 2.0, 3.0]).unwrap();
         assert_eq!((s.min, s.avg, s.max), (1.0, 2.0, 3.0));
-        assert!((s.mdev - 2.0 / 3.0).abs() < 1e-9);
+        // ping's mdev: sqrt(mean(x²) − mean(x)²) = sqrt(14/3 − 4).
+        assert!((s.mdev - (2.0f64 / 3.0).sqrt()).abs() < 1e-9);
         assert!(RttSummary::of(&[]).is_none());
     }
 

@@ -106,6 +106,11 @@ pub struct MaintenanceWindowSpec {
     pub tags: Vec<String>,
     #[serde(default)]
     pub notify: MaintenanceNotify,
+    /// While it is under way, the monitors it names by id or by tag are not checked (their
+    /// pollers drop them; they are placed again when it ends). Its poller and region scopes
+    /// only quiet what they cover: to stop a poller, disable it.
+    #[serde(default)]
+    pub stop_checks: bool,
 }
 
 /// `PATCH /api/v1/maintenance-windows/{id}`: the fields to change. `ends_at: null` with a
@@ -138,6 +143,7 @@ pub struct MaintenanceWindowPatch {
     #[cfg_attr(feature = "openapi", schema(max_items = 1000))]
     pub tags: Option<Vec<String>>,
     pub notify: Option<MaintenanceNotify>,
+    pub stop_checks: Option<bool>,
 }
 
 /// `POST /api/v1/monitors/{id}/mute`: a one-off window over this monitor alone, from now.
@@ -174,6 +180,8 @@ pub struct MaintenanceWindowView {
     pub regions: Vec<String>,
     pub tags: Vec<String>,
     pub notify: MaintenanceNotify,
+    /// Whether the monitors it names by id or tag go unchecked while it is under way.
+    pub stop_checks: bool,
     /// The occurrence under way now, if any.
     pub current: Option<Occurrence>,
     /// The next occurrence to start, if any.
@@ -226,6 +234,14 @@ impl MaintenanceWindowSpec {
                 "a window needs a scope: `monitor_ids`, `poller_ids`, `regions` or `tags`",
             ));
         }
+        if self.stop_checks && self.monitor_ids.is_empty() && self.tags.is_empty() {
+            return Err(ValidationError::combination(
+                "stop_checks",
+                "stops the checks of the monitors named by `monitor_ids` or `tags`, and this \
+                 window names none; to stop a poller's checks, disable it (PATCH \
+                 /api/v1/pollers/{id} with {\"enabled\": false})",
+            ));
+        }
         check_scope(self)
     }
 
@@ -240,6 +256,7 @@ impl MaintenanceWindowSpec {
             regions,
             tags,
             notify,
+            stop_checks,
         } = patch;
         if let Some(v) = name {
             self.name = v;
@@ -267,6 +284,9 @@ impl MaintenanceWindowSpec {
         }
         if let Some(v) = notify {
             self.notify = v;
+        }
+        if let Some(v) = stop_checks {
+            self.stop_checks = v;
         }
     }
 }

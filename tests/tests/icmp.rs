@@ -206,6 +206,17 @@ async fn answers_through(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn icmp_through_raw_and_unprivileged_sockets() -> anyhow::Result<()> {
     let silent = SilentHost::start()?;
+    // The host is there (it refuses a TCP connection at once): only its ICMP goes unanswered.
+    let refused = std::net::TcpStream::connect_timeout(
+        &format!("{}:9", silent.address).parse()?,
+        Duration::from_secs(3),
+    )
+    .unwrap_err();
+    assert_eq!(
+        refused.kind(),
+        std::io::ErrorKind::ConnectionRefused,
+        "{refused}"
+    );
     let central = Central::start().await?;
 
     // Raw sockets (this test runs as root, with CAP_NET_RAW).

@@ -238,3 +238,110 @@ async fn windows_that_cannot_be_kept_are_refused_naming_the_field() -> anyhow::R
     assert_eq!(body["next"]["starts_at"], "2027-03-28T01:00:00Z", "{body}");
     Ok(())
 }
+
+/// A window with `stop_checks`: its monitor's poller drops it while the window is under way (no
+/// result comes in, the monitor shows `maintenance`), and gets it back when the window ends;
+/// nothing is told of the pause in its results. A window that names no monitor by id or tag
+/// cannot stop checks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_window_that_stops_checks_takes_the_monitor_off_its_poller_until_it_ends(
+) -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    let receiver = HttpReceiver::start().await?;
+    central
+        .create_channel(
+            json!({"name": "ops", "kind": "webhook", "url": receiver.url, "default": true}),
+        )
+        .await?;
+    let _agent = central.start_agent("eu-1", "eu").await?;
+    let target = Target::start().await?;
+    let monitor = central
+        .create_monitor(json!({"name": "api", "kind": "http", "target": target.url,
+            "interval_ms": 5000}))
+        .await?;
+    central
+        .wait_for_status(&monitor, "up", Duration::from_secs(40))
+        .await?;
+
+    // A window under way for 15 s more (a window lasts a minute at least).
+    let now = Utc::now();
+    let ends_at = now + chrono::Duration::seconds(15);
+    let (status, window) = central
+        .admin(
+            Method::POST,
+            "/api/v1/maintenance-windows",
+            Some(
+                json!({"name": "deploy", "starts_at": now - chrono::Duration::seconds(50),
+                "ends_at": ends_at, "monitor_ids": [monitor], "stop_checks": true}),
+            ),
+        )
+        .await?;
+    assert_eq!(status, 201, "{window}");
+    assert_eq!(window["stop_checks"], true);
+    let path = format!("/api/v1/monitors/{monitor}");
+    let reason = eventually(Duration::from_secs(10), "the checks stopped", || async {
+        let (_, read) = central.admin(Method::GET, &path, None).await.ok()?;
+        read["placement_reason"]
+            .as_str()
+            .filter(|r| r.contains("checks stopped by the maintenance window \"deploy\""))
+            .map(str::to_string)
+    })
+    .await?;
+    assert_eq!(
+        central.status(&monitor).await?["status"],
+        "maintenance",
+        "{reason}"
+    );
+    // The poller dropped it: no result for more than an interval.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let before = central.result_ids(&monitor).await?.len();
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    assert_eq!(
+        central.result_ids(&monitor).await?.len(),
+        before,
+        "checked while stopped"
+    );
+
+    // It ends: placed again, checked again, and nothing was told.
+    let until_end = (ends_at - Utc::now()).to_std().unwrap_or_default();
+    tokio::time::sleep(until_end).await;
+    eventually(
+        Duration::from_secs(20),
+        "checks again after the window",
+        || async {
+            let count = central.result_ids(&monitor).await.ok()?.len();
+            (count > before).then_some(())
+        },
+    )
+    .await?;
+    central
+        .wait_for_status(&monitor, "up", Duration::from_secs(10))
+        .await?;
+    let (_, read) = central.admin(Method::GET, &path, None).await?;
+    assert!(read["assigned_poller_id"].is_string(), "{read}");
+    assert!(events(&receiver).is_empty(), "{:?}", events(&receiver));
+
+    // Only monitors named by id or tag can be stopped.
+    let (status, refused) = central
+        .admin(
+            Method::POST,
+            "/api/v1/maintenance-windows",
+            Some(json!({"name": "region", "starts_at": now,
+                "ends_at": now + chrono::Duration::hours(1), "regions": ["eu"],
+                "stop_checks": true})),
+        )
+        .await?;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (422, Some("invalid_combination")),
+        "{refused}"
+    );
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("stop_checks"),
+        "{refused}"
+    );
+    Ok(())
+}

@@ -8,6 +8,7 @@ use std::time::Duration;
 use shared_proto::{AssignedMonitor, CheckKind, PollerMode};
 use uuid::Uuid;
 
+use super::maintenance::{stopped_reason, stopping, tags_of};
 use super::placement::{place, Candidate, Decision, Placement};
 use super::stored_id;
 use super::App;
@@ -59,11 +60,14 @@ impl App {
     /// Re-decides the poller of one monitor (just written by an operator): the cost does not
     /// grow with the number of monitors.
     pub async fn reconcile_monitor(&self, monitor_id: Uuid) -> ApiResult<()> {
+        self.reconcile_monitors(&[monitor_id.to_string()]).await
+    }
+
+    /// Re-decides the poller of these monitors (a maintenance window that stops checks began
+    /// or ended); cost: these monitors.
+    pub async fn reconcile_monitors(&self, ids: &[String]) -> ApiResult<()> {
         let _one_at_a_time = self.reconcile_lock.lock().await;
-        let monitors = self
-            .store
-            .monitors_by_ids(&[monitor_id.to_string()])
-            .await?;
+        let monitors = self.store.monitors_by_ids(ids).await?;
         self.place_and_store(&monitors).await
     }
 
@@ -87,11 +91,17 @@ impl App {
         let polled = monitors
             .iter()
             .filter(|m| CheckKind::parse(&m.kind).is_none_or(CheckKind::runs_on_agents));
+        // Maintenance windows that stop checks leave the monitors they name unplaced while
+        // under way (alerting places them again at the window's end: `alerts::look`).
+        let windows = self.windows_now(now).await?;
         for monitor in polled {
             let placement = placement_of(monitor)?;
+            let stopped = stopping(&windows, &monitor.id, &tags_of(monitor.tags.as_deref()))
+                .map(|stop| Decision::Unplaced(stopped_reason(&stop)));
             if placement.mode != PollerMode::Multi {
                 let stored = Slot::of_monitor(monitor);
-                changes.extend(stored.change_to(place(&placement, &candidates)));
+                let decision = stopped.unwrap_or_else(|| place(&placement, &candidates));
+                changes.extend(stored.change_to(decision));
                 continue;
             }
             // Each location is placed in its region; the monitor's own placement (from before
@@ -109,7 +119,10 @@ impl App {
                     ..placement.clone()
                 };
                 let stored = Slot::of_location(location);
-                changes.extend(stored.change_to(place(&in_region, &candidates)));
+                let decision = stopped
+                    .clone()
+                    .unwrap_or_else(|| place(&in_region, &candidates));
+                changes.extend(stored.change_to(decision));
             }
         }
         if changes.is_empty() {

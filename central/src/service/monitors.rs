@@ -203,9 +203,9 @@ impl App {
                     self.publish_version(&versioned);
                     // A heartbeat's new schedule starts its clock again (not any edit: a
                     // rename must not forgive a missed run).
-                    let rescheduled =
-                        current.settings != row.settings || current.interval_ms != row.interval_ms;
-                    if spec.kind == CheckKind::Heartbeat && rescheduled {
+                    if spec.kind == CheckKind::Heartbeat
+                        && super::push::schedule_changed(&current, &row)
+                    {
                         self.store.set_schedule_at(&row.id, row.updated_at).await?;
                     }
                     self.forget_unreported_dependencies(id).await?;

@@ -14,7 +14,7 @@ use sqlx::{Any, FromRow, Row, Transaction};
 use super::{Backend, Cursor, Store};
 
 const COLUMNS: &str = "id, name, starts_at, ends_at, rule, time_zone, duration_ms, until_at, \
-     monitor_ids, poller_ids, regions, notify, created_at, updated_at, tags";
+     monitor_ids, poller_ids, regions, notify, created_at, updated_at, tags, stop_checks";
 
 /// A window as stored; the lists are JSON arrays.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +34,8 @@ pub struct WindowRow {
     /// JSON array of tags.
     pub tags: String,
     pub notify: String,
+    /// Whether the monitors it names by id or tag go unchecked while it is under way.
+    pub stop_checks: bool,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -54,6 +56,7 @@ impl FromRow<'_, AnyRow> for WindowRow {
             regions: row.try_get("regions")?,
             tags: row.try_get("tags")?,
             notify: row.try_get("notify")?,
+            stop_checks: row.try_get::<i64, _>("stop_checks")? != 0,
             created_at: row.try_get("created_at")?,
             updated_at: row.try_get("updated_at")?,
         })
@@ -126,12 +129,12 @@ impl Store {
         let sql = match replaces {
             None => format!(
                 "INSERT INTO maintenance_windows ({COLUMNS}) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)"
             ),
             Some(_) => "UPDATE maintenance_windows SET name = $2, starts_at = $3, ends_at = $4, \
                  rule = $5, time_zone = $6, duration_ms = $7, until_at = $8, monitor_ids = $9, \
                  poller_ids = $10, regions = $11, notify = $12, created_at = $13, \
-                 updated_at = $14, tags = $15 WHERE id = $1"
+                 updated_at = $14, tags = $15, stop_checks = $16 WHERE id = $1"
                 .to_string(),
         };
         let done = sqlx::query(&sql)
@@ -150,6 +153,7 @@ impl Store {
             .bind(row.created_at)
             .bind(row.updated_at)
             .bind(&row.tags)
+            .bind(i64::from(row.stop_checks))
             .execute(&mut *tx)
             .await?;
         if done.rows_affected() != 1 {

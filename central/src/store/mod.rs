@@ -287,6 +287,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "heartbeats",
         include_str!("../../../migrations/sqlite/20261208000033_heartbeats.sql"),
     ),
+    (
+        20261209000034,
+        "maintenance_stop_checks",
+        include_str!("../../../migrations/sqlite/20261209000034_maintenance_stop_checks.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -454,6 +459,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261208000033,
         "heartbeats",
         include_str!("../../../migrations/postgres/20261208000033_heartbeats.sql"),
+    ),
+    (
+        20261209000034,
+        "maintenance_stop_checks",
+        include_str!("../../../migrations/postgres/20261209000034_maintenance_stop_checks.sql"),
     ),
 ];
 

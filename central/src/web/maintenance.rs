@@ -40,6 +40,7 @@ pub struct WindowForm {
     monitor_ids: String,
     poller_ids: Vec<String>,
     quiet: bool,
+    stop_checks: bool,
 }
 
 impl WindowForm {
@@ -58,6 +59,7 @@ impl WindowForm {
                 "monitor_ids" => form.monitor_ids = value,
                 "poller_ids" => form.poller_ids.push(value),
                 "notify" => form.quiet = value == "none",
+                "stop_checks" => form.stop_checks = value == "on",
                 _ => {}
             }
         }
@@ -127,6 +129,7 @@ impl WindowForm {
             } else {
                 MaintenanceNotify::Recoveries
             },
+            stop_checks: self.stop_checks,
         })
     }
 }
@@ -224,6 +227,7 @@ async fn page(
             div.field { label for="window-monitors" { "Monitor ids" } input #window-monitors type="text" name="monitor_ids" value=(form.monitor_ids);
                         p.hint { "Comma-separated." } }
             label.check { input type="checkbox" name="notify" value="none" checked[form.quiet]; " Tell nothing until it ends (not even recoveries)" }
+            label.check { input type="checkbox" name="stop_checks" value="on" checked[form.stop_checks]; " Stop the checks of the monitors it names by id or tag until it ends" }
             button type="submit" { "Create window" }
         }
         h2 { "Windows" }

@@ -106,7 +106,7 @@ impl IcmpPinger {
         timeout: Duration,
     ) -> CheckOutcome {
         let started = Instant::now();
-        let address = match resolve(target, timeout).await {
+        let address = match resolve(target, timeout, self.v6.is_some()).await {
             Ok(address) => address,
             Err(outcome) => return *outcome,
         };
@@ -121,23 +121,34 @@ impl IcmpPinger {
                 )
             }
         };
-        let mut pinger = client.pinger(address, PingIdentifier(rand::random())).await;
-        pinger.timeout(timeout);
+        // Echo `i` leaves at `i × echo_interval_ms` and waits `timeout` for its reply, whatever
+        // the others do, so a check lasts `(count − 1) × echo_interval_ms + timeout` at most
+        // (what central allows within the interval and the engine's limit assumes).
+        let mut echoes = tokio::task::JoinSet::new();
+        for echo in 0..settings.count {
+            let client = client.clone();
+            let sequence = PingSequence(self.sequence.fetch_add(1, Ordering::Relaxed));
+            let leaves = Duration::from_millis(settings.echo_interval_ms * u64::from(echo));
+            echoes.spawn(async move {
+                tokio::time::sleep(leaves).await;
+                let mut pinger = client.pinger(address, PingIdentifier(rand::random())).await;
+                pinger.timeout(timeout);
+                pinger.ping(sequence, &PAYLOAD).await
+            });
+        }
         let mut rtts = Vec::with_capacity(settings.count as usize);
         let mut errors = Vec::new();
-        for echo in 0..settings.count {
-            if echo > 0 {
-                tokio::time::sleep(Duration::from_millis(settings.echo_interval_ms)).await;
-            }
-            let sequence = PingSequence(self.sequence.fetch_add(1, Ordering::Relaxed));
-            match pinger.ping(sequence, &PAYLOAD).await {
-                Ok((packet, rtt)) if is_echo_reply(&packet) => {
+        while let Some(answer) = echoes.join_next().await {
+            match answer {
+                Ok(Ok((packet, rtt))) if is_echo_reply(&packet) => {
                     rtts.push(rtt.as_secs_f64() * 1_000.0)
                 }
                 // An ICMP error about the echo (unreachable, time exceeded): lost, and why.
-                Ok((packet, _)) => errors.push(icmp_error(&packet)),
-                Err(surge_ping::SurgeError::Timeout { .. }) => {}
-                Err(e) => errors.push(e.to_string()),
+                // Raw sockets only: the kernel does not pass these to unprivileged ones.
+                Ok(Ok((packet, _))) => errors.push(icmp_error(&packet)),
+                Ok(Err(surge_ping::SurgeError::Timeout { .. })) => {}
+                Ok(Err(e)) => errors.push(e.to_string()),
+                Err(e) => errors.push(format!("echo task failed: {e}")),
             }
         }
         outcome(
@@ -193,20 +204,30 @@ fn icmp_error(packet: &IcmpPacket) -> String {
     }
 }
 
-/// The target's address: itself, or the first its name resolves to within the timeout.
-async fn resolve(target: &str, timeout: Duration) -> Result<IpAddr, Box<CheckOutcome>> {
+/// The target's address: itself, or the first its name resolves to within the timeout, of a
+/// family the agent can ping (`v6`: whether it has an ICMPv6 socket).
+async fn resolve(target: &str, timeout: Duration, v6: bool) -> Result<IpAddr, Box<CheckOutcome>> {
     let bare = target.trim_start_matches('[').trim_end_matches(']');
     if let Ok(address) = bare.parse::<IpAddr>() {
-        return Ok(address);
+        // `::ffff:192.0.2.1` is an IPv4 host.
+        return Ok(address.to_canonical());
     }
     match tokio::time::timeout(timeout, tokio::net::lookup_host((bare, 0))).await {
-        Ok(Ok(mut addresses)) => addresses.next().map(|a| a.ip()).ok_or_else(|| {
-            Box::new(CheckOutcome::permanent(
-                None,
-                "dns: name has no address",
-                json!({}),
-            ))
-        }),
+        Ok(Ok(addresses)) => {
+            let addresses: Vec<IpAddr> = addresses.map(|a| a.ip().to_canonical()).collect();
+            addresses
+                .iter()
+                .find(|a| a.is_ipv4() || v6)
+                .or(addresses.first())
+                .copied()
+                .ok_or_else(|| {
+                    Box::new(CheckOutcome::permanent(
+                        None,
+                        "dns: name has no address",
+                        json!({}),
+                    ))
+                })
+        }
         Ok(Err(_)) => Err(Box::new(CheckOutcome::permanent(
             None,
             "dns: name does not resolve",

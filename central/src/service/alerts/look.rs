@@ -21,9 +21,11 @@ use uuid::Uuid;
 use super::{flap_window_ms, next_look, step, AlertState, Notice, Rules};
 use crate::error::ApiResult;
 use crate::service::channels::tells;
+use crate::service::maintenance::{stopping, tags_of, STOPPED_PREFIX};
 use crate::service::parents::Behind;
 use crate::service::push;
 use crate::service::status::Lateness;
+use crate::service::statuses::Derived;
 use crate::service::{stored_id, time_of, App};
 use crate::store::{AlertStateRow, AlertUpdate, ChannelRow, Look, MonitorRow, OutboxRow};
 
@@ -185,6 +187,42 @@ impl App {
         Ok(())
     }
 
+    /// The monitors whose checks a maintenance window stops now but which are placed, or
+    /// which are unplaced by such a window no longer under way (`maintenance::stopping`).
+    /// Reads the windows only when some monitor is in maintenance or stopped.
+    async fn stop_changed(
+        &self,
+        monitors: &[MonitorRow],
+        derived: &[Derived],
+        now: i64,
+    ) -> ApiResult<Vec<String>> {
+        let stopped_placement = |m: &MonitorRow, d: &Derived| {
+            let stopped = |r: Option<&str>| r.is_some_and(|r| r.contains(STOPPED_PREFIX));
+            stopped(m.placement_reason.as_deref())
+                || d.view
+                    .locations
+                    .iter()
+                    .any(|l| stopped(l.reason.as_deref()))
+        };
+        let candidates: Vec<(&MonitorRow, bool)> = monitors
+            .iter()
+            .zip(derived)
+            .filter(|(m, d)| d.windows.inside.is_some() || stopped_placement(m, d))
+            .map(|(m, d)| (m, stopped_placement(m, d)))
+            .collect();
+        if candidates.is_empty() {
+            return Ok(Vec::new());
+        }
+        let windows = self.windows_now(now).await?;
+        Ok(candidates
+            .into_iter()
+            .filter(|(m, stopped)| {
+                stopping(&windows, &m.id, &tags_of(m.tags.as_deref())).is_some() != *stopped
+            })
+            .map(|(m, _)| m.id.clone())
+            .collect())
+    }
+
     /// Looks at every monitor due by now; returns how many notifications it queued.
     pub async fn evaluate_alerts(&self) -> ApiResult<usize> {
         // The clock stepped back (a wall clock set back by hand or by NTP): a status a look
@@ -224,8 +262,19 @@ impl App {
         // sees the monitors on the lost poller (and tell each of them `stale`).
         let placement_checked = self.cluster.placement_checked_at();
         let ids: Vec<String> = due.iter().map(|(id, _)| id.clone()).collect();
-        let monitors = self.store.monitors_by_ids(&ids).await?;
+        let mut monitors = self.store.monitors_by_ids(&ids).await?;
         let mut derived = self.derived_of(&monitors).await?;
+        // A maintenance window that stops checks began or ended for some: they are placed
+        // anew (dropped by their pollers, or handed back) before they are looked at.
+        let replace = self.stop_changed(&monitors, &derived, now).await?;
+        if !replace.is_empty() {
+            self.reconcile_monitors(&replace).await?;
+            let monitors_now = self.store.monitors_by_ids(&ids).await?;
+            if monitors_now.len() == monitors.len() {
+                monitors = monitors_now;
+            }
+            derived = self.derived_of(&monitors).await?;
+        }
         // Heartbeat monitors whose ping is late: the failure is stored as their result first
         // (as an agent's would be), then they are seen with it.
         let settled = |late: &Lateness| now >= late.at.saturating_add(push::LATE_SETTLE_MS);

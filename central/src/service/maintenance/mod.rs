@@ -113,6 +113,40 @@ pub fn in_maintenance(windows: &[WindowNow], placement: &Placement<'_>) -> Windo
     of
 }
 
+/// The window under way that stops a monitor's checks (`stop_checks`, naming it by id or by
+/// one of its tags), as `InMaintenance` (the last end of such windows covering it). Placement
+/// leaves such a monitor unplaced; alerting places it again when this changes. Cost: a scope
+/// check per window.
+pub fn stopping(windows: &[WindowNow], monitor_id: &str, tags: &[String]) -> Option<InMaintenance> {
+    let mut stopped: Option<InMaintenance> = None;
+    for now in windows.iter().filter(|w| w.window.stop_checks) {
+        let scope = &now.window.scope;
+        let names =
+            scope.monitors.contains(monitor_id) || tags.iter().any(|t| scope.tags.contains(t));
+        if let (true, Some((_, end))) = (names, now.under_way) {
+            let stop = stopped.get_or_insert(InMaintenance {
+                window: now.window.name.clone(),
+                until: end,
+                notify: now.window.notify,
+            });
+            stop.until = stop.until.max(end);
+        }
+    }
+    stopped
+}
+
+/// What placement says of a monitor whose checks a window stops (`stopping`); alerting knows
+/// such a placement by it.
+pub const STOPPED_PREFIX: &str = "checks stopped by the maintenance window";
+
+pub fn stopped_reason(stop: &InMaintenance) -> String {
+    format!(
+        "{STOPPED_PREFIX} \"{}\" until {}",
+        stop.window,
+        time_of(stop.until).to_rfc3339()
+    )
+}
+
 /// Where a monitor runs, as windows see it: on `pollers` (its own and its locations'), from
 /// its locations' `regions`, its group's region and the regions of those pollers
 /// (`poller_region`).
@@ -168,6 +202,7 @@ pub fn windows_of(rows: &[WindowRow]) -> Vec<Window> {
                 id: row.id.clone(),
                 name: row.name.clone(),
                 notify: notify_of(&row.notify),
+                stop_checks: row.stop_checks,
                 schedule: Schedule::of_row(row)?,
                 scope: Scope {
                     monitors: list_of(&row.monitor_ids).into_iter().collect(),
@@ -247,6 +282,7 @@ impl App {
             regions: Vec::new(),
             tags: Vec::new(),
             notify: request.notify,
+            stop_checks: false,
         };
         self.create_window(spec).await
     }
@@ -373,6 +409,7 @@ impl App {
             regions: serde_json::to_string(&spec.regions).map_err(anyhow::Error::from)?,
             tags: serde_json::to_string(&spec.tags).map_err(anyhow::Error::from)?,
             notify: notify_text(spec.notify).to_string(),
+            stop_checks: spec.stop_checks,
             created_at,
             updated_at: now,
         })
@@ -402,6 +439,7 @@ fn spec_of(row: &WindowRow) -> anyhow::Result<MaintenanceWindowSpec> {
         regions: list_of(&row.regions),
         tags: list_of(&row.tags),
         notify: notify_of(&row.notify),
+        stop_checks: row.stop_checks,
     })
 }
 
@@ -423,6 +461,7 @@ fn window_view(row: &WindowRow, now: i64) -> anyhow::Result<MaintenanceWindowVie
         regions: spec.regions,
         tags: spec.tags,
         notify: spec.notify,
+        stop_checks: spec.stop_checks,
         current: schedule
             .as_ref()
             .and_then(|s| s.under_way(now))
@@ -451,6 +490,7 @@ mod tests {
             id: name.into(),
             name: name.into(),
             notify,
+            stop_checks: false,
             schedule: Schedule::Once { start, end },
             scope: Scope {
                 monitors: [monitor.to_string()].into(),

@@ -69,6 +69,8 @@ pub struct Window {
     pub id: String,
     pub name: String,
     pub notify: MaintenanceNotify,
+    /// Whether the monitors it names by id or tag go unchecked while it is under way.
+    pub stop_checks: bool,
     pub schedule: Schedule,
     pub scope: Scope,
 }

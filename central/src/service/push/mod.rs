@@ -152,6 +152,28 @@ fn since(created_at: i64, resumed_at: Option<i64>, state: PushState, watching_si
     .unwrap_or_default()
 }
 
+/// Whether an edit changed when a heartbeat monitor's pings are expected (its period, cron
+/// expression, time zone or grace): only that starts its clock again.
+pub(super) fn schedule_changed(old: &MonitorRow, new: &MonitorRow) -> bool {
+    let key = |row: &MonitorRow| {
+        let settings: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(&row.settings).ok()?;
+        match MonitorSettings::parse(CheckKind::Heartbeat, &settings)
+            .ok()?
+            .check
+        {
+            CheckSettings::Heartbeat(s) => Some((
+                s.period(row.interval_ms.max(0) as u64),
+                s.cron,
+                s.time_zone,
+                s.grace_ms,
+            )),
+            _ => None,
+        }
+    };
+    key(old) != key(new)
+}
+
 fn rfc3339(ms: i64) -> String {
     time_of(ms).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
