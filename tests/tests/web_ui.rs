@@ -587,6 +587,33 @@ async fn an_operator_runs_a_monitor_from_the_page() -> anyhow::Result<()> {
         .wait_for_text("#live .facts dd", "up", Duration::from_secs(10), true)
         .await?;
 
+    // A heartbeat monitor made on the page: the page after it shows its ping URL (this once);
+    // a ping makes it up, and its page lists the ping.
+    browser.goto(&page("/monitors/new")).await?;
+    browser.fill("#name", "nightly job").await?;
+    browser.choose("#kind", "heartbeat").await?;
+    browser.fill("#target", "backup job").await?;
+    browser.fill("#interval_ms", "60000").await?;
+    browser.fill("#heartbeat-grace_ms", "30000").await?;
+    browser.click(".monitor-form button[type=submit]").await?;
+    let shown = browser
+        .wait_for_text("#ping-url", "/ping/", Duration::from_secs(10), false)
+        .await?;
+    assert_accessible(&browser, "ping url").await?;
+    let token = shown.rsplit("/ping/").next().unwrap_or_default().trim();
+    let pinged = reqwest::get(format!("{}/ping/{token}", central.url)).await?;
+    assert_eq!(pinged.status(), 200);
+    browser.click("#to-monitor").await?;
+    browser
+        .wait_for_text("#live .facts dd", "up", Duration::from_secs(10), true)
+        .await?;
+    let pings = browser.text("#pings").await?;
+    assert!(
+        pings.contains("success") && pings.contains("127.0.0.1"),
+        "{pings}"
+    );
+    assert_accessible(&browser, "heartbeat monitor").await?;
+
     // Paused from its page.
     browser.goto(&format!("{}{path}", central.url)).await?;
     browser.click("form[action$='/pause'] button").await?;

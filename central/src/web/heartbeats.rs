@@ -28,7 +28,7 @@ pub fn section(session: &Session, id: Uuid, pings: &PingList, now: DateTime<Utc>
             (csrf_field(session)) button type="submit" { "New ping URL" }
         }
         @if pings.pings.is_empty() { p.muted { "No ping yet." } } @else {
-            div.table-wrap { table { thead { tr { th scope="col" { "When" } th scope="col" { "Kind" }
+            div.table-wrap { table #pings { thead { tr { th scope="col" { "When" } th scope="col" { "Kind" }
                 th scope="col" { "From" } th scope="col" { "Output" } } }
                 tbody { @for ping in &pings.pings { tr {
                     td { (layout::ago(ping.at, now)) }
@@ -62,7 +62,7 @@ pub fn url_page(session: &Session, monitor: &MonitorView, url: &str) -> Markup {
             "(a new one can be made on the monitor's page, ending this one)." }
         p { code #ping-url { (url) } }
         p.muted.small { "In the job: " code { "curl -fsS -m 10 --retry 3 " (url) } }
-        p { a href={ "/monitors/" (monitor.id) } { "Go to the monitor" } }
+        p { a #to-monitor href={ "/monitors/" (monitor.id) } { "Go to the monitor" } }
     };
     layout::page(session, Section::Monitors, "Ping URL", body)
 }

@@ -106,7 +106,7 @@ fn render(
                 }
                 (message("kind"))
             }
-            (text_field("target", "Target", &form.target, "http(s)://host/path, host:port (tcp, tls) or a host name (dns)"))
+            (text_field("target", "Target", &form.target, "http(s)://host/path, host:port (tcp, tls), a host name (dns), a host name or IP (icmp), or what pings (heartbeat)"))
             (text_field("interval_ms", "Check every (ms)", &form.interval_ms, "5000 to 3600000; default 30000"))
             (text_field("timeout_ms", "Timeout (ms)", &form.timeout_ms, "100 to 120000, at most the interval; default 5000"))
             (text_field("tags", "Tags", &form.tags, "e.g. team:db, env:prod; windows, channels and pause by tag target them"))

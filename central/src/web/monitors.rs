@@ -283,7 +283,8 @@ pub async fn detail(
             }
         }
         p.muted { (monitor.spec.kind.as_str()) " " code { (monitor.spec.target) }
-            " · every " (monitor.spec.interval_ms / 1000) " s · " (placement_cell(&monitor, &pollers))
+            @if heartbeat { " · pinged by its job; central answers" }
+            @else { " · every " (monitor.spec.interval_ms / 1000) " s · " (placement_cell(&monitor, &pollers)) }
             (tag_links(&monitor.spec.tags))
             @if !parents.is_empty() {
                 br; "Depends on "
