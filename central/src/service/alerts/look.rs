@@ -269,10 +269,7 @@ impl App {
         let replace = self.stop_changed(&monitors, &derived, now).await?;
         if !replace.is_empty() {
             self.reconcile_monitors(&replace).await?;
-            let monitors_now = self.store.monitors_by_ids(&ids).await?;
-            if monitors_now.len() == monitors.len() {
-                monitors = monitors_now;
-            }
+            monitors = self.store.monitors_by_ids(&ids).await?;
             derived = self.derived_of(&monitors).await?;
         }
         // Heartbeat monitors whose ping is late: the failure is stored as their result first
