@@ -72,8 +72,8 @@ async fn pinned_grouped_and_auto_monitors_land_on_the_right_agents() -> anyhow::
         .await?;
     let nobody = central
         .create_monitor(
-            json!({"name": "needs icmp", "kind": "http", "target": url(21),
-                               "poller_capability": "icmp"}),
+            json!({"name": "needs snmp", "kind": "http", "target": url(21),
+                               "poller_capability": "snmp"}),
         )
         .await?;
 
@@ -109,7 +109,7 @@ async fn pinned_grouped_and_auto_monitors_land_on_the_right_agents() -> anyhow::
     assert_eq!(unplaced["status"], "stale", "{unplaced}");
     assert_eq!(
         unplaced["reason"],
-        "no poller can run it: no matching poller has the capability `http` and `icmp`"
+        "no poller can run it: no matching poller has the capability `http` and `snmp`"
     );
     let (_, view) = central
         .admin(Method::GET, &format!("/api/v1/monitors/{nobody}"), None)
