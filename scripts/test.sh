@@ -19,8 +19,8 @@ as_root() { if [[ $(id -u) == 0 ]]; then "$@"; else sudo "$@"; fi; }
 # write), docker-compose (to validate the deploy files; no Docker engine runs here), Chromium with
 # its WebDriver (the web page's tests drive a headless browser), Alertmanager (the Alertmanager
 # channel is tested against the real one), Prometheus for `promtool check metrics` (central's
-# /metrics after hostile names), python3-venv for the fuzzer, and curl (heartbeat monitors' jobs
-# ping with it).
+# /metrics after hostile names), python3-venv for the fuzzer, curl (heartbeat monitors' jobs
+# ping with it), and iproute2, nftables and procps (the icmp test, below).
 missing=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 command -v docker-compose >/dev/null || missing+=(docker-compose)
@@ -31,6 +31,11 @@ command -v prometheus-alertmanager >/dev/null || [ -x /usr/bin/prometheus-alertm
 command -v promtool >/dev/null || missing+=(prometheus)
 python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
 command -v curl >/dev/null || missing+=(curl)
+# The icmp test makes a network namespace whose firewall drops ICMP, and sets
+# net.ipv4.ping_group_range for its unprivileged agent.
+command -v ip >/dev/null || [ -x /usr/sbin/ip ] || missing+=(iproute2)
+command -v nft >/dev/null || [ -x /usr/sbin/nft ] || missing+=(nftables)
+command -v sysctl >/dev/null || [ -x /usr/sbin/sysctl ] || missing+=(procps)
 if (( ${#missing[@]} )); then
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
