@@ -230,6 +230,10 @@ pub struct ServeArgs {
     #[arg(long, env = "CENTRAL_HISTORY_DAYS_RETENTION", default_value = "730d", value_parser = parse_duration)]
     pub day_rollups_retention: Duration,
 
+    /// How long audit log entries (who changed what) are kept.
+    #[arg(long, env = "CENTRAL_AUDIT_RETENTION", default_value = "365d", value_parser = parse_duration)]
+    pub audit_retention: Duration,
+
     /// Bearer token Prometheus scrapes `/metrics` on CENTRAL_LISTEN with (the admin token
     /// works too); hard to guess, like the admin token. Without it, only the admin token
     /// opens `/metrics` there. Not needed on CENTRAL_METRICS_LISTEN.

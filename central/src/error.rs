@@ -23,6 +23,14 @@ pub enum ApiError {
     /// token's region or capabilities): 403 with a code that says which limit.
     #[error("{message}")]
     Refused { code: &'static str, message: String },
+    /// Valid credentials whose role is below the one the operation needs
+    /// (`service::access::required_role`).
+    #[error("this needs the {needed} role; {who} has the {has} role")]
+    RoleRequired {
+        needed: crate::service::access::Role,
+        has: crate::service::access::Role,
+        who: String,
+    },
     /// The poller behind valid credentials was deleted: its agent should stop probing.
     #[error("{0}")]
     PollerDeleted(String),
@@ -77,6 +85,7 @@ impl ApiError {
             ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
             ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
             ApiError::Refused { code, .. } => (StatusCode::FORBIDDEN, code),
+            ApiError::RoleRequired { .. } => (StatusCode::FORBIDDEN, "role_required"),
             ApiError::PollerDeleted(_) => (StatusCode::UNAUTHORIZED, "poller_deleted"),
             ApiError::PollerDisabled(_) => (StatusCode::FORBIDDEN, "poller_disabled"),
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),

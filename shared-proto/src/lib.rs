@@ -3,6 +3,7 @@
 //! This crate owns the shape of every JSON document that crosses the wire and the rules for what
 //! a valid monitor looks like. It does no I/O: no sockets, no files, no clocks beyond parsing.
 
+pub mod audit;
 pub mod bounded;
 pub mod channel_fields;
 pub mod dependencies;
@@ -21,6 +22,7 @@ pub mod settings;
 pub mod settings_api;
 pub mod tags;
 pub mod target;
+pub mod users;
 
 pub use error::{ErrorBody, Rule, ValidationError};
 pub use monitor::{AssignedMonitor, CheckKind, MonitorPatch, MonitorSpec, PollerMode};

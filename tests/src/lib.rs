@@ -345,6 +345,17 @@ impl Central {
         admin_request(&self.http, &self.url, method, path, body).await
     }
 
+    /// Sends a settings-API request with `bearer` (an API key); returns status and JSON body.
+    pub async fn call(
+        &self,
+        bearer: &str,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> anyhow::Result<(u16, Value)> {
+        api_request(&self.http, &self.url, bearer, method, path, body).await
+    }
+
     /// Logs in to the web page with the admin token; returns the `Cookie` header value of the
     /// session (`central_session=…`).
     pub async fn session_cookie(&self) -> anyhow::Result<String> {
@@ -506,9 +517,22 @@ pub async fn admin_request(
     path: &str,
     body: Option<Value>,
 ) -> anyhow::Result<(u16, Value)> {
+    api_request(http, base_url, ADMIN_TOKEN, method, path, body).await
+}
+
+/// Sends a settings-API request with `bearer` (an API key, the admin token); returns status
+/// and JSON body.
+pub async fn api_request(
+    http: &reqwest::Client,
+    base_url: &str,
+    bearer: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> anyhow::Result<(u16, Value)> {
     let mut request = http
         .request(method, format!("{base_url}{path}"))
-        .bearer_auth(ADMIN_TOKEN);
+        .bearer_auth(bearer);
     if let Some(body) = body {
         request = request.json(&body);
     }

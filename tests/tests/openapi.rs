@@ -70,6 +70,15 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/ping/{token}/{signal}"),
     ("post", "/ping/{token}/{signal}"),
     ("get", "/api/v1/notifications"),
+    ("post", "/api/v1/users"),
+    ("get", "/api/v1/users"),
+    ("get", "/api/v1/users/{id}"),
+    ("patch", "/api/v1/users/{id}"),
+    ("delete", "/api/v1/users/{id}"),
+    ("post", "/api/v1/api-keys"),
+    ("get", "/api/v1/api-keys"),
+    ("delete", "/api/v1/api-keys/{id}"),
+    ("get", "/api/v1/audit"),
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

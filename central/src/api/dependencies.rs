@@ -14,7 +14,7 @@ use shared_proto::dependencies::{
 use utoipa::IntoParams;
 use uuid::Uuid;
 
-use super::extract::{parse_since, valid_region, Admin, ApiJson, ApiPath, ApiQuery};
+use super::extract::{parse_since, valid_region, ApiJson, ApiPath, ApiQuery};
 use crate::error::{ApiError, ApiResult};
 use crate::service::App;
 
@@ -28,7 +28,6 @@ use crate::service::App;
 )]
 pub async fn monitor_dependencies(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<MonitorDependencies>> {
     app.monitor_dependencies(id).await.map(Json)
@@ -62,7 +61,6 @@ pub struct LatencyQuery {
 )]
 pub async fn dependency_latency(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiPath(id): ApiPath<Uuid>,
     ApiQuery(query): ApiQuery<LatencyQuery>,
 ) -> ApiResult<Json<DependencyLatency>> {
@@ -86,10 +84,7 @@ pub async fn dependency_latency(
     security(("admin_token" = [])),
     responses((status = 200, description = "Grouped through aliases.", body = DependencyList), super::openapi::ReadErrors)
 )]
-pub async fn list_dependencies(
-    State(app): State<Arc<App>>,
-    _: Admin,
-) -> ApiResult<Json<DependencyList>> {
+pub async fn list_dependencies(State(app): State<Arc<App>>) -> ApiResult<Json<DependencyList>> {
     app.all_dependencies().await.map(Json)
 }
 
@@ -100,10 +95,7 @@ pub async fn list_dependencies(
     security(("admin_token" = [])),
     responses((status = 200, description = "The aliases.", body = [DependencyAlias]), super::openapi::ReadErrors)
 )]
-pub async fn list_aliases(
-    State(app): State<Arc<App>>,
-    _: Admin,
-) -> ApiResult<Json<Vec<DependencyAlias>>> {
+pub async fn list_aliases(State(app): State<Arc<App>>) -> ApiResult<Json<Vec<DependencyAlias>>> {
     app.dependency_aliases().await.map(Json)
 }
 
@@ -119,7 +111,6 @@ pub async fn list_aliases(
 )]
 pub async fn create_alias(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiJson(new): ApiJson<NewDependencyAlias>,
 ) -> ApiResult<(StatusCode, Json<DependencyAlias>)> {
     let alias = app.create_dependency_alias(new).await?;
@@ -136,7 +127,6 @@ pub async fn create_alias(
 )]
 pub async fn get_alias(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiPath(alias): ApiPath<String>,
 ) -> ApiResult<Json<DependencyAlias>> {
     app.dependency_alias(&alias).await.map(Json)
@@ -152,7 +142,6 @@ pub async fn get_alias(
 )]
 pub async fn delete_alias(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiPath(alias): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
     app.delete_dependency_alias(&alias).await?;

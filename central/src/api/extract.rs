@@ -148,35 +148,14 @@ impl<S: Send + Sync> FromRequestParts<S> for IfMatch {
     }
 }
 
-fn bearer(parts: &Parts) -> Result<&str, ApiError> {
-    parts
-        .headers
+/// The token of `Authorization: Bearer <token>`.
+pub(super) fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
+    headers
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim)
         .ok_or_else(|| ApiError::Unauthorized("send `Authorization: Bearer <token>`".into()))
-}
-
-/// Proof that the caller holds the admin token.
-pub struct Admin;
-
-impl FromRequestParts<Arc<App>> for Admin {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(
-        parts: &mut Parts,
-        app: &Arc<App>,
-    ) -> Result<Self, Self::Rejection> {
-        if app.verify_admin_token(bearer(parts)?).await? {
-            Ok(Admin)
-        } else {
-            Err(ApiError::Unauthorized(
-                "admin token is wrong; use CENTRAL_ADMIN_TOKEN or the token printed on first start"
-                    .into(),
-            ))
-        }
-    }
 }
 
 /// Proof that the caller may read `/metrics` on the public listener.
@@ -189,7 +168,7 @@ impl FromRequestParts<Arc<App>> for Scraper {
         parts: &mut Parts,
         app: &Arc<App>,
     ) -> Result<Self, Self::Rejection> {
-        let token = bearer(parts).map_err(|_| {
+        let token = bearer(&parts.headers).map_err(|_| {
             ApiError::Unauthorized(
                 "scrape /metrics with `Authorization: Bearer` and CENTRAL_METRICS_TOKEN (or the \
                  admin token), or on CENTRAL_METRICS_LISTEN"
@@ -216,7 +195,7 @@ impl FromRequestParts<Arc<App>> for Poller {
         parts: &mut Parts,
         app: &Arc<App>,
     ) -> Result<Self, Self::Rejection> {
-        let token = bearer(parts)?;
+        let token = bearer(&parts.headers)?;
         app.authenticate_poller(token).await.map(Poller)
     }
 }

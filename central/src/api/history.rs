@@ -9,7 +9,7 @@ use shared_proto::history::{History, HistoryResolution, Uptime};
 use utoipa::IntoParams;
 use uuid::Uuid;
 
-use super::extract::{parse_since, valid_region, Admin, ApiPath, ApiQuery};
+use super::extract::{parse_since, valid_region, ApiPath, ApiQuery};
 use crate::error::ApiResult;
 use crate::service::App;
 
@@ -31,7 +31,6 @@ pub struct UptimeQuery {
 )]
 pub async fn monitor_uptime(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiPath(id): ApiPath<Uuid>,
     ApiQuery(query): ApiQuery<UptimeQuery>,
 ) -> ApiResult<Json<Uptime>> {
@@ -64,7 +63,6 @@ pub struct HistoryQuery {
 )]
 pub async fn monitor_history(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiPath(id): ApiPath<Uuid>,
     ApiQuery(query): ApiQuery<HistoryQuery>,
 ) -> ApiResult<Json<History>> {

@@ -12,7 +12,7 @@ use shared_proto::maintenance::{
 use shared_proto::settings_api::Page;
 use uuid::Uuid;
 
-use super::extract::{Admin, ApiJson, ApiPath, ApiQuery, PageQuery};
+use super::extract::{ApiJson, ApiPath, ApiQuery, PageQuery};
 use crate::error::ApiResult;
 use crate::service::App;
 
@@ -25,7 +25,6 @@ use crate::service::App;
 )]
 pub async fn create_window(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiJson(spec): ApiJson<MaintenanceWindowSpec>,
 ) -> ApiResult<(StatusCode, Json<MaintenanceWindowView>)> {
     let view = app.create_window(spec).await?;
@@ -41,7 +40,6 @@ pub async fn create_window(
 )]
 pub async fn list_windows(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiQuery(page): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<Page<MaintenanceWindowView>>> {
     let (cursor, limit) = page.parse()?;
@@ -57,7 +55,6 @@ pub async fn list_windows(
 )]
 pub async fn get_window(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<MaintenanceWindowView>> {
     app.get_window(id).await.map(Json)
@@ -73,7 +70,6 @@ pub async fn get_window(
 )]
 pub async fn update_window(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(patch): ApiJson<MaintenanceWindowPatch>,
 ) -> ApiResult<Json<MaintenanceWindowView>> {
@@ -89,7 +85,6 @@ pub async fn update_window(
 )]
 pub async fn delete_window(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<StatusCode> {
     app.delete_window(id).await?;
@@ -106,7 +101,6 @@ pub async fn delete_window(
 )]
 pub async fn mute_monitor(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(request): ApiJson<MuteRequest>,
 ) -> ApiResult<(StatusCode, Json<MaintenanceWindowView>)> {

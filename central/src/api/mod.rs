@@ -1,6 +1,8 @@
 //! HTTP: the router and thin handlers. Handlers parse, call one service method, and answer.
 
+mod audit;
 mod auth_failures;
+mod authz;
 mod commands;
 mod deadline;
 mod dependencies;
@@ -17,6 +19,7 @@ pub use pools::LongPolls;
 mod rate_limit;
 mod settings;
 mod tagged;
+mod users;
 
 use std::sync::Arc;
 
@@ -120,6 +123,10 @@ pub fn router(app: Arc<App>, options: &HttpOptions, long_polls: Arc<pools::LongP
     if options.require_client_certificate {
         poller_api = poller_api.layer(middleware::from_fn(require_client_certificate));
     }
+    let recorder = audit::Recorder {
+        app: app.clone(),
+        proxies: Arc::new(TrustedProxies::new(options.trusted_proxies.clone())),
+    };
     let settings_api = Router::new()
         .route(
             "/registration-tokens",
@@ -211,6 +218,29 @@ pub fn router(app: Arc<App>, options: &HttpOptions, long_polls: Arc<pools::LongP
         .route("/monitors/{id}/mute", post(maintenance::mute_monitor))
         .route("/monitors/{id}/ping-url", post(ping::new_ping_url))
         .route("/monitors/{id}/pings", get(ping::list_pings))
+        .route("/users", post(users::create_user).get(users::list_users))
+        .route(
+            "/users/{id}",
+            get(users::get_user)
+                .patch(users::update_user)
+                .delete(users::delete_user),
+        )
+        .route(
+            "/api-keys",
+            post(users::create_api_key).get(users::list_api_keys),
+        )
+        .route("/api-keys/{id}", delete(users::revoke_api_key))
+        .route("/audit", get(audit::list_audit))
+        // Inside `authz`, which names the principal: each change that succeeds is recorded.
+        .route_layer(middleware::from_fn_with_state(
+            recorder.clone(),
+            audit::record,
+        ))
+        // Before any handler reads its body: who is asking, and may they (`authz`).
+        .route_layer(middleware::from_fn_with_state(
+            app.clone(),
+            authz::authorize,
+        ))
         .layer(DefaultBodyLimit::max(SETTINGS_BODY_LIMIT));
     let pools = Arc::new(pools::Pools::new(
         app.clone(),
@@ -238,12 +268,15 @@ pub fn router(app: Arc<App>, options: &HttpOptions, long_polls: Arc<pools::LongP
         .route("/api/openapi.json", get(ops::openapi))
         .nest("/ping", pings)
         .nest("/api/poller", poller_api)
-        .nest("/api/v1", settings_api)
-        .merge(crate::web::router(crate::web::WebOptions {
-            tls: options.tls,
-            public_url: options.public_url.clone(),
-            proxies: Arc::new(TrustedProxies::new(options.trusted_proxies.clone())),
-        }))
+        .nest(authz::SETTINGS_PREFIX, settings_api)
+        .merge(
+            crate::web::router(crate::web::WebOptions {
+                tls: options.tls,
+                public_url: options.public_url.clone(),
+                proxies: Arc::new(TrustedProxies::new(options.trusted_proxies.clone())),
+            })
+            .route_layer(middleware::from_fn_with_state(recorder, audit::record_page)),
+        )
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed);
     if options.metrics_on_main_listener {

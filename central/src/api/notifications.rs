@@ -14,7 +14,7 @@ use shared_proto::settings_api::Page;
 use utoipa::IntoParams;
 use uuid::Uuid;
 
-use super::extract::{Admin, ApiJson, ApiPath, ApiQuery, PageQuery};
+use super::extract::{ApiJson, ApiPath, ApiQuery, PageQuery};
 use crate::error::ApiResult;
 use crate::service::App;
 
@@ -27,7 +27,6 @@ use crate::service::App;
 )]
 pub async fn create_channel(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiJson(spec): ApiJson<ChannelSpec>,
 ) -> ApiResult<(StatusCode, Json<ChannelView>)> {
     let view = app.create_channel(spec).await?;
@@ -43,7 +42,6 @@ pub async fn create_channel(
 )]
 pub async fn list_channels(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiQuery(page): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<Page<ChannelView>>> {
     let (cursor, limit) = page.parse()?;
@@ -59,7 +57,6 @@ pub async fn list_channels(
 )]
 pub async fn get_channel(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<ChannelView>> {
     app.get_channel(id).await.map(Json)
@@ -75,7 +72,6 @@ pub async fn get_channel(
 )]
 pub async fn update_channel(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(patch): ApiJson<ChannelPatch>,
 ) -> ApiResult<Json<ChannelView>> {
@@ -91,7 +87,6 @@ pub async fn update_channel(
 )]
 pub async fn delete_channel(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<StatusCode> {
     app.delete_channel(id).await?;
@@ -107,7 +102,6 @@ pub async fn delete_channel(
 )]
 pub async fn test_channel(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<ChannelTestResult>> {
     app.test_channel(id).await.map(Json)
@@ -137,7 +131,6 @@ pub struct NotificationQuery {
 )]
 pub async fn list_notifications(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiQuery(query): ApiQuery<NotificationQuery>,
 ) -> ApiResult<Json<Page<NotificationView>>> {
     let (cursor, limit) = PageQuery {

@@ -1,7 +1,8 @@
 //! Which places a request is served from, and for how long. Three pools, so that one kind of
 //! traffic can never take another's places:
 //! - `poller`: requests carrying an access token whose signature checks out;
-//! - `operator`: requests carrying the admin token or a session cookie, either seen valid lately,
+//! - `operator`: requests carrying the admin token, an API key or a session cookie, each seen
+//!   valid lately,
 //!   or `CENTRAL_METRICS_TOKEN` (Prometheus is an operator's tool);
 //! - `ping`: heartbeat monitors' pings (`/ping/...`), whose only credential is their URL, with
 //!   at most an eighth of the pool per client: a flood of pings takes no login's place;
@@ -125,7 +126,10 @@ impl Pools {
             if self.app.is_signed_access_token(token) {
                 return Pool::Poller;
             }
-            if self.app.is_known_admin_token(token) || self.app.is_metrics_token(token) {
+            if self.app.is_known_admin_token(token)
+                || self.app.is_metrics_token(token)
+                || self.app.is_recent_api_key(token)
+            {
                 return Pool::Operator;
             }
         }

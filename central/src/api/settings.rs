@@ -1,4 +1,4 @@
-//! Settings API handlers (operator → central). Every one requires the admin token.
+//! Settings API handlers (operator → central). Who may call each is `authz`'s, in front of them.
 
 use std::sync::Arc;
 
@@ -17,7 +17,7 @@ use shared_proto::{MonitorPatch, MonitorSpec};
 use uuid::Uuid;
 
 use super::extract::{
-    parse_since, valid_region, valid_tag, Admin, ApiJson, ApiPath, ApiQuery, IfMatch, OptionalJson,
+    parse_since, valid_region, valid_tag, ApiJson, ApiPath, ApiQuery, IfMatch, OptionalJson,
     PageQuery,
 };
 use crate::error::{ApiError, ApiResult};
@@ -37,7 +37,6 @@ use utoipa::IntoParams;
 )]
 pub async fn create_registration_token(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiJson(request): ApiJson<CreateRegistrationToken>,
 ) -> ApiResult<(StatusCode, Json<RegistrationTokenView>)> {
     let view = app.create_registration_token(request).await?;
@@ -53,7 +52,6 @@ pub async fn create_registration_token(
 )]
 pub async fn list_registration_tokens(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiQuery(page): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<Page<RegistrationTokenView>>> {
     let (cursor, limit) = page.parse()?;
@@ -69,7 +67,6 @@ pub async fn list_registration_tokens(
 )]
 pub async fn revoke_registration_token(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<StatusCode> {
     app.revoke_registration_token(id).await?;
@@ -86,7 +83,6 @@ pub async fn revoke_registration_token(
 )]
 pub async fn rotate_registration_token(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiPath(id): ApiPath<Uuid>,
     OptionalJson(request): OptionalJson<RotateRegistrationToken>,
 ) -> ApiResult<Json<RegistrationTokenView>> {
@@ -119,7 +115,6 @@ pub struct PollerListQuery {
 )]
 pub async fn list_pollers(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiQuery(query): ApiQuery<PollerListQuery>,
 ) -> ApiResult<Json<Page<PollerView>>> {
     let (cursor, limit) = PageQuery {
@@ -152,7 +147,6 @@ pub async fn list_pollers(
 )]
 pub async fn update_poller(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(patch): ApiJson<PollerPatch>,
 ) -> ApiResult<Json<PollerView>> {
@@ -168,7 +162,6 @@ pub async fn update_poller(
 )]
 pub async fn delete_poller(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<StatusCode> {
     app.delete_poller(id).await?;
@@ -184,7 +177,6 @@ pub async fn delete_poller(
 )]
 pub async fn get_poller(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<PollerView>> {
     app.get_poller(id).await.map(Json)
@@ -199,7 +191,6 @@ pub async fn get_poller(
 )]
 pub async fn poller_events(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiPath(id): ApiPath<Uuid>,
     ApiQuery(page): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<Page<EngineEvent>>> {
@@ -216,7 +207,6 @@ pub async fn poller_events(
 )]
 pub async fn poller_status_changes(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiPath(id): ApiPath<Uuid>,
     ApiQuery(page): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<Page<PollerStatusChange>>> {
@@ -237,7 +227,6 @@ pub async fn poller_status_changes(
 )]
 pub async fn poller_scheduler(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<SchedulerView>> {
     app.poller_scheduler(id).await.map(Json)
@@ -253,7 +242,6 @@ pub async fn poller_scheduler(
 )]
 pub async fn create_monitor(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiJson(spec): ApiJson<MonitorSpec>,
 ) -> ApiResult<(StatusCode, Json<MonitorView>)> {
     let view = app.create_monitor(spec).await?;
@@ -269,7 +257,6 @@ pub async fn create_monitor(
 )]
 pub async fn list_monitors(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiQuery(query): ApiQuery<MonitorListQuery>,
 ) -> ApiResult<Json<Page<MonitorView>>> {
     let (cursor, limit) = PageQuery {
@@ -315,7 +302,6 @@ pub struct MonitorListQuery {
 )]
 pub async fn get_monitor(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<MonitorView>> {
     app.get_monitor(id).await.map(Json)
@@ -335,7 +321,6 @@ pub async fn get_monitor(
 )]
 pub async fn update_monitor(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiPath(id): ApiPath<Uuid>,
     IfMatch(if_match): IfMatch,
     ApiJson(patch): ApiJson<MonitorPatch>,
@@ -352,7 +337,6 @@ pub async fn update_monitor(
 )]
 pub async fn delete_monitor(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<StatusCode> {
     app.delete_monitor(id).await?;
@@ -368,7 +352,6 @@ pub async fn delete_monitor(
 )]
 pub async fn monitor_status(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<MonitorStatusView>> {
     app.monitor_status(id).await.map(Json)
@@ -396,7 +379,6 @@ pub struct ResultsQuery {
 )]
 pub async fn monitor_results(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiPath(id): ApiPath<Uuid>,
     ApiQuery(query): ApiQuery<ResultsQuery>,
 ) -> ApiResult<Json<Page<StoredResult>>> {

@@ -7,7 +7,7 @@ use axum::extract::State;
 use axum::Json;
 use shared_proto::tags::{TagSelection, TaggedChange};
 
-use super::extract::{Admin, ApiJson};
+use super::extract::ApiJson;
 use crate::error::ApiResult;
 use crate::service::App;
 
@@ -20,7 +20,6 @@ use crate::service::App;
 )]
 pub async fn pause(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiJson(selection): ApiJson<TagSelection>,
 ) -> ApiResult<Json<TaggedChange>> {
     app.pause_tagged(selection, true).await.map(Json)
@@ -35,7 +34,6 @@ pub async fn pause(
 )]
 pub async fn resume(
     State(app): State<Arc<App>>,
-    _: Admin,
     ApiJson(selection): ApiJson<TagSelection>,
 ) -> ApiResult<Json<TaggedChange>> {
     app.pause_tagged(selection, false).await.map(Json)

@@ -1,6 +1,6 @@
 //! Periodic upkeep. On the lease holder (`run`): compacting the assignment log, pruning engine
-//! events and status changes older than 30 days, and results and rollups past their
-//! retention, at once when a holding starts and every hour after. On every replica
+//! events and status changes older than 30 days, results and rollups past their retention,
+//! and audit entries past `CENTRAL_AUDIT_RETENTION`, at once when a holding starts and every hour after. On every replica
 //! (`follow_signing_keys`): picking up signing keys rotated elsewhere, every minute. Owns no
 //! state; what it prunes is `service::retention`'s and `service::history`'s to decide.
 
@@ -27,6 +27,10 @@ pub async fn run(app: Arc<App>) {
         match app.prune_results_and_rollups().await {
             Ok(pruned) => tracing::info!(pruned, "pruned results and rollups past retention"),
             Err(e) => tracing::warn!("pruning old results and rollups failed: {e:#}"),
+        }
+        match app.prune_audit().await {
+            Ok(pruned) => tracing::info!(pruned, "pruned audit entries past retention"),
+            Err(e) => tracing::warn!("pruning old audit entries failed: {e:#}"),
         }
     }
 }

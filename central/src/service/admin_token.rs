@@ -120,7 +120,7 @@ impl AdminToken {
                         let hash = hash?;
                         if !unchanged {
                             // Whoever logged in to the page with the old token is out.
-                            store.delete_all_sessions().await?;
+                            store.delete_admin_token_sessions().await?;
                         }
                         store.put_setting(SETTING, &hash).await?;
                         hash

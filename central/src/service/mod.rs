@@ -3,9 +3,12 @@
 //! Handlers call these; these call the store. Nothing here knows about HTTP beyond returning
 //! `ApiError`, and nothing here writes SQL.
 
+pub mod access;
 pub mod admin_token;
 pub mod alerts;
+pub mod api_keys;
 pub mod assignments;
+pub mod audit;
 pub mod auth;
 pub mod buckets;
 pub mod channels;
@@ -33,6 +36,7 @@ pub mod statuses;
 pub mod tagged;
 pub mod tokens;
 pub mod uptime;
+pub mod users;
 
 use std::time::Duration;
 
@@ -80,6 +84,8 @@ pub struct App {
     pub notifier: crate::notify::Notifier,
     /// How long raw results and each kind of rollup are kept.
     pub retention: history::Retention,
+    /// `CENTRAL_AUDIT_RETENTION`, in ms.
+    pub audit_retention_ms: i64,
     /// The clock at alerting's last look on this replica: a later look that reads an earlier
     /// time saw the clock step back (`alerts::look`).
     last_look_at: std::sync::atomic::AtomicI64,
@@ -89,6 +95,8 @@ pub struct App {
     poller_limits: pollers::PollerLimits,
     /// Session cookies seen valid lately: a page request with one is an operator's.
     sessions: sessions::Known,
+    /// API keys seen valid lately: a call with one is an operator's (`api::pools`).
+    api_keys: recent::RecentlyValid,
     /// Who may read `/metrics` on the public listener, and its text of the last few seconds.
     scrape: scrape::Scrape,
     /// The last database ping and when it answered, shared by `/readyz` callers.
@@ -147,6 +155,7 @@ impl App {
             )?,
             cluster: crate::cluster::Cluster::new(version, started_at),
             public_url: args.public_url.clone(),
+            audit_retention_ms: millis(args.audit_retention),
             retention: history::Retention {
                 results_ms: millis(args.results_retention),
                 minutes_ms: millis(args.minute_rollups_retention),
@@ -157,6 +166,7 @@ impl App {
             hashing: hashing::Hashing::new(),
             poller_limits: pollers::PollerLimits::new(args.poller_heartbeats_per_minute),
             sessions: sessions::Known::new(),
+            api_keys: recent::RecentlyValid::new(sessions::RECENTLY_VALID),
             last_ping: Mutex::new(None),
             scrape: scrape::Scrape::new(args.metrics_token.as_deref())?,
         }))

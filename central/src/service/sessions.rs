@@ -1,5 +1,5 @@
-//! Web page sessions: logging in with the admin token, the session behind a cookie, logging
-//! out. The cookie holds a random secret; the database holds only its SHA-256, with the CSRF
+//! Web page sessions: logging in with the admin token or a user's email and password, the
+//! session behind a cookie and the principal it acts as, logging out. The cookie holds a random secret; the database holds only its SHA-256, with the CSRF
 //! token the session's forms must carry. HTTP (cookies, forms) is `web`'s, not this module's.
 //!
 //! Each replica also knows, in memory, the sessions seen valid lately (`Known`), so that a
@@ -11,6 +11,8 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
+use super::access::{Actor, Principal, Role};
+use super::hashing::Lane;
 use super::recent::RecentlyValid;
 use super::{auth, App};
 use crate::error::{ApiError, ApiResult};
@@ -50,7 +52,15 @@ impl Default for Known {
 #[derive(Debug, Clone)]
 pub struct WebSession {
     pub csrf_token: String,
+    /// Who is logged in, with their role now (read with the session, so that a changed role
+    /// holds on the next page).
+    pub principal: Principal,
 }
+
+/// A password check for an email nobody has, so that a wrong email takes as long as a wrong
+/// password (it does not tell which emails exist). An argon2id hash of a random secret.
+const NOBODY_HASH: &str =
+    "$argon2id$v=19$m=19456,t=2,p=1$Ig/ed+ekwP+bcz3vvBqNgA$Di2AveIvefCKnIX1pt8mLKIAr7iA6KXRPMSYTa/4hpc";
 
 impl App {
     /// Starts a session for whoever shows the admin token; returns the cookie's secret.
@@ -62,6 +72,34 @@ impl App {
                     .into(),
             ));
         }
+        self.open_session(None).await
+    }
+
+    /// Starts a session for the user with this email and password; returns the cookie's
+    /// secret. A wrong email and a wrong password are told alike, and cost alike.
+    pub async fn log_in_user(&self, email: &str, password: &str) -> ApiResult<String> {
+        let wrong = || ApiError::Unauthorized("wrong email or password".into());
+        let user = match shared_proto::users::normalized_email(email) {
+            Ok(email) => self.store.user_by_email(&email).await?,
+            Err(_) => None,
+        };
+        let hash = user
+            .as_ref()
+            .and_then(|u| u.password_hash.clone())
+            .unwrap_or_else(|| NOBODY_HASH.to_string());
+        let opened = self
+            .hashing
+            .verify(Lane::Anyone, password.to_string(), hash)
+            .await?;
+        match user {
+            Some(user) if opened && user.password_hash.is_some() => {
+                self.open_session(Some(&user.id)).await
+            }
+            _ => Err(wrong()),
+        }
+    }
+
+    async fn open_session(&self, user_id: Option<&str>) -> ApiResult<String> {
         let secret = auth::new_secret();
         let now = self.now_ms();
         let ttl = i64::try_from(SESSION_TTL.as_millis()).unwrap_or(i64::MAX);
@@ -71,6 +109,7 @@ impl App {
                 &auth::new_secret(),
                 now,
                 now + ttl,
+                user_id,
             )
             .await?;
         self.sessions.recent.remember(&secret, Instant::now());
@@ -79,15 +118,31 @@ impl App {
 
     /// The live session whose cookie secret this is.
     pub async fn web_session(&self, secret: &str) -> ApiResult<Option<WebSession>> {
-        let row = self
+        let Some(row) = self
             .store
             .session(&auth::sha256_hex(secret), self.now_ms())
-            .await?;
-        if row.is_some() {
-            self.sessions.recent.remember(secret, Instant::now());
-        }
-        Ok(row.map(|row| WebSession {
+            .await?
+        else {
+            return Ok(None);
+        };
+        let principal = match &row.user_id {
+            None => Principal::admin_token(),
+            Some(user_id) => match self.store.user(user_id).await? {
+                Some(user) => Principal {
+                    actor: Actor::User {
+                        id: user.id.parse().unwrap_or_default(),
+                        name: user.name,
+                    },
+                    role: Role::parse(&user.role).unwrap_or(Role::Viewer),
+                },
+                // Removed meanwhile (their sessions go with them; this is a race with that).
+                None => return Ok(None),
+            },
+        };
+        self.sessions.recent.remember(secret, Instant::now());
+        Ok(Some(WebSession {
             csrf_token: row.csrf_token,
+            principal,
         }))
     }
 

@@ -4,6 +4,7 @@
 //! epoch milliseconds (`BIGINT`), ids are UUID strings, flags are 0/1 and parameters are `$N`,
 //! which both dialects accept. Schema changes live in `migrations/<database>/`.
 
+mod audit;
 mod commands;
 mod delivery;
 mod dependencies;
@@ -24,6 +25,7 @@ mod rollups;
 mod sessions;
 mod timeline;
 mod tokens;
+mod users;
 mod wakeups;
 
 pub use commands::{Acked, CommandRow, NewCommand};
@@ -59,7 +61,9 @@ pub fn split_list(stored: &str) -> Vec<String> {
         .map(str::to_string)
         .collect()
 }
+pub use audit::AuditRow;
 pub use tokens::{RefreshTokenRow, RegistrationTokenRow};
+pub use users::{ApiKeyRow, UserConflict, UserRow};
 pub use wakeups::{VersionListener, Wakeup};
 
 use std::borrow::Cow;
@@ -292,6 +296,16 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "maintenance_stop_checks",
         include_str!("../../../migrations/sqlite/20261209000034_maintenance_stop_checks.sql"),
     ),
+    (
+        20261210000035,
+        "users",
+        include_str!("../../../migrations/sqlite/20261210000035_users.sql"),
+    ),
+    (
+        20261211000036,
+        "audit",
+        include_str!("../../../migrations/sqlite/20261211000036_audit.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -464,6 +478,16 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261209000034,
         "maintenance_stop_checks",
         include_str!("../../../migrations/postgres/20261209000034_maintenance_stop_checks.sql"),
+    ),
+    (
+        20261210000035,
+        "users",
+        include_str!("../../../migrations/postgres/20261210000035_users.sql"),
+    ),
+    (
+        20261211000036,
+        "audit",
+        include_str!("../../../migrations/postgres/20261211000036_audit.sql"),
     ),
 ];
 

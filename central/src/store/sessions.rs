@@ -6,6 +6,8 @@ use super::Store;
 pub struct SessionRow {
     pub csrf_token: String,
     pub expires_at: i64,
+    /// Whose session; `None` for one opened with the admin token.
+    pub user_id: Option<String>,
 }
 
 impl Store {
@@ -15,16 +17,18 @@ impl Store {
         csrf_token: &str,
         now: i64,
         expires_at: i64,
+        user_id: Option<&str>,
     ) -> anyhow::Result<()> {
         let _guard = self.write_lock().await;
         sqlx::query(
-            "INSERT INTO web_sessions (id_sha256, csrf_token, created_at, expires_at) \
-             VALUES ($1, $2, $3, $4)",
+            "INSERT INTO web_sessions (id_sha256, csrf_token, created_at, expires_at, user_id) \
+             VALUES ($1, $2, $3, $4, $5)",
         )
         .bind(id_sha256)
         .bind(csrf_token)
         .bind(now)
         .bind(expires_at)
+        .bind(user_id)
         .execute(&self.writer)
         .await?;
         Ok(())
@@ -32,17 +36,18 @@ impl Store {
 
     /// The session, if it exists and has not ended by `now`.
     pub async fn session(&self, id_sha256: &str, now: i64) -> anyhow::Result<Option<SessionRow>> {
-        let row: Option<(String, i64)> = sqlx::query_as(
-            "SELECT csrf_token, expires_at FROM web_sessions \
+        let row: Option<(String, i64, Option<String>)> = sqlx::query_as(
+            "SELECT csrf_token, expires_at, user_id FROM web_sessions \
              WHERE id_sha256 = $1 AND expires_at > $2",
         )
         .bind(id_sha256)
         .bind(now)
         .fetch_optional(&self.pool)
         .await?;
-        Ok(row.map(|(csrf_token, expires_at)| SessionRow {
+        Ok(row.map(|(csrf_token, expires_at, user_id)| SessionRow {
             csrf_token,
             expires_at,
+            user_id,
         }))
     }
 
@@ -73,10 +78,11 @@ impl Store {
         Ok(())
     }
 
-    /// Ends every session (the admin token changed: whoever logged in with the old one is out).
-    pub async fn delete_all_sessions(&self) -> anyhow::Result<()> {
+    /// Ends every session opened with the admin token (it changed: whoever logged in with the
+    /// old one is out); users' sessions stay.
+    pub async fn delete_admin_token_sessions(&self) -> anyhow::Result<()> {
         let _guard = self.write_lock().await;
-        sqlx::query("DELETE FROM web_sessions")
+        sqlx::query("DELETE FROM web_sessions WHERE user_id IS NULL")
             .execute(&self.writer)
             .await?;
         Ok(())

@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 
 use super::session::Session;
+use crate::service::access::Role;
 
 /// Which section of the navigation a page belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,6 +18,7 @@ pub enum Section {
     Notifications,
     Dependencies,
     Maintenance,
+    Audit,
 }
 
 fn head(title: &str) -> Markup {
@@ -68,6 +70,9 @@ pub fn page(session: &Session, section: Section, title: &str, body: Markup) -> M
                         (link("/maintenance", "Maintenance", Section::Maintenance))
                         (link("/dependencies", "Dependencies", Section::Dependencies))
                         (link("/notifications", "Notifications", Section::Notifications))
+                        @if session.session.principal.role == Role::Admin {
+                            (link("/audit", "Audit", Section::Audit))
+                        }
                     }
                     form.logout method="post" action="/logout" {
                         (csrf_field(session))

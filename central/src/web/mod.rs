@@ -4,6 +4,7 @@
 //! Nothing here writes SQL or decides a rule.
 
 mod assets;
+mod audit;
 mod channel_form;
 mod charts;
 mod check_settings;
@@ -101,6 +102,7 @@ pub fn router(options: WebOptions) -> Router<Arc<App>> {
             "/notifications/channels/{id}/delete",
             post(notifications::delete),
         )
+        .route("/audit", get(audit::list))
         .route("/assets/{name}", get(assets::serve))
         .layer(axum::Extension(options.clone()))
         .layer(DefaultBodyLimit::max(FORM_BODY_LIMIT))

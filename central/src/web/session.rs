@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::{FromRequestParts, State};
+use axum::extract::{FromRequestParts, MatchedPath, State};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
@@ -14,6 +14,7 @@ use serde::Deserialize;
 use super::layout;
 use super::WebError;
 use crate::error::ApiError;
+use crate::service::access::required_role_on_page;
 use crate::service::sessions::{WebSession, SESSION_TTL};
 use crate::service::App;
 
@@ -60,6 +61,21 @@ impl FromRequestParts<Arc<App>> for Session {
             .map(|c| c.value().to_string())
             .ok_or(WebError::LoggedOut)?;
         let session = app.web_session(&secret).await?.ok_or(WebError::LoggedOut)?;
+        // Every page and form takes a session, so this is where the page's roles hold: one
+        // rule for all of them (`access::required_role_on_page`), before any form is read.
+        let path = parts
+            .extensions
+            .get::<MatchedPath>()
+            .map_or(parts.uri.path(), |matched| matched.as_str());
+        let needed = required_role_on_page(&parts.method, path);
+        let principal = &session.principal;
+        if !principal.may(needed) {
+            return Err(WebError::Api(ApiError::RoleRequired {
+                needed,
+                has: principal.role,
+                who: principal.describe(),
+            }));
+        }
         Ok(Session { secret, session })
     }
 }
@@ -73,9 +89,14 @@ fn login_form(status: StatusCode, error: Option<&str>) -> Response {
         main.login {
             h1 { "Central" }
             form method="post" action="/login" {
+                label for="email" { "Email" }
+                input #email type="email" name="email" autocomplete="username";
+                label for="password" { "Password" }
+                input #password type="password" name="password" autocomplete="current-password";
+                p.hint { "Or, for setting up and emergencies:" }
                 label for="token" { "Admin token" }
-                input #token type="password" name="token" autocomplete="current-password"
-                    required autofocus aria-describedby=[error.map(|_| "token-error")];
+                input #token type="password" name="token" autocomplete="off"
+                    aria-describedby=[error.map(|_| "token-error")];
                 @if let Some(error) = error {
                     p.field-error #token-error role="alert" { (error) }
                 }
@@ -90,6 +111,10 @@ fn login_form(status: StatusCode, error: Option<&str>) -> Response {
 #[derive(Deserialize)]
 pub struct LoginForm {
     #[serde(default)]
+    email: String,
+    #[serde(default)]
+    password: String,
+    #[serde(default)]
     token: String,
 }
 
@@ -99,7 +124,12 @@ pub async fn log_in(
     jar: CookieJar,
     Form(form): Form<LoginForm>,
 ) -> Result<Response, WebError> {
-    match app.log_in(&form.token).await {
+    let opened = if form.token.trim().is_empty() {
+        app.log_in_user(&form.email, &form.password).await
+    } else {
+        app.log_in(&form.token).await
+    };
+    match opened {
         Ok(secret) => {
             let cookie = Cookie::build((COOKIE, secret))
                 .path("/")

@@ -11,7 +11,12 @@ use utoipa::IntoResponses;
 // The error answers each kind of operation can give, by status. `ApiError` in crate::error is
 // what produces them; the `error` codes per status are listed in docs/protocol.md.
 
-const ADMIN_UNAUTHORIZED: &str = "`unauthorized`: missing or wrong admin token.";
+const ADMIN_UNAUTHORIZED: &str =
+    "`unauthorized`: missing or wrong credentials (the admin token or an API key).";
+/// Every settings-API operation may answer this (`service::access`).
+const ROLE_REQUIRED: &str = "`role_required`: the credential's role is below the one this \
+                             operation needs (`viewer` reads, `editor` changes, `admin` \
+                             manages users); the message names both.";
 const POLLER_UNAUTHORIZED: &str =
     "`unauthorized`, `poller_deleted` or `client_certificate_required`.";
 const POLLER_FORBIDDEN: &str = "`poller_disabled`.";
@@ -47,10 +52,13 @@ const LOCKED_OUT: &str = "`rate_limited`: too many failed authentications from t
 fn error_responses(answers: &[(u16, &str)]) -> BTreeMap<String, RefOr<Response>> {
     let locked_out =
         (!answers.iter().any(|(status, _)| *status == 429)).then_some((429, LOCKED_OUT));
+    let settings_api = answers.iter().any(|(_, d)| *d == ADMIN_UNAUTHORIZED)
+        && !answers.iter().any(|(status, _)| *status == 403);
     answers
         .iter()
         .copied()
         .chain(locked_out)
+        .chain(settings_api.then_some((403, ROLE_REQUIRED)))
         .map(|(status, description)| {
             let body = ContentBuilder::new()
                 .schema(Some(Ref::from_schema_name("ErrorBody")))

@@ -10,8 +10,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    commands, dependencies, history, maintenance, notifications, ops, ping, poller, settings,
-    tagged,
+    audit, commands, dependencies, history, maintenance, notifications, ops, ping, poller,
+    settings, tagged, users,
 };
 
 mod errors;
@@ -53,6 +53,9 @@ pub use errors::*;
         maintenance::update_window, maintenance::delete_window, maintenance::mute_monitor,
         tagged::pause, tagged::resume,
         ping::ping, ping::ping_signal, ping::new_ping_url, ping::list_pings,
+        users::create_user, users::list_users, users::get_user, users::update_user,
+        users::delete_user, users::create_api_key, users::list_api_keys, users::revoke_api_key,
+        audit::list_audit,
     ),
     components(schemas(ErrorBody)),
     modifiers(&BearerSchemes),
@@ -65,6 +68,7 @@ pub use errors::*;
         (name = "notifications", description = "Notification channels and the delivery log."),
         (name = "maintenance", description = "Maintenance windows: planned time in which monitors show `maintenance`, problems are not told and uptime does not count."),
         (name = "heartbeats", description = "Heartbeat (push) monitors: a job pings its monitor's URL; late or failing pings make it `down`. The ping URL is its only credential."),
+        (name = "users", description = "Users with roles (`viewer` reads, `editor` changes, `admin` manages users) and API keys. Every settings-API call is made with the admin token (the bootstrap and break-glass credential) or an API key, and authorised by its role."),
         (name = "ops", description = "Probes, metrics and this document; no authentication."),
     )
 )]

@@ -1,0 +1,159 @@
+//! Users and API keys (settings API). Who may call each is `authz`'s; the rules are
+//! `service::users`' and `service::api_keys`'.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::{Extension, Json};
+use shared_proto::settings_api::Page;
+use shared_proto::users::{ApiKey, CreateApiKey, CreateUser, CreatedApiKey, UpdateUser, User};
+use uuid::Uuid;
+
+use super::extract::{ApiJson, ApiPath, ApiQuery, PageQuery};
+use crate::error::ApiResult;
+use crate::service::access::Principal;
+use crate::service::App;
+
+#[utoipa::path(
+    post, path = "/api/v1/users", tag = "users", operation_id = "create_user",
+    summary = "Add a user (admin)",
+    security(("admin_token" = [])),
+    request_body = CreateUser,
+    responses(
+        (status = 201, description = "Added.", body = User),
+        (status = 409, description = "`conflict`: another user has this email.", body = shared_proto::ErrorBody),
+        super::openapi::BodyErrors
+    )
+)]
+pub async fn create_user(
+    State(app): State<Arc<App>>,
+    ApiJson(body): ApiJson<CreateUser>,
+) -> ApiResult<(StatusCode, Json<User>)> {
+    Ok((StatusCode::CREATED, Json(app.create_user(body).await?)))
+}
+
+#[utoipa::path(
+    get, path = "/api/v1/users", tag = "users", operation_id = "list_users",
+    summary = "List users (admin)",
+    security(("admin_token" = [])),
+    params(PageQuery),
+    responses((status = 200, description = "A page of users.", body = Page<User>), super::openapi::QueryErrors)
+)]
+pub async fn list_users(
+    State(app): State<Arc<App>>,
+    ApiQuery(page): ApiQuery<PageQuery>,
+) -> ApiResult<Json<Page<User>>> {
+    let (cursor, limit) = page.parse()?;
+    app.list_users(&cursor, limit).await.map(Json)
+}
+
+#[utoipa::path(
+    get, path = "/api/v1/users/{id}", tag = "users", operation_id = "get_user",
+    summary = "One user (admin)",
+    security(("admin_token" = [])),
+    params(("id" = Uuid, Path, description = "User id")),
+    responses((status = 200, description = "The user.", body = User), super::openapi::IdErrors)
+)]
+pub async fn get_user(
+    State(app): State<Arc<App>>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> ApiResult<Json<User>> {
+    app.get_user(id).await.map(Json)
+}
+
+#[utoipa::path(
+    patch, path = "/api/v1/users/{id}", tag = "users", operation_id = "update_user",
+    summary = "Change a user's name, email, role or password (admin)",
+    security(("admin_token" = [])),
+    params(("id" = Uuid, Path, description = "User id")),
+    request_body = UpdateUser,
+    responses(
+        (status = 200, description = "Changed.", body = User),
+        (status = 409, description = "`conflict`: another user has this email, or this is the last admin.", body = shared_proto::ErrorBody),
+        super::openapi::IdBodyErrors
+    )
+)]
+pub async fn update_user(
+    State(app): State<Arc<App>>,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiJson(body): ApiJson<UpdateUser>,
+) -> ApiResult<Json<User>> {
+    app.update_user(id, body).await.map(Json)
+}
+
+#[utoipa::path(
+    delete, path = "/api/v1/users/{id}", tag = "users", operation_id = "delete_user",
+    summary = "Remove a user, their API keys and sessions (admin)",
+    security(("admin_token" = [])),
+    params(("id" = Uuid, Path, description = "User id")),
+    responses(
+        (status = 204, description = "Removed."),
+        (status = 409, description = "`conflict`: yourself, or the last admin.", body = shared_proto::ErrorBody),
+        super::openapi::IdErrors
+    )
+)]
+pub async fn delete_user(
+    State(app): State<Arc<App>>,
+    Extension(principal): Extension<Principal>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> ApiResult<StatusCode> {
+    app.delete_user(id, &principal).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(
+    post, path = "/api/v1/api-keys", tag = "users", operation_id = "create_api_key",
+    summary = "Make an API key (the secret is in the answer, once)",
+    description = "Its role is at most the maker's own (`403 role_required` above it) and, \
+                   while it lives, at most its maker's role now.",
+    security(("admin_token" = [])),
+    request_body = CreateApiKey,
+    responses((status = 201, description = "Made; `token` (the key) is shown only now.", body = CreatedApiKey), super::openapi::BodyErrors)
+)]
+pub async fn create_api_key(
+    State(app): State<Arc<App>>,
+    Extension(principal): Extension<Principal>,
+    ApiJson(body): ApiJson<CreateApiKey>,
+) -> ApiResult<(StatusCode, Json<CreatedApiKey>)> {
+    let created = app.create_api_key(body, &principal).await?;
+    Ok((StatusCode::CREATED, Json(created)))
+}
+
+#[utoipa::path(
+    get, path = "/api/v1/api-keys", tag = "users", operation_id = "list_api_keys",
+    summary = "List API keys: your own, or every key for an admin",
+    security(("admin_token" = [])),
+    params(PageQuery),
+    responses((status = 200, description = "A page of keys.", body = Page<ApiKey>), super::openapi::QueryErrors)
+)]
+pub async fn list_api_keys(
+    State(app): State<Arc<App>>,
+    Extension(principal): Extension<Principal>,
+    ApiQuery(page): ApiQuery<PageQuery>,
+) -> ApiResult<Json<Page<ApiKey>>> {
+    let (cursor, limit) = page.parse()?;
+    app.list_api_keys(&principal, &cursor, limit)
+        .await
+        .map(Json)
+}
+
+#[utoipa::path(
+    delete, path = "/api/v1/api-keys/{id}", tag = "users", operation_id = "revoke_api_key",
+    summary = "Revoke an API key (your own, or any for an admin); it stops at once",
+    security(("admin_token" = [])),
+    params(("id" = Uuid, Path, description = "API key id")),
+    responses(
+        (status = 204, description = "Revoked."),
+        (status = 409, description = "`conflict`: revoked already.", body = shared_proto::ErrorBody),
+        super::openapi::IdErrors
+    )
+)]
+pub async fn revoke_api_key(
+    State(app): State<Arc<App>>,
+    Extension(principal): Extension<Principal>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> ApiResult<StatusCode> {
+    app.revoke_api_key(id, &principal).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

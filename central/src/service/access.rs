@@ -1,0 +1,175 @@
+//! Who may do what: the roles, the principal a settings-API request acts as, and the role each
+//! operation needs. One table decides every operation, so that a reader (and a test) sees the
+//! whole policy here. Pure: how a credential becomes a principal is `api::authz`'s, and this
+//! module reads no store and no request.
+
+use axum::http::Method;
+use uuid::Uuid;
+
+pub use shared_proto::users::Role;
+
+/// Who makes a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Actor {
+    /// The bootstrap and break-glass credential (`CENTRAL_ADMIN_TOKEN`).
+    AdminToken,
+    /// A user, on the page (a session) or through single sign-on.
+    User { id: Uuid, name: String },
+    /// An API key, made by a user (`maker`) or with the admin token (`None`).
+    ApiKey {
+        id: Uuid,
+        name: String,
+        maker: Option<Uuid>,
+    },
+}
+
+/// An authenticated caller of the settings API and the role it acts with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    pub actor: Actor,
+    pub role: Role,
+}
+
+impl Principal {
+    pub fn admin_token() -> Self {
+        Principal {
+            actor: Actor::AdminToken,
+            role: Role::Admin,
+        }
+    }
+
+    /// The user acting, themselves or through one of their keys.
+    pub fn user_id(&self) -> Option<Uuid> {
+        match &self.actor {
+            Actor::AdminToken => None,
+            Actor::User { id, .. } => Some(*id),
+            Actor::ApiKey { maker, .. } => *maker,
+        }
+    }
+
+    /// How an answer or a log line names this principal: `admin token`, `user Ana`,
+    /// `API key "deploy"`.
+    pub fn describe(&self) -> String {
+        match &self.actor {
+            Actor::AdminToken => "the admin token".into(),
+            Actor::User { name, .. } => format!("user {name}"),
+            Actor::ApiKey { name, .. } => format!("API key \"{name}\""),
+        }
+    }
+
+    /// Whether this principal may make a request that needs `needed`.
+    pub fn may(&self, needed: Role) -> bool {
+        self.role >= needed
+    }
+}
+
+/// Paths of the settings API (below `/api/v1`, as routed) whose every operation needs one
+/// role, whatever the method: who may act and what they did are an admin's to see and
+/// change; API keys are anyone's to make and revoke for themselves (`service::api_keys` keeps
+/// each key at or below its maker's role and to its maker's own keys).
+const WHOLE_PATHS: [(&str, Role); 3] = [
+    ("/users", Role::Admin),
+    ("/audit", Role::Admin),
+    ("/api-keys", Role::Viewer),
+];
+
+/// The role an operation of the settings API needs: `WHOLE_PATHS` first, then reading needs
+/// `viewer` and changing needs `editor`. `path` is the route as matched (`/monitors/{id}`), so
+/// that no value in a request can pick another rule.
+pub fn required_role(method: &Method, path: &str) -> Role {
+    let under = |prefix: &str| {
+        path.strip_prefix(prefix)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    };
+    if let Some((_, role)) = WHOLE_PATHS.iter().find(|(prefix, _)| under(prefix)) {
+        *role
+    } else if method == Method::GET || method == Method::HEAD {
+        Role::Viewer
+    } else {
+        Role::Editor
+    }
+}
+
+/// The role a page or form of the web page needs: the audit log needs `admin`, logging out
+/// none beyond a session, reading `viewer`, every form that changes something `editor`.
+pub fn required_role_on_page(method: &Method, path: &str) -> Role {
+    if path == "/audit" {
+        Role::Admin
+    } else if path == "/logout" || method == Method::GET || method == Method::HEAD {
+        Role::Viewer
+    } else {
+        Role::Editor
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_need_a_viewer_and_changes_an_editor() {
+        assert_eq!(required_role(&Method::GET, "/monitors"), Role::Viewer);
+        assert_eq!(required_role(&Method::HEAD, "/monitors/{id}"), Role::Viewer);
+        for method in [Method::POST, Method::PATCH, Method::PUT, Method::DELETE] {
+            assert_eq!(required_role(&method, "/monitors/{id}"), Role::Editor);
+        }
+        // A test send or a check changes nothing stored, but it acts on the world.
+        assert_eq!(
+            required_role(&Method::POST, "/notification-channels/{id}/test"),
+            Role::Editor
+        );
+        assert_eq!(
+            required_role(&Method::POST, "/registration-tokens"),
+            Role::Editor
+        );
+    }
+
+    #[test]
+    fn users_and_the_audit_log_are_an_admins_even_to_read() {
+        for path in ["/users", "/users/{id}", "/audit"] {
+            assert_eq!(required_role(&Method::GET, path), Role::Admin, "{path}");
+            assert_eq!(required_role(&Method::POST, path), Role::Admin, "{path}");
+        }
+        // A prefix is a whole segment: `/users-x` would not be under `/users`.
+        assert_eq!(required_role(&Method::GET, "/users-x"), Role::Viewer);
+    }
+
+    #[test]
+    fn on_the_page_forms_need_an_editor_but_logging_out_does_not() {
+        assert_eq!(
+            required_role_on_page(&Method::GET, "/monitors/{id}"),
+            Role::Viewer
+        );
+        assert_eq!(
+            required_role_on_page(&Method::POST, "/monitors/{id}/pause"),
+            Role::Editor
+        );
+        assert_eq!(
+            required_role_on_page(&Method::POST, "/logout"),
+            Role::Viewer
+        );
+        assert_eq!(required_role_on_page(&Method::GET, "/audit"), Role::Admin);
+    }
+
+    #[test]
+    fn anyone_manages_their_own_api_keys() {
+        for method in [Method::GET, Method::POST, Method::DELETE] {
+            assert_eq!(required_role(&method, "/api-keys/{id}"), Role::Viewer);
+        }
+    }
+
+    #[test]
+    fn roles_are_ordered_and_each_may_what_the_lower_may() {
+        assert!(Role::Viewer < Role::Editor && Role::Editor < Role::Admin);
+        let admin = Principal::admin_token();
+        for needed in [Role::Viewer, Role::Editor, Role::Admin] {
+            assert!(admin.may(needed));
+        }
+        let viewer = Principal {
+            role: Role::Viewer,
+            ..admin
+        };
+        assert!(viewer.may(Role::Viewer));
+        assert!(!viewer.may(Role::Editor));
+    }
+}

@@ -1,0 +1,215 @@
+//! API keys: made by a principal with at most its own role, shown once, stored as the SHA-256
+//! of their secret, revocable, and checked on every call against the database (a revoked
+//! key, or one whose maker was removed, stops at once on every replica). A key acts with the
+//! lower of its own role and its maker's role now: demoting a user demotes their keys.
+
+use uuid::Uuid;
+
+use shared_proto::settings_api::Page;
+use shared_proto::users::{ApiKey, CreateApiKey, CreatedApiKey, Role};
+use shared_proto::ValidationError;
+
+use super::access::{Actor, Principal};
+use super::tokens::page;
+use super::{auth, time_of, App};
+use crate::error::{ApiError, ApiResult};
+use crate::store::{ApiKeyRow, Cursor};
+
+/// What an API key's secret starts with (`pkey_<id>_<secret>`): scanners that look for leaked
+/// credentials can match it, and a bearer token of this shape is never tried as the admin token.
+pub const KEY_PREFIX: &str = "pkey";
+
+/// A key's use is written at most this often (ms): `last_used_at` is to the minute, and a busy
+/// key costs no write per call.
+pub const LAST_USED_EVERY_MS: i64 = 60_000;
+
+fn key_of(row: &ApiKeyRow) -> ApiKey {
+    ApiKey {
+        id: row.id.parse().unwrap_or_default(),
+        name: row.name.clone(),
+        role: Role::parse(&row.role).unwrap_or(Role::Viewer),
+        user_id: row.user_id.as_deref().and_then(|id| id.parse().ok()),
+        created_at: time_of(row.created_at),
+        expires_at: row.expires_at.map(time_of),
+        last_used_at: row.last_used_at.map(time_of),
+        revoked_at: row.revoked_at.map(time_of),
+    }
+}
+
+/// Whether `token` looks like an API key (and so is not the admin token).
+pub fn is_api_key(token: &str) -> bool {
+    token.starts_with(KEY_PREFIX) && token[KEY_PREFIX.len()..].starts_with('_')
+}
+
+impl App {
+    pub async fn create_api_key(
+        &self,
+        body: CreateApiKey,
+        by: &Principal,
+    ) -> ApiResult<CreatedApiKey> {
+        let lifetime = body.validate()?;
+        // Whose key: the maker's own, or (an admin's choice) another user's.
+        let (owner, bound, who) = match body.user_id {
+            Some(user_id) if Some(user_id) != by.user_id() => {
+                if by.role != Role::Admin {
+                    return Err(ApiError::RoleRequired {
+                        needed: Role::Admin,
+                        has: by.role,
+                        who: by.describe(),
+                    });
+                }
+                let user = self
+                    .store
+                    .user(&user_id.to_string())
+                    .await?
+                    .ok_or_else(|| {
+                        ApiError::Validation(ValidationError::reference(
+                            "user_id",
+                            format!("no user with id {user_id}"),
+                        ))
+                    })?;
+                let role = Role::parse(&user.role).unwrap_or(Role::Viewer);
+                (
+                    Some(user_id),
+                    role.min(by.role),
+                    format!("user {}", user.name),
+                )
+            }
+            _ => (by.user_id(), by.role, by.describe()),
+        };
+        let role = body.role.unwrap_or(bound);
+        if role > bound {
+            return Err(ApiError::RoleRequired {
+                needed: role,
+                has: bound,
+                who,
+            });
+        }
+        let id = Uuid::new_v4();
+        let secret = auth::new_secret();
+        let now = self.now_ms();
+        let row = ApiKeyRow {
+            id: id.to_string(),
+            user_id: owner.map(|u| u.to_string()),
+            name: body.name.trim().to_string(),
+            role: role.as_str().into(),
+            secret_sha256: auth::sha256_hex(&secret),
+            created_at: now,
+            expires_at: lifetime
+                .map(|l| now.saturating_add(i64::try_from(l.as_millis()).unwrap_or(i64::MAX))),
+            last_used_at: None,
+            revoked_at: None,
+        };
+        self.store.insert_api_key(&row).await?;
+        Ok(CreatedApiKey {
+            key: key_of(&row),
+            token: auth::format_token(KEY_PREFIX, id, &secret),
+        })
+    }
+
+    /// The keys `by` may see: an admin's are every key, anyone else's their own.
+    pub async fn list_api_keys(
+        &self,
+        by: &Principal,
+        after: &Cursor,
+        limit: u32,
+    ) -> ApiResult<Page<ApiKey>> {
+        let user_id = by.user_id().map(|u| u.to_string());
+        let maker = match by.role {
+            Role::Admin => None,
+            _ => Some(user_id.as_deref()),
+        };
+        let rows = self.store.list_api_keys(maker, after, limit).await?;
+        Ok(page(
+            rows,
+            limit,
+            |row| Cursor {
+                key: row.created_at,
+                id: row.id.clone(),
+            },
+            |row| Ok(key_of(row)),
+        )?)
+    }
+
+    /// Revokes a key: `by`'s own, or any when `by` is an admin. Another's key is `404` to a
+    /// non-admin, as if it did not exist.
+    pub async fn revoke_api_key(&self, id: Uuid, by: &Principal) -> ApiResult<()> {
+        let missing = || ApiError::NotFound(format!("no API key with id {id}"));
+        let (key, _) = self
+            .store
+            .api_key(&id.to_string())
+            .await?
+            .ok_or_else(missing)?;
+        let own = key.user_id == by.user_id().map(|u| u.to_string());
+        if !own && by.role != Role::Admin {
+            return Err(missing());
+        }
+        if !self.store.revoke_api_key(&key.id, self.now_ms()).await? {
+            return Err(ApiError::Conflict(format!(
+                "API key {id} is revoked already"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The principal an API key acts as, or `None` when it is unknown, wrong, revoked,
+    /// expired, or its maker is gone. One indexed read (two with a maker) per call.
+    pub async fn api_key_principal(&self, token: &str) -> ApiResult<Option<Principal>> {
+        let Some((id, secret)) = auth::parse_token(KEY_PREFIX, token) else {
+            return Ok(None);
+        };
+        let Some((key, maker)) = self.store.api_key(&id.to_string()).await? else {
+            return Ok(None);
+        };
+        let now = self.now_ms();
+        let live = key.revoked_at.is_none() && key.expires_at.is_none_or(|at| at > now);
+        if !live || !auth::constant_time_eq(&auth::sha256_hex(&secret), &key.secret_sha256) {
+            return Ok(None);
+        }
+        let own_role = Role::parse(&key.role).unwrap_or(Role::Viewer);
+        let role = match (&key.user_id, maker) {
+            (None, _) => own_role,
+            (Some(_), Some(maker)) => {
+                own_role.min(Role::parse(&maker.role).unwrap_or(Role::Viewer))
+            }
+            // The maker was removed (their keys go with them; this is a race with that).
+            (Some(_), None) => return Ok(None),
+        };
+        if key
+            .last_used_at
+            .is_none_or(|at| at <= now - LAST_USED_EVERY_MS)
+        {
+            self.store
+                .touch_api_key(&key.id, now, now - LAST_USED_EVERY_MS)
+                .await?;
+        }
+        self.api_keys.remember(token, std::time::Instant::now());
+        Ok(Some(Principal {
+            actor: Actor::ApiKey {
+                id,
+                name: key.name,
+                maker: key.user_id.as_deref().and_then(|u| u.parse().ok()),
+            },
+            role,
+        }))
+    }
+}
+
+impl App {
+    /// Whether this API key was seen valid lately (a pool hint: it grants nothing).
+    pub fn is_recent_api_key(&self, token: &str) -> bool {
+        self.api_keys.contains(token, std::time::Instant::now())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_key_shape_is_taken_for_a_key() {
+        assert!(is_api_key("pkey_0123_abc"));
+        assert!(!is_api_key("pkeyx_0123_abc"));
+        assert!(!is_api_key("e2e-admin-token"));
+    }
+}

@@ -1,0 +1,189 @@
+//! Users: adding, changing and removing them, and their passwords (argon2id, judged by zxcvbn
+//! first). Who may call these is `access`'s; logging in is `sessions`'.
+
+use uuid::Uuid;
+
+use shared_proto::settings_api::Page;
+use shared_proto::users::{CreateUser, Role, UpdateUser, User};
+use shared_proto::ValidationError;
+
+use super::access::Principal;
+use super::tokens::page;
+use super::{time_of, App};
+use crate::error::{ApiError, ApiResult};
+use crate::store::{Cursor, UserConflict, UserRow};
+
+/// The fewest guesses (log10) zxcvbn must estimate for a password: 10^10 is what its authors
+/// call safe against an offline attack on a slow hash such as argon2id.
+const MIN_PASSWORD_GUESSES_LOG10: f64 = 10.0;
+
+/// Refuses a password that is easy to guess, judged also against the user's own name and email.
+pub fn check_password(password: &str, name: &str, email: &str) -> Result<(), ValidationError> {
+    let local = email.split('@').next().unwrap_or_default();
+    let guesses = zxcvbn::zxcvbn(password, &[name, email, local, "central", "monitor"]);
+    if guesses.guesses_log10() < MIN_PASSWORD_GUESSES_LOG10 {
+        let hint = guesses
+            .feedback()
+            .and_then(|f| f.warning())
+            .map(|w| format!(" ({w})"))
+            .unwrap_or_default();
+        return Err(ValidationError::new(
+            "password",
+            format!(
+                "is too easy to guess{hint}: use a longer one, e.g. four or five unrelated words"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+pub fn user_of(row: &UserRow) -> User {
+    User {
+        id: row.id.parse().unwrap_or_default(),
+        name: row.name.clone(),
+        email: row.email.clone(),
+        role: Role::parse(&row.role).unwrap_or(Role::Viewer),
+        has_password: row.password_hash.is_some(),
+        single_sign_on: row.oidc_subject.is_some(),
+        created_at: time_of(row.created_at),
+        updated_at: time_of(row.updated_at),
+    }
+}
+
+fn conflict(error: UserConflict) -> ApiError {
+    match error {
+        UserConflict::Email => ApiError::Conflict("another user has this email".into()),
+        UserConflict::Store(e) => ApiError::Internal(e),
+    }
+}
+
+impl App {
+    pub async fn create_user(&self, body: CreateUser) -> ApiResult<User> {
+        let email = body.validate()?;
+        let password_hash = match &body.password {
+            Some(password) => {
+                check_password(password, &body.name, &email)?;
+                Some(self.hashing.hash(password.clone()).await?)
+            }
+            None => None,
+        };
+        let now = self.now_ms();
+        let row = UserRow {
+            id: Uuid::new_v4().to_string(),
+            name: body.name.trim().to_string(),
+            email,
+            role: body.role.as_str().into(),
+            password_hash,
+            oidc_subject: None,
+            created_at: now,
+            updated_at: now,
+        };
+        self.store.insert_user(&row).await.map_err(conflict)?;
+        Ok(user_of(&row))
+    }
+
+    pub async fn list_users(&self, after: &Cursor, limit: u32) -> ApiResult<Page<User>> {
+        let rows = self.store.list_users(after, limit).await?;
+        Ok(page(
+            rows,
+            limit,
+            |row| Cursor {
+                key: row.created_at,
+                id: row.id.clone(),
+            },
+            |row| Ok(user_of(row)),
+        )?)
+    }
+
+    pub async fn get_user(&self, id: Uuid) -> ApiResult<User> {
+        Ok(user_of(&self.existing_user(id).await?))
+    }
+
+    async fn existing_user(&self, id: Uuid) -> ApiResult<UserRow> {
+        self.store
+            .user(&id.to_string())
+            .await?
+            .ok_or_else(|| ApiError::NotFound(format!("no user with id {id}")))
+    }
+
+    /// Changes a user. The last admin cannot be made less, so that someone can always manage
+    /// users without the break-glass admin token.
+    pub async fn update_user(&self, id: Uuid, body: UpdateUser) -> ApiResult<User> {
+        let email = body.validate()?;
+        let mut row = self.existing_user(id).await?;
+        if let Some(name) = &body.name {
+            row.name = name.trim().to_string();
+        }
+        if let Some(email) = email {
+            row.email = email;
+        }
+        if let Some(role) = body.role {
+            if row.role == Role::Admin.as_str() && role != Role::Admin {
+                self.keep_an_admin("role").await?;
+            }
+            row.role = role.as_str().into();
+        }
+        if let Some(password) = &body.password {
+            check_password(password, &row.name, &row.email)?;
+            row.password_hash = Some(self.hashing.hash(password.clone()).await?);
+        }
+        row.updated_at = self.now_ms();
+        if !self.store.update_user(&row).await.map_err(conflict)? {
+            return Err(ApiError::NotFound(format!("no user with id {id}")));
+        }
+        Ok(user_of(&row))
+    }
+
+    /// Removes a user with their API keys and sessions (they stop working at once).
+    pub async fn delete_user(&self, id: Uuid, by: &Principal) -> ApiResult<()> {
+        let row = self.existing_user(id).await?;
+        if by.user_id() == Some(id) {
+            return Err(ApiError::Conflict(
+                "you cannot remove yourself; ask another admin".into(),
+            ));
+        }
+        if row.role == Role::Admin.as_str() {
+            self.keep_an_admin("id").await?;
+        }
+        if !self.store.delete_user(&row.id).await? {
+            return Err(ApiError::NotFound(format!("no user with id {id}")));
+        }
+        Ok(())
+    }
+
+    async fn keep_an_admin(&self, field: &'static str) -> ApiResult<()> {
+        if self
+            .store
+            .count_users_with_role(Role::Admin.as_str())
+            .await?
+            <= 1
+        {
+            return Err(ApiError::Conflict(format!(
+                "`{field}`: this is the last admin user; make another admin first"
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn easy_passwords_are_refused_and_long_random_ones_taken() {
+        for easy in [
+            "password1234",
+            "ana@example.com1",
+            "aaaaaaaaaaaaaaaa",
+            "qwertyuiop123",
+        ] {
+            let refused = check_password(easy, "Ana", "ana@example.com").unwrap_err();
+            assert_eq!(refused.field, "password", "{easy}");
+        }
+        // Derived from the user's own name: refused though long.
+        assert!(check_password("anaperez2026!", "Ana Perez", "ana@example.com").is_err());
+        check_password("correct horse battery staple", "Ana", "ana@example.com").unwrap();
+        check_password("vX9#qL2!mR7$tZ4p", "Ana", "ana@example.com").unwrap();
+    }
+}

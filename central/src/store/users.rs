@@ -1,0 +1,286 @@
+//! Users and API keys: rows only. Roles, password rules and what a key may do are
+//! `service::users`' and `service::api_keys`'; only hashes of secrets are stored.
+
+use sqlx::any::AnyRow;
+use sqlx::{FromRow, Row};
+
+use super::{Cursor, Store};
+
+#[derive(Debug, Clone)]
+pub struct UserRow {
+    pub id: String,
+    pub name: String,
+    /// Lowercased.
+    pub email: String,
+    pub role: String,
+    /// An argon2id PHC string; `None`: this user logs in by single sign-on only.
+    pub password_hash: Option<String>,
+    pub oidc_subject: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl FromRow<'_, AnyRow> for UserRow {
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
+        Ok(Self {
+            id: row.try_get("id")?,
+            name: row.try_get("name")?,
+            email: row.try_get("email")?,
+            role: row.try_get("role")?,
+            password_hash: row.try_get("password_hash")?,
+            oidc_subject: row.try_get("oidc_subject")?,
+            created_at: row.try_get("created_at")?,
+            updated_at: row.try_get("updated_at")?,
+        })
+    }
+}
+
+const USER_COLUMNS: &str =
+    "id, name, email, role, password_hash, oidc_subject, created_at, updated_at";
+
+#[derive(Debug, Clone)]
+pub struct ApiKeyRow {
+    pub id: String,
+    /// Its maker; `None`: made with the admin token.
+    pub user_id: Option<String>,
+    pub name: String,
+    pub role: String,
+    pub secret_sha256: String,
+    pub created_at: i64,
+    pub expires_at: Option<i64>,
+    pub last_used_at: Option<i64>,
+    pub revoked_at: Option<i64>,
+}
+
+impl FromRow<'_, AnyRow> for ApiKeyRow {
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
+        Ok(Self {
+            id: row.try_get("id")?,
+            user_id: row.try_get("user_id")?,
+            name: row.try_get("name")?,
+            role: row.try_get("role")?,
+            secret_sha256: row.try_get("secret_sha256")?,
+            created_at: row.try_get("created_at")?,
+            expires_at: row.try_get("expires_at")?,
+            last_used_at: row.try_get("last_used_at")?,
+            revoked_at: row.try_get("revoked_at")?,
+        })
+    }
+}
+
+const KEY_COLUMNS: &str = "id, user_id, name, role, secret_sha256, created_at, expires_at, \
+     last_used_at, revoked_at";
+
+/// Why a user could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum UserConflict {
+    #[error("another user has this email")]
+    Email,
+    #[error(transparent)]
+    Store(#[from] anyhow::Error),
+}
+
+fn is_unique_violation(error: &sqlx::Error) -> bool {
+    matches!(error, sqlx::Error::Database(e) if e.is_unique_violation())
+}
+
+impl Store {
+    /// Adds a user; `UserConflict::Email` when the email is taken (checked by the unique
+    /// index, so two replicas adding the same email at once make one user).
+    pub async fn insert_user(&self, row: &UserRow) -> Result<(), UserConflict> {
+        let _guard = self.write_lock().await;
+        let sql =
+            format!("INSERT INTO users ({USER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)");
+        let done = sqlx::query(&sql)
+            .bind(&row.id)
+            .bind(&row.name)
+            .bind(&row.email)
+            .bind(&row.role)
+            .bind(&row.password_hash)
+            .bind(&row.oidc_subject)
+            .bind(row.created_at)
+            .bind(row.updated_at)
+            .execute(&self.writer)
+            .await;
+        match done {
+            Ok(_) => Ok(()),
+            Err(e) if is_unique_violation(&e) => Err(UserConflict::Email),
+            Err(e) => Err(UserConflict::Store(e.into())),
+        }
+    }
+
+    /// Rewrites a user; `Ok(false)` when there is none.
+    pub async fn update_user(&self, row: &UserRow) -> Result<bool, UserConflict> {
+        let _guard = self.write_lock().await;
+        let done = sqlx::query(
+            "UPDATE users SET name = $2, email = $3, role = $4, password_hash = $5, \
+             oidc_subject = $6, updated_at = $7 WHERE id = $1",
+        )
+        .bind(&row.id)
+        .bind(&row.name)
+        .bind(&row.email)
+        .bind(&row.role)
+        .bind(&row.password_hash)
+        .bind(&row.oidc_subject)
+        .bind(row.updated_at)
+        .execute(&self.writer)
+        .await;
+        match done {
+            Ok(done) => Ok(done.rows_affected() == 1),
+            Err(e) if is_unique_violation(&e) => Err(UserConflict::Email),
+            Err(e) => Err(UserConflict::Store(e.into())),
+        }
+    }
+
+    pub async fn user(&self, id: &str) -> anyhow::Result<Option<UserRow>> {
+        let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1");
+        Ok(sqlx::query_as(&sql)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
+    pub async fn user_by_email(&self, email: &str) -> anyhow::Result<Option<UserRow>> {
+        let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE email = $1");
+        Ok(sqlx::query_as(&sql)
+            .bind(email)
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
+    /// A page of users, by creation.
+    pub async fn list_users(&self, after: &Cursor, limit: u32) -> anyhow::Result<Vec<UserRow>> {
+        let sql = format!(
+            "SELECT {USER_COLUMNS} FROM users \
+             WHERE created_at > $1 OR (created_at = $1 AND id > $2) \
+             ORDER BY created_at, id LIMIT $3"
+        );
+        Ok(sqlx::query_as(&sql)
+            .bind(after.key)
+            .bind(&after.id)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    /// How many users have `role`.
+    pub async fn count_users_with_role(&self, role: &str) -> anyhow::Result<i64> {
+        let (count,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM users WHERE role = $1")
+            .bind(role)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(count)
+    }
+
+    /// Deletes a user with their API keys and web sessions, in one transaction: nothing they
+    /// held works after. `false` if there is no such user.
+    pub async fn delete_user(&self, id: &str) -> anyhow::Result<bool> {
+        let _guard = self.write_lock().await;
+        let mut tx = self.writer.begin().await?;
+        sqlx::query("DELETE FROM api_keys WHERE user_id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("DELETE FROM web_sessions WHERE user_id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        let done = sqlx::query("DELETE FROM users WHERE id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    pub async fn insert_api_key(&self, row: &ApiKeyRow) -> anyhow::Result<()> {
+        let _guard = self.write_lock().await;
+        let sql = format!(
+            "INSERT INTO api_keys ({KEY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+        );
+        sqlx::query(&sql)
+            .bind(&row.id)
+            .bind(&row.user_id)
+            .bind(&row.name)
+            .bind(&row.role)
+            .bind(&row.secret_sha256)
+            .bind(row.created_at)
+            .bind(row.expires_at)
+            .bind(row.last_used_at)
+            .bind(row.revoked_at)
+            .execute(&self.writer)
+            .await?;
+        Ok(())
+    }
+
+    /// The key with this id, with its maker's row when it has one (one read per API call:
+    /// a revoked key or a removed maker stops working at once on every replica).
+    pub async fn api_key(&self, id: &str) -> anyhow::Result<Option<(ApiKeyRow, Option<UserRow>)>> {
+        let sql = format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE id = $1");
+        let Some(key): Option<ApiKeyRow> = sqlx::query_as(&sql)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let maker = match &key.user_id {
+            Some(user_id) => self.user(user_id).await?,
+            None => None,
+        };
+        Ok(Some((key, maker)))
+    }
+
+    /// A page of keys, by creation: one maker's (`Some(None)`: the admin token's), or all.
+    pub async fn list_api_keys(
+        &self,
+        maker: Option<Option<&str>>,
+        after: &Cursor,
+        limit: u32,
+    ) -> anyhow::Result<Vec<ApiKeyRow>> {
+        let by_maker = match maker {
+            None => "",
+            Some(None) => "user_id IS NULL AND",
+            Some(Some(_)) => "user_id = $4 AND",
+        };
+        let sql = format!(
+            "SELECT {KEY_COLUMNS} FROM api_keys \
+             WHERE {by_maker} (created_at > $1 OR (created_at = $1 AND id > $2)) \
+             ORDER BY created_at, id LIMIT $3"
+        );
+        let mut query = sqlx::query_as(&sql)
+            .bind(after.key)
+            .bind(&after.id)
+            .bind(i64::from(limit));
+        if let Some(Some(user_id)) = maker {
+            query = query.bind(user_id);
+        }
+        Ok(query.fetch_all(&self.pool).await?)
+    }
+
+    /// Revokes a key; `false` if there is none or it was revoked already.
+    pub async fn revoke_api_key(&self, id: &str, now: i64) -> anyhow::Result<bool> {
+        self.write_one(
+            "UPDATE api_keys SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL",
+            id,
+            now,
+        )
+        .await
+    }
+
+    /// Records a key's use when the last one recorded is older than `before` (at most one
+    /// write per key per `service::api_keys::LAST_USED_EVERY`, however busy the key).
+    pub async fn touch_api_key(&self, id: &str, now: i64, before: i64) -> anyhow::Result<()> {
+        let _guard = self.write_lock().await;
+        sqlx::query(
+            "UPDATE api_keys SET last_used_at = $2 \
+             WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $3)",
+        )
+        .bind(id)
+        .bind(now)
+        .bind(before)
+        .execute(&self.writer)
+        .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,539 @@
+//! Users, roles and API keys with the real binary: each role can do exactly what it allows
+//! through the settings API, a key never exceeds its owner, and a revoked key, a demoted owner
+//! or a removed one takes effect on the very next call.
+
+use e2e::Central;
+use reqwest::Method;
+use serde_json::{json, Value};
+
+const STRONG: &str = "correct horse battery staple";
+
+async fn user(central: &Central, name: &str, role: &str) -> anyhow::Result<String> {
+    let email = format!("{}@example.com", name.to_lowercase());
+    let (status, body) = central
+        .admin(
+            Method::POST,
+            "/api/v1/users",
+            Some(json!({"name": name, "email": email, "role": role, "password": STRONG})),
+        )
+        .await?;
+    anyhow::ensure!(status == 201, "adding {name}: {status} {body}");
+    anyhow::ensure!(body.get("password").is_none() && body.get("password_hash").is_none());
+    Ok(body["id"].as_str().unwrap_or_default().to_string())
+}
+
+/// Makes a key with `bearer`; returns (status, body).
+async fn make_key(central: &Central, bearer: &str, body: Value) -> anyhow::Result<(u16, Value)> {
+    central
+        .call(bearer, Method::POST, "/api/v1/api-keys", Some(body))
+        .await
+}
+
+fn key_of(body: &Value) -> String {
+    body["token"].as_str().unwrap_or_default().to_string()
+}
+
+/// The secret after a key's id (`pkey_<id>_<secret>`).
+fn secret_part(key: &str) -> &str {
+    key.rsplit('_').next().unwrap_or(key)
+}
+
+fn monitor(name: &str) -> Value {
+    json!({"name": name, "kind": "http", "target": "http://127.0.0.1:9/", "interval_ms": 60000})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_role_does_what_it_allows_and_a_key_never_exceeds_its_owner() -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    let ana = user(&central, "Ana", "admin").await?;
+    let ed = user(&central, "Ed", "editor").await?;
+    let vic = user(&central, "Vic", "viewer").await?;
+
+    // Passwords are judged: an easy one is refused, naming the field.
+    let (status, body) = central
+        .admin(
+            Method::POST,
+            "/api/v1/users",
+            Some(
+                json!({"name": "Weak", "email": "weak@example.com", "role": "viewer",
+                        "password": "password1234"}),
+            ),
+        )
+        .await?;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("password"),
+        "{body}"
+    );
+    // Emails are unique whatever their case.
+    let (status, _) = central
+        .admin(
+            Method::POST,
+            "/api/v1/users",
+            Some(json!({"name": "Ed 2", "email": "ED@example.com", "role": "viewer"})),
+        )
+        .await?;
+    assert_eq!(status, 409);
+
+    // The admin token makes each user a key; none above the user's role.
+    let e2e_admin = e2e::ADMIN_TOKEN;
+    let (status, body) = make_key(
+        &central,
+        e2e_admin,
+        json!({"name": "vic's", "user_id": vic, "role": "editor"}),
+    )
+    .await?;
+    assert_eq!(status, 403, "a viewer's key cannot be an editor's: {body}");
+    assert_eq!(body["error"], "role_required");
+    let (status, body) = make_key(
+        &central,
+        e2e_admin,
+        json!({"name": "vic's", "user_id": vic}),
+    )
+    .await?;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["role"], "viewer", "a key defaults to its owner's role");
+    let vic_key = key_of(&body);
+    let vic_key_id = body["id"].as_str().unwrap_or_default().to_string();
+    assert!(vic_key.starts_with("pkey_"), "{body}");
+    let (_, body) = make_key(&central, e2e_admin, json!({"name": "ed's", "user_id": ed})).await?;
+    let ed_key = key_of(&body);
+    let (_, body) = make_key(
+        &central,
+        e2e_admin,
+        json!({"name": "ana's", "user_id": ana}),
+    )
+    .await?;
+    let ana_key = key_of(&body);
+
+    // A viewer reads, and every change is refused naming the role it needs.
+    let (status, _) = central
+        .call(&vic_key, Method::GET, "/api/v1/monitors", None)
+        .await?;
+    assert_eq!(status, 200);
+    let (status, body) = central
+        .call(
+            &vic_key,
+            Method::POST,
+            "/api/v1/monitors",
+            Some(monitor("by vic")),
+        )
+        .await?;
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(body["error"], "role_required");
+    let message = body["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("editor") && message.contains("viewer"),
+        "{message}"
+    );
+    let (status, _) = central
+        .call(&vic_key, Method::GET, "/api/v1/users", None)
+        .await?;
+    assert_eq!(status, 403, "users are an admin's to read");
+
+    // An editor changes monitors but not users, and cannot make a key above itself.
+    let (status, body) = central
+        .call(
+            &ed_key,
+            Method::POST,
+            "/api/v1/monitors",
+            Some(monitor("by ed")),
+        )
+        .await?;
+    assert_eq!(status, 201, "{body}");
+    let monitor_id = body["id"].as_str().unwrap_or_default().to_string();
+    let (status, _) = central
+        .call(
+            &ed_key,
+            Method::POST,
+            "/api/v1/users",
+            Some(json!({"name": "X", "email": "x@example.com", "role": "admin"})),
+        )
+        .await?;
+    assert_eq!(status, 403);
+    let (status, body) = make_key(
+        &central,
+        &ed_key,
+        json!({"name": "escalate", "role": "admin"}),
+    )
+    .await?;
+    assert_eq!(
+        status, 403,
+        "an editor's key cannot make an admin's: {body}"
+    );
+    let (status, body) = make_key(
+        &central,
+        &ed_key,
+        json!({"name": "ed's read-only", "role": "viewer"}),
+    )
+    .await?;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(
+        body["user_id"],
+        json!(ed),
+        "a key made with a key is its owner's"
+    );
+    let ed_reader = key_of(&body);
+    let (status, body) = make_key(
+        &central,
+        &ed_key,
+        json!({"name": "for vic", "user_id": vic}),
+    )
+    .await?;
+    assert_eq!(status, 403, "only an admin makes keys for others: {body}");
+    // Ed sees his own keys only; the admin every key; no secret in either list.
+    let (_, body) = central
+        .call(&ed_key, Method::GET, "/api/v1/api-keys", None)
+        .await?;
+    let names: Vec<&str> = body["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|k| k["name"].as_str())
+        .collect();
+    assert_eq!(names, ["ed's", "ed's read-only"], "{body}");
+    let (_, all) = central
+        .call(&ana_key, Method::GET, "/api/v1/api-keys", None)
+        .await?;
+    assert_eq!(all["items"].as_array().map(Vec::len), Some(4), "{all}");
+    assert!(
+        !all.to_string().contains(secret_part(&ed_key)),
+        "no secret is listed"
+    );
+
+    // The admin user manages users; the last admin cannot be demoted or removed.
+    let (status, body) = central
+        .call(
+            &ana_key,
+            Method::PATCH,
+            &format!("/api/v1/users/{ana}"),
+            Some(json!({"role": "viewer"})),
+        )
+        .await?;
+    assert_eq!(status, 409, "{body}");
+    let (status, _) = central
+        .call(
+            &ana_key,
+            Method::DELETE,
+            &format!("/api/v1/users/{ana}"),
+            None,
+        )
+        .await?;
+    assert_eq!(status, 409, "nobody removes themselves");
+
+    // Demoting Ed demotes his keys on their next call.
+    let (status, _) = central
+        .call(
+            &ana_key,
+            Method::PATCH,
+            &format!("/api/v1/users/{ed}"),
+            Some(json!({"role": "viewer"})),
+        )
+        .await?;
+    assert_eq!(status, 200);
+    let (status, _) = central
+        .call(
+            &ed_key,
+            Method::DELETE,
+            &format!("/api/v1/monitors/{monitor_id}"),
+            None,
+        )
+        .await?;
+    assert_eq!(status, 403, "a demoted owner's key is demoted at once");
+    let (status, _) = central
+        .call(&ed_key, Method::GET, "/api/v1/monitors", None)
+        .await?;
+    assert_eq!(status, 200);
+
+    // A revoked key stops at once; so do a removed user's keys.
+    let (status, _) = central
+        .call(
+            &ana_key,
+            Method::DELETE,
+            &format!("/api/v1/api-keys/{vic_key_id}"),
+            None,
+        )
+        .await?;
+    assert_eq!(status, 204);
+    let (status, body) = central
+        .call(&vic_key, Method::GET, "/api/v1/monitors", None)
+        .await?;
+    assert_eq!(status, 401, "{body}");
+    let (status, _) = central
+        .call(
+            &ana_key,
+            Method::DELETE,
+            &format!("/api/v1/users/{ed}"),
+            None,
+        )
+        .await?;
+    assert_eq!(status, 204);
+    for key in [&ed_key, &ed_reader] {
+        let (status, _) = central
+            .call(key, Method::GET, "/api/v1/monitors", None)
+            .await?;
+        assert_eq!(status, 401, "a removed user's keys stop");
+    }
+
+    // A key of the right shape with a wrong secret, and garbage, are refused alike.
+    let forged = format!("{}wrong", &ana_key[..ana_key.len() - 5]);
+    for bad in [forged.as_str(), "pkey_nonsense"] {
+        let (status, body) = central
+            .call(bad, Method::GET, "/api/v1/monitors", None)
+            .await?;
+        assert_eq!(status, 401, "{body}");
+    }
+    // The admin token still does everything (it is the break-glass credential).
+    let (status, _) = central.admin(Method::GET, "/api/v1/users", None).await?;
+    assert_eq!(status, 200);
+    assert!(
+        !central.log().contains(secret_part(&ana_key)),
+        "no key secret is logged"
+    );
+
+    // A channel's secret is write-only, in the audit log too.
+    let channel_secret = "whsec-3f9a1c77d2e84b05";
+    central
+        .create_channel(json!({"name": "hooks", "kind": "webhook",
+            "url": "http://127.0.0.1:9/hook", "secret": channel_secret}))
+        .await?;
+
+    let enrolment = central.registration_token().await?;
+
+    // The audit log: every change above with its actor, newest first, and no secret at all.
+    let (status, log) = central
+        .admin(Method::GET, "/api/v1/audit?limit=1000", None)
+        .await?;
+    assert_eq!(status, 200, "{log}");
+    let entries = log["items"].as_array().cloned().unwrap_or_default();
+    let find = |kind: &str, action: &str, actor: &str| {
+        entries.iter().find(|e| {
+            e["object"]["kind"] == kind && e["action"] == action && e["actor"]["name"] == actor
+        })
+    };
+    let created = find("users", "create", "admin token").expect("users made by the admin token");
+    assert_eq!(created["actor"]["kind"], "admin_token");
+    assert_eq!(created["actor"]["address"], "127.0.0.1");
+    let by_ed = find("monitors", "create", "ed's").expect("Ed's key made a monitor");
+    assert_eq!(by_ed["actor"]["kind"], "api_key");
+    assert_eq!(by_ed["after"]["name"], "by ed");
+    let demoted = find("users", "update", "ana's").expect("Ana's key demoted Ed");
+    assert_eq!(demoted["object"]["id"], json!(ed));
+    assert_eq!(demoted["before"]["role"], "editor");
+    assert_eq!(demoted["after"]["role"], "viewer");
+    assert!(
+        find("api-keys", "delete", "ana's").is_some(),
+        "the revocation"
+    );
+    assert!(
+        find("monitors", "create", "vic's").is_none(),
+        "a refused change is no change"
+    );
+    let text = log.to_string();
+    assert!(find("registration-tokens", "create", "admin token").is_some());
+    for secret in [
+        STRONG,
+        channel_secret,
+        secret_part(&ana_key),
+        secret_part(&ed_key),
+        secret_part(&enrolment),
+    ] {
+        assert!(!text.contains(secret), "{secret} is in the audit log");
+    }
+    // Filters: by actor and by object.
+    let (_, mine) = central
+        .admin(
+            Method::GET,
+            &format!("/api/v1/audit?object_kind=users&object_id={ed}"),
+            None,
+        )
+        .await?;
+    let actions: Vec<&str> = mine["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e["action"].as_str())
+        .collect();
+    assert_eq!(
+        actions,
+        ["delete", "update", "create"],
+        "Ed's user, newest first: {mine}"
+    );
+    let (status, _) = central
+        .call(&ana_key, Method::GET, "/api/v1/audit", None)
+        .await?;
+    assert_eq!(status, 200, "an admin user reads the log");
+    central.stop().await;
+    Ok(())
+}
+
+/// A browser-like client of the page: keeps the session cookie, reads each page's CSRF token.
+struct PageClient {
+    http: reqwest::Client,
+    base: String,
+    cookie: std::sync::Mutex<String>,
+}
+
+impl PageClient {
+    fn new(central: &Central) -> anyhow::Result<PageClient> {
+        Ok(PageClient {
+            http: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()?,
+            base: central.url.clone(),
+            cookie: std::sync::Mutex::new(String::new()),
+        })
+    }
+
+    async fn log_in(&self, email: &str, password: &str) -> anyhow::Result<u16> {
+        let answer = self
+            .http
+            .post(format!("{}/login", self.base))
+            .form(&[("email", email), ("password", password)])
+            .send()
+            .await?;
+        if let Some(cookie) = answer
+            .headers()
+            .get(reqwest::header::SET_COOKIE)
+            .and_then(|c| c.to_str().ok())
+            .and_then(|c| c.split(';').next())
+        {
+            *self.cookie.lock().unwrap() = cookie.to_string();
+        }
+        Ok(answer.status().as_u16())
+    }
+
+    async fn get(&self, path: &str) -> anyhow::Result<(u16, String)> {
+        let cookie = self.cookie.lock().unwrap().clone();
+        let answer = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .header(reqwest::header::COOKIE, cookie)
+            .send()
+            .await?;
+        Ok((answer.status().as_u16(), answer.text().await?))
+    }
+
+    /// Posts a form as the page would, with the CSRF token of the page at `/`.
+    async fn post(&self, path: &str) -> anyhow::Result<(u16, String)> {
+        let (_, page) = self.get("/").await?;
+        let csrf = page
+            .split("name=\"csrf\" value=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap_or_default()
+            .to_string();
+        let cookie = self.cookie.lock().unwrap().clone();
+        let answer = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .header(reqwest::header::COOKIE, cookie)
+            .header("Origin", &self.base)
+            .form(&[("csrf", csrf)])
+            .send()
+            .await?;
+        Ok((answer.status().as_u16(), answer.text().await?))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_the_page_users_log_in_with_a_password_and_act_by_their_role() -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    let ed = user(&central, "Ed", "editor").await?;
+    let vic = user(&central, "Vic", "viewer").await?;
+    let monitor_id = central.create_monitor(monitor("web")).await?;
+    let pause = format!("/monitors/{monitor_id}/pause");
+
+    let viewer = PageClient::new(&central)?;
+    assert_eq!(
+        viewer
+            .log_in("vic@example.com", "not the password at all")
+            .await?,
+        401
+    );
+    assert_eq!(
+        viewer.log_in("nobody@example.com", STRONG).await?,
+        401,
+        "told alike"
+    );
+    assert_eq!(viewer.log_in("VIC@example.com", STRONG).await?, 303);
+    let (status, page) = viewer.get("/").await?;
+    assert_eq!(status, 200);
+    assert!(page.contains("web"), "a viewer sees the monitors");
+    let (status, page) = viewer.post(&pause).await?;
+    assert_eq!(status, 403, "a viewer's form is refused: {page}");
+    assert!(page.contains("editor"), "the page names the role needed");
+
+    let editor = PageClient::new(&central)?;
+    assert_eq!(editor.log_in("ed@example.com", STRONG).await?, 303);
+    let (status, _) = editor.post(&pause).await?;
+    assert_eq!(status, 303, "an editor pauses");
+    let (_, body) = central
+        .admin(Method::GET, &format!("/api/v1/monitors/{monitor_id}"), None)
+        .await?;
+    assert_eq!(body["paused"], true);
+    // The page's change is in the audit log under Ed's name, with the monitor before and after.
+    let (_, log) = central
+        .admin(
+            Method::GET,
+            &format!("/api/v1/audit?object_id={monitor_id}"),
+            None,
+        )
+        .await?;
+    let entry = &log["items"][0];
+    assert_eq!(entry["action"], "pause", "{log}");
+    assert_eq!(entry["actor"]["kind"], "user");
+    assert_eq!(entry["actor"]["name"], "Ed");
+    assert_eq!(entry["before"]["paused"], false);
+    assert_eq!(entry["after"]["paused"], true);
+    let by_users = log["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["actor"]["kind"] == "user")
+        .count();
+    assert_eq!(by_users, 1, "the viewer's refused form is not in it: {log}");
+    // The audit page is an admin's: the editor is refused, the admin token's session reads it.
+    let (status, _) = editor.get("/audit").await?;
+    assert_eq!(status, 403);
+    let admin_page = reqwest::Client::new()
+        .get(format!("{}/audit", central.url))
+        .header(reqwest::header::COOKIE, central.session_cookie().await?)
+        .send()
+        .await?;
+    assert_eq!(admin_page.status().as_u16(), 200);
+    let text = admin_page.text().await?;
+    assert!(
+        text.contains("Ed") && text.contains("pause"),
+        "the page lists Ed's pause"
+    );
+
+    // A new role holds on the very next form; a removed user's session ends.
+    let (status, _) = central
+        .admin(
+            Method::PATCH,
+            &format!("/api/v1/users/{ed}"),
+            Some(json!({"role": "viewer"})),
+        )
+        .await?;
+    assert_eq!(status, 200);
+    let (status, _) = editor
+        .post(&format!("/monitors/{monitor_id}/resume"))
+        .await?;
+    assert_eq!(status, 403);
+    let (status, _) = viewer.post("/logout").await?;
+    assert_eq!(status, 303, "a viewer may log out");
+    assert_eq!(viewer.log_in("vic@example.com", STRONG).await?, 303);
+    let (status, _) = central
+        .admin(Method::DELETE, &format!("/api/v1/users/{vic}"), None)
+        .await?;
+    assert_eq!(status, 204);
+    let (status, _) = viewer.get("/").await?;
+    assert_eq!(status, 303, "to the login page");
+    assert!(!central.log().contains(STRONG), "no password is logged");
+    central.stop().await;
+    Ok(())
+}
