@@ -123,7 +123,11 @@ pub struct RotateRegistrationToken {
 
 /// A duration field in the OpenAPI document, with the exact pattern of what is accepted.
 #[cfg(feature = "openapi")]
-fn duration_schema(max: Duration, zero: bool, description: &str) -> utoipa::openapi::Object {
+pub(crate) fn duration_schema(
+    max: Duration,
+    zero: bool,
+    description: &str,
+) -> utoipa::openapi::Object {
     use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
     ObjectBuilder::new()
         .schema_type(SchemaType::from_iter([Type::String, Type::Null]))

@@ -60,10 +60,24 @@ pub const MAX_KEY_LIFETIME: Duration = Duration::from_secs(3650 * 86_400);
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CreateUser {
-    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 200))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            min_length = 1,
+            max_length = 200,
+            pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+        )
+    )]
     pub name: String,
-    /// How the user is known; unique, compared without regard to case.
-    #[cfg_attr(feature = "openapi", schema(min_length = 3, max_length = 254))]
+    /// How the user is known; unique, compared without regard to case (stored lowercased).
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            min_length = 3,
+            max_length = 254,
+            pattern = r"^[^@\s\x00-\x1f\x7f-\x9f]+@[^@\s\x00-\x1f\x7f-\x9f]+$"
+        )
+    )]
     pub email: String,
     pub role: Role,
     /// For logging in on the page; leave it out for a user who signs in by single sign-on
@@ -79,10 +93,24 @@ pub struct CreateUser {
 #[serde(deny_unknown_fields)]
 pub struct UpdateUser {
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 200))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            min_length = 1,
+            max_length = 200,
+            pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+        )
+    )]
     pub name: Option<String>,
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(min_length = 3, max_length = 254))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            min_length = 3,
+            max_length = 254,
+            pattern = r"^[^@\s\x00-\x1f\x7f-\x9f]+@[^@\s\x00-\x1f\x7f-\x9f]+$"
+        )
+    )]
     pub email: Option<String>,
     #[serde(default)]
     pub role: Option<Role>,
@@ -107,18 +135,37 @@ pub struct User {
     pub updated_at: DateTime<Utc>,
 }
 
+/// A user's web session (`GET /api/v1/users/{id}/sessions`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct UserSession {
+    /// The SHA-256 of the session's cookie (the cookie itself is never stored), which names
+    /// it for `DELETE`.
+    pub id: String,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+}
+
 /// `POST /api/v1/api-keys`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CreateApiKey {
-    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 200))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            min_length = 1,
+            max_length = 200,
+            pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+        )
+    )]
     pub name: String,
     /// At most the maker's own role (`403 role_required` above it); default the maker's.
     #[serde(default)]
     pub role: Option<Role>,
     /// e.g. `90d`; unset means the key does not expire.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(schema_with = key_lifetime_schema))]
     pub expires_in: Option<String>,
     /// Whose key it is: an admin may make one for another user (a team's CI, say), whose
     /// role then bounds it; anyone else's keys are their own. Unset: the maker's.
@@ -154,6 +201,15 @@ pub struct CreatedApiKey {
     pub token: String,
 }
 
+#[cfg(feature = "openapi")]
+fn key_lifetime_schema() -> utoipa::openapi::Object {
+    crate::settings_api::duration_schema(
+        MAX_KEY_LIFETIME,
+        false,
+        "How long the key works, e.g. `90d` (at most 3650d); unset: it does not expire.",
+    )
+}
+
 fn validate_name(name: &str) -> Result<(), ValidationError> {
     if is_blank(name) || has_control(name) || name.chars().count() > 200 {
         return Err(ValidationError::new(
@@ -164,11 +220,10 @@ fn validate_name(name: &str) -> Result<(), ValidationError> {
     Ok(())
 }
 
-/// An email as stored: trimmed and lowercased, one `@` with something on each side, no spaces
-/// or control characters, at most 254 characters. Deliverability is not checked: it names the
-/// user, and single sign-on matches it.
+/// An email as stored: lowercased; as given, one `@` with something on each side, no spaces
+/// or control characters, at most 254 characters (the schema's pattern says the same).
+/// Deliverability is not checked: it names the user, and single sign-on matches it.
 pub fn normalized_email(email: &str) -> Result<String, ValidationError> {
-    let email = email.trim().to_lowercase();
     let shaped = email
         .split_once('@')
         .is_some_and(|(local, domain)| !local.is_empty() && !domain.is_empty())
@@ -176,7 +231,7 @@ pub fn normalized_email(email: &str) -> Result<String, ValidationError> {
         && email.chars().count() <= 254
         && !email.chars().any(|c| c.is_whitespace() || c.is_control());
     if shaped {
-        Ok(email)
+        Ok(email.to_lowercase())
     } else {
         Err(ValidationError::new(
             "email",
@@ -246,7 +301,7 @@ mod tests {
     #[test]
     fn emails_are_stored_lowercased_and_must_have_one_at() {
         assert_eq!(
-            normalized_email(" Ana@Example.COM ").unwrap(),
+            normalized_email("Ana@Example.COM").unwrap(),
             "ana@example.com"
         );
         for bad in [
@@ -256,6 +311,7 @@ mod tests {
             "ana@",
             "a@b@c",
             "ana @x.com",
+            " a@x",
             "a\u{7}@x",
         ] {
             assert_eq!(normalized_email(bad).unwrap_err().field, "email", "{bad:?}");

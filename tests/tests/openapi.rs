@@ -79,6 +79,9 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/v1/api-keys"),
     ("delete", "/api/v1/api-keys/{id}"),
     ("get", "/api/v1/audit"),
+    ("get", "/api/v1/users/{id}/sessions"),
+    ("delete", "/api/v1/users/{id}/sessions"),
+    ("delete", "/api/v1/users/{id}/sessions/{session}"),
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -361,3 +361,95 @@ async fn a_new_admin_token_on_one_replica_holds_on_every_replica_within_seconds(
     drop(server);
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: E2E_DATABASE=postgres cargo test -p e2e -- --include-ignored"]
+async fn a_revoked_key_or_ended_session_stops_on_every_replica_at_once() -> anyhow::Result<()> {
+    let server = Postgres::start().await?;
+    let url = server.create_database("central").await?;
+    let first = Central::start_replica(&url, &[]).await?;
+    let second = Central::start_replica(&url, &[]).await?;
+    let (status, user) = first
+        .admin(
+            Method::POST,
+            "/api/v1/users",
+            Some(
+                json!({"name": "Ed", "email": "ed@example.com", "role": "editor",
+                        "password": "correct horse battery staple"}),
+            ),
+        )
+        .await?;
+    assert_eq!(status, 201, "{user}");
+    let ed = user["id"].as_str().unwrap_or_default().to_string();
+    let (_, key) = first
+        .admin(
+            Method::POST,
+            "/api/v1/api-keys",
+            Some(json!({"name": "ed's", "user_id": ed})),
+        )
+        .await?;
+    let key_id = key["id"].as_str().unwrap_or_default().to_string();
+    let key = key["token"].as_str().unwrap_or_default().to_string();
+    // Known valid on the second replica first, so that nothing it remembers can keep it.
+    let (status, _) = second
+        .call(&key, Method::GET, "/api/v1/monitors", None)
+        .await?;
+    assert_eq!(status, 200);
+    let (status, _) = first
+        .admin(Method::DELETE, &format!("/api/v1/api-keys/{key_id}"), None)
+        .await?;
+    assert_eq!(status, 204);
+    let (status, _) = second
+        .call(&key, Method::GET, "/api/v1/monitors", None)
+        .await?;
+    assert_eq!(
+        status, 401,
+        "revoked on the first replica, refused on the second at once"
+    );
+
+    // A session opened on the second replica ends with its user removed on the first.
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()?;
+    let login = http
+        .post(format!("{}/login", second.url))
+        .form(&[
+            ("email", "ed@example.com"),
+            ("password", "correct horse battery staple"),
+        ])
+        .send()
+        .await?;
+    assert_eq!(login.status().as_u16(), 303);
+    let cookie = login
+        .headers()
+        .get(reqwest::header::SET_COOKIE)
+        .and_then(|c| c.to_str().ok())
+        .and_then(|c| c.split(';').next())
+        .unwrap_or_default()
+        .to_string();
+    let page = |central: &Central| {
+        http.get(format!("{}/", central.url))
+            .header(reqwest::header::COOKIE, cookie.clone())
+            .send()
+    };
+    assert_eq!(page(&second).await?.status().as_u16(), 200);
+    assert_eq!(
+        page(&first).await?.status().as_u16(),
+        200,
+        "a session works on every replica"
+    );
+    let (status, _) = first
+        .admin(
+            Method::DELETE,
+            &format!("/api/v1/users/{ed}/sessions"),
+            None,
+        )
+        .await?;
+    assert_eq!(status, 204);
+    assert_eq!(
+        page(&second).await?.status().as_u16(),
+        303,
+        "ended at once elsewhere"
+    );
+    Ok(())
+}

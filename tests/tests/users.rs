@@ -60,7 +60,8 @@ async fn each_role_does_what_it_allows_and_a_key_never_exceeds_its_owner() -> an
             ),
         )
         .await?;
-    assert_eq!(status, 400, "{body}");
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"], "invalid_value");
     assert!(
         body["message"]
             .as_str()
@@ -419,6 +420,15 @@ impl PageClient {
 
     /// Posts a form as the page would, with the CSRF token of the page at `/`.
     async fn post(&self, path: &str) -> anyhow::Result<(u16, String)> {
+        self.post_with(path, &[]).await
+    }
+
+    /// Posts a form with these fields besides the CSRF token.
+    async fn post_with(
+        &self,
+        path: &str,
+        fields: &[(&str, &str)],
+    ) -> anyhow::Result<(u16, String)> {
         let (_, page) = self.get("/").await?;
         let csrf = page
             .split("name=\"csrf\" value=\"")
@@ -432,7 +442,12 @@ impl PageClient {
             .post(format!("{}{path}", self.base))
             .header(reqwest::header::COOKIE, cookie)
             .header("Origin", &self.base)
-            .form(&[("csrf", csrf)])
+            .form(
+                &[("csrf", csrf.as_str())]
+                    .into_iter()
+                    .chain(fields.iter().copied())
+                    .collect::<Vec<_>>(),
+            )
             .send()
             .await?;
         Ok((answer.status().as_u16(), answer.text().await?))
@@ -496,6 +511,47 @@ async fn on_the_page_users_log_in_with_a_password_and_act_by_their_role() -> any
         .filter(|e| e["actor"]["kind"] == "user")
         .count();
     assert_eq!(by_users, 1, "the viewer's refused form is not in it: {log}");
+    // Anyone makes API keys on the page, never above their role; users are an admin's page.
+    let (status, page) = editor
+        .post_with(
+            "/api-keys",
+            &[
+                ("name", "ed's script"),
+                ("role", "admin"),
+                ("expires_in", "30d"),
+            ],
+        )
+        .await?;
+    assert_eq!(status, 400, "an editor cannot make an admin's key");
+    assert!(page.contains("role"), "the form says why");
+    let (status, page) = editor
+        .post_with(
+            "/api-keys",
+            &[
+                ("name", "ed's script"),
+                ("role", "viewer"),
+                ("expires_in", "30d"),
+            ],
+        )
+        .await?;
+    assert_eq!(status, 200);
+    let shown_key = page
+        .split("id=\"api-key\">")
+        .nth(1)
+        .and_then(|rest| rest.split('<').next())
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        shown_key.starts_with("pkey_"),
+        "the key is shown once: {page}"
+    );
+    let (status, _) = central
+        .call(&shown_key, Method::GET, "/api/v1/monitors", None)
+        .await?;
+    assert_eq!(status, 200);
+    let (status, _) = editor.get("/users").await?;
+    assert_eq!(status, 403);
+
     // The audit page is an admin's: the editor is refused, the admin token's session reads it.
     let (status, _) = editor.get("/audit").await?;
     assert_eq!(status, 403);

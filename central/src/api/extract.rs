@@ -89,6 +89,25 @@ fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     Err(ApiError::bad_request("invalid_body", error.body_text()))
 }
 
+/// A JSON body that must be an object. Serde reads a struct from an array too (its fields in
+/// order), so a body whose fields are all optional would take `[null, null]` as "no change".
+pub struct ApiObject<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiObject<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let ApiJson(value) = ApiJson::<serde_json::Value>::from_request(req, state).await?;
+        if !value.is_object() {
+            return Err(ApiError::bad_request(
+                "invalid_body",
+                "the body must be a JSON object of the fields to change",
+            ));
+        }
+        decode(value.to_string().as_bytes()).map(ApiObject)
+    }
+}
+
 /// Query parameters.
 pub struct ApiQuery<T>(pub T);
 

@@ -226,6 +226,14 @@ pub fn router(app: Arc<App>, options: &HttpOptions, long_polls: Arc<pools::LongP
                 .delete(users::delete_user),
         )
         .route(
+            "/users/{id}/sessions",
+            get(users::list_user_sessions).delete(users::end_user_sessions),
+        )
+        .route(
+            "/users/{id}/sessions/{session}",
+            delete(users::end_user_session),
+        )
+        .route(
             "/api-keys",
             post(users::create_api_key).get(users::list_api_keys),
         )

@@ -7,10 +7,12 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::{Extension, Json};
 use shared_proto::settings_api::Page;
-use shared_proto::users::{ApiKey, CreateApiKey, CreateUser, CreatedApiKey, UpdateUser, User};
+use shared_proto::users::{
+    ApiKey, CreateApiKey, CreateUser, CreatedApiKey, UpdateUser, User, UserSession,
+};
 use uuid::Uuid;
 
-use super::extract::{ApiJson, ApiPath, ApiQuery, PageQuery};
+use super::extract::{ApiJson, ApiObject, ApiPath, ApiQuery, PageQuery};
 use crate::error::ApiResult;
 use crate::service::access::Principal;
 use crate::service::App;
@@ -23,7 +25,7 @@ use crate::service::App;
     responses(
         (status = 201, description = "Added.", body = User),
         (status = 409, description = "`conflict`: another user has this email.", body = shared_proto::ErrorBody),
-        super::openapi::BodyErrors
+        super::openapi::SpecErrors
     )
 )]
 pub async fn create_user(
@@ -71,13 +73,13 @@ pub async fn get_user(
     responses(
         (status = 200, description = "Changed.", body = User),
         (status = 409, description = "`conflict`: another user has this email, or this is the last admin.", body = shared_proto::ErrorBody),
-        super::openapi::IdBodyErrors
+        super::openapi::PatchErrors
     )
 )]
 pub async fn update_user(
     State(app): State<Arc<App>>,
     ApiPath(id): ApiPath<Uuid>,
-    ApiJson(body): ApiJson<UpdateUser>,
+    ApiObject(body): ApiObject<UpdateUser>,
 ) -> ApiResult<Json<User>> {
     app.update_user(id, body).await.map(Json)
 }
@@ -103,13 +105,67 @@ pub async fn delete_user(
 }
 
 #[utoipa::path(
+    get, path = "/api/v1/users/{id}/sessions", tag = "users", operation_id = "list_user_sessions",
+    summary = "A user's live web sessions, newest first (admin)",
+    security(("admin_token" = [])),
+    params(("id" = Uuid, Path, description = "User id")),
+    responses((status = 200, description = "The sessions.", body = Vec<UserSession>), super::openapi::IdErrors)
+)]
+pub async fn list_user_sessions(
+    State(app): State<Arc<App>>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> ApiResult<Json<Vec<UserSession>>> {
+    app.user_sessions(id).await.map(Json)
+}
+
+#[utoipa::path(
+    delete, path = "/api/v1/users/{id}/sessions", tag = "users", operation_id = "end_user_sessions",
+    summary = "End every web session of a user (admin); their next page asks for a login",
+    security(("admin_token" = [])),
+    params(("id" = Uuid, Path, description = "User id")),
+    responses((status = 204, description = "Ended."), super::openapi::IdErrors)
+)]
+pub async fn end_user_sessions(
+    State(app): State<Arc<App>>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> ApiResult<StatusCode> {
+    app.end_user_sessions(id, None).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// A user and one of their sessions.
+#[derive(Debug, serde::Deserialize)]
+pub struct SessionPath {
+    id: Uuid,
+    session: String,
+}
+
+#[utoipa::path(
+    delete, path = "/api/v1/users/{id}/sessions/{session}", tag = "users", operation_id = "end_user_session",
+    summary = "End one web session of a user (admin)",
+    security(("admin_token" = [])),
+    params(
+        ("id" = Uuid, Path, description = "User id"),
+        ("session" = String, Path, description = "The session's id, as listed", pattern = "^[0-9a-f]{64}$")
+    ),
+    responses((status = 204, description = "Ended."), super::openapi::IdErrors)
+)]
+pub async fn end_user_session(
+    State(app): State<Arc<App>>,
+    ApiPath(path): ApiPath<SessionPath>,
+) -> ApiResult<StatusCode> {
+    app.end_user_sessions(path.id, Some(&path.session)).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(
     post, path = "/api/v1/api-keys", tag = "users", operation_id = "create_api_key",
     summary = "Make an API key (the secret is in the answer, once)",
     description = "Its role is at most the maker's own (`403 role_required` above it) and, \
                    while it lives, at most its maker's role now.",
     security(("admin_token" = [])),
     request_body = CreateApiKey,
-    responses((status = 201, description = "Made; `token` (the key) is shown only now.", body = CreatedApiKey), super::openapi::BodyErrors)
+    responses((status = 201, description = "Made; `token` (the key) is shown only now.", body = CreatedApiKey), super::openapi::SpecErrors)
 )]
 pub async fn create_api_key(
     State(app): State<Arc<App>>,

@@ -90,12 +90,21 @@ pub fn required_role(method: &Method, path: &str) -> Role {
     }
 }
 
-/// The role a page or form of the web page needs: the audit log needs `admin`, logging out
-/// none beyond a session, reading `viewer`, every form that changes something `editor`.
+/// The role a page or form of the web page needs: the audit log and users need `admin`; your
+/// own API keys and logging out need no more than a session; reading needs `viewer`, every
+/// other form that changes something `editor`.
 pub fn required_role_on_page(method: &Method, path: &str) -> Role {
-    if path == "/audit" {
+    let under = |prefix: &str| {
+        path.strip_prefix(prefix)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    };
+    if under("/audit") || under("/users") {
         Role::Admin
-    } else if path == "/logout" || method == Method::GET || method == Method::HEAD {
+    } else if under("/api-keys")
+        || path == "/logout"
+        || method == Method::GET
+        || method == Method::HEAD
+    {
         Role::Viewer
     } else {
         Role::Editor
@@ -149,6 +158,14 @@ mod tests {
             Role::Viewer
         );
         assert_eq!(required_role_on_page(&Method::GET, "/audit"), Role::Admin);
+        assert_eq!(
+            required_role_on_page(&Method::POST, "/users/{id}/delete"),
+            Role::Admin
+        );
+        assert_eq!(
+            required_role_on_page(&Method::POST, "/api-keys/{id}/revoke"),
+            Role::Viewer
+        );
     }
 
     #[test]

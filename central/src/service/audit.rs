@@ -31,13 +31,15 @@ pub struct Subject {
 }
 
 /// The page's collections, by the name the settings API gives them.
-const PAGE_KINDS: [(&str, &str); 6] = [
+const PAGE_KINDS: [(&str, &str); 8] = [
     ("/notifications/channels", "notification-channels"),
     ("/dependencies/aliases", "dependency-aliases"),
     ("/maintenance", "maintenance-windows"),
     ("/tokens", "registration-tokens"),
     ("/monitors", "monitors"),
     ("/pollers", "pollers"),
+    ("/users", "users"),
+    ("/api-keys", "api-keys"),
 ];
 
 /// The settings API's collections that changes are made to.
@@ -102,6 +104,8 @@ impl Subject {
             .map(str::to_string);
         let verb = segments.iter().rev().find(|s| !s.starts_with('{'));
         let action = match (verb, method) {
+            // `DELETE /users/{id}/sessions`: the things named go.
+            (Some(verb), "DELETE") => format!("delete_{}", verb.replace('-', "_")),
             (Some(verb), _) => verb.replace('-', "_"),
             (None, "POST") if has_id => "update".into(),
             (None, "POST") => "create".into(),
@@ -330,6 +334,14 @@ mod tests {
         assert_eq!(
             at("/maintenance/{id}/delete"),
             subject("maintenance-windows", Some(ID), "delete")
+        );
+        assert_eq!(
+            at("/users/{id}/log-out"),
+            subject("users", Some(ID), "log_out")
+        );
+        assert_eq!(
+            at("/api-keys/{id}/revoke"),
+            subject("api-keys", Some(ID), "revoke")
         );
         assert_eq!(at("/logout"), None);
         assert_eq!(Subject::of_page("GET", "/monitors", "/monitors"), None);

@@ -4,7 +4,7 @@
 use uuid::Uuid;
 
 use shared_proto::settings_api::Page;
-use shared_proto::users::{CreateUser, Role, UpdateUser, User};
+use shared_proto::users::{CreateUser, Role, UpdateUser, User, UserSession};
 use shared_proto::ValidationError;
 
 use super::access::Principal;
@@ -27,7 +27,8 @@ pub fn check_password(password: &str, name: &str, email: &str) -> Result<(), Val
             .and_then(|f| f.warning())
             .map(|w| format!(" ({w})"))
             .unwrap_or_default();
-        return Err(ValidationError::new(
+        // 422: a rule no schema can state (the schema states the length).
+        return Err(ValidationError::value(
             "password",
             format!(
                 "is too easy to guess{hint}: use a longer one, e.g. four or five unrelated words"
@@ -149,6 +150,31 @@ impl App {
             return Err(ApiError::NotFound(format!("no user with id {id}")));
         }
         Ok(())
+    }
+
+    /// A user's live web sessions, newest first.
+    pub async fn user_sessions(&self, id: Uuid) -> ApiResult<Vec<UserSession>> {
+        let user = self.existing_user(id).await?;
+        let rows = self.store.sessions_of_user(&user.id, self.now_ms()).await?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, created_at, expires_at)| UserSession {
+                id,
+                created_at: time_of(created_at),
+                expires_at: time_of(expires_at),
+            })
+            .collect())
+    }
+
+    /// Ends one of a user's sessions, or every one (`None`): the next page asks for a login,
+    /// on every replica (each page reads its session). `404` for a session not theirs.
+    pub async fn end_user_sessions(&self, id: Uuid, session: Option<&str>) -> ApiResult<u64> {
+        let user = self.existing_user(id).await?;
+        let ended = self.store.delete_user_sessions(&user.id, session).await?;
+        if session.is_some() && ended == 0 {
+            return Err(ApiError::NotFound(format!("user {id} has no such session")));
+        }
+        Ok(ended)
     }
 
     async fn keep_an_admin(&self, field: &'static str) -> ApiResult<()> {

@@ -69,6 +69,47 @@ impl Store {
         .await?)
     }
 
+    /// A user's live sessions, newest first: (SHA-256 of the cookie, created, ends).
+    pub async fn sessions_of_user(
+        &self,
+        user_id: &str,
+        now: i64,
+    ) -> anyhow::Result<Vec<(String, i64, i64)>> {
+        Ok(sqlx::query_as(
+            "SELECT id_sha256, created_at, expires_at FROM web_sessions \
+             WHERE user_id = $1 AND expires_at > $2 ORDER BY created_at DESC, id_sha256",
+        )
+        .bind(user_id)
+        .bind(now)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Ends one of a user's sessions (`Some`) or all of them; returns how many ended.
+    pub async fn delete_user_sessions(
+        &self,
+        user_id: &str,
+        id_sha256: Option<&str>,
+    ) -> anyhow::Result<u64> {
+        let _guard = self.write_lock().await;
+        let done = match id_sha256 {
+            Some(id) => {
+                sqlx::query("DELETE FROM web_sessions WHERE user_id = $1 AND id_sha256 = $2")
+                    .bind(user_id)
+                    .bind(id)
+                    .execute(&self.writer)
+                    .await?
+            }
+            None => {
+                sqlx::query("DELETE FROM web_sessions WHERE user_id = $1")
+                    .bind(user_id)
+                    .execute(&self.writer)
+                    .await?
+            }
+        };
+        Ok(done.rows_affected())
+    }
+
     pub async fn delete_session(&self, id_sha256: &str) -> anyhow::Result<()> {
         let _guard = self.write_lock().await;
         sqlx::query("DELETE FROM web_sessions WHERE id_sha256 = $1")

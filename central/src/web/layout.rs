@@ -19,6 +19,8 @@ pub enum Section {
     Dependencies,
     Maintenance,
     Audit,
+    Users,
+    ApiKeys,
 }
 
 fn head(title: &str) -> Markup {
@@ -70,7 +72,9 @@ pub fn page(session: &Session, section: Section, title: &str, body: Markup) -> M
                         (link("/maintenance", "Maintenance", Section::Maintenance))
                         (link("/dependencies", "Dependencies", Section::Dependencies))
                         (link("/notifications", "Notifications", Section::Notifications))
+                        (link("/api-keys", "API keys", Section::ApiKeys))
                         @if session.session.principal.role == Role::Admin {
+                            (link("/users", "Users", Section::Users))
                             (link("/audit", "Audit", Section::Audit))
                         }
                     }

@@ -23,6 +23,7 @@ mod origin;
 mod pollers;
 pub(crate) mod session;
 mod tokens;
+mod users;
 
 use std::sync::Arc;
 
@@ -103,6 +104,12 @@ pub fn router(options: WebOptions) -> Router<Arc<App>> {
             post(notifications::delete),
         )
         .route("/audit", get(audit::list))
+        .route("/users", get(users::users).post(users::create_user))
+        .route("/users/{id}", post(users::update_user))
+        .route("/users/{id}/log-out", post(users::log_out_user))
+        .route("/users/{id}/delete", post(users::delete_user))
+        .route("/api-keys", get(users::api_keys).post(users::make_key))
+        .route("/api-keys/{id}/revoke", post(users::revoke_key))
         .route("/assets/{name}", get(assets::serve))
         .layer(axum::Extension(options.clone()))
         .layer(DefaultBodyLimit::max(FORM_BODY_LIMIT))
