@@ -303,6 +303,13 @@ async fn each_role_does_what_it_allows_and_a_key_never_exceeds_its_owner() -> an
         .await?;
 
     let enrolment = central.registration_token().await?;
+    // A monitor's credentials to its target live in its headers.
+    let target_credential = "Bearer target-cred-91f2c7";
+    central
+        .create_monitor(json!({"name": "with credentials", "kind": "http",
+            "target": "http://127.0.0.1:9/", "interval_ms": 60000,
+            "settings": {"headers": {"Authorization": target_credential}}}))
+        .await?;
 
     // The audit log: every change above with its actor, newest first, and no secret at all.
     let (status, log) = central
@@ -341,6 +348,7 @@ async fn each_role_does_what_it_allows_and_a_key_never_exceeds_its_owner() -> an
         secret_part(&ana_key),
         secret_part(&ed_key),
         secret_part(&enrolment),
+        target_credential,
     ] {
         assert!(!text.contains(secret), "{secret} is in the audit log");
     }

@@ -129,7 +129,9 @@ const SECRET_FIELDS: [&str; 6] = [
 ];
 
 /// `value` with every secret-bearing field (`SECRET_FIELDS`, at any depth) replaced by
-/// `REDACTED`: an answer that shows a secret once must not show it again in the log.
+/// `REDACTED`: an answer that shows a secret once must not show it again in the log. The values
+/// of `headers` objects go too: an `http` monitor's headers are where its credentials to the
+/// target live (protocol.md says to put them there), and a channel's are shown redacted already.
 pub fn redacted(mut value: Value) -> Value {
     fn walk(value: &mut Value) {
         match value {
@@ -137,6 +139,11 @@ pub fn redacted(mut value: Value) -> Value {
                 for (name, field) in fields.iter_mut() {
                     if SECRET_FIELDS.contains(&name.as_str()) && !field.is_null() {
                         *field = Value::String(shared_proto::notifications::HIDDEN.into());
+                    } else if let (true, Value::Object(headers)) = (name == "headers", &mut *field)
+                    {
+                        for value in headers.values_mut() {
+                            *value = Value::String(shared_proto::notifications::HIDDEN.into());
+                        }
                     } else {
                         walk(field);
                     }
@@ -303,12 +310,15 @@ mod tests {
     #[test]
     fn secrets_shown_once_are_not_recorded() {
         let answer = serde_json::json!({"id": "k", "name": "ci", "token": "pkey_1_s3cret",
-            "nested": [{"ping_url": "https://c/ping/abc"}], "secret": null});
+            "nested": [{"ping_url": "https://c/ping/abc"}], "secret": null,
+            "settings": {"headers": {"Authorization": "Bearer t0ken"}, "method": "GET"}});
         let kept = redacted(answer);
         assert_eq!(kept["token"], "REDACTED");
         assert_eq!(kept["nested"][0]["ping_url"], "REDACTED");
         assert_eq!(kept["name"], "ci");
         assert!(kept["secret"].is_null(), "nothing to hide stays null");
+        assert_eq!(kept["settings"]["headers"]["Authorization"], "REDACTED");
+        assert_eq!(kept["settings"]["method"], "GET");
     }
 
     #[test]
