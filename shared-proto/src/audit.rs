@@ -12,6 +12,10 @@ pub struct AuditActor {
     pub kind: String,
     /// The user's or the key's id; `null` for the admin token.
     pub id: Option<String>,
+    /// For an API key, the user it acted for (`null` for a key made with the admin token, and
+    /// for the other kinds). Kept after the key or the user is removed.
+    #[serde(default)]
+    pub user_id: Option<String>,
     /// The user's or the key's name when it acted.
     pub name: String,
     /// The client's address (through `CENTRAL_TRUSTED_PROXIES`).

@@ -434,6 +434,31 @@ async fn failed_logins_lock_out_their_client_but_not_pollers_or_operators_there(
     Ok(())
 }
 
+/// Valid credentials sent along with a login (an operator's own key or cookie) do not move it
+/// out of the pool where failures count: otherwise a viewer could guess other users' passwords
+/// without limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logins_count_their_failures_whatever_credentials_come_with_them() -> anyhow::Result<()> {
+    let central = Central::start_with(&[("CENTRAL_AUTH_FAILURES_PER_MINUTE", "10")]).await?;
+    let guesser = client_from("127.0.0.4");
+    let mut statuses = Vec::new();
+    for _ in 0..20 {
+        let answer = guesser
+            .post(format!("{}/login", central.url))
+            .bearer_auth(ADMIN_TOKEN)
+            .form(&[("email", "someone@example.com"), ("password", "guess-0000")])
+            .send()
+            .await?;
+        statuses.push(answer.status().as_u16());
+    }
+    assert_eq!(statuses[..10], [401; 10], "{statuses:?}");
+    assert!(
+        statuses[10..].iter().all(|s| *s == 429),
+        "the 11th guess is refused although the admin token came with it: {statuses:?}"
+    );
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failures_spread_over_many_addresses_lock_out_every_stranger() -> anyhow::Result<()> {
     let central = Central::start_with(&[

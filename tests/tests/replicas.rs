@@ -407,7 +407,7 @@ async fn a_revoked_key_or_ended_session_stops_on_every_replica_at_once() -> anyh
         "revoked on the first replica, refused on the second at once"
     );
 
-    // A session opened on the second replica ends with its user removed on the first.
+    // A session opened on the second replica ends when the first ends its user's sessions.
     let http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()?;

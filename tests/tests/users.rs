@@ -155,36 +155,24 @@ async fn each_role_does_what_it_allows_and_a_key_never_exceeds_its_owner() -> an
         )
         .await?;
     assert_eq!(status, 403);
+    // Keys come from people: no key makes a key, at any role.
     let (status, body) = make_key(
         &central,
         &ed_key,
         json!({"name": "escalate", "role": "admin"}),
     )
     .await?;
-    assert_eq!(
-        status, 403,
-        "an editor's key cannot make an admin's: {body}"
-    );
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(body["error"], "user_required");
     let (status, body) = make_key(
         &central,
-        &ed_key,
-        json!({"name": "ed's read-only", "role": "viewer"}),
+        e2e_admin,
+        json!({"name": "ed's read-only", "role": "viewer", "user_id": ed}),
     )
     .await?;
     assert_eq!(status, 201, "{body}");
-    assert_eq!(
-        body["user_id"],
-        json!(ed),
-        "a key made with a key is its owner's"
-    );
+    assert_eq!(body["user_id"], json!(ed));
     let ed_reader = key_of(&body);
-    let (status, body) = make_key(
-        &central,
-        &ed_key,
-        json!({"name": "for vic", "user_id": vic}),
-    )
-    .await?;
-    assert_eq!(status, 403, "only an admin makes keys for others: {body}");
     // Ed sees his own keys only; the admin every key; no secret in either list.
     let (_, body) = central
         .call(&ed_key, Method::GET, "/api/v1/api-keys", None)
@@ -557,6 +545,45 @@ async fn on_the_page_users_log_in_with_a_password_and_act_by_their_role() -> any
         .call(&shown_key, Method::GET, "/api/v1/monitors", None)
         .await?;
     assert_eq!(status, 200);
+    // The page's creation is recorded under the id of what it made.
+    let (_, keys) = central
+        .call(&shown_key, Method::GET, "/api/v1/api-keys", None)
+        .await?;
+    let key_id = keys["items"][0]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let (_, made) = central
+        .admin(
+            Method::GET,
+            &format!("/api/v1/audit?object_kind=api-keys&object_id={key_id}"),
+            None,
+        )
+        .await?;
+    assert_eq!(made["items"][0]["action"], "create", "{made}");
+    assert_eq!(made["items"][0]["actor"]["name"], "Ed", "{made}");
+    // A change made with a key names the key's user too.
+    let (status, _) = central
+        .call(
+            &shown_key,
+            Method::DELETE,
+            &format!("/api/v1/api-keys/{key_id}"),
+            None,
+        )
+        .await?;
+    assert_eq!(status, 204, "a key revokes itself");
+    let (_, by_ed) = central
+        .admin(Method::GET, &format!("/api/v1/audit?actor_id={ed}"), None)
+        .await?;
+    let revoked = by_ed["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|e| e["actor"]["kind"] == "api_key")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(revoked["action"], "delete", "{by_ed}");
+    assert_eq!(revoked["actor"]["user_id"], json!(ed), "{by_ed}");
     let (status, _) = editor.get("/users").await?;
     assert_eq!(status, 403);
 
@@ -598,6 +625,200 @@ async fn on_the_page_users_log_in_with_a_password_and_act_by_their_role() -> any
     let (status, _) = viewer.get("/").await?;
     assert_eq!(status, 303, "to the login page");
     assert!(!central.log().contains(STRONG), "no password is logged");
+    central.stop().await;
+    Ok(())
+}
+
+/// What a reader may not take away, and what a credential may not outlive: a monitor's
+/// credentials to its target are write-only; keys come from people (never from keys), keys of
+/// the admin token belong to no one and end with the token; only one of two admins demoted at
+/// once loses the role; a new password ends the user's sessions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn credentials_are_write_only_and_never_outlive_what_made_them() -> anyhow::Result<()> {
+    let mut central = Central::start().await?;
+    let vic = user(&central, "Vic", "viewer").await?;
+    let (_, made) = make_key(
+        &central,
+        e2e::ADMIN_TOKEN,
+        json!({"name": "vic's", "role": "viewer", "user_id": vic}),
+    )
+    .await?;
+    let vic_key = key_of(&made);
+
+    // A viewer reads the monitor, not the credential in its headers; an edit that sends the
+    // view back keeps the credential (the poller is still given it).
+    let credential = "Bearer target-cred-5d0e21";
+    let poller = central.register_poller("p").await?;
+    let id = central
+        .create_monitor(json!({"name": "guarded", "kind": "http",
+            "target": "http://127.0.0.1:9/", "interval_ms": 60000,
+            "settings": {"headers": {"Authorization": credential, "Accept": "text/plain"}}}))
+        .await?;
+    let (status, view) = central
+        .call(
+            &vic_key,
+            Method::GET,
+            &format!("/api/v1/monitors/{id}"),
+            None,
+        )
+        .await?;
+    assert_eq!(status, 200);
+    assert_eq!(view["settings"]["headers"]["Authorization"], "REDACTED");
+    let (_, list) = central
+        .call(&vic_key, Method::GET, "/api/v1/monitors", None)
+        .await?;
+    assert!(!list.to_string().contains(credential), "{list}");
+    let mut settings = view["settings"].clone();
+    settings["headers"]["Accept"] = json!("application/json");
+    let (status, edited) = central
+        .admin(
+            Method::PATCH,
+            &format!("/api/v1/monitors/{id}"),
+            Some(json!({"name": "guarded still", "settings": settings})),
+        )
+        .await?;
+    assert_eq!(status, 200, "{edited}");
+    let assigned: Value = reqwest::Client::new()
+        .get(format!(
+            "{}/api/poller/assignments?since_version=0",
+            central.url
+        ))
+        .bearer_auth(&poller.access)
+        .send()
+        .await?
+        .json()
+        .await?;
+    let running = assigned["upserts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|m| m["id"] == json!(id))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        running["settings"]["headers"],
+        json!({"Authorization": credential, "Accept": "application/json"}),
+        "the stored credential is kept, the changed header changed: {assigned}"
+    );
+
+    // A key cannot make keys.
+    let (status, body) = make_key(&central, &vic_key, json!({"name": "child"})).await?;
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(body["error"], "user_required");
+
+    // Keys made with the admin token are no one's: a viewer one sees itself and cannot revoke
+    // an admin one.
+    let (_, made) = make_key(
+        &central,
+        e2e::ADMIN_TOKEN,
+        json!({"name": "ci", "role": "admin"}),
+    )
+    .await?;
+    let ci_key = key_of(&made);
+    let ci_id = made["key"]["id"].as_str().unwrap_or_default().to_string();
+    let (_, made) = make_key(
+        &central,
+        e2e::ADMIN_TOKEN,
+        json!({"name": "dashboard", "role": "viewer"}),
+    )
+    .await?;
+    let dashboard_key = key_of(&made);
+    let (status, listed) = central
+        .call(&dashboard_key, Method::GET, "/api/v1/api-keys", None)
+        .await?;
+    assert_eq!(status, 200);
+    let names: Vec<&str> = listed["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|k| k["name"].as_str())
+        .collect();
+    assert_eq!(names, ["dashboard"], "{listed}");
+    let (status, _) = central
+        .call(
+            &dashboard_key,
+            Method::DELETE,
+            &format!("/api/v1/api-keys/{ci_id}"),
+            None,
+        )
+        .await?;
+    assert_eq!(status, 404);
+
+    // Of two admins demoted at once, one stays admin (tried several times: it is a race).
+    for round in 0..5 {
+        let first = user(&central, &format!("First{round}"), "admin").await?;
+        let second = user(&central, &format!("Second{round}"), "admin").await?;
+        // Every earlier admin steps down first, so that these two are the last.
+        let (_, users) = central
+            .admin(Method::GET, "/api/v1/users?limit=1000", None)
+            .await?;
+        for other in users["items"].as_array().into_iter().flatten() {
+            let other_id = other["id"].as_str().unwrap_or_default();
+            if other["role"] == "admin" && other_id != first && other_id != second {
+                let (status, body) = central
+                    .admin(
+                        Method::PATCH,
+                        &format!("/api/v1/users/{other_id}"),
+                        Some(json!({"role": "viewer"})),
+                    )
+                    .await?;
+                assert_eq!(status, 200, "{body}");
+            }
+        }
+        let demote = |id: String| {
+            let central = &central;
+            async move {
+                central
+                    .admin(
+                        Method::PATCH,
+                        &format!("/api/v1/users/{id}"),
+                        Some(json!({"role": "editor"})),
+                    )
+                    .await
+            }
+        };
+        let (a, b) = tokio::join!(demote(first.clone()), demote(second.clone()));
+        let mut statuses = [a?.0, b?.0];
+        statuses.sort();
+        assert_eq!(statuses, [200, 409], "round {round}");
+    }
+
+    // A new password ends the user's sessions.
+    let page = PageClient::new(&central)?;
+    assert_eq!(page.log_in("vic@example.com", STRONG).await?, 303);
+    assert_eq!(page.get("/").await?.0, 200);
+    let (status, body) = central
+        .admin(
+            Method::PATCH,
+            &format!("/api/v1/users/{vic}"),
+            Some(json!({"password": "a new and long passphrase 4471"})),
+        )
+        .await?;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(page.get("/").await?.0, 303, "to the login page");
+
+    // Rotating the admin token stops the keys made with it, and only those.
+    let (status, _) = central
+        .call(&ci_key, Method::GET, "/api/v1/monitors", None)
+        .await?;
+    assert_eq!(status, 200);
+    let rotated = "e2e-rotated-admin-token-6b1e0c93d7a2";
+    central.set_env("CENTRAL_ADMIN_TOKEN", Some(rotated));
+    central.restart().await?;
+    for gone in [&ci_key, &dashboard_key] {
+        let (status, _) = central
+            .call(gone, Method::GET, "/api/v1/monitors", None)
+            .await?;
+        assert_eq!(status, 401, "a key of the replaced token stops");
+    }
+    let (status, _) = central
+        .call(&vic_key, Method::GET, "/api/v1/monitors", None)
+        .await?;
+    assert_eq!(status, 200, "a user's key lives on");
+    let (status, _) = central
+        .call(rotated, Method::GET, "/api/v1/api-keys", None)
+        .await?;
+    assert_eq!(status, 200);
     central.stop().await;
     Ok(())
 }

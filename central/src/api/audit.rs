@@ -21,7 +21,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::server::client_addr::TrustedProxies;
 use crate::server::PeerAddr;
 use crate::service::access::Principal;
-use crate::service::audit::Subject;
+use crate::service::audit::{FormOutcome, Subject};
 use crate::service::App;
 
 /// The largest answer kept as an entry's "after": a change answers with one object, which is
@@ -60,6 +60,12 @@ impl Recorder {
         let status = response.status();
         if !(status.is_success() || status.is_redirection()) {
             return response;
+        }
+        let mut subject = subject;
+        match response.extensions().get::<FormOutcome>() {
+            Some(FormOutcome::Unchanged) => return response,
+            Some(FormOutcome::Made(id)) => subject.id = Some(id.clone()),
+            None => {}
         }
         let (response, after) = if after_from_answer {
             let (parts, body) = response.into_parts();

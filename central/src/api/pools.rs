@@ -6,7 +6,8 @@
 //!   or `CENTRAL_METRICS_TOKEN` (Prometheus is an operator's tool);
 //! - `ping`: heartbeat monitors' pings (`/ping/...`), whose only credential is their URL, with
 //!   at most an eighth of the pool per client: a flood of pings takes no login's place;
-//! - `unauthenticated`: everything else (logging in, registering an agent, bad or missing
+//! - `unauthenticated`: everything else (logging in, whatever credentials come with it;
+//!   registering an agent, bad or missing
 //!   credentials, the login page and its assets), with at most an eighth of the pool per
 //!   client (an address or IPv6 /64, through `CENTRAL_TRUSTED_PROXIES`).
 //!
@@ -115,6 +116,11 @@ impl Pools {
     fn choose(&self, request: &Request) -> Pool {
         if request.uri().path().starts_with(PING_PREFIX) {
             return Pool::Ping;
+        }
+        if request.method() == axum::http::Method::POST
+            && request.uri().path() == crate::web::session::LOGIN_PATH
+        {
+            return Pool::Unauthenticated;
         }
         let headers = request.headers();
         let bearer = headers

@@ -73,14 +73,17 @@ const WHOLE_PATHS: [(&str, Role); 3] = [
     ("/api-keys", Role::Viewer),
 ];
 
+/// Whether `path` is `prefix` or below it (`/users/1`, not `/usersx`).
+fn is_under(path: &str, prefix: &str) -> bool {
+    path.strip_prefix(prefix)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
 /// The role an operation of the settings API needs: `WHOLE_PATHS` first, then reading needs
 /// `viewer` and changing needs `editor`. `path` is the route as matched (`/monitors/{id}`), so
 /// that no value in a request can pick another rule.
 pub fn required_role(method: &Method, path: &str) -> Role {
-    let under = |prefix: &str| {
-        path.strip_prefix(prefix)
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-    };
+    let under = |prefix: &str| is_under(path, prefix);
     if let Some((_, role)) = WHOLE_PATHS.iter().find(|(prefix, _)| under(prefix)) {
         *role
     } else if method == Method::GET || method == Method::HEAD {
@@ -94,10 +97,7 @@ pub fn required_role(method: &Method, path: &str) -> Role {
 /// own API keys and logging out need no more than a session; reading needs `viewer`, every
 /// other form that changes something `editor`.
 pub fn required_role_on_page(method: &Method, path: &str) -> Role {
-    let under = |prefix: &str| {
-        path.strip_prefix(prefix)
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-    };
+    let under = |prefix: &str| is_under(path, prefix);
     if under("/audit") || under("/users") {
         Role::Admin
     } else if under("/api-keys")

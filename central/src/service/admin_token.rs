@@ -103,7 +103,12 @@ async fn blocking<T: Send + 'static>(
 impl AdminToken {
     /// Stores the configured token (or generates one when none is stored yet) and returns
     /// what checks it from then on.
-    pub async fn open(store: &Store, configured: Option<&str>) -> anyhow::Result<AdminToken> {
+    /// `now_ms`: when keys made with a replaced token are revoked.
+    pub async fn open(
+        store: &Store,
+        configured: Option<&str>,
+        now_ms: i64,
+    ) -> anyhow::Result<AdminToken> {
         let previous = stored_hash(store).await?;
         let stored = match configured {
             Some(token) => {
@@ -119,8 +124,9 @@ impl AdminToken {
                     _ => {
                         let hash = hash?;
                         if !unchanged {
-                            // Whoever logged in to the page with the old token is out.
-                            store.delete_admin_token_sessions().await?;
+                            // Whoever logged in to the page with the old token is out, and
+                            // the keys made with it stop: a leaked token is rotated for that.
+                            store.end_admin_token_credentials(now_ms).await?;
                         }
                         store.put_setting(SETTING, &hash).await?;
                         hash

@@ -13,7 +13,7 @@ use super::access::{Actor, Principal};
 use super::tokens::page;
 use super::{auth, time_of, App};
 use crate::error::{ApiError, ApiResult};
-use crate::store::{ApiKeyRow, Cursor};
+use crate::store::{ApiKeyRow, Cursor, KeyScope};
 
 /// What an API key's secret starts with (`pkey_<id>_<secret>`): scanners that look for leaked
 /// credentials can match it, and a bearer token of this shape is never tried as the admin token.
@@ -48,6 +48,16 @@ impl App {
         by: &Principal,
     ) -> ApiResult<CreatedApiKey> {
         let lifetime = body.validate()?;
+        // A key made by a key would outlive its parent's revocation and expiry (and, made
+        // from a key of the admin token, the token's rotation): keys come from people.
+        if let Actor::ApiKey { .. } = by.actor {
+            return Err(ApiError::Refused {
+                code: "user_required",
+                message: "an API key cannot make API keys: make them as a user (the page's API \
+                          keys, or a session) or with the admin token"
+                    .into(),
+            });
+        }
         // Whose key: the maker's own, or (an admin's choice) another user's.
         let (owner, bound, who) = match body.user_id {
             Some(user_id) if Some(user_id) != by.user_id() => {
@@ -107,19 +117,18 @@ impl App {
         })
     }
 
-    /// The keys `by` may see: an admin's are every key, anyone else's their own.
+    /// The keys `by` may see: an admin's are every key, anyone else's their own (`own`).
     pub async fn list_api_keys(
         &self,
         by: &Principal,
         after: &Cursor,
         limit: u32,
     ) -> ApiResult<Page<ApiKey>> {
-        let user_id = by.user_id().map(|u| u.to_string());
-        let maker = match by.role {
-            Role::Admin => None,
-            _ => Some(user_id.as_deref()),
+        let scope = match by.role {
+            Role::Admin => KeyScope::All,
+            _ => own(by),
         };
-        let rows = self.store.list_api_keys(maker, after, limit).await?;
+        let rows = self.store.list_api_keys(&scope, after, limit).await?;
         Ok(page(
             rows,
             limit,
@@ -140,8 +149,7 @@ impl App {
             .api_key(&id.to_string())
             .await?
             .ok_or_else(missing)?;
-        let own = key.user_id == by.user_id().map(|u| u.to_string());
-        if !own && by.role != Role::Admin {
+        if by.role != Role::Admin && !own(by).holds(&key) {
             return Err(missing());
         }
         if !self.store.revoke_api_key(&key.id, self.now_ms()).await? {
@@ -192,6 +200,22 @@ impl App {
             },
             role,
         }))
+    }
+}
+
+/// The keys that are `by`'s own: a user's, and a user's key's, are those made for the user;
+/// a key made with the admin token has itself alone (such keys belong to nobody, so they are
+/// not each other's). The admin token holds no key of its own; its role sees them all.
+fn own(by: &Principal) -> KeyScope {
+    match &by.actor {
+        Actor::User { id, .. } => KeyScope::User(id.to_string()),
+        Actor::ApiKey {
+            maker: Some(user), ..
+        } => KeyScope::User(user.to_string()),
+        Actor::ApiKey {
+            id, maker: None, ..
+        } => KeyScope::Key(id.to_string()),
+        Actor::AdminToken => KeyScope::Key(String::new()),
     }
 }
 

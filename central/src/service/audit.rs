@@ -59,7 +59,8 @@ impl Subject {
     /// The subject of a change made on the settings API (`path` below `/api/v1`, as matched),
     /// or `None` for a route that changes nothing (a read).
     pub fn of_api(method: &str, matched: &str, actual: &str) -> Option<Subject> {
-        if method == "GET" || method == "HEAD" {
+        // A test run of an unsaved monitor changes nothing and concerns no object.
+        if method == "GET" || method == "HEAD" || matched == "/monitors/test" {
             return None;
         }
         let rest = matched.trim_start_matches('/');
@@ -98,10 +99,12 @@ impl Subject {
     fn within(kind: &'static str, method: &str, tail: &str, actual: &str, depth: usize) -> Subject {
         let segments: Vec<&str> = tail.split('/').filter(|s| !s.is_empty()).collect();
         let has_id = segments.first().is_some_and(|s| s.starts_with('{'));
+        // An id as the object names itself (a UUID however it was typed in the path), so
+        // that filtering by the object's id finds every entry about it.
         let id = has_id
             .then(|| actual.trim_start_matches('/').split('/').nth(depth))
             .flatten()
-            .map(str::to_string);
+            .map(|id| Uuid::try_parse(id).map_or_else(|_| id.to_string(), |u| u.to_string()));
         let verb = segments.iter().rev().find(|s| !s.starts_with('{'));
         let action = match (verb, method) {
             // `DELETE /users/{id}/sessions`: the things named go.
@@ -115,6 +118,17 @@ impl Subject {
         };
         Subject { kind, id, action }
     }
+}
+
+/// A page form's word to the audit layer, carried as an extension of its answer: the layer
+/// sees only statuses, and some forms answer `200` without changing anything (the monitor
+/// form's "Test") or make an object whose id is in no route (a creation).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FormOutcome {
+    /// Nothing changed: no entry.
+    Unchanged,
+    /// The form made the object with this id.
+    Made(String),
 }
 
 /// Fields that carry a credential in an answer shown once (a new API key's or registration
@@ -157,12 +171,17 @@ pub fn redacted(mut value: Value) -> Value {
     value
 }
 
-/// How an entry names who acted.
-fn actor_of(principal: &Principal) -> (&'static str, Option<String>, String) {
+/// How an entry names who acted: kind, id, the user a key acted for, name.
+fn actor_of(principal: &Principal) -> (&'static str, Option<String>, Option<String>, String) {
     match &principal.actor {
-        Actor::AdminToken => ("admin_token", None, "admin token".into()),
-        Actor::User { id, name } => ("user", Some(id.to_string()), name.clone()),
-        Actor::ApiKey { id, name, .. } => ("api_key", Some(id.to_string()), name.clone()),
+        Actor::AdminToken => ("admin_token", None, None, "admin token".into()),
+        Actor::User { id, name } => ("user", Some(id.to_string()), None, name.clone()),
+        Actor::ApiKey { id, name, maker } => (
+            "api_key",
+            Some(id.to_string()),
+            maker.map(|m| m.to_string()),
+            name.clone(),
+        ),
     }
 }
 
@@ -192,7 +211,7 @@ impl App {
         before: Option<Value>,
         after: Option<Value>,
     ) {
-        let (actor_kind, actor_id, actor_name) = actor_of(principal);
+        let (actor_kind, actor_id, actor_user_id, actor_name) = actor_of(principal);
         // A creation's route names no id; its answer does.
         let object_id = subject.id.or_else(|| {
             let id = after.as_ref()?.get("id")?.as_str()?;
@@ -203,6 +222,7 @@ impl App {
             at: self.now_ms(),
             actor_kind: actor_kind.into(),
             actor_id,
+            actor_user_id,
             actor_name,
             address,
             action: subject.action,
@@ -250,6 +270,7 @@ fn entry_of(row: &AuditRow) -> AuditEntry {
         actor: shared_proto::audit::AuditActor {
             kind: row.actor_kind.clone(),
             id: row.actor_id.clone(),
+            user_id: row.actor_user_id.clone(),
             name: row.actor_name.clone(),
             address: row.address.clone(),
         },
@@ -291,6 +312,11 @@ mod tests {
         assert_eq!(
             at("DELETE", "/users/{id}"),
             subject("users", Some(ID), "delete")
+        );
+        assert_eq!(
+            at("POST", "/monitors/test"),
+            None,
+            "a test run changes nothing"
         );
         assert_eq!(
             at("POST", "/monitors/{id}/ping-url"),
@@ -355,5 +381,14 @@ mod tests {
         );
         assert_eq!(at("/logout"), None);
         assert_eq!(Subject::of_page("GET", "/monitors", "/monitors"), None);
+    }
+
+    #[test]
+    fn an_id_is_recorded_as_the_object_names_itself() {
+        let typed = format!("/monitors/{}/pause", ID.to_uppercase());
+        assert_eq!(
+            Subject::of_page("POST", "/monitors/{id}/pause", &typed),
+            subject("monitors", Some(ID), "pause")
+        );
     }
 }

@@ -122,6 +122,19 @@ impl App {
         self.issue(commands, wait).await
     }
 
+    /// `test_monitor` for an edit of monitor `id`: header values sent back as `HIDDEN` (the
+    /// edit form shows them so) are tested with their stored values, as saving would keep them.
+    pub async fn test_monitor_edit(
+        &self,
+        id: Uuid,
+        mut spec: MonitorSpec,
+        wait: Duration,
+    ) -> ApiResult<CommandsAnswer> {
+        let stored = super::monitors::monitor_spec(&self.monitor_row(id).await?)?;
+        super::monitor_secrets::keep(&mut spec, &stored);
+        self.test_monitor(spec, wait).await
+    }
+
     async fn command_monitor(
         &self,
         id: Uuid,

@@ -20,6 +20,7 @@ pub mod hashing;
 pub mod history;
 pub mod ingest;
 pub mod maintenance;
+pub mod monitor_secrets;
 pub mod monitors;
 pub mod overview;
 pub mod parents;
@@ -123,7 +124,9 @@ impl App {
         clock: clock::Clock,
     ) -> anyhow::Result<std::sync::Arc<App>> {
         let store = Store::connect(&args.database_url).await?;
-        let admin = admin_token::AdminToken::open(&store, args.admin_token.as_deref()).await?;
+        let admin =
+            admin_token::AdminToken::open(&store, args.admin_token.as_deref(), clock.now_ms())
+                .await?;
         tokens::sync_environment_token(&store, args.registration_token.as_deref()).await?;
         let jwt_key = store
             .setting_or_insert(JWT_KEY_SETTING, &JwtKeys::generate_stored_form())

@@ -187,8 +187,10 @@ impl App {
             if if_match.is_some_and(|expected| expected != revision) {
                 return Err(stale_revision(if_match.unwrap_or_default(), revision));
             }
-            let mut spec = monitor_view(&current)?.spec;
+            let stored = monitor_spec(&current)?;
+            let mut spec = stored.clone();
             spec.apply(patch.clone());
+            super::monitor_secrets::keep(&mut spec, &stored);
             self.validate_monitor(Some(id), &spec)
                 .await
                 .map_err(super::patch_does_not_fit)?;
@@ -351,8 +353,9 @@ fn stale_revision(expected: u64, now: u64) -> ApiError {
     ))
 }
 
-fn monitor_view(row: &MonitorRow) -> anyhow::Result<MonitorView> {
-    let spec = MonitorSpec {
+/// The monitor as stored, secrets included: for central's own use, never for a view.
+pub(super) fn monitor_spec(row: &MonitorRow) -> anyhow::Result<MonitorSpec> {
+    Ok(MonitorSpec {
         name: row.name.clone(),
         kind: CheckKind::parse(&row.kind)
             .ok_or_else(|| anyhow::anyhow!("stored kind `{}`", row.kind))?,
@@ -385,7 +388,13 @@ fn monitor_view(row: &MonitorRow) -> anyhow::Result<MonitorView> {
             .iter()
             .map(|id| stored_id(id))
             .collect::<anyhow::Result<_>>()?,
-    };
+    })
+}
+
+/// The monitor as its readers see it: header values hidden (`monitor_secrets`).
+fn monitor_view(row: &MonitorRow) -> anyhow::Result<MonitorView> {
+    let mut spec = monitor_spec(row)?;
+    super::monitor_secrets::hide(&mut spec);
     Ok(MonitorView {
         id: Uuid::try_parse(&row.id)?,
         spec,

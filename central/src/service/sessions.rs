@@ -189,3 +189,24 @@ impl App {
         auth::constant_time_eq(&session.csrf_token, submitted)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A wrong email costs what a wrong password costs only while the dummy hash is a real
+    /// hash with the parameters central hashes with now.
+    #[test]
+    fn the_dummy_hash_is_checked_like_a_users_own() {
+        let mut memory = auth::Argon2Memory::new();
+        let fresh = auth::hash_secret("anything at all", &mut memory).unwrap();
+        let parameters = |phc: &str| phc.rsplitn(3, '$').nth(2).map(str::to_string);
+        assert_eq!(parameters(NOBODY_HASH), parameters(&fresh));
+        assert!(parameters(NOBODY_HASH).is_some());
+        assert!(!auth::verify_secret(
+            "anything at all",
+            NOBODY_HASH,
+            &mut memory
+        ));
+    }
+}

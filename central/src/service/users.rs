@@ -54,6 +54,9 @@ pub fn user_of(row: &UserRow) -> User {
 fn conflict(error: UserConflict) -> ApiError {
     match error {
         UserConflict::Email => ApiError::Conflict("another user has this email".into()),
+        UserConflict::LastAdmin => {
+            ApiError::Conflict("this is the last admin user; make another admin first".into())
+        }
         UserConflict::Store(e) => ApiError::Internal(e),
     }
 }
@@ -119,9 +122,6 @@ impl App {
             row.email = email;
         }
         if let Some(role) = body.role {
-            if row.role == Role::Admin.as_str() && role != Role::Admin {
-                self.keep_an_admin("role").await?;
-            }
             row.role = role.as_str().into();
         }
         if let Some(password) = &body.password {
@@ -129,7 +129,14 @@ impl App {
             row.password_hash = Some(self.hashing.hash(password.clone()).await?);
         }
         row.updated_at = self.now_ms();
-        if !self.store.update_user(&row).await.map_err(conflict)? {
+        // A new password ends the user's sessions: whoever had the old one is out.
+        let new_password = body.password.is_some();
+        if !self
+            .store
+            .update_user(&row, new_password)
+            .await
+            .map_err(conflict)?
+        {
             return Err(ApiError::NotFound(format!("no user with id {id}")));
         }
         Ok(user_of(&row))
@@ -143,10 +150,7 @@ impl App {
                 "you cannot remove yourself; ask another admin".into(),
             ));
         }
-        if row.role == Role::Admin.as_str() {
-            self.keep_an_admin("id").await?;
-        }
-        if !self.store.delete_user(&row.id).await? {
+        if !self.store.delete_user(&row.id).await.map_err(conflict)? {
             return Err(ApiError::NotFound(format!("no user with id {id}")));
         }
         Ok(())
@@ -175,20 +179,6 @@ impl App {
             return Err(ApiError::NotFound(format!("user {id} has no such session")));
         }
         Ok(ended)
-    }
-
-    async fn keep_an_admin(&self, field: &'static str) -> ApiResult<()> {
-        if self
-            .store
-            .count_users_with_role(Role::Admin.as_str())
-            .await?
-            <= 1
-        {
-            return Err(ApiError::Conflict(format!(
-                "`{field}`: this is the last admin user; make another admin first"
-            )));
-        }
-        Ok(())
     }
 }
 

@@ -14,6 +14,8 @@ pub struct AuditRow {
     pub at: i64,
     pub actor_kind: String,
     pub actor_id: Option<String>,
+    /// For an API key, the user it acted for (`None`: made with the admin token).
+    pub actor_user_id: Option<String>,
     pub actor_name: String,
     pub address: Option<String>,
     pub action: String,
@@ -32,6 +34,7 @@ impl FromRow<'_, AnyRow> for AuditRow {
             at: row.try_get("at")?,
             actor_kind: row.try_get("actor_kind")?,
             actor_id: row.try_get("actor_id")?,
+            actor_user_id: row.try_get("actor_user_id")?,
             actor_name: row.try_get("actor_name")?,
             address: row.try_get("address")?,
             action: row.try_get("action")?,
@@ -44,7 +47,7 @@ impl FromRow<'_, AnyRow> for AuditRow {
 }
 
 const COLUMNS: &str = "id, at, actor_kind, actor_id, actor_name, address, action, object_kind, \
-     object_id, before, after";
+     object_id, before, after, actor_user_id";
 
 /// Rows pruned per statement.
 const PRUNE_STEP: i64 = 1_000;
@@ -53,7 +56,7 @@ impl Store {
     pub async fn insert_audit(&self, row: &AuditRow) -> anyhow::Result<()> {
         let _guard = self.write_lock().await;
         let sql = format!(
-            "INSERT INTO audit_log ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+            "INSERT INTO audit_log ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
         );
         sqlx::query(&sql)
             .bind(&row.id)
@@ -67,6 +70,7 @@ impl Store {
             .bind(&row.object_id)
             .bind(&row.before)
             .bind(&row.after)
+            .bind(&row.actor_user_id)
             .execute(&self.writer)
             .await?;
         Ok(())
@@ -82,15 +86,16 @@ impl Store {
     ) -> anyhow::Result<Vec<AuditRow>> {
         let mut conditions = Vec::new();
         let mut values: Vec<&str> = Vec::new();
-        for (column, value) in [
-            ("actor_id", &filter.actor_id),
-            ("actor_kind", &filter.actor_kind),
-            ("object_kind", &filter.object_kind),
-            ("object_id", &filter.object_id),
+        // An actor is a user, key or token by its own id, or a user through their keys.
+        for (condition, value) in [
+            ("(actor_id = $N OR actor_user_id = $N)", &filter.actor_id),
+            ("actor_kind = $N", &filter.actor_kind),
+            ("object_kind = $N", &filter.object_kind),
+            ("object_id = $N", &filter.object_id),
         ] {
             if let Some(value) = value {
                 values.push(value);
-                conditions.push(format!("{column} = ${}", values.len() + 3));
+                conditions.push(condition.replace("$N", &format!("${}", values.len() + 3)));
             }
         }
         // Newest first: the start cursor (`Cursor::start`, the lowest key) means "from the top".
@@ -146,6 +151,7 @@ mod tests {
             at,
             actor_kind: "admin_token".into(),
             actor_id: None,
+            actor_user_id: None,
             actor_name: "admin token".into(),
             address: None,
             action: "update".into(),
@@ -198,5 +204,36 @@ mod tests {
             left.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
             ["c"]
         );
+    }
+
+    #[tokio::test]
+    async fn a_users_filter_finds_the_changes_of_their_keys() {
+        let (store, _dir) = sqlite_store().await;
+        let by = |id: &str, actor: &str, user: Option<&str>| AuditRow {
+            actor_kind: if user.is_some() { "api_key" } else { "user" }.into(),
+            actor_id: Some(actor.into()),
+            actor_user_id: user.map(str::to_string),
+            ..entry(id, 1_000, "m1")
+        };
+        store.insert_audit(&by("a", "u1", None)).await.unwrap();
+        store
+            .insert_audit(&by("b", "k1", Some("u1")))
+            .await
+            .unwrap();
+        store
+            .insert_audit(&by("c", "k2", Some("u2")))
+            .await
+            .unwrap();
+        let filter = AuditFilter {
+            actor_id: Some("u1".into()),
+            ..AuditFilter::default()
+        };
+        let found = store
+            .audit_entries(&filter, &Cursor::start(), 10)
+            .await
+            .unwrap();
+        let mut ids: Vec<_> = found.iter().map(|r| r.id.as_str()).collect();
+        ids.sort();
+        assert_eq!(ids, ["a", "b"]);
     }
 }

@@ -63,7 +63,7 @@ pub fn split_list(stored: &str) -> Vec<String> {
 }
 pub use audit::AuditRow;
 pub use tokens::{RefreshTokenRow, RegistrationTokenRow};
-pub use users::{ApiKeyRow, UserConflict, UserRow};
+pub use users::{ApiKeyRow, KeyScope, UserConflict, UserRow};
 pub use wakeups::{VersionListener, Wakeup};
 
 use std::borrow::Cow;
@@ -306,6 +306,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "audit",
         include_str!("../../../migrations/sqlite/20261211000036_audit.sql"),
     ),
+    (
+        20261212000037,
+        "audit_key_user",
+        include_str!("../../../migrations/sqlite/20261212000037_audit_key_user.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -488,6 +493,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261211000036,
         "audit",
         include_str!("../../../migrations/postgres/20261211000036_audit.sql"),
+    ),
+    (
+        20261212000037,
+        "audit_key_user",
+        include_str!("../../../migrations/postgres/20261212000037_audit_key_user.sql"),
     ),
 ];
 

@@ -121,11 +121,21 @@ impl Store {
 
     /// Ends every session opened with the admin token (it changed: whoever logged in with the
     /// old one is out); users' sessions stay.
-    pub async fn delete_admin_token_sessions(&self) -> anyhow::Result<()> {
+    /// Ends what the admin token opened: its page sessions, and the API keys made with it
+    /// (keys of no user), revoked at `now`.
+    pub async fn end_admin_token_credentials(&self, now: i64) -> anyhow::Result<()> {
         let _guard = self.write_lock().await;
+        let mut tx = self.writer.begin().await?;
         sqlx::query("DELETE FROM web_sessions WHERE user_id IS NULL")
-            .execute(&self.writer)
+            .execute(&mut *tx)
             .await?;
+        sqlx::query(
+            "UPDATE api_keys SET revoked_at = $1 WHERE user_id IS NULL AND revoked_at IS NULL",
+        )
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
         Ok(())
     }
 

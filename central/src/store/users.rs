@@ -4,7 +4,7 @@
 use sqlx::any::AnyRow;
 use sqlx::{FromRow, Row};
 
-use super::{Cursor, Store};
+use super::{Backend, Cursor, Store};
 
 #[derive(Debug, Clone)]
 pub struct UserRow {
@@ -37,6 +37,26 @@ impl FromRow<'_, AnyRow> for UserRow {
 
 const USER_COLUMNS: &str =
     "id, name, email, role, password_hash, oidc_subject, created_at, updated_at";
+
+/// Which keys a listing covers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KeyScope {
+    All,
+    /// The keys made for this user.
+    User(String),
+    /// This key alone.
+    Key(String),
+}
+
+impl KeyScope {
+    pub fn holds(&self, key: &ApiKeyRow) -> bool {
+        match self {
+            KeyScope::All => true,
+            KeyScope::User(user) => key.user_id.as_deref() == Some(user.as_str()),
+            KeyScope::Key(id) => key.id == *id,
+        }
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct ApiKeyRow {
@@ -76,9 +96,22 @@ const KEY_COLUMNS: &str = "id, user_id, name, role, secret_sha256, created_at, e
 pub enum UserConflict {
     #[error("another user has this email")]
     Email,
+    /// The change would leave no admin user.
+    #[error("this is the last admin user")]
+    LastAdmin,
     #[error(transparent)]
     Store(#[from] anyhow::Error),
 }
+
+impl From<sqlx::Error> for UserConflict {
+    fn from(error: sqlx::Error) -> Self {
+        UserConflict::Store(error.into())
+    }
+}
+
+/// The admin role as stored (`service::access::Role::Admin`): the one role the store itself
+/// guards, so that some user can always manage users.
+pub const ADMIN: &str = "admin";
 
 fn is_unique_violation(error: &sqlx::Error) -> bool {
     matches!(error, sqlx::Error::Database(e) if e.is_unique_violation())
@@ -109,9 +142,19 @@ impl Store {
         }
     }
 
-    /// Rewrites a user; `Ok(false)` when there is none.
-    pub async fn update_user(&self, row: &UserRow) -> Result<bool, UserConflict> {
+    /// Rewrites a user; `Ok(false)` when there is none. `UserConflict::LastAdmin` when it
+    /// would take the admin role from the last admin, and with `end_sessions` (a new
+    /// password) the user's web sessions end with the change.
+    pub async fn update_user(
+        &self,
+        row: &UserRow,
+        end_sessions: bool,
+    ) -> Result<bool, UserConflict> {
         let _guard = self.write_lock().await;
+        let mut tx = self.writer.begin().await?;
+        if row.role != ADMIN {
+            self.keep_an_admin(&mut tx, &row.id).await?;
+        }
         let done = sqlx::query(
             "UPDATE users SET name = $2, email = $3, role = $4, password_hash = $5, \
              oidc_subject = $6, updated_at = $7 WHERE id = $1",
@@ -123,13 +166,46 @@ impl Store {
         .bind(&row.password_hash)
         .bind(&row.oidc_subject)
         .bind(row.updated_at)
-        .execute(&self.writer)
+        .execute(&mut *tx)
         .await;
-        match done {
-            Ok(done) => Ok(done.rows_affected() == 1),
-            Err(e) if is_unique_violation(&e) => Err(UserConflict::Email),
-            Err(e) => Err(UserConflict::Store(e.into())),
+        let done = match done {
+            Ok(done) => done.rows_affected() == 1,
+            Err(e) if is_unique_violation(&e) => return Err(UserConflict::Email),
+            Err(e) => return Err(UserConflict::Store(e.into())),
+        };
+        if end_sessions {
+            sqlx::query("DELETE FROM web_sessions WHERE user_id = $1")
+                .bind(&row.id)
+                .execute(&mut *tx)
+                .await?;
         }
+        tx.commit().await?;
+        Ok(done)
+    }
+
+    /// Refuses, inside `tx`, a change that takes user `id`'s admin role away when no other
+    /// admin exists. The admins' rows are locked first (PostgreSQL; SQLite has one writer), so
+    /// two replicas demoting the last two admins at once cannot both pass: the second reads
+    /// the first's change once it commits.
+    async fn keep_an_admin(
+        &self,
+        tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+        id: &str,
+    ) -> Result<(), UserConflict> {
+        let lock = match self.backend() {
+            Backend::Sqlite => "",
+            Backend::Postgres => " ORDER BY id FOR UPDATE",
+        };
+        let admins: Vec<(String,)> =
+            sqlx::query_as(&format!("SELECT id FROM users WHERE role = $1{lock}"))
+                .bind(ADMIN)
+                .fetch_all(&mut **tx)
+                .await?;
+        let is_admin = admins.iter().any(|(admin,)| admin == id);
+        if is_admin && admins.len() <= 1 {
+            return Err(UserConflict::LastAdmin);
+        }
+        Ok(())
     }
 
     pub async fn user(&self, id: &str) -> anyhow::Result<Option<UserRow>> {
@@ -174,9 +250,10 @@ impl Store {
 
     /// Deletes a user with their API keys and web sessions, in one transaction: nothing they
     /// held works after. `false` if there is no such user.
-    pub async fn delete_user(&self, id: &str) -> anyhow::Result<bool> {
+    pub async fn delete_user(&self, id: &str) -> Result<bool, UserConflict> {
         let _guard = self.write_lock().await;
         let mut tx = self.writer.begin().await?;
+        self.keep_an_admin(&mut tx, id).await?;
         sqlx::query("DELETE FROM api_keys WHERE user_id = $1")
             .bind(id)
             .execute(&mut *tx)
@@ -234,14 +311,14 @@ impl Store {
     /// A page of keys, by creation: one maker's (`Some(None)`: the admin token's), or all.
     pub async fn list_api_keys(
         &self,
-        maker: Option<Option<&str>>,
+        scope: &KeyScope,
         after: &Cursor,
         limit: u32,
     ) -> anyhow::Result<Vec<ApiKeyRow>> {
-        let by_maker = match maker {
-            None => "",
-            Some(None) => "user_id IS NULL AND",
-            Some(Some(_)) => "user_id = $4 AND",
+        let (by_maker, bound) = match scope {
+            KeyScope::All => ("", None),
+            KeyScope::User(user) => ("user_id = $4 AND", Some(user)),
+            KeyScope::Key(key) => ("id = $4 AND", Some(key)),
         };
         let sql = format!(
             "SELECT {KEY_COLUMNS} FROM api_keys \
@@ -252,8 +329,8 @@ impl Store {
             .bind(after.key)
             .bind(&after.id)
             .bind(i64::from(limit));
-        if let Some(Some(user_id)) = maker {
-            query = query.bind(user_id);
+        if let Some(bound) = bound {
+            query = query.bind(bound);
         }
         Ok(query.fetch_all(&self.pool).await?)
     }

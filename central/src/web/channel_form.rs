@@ -343,7 +343,7 @@ pub async fn create(
         Err(error) => return Ok(rejected(&session, Mode::New, &form, error)),
     };
     match app.create_channel(spec).await {
-        Ok(_) => Ok(Redirect::to("/notifications").into_response()),
+        Ok(channel) => Ok(super::made(Redirect::to("/notifications"), channel.id)),
         Err(e) => match FieldError::of_service(&e) {
             Some(error) => Ok(rejected(&session, Mode::New, &form, error)),
             None => Err(e.into()),

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use axum::extract::State;
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use chrono::{DateTime, Utc};
@@ -165,12 +166,16 @@ pub async fn create_alias(
     };
     match app.create_dependency_alias(new).await {
         Ok(_) => Ok(Redirect::to("/dependencies").into_response()),
+        // Refused: the page again with why, answered as the refusal it is (so the audit
+        // layer records no change).
         Err(ApiError::Validation(e)) => {
             let message = format!("`{}` {}", e.field, e.message);
-            Ok(page(&app, &session, Some(message)).await?.into_response())
+            let page = page(&app, &session, Some(message)).await?;
+            Ok((StatusCode::BAD_REQUEST, page).into_response())
         }
         Err(ApiError::Conflict(message)) => {
-            Ok(page(&app, &session, Some(message)).await?.into_response())
+            let page = page(&app, &session, Some(message)).await?;
+            Ok((StatusCode::CONFLICT, page).into_response())
         }
         Err(other) => Err(other.into()),
     }

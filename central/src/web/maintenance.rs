@@ -277,7 +277,7 @@ pub async fn create(
         Err(message) => return refused(message).await,
     };
     match app.create_window(spec).await {
-        Ok(_) => Ok(Redirect::to("/maintenance").into_response()),
+        Ok(window) => Ok(super::made(Redirect::to("/maintenance"), window.id)),
         Err(ApiError::Validation(e)) => refused(format!("`{}` {}", e.field, e.message)).await,
         Err(e) => Err(e.into()),
     }

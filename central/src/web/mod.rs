@@ -53,7 +53,10 @@ pub struct WebOptions {
 pub fn router(options: WebOptions) -> Router<Arc<App>> {
     Router::new()
         .route("/", get(monitors::list))
-        .route("/login", get(session::login_page).post(session::log_in))
+        .route(
+            session::LOGIN_PATH,
+            get(session::login_page).post(session::log_in),
+        )
         .route("/logout", post(session::log_out))
         .route("/monitors/new", get(monitor_form::new_page))
         .route("/monitors", post(monitor_form::create))
@@ -172,3 +175,21 @@ impl IntoResponse for WebError {
 }
 
 pub type WebResult<T> = Result<T, WebError>;
+
+/// A form's answer that made the object `id`: the audit log records the creation under it.
+pub(crate) fn made(answer: impl IntoResponse, id: impl std::fmt::Display) -> Response {
+    let mut response = answer.into_response();
+    response
+        .extensions_mut()
+        .insert(crate::service::audit::FormOutcome::Made(id.to_string()));
+    response
+}
+
+/// A form's answer that changed nothing although it succeeded (a test run): no audit entry.
+pub(crate) fn unchanged(answer: impl IntoResponse) -> Response {
+    let mut response = answer.into_response();
+    response
+        .extensions_mut()
+        .insert(crate::service::audit::FormOutcome::Unchanged);
+    response
+}

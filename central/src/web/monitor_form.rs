@@ -243,10 +243,12 @@ async fn tested(
     form: &MonitorForm,
     spec: shared_proto::MonitorSpec,
 ) -> WebResult<Response> {
-    let answer = match app
-        .test_monitor(spec, crate::service::commands::DEFAULT_WAIT)
-        .await
-    {
+    let wait = crate::service::commands::DEFAULT_WAIT;
+    let tried = match mode {
+        Mode::Edit(id) => app.test_monitor_edit(id, spec, wait).await,
+        Mode::New => app.test_monitor(spec, wait).await,
+    };
+    let answer = match tried {
         Ok(answer) => answer,
         Err(e @ ApiError::Internal(_)) => return Err(e.into()),
         Err(e) => {
@@ -261,7 +263,12 @@ async fn tested(
     };
     let choices = choices(app).await?;
     let body = render(session, &mode, form, None, &choices, Some(&answer));
-    Ok(layout::page(session, Section::Monitors, "Monitor", body).into_response())
+    Ok(super::unchanged(layout::page(
+        session,
+        Section::Monitors,
+        "Monitor",
+        body,
+    )))
 }
 
 pub async fn create(
@@ -281,8 +288,14 @@ pub async fn create(
     match app.create_monitor(spec).await {
         // A heartbeat monitor's ping URL is shown this once.
         Ok(view) => match &view.ping_url {
-            Some(url) => Ok(super::heartbeats::url_page(&session, &view, url).into_response()),
-            None => Ok(Redirect::to(&format!("/monitors/{}", view.id)).into_response()),
+            Some(url) => Ok(super::made(
+                super::heartbeats::url_page(&session, &view, url),
+                view.id,
+            )),
+            None => Ok(super::made(
+                Redirect::to(&format!("/monitors/{}", view.id)),
+                view.id,
+            )),
         },
         Err(e) => match field_of(&e) {
             Some(error) => rejected(&app, &session, Mode::New, &form, error).await,

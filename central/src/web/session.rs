@@ -20,6 +20,10 @@ use crate::service::App;
 
 /// The session cookie's name (`api::pools` looks for it too).
 pub const COOKIE: &str = "central_session";
+/// The login form's address. Its `POST` is always served from the unauthenticated pool
+/// (`api::pools`), where each failure counts against the client: a valid session or key
+/// sent along does not buy password guesses against other users.
+pub const LOGIN_PATH: &str = "/login";
 
 /// The logged-in operator's session; pages that need one take it as an argument.
 pub struct Session {

@@ -173,9 +173,11 @@ pub async fn create_token(
         Ok(token) => {
             let secret = token.token.clone().unwrap_or_default();
             let command = docker_run(&origin.url, &token, &secret);
-            Ok(tokens_page(&app, &session, Some((token, command)), None)
-                .await?
-                .into_response())
+            let id = token.id;
+            Ok(super::made(
+                tokens_page(&app, &session, Some((token, command)), None).await?,
+                id,
+            ))
         }
         Err(e @ (ApiError::Validation(_) | ApiError::BadRequest { .. })) => {
             let message = match &e {

@@ -121,7 +121,7 @@ pub async fn create_user(
         password: optional(&form.password),
     };
     match app.create_user(request).await {
-        Ok(_) => Ok(Redirect::to("/users").into_response()),
+        Ok(user) => Ok(super::made(Redirect::to("/users"), user.id)),
         Err(e) => {
             let page = users_page(&app, &session, Some(shown(e)?)).await?;
             Ok((StatusCode::BAD_REQUEST, page).into_response())
@@ -262,8 +262,9 @@ pub async fn make_key(
         .await
     {
         Ok(made) => {
+            let id = made.key.id;
             let page = keys_page(&app, &session, Some((made.key.name, made.token)), None).await?;
-            Ok(page.into_response())
+            Ok(super::made(page, id))
         }
         Err(e) => {
             let page = keys_page(&app, &session, None, Some(shown(e)?)).await?;

@@ -16,7 +16,8 @@ const ADMIN_UNAUTHORIZED: &str =
 /// Every settings-API operation may answer this (`service::access`).
 const ROLE_REQUIRED: &str = "`role_required`: the credential's role is below the one this \
                              operation needs (`viewer` reads, `editor` changes, `admin` \
-                             manages users); the message names both.";
+                             manages users); the message names both. Or on `POST \
+                             /api/v1/api-keys`, `user_required`: an API key cannot make keys.";
 const POLLER_UNAUTHORIZED: &str =
     "`unauthorized`, `poller_deleted` or `client_certificate_required`.";
 const POLLER_FORBIDDEN: &str = "`poller_disabled`.";
