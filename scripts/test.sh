@@ -31,6 +31,8 @@ command -v prometheus-alertmanager >/dev/null || [ -x /usr/bin/prometheus-alertm
 command -v promtool >/dev/null || missing+=(prometheus)
 python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
 command -v curl >/dev/null || missing+=(curl)
+# node and npm run the single sign-on tests' OpenID provider (below).
+command -v npm >/dev/null || missing+=(nodejs npm)
 # The icmp test makes a network namespace whose firewall drops ICMP, and sets
 # net.ipv4.ping_group_range for its unprivileged agent.
 command -v ip >/dev/null || [ -x /usr/sbin/ip ] || missing+=(iproute2)
@@ -40,6 +42,10 @@ if (( ${#missing[@]} )); then
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+
+# The single sign-on tests' OpenID provider: the certified `oidc-provider` from npm, pinned
+# by tests/oidc/package-lock.json, run with the machine's node (tests/src/oidc.rs).
+npm ci --prefix tests/oidc --no-audit --no-fund --loglevel=error
 
 cargo test --workspace
 $quick && exit 0

@@ -230,6 +230,10 @@ pub struct ServeArgs {
     #[arg(long, env = "CENTRAL_HISTORY_DAYS_RETENTION", default_value = "730d", value_parser = parse_duration)]
     pub day_rollups_retention: Duration,
 
+    /// Single sign-on with an OpenID provider (`CENTRAL_OIDC_*`).
+    #[command(flatten)]
+    pub sso: SsoArgs,
+
     /// How long audit log entries (who changed what) are kept.
     #[arg(long, env = "CENTRAL_AUDIT_RETENTION", default_value = "365d", value_parser = parse_duration)]
     pub audit_retention: Duration,
@@ -252,6 +256,63 @@ fn parse_cidr(text: &str) -> Result<ipnet::IpNet, String> {
     text.parse::<ipnet::IpNet>()
         .or_else(|_| text.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
         .map_err(|_| format!("`{text}` is not a CIDR like 10.0.0.0/8 or an IP address"))
+}
+
+/// Single sign-on: central as a relying party of one OpenID provider. Off unless the issuer
+/// is set; then the client id and secret are needed too.
+#[derive(Debug, Clone, Args)]
+pub struct SsoArgs {
+    /// The provider's issuer URL (its discovery document is at
+    /// `<issuer>/.well-known/openid-configuration`).
+    #[arg(long = "oidc-issuer", env = "CENTRAL_OIDC_ISSUER", value_parser = parse_public_url)]
+    pub issuer: Option<String>,
+
+    /// Central's client id at the provider.
+    #[arg(long = "oidc-client-id", env = "CENTRAL_OIDC_CLIENT_ID")]
+    pub client_id: Option<String>,
+
+    /// Central's client secret at the provider.
+    #[arg(
+        long = "oidc-client-secret",
+        env = "CENTRAL_OIDC_CLIENT_SECRET",
+        hide_env_values = true
+    )]
+    pub client_secret: Option<String>,
+
+    /// Where the provider sends the browser back; register it at the provider. Default:
+    /// `<CENTRAL_PUBLIC_URL>/login/sso/callback`.
+    #[arg(long = "oidc-redirect-url", env = "CENTRAL_OIDC_REDIRECT_URL", value_parser = parse_public_url)]
+    pub redirect_url: Option<String>,
+
+    /// Scopes asked for, space-separated (`openid` is always asked for).
+    #[arg(
+        long = "oidc-scopes",
+        env = "CENTRAL_OIDC_SCOPES",
+        default_value = "openid email profile"
+    )]
+    pub scopes: String,
+
+    /// The ID token claim whose value (a string or a list of strings) maps to a role.
+    #[arg(
+        long = "oidc-role-claim",
+        env = "CENTRAL_OIDC_ROLE_CLAIM",
+        default_value = "groups"
+    )]
+    pub role_claim: String,
+
+    /// Claim values and their roles, `value=role` separated by commas
+    /// (`ops-admins=admin,ops=editor`); the highest role matched wins.
+    #[arg(long = "oidc-roles", env = "CENTRAL_OIDC_ROLES", default_value = "")]
+    pub roles: String,
+
+    /// The role of someone whose claim maps to none: `viewer`, `editor`, `admin`, or `none`
+    /// to refuse them.
+    #[arg(
+        long = "oidc-default-role",
+        env = "CENTRAL_OIDC_DEFAULT_ROLE",
+        default_value = "viewer"
+    )]
+    pub default_role: String,
 }
 
 /// `ServeArgs` alone, to get its defaults.

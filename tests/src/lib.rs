@@ -17,6 +17,7 @@ pub mod browser;
 pub mod dns;
 pub mod hostile;
 pub mod load_balancer;
+pub mod oidc;
 pub mod postgres;
 pub mod receivers;
 pub mod services;

@@ -80,14 +80,7 @@ pub fn signature(secret: &str, body: &[u8]) -> String {
 
 /// The error with its causes, which reqwest keeps apart (`connection refused` is a cause).
 fn describe(error: &reqwest::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
+    crate::error::error_chain(error)
 }
 
 #[cfg(test)]

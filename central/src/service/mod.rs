@@ -32,6 +32,7 @@ pub mod recent;
 pub mod retention;
 pub mod scrape;
 pub mod sessions;
+pub mod sso;
 pub mod status;
 pub mod statuses;
 pub mod tagged;
@@ -104,6 +105,8 @@ pub struct App {
     last_ping: Mutex<Option<(std::time::Instant, bool)>>,
     /// `CENTRAL_PUBLIC_URL`: heartbeat monitors' ping URLs start with it.
     public_url: Option<String>,
+    /// Single sign-on, when `CENTRAL_OIDC_ISSUER` is set.
+    sso: Option<sso::Sso>,
 }
 
 /// An id read back from the database. A malformed one is a fault of the store, reported as
@@ -132,6 +135,7 @@ impl App {
             .setting_or_insert(JWT_KEY_SETTING, &JwtKeys::generate_stored_form())
             .await?;
         let jwt = JwtKeys::from_stored_form(&jwt_key)?;
+        let sso = sso::Sso::open(&args.sso, args.public_url.as_deref(), &store).await?;
         let version = store.assignment_version().await?;
         let access_ttl = args.access_token_ttl.min(MAX_ACCESS_TTL);
         let started_at = clock.now_ms();
@@ -158,6 +162,7 @@ impl App {
             )?,
             cluster: crate::cluster::Cluster::new(version, started_at),
             public_url: args.public_url.clone(),
+            sso,
             audit_retention_ms: millis(args.audit_retention),
             retention: history::Retention {
                 results_ms: millis(args.results_retention),

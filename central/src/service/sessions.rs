@@ -99,7 +99,7 @@ impl App {
         }
     }
 
-    async fn open_session(&self, user_id: Option<&str>) -> ApiResult<String> {
+    pub(super) async fn open_session(&self, user_id: Option<&str>) -> ApiResult<String> {
         let secret = auth::new_secret();
         let now = self.now_ms();
         let ttl = i64::try_from(SESSION_TTL.as_millis()).unwrap_or(i64::MAX);

@@ -216,6 +216,14 @@ impl Store {
             .await?)
     }
 
+    pub async fn user_by_oidc_subject(&self, subject: &str) -> anyhow::Result<Option<UserRow>> {
+        let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE oidc_subject = $1");
+        Ok(sqlx::query_as(&sql)
+            .bind(subject)
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
     pub async fn user_by_email(&self, email: &str) -> anyhow::Result<Option<UserRow>> {
         let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE email = $1");
         Ok(sqlx::query_as(&sql)

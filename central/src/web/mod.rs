@@ -22,6 +22,7 @@ mod notifications;
 mod origin;
 mod pollers;
 pub(crate) mod session;
+mod sso;
 mod tokens;
 mod users;
 
@@ -57,6 +58,8 @@ pub fn router(options: WebOptions) -> Router<Arc<App>> {
             session::LOGIN_PATH,
             get(session::login_page).post(session::log_in),
         )
+        .route(sso::START_PATH, get(sso::start))
+        .route(crate::service::sso::CALLBACK_PATH, get(sso::callback))
         .route("/logout", post(session::log_out))
         .route("/monitors/new", get(monitor_form::new_page))
         .route("/monitors", post(monitor_form::create))

@@ -1,4 +1,5 @@
-//! Login with the admin token, the session cookie, CSRF checks and logout.
+//! Login with a password or the admin token (single sign-on is `web::sso`'s), the session
+//! cookie, CSRF checks and logout.
 
 use std::sync::Arc;
 
@@ -84,14 +85,19 @@ impl FromRequestParts<Arc<App>> for Session {
     }
 }
 
-pub async fn login_page() -> Response {
-    login_form(StatusCode::OK, None)
+pub async fn login_page(State(app): State<Arc<App>>) -> Response {
+    login_form(&app, StatusCode::OK, None)
 }
 
-fn login_form(status: StatusCode, error: Option<&str>) -> Response {
+/// The login page, answered with `status`, saying `error` if any.
+pub(super) fn login_form(app: &App, status: StatusCode, error: Option<&str>) -> Response {
     let body = html! {
         main.login {
             h1 { "Central" }
+            @if app.sso_enabled() {
+                p { a.button #sso href=(super::sso::START_PATH) { "Sign in with single sign-on" } }
+                p.hint { "Or with a password:" }
+            }
             form method="post" action="/login" {
                 label for="email" { "Email" }
                 input #email type="email" name="email" autocomplete="username";
@@ -134,20 +140,27 @@ pub async fn log_in(
         app.log_in(&form.token).await
     };
     match opened {
-        Ok(secret) => {
-            let cookie = Cookie::build((COOKIE, secret))
-                .path("/")
-                .http_only(true)
-                .secure(origin.https)
-                .same_site(SameSite::Strict)
-                .max_age(cookie::time::Duration::seconds(SESSION_TTL.as_secs() as i64));
-            Ok((jar.add(cookie), Redirect::to("/")).into_response())
-        }
+        Ok(secret) => Ok((
+            jar.add(session_cookie(secret, origin.https)),
+            Redirect::to("/"),
+        )
+            .into_response()),
         Err(ApiError::Unauthorized(message)) => {
-            Ok(login_form(StatusCode::UNAUTHORIZED, Some(&message)))
+            Ok(login_form(&app, StatusCode::UNAUTHORIZED, Some(&message)))
         }
         Err(other) => Err(other.into()),
     }
+}
+
+/// The cookie of a new session.
+pub(super) fn session_cookie(secret: String, https: bool) -> Cookie<'static> {
+    Cookie::build((COOKIE, secret))
+        .path("/")
+        .http_only(true)
+        .secure(https)
+        .same_site(SameSite::Strict)
+        .max_age(cookie::time::Duration::seconds(SESSION_TTL.as_secs() as i64))
+        .build()
 }
 
 #[derive(Deserialize)]

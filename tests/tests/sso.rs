@@ -1,0 +1,181 @@
+//! Single sign-on against a real OpenID provider (`oidc-provider` from npm, run with node):
+//! the first sign-in in headless Chromium makes the user with the role their groups map to;
+//! a tampered state, a replayed code, a wrong audience and a callback from another browser
+//! are refused; a provider's new signing key is followed without a restart.
+
+use std::time::Duration;
+
+use e2e::browser::Browser;
+use e2e::oidc::{
+    browser_like, free_port, sign_in_at_provider, OidcProvider, CLIENT_ID, CLIENT_SECRET,
+};
+use e2e::Central;
+use reqwest::Method;
+use serde_json::Value;
+
+/// Central and the provider, each knowing the other's address.
+async fn central_with_provider() -> anyhow::Result<(Central, OidcProvider)> {
+    let central_port = free_port()?;
+    let central_url = format!("http://127.0.0.1:{central_port}");
+    let provider =
+        OidcProvider::start(free_port()?, &format!("{central_url}/login/sso/callback")).await?;
+    let central = Central::start_with(&[
+        ("CENTRAL_LISTEN", &format!("127.0.0.1:{central_port}")),
+        ("CENTRAL_PUBLIC_URL", &central_url),
+        ("CENTRAL_OIDC_ISSUER", &provider.issuer),
+        ("CENTRAL_OIDC_CLIENT_ID", CLIENT_ID),
+        ("CENTRAL_OIDC_CLIENT_SECRET", CLIENT_SECRET),
+        ("CENTRAL_OIDC_SCOPES", "openid email profile groups"),
+        ("CENTRAL_OIDC_ROLES", "ops-admins=admin,ops-editors=editor"),
+    ])
+    .await?;
+    Ok((central, provider))
+}
+
+async fn user_by_email(central: &Central, email: &str) -> anyhow::Result<Option<Value>> {
+    let (status, users) = central
+        .admin(Method::GET, "/api/v1/users?limit=1000", None)
+        .await?;
+    anyhow::ensure!(status == 200, "{users}");
+    Ok(users["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|u| u["email"] == email)
+        .cloned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_sign_in_in_the_browser_makes_the_user_with_the_mapped_role() -> anyhow::Result<()>
+{
+    let (central, _provider) = central_with_provider().await?;
+    let browser = Browser::start("sso").await?;
+    browser.goto(&format!("{}/login", central.url)).await?;
+    browser.click("#sso").await?;
+    browser
+        .wait_for_path(|path| path.starts_with("/interaction/"))
+        .await?;
+    browser.fill("input[name=login]", "ana-admin").await?;
+    browser.fill("input[name=password]", "anything").await?;
+    browser.click("button[type=submit]").await?;
+    browser
+        .wait_for_text("h1", "Authorize", Duration::from_secs(10), false)
+        .await?;
+    browser.click("button[type=submit]").await?;
+    browser.wait_for_path(|path| path == "/").await?;
+    let nav = browser
+        .wait_for_text("header.top", "Users", Duration::from_secs(10), false)
+        .await?;
+    assert!(nav.contains("Audit"), "an admin's page: {nav}");
+    browser.screenshot("signed-in").await?;
+
+    let ana = user_by_email(&central, "ana-admin@example.com")
+        .await?
+        .expect("the first sign-in made the user");
+    assert_eq!(ana["role"], "admin", "ops-admins maps to admin: {ana}");
+    assert_eq!(ana["single_sign_on"], true, "{ana}");
+    assert_eq!(ana["has_password"], false, "{ana}");
+
+    // Someone in no mapped group gets the default role; an editor group, the editor role.
+    for (login, role) in [("eve", "viewer"), ("ed-editor", "editor")] {
+        let (http, _) = browser_like()?;
+        let back = sign_in_at_provider(&http, &central.url, login).await?;
+        let answer = http.get(&back).send().await?;
+        assert_eq!(answer.status(), 200, "{login}: {}", answer.text().await?);
+        let user = user_by_email(&central, &format!("{login}@example.com"))
+            .await?
+            .expect("made");
+        assert_eq!(user["role"], role, "{user}");
+    }
+    // An existing user with the same (verified) email is linked, not duplicated, and takes
+    // the role the claims map to.
+    let (status, lin) = central
+        .admin(
+            Method::POST,
+            "/api/v1/users",
+            Some(serde_json::json!({"name": "Lin", "email": "lin@example.com", "role": "editor"})),
+        )
+        .await?;
+    assert_eq!(status, 201, "{lin}");
+    let (http, _) = browser_like()?;
+    let back = sign_in_at_provider(&http, &central.url, "lin").await?;
+    assert_eq!(http.get(&back).send().await?.status(), 200);
+    let linked = user_by_email(&central, "lin@example.com")
+        .await?
+        .expect("still there");
+    assert_eq!(linked["id"], lin["id"], "the same user");
+    assert_eq!(linked["single_sign_on"], true);
+    assert_eq!(linked["role"], "viewer", "the role the claims map to now");
+    assert!(
+        !central.log().contains(CLIENT_SECRET),
+        "the client secret is never logged"
+    );
+    central.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tampered_replayed_and_misaddressed_sign_ins_are_refused() -> anyhow::Result<()> {
+    let (central, mut provider) = central_with_provider().await?;
+
+    // A tampered state: refused before the provider is asked, and nobody is made.
+    let (http, _) = browser_like()?;
+    let back = sign_in_at_provider(&http, &central.url, "mallory").await?;
+    let tampered = back.replace("state=", "state=x");
+    let answer = http.get(&tampered).send().await?;
+    assert_eq!(answer.status(), 401);
+    assert!(answer.text().await?.contains("state"), "the page says why");
+    assert!(user_by_email(&central, "mallory@example.com")
+        .await?
+        .is_none());
+
+    // A callback from another browser (without the pending sign-in's cookie).
+    let back = sign_in_at_provider(&http, &central.url, "mallory").await?;
+    let answer = reqwest::Client::new().get(&back).send().await?;
+    assert_eq!(answer.status(), 401);
+
+    // A replayed code: the first use signs in, the same callback again (cookie and all) is
+    // refused, because the provider takes a code once.
+    let (http, jar) = browser_like()?;
+    let back = sign_in_at_provider(&http, &central.url, "vic").await?;
+    let pending = reqwest::cookie::CookieStore::cookies(&*jar, &back.parse()?)
+        .and_then(|c| c.to_str().ok().map(str::to_string))
+        .unwrap_or_default();
+    assert!(pending.contains("central_sso="), "{pending}");
+    let first = http.get(&back).send().await?;
+    assert_eq!(first.status(), 200);
+    let replayed = reqwest::Client::new()
+        .get(&back)
+        .header(reqwest::header::COOKIE, &pending)
+        .send()
+        .await?;
+    assert_eq!(replayed.status(), 401, "a replayed code");
+    assert!(
+        central.log().contains("refused the code"),
+        "the log says why: {}",
+        central.log()
+    );
+
+    // An ID token for another audience, signed with the provider's real key.
+    provider.tamper_next_audience().await?;
+    let (http, _) = browser_like()?;
+    let back = sign_in_at_provider(&http, &central.url, "ivy").await?;
+    let answer = http.get(&back).send().await?;
+    assert_eq!(answer.status(), 401, "a wrong audience");
+    assert!(central.log().contains("audiences"), "{}", central.log());
+    assert!(user_by_email(&central, "ivy@example.com").await?.is_none());
+
+    // The provider's new signing key (a restart makes one) is read when a token names it.
+    provider.restart().await?;
+    // Central reads the keys again at most once a second.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let (http, _) = browser_like()?;
+    let back = sign_in_at_provider(&http, &central.url, "ivy").await?;
+    let answer = http.get(&back).send().await?;
+    assert_eq!(answer.status(), 200, "after the key rotation");
+    let home = http.get(format!("{}/", central.url)).send().await?;
+    assert_eq!(home.status(), 200, "the session works");
+    assert!(user_by_email(&central, "ivy@example.com").await?.is_some());
+    central.stop().await;
+    Ok(())
+}
