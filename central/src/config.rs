@@ -305,12 +305,12 @@ pub struct SsoArgs {
     #[arg(long = "oidc-roles", env = "CENTRAL_OIDC_ROLES", default_value = "")]
     pub roles: String,
 
-    /// The role of someone whose claim maps to none: `viewer`, `editor`, `admin`, or `none`
-    /// to refuse them.
+    /// The role of someone whose claim maps to none: `none` refuses them (the default: a
+    /// provider such as Google signs in anyone with an account), or `viewer`, `editor`, `admin`.
     #[arg(
         long = "oidc-default-role",
         env = "CENTRAL_OIDC_DEFAULT_ROLE",
-        default_value = "viewer"
+        default_value = "none"
     )]
     pub default_role: String,
 }

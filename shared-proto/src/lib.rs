@@ -3,6 +3,7 @@
 //! This crate owns the shape of every JSON document that crosses the wire and the rules for what
 //! a valid monitor looks like. It does no I/O: no sockets, no files, no clocks beyond parsing.
 
+pub mod as_code;
 pub mod audit;
 pub mod bounded;
 pub mod channel_fields;

@@ -82,6 +82,9 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/v1/users/{id}/sessions"),
     ("delete", "/api/v1/users/{id}/sessions"),
     ("delete", "/api/v1/users/{id}/sessions/{session}"),
+    ("get", "/api/v1/managed-objects"),
+    ("put", "/api/v1/managed-objects/{kind}/{key}"),
+    ("delete", "/api/v1/managed-objects/{kind}/{key}"),
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -27,6 +27,7 @@ async fn central_with_provider() -> anyhow::Result<(Central, OidcProvider)> {
         ("CENTRAL_OIDC_CLIENT_SECRET", CLIENT_SECRET),
         ("CENTRAL_OIDC_SCOPES", "openid email profile groups"),
         ("CENTRAL_OIDC_ROLES", "ops-admins=admin,ops-editors=editor"),
+        ("CENTRAL_OIDC_DEFAULT_ROLE", "viewer"),
     ])
     .await?;
     Ok((central, provider))
@@ -75,6 +76,18 @@ async fn a_first_sign_in_in_the_browser_makes_the_user_with_the_mapped_role() ->
     assert_eq!(ana["role"], "admin", "ops-admins maps to admin: {ana}");
     assert_eq!(ana["single_sign_on"], true, "{ana}");
     assert_eq!(ana["has_password"], false, "{ana}");
+    let (_, log) = central
+        .admin(
+            Method::GET,
+            &format!(
+                "/api/v1/audit?object_id={}",
+                ana["id"].as_str().unwrap_or_default()
+            ),
+            None,
+        )
+        .await?;
+    assert_eq!(log["items"][0]["action"], "sso_create", "{log}");
+    assert_eq!(log["items"][0]["actor"]["name"], "ana-admin", "{log}");
 
     // Someone in no mapped group gets the default role; an editor group, the editor role.
     for (login, role) in [("eve", "viewer"), ("ed-editor", "editor")] {

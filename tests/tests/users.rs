@@ -670,6 +670,20 @@ async fn credentials_are_write_only_and_never_outlive_what_made_them() -> anyhow
     assert!(!list.to_string().contains(credential), "{list}");
     let mut settings = view["settings"].clone();
     settings["headers"]["Accept"] = json!("application/json");
+    // Kept only for the server it was given for: an edit that moves the target elsewhere
+    // must type the credential again.
+    let (status, refused) = central
+        .admin(
+            Method::PATCH,
+            &format!("/api/v1/monitors/{id}"),
+            Some(json!({"target": "http://127.0.0.2:9/", "settings": settings})),
+        )
+        .await?;
+    assert_eq!(status, 422, "{refused}");
+    assert!(refused["message"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("settings.headers"));
     let (status, edited) = central
         .admin(
             Method::PATCH,
@@ -796,6 +810,23 @@ async fn credentials_are_write_only_and_never_outlive_what_made_them() -> anyhow
         .await?;
     assert_eq!(status, 200, "{body}");
     assert_eq!(page.get("/").await?.0, 303, "to the login page");
+    // A key Vic makes herself, on the page.
+    assert_eq!(
+        page.log_in("vic@example.com", "a new and long passphrase 4471")
+            .await?,
+        303
+    );
+    let (status, shown) = page
+        .post_with("/api-keys", &[("name", "vic's own"), ("role", "viewer")])
+        .await?;
+    assert_eq!(status, 200);
+    let own_key = shown
+        .split("id=\"api-key\">")
+        .nth(1)
+        .and_then(|rest| rest.split('<').next())
+        .unwrap_or_default()
+        .to_string();
+    assert!(own_key.starts_with("pkey_"), "{shown}");
 
     // Rotating the admin token stops the keys made with it, and only those.
     let (status, _) = central
@@ -805,16 +836,17 @@ async fn credentials_are_write_only_and_never_outlive_what_made_them() -> anyhow
     let rotated = "e2e-rotated-admin-token-6b1e0c93d7a2";
     central.set_env("CENTRAL_ADMIN_TOKEN", Some(rotated));
     central.restart().await?;
-    for gone in [&ci_key, &dashboard_key] {
+    // Every key made with the token stops, the one made for Vic included.
+    for gone in [&ci_key, &dashboard_key, &vic_key] {
         let (status, _) = central
             .call(gone, Method::GET, "/api/v1/monitors", None)
             .await?;
-        assert_eq!(status, 401, "a key of the replaced token stops");
+        assert_eq!(status, 401, "a key made with the replaced token stops");
     }
     let (status, _) = central
-        .call(&vic_key, Method::GET, "/api/v1/monitors", None)
+        .call(&own_key, Method::GET, "/api/v1/monitors", None)
         .await?;
-    assert_eq!(status, 200, "a user's key lives on");
+    assert_eq!(status, 200, "a key a user made lives on");
     let (status, _) = central
         .call(rotated, Method::GET, "/api/v1/api-keys", None)
         .await?;

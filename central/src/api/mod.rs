@@ -9,6 +9,7 @@ mod dependencies;
 mod extract;
 mod history;
 mod maintenance;
+mod managed;
 mod notifications;
 pub mod openapi;
 mod ops;
@@ -26,7 +27,7 @@ use std::sync::Arc;
 use axum::extract::{ConnectInfo, DefaultBodyLimit, Request};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
+use axum::routing::{delete, get, post, put};
 use axum::{Extension, Router};
 use tower_http::decompression::RequestDecompressionLayer;
 
@@ -239,6 +240,11 @@ pub fn router(app: Arc<App>, options: &HttpOptions, long_polls: Arc<pools::LongP
         )
         .route("/api-keys/{id}", delete(users::revoke_api_key))
         .route("/audit", get(audit::list_audit))
+        .route("/managed-objects", get(managed::list_managed))
+        .route(
+            "/managed-objects/{kind}/{key}",
+            put(managed::manage).delete(managed::unmanage),
+        )
         // Inside `authz`, which names the principal: each change that succeeds is recorded.
         .route_layer(middleware::from_fn_with_state(
             recorder.clone(),

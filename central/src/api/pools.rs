@@ -117,8 +117,10 @@ impl Pools {
         if request.uri().path().starts_with(PING_PREFIX) {
             return Pool::Ping;
         }
-        if request.method() == axum::http::Method::POST
-            && request.uri().path() == crate::web::session::LOGIN_PATH
+        // Logging in, by password or single sign-on, whatever credentials come along.
+        let path = request.uri().path();
+        if (request.method() == axum::http::Method::POST && path == crate::web::session::LOGIN_PATH)
+            || path.starts_with(crate::web::SSO_PREFIX)
         {
             return Pool::Unauthenticated;
         }

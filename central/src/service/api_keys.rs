@@ -109,6 +109,10 @@ impl App {
                 .map(|l| now.saturating_add(i64::try_from(l.as_millis()).unwrap_or(i64::MAX))),
             last_used_at: None,
             revoked_at: None,
+            made_by: Some(match &by.actor {
+                Actor::User { id, .. } => id.to_string(),
+                _ => crate::store::MADE_WITH_ADMIN_TOKEN.to_string(),
+            }),
         };
         self.store.insert_api_key(&row).await?;
         Ok(CreatedApiKey {

@@ -43,7 +43,8 @@ const PAGE_KINDS: [(&str, &str); 8] = [
 ];
 
 /// The settings API's collections that changes are made to.
-const API_KINDS: [&str; 9] = [
+const API_KINDS: [&str; 10] = [
+    "managed-objects",
     "registration-tokens",
     "pollers",
     "monitors",
@@ -101,10 +102,21 @@ impl Subject {
         let has_id = segments.first().is_some_and(|s| s.starts_with('{'));
         // An id as the object names itself (a UUID however it was typed in the path), so
         // that filtering by the object's id finds every entry about it.
+        // A route naming its object by several parameters (`/managed-objects/{kind}/{key}`)
+        // records them together, `kind/key`.
+        let params = segments.iter().take_while(|s| s.starts_with('{')).count();
         let id = has_id
-            .then(|| actual.trim_start_matches('/').split('/').nth(depth))
+            .then(|| {
+                let named: Vec<&str> = actual
+                    .trim_start_matches('/')
+                    .split('/')
+                    .skip(depth)
+                    .take(params)
+                    .collect();
+                (named.len() == params).then(|| named.join("/"))
+            })
             .flatten()
-            .map(|id| Uuid::try_parse(id).map_or_else(|_| id.to_string(), |u| u.to_string()));
+            .map(|id| Uuid::try_parse(&id).map_or(id, |u| u.to_string()));
         let verb = segments.iter().rev().find(|s| !s.starts_with('{'));
         let action = match (verb, method) {
             // `DELETE /users/{id}/sessions`: the things named go.
@@ -317,6 +329,14 @@ mod tests {
             at("POST", "/monitors/test"),
             None,
             "a test run changes nothing"
+        );
+        assert_eq!(
+            Subject::of_api(
+                "PUT",
+                "/managed-objects/{kind}/{key}",
+                "/managed-objects/monitors/api"
+            ),
+            subject("managed-objects", Some("monitors/api"), "update")
         );
         assert_eq!(
             at("POST", "/monitors/{id}/ping-url"),

@@ -131,7 +131,7 @@ impl App {
         wait: Duration,
     ) -> ApiResult<CommandsAnswer> {
         let stored = super::monitors::monitor_spec(&self.monitor_row(id).await?)?;
-        super::monitor_secrets::keep(&mut spec, &stored);
+        super::monitor_secrets::keep(&mut spec, &stored)?;
         self.test_monitor(spec, wait).await
     }
 

@@ -20,6 +20,7 @@ pub mod hashing;
 pub mod history;
 pub mod ingest;
 pub mod maintenance;
+pub mod managed;
 pub mod monitor_secrets;
 pub mod monitors;
 pub mod overview;

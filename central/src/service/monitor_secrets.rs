@@ -4,9 +4,9 @@
 //! what is stored. Owns only that mapping: storage and the poller's copy (which needs the real
 //! values) never pass through here.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 use shared_proto::notifications::HIDDEN;
-use shared_proto::MonitorSpec;
+use shared_proto::{MonitorSpec, ValidationError};
 
 /// The settings key whose object's values are secret.
 const HEADERS: &str = "headers";
@@ -21,19 +21,63 @@ pub fn hide(spec: &mut MonitorSpec) {
 }
 
 /// An edit of `stored` that sends a header back as `HIDDEN` keeps that header's stored value
-/// (a header the edit renames or adds with the literal value is taken as typed).
-pub fn keep(spec: &mut MonitorSpec, stored: &MonitorSpec) {
-    let Some(Value::Object(before)) = stored.settings.get(HEADERS) else {
-        return;
+/// (names compared as HTTP does, ignoring case). Refused (`422`, naming `settings.headers`):
+/// a `HIDDEN` value with no stored value behind it (it would be sent as the literal word), and
+/// keeping a stored value while the target's origin (scheme, host, port) changes, since that
+/// would hand the credential to another server; such an edit types the values again.
+pub fn keep(spec: &mut MonitorSpec, stored: &MonitorSpec) -> Result<(), ValidationError> {
+    let before = match stored.settings.get(HEADERS) {
+        Some(Value::Object(before)) => before.clone(),
+        _ => Map::new(),
     };
-    if let Some(Value::Object(headers)) = spec.settings.get_mut(HEADERS) {
-        for (name, value) in headers.iter_mut() {
-            if value.as_str() == Some(HIDDEN) {
-                if let Some(original) = before.get(name) {
-                    value.clone_from(original);
-                }
+    let Some(Value::Object(headers)) = spec.settings.get_mut(HEADERS) else {
+        return Ok(());
+    };
+    let mut kept = false;
+    for (name, value) in headers.iter_mut() {
+        if value.as_str() != Some(HIDDEN) {
+            continue;
+        }
+        let original = before
+            .iter()
+            .find(|(stored_name, _)| stored_name.eq_ignore_ascii_case(name))
+            .map(|(_, original)| original.clone());
+        match original {
+            Some(original) => {
+                *value = original;
+                kept = true;
+            }
+            None => {
+                return Err(ValidationError::combination(
+                    "settings.headers",
+                    format!(
+                        "header `{name}` is `{HIDDEN}` but has no stored value to keep: type \
+                         its value"
+                    ),
+                ))
             }
         }
+    }
+    if kept && origin(&spec.target) != origin(&stored.target) {
+        return Err(ValidationError::combination(
+            "settings.headers",
+            "the target's scheme, host or port changed, and stored header values are kept \
+             only for the server they were given for: type the header values again",
+        ));
+    }
+    Ok(())
+}
+
+/// Scheme, host and port of a URL target; the target itself for other kinds.
+fn origin(target: &str) -> String {
+    match url::Url::parse(target) {
+        Ok(url) => format!(
+            "{}://{}:{}",
+            url.scheme(),
+            url.host_str().unwrap_or_default(),
+            url.port_or_known_default().unwrap_or_default()
+        ),
+        Err(_) => target.to_string(),
     }
 }
 
@@ -65,12 +109,36 @@ mod tests {
     #[test]
     fn sending_a_view_back_keeps_the_stored_values() {
         let stored = spec(json!({"headers": {"Authorization": "Bearer s3cret", "X-A": "b"}}));
-        let mut edit =
-            spec(json!({"headers": {"Authorization": HIDDEN, "X-A": "new", "X-B": HIDDEN}}));
-        keep(&mut edit, &stored);
+        let mut edit = spec(json!({"headers": {"authorization": HIDDEN, "X-A": "new"}}));
+        keep(&mut edit, &stored).unwrap();
         assert_eq!(
             Value::Object(edit.settings),
-            json!({"headers": {"Authorization": "Bearer s3cret", "X-A": "new", "X-B": HIDDEN}})
+            json!({"headers": {"authorization": "Bearer s3cret", "X-A": "new"}}),
+            "names are compared ignoring case"
         );
+        let mut unknown = spec(json!({"headers": {"X-B": HIDDEN}}));
+        let refused = keep(&mut unknown, &stored).unwrap_err();
+        assert_eq!(
+            refused.field, "settings.headers",
+            "never sent as the literal word"
+        );
+    }
+
+    #[test]
+    fn a_stored_credential_never_follows_the_target_to_another_server() {
+        let stored = spec(json!({"headers": {"Authorization": "Bearer s3cret"}}));
+        let mut moved = spec(json!({"headers": {"Authorization": HIDDEN}}));
+        moved.target = "https://attacker.example/health".into();
+        assert!(keep(&mut moved, &stored).is_err());
+        let mut other_port = spec(json!({"headers": {"Authorization": HIDDEN}}));
+        other_port.target = "https://api.example.com:8443/health".into();
+        assert!(keep(&mut other_port, &stored).is_err());
+        // Another path on the same server keeps it; so does a retyped value anywhere.
+        let mut path = spec(json!({"headers": {"Authorization": HIDDEN}}));
+        path.target = "https://api.example.com/other".into();
+        keep(&mut path, &stored).unwrap();
+        let mut retyped = spec(json!({"headers": {"Authorization": "Bearer new"}}));
+        retyped.target = "https://elsewhere.example/".into();
+        keep(&mut retyped, &stored).unwrap();
     }
 }

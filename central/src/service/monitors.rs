@@ -190,7 +190,7 @@ impl App {
             let stored = monitor_spec(&current)?;
             let mut spec = stored.clone();
             spec.apply(patch.clone());
-            super::monitor_secrets::keep(&mut spec, &stored);
+            super::monitor_secrets::keep(&mut spec, &stored)?;
             self.validate_monitor(Some(id), &spec)
                 .await
                 .map_err(super::patch_does_not_fit)?;

@@ -113,33 +113,46 @@ impl App {
     /// Changes a user. The last admin cannot be made less, so that someone can always manage
     /// users without the break-glass admin token.
     pub async fn update_user(&self, id: Uuid, body: UpdateUser) -> ApiResult<User> {
+        const ATTEMPTS: usize = 5;
         let email = body.validate()?;
-        let mut row = self.existing_user(id).await?;
-        if let Some(name) = &body.name {
-            row.name = name.trim().to_string();
+        let mut password_hash = None;
+        for _ in 0..ATTEMPTS {
+            let mut row = self.existing_user(id).await?;
+            let read_at = row.updated_at;
+            if let Some(name) = &body.name {
+                row.name = name.trim().to_string();
+            }
+            if let Some(email) = &email {
+                row.email = email.clone();
+            }
+            if let Some(role) = body.role {
+                row.role = role.as_str().into();
+            }
+            if let Some(password) = &body.password {
+                if password_hash.is_none() {
+                    check_password(password, &row.name, &row.email)?;
+                    password_hash = Some(self.hashing.hash(password.clone()).await?);
+                }
+                row.password_hash = password_hash.clone();
+            }
+            // Later than what was read, even within its millisecond.
+            row.updated_at = self.now_ms().max(read_at + 1);
+            // A new password ends the user's sessions: whoever had the old one is out.
+            let new_password = body.password.is_some();
+            if self
+                .store
+                .update_user(&row, read_at, new_password)
+                .await
+                .map_err(conflict)?
+            {
+                return Ok(user_of(&row));
+            }
+            // Removed, or changed since it was read: read it again (a change made meanwhile,
+            // say a demotion, is never written over with what was read before it).
         }
-        if let Some(email) = email {
-            row.email = email;
-        }
-        if let Some(role) = body.role {
-            row.role = role.as_str().into();
-        }
-        if let Some(password) = &body.password {
-            check_password(password, &row.name, &row.email)?;
-            row.password_hash = Some(self.hashing.hash(password.clone()).await?);
-        }
-        row.updated_at = self.now_ms();
-        // A new password ends the user's sessions: whoever had the old one is out.
-        let new_password = body.password.is_some();
-        if !self
-            .store
-            .update_user(&row, new_password)
-            .await
-            .map_err(conflict)?
-        {
-            return Err(ApiError::NotFound(format!("no user with id {id}")));
-        }
-        Ok(user_of(&row))
+        Err(ApiError::Conflict(format!(
+            "user {id} kept changing while this change was applied ({ATTEMPTS} tries); retry"
+        )))
     }
 
     /// Removes a user with their API keys and sessions (they stop working at once).

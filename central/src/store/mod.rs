@@ -14,6 +14,7 @@ mod gauges;
 mod leases;
 mod locations;
 mod maintenance;
+mod managed;
 mod monitors;
 mod notifications;
 mod packed;
@@ -41,6 +42,7 @@ pub use gauges::ShownRow;
 pub use leases::LeaseState;
 pub use locations::{LocationRow, LocationStatusRow};
 pub use maintenance::WindowRow;
+pub use managed::ManagedRow;
 pub use monitors::{
     AssignmentChange, LinkConflict, ListFilter, MonitorRow, OwnershipRow, StatusRow, Versioned,
 };
@@ -63,7 +65,7 @@ pub fn split_list(stored: &str) -> Vec<String> {
 }
 pub use audit::AuditRow;
 pub use tokens::{RefreshTokenRow, RegistrationTokenRow};
-pub use users::{ApiKeyRow, KeyScope, UserConflict, UserRow};
+pub use users::{ApiKeyRow, KeyScope, UserConflict, UserRow, MADE_WITH_ADMIN_TOKEN};
 pub use wakeups::{VersionListener, Wakeup};
 
 use std::borrow::Cow;
@@ -311,6 +313,16 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "audit_key_user",
         include_str!("../../../migrations/sqlite/20261212000037_audit_key_user.sql"),
     ),
+    (
+        20261213000038,
+        "managed_objects",
+        include_str!("../../../migrations/sqlite/20261213000038_managed_objects.sql"),
+    ),
+    (
+        20261214000039,
+        "api_key_maker",
+        include_str!("../../../migrations/sqlite/20261214000039_api_key_maker.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -498,6 +510,16 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261212000037,
         "audit_key_user",
         include_str!("../../../migrations/postgres/20261212000037_audit_key_user.sql"),
+    ),
+    (
+        20261213000038,
+        "managed_objects",
+        include_str!("../../../migrations/postgres/20261213000038_managed_objects.sql"),
+    ),
+    (
+        20261214000039,
+        "api_key_maker",
+        include_str!("../../../migrations/postgres/20261214000039_api_key_maker.sql"),
     ),
 ];
 

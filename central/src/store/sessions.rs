@@ -122,7 +122,7 @@ impl Store {
     /// Ends every session opened with the admin token (it changed: whoever logged in with the
     /// old one is out); users' sessions stay.
     /// Ends what the admin token opened: its page sessions, and the API keys made with it
-    /// (keys of no user), revoked at `now`.
+    /// (for a user or for nobody), revoked at `now`.
     pub async fn end_admin_token_credentials(&self, now: i64) -> anyhow::Result<()> {
         let _guard = self.write_lock().await;
         let mut tx = self.writer.begin().await?;
@@ -130,9 +130,10 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         sqlx::query(
-            "UPDATE api_keys SET revoked_at = $1 WHERE user_id IS NULL AND revoked_at IS NULL",
+            "UPDATE api_keys SET revoked_at = $1 WHERE made_by = $2 AND revoked_at IS NULL",
         )
         .bind(now)
+        .bind(super::users::MADE_WITH_ADMIN_TOKEN)
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;

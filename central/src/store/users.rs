@@ -61,7 +61,7 @@ impl KeyScope {
 #[derive(Debug, Clone)]
 pub struct ApiKeyRow {
     pub id: String,
-    /// Its maker; `None`: made with the admin token.
+    /// The user it acts for; `None`: nobody's (made with the admin token).
     pub user_id: Option<String>,
     pub name: String,
     pub role: String,
@@ -70,7 +70,12 @@ pub struct ApiKeyRow {
     pub expires_at: Option<i64>,
     pub last_used_at: Option<i64>,
     pub revoked_at: Option<i64>,
+    /// Who made it: `MADE_WITH_ADMIN_TOKEN`, or the id of the user who did.
+    pub made_by: Option<String>,
 }
+
+/// `api_keys.made_by` of keys made with the admin token (which its rotation revokes).
+pub const MADE_WITH_ADMIN_TOKEN: &str = "admin_token";
 
 impl FromRow<'_, AnyRow> for ApiKeyRow {
     fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
@@ -84,12 +89,13 @@ impl FromRow<'_, AnyRow> for ApiKeyRow {
             expires_at: row.try_get("expires_at")?,
             last_used_at: row.try_get("last_used_at")?,
             revoked_at: row.try_get("revoked_at")?,
+            made_by: row.try_get("made_by")?,
         })
     }
 }
 
 const KEY_COLUMNS: &str = "id, user_id, name, role, secret_sha256, created_at, expires_at, \
-     last_used_at, revoked_at";
+     last_used_at, revoked_at, made_by";
 
 /// Why a user could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -142,12 +148,14 @@ impl Store {
         }
     }
 
-    /// Rewrites a user; `Ok(false)` when there is none. `UserConflict::LastAdmin` when it
+    /// Rewrites a user read when its `updated_at` was `read_at`; `Ok(false)` when there is
+    /// none, or it changed since (read it again: a change made meanwhile is never undone). `UserConflict::LastAdmin` when it
     /// would take the admin role from the last admin, and with `end_sessions` (a new
     /// password) the user's web sessions end with the change.
     pub async fn update_user(
         &self,
         row: &UserRow,
+        read_at: i64,
         end_sessions: bool,
     ) -> Result<bool, UserConflict> {
         let _guard = self.write_lock().await;
@@ -157,7 +165,7 @@ impl Store {
         }
         let done = sqlx::query(
             "UPDATE users SET name = $2, email = $3, role = $4, password_hash = $5, \
-             oidc_subject = $6, updated_at = $7 WHERE id = $1",
+             oidc_subject = $6, updated_at = $7 WHERE id = $1 AND updated_at = $8",
         )
         .bind(&row.id)
         .bind(&row.name)
@@ -166,6 +174,7 @@ impl Store {
         .bind(&row.password_hash)
         .bind(&row.oidc_subject)
         .bind(row.updated_at)
+        .bind(read_at)
         .execute(&mut *tx)
         .await;
         let done = match done {
@@ -281,7 +290,7 @@ impl Store {
     pub async fn insert_api_key(&self, row: &ApiKeyRow) -> anyhow::Result<()> {
         let _guard = self.write_lock().await;
         let sql = format!(
-            "INSERT INTO api_keys ({KEY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+            "INSERT INTO api_keys ({KEY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
         );
         sqlx::query(&sql)
             .bind(&row.id)
@@ -293,6 +302,7 @@ impl Store {
             .bind(row.expires_at)
             .bind(row.last_used_at)
             .bind(row.revoked_at)
+            .bind(&row.made_by)
             .execute(&self.writer)
             .await?;
         Ok(())
@@ -344,6 +354,19 @@ impl Store {
     }
 
     /// Revokes a key; `false` if there is none or it was revoked already.
+    /// Revokes every live key acting for the user, at `now`.
+    pub async fn revoke_user_keys(&self, user_id: &str, now: i64) -> anyhow::Result<u64> {
+        let _guard = self.write_lock().await;
+        let done = sqlx::query(
+            "UPDATE api_keys SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL",
+        )
+        .bind(user_id)
+        .bind(now)
+        .execute(&self.writer)
+        .await?;
+        Ok(done.rows_affected())
+    }
+
     pub async fn revoke_api_key(&self, id: &str, now: i64) -> anyhow::Result<bool> {
         self.write_one(
             "UPDATE api_keys SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL",

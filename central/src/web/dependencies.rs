@@ -165,7 +165,7 @@ pub async fn create_alias(
         canonical: form.canonical.trim().to_string(),
     };
     match app.create_dependency_alias(new).await {
-        Ok(_) => Ok(Redirect::to("/dependencies").into_response()),
+        Ok(alias) => Ok(super::made(Redirect::to("/dependencies"), alias.alias)),
         // Refused: the page again with why, answered as the refusal it is (so the audit
         // layer records no change).
         Err(ApiError::Validation(e)) => {

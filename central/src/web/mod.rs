@@ -179,6 +179,10 @@ impl IntoResponse for WebError {
 
 pub type WebResult<T> = Result<T, WebError>;
 
+/// The single sign-on routes start with this (`api::pools` serves them from the
+/// unauthenticated pool, where failures count).
+pub const SSO_PREFIX: &str = sso::START_PATH;
+
 /// A form's answer that made the object `id`: the audit log records the creation under it.
 pub(crate) fn made(answer: impl IntoResponse, id: impl std::fmt::Display) -> Response {
     let mut response = answer.into_response();

@@ -28,6 +28,7 @@ use crate::error::ApiError;
 use crate::service::pollers::PollerFilter;
 use crate::service::App;
 use crate::store::Cursor;
+use shared_proto::as_code::ManagedKind;
 
 enum Mode {
     New,
@@ -37,15 +38,25 @@ enum Mode {
 struct Choices {
     pollers: Vec<PollerView>,
     channels: Vec<ChannelView>,
+    /// The key of the configuration file that manages the monitor edited, if one does.
+    managed_key: Option<String>,
 }
 
-async fn choices(app: &App) -> WebResult<Choices> {
+async fn choices(app: &App, mode: &Mode) -> WebResult<Choices> {
     let pollers = app
         .list_pollers(&PollerFilter::default(), &Cursor::start(), 1000)
         .await?
         .items;
     let channels = app.list_channels(&Cursor::start(), 1000).await?.items;
-    Ok(Choices { pollers, channels })
+    let managed_key = match mode {
+        Mode::Edit(id) => app.managed_key(ManagedKind::Monitors, *id).await?,
+        Mode::New => None,
+    };
+    Ok(Choices {
+        pollers,
+        channels,
+        managed_key,
+    })
 }
 
 fn render(
@@ -78,6 +89,12 @@ fn render(
     };
     html! {
         h1 { (title) }
+        @if let Some(key) = &choices.managed_key {
+            p.warning role="note" {
+                "Managed by a configuration file, as " code { (key) } ". A change saved here is \
+                 undone by the next " code { "central apply" } " of that file: change the file instead."
+            }
+        }
         @if let Some(e) = error.filter(|e| !is_form_field(&e.field)) {
             p.form-error role="alert" { (e.message) }
         }
@@ -188,7 +205,7 @@ pub async fn new_page(State(app): State<Arc<App>>, session: Session) -> WebResul
         check_values: check_settings::defaults(),
         ..Default::default()
     };
-    let choices = choices(&app).await?;
+    let choices = choices(&app, &Mode::New).await?;
     let body = render(&session, &Mode::New, &form, None, &choices, None);
     Ok(layout::page(
         &session,
@@ -204,7 +221,7 @@ pub async fn edit_page(
     Path(id): Path<Uuid>,
 ) -> WebResult<Markup> {
     let view = app.get_monitor(id).await?;
-    let choices = choices(&app).await?;
+    let choices = choices(&app, &Mode::Edit(id)).await?;
     let body = render(
         &session,
         &Mode::Edit(id),
@@ -228,7 +245,7 @@ async fn rejected(
     form: &MonitorForm,
     error: FieldError,
 ) -> WebResult<Response> {
-    let choices = choices(app).await?;
+    let choices = choices(app, &mode).await?;
     let body = render(session, &mode, form, Some(&error), &choices, None);
     let page = layout::page(session, Section::Monitors, "Monitor", body);
     Ok((StatusCode::BAD_REQUEST, page).into_response())
@@ -261,7 +278,7 @@ async fn tested(
             }
         }
     };
-    let choices = choices(app).await?;
+    let choices = choices(app, &mode).await?;
     let body = render(session, &mode, form, None, &choices, Some(&answer));
     Ok(super::unchanged(layout::page(
         session,

@@ -122,6 +122,30 @@ error_set!(
 );
 
 error_set!(
+    /// Marking an object as managed by a file (`PUT /api/v1/managed-objects/{kind}/{key}`).
+    KeyedSpecErrors {
+        400 => "`invalid_path` (not a kind a file manages), `invalid_body`, or \
+                `invalid_field` (a key not of the pattern); the message names it.",
+        401 => ADMIN_UNAUTHORIZED,
+        408 => TIMED_OUT,
+        413 => TOO_LARGE,
+        415 => MEDIA_TYPE,
+        422 => "`unknown_reference`: no object of this kind has the id.",
+        503 => OVERLOADED,
+    }
+);
+
+error_set!(
+    /// One mark of a managed object, by kind and key.
+    KeyErrors {
+        400 => "`invalid_path`: not a kind a file manages.",
+        401 => ADMIN_UNAUTHORIZED,
+        404 => "`not_found`: nothing is managed under this key.",
+        503 => OVERLOADED,
+    }
+);
+
+error_set!(
     /// Settings-API operations on one object, without a body.
     IdErrors {
         400 => "`invalid_path`: the id is not a UUID.",

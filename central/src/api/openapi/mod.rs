@@ -10,7 +10,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    audit, commands, dependencies, history, maintenance, notifications, ops, ping, poller,
+    audit, commands, dependencies, history, maintenance, managed, notifications, ops, ping, poller,
     settings, tagged, users,
 };
 
@@ -56,7 +56,7 @@ pub use errors::*;
         users::create_user, users::list_users, users::get_user, users::update_user,
         users::delete_user, users::list_user_sessions, users::end_user_sessions,
         users::end_user_session, users::create_api_key, users::list_api_keys, users::revoke_api_key,
-        audit::list_audit,
+        audit::list_audit, managed::list_managed, managed::manage, managed::unmanage,
     ),
     components(schemas(ErrorBody)),
     modifiers(&BearerSchemes),
@@ -70,6 +70,7 @@ pub use errors::*;
         (name = "maintenance", description = "Maintenance windows: planned time in which monitors show `maintenance`, problems are not told and uptime does not count."),
         (name = "heartbeats", description = "Heartbeat (push) monitors: a job pings its monitor's URL; late or failing pings make it `down`. The ping URL is its only credential."),
         (name = "users", description = "Users with roles (`viewer` reads, `editor` changes, `admin` manages users) and API keys. Every settings-API call is made with the admin token (the bootstrap and break-glass credential) or an API key, and authorised by its role."),
+        (name = "as-code", description = "Monitors as code: which objects a configuration file manages, each under a stable key (`central apply` keeps these marks)."),
         (name = "ops", description = "Probes, metrics and this document; no authentication."),
     )
 )]

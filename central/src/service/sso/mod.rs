@@ -21,7 +21,8 @@ use sha2::Sha256;
 use uuid::Uuid;
 
 use self::provider::{Identity, Provider, ProviderError};
-use super::access::Role;
+use super::access::{Actor, Principal, Role};
+use super::audit::Subject;
 use super::App;
 use crate::config::SsoArgs;
 use crate::error::{ApiError, ApiResult};
@@ -66,6 +67,8 @@ pub enum SsoRefusal {
     Failed,
     #[error("your account has no role here: ask an admin")]
     NoRole,
+    #[error("another single sign-on account has this email here: ask an admin")]
+    EmailTaken,
     #[error("a user with this email exists already and the provider does not say the email is verified: ask an admin")]
     Unverified,
     #[error("the provider gave no usable email address")]
@@ -287,71 +290,130 @@ impl App {
     }
 
     /// The user `identity` is: found by subject, else an existing user with the same verified
-    /// email (linked), else a new one; with the role the claims map to now.
+    /// email (linked), else a new one; with the role the claims map to now. Each change is in
+    /// the audit log, made by the user signing in.
     async fn sso_user(&self, sso: &Sso, identity: &Identity) -> ApiResult<UserRow> {
+        const ATTEMPTS: usize = 5;
         let refused = |why: SsoRefusal| ApiError::Unauthorized(why.to_string());
-        let role = sso
-            .role_of(identity.other.get(&sso.role_claim))
-            .ok_or_else(|| refused(SsoRefusal::NoRole))?;
+        let role = sso.role_of(identity.other.get(&sso.role_claim));
         let subject = format!("{}#{}", identity.issuer, identity.subject);
         let email = identity
             .email
             .as_deref()
             .and_then(|e| shared_proto::users::normalized_email(e).ok());
-        let now = self.now_ms();
-        let existing = match self.store.user_by_oidc_subject(&subject).await? {
-            Some(user) => Some(user),
-            None => match &email {
-                Some(email) => match self.store.user_by_email(email).await? {
-                    Some(user) if user.oidc_subject.is_none() && identity.email_verified => {
-                        Some(user)
-                    }
-                    Some(_) => return Err(refused(SsoRefusal::Unverified)),
+        for _ in 0..ATTEMPTS {
+            let existing = match self.store.user_by_oidc_subject(&subject).await? {
+                Some(user) => Some(user),
+                None => match &email {
+                    Some(email) => match self.store.user_by_email(email).await? {
+                        Some(user) if user.oidc_subject.is_some() => {
+                            return Err(refused(SsoRefusal::EmailTaken))
+                        }
+                        Some(user) if identity.email_verified => Some(user),
+                        Some(_) => return Err(refused(SsoRefusal::Unverified)),
+                        None => None,
+                    },
                     None => None,
                 },
-                None => None,
-            },
-        };
-        match existing {
-            Some(mut user) => {
-                user.oidc_subject = Some(subject);
-                user.role = role.as_str().into();
-                user.updated_at = now;
-                match self.store.update_user(&user, false).await {
-                    Ok(_) => {}
-                    // The provider took the last admin's admin group away: the role stays
-                    // (someone must be able to manage users), the sign-in goes on.
-                    Err(UserConflict::LastAdmin) => {
-                        tracing::warn!(user = %user.id, "single sign-on maps the last admin to {role}; the admin role is kept");
-                        user.role = Role::Admin.as_str().into();
-                        self.store
-                            .update_user(&user, false)
-                            .await
-                            .map_err(|e| ApiError::Internal(e.into()))?;
+            };
+            let Some(role) = role else {
+                // Mapped to no role (any more): refused, and what the user held here ends.
+                if let Some(user) = &existing {
+                    if user.oidc_subject.as_deref() == Some(subject.as_str()) {
+                        self.store.delete_user_sessions(&user.id, None).await?;
+                        self.store.revoke_user_keys(&user.id, self.now_ms()).await?;
                     }
-                    Err(e) => return Err(ApiError::Internal(e.into())),
                 }
-                Ok(user)
-            }
-            None => {
-                let email = email.ok_or_else(|| refused(SsoRefusal::NoEmail))?;
-                let user = UserRow {
-                    id: Uuid::new_v4().to_string(),
-                    name: clean_name(identity.name.as_deref(), &email),
-                    email,
-                    role: role.as_str().into(),
-                    password_hash: None,
-                    oidc_subject: Some(subject),
-                    created_at: now,
-                    updated_at: now,
-                };
-                self.store
-                    .insert_user(&user)
-                    .await
-                    .map_err(|e| ApiError::Internal(e.into()))?;
-                Ok(user)
-            }
+                return Err(refused(SsoRefusal::NoRole));
+            };
+            let now = self.now_ms();
+            let written = match existing {
+                Some(before) => {
+                    let mut user = before.clone();
+                    user.oidc_subject = Some(subject.clone());
+                    user.role = role.as_str().into();
+                    if user.role == before.role && user.oidc_subject == before.oidc_subject {
+                        return Ok(user);
+                    }
+                    user.updated_at = now.max(before.updated_at + 1);
+                    match self
+                        .store
+                        .update_user(&user, before.updated_at, false)
+                        .await
+                    {
+                        Ok(true) => Some((Some(before), user)),
+                        Ok(false) => None,
+                        // The provider took the last admin's admin group away: the role stays
+                        // (someone must be able to manage users), the sign-in goes on.
+                        Err(UserConflict::LastAdmin) => {
+                            tracing::warn!(user = %before.id, "single sign-on maps the last admin to {role}; the admin role is kept");
+                            if before.oidc_subject.as_deref() == Some(subject.as_str()) {
+                                return Ok(before);
+                            }
+                            user.role = before.role.clone();
+                            match self
+                                .store
+                                .update_user(&user, before.updated_at, false)
+                                .await
+                            {
+                                Ok(true) => Some((Some(before), user)),
+                                Ok(false) => None,
+                                Err(e) => return Err(ApiError::Internal(e.into())),
+                            }
+                        }
+                        Err(e) => return Err(ApiError::Internal(e.into())),
+                    }
+                }
+                None => {
+                    let email = email.clone().ok_or_else(|| refused(SsoRefusal::NoEmail))?;
+                    let user = UserRow {
+                        id: Uuid::new_v4().to_string(),
+                        name: clean_name(identity.name.as_deref(), &email),
+                        email,
+                        role: role.as_str().into(),
+                        password_hash: None,
+                        oidc_subject: Some(subject.clone()),
+                        created_at: now,
+                        updated_at: now,
+                    };
+                    match self.store.insert_user(&user).await {
+                        Ok(()) => Some((None, user)),
+                        // Made meanwhile (a second tab finishing the same first sign-in).
+                        Err(UserConflict::Email) => None,
+                        Err(e) => return Err(ApiError::Internal(e.into())),
+                    }
+                }
+            };
+            // Read again and retry when someone changed the user meanwhile.
+            let Some((before, user)) = written else {
+                continue;
+            };
+            let principal = Principal {
+                actor: Actor::User {
+                    id: user.id.parse().unwrap_or_default(),
+                    name: user.name.clone(),
+                },
+                role,
+            };
+            let view = |row: &UserRow| serde_json::to_value(super::users::user_of(row)).ok();
+            let action = if before.is_none() { "create" } else { "update" };
+            self.record_change(
+                &principal,
+                None,
+                Subject {
+                    kind: "users",
+                    id: Some(user.id.clone()),
+                    action: format!("sso_{action}"),
+                },
+                before.as_ref().and_then(view),
+                view(&user),
+            )
+            .await;
+            return Ok(user);
         }
+        Err(ApiError::Conflict(
+            "your user kept changing while you signed in; try again".into(),
+        ))
     }
 }
 
