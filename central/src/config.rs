@@ -31,6 +31,13 @@ pub enum Command {
     RotateSigningKey(ServeArgs),
     /// Print the OpenAPI document of both APIs (what `/api/openapi.json` serves).
     Openapi,
+    /// Apply a configuration file (monitors as code) to a running central: shows the plan,
+    /// then makes it so. Exit code 2 with `--dry-run` when the server differs from the file.
+    Apply(crate::cli::ApplyArgs),
+    /// Write the running configuration as a file for `apply` (secrets as `${…}` references).
+    Export(crate::cli::ExportArgs),
+    /// Print the JSON Schema of the configuration file.
+    ConfigSchema,
 }
 
 fn parse_public_url(text: &str) -> Result<String, String> {

@@ -5,6 +5,7 @@
 //! share besides the database is `cluster`'s.
 
 pub mod api;
+pub mod cli;
 pub mod cluster;
 pub mod config;
 #[cfg(feature = "demo")]
@@ -38,6 +39,19 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             print!("{}", api::openapi::DOCUMENT.as_str());
             Ok(())
         }
+        Command::Apply(args) => match cli::apply(&args).await? {
+            cli::Outcome::Drift => Err(anyhow::Error::new(Drift)),
+            _ => Ok(()),
+        },
+        Command::Export(args) => cli::export(&args).await,
+        Command::ConfigSchema => {
+            let openapi: serde_json::Value = serde_json::from_str(api::openapi::DOCUMENT.as_str())?;
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&cli::file::schema(&openapi))?
+            );
+            Ok(())
+        }
         Command::RotateSigningKey(args) => {
             let store = store::Store::connect(&args.database_url).await?;
             let kid = service::rotate_signing_key(&store).await?;
@@ -49,6 +63,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
     }
 }
+
+/// `central apply --dry-run` found the server differing from the file: the process exits
+/// with 2 (not 1, an error), so that CI can tell drift from failure.
+#[derive(Debug, thiserror::Error)]
+#[error("the server differs from the file")]
+pub struct Drift;
 
 /// A started central: its address, and a handle that stops it.
 pub struct Running {

@@ -6,6 +6,7 @@ async fn main() -> std::process::ExitCode {
     central::telemetry::init();
     match central::run(cli).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) if error.is::<central::Drift>() => std::process::ExitCode::from(2),
         Err(error) => {
             tracing::error!("{error:#}");
             eprintln!("central: {error:#}");

@@ -101,3 +101,217 @@ async fn objects_are_marked_under_one_key_each_and_the_page_says_so() -> anyhow:
     central.stop().await;
     Ok(())
 }
+
+/// Runs `central <args>` against `central` with the admin token; returns (exit code, stdout).
+async fn cli(
+    central: &Central,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> anyhow::Result<(i32, String)> {
+    let output = tokio::process::Command::new(e2e::binary("central"))
+        .args(args)
+        .env("CENTRAL_URL", &central.url)
+        .env("CENTRAL_API_KEY", e2e::ADMIN_TOKEN)
+        .envs(env.iter().copied())
+        .output()
+        .await?;
+    let stdout = String::from_utf8(output.stdout)?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    Ok((
+        output.status.code().unwrap_or(-1),
+        format!("{stdout}{stderr}"),
+    ))
+}
+
+const HOOK_SECRET: &str = "whsec-as-code-71c2";
+const TARGET_CREDENTIAL: &str = "Bearer as-code-target-9d1e";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn export_apply_round_trip_plans_drift_and_prune() -> anyhow::Result<()> {
+    // A configuration made by hand on one central.
+    let source = Central::start().await?;
+    let hook = source
+        .create_channel(json!({"name": "Ops hook", "kind": "webhook",
+            "url": "http://127.0.0.1:9/hook", "secret": HOOK_SECRET,
+            "headers": {"X-Team": "sre"}}))
+        .await?;
+    let db = source
+        .create_monitor(
+            json!({"name": "DB", "kind": "tcp", "target": "127.0.0.1:5432",
+            "interval_ms": 40000, "tags": ["team:data"]}),
+        )
+        .await?;
+    let api = source
+        .create_monitor(json!({"name": "API", "kind": "http", "target": "http://127.0.0.1:9/health",
+            "interval_ms": 50000, "settings": {"headers": {"Authorization": TARGET_CREDENTIAL}, "keyword": "ok"},
+            "notification_channel_ids": [hook], "parent_ids": [db]}))
+        .await?;
+    let (status, window) = source
+        .admin(
+            Method::POST,
+            "/api/v1/maintenance-windows",
+            Some(json!({"name": "Weekly", "starts_at": "2027-03-27T02:00:00Z",
+                "recurrence": {"rule": "FREQ=WEEKLY;BYDAY=SA", "time_zone": "UTC", "duration_ms": 3600000},
+                "monitor_ids": [api]})),
+        )
+        .await?;
+    assert_eq!(status, 201, "{window}");
+
+    let (code, exported) = cli(&source, &["export"], &[]).await?;
+    assert_eq!(code, 0, "{exported}");
+    if std::env::var_os("SHOW_EXPORT").is_some() {
+        eprintln!("{exported}");
+    }
+    for secret in [HOOK_SECRET, TARGET_CREDENTIAL, "sre"] {
+        assert!(
+            !exported.contains(secret),
+            "{secret} is exported: {exported}"
+        );
+    }
+    assert!(
+        exported.contains("${CENTRAL_CHANNEL_OPS_HOOK_SECRET}"),
+        "{exported}"
+    );
+    assert!(exported.contains("parents:"), "{exported}");
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("central.yaml");
+    std::fs::write(&path, &exported)?;
+    let file = path.to_str().unwrap_or_default();
+    let secrets = [
+        ("CENTRAL_CHANNEL_OPS_HOOK_SECRET", HOOK_SECRET),
+        ("CENTRAL_CHANNEL_OPS_HOOK_HEADER_X_TEAM", "sre"),
+        (
+            "CENTRAL_MONITOR_API_HEADER_AUTHORIZATION",
+            TARGET_CREDENTIAL,
+        ),
+    ];
+
+    // Onto an empty central: everything is made, and exporting it gives the same file.
+    let target = Central::start().await?;
+    let (code, plan) = cli(&target, &["apply", "-f", file], &secrets).await?;
+    assert_eq!(code, 0, "{plan}");
+    assert!(
+        plan.contains("Plan: 4 to create, 0 to change, 0 to delete."),
+        "{plan}"
+    );
+    let (_, again) = cli(&target, &["export"], &[]).await?;
+    assert_eq!(
+        again, exported,
+        "export → apply → export gives the same file"
+    );
+    // The secrets arrived: the channel has one, and the poller would send the credential.
+    let (_, channels) = target
+        .admin(Method::GET, "/api/v1/notification-channels", None)
+        .await?;
+    assert_eq!(channels["items"][0]["has_secret"], true, "{channels}");
+
+    // The same file again changes nothing.
+    let (code, plan) = cli(&target, &["apply", "-f", file], &secrets).await?;
+    assert_eq!(code, 0, "{plan}");
+    assert!(
+        plan.contains("Plan: 0 to create, 0 to change, 0 to delete."),
+        "{plan}"
+    );
+
+    // A changed file plans exactly its change.
+    std::fs::write(
+        &path,
+        exported.replace("interval_ms: 50000", "interval_ms: 70000"),
+    )?;
+    let (code, plan) = cli(&target, &["apply", "--dry-run", "-f", file], &secrets).await?;
+    assert_eq!(code, 2, "a dry run that would change something: {plan}");
+    assert!(
+        plan.contains("~ monitors/api: change\n    interval_ms: 50000 -> 70000\n"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("Plan: 0 to create, 1 to change, 0 to delete."),
+        "{plan}"
+    );
+    let (code, _) = cli(&target, &["apply", "-f", file], &secrets).await?;
+    assert_eq!(code, 0);
+
+    // A change made outside the file is drift.
+    let (_, monitors) = target.admin(Method::GET, "/api/v1/monitors", None).await?;
+    let db_id = monitors["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|m| m["name"] == "DB")
+        .map(|m| m["id"].as_str().unwrap_or_default().to_string())
+        .unwrap_or_default();
+    let (status, _) = target
+        .admin(
+            Method::PATCH,
+            &format!("/api/v1/monitors/{db_id}"),
+            Some(json!({"name": "DB (renamed by hand)"})),
+        )
+        .await?;
+    assert_eq!(status, 200);
+    let (code, plan) = cli(&target, &["apply", "--dry-run", "-f", file], &secrets).await?;
+    assert_eq!(code, 2, "{plan}");
+    assert!(
+        plan.contains("~ monitors/db: change\n    name: \"DB (renamed by hand)\" -> \"DB\"\n"),
+        "{plan}"
+    );
+
+    // Dropping the window from the file keeps it, unless `--prune`; pruning deletes only it.
+    let without_window = exported
+        .split("maintenance_windows:")
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    std::fs::write(&path, &without_window)?;
+    let (code, plan) = cli(&target, &["apply", "-f", file], &secrets).await?;
+    assert_eq!(code, 0, "{plan}");
+    assert!(
+        plan.contains("maintenance-windows/weekly: not in the file; kept"),
+        "{plan}"
+    );
+    let (code, plan) = cli(&target, &["apply", "--prune", "-f", file], &secrets).await?;
+    assert_eq!(code, 0, "{plan}");
+    assert!(
+        plan.contains("- maintenance-windows/weekly: delete"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("Plan: 0 to create, 0 to change, 1 to delete."),
+        "{plan}"
+    );
+    let (_, windows) = target
+        .admin(Method::GET, "/api/v1/maintenance-windows", None)
+        .await?;
+    assert_eq!(
+        windows["items"].as_array().map(Vec::len),
+        Some(0),
+        "{windows}"
+    );
+    let (_, monitors) = target.admin(Method::GET, "/api/v1/monitors", None).await?;
+    assert_eq!(
+        monitors["items"].as_array().map(Vec::len),
+        Some(2),
+        "the rest stays"
+    );
+    source.stop().await;
+    target.stop().await;
+    Ok(())
+}
+
+/// The published JSON Schema of the file is the one central builds from its API's schemas.
+#[tokio::test]
+async fn the_published_schema_is_current() -> anyhow::Result<()> {
+    let output = tokio::process::Command::new(e2e::binary("central"))
+        .arg("config-schema")
+        .output()
+        .await?;
+    assert!(output.status.success());
+    let built: serde_json::Value = serde_json::from_slice(&output.stdout)?;
+    let published: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/central-config.schema.json"),
+    )?)?;
+    assert!(
+        built == published,
+        "docs/central-config.schema.json is stale: run `central config-schema > docs/central-config.schema.json`"
+    );
+    Ok(())
+}

@@ -247,7 +247,7 @@ fn channel_spec(row: &ChannelRow) -> anyhow::Result<ChannelSpec> {
 /// `url` as a view shows it: its password, if any, as `HIDDEN`; and for the kinds whose
 /// address is itself the credential (a Slack, Discord or Teams webhook: whoever has it can
 /// post), everything after the host as `/HIDDEN`.
-fn hide_url(kind: ChannelKind, url: &str) -> String {
+pub(crate) fn hide_url(kind: ChannelKind, url: &str) -> String {
     let Ok(mut parsed) = url::Url::parse(url) else {
         return url.to_string();
     };

@@ -1,0 +1,221 @@
+//! Carrying a plan out through the settings API: channels, then monitors parents first, then
+//! maintenance windows (each object made or changed is marked with its key), and deletions
+//! last, what depends on others first. Stops at the first refusal, naming it; what was done
+//! before it stays done, and the next `apply` plans the rest.
+
+use std::collections::{BTreeSet, HashMap};
+
+use anyhow::Context;
+use reqwest::Method;
+use serde_json::{Map, Value};
+use shared_proto::as_code::ManagedKind;
+use uuid::Uuid;
+
+use super::client::Client;
+use super::file::ConfigFile;
+use super::forms;
+use super::plan::{Action, Change, Current, Plan, Step};
+
+/// The settings API's field for a field of the comparable form.
+fn api_field(kind: ManagedKind, field: &str) -> String {
+    let top = field.split('.').next().unwrap_or(field);
+    match (kind, top) {
+        (ManagedKind::Monitors, "notification_channels") => "notification_channel_ids".into(),
+        (ManagedKind::Monitors, "parents") => "parent_ids".into(),
+        (ManagedKind::MaintenanceWindows, "monitors") => "monitor_ids".into(),
+        (ManagedKind::NotificationChannels, "has_secret") => "secret".into(),
+        _ => top.into(),
+    }
+}
+
+/// Monitors in an order that creates each parent before its children.
+fn parents_first(file: &ConfigFile) -> anyhow::Result<Vec<String>> {
+    let mut order = Vec::new();
+    let mut placed = BTreeSet::new();
+    while placed.len() < file.monitors.len() {
+        let ready: Vec<&String> = file
+            .monitors
+            .iter()
+            .filter(|(k, e)| !placed.contains(*k) && e.parents.iter().all(|p| placed.contains(p)))
+            .map(|(k, _)| k)
+            .collect();
+        anyhow::ensure!(!ready.is_empty(), "the monitors' `parents` make a cycle");
+        for key in ready {
+            placed.insert(key.clone());
+            order.push(key.clone());
+        }
+    }
+    Ok(order)
+}
+
+/// What has been made so far, by kind and key.
+type Made = HashMap<(ManagedKind, String), Uuid>;
+
+fn resolve(made: &Made, kind: ManagedKind, keys: &[String]) -> anyhow::Result<Vec<Uuid>> {
+    keys.iter()
+        .map(|k| {
+            made.get(&(kind, k.clone()))
+                .copied()
+                .with_context(|| format!("{} `{k}` was not made", kind.as_str()))
+        })
+        .collect()
+}
+
+/// Creates or changes one object (`body` is the whole object as the API takes it; a change
+/// sends only the fields that differ) and marks it with its key.
+async fn put(
+    client: &Client,
+    step: &Step,
+    path: &str,
+    body: &Value,
+    made: &mut Made,
+) -> anyhow::Result<()> {
+    let id = match (&step.action, step.id) {
+        (Action::Create, _) => {
+            let answer = client.change(Method::POST, path, Some(body)).await?;
+            answer["id"]
+                .as_str()
+                .and_then(|s| s.parse().ok())
+                .context("a created object's id")?
+        }
+        (Action::Update(changes), Some(id)) => {
+            let patch = patch_of(step.kind, changes, body);
+            client
+                .change(Method::PATCH, &format!("{path}/{id}"), Some(&patch))
+                .await?;
+            id
+        }
+        _ => return Ok(()),
+    };
+    made.insert((step.kind, step.key.clone()), id);
+    client
+        .change(
+            Method::PUT,
+            &format!("/managed-objects/{}/{}", step.kind.as_str(), step.key),
+            Some(&serde_json::json!({"object_id": id})),
+        )
+        .await?;
+    Ok(())
+}
+
+fn patch_of(kind: ManagedKind, changes: &[Change], body: &Value) -> Value {
+    let mut patch = Map::new();
+    for change in changes {
+        let field = api_field(kind, &change.field);
+        patch.insert(
+            field.clone(),
+            body.get(&field).cloned().unwrap_or(Value::Null),
+        );
+    }
+    Value::Object(patch)
+}
+
+pub async fn execute(
+    plan: &Plan,
+    file: &ConfigFile,
+    current: &Current,
+    client: &Client,
+) -> anyhow::Result<()> {
+    use ManagedKind::*;
+    let mut made: Made = current.ids().into_iter().collect();
+    let step_of =
+        |kind: ManagedKind, key: &str| plan.steps.iter().find(|s| s.kind == kind && s.key == key);
+    for (key, entry) in &file.notification_channels {
+        if let Some(step) = step_of(NotificationChannels, key) {
+            let body = Value::Object(entry.spec.clone());
+            put(client, step, "/notification-channels", &body, &mut made).await?;
+        }
+    }
+    for key in parents_first(file)? {
+        let entry = &file.monitors[&key];
+        if let Some(step) = step_of(Monitors, &key) {
+            let channels = resolve(&made, NotificationChannels, &entry.notification_channels)?;
+            let parents = resolve(&made, Monitors, &entry.parents)?;
+            let body = forms::monitor_body(&key, entry, &channels, &parents)?;
+            put(client, step, "/monitors", &body, &mut made).await?;
+        }
+    }
+    for (key, entry) in &file.maintenance_windows {
+        if let Some(step) = step_of(MaintenanceWindows, key) {
+            let monitors = resolve(&made, Monitors, &entry.monitors)?;
+            let body = forms::window_body(key, entry, &monitors)?;
+            put(client, step, "/maintenance-windows", &body, &mut made).await?;
+        }
+    }
+    delete(plan, current, client).await
+}
+
+/// `--prune`'s deletions: windows, monitors (children before parents), channels.
+async fn delete(plan: &Plan, current: &Current, client: &Client) -> anyhow::Result<()> {
+    use ManagedKind::*;
+    let deleted = |kind: ManagedKind| -> Vec<(String, Uuid)> {
+        plan.steps
+            .iter()
+            .filter(|s| s.kind == kind && s.action == Action::Delete)
+            .filter_map(|s| s.id.map(|id| (s.key.clone(), id)))
+            .collect()
+    };
+    let mut monitors = deleted(Monitors);
+    let mut ordered = Vec::new();
+    while !monitors.is_empty() {
+        let parents: BTreeSet<Uuid> = monitors
+            .iter()
+            .filter_map(|(_, id)| current.monitors.iter().find(|m| m.id == *id))
+            .flat_map(|m| m.spec.parent_ids.iter().copied())
+            .collect();
+        let (leaves, rest): (Vec<_>, Vec<_>) = monitors
+            .into_iter()
+            .partition(|(_, id)| !parents.contains(id));
+        anyhow::ensure!(
+            !leaves.is_empty(),
+            "the monitors to delete depend on each other in a cycle"
+        );
+        ordered.extend(leaves);
+        monitors = rest;
+    }
+    for (kind, path, list) in [
+        (
+            MaintenanceWindows,
+            "maintenance-windows",
+            deleted(MaintenanceWindows),
+        ),
+        (Monitors, "monitors", ordered),
+        (
+            NotificationChannels,
+            "notification-channels",
+            deleted(NotificationChannels),
+        ),
+    ] {
+        for (key, id) in list {
+            client
+                .call(Method::DELETE, &format!("/{path}/{id}"), None)
+                .await?;
+            client
+                .call(
+                    Method::DELETE,
+                    &format!("/managed-objects/{}/{key}", kind.as_str()),
+                    None,
+                )
+                .await?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comparable_fields_map_to_the_apis() {
+        assert_eq!(
+            api_field(ManagedKind::Monitors, "settings.keyword"),
+            "settings"
+        );
+        assert_eq!(api_field(ManagedKind::Monitors, "parents"), "parent_ids");
+        assert_eq!(
+            api_field(ManagedKind::NotificationChannels, "has_secret"),
+            "secret"
+        );
+    }
+}

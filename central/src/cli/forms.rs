@@ -1,0 +1,276 @@
+//! Each object in the forms `apply` and `export` need: the comparable form of what the file
+//! wants and of what the server has (secrets as a view shows them, since views never show
+//! them; objects named by key, not id; empty fields left out), the body the settings API
+//! takes, and the file's form of a server object (secrets as `${…}` references).
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+use shared_proto::maintenance::{MaintenanceWindowSpec, MaintenanceWindowView};
+use shared_proto::notifications::{ChannelSpec, ChannelView, HIDDEN};
+use shared_proto::settings_api::MonitorView;
+use shared_proto::MonitorSpec;
+use uuid::Uuid;
+
+use super::file::{ChannelEntry, MonitorEntry, WindowEntry};
+use crate::service::channels::hide_url;
+
+/// Keys by id, of the objects the server has that a file names (or that an export names).
+#[derive(Debug, Default, Clone)]
+pub struct Keys {
+    pub channels: HashMap<Uuid, String>,
+    pub monitors: HashMap<Uuid, String>,
+}
+
+impl Keys {
+    fn names(map: &HashMap<Uuid, String>, ids: &[Uuid]) -> Value {
+        let mut names: Vec<String> = ids
+            .iter()
+            .map(|id| map.get(id).cloned().unwrap_or_else(|| id.to_string()))
+            .collect();
+        names.sort();
+        Value::from(names)
+    }
+}
+
+/// Leaves out what says nothing (`null`, `[]`, `{}`), so that a field left out of the file and
+/// the same field empty on the server compare equal.
+pub fn tidy(mut map: Map<String, Value>) -> Map<String, Value> {
+    map.retain(|_, v| match v {
+        Value::Null => false,
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+        _ => true,
+    });
+    map
+}
+
+fn object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
+fn sorted(keys: &[String]) -> Value {
+    let mut keys = keys.to_vec();
+    keys.sort();
+    Value::from(keys)
+}
+
+fn typed<T: serde::de::DeserializeOwned>(
+    what: &str,
+    key: &str,
+    spec: &Map<String, Value>,
+) -> anyhow::Result<T> {
+    serde_json::from_value(Value::Object(spec.clone()))
+        .map_err(|e| anyhow::anyhow!("{what} `{key}`: {e}"))
+}
+
+// ---- monitors ----
+
+/// The file's monitor as the API takes it, with the ids of its channels and parents.
+pub fn monitor_body(
+    key: &str,
+    entry: &MonitorEntry,
+    channels: &[Uuid],
+    parents: &[Uuid],
+) -> anyhow::Result<Value> {
+    let mut spec: MonitorSpec = typed("monitors", key, &entry.spec)?;
+    spec.notification_channel_ids = channels.to_vec();
+    spec.parent_ids = parents.to_vec();
+    Ok(serde_json::to_value(spec)?)
+}
+
+pub fn monitor_wanted(key: &str, entry: &MonitorEntry) -> anyhow::Result<Map<String, Value>> {
+    let mut spec: MonitorSpec = typed("monitors", key, &entry.spec)?;
+    crate::service::monitor_secrets::hide(&mut spec);
+    let mut map = object(serde_json::to_value(spec)?);
+    map.remove("notification_channel_ids");
+    map.remove("parent_ids");
+    map.insert(
+        "notification_channels".into(),
+        sorted(&entry.notification_channels),
+    );
+    map.insert("parents".into(), sorted(&entry.parents));
+    Ok(tidy(map))
+}
+
+pub fn monitor_shown(view: &MonitorView, keys: &Keys) -> anyhow::Result<Map<String, Value>> {
+    let mut map = object(serde_json::to_value(&view.spec)?);
+    map.remove("notification_channel_ids");
+    map.remove("parent_ids");
+    map.insert(
+        "notification_channels".into(),
+        Keys::names(&keys.channels, &view.spec.notification_channel_ids),
+    );
+    map.insert(
+        "parents".into(),
+        Keys::names(&keys.monitors, &view.spec.parent_ids),
+    );
+    Ok(tidy(map))
+}
+
+/// An exported monitor: header values as references to the environment.
+pub fn monitor_entry(key: &str, view: &MonitorView, keys: &Keys) -> anyhow::Result<MonitorEntry> {
+    let mut spec = tidy(object(serde_json::to_value(&view.spec)?));
+    spec.remove("notification_channel_ids");
+    spec.remove("parent_ids");
+    if let Some(Value::Object(settings)) = spec.get_mut("settings") {
+        if let Some(Value::Object(headers)) = settings.get_mut("headers") {
+            for (name, value) in headers.iter_mut() {
+                *value = Value::from(reference("MONITOR", key, &format!("HEADER_{name}")));
+            }
+        }
+    }
+    let names = |map: &HashMap<Uuid, String>, ids: &[Uuid]| -> Vec<String> {
+        serde_json::from_value(Keys::names(map, ids)).unwrap_or_default()
+    };
+    Ok(MonitorEntry {
+        spec,
+        notification_channels: names(&keys.channels, &view.spec.notification_channel_ids),
+        parents: names(&keys.monitors, &view.spec.parent_ids),
+    })
+}
+
+// ---- notification channels ----
+
+pub fn channel_wanted(key: &str, entry: &ChannelEntry) -> anyhow::Result<Map<String, Value>> {
+    let spec: ChannelSpec = typed("notification_channels", key, &entry.spec)?;
+    let kind = spec.kind;
+    let mut map = object(serde_json::to_value(&spec)?);
+    let has_secret = map.remove("secret").is_some_and(|s| !s.is_null());
+    map.insert("has_secret".into(), Value::from(has_secret));
+    if let Some(url) = spec.url.as_deref() {
+        map.insert("url".into(), Value::from(hide_url(kind, url)));
+    }
+    let urls: Vec<String> = spec.urls.iter().map(|u| hide_url(kind, u)).collect();
+    map.insert("urls".into(), Value::from(urls));
+    let headers: Map<String, Value> = spec
+        .headers
+        .keys()
+        .map(|name| (name.clone(), Value::from(HIDDEN)))
+        .collect();
+    map.insert("headers".into(), Value::Object(headers));
+    Ok(tidy(map))
+}
+
+pub fn channel_shown(view: &ChannelView) -> anyhow::Result<Map<String, Value>> {
+    let mut map = object(serde_json::to_value(view)?);
+    for field in ["id", "created_at", "updated_at"] {
+        map.remove(field);
+    }
+    Ok(tidy(map))
+}
+
+/// An exported channel: its secret, header values and secret-bearing address as references.
+pub fn channel_entry(key: &str, view: &ChannelView) -> anyhow::Result<ChannelEntry> {
+    let mut spec = channel_shown(view)?;
+    let has_secret = spec.remove("has_secret").and_then(|v| v.as_bool()) == Some(true);
+    if has_secret {
+        spec.insert(
+            "secret".into(),
+            Value::from(reference("CHANNEL", key, "SECRET")),
+        );
+    }
+    if let Some(Value::String(url)) = spec.get_mut("url") {
+        if url.contains(HIDDEN) {
+            *url = reference("CHANNEL", key, "URL");
+        }
+    }
+    if let Some(Value::Array(urls)) = spec.get_mut("urls") {
+        for (n, url) in urls.iter_mut().enumerate() {
+            if url.as_str().is_some_and(|u| u.contains(HIDDEN)) {
+                *url = Value::from(reference("CHANNEL", key, &format!("URL_{}", n + 1)));
+            }
+        }
+    }
+    if let Some(Value::Object(headers)) = spec.get_mut("headers") {
+        for (name, value) in headers.iter_mut() {
+            *value = Value::from(reference("CHANNEL", key, &format!("HEADER_{name}")));
+        }
+    }
+    Ok(ChannelEntry { spec })
+}
+
+// ---- maintenance windows ----
+
+pub fn window_body(key: &str, entry: &WindowEntry, monitors: &[Uuid]) -> anyhow::Result<Value> {
+    let mut spec: MaintenanceWindowSpec = typed("maintenance_windows", key, &entry.spec)?;
+    spec.monitor_ids = monitors.to_vec();
+    Ok(serde_json::to_value(spec)?)
+}
+
+pub fn window_wanted(key: &str, entry: &WindowEntry) -> anyhow::Result<Map<String, Value>> {
+    let spec: MaintenanceWindowSpec = typed("maintenance_windows", key, &entry.spec)?;
+    let mut map = object(serde_json::to_value(spec)?);
+    map.remove("monitor_ids");
+    map.insert("monitors".into(), sorted(&entry.monitors));
+    Ok(tidy(map))
+}
+
+/// The spec fields of a window's view.
+fn window_spec(view: &MaintenanceWindowView) -> anyhow::Result<MaintenanceWindowSpec> {
+    Ok(MaintenanceWindowSpec {
+        name: view.name.clone(),
+        starts_at: view.starts_at,
+        ends_at: view.ends_at,
+        recurrence: view.recurrence.clone(),
+        monitor_ids: view.monitor_ids.clone(),
+        poller_ids: view.poller_ids.clone(),
+        regions: view.regions.clone(),
+        tags: view.tags.clone(),
+        notify: view.notify,
+        stop_checks: view.stop_checks,
+    })
+}
+
+pub fn window_shown(
+    view: &MaintenanceWindowView,
+    keys: &Keys,
+) -> anyhow::Result<Map<String, Value>> {
+    let mut map = object(serde_json::to_value(window_spec(view)?)?);
+    map.remove("monitor_ids");
+    map.insert(
+        "monitors".into(),
+        Keys::names(&keys.monitors, &view.monitor_ids),
+    );
+    Ok(tidy(map))
+}
+
+pub fn window_entry(view: &MaintenanceWindowView, keys: &Keys) -> anyhow::Result<WindowEntry> {
+    let mut spec = tidy(object(serde_json::to_value(window_spec(view)?)?));
+    spec.remove("monitor_ids");
+    Ok(WindowEntry {
+        spec,
+        monitors: serde_json::from_value(Keys::names(&keys.monitors, &view.monitor_ids))?,
+    })
+}
+
+/// `${CENTRAL_<KIND>_<KEY>_<WHAT>}`: where an export leaves a secret it cannot read.
+pub fn reference(kind: &str, key: &str, what: &str) -> String {
+    let name: String = format!("CENTRAL_{kind}_{key}_{what}")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("${{{name}}}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_are_variable_names() {
+        assert_eq!(
+            reference("CHANNEL", "ops-hook.eu", "HEADER_X-Api-Key"),
+            "${CENTRAL_CHANNEL_OPS_HOOK_EU_HEADER_X_API_KEY}"
+        );
+    }
+}

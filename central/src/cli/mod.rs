@@ -1,0 +1,202 @@
+//! Monitors as code, the client side: `central apply` (a configuration file onto a running
+//! central, through its settings API, with a plan shown first), `central export` (the running
+//! configuration as such a file) and `central config-schema` (the file's JSON Schema). A
+//! client only: it never opens central's database, so it works against any replica, with any
+//! API key whose role allows the changes (or the admin token).
+
+mod apply;
+mod client;
+pub mod file;
+mod forms;
+mod plan;
+
+use std::collections::{BTreeSet, HashMap};
+
+use clap::Args;
+use shared_proto::as_code::ManagedKind;
+
+use self::client::Client;
+use self::file::ConfigFile;
+use self::forms::Keys;
+use self::plan::{Current, Plan};
+
+/// Where central is and who is calling.
+#[derive(Debug, Clone, Args)]
+pub struct ServerArgs {
+    /// Central's address.
+    #[arg(long, env = "CENTRAL_URL", default_value = "http://127.0.0.1:8080")]
+    pub server: String,
+    /// An API key (`pkey_…`) or the admin token.
+    #[arg(long, env = "CENTRAL_API_KEY", hide_env_values = true)]
+    pub api_key: String,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ApplyArgs {
+    /// The configuration file (`-`: standard input).
+    #[arg(short = 'f', long = "file")]
+    pub file: String,
+    /// Only show the plan; exit with 2 when the server differs from the file (for CI).
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Delete what an earlier file made and this one no longer has (never without it).
+    #[arg(long)]
+    pub prune: bool,
+    #[command(flatten)]
+    pub server: ServerArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ExportArgs {
+    /// Where to write the file (default: standard output).
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<String>,
+    #[command(flatten)]
+    pub server: ServerArgs,
+}
+
+/// What `apply` found: the process exits with 2 on `Drift` (a dry run that would change
+/// something).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    InSync,
+    Applied,
+    Drift,
+}
+
+pub async fn apply(args: &ApplyArgs) -> anyhow::Result<Outcome> {
+    let file = file::load(&args.file)?;
+    let client = Client::new(&args.server.server, &args.server.api_key)?;
+    let current = Current::read(&client).await?;
+    let plan = Plan::make(&file, &current, args.prune)?;
+    print!("{}", plan.render());
+    if plan.changes() == 0 {
+        return Ok(Outcome::InSync);
+    }
+    if args.dry_run {
+        return Ok(Outcome::Drift);
+    }
+    apply::execute(&plan, &file, &current, &client).await?;
+    println!("Applied.");
+    Ok(Outcome::Applied)
+}
+
+pub async fn export(args: &ExportArgs) -> anyhow::Result<()> {
+    let client = Client::new(&args.server.server, &args.server.api_key)?;
+    let current = Current::read(&client).await?;
+    let text = exported(&current)?.to_yaml()?;
+    match &args.output {
+        Some(path) => std::fs::write(path, text)?,
+        None => print!("{text}"),
+    }
+    Ok(())
+}
+
+/// A key for each object: the one a file manages it by, else one made of its name.
+fn keys_for<'a>(
+    kind: ManagedKind,
+    objects: impl Iterator<Item = (uuid::Uuid, &'a str)>,
+    current: &Current,
+) -> HashMap<uuid::Uuid, String> {
+    let marked: HashMap<uuid::Uuid, String> = current
+        .marks
+        .iter()
+        .filter(|m| m.kind == kind)
+        .map(|m| (m.object_id, m.key.clone()))
+        .collect();
+    let mut taken: BTreeSet<String> = marked.values().cloned().collect();
+    let mut keys = HashMap::new();
+    for (id, name) in objects {
+        let key = match marked.get(&id) {
+            Some(key) => key.clone(),
+            None => {
+                let base = slug(name);
+                let mut key = base.clone();
+                let mut n = 2;
+                while taken.contains(&key) {
+                    key = format!("{base}-{n}");
+                    n += 1;
+                }
+                taken.insert(key.clone());
+                key
+            }
+        };
+        keys.insert(id, key);
+    }
+    keys
+}
+
+/// A key made of a name: lowercase letters and digits, other runs as `-`.
+fn slug(name: &str) -> String {
+    let mut key = String::new();
+    for c in name.chars().flat_map(char::to_lowercase) {
+        if c.is_ascii_alphanumeric() {
+            key.push(c);
+        } else if !key.ends_with('-') && !key.is_empty() {
+            key.push('-');
+        }
+    }
+    let key: String = key.trim_end_matches('-').chars().take(56).collect();
+    if key.is_empty() {
+        "object".into()
+    } else {
+        key
+    }
+}
+
+/// The running configuration as a file.
+fn exported(current: &Current) -> anyhow::Result<ConfigFile> {
+    let keys = Keys {
+        channels: keys_for(
+            ManagedKind::NotificationChannels,
+            current.channels.iter().map(|c| (c.id, c.name.as_str())),
+            current,
+        ),
+        monitors: keys_for(
+            ManagedKind::Monitors,
+            current
+                .monitors
+                .iter()
+                .map(|m| (m.id, m.spec.name.as_str())),
+            current,
+        ),
+    };
+    let window_keys = keys_for(
+        ManagedKind::MaintenanceWindows,
+        current.windows.iter().map(|w| (w.id, w.name.as_str())),
+        current,
+    );
+    let mut file = ConfigFile {
+        version: file::VERSION,
+        ..ConfigFile::default()
+    };
+    for channel in &current.channels {
+        let key = keys.channels[&channel.id].clone();
+        file.notification_channels
+            .insert(key.clone(), forms::channel_entry(&key, channel)?);
+    }
+    for monitor in &current.monitors {
+        let key = keys.monitors[&monitor.id].clone();
+        file.monitors
+            .insert(key.clone(), forms::monitor_entry(&key, monitor, &keys)?);
+    }
+    for window in &current.windows {
+        file.maintenance_windows.insert(
+            window_keys[&window.id].clone(),
+            forms::window_entry(window, &keys)?,
+        );
+    }
+    Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::slug;
+
+    #[test]
+    fn names_become_keys() {
+        assert_eq!(slug("API health (EU)"), "api-health-eu");
+        assert_eq!(slug("  "), "object");
+        assert_eq!(slug("Ünïcode"), "n-code", "what is not a-z or 0-9 goes");
+    }
+}
