@@ -109,6 +109,16 @@ impl Browser {
         Ok(())
     }
 
+    /// Whether the first element `css` finds is shown (present, and not hidden by the style
+    /// sheet); `false` when there is none.
+    pub async fn is_shown(&self, css: &str) -> anyhow::Result<bool> {
+        match self.client.find(Locator::Css(css)).await {
+            Ok(element) => Ok(element.is_displayed().await?),
+            Err(e) if e.is_no_such_element() => Ok(false),
+            Err(other) => Err(other.into()),
+        }
+    }
+
     pub async fn text(&self, css: &str) -> anyhow::Result<String> {
         Ok(self.client.find(Locator::Css(css)).await?.text().await?)
     }

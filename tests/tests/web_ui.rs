@@ -733,3 +733,102 @@ async fn every_page_carries_the_browser_security_headers() -> anyhow::Result<()>
     }
     Ok(())
 }
+
+/// Three people in the browser, each with a role: the page offers each exactly what the role
+/// allows (a viewer sees no form that would change anything but their own API keys), and what
+/// it offers works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_editor_and_viewer_each_get_what_their_role_allows() -> anyhow::Result<()> {
+    const PASSWORD: &str = "correct horse battery staple";
+    let central = Central::start().await?;
+    for (name, role) in [("Ana", "admin"), ("Ed", "editor"), ("Vic", "viewer")] {
+        let (status, body) = central
+            .admin(
+                reqwest::Method::POST,
+                "/api/v1/users",
+                Some(
+                    serde_json::json!({"name": name, "role": role, "password": PASSWORD,
+                    "email": format!("{}@example.com", name.to_lowercase())}),
+                ),
+            )
+            .await?;
+        anyhow::ensure!(status == 201, "{body}");
+    }
+    let monitor = central
+        .create_monitor(serde_json::json!({"name": "shop", "kind": "http",
+            "target": "http://127.0.0.1:9/", "interval_ms": 60000}))
+        .await?;
+    let page = |path: &str| format!("{}{path}", central.url);
+    let browser = Browser::start("roles").await?;
+    let log_in = |email: &'static str| {
+        let browser = &browser;
+        let url = page("/login");
+        async move {
+            browser.goto(&url).await?;
+            browser.fill("#email", email).await?;
+            browser.fill("#password", PASSWORD).await?;
+            browser.click("form button[type=submit]").await?;
+            browser.wait_for_path(|p| p == "/").await?;
+            anyhow::Ok(())
+        }
+    };
+    let log_out = || async {
+        browser.click("form.logout button").await?;
+        browser.wait_for_path(|p| p == "/login").await?;
+        anyhow::Ok(())
+    };
+
+    // The viewer reads everything, and is offered no change but their own API keys.
+    log_in("vic@example.com").await?;
+    assert!(browser.text("main").await?.contains("shop"));
+    assert!(!browser.is_shown("a[href='/monitors/new']").await?);
+    assert!(!browser.is_shown("header a[href='/users']").await?);
+    browser.goto(&page(&format!("/monitors/{monitor}"))).await?;
+    assert!(
+        !browser.is_shown(".actions form").await?,
+        "no pause, check or reset"
+    );
+    assert!(!browser.is_shown(".actions a.button").await?, "no edit");
+    browser.screenshot("viewer-monitor").await?;
+    assert_accessible(&browser, "a viewer's monitor").await?;
+    browser.goto(&page("/api-keys")).await?;
+    assert!(
+        browser.is_shown("form[action='/api-keys']").await?,
+        "their own keys"
+    );
+    log_out().await?;
+
+    // The editor changes monitors, but users are not theirs.
+    log_in("ed@example.com").await?;
+    assert!(browser.is_shown("a[href='/monitors/new']").await?);
+    assert!(!browser.is_shown("header a[href='/users']").await?);
+    browser.goto(&page(&format!("/monitors/{monitor}"))).await?;
+    browser
+        .click(&format!(
+            ".actions form[action='/monitors/{monitor}/pause'] button"
+        ))
+        .await?;
+    browser
+        .wait_for_text(".actions", "Resume", Duration::from_secs(10), false)
+        .await?;
+    log_out().await?;
+
+    // The admin manages users too.
+    log_in("ana@example.com").await?;
+    assert!(browser.is_shown("header a[href='/users']").await?);
+    browser.goto(&page("/users")).await?;
+    let users = browser.text("main").await?;
+    for name in ["Ana", "Ed", "Vic"] {
+        assert!(users.contains(name), "{users}");
+    }
+    let (_, shown) = central
+        .admin(
+            reqwest::Method::GET,
+            &format!("/api/v1/monitors/{monitor}"),
+            None,
+        )
+        .await?;
+    assert_eq!(shown["paused"], true, "the editor's pause took");
+    central.stop().await;
+    Ok(())
+}

@@ -61,7 +61,9 @@ pub fn page(session: &Session, section: Section, title: &str, body: Markup) -> M
         (DOCTYPE)
         html lang="en" {
             (head(title))
-            body {
+            // The role, for the style sheet: a viewer is not offered the forms and links the
+            // server would refuse them (`403`), which stays the rule (`access`).
+            body data-role=(session.session.principal.role.as_str()) {
                 a.skip href="#main" { "Skip to content" }
                 header.top {
                     span.brand { "Central" }

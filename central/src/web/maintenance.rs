@@ -199,7 +199,7 @@ async fn page(
         p { "While a window is under way the monitors it covers show " (badge("maintenance"))
             ": problems are not told, their time is left out of uptime, and checks go on. "
             "What is still wrong when it ends is told then. To mute one monitor, use “Mute for” on its page." }
-        h2 { "New window" }
+        h2.for-editors { "New window" }
         @if let Some(error) = &error { p.form-error role="alert" { (error) } }
         form.window-form method="post" action="/maintenance" {
             (csrf_field(session))

@@ -93,7 +93,7 @@ pub async fn list(
     let body = html! {
         div.heading {
             h1 { "Monitors" }
-            a.button href="/monitors/new" { "New monitor" }
+            a.button.for-editors href="/monitors/new" { "New monitor" }
         }
         form.filters method="get" action="/" role="search" {
             label { "Name " input type="search" name="name" value=(query.name); }
@@ -260,7 +260,7 @@ pub async fn detail(
         div.heading {
             h1 { (monitor.spec.name) }
             div.actions {
-                a.button href={ "/monitors/" (id) "/edit" } { "Edit" }
+                a.button.for-editors href={ "/monitors/" (id) "/edit" } { "Edit" }
                 @let (action, label) = if monitor.spec.paused { ("resume", "Resume") } else { ("pause", "Pause") };
                 form method="post" action={ "/monitors/" (id) "/" (action) } {
                     (csrf_field(&session)) button type="submit" { (label) }

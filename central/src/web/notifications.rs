@@ -32,7 +32,7 @@ async fn page(app: &App, session: &Session, tested: Option<Tested>) -> WebResult
     let names: HashMap<Uuid, &str> = channels.iter().map(|c| (c.id, c.name.as_str())).collect();
     let now = Utc::now();
     let body = html! {
-        div.heading { h1 { "Notifications" } a.button href="/notifications/channels/new" { "Add a channel" } }
+        div.heading { h1 { "Notifications" } a.button.for-editors href="/notifications/channels/new" { "Add a channel" } }
         @if let Some(tested) = &tested {
             @match &tested.error {
                 None => p.notice role="status" { "A test message reached " (tested.channel) "." },
@@ -50,7 +50,7 @@ async fn page(app: &App, session: &Session, tested: Option<Tested>) -> WebResult
                          @if !channel.to.is_empty() { br; span.small { "to " (channel.to.join(", ")) } } }
                     td { @if channel.default { "yes" } @else { "no" } }
                     td {
-                        a href={ "/notifications/channels/" (channel.id) "/edit" } { "Edit" span.visually-hidden { " " (channel.name) } }
+                        a.for-editors href={ "/notifications/channels/" (channel.id) "/edit" } { "Edit" span.visually-hidden { " " (channel.name) } }
                         " "
                         form.inline method="post" action={ "/notifications/channels/" (channel.id) "/test" } {
                             (csrf_field(session)) button type="submit" { "Test" } }

@@ -71,7 +71,7 @@ async fn tokens_page(
                 }
             }
         }
-        h2 { "New token" }
+        h2.for-editors { "New token" }
         @if let Some(error) = &error { p.form-error role="alert" { (error) } }
         form.token-form method="post" action="/tokens" {
             (csrf_field(session))

@@ -200,7 +200,7 @@ async fn keys_page(
         }
         h2 { "New key" }
         @if let Some(error) = &error { p.form-error role="alert" { (error) } }
-        form.token-form method="post" action="/api-keys" {
+        form.token-form.for-anyone method="post" action="/api-keys" {
             (csrf_field(session))
             div.field { label for="key-name" { "Name" } input #key-name type="text" name="name" required; }
             div.field { label for="key-role" { "Role" } (role_select("key-role", principal.role, principal.role)) }
@@ -220,7 +220,7 @@ async fn keys_page(
                      @else if key.expires_at.is_some_and(|at| at < now) { (badge("expired")) }
                      @else { (badge("usable")) } }
                 td { @if key.revoked_at.is_none() {
-                    form.inline method="post" action={ "/api-keys/" (key.id) "/revoke" } {
+                    form.inline.for-anyone method="post" action={ "/api-keys/" (key.id) "/revoke" } {
                         (csrf_field(session)) button.danger type="submit" { "Revoke" } } } }
             } }
             @if keys.is_empty() { tr { td colspan="7" { "No keys yet." } } } }
