@@ -231,7 +231,35 @@ async fn export_apply_round_trip_plans_drift_and_prune() -> anyhow::Result<()> {
     let (code, _) = cli(&target, &["apply", "-f", file], &secrets).await?;
     assert_eq!(code, 0);
 
-    // A change made outside the file is drift.
+    // The page marks what the file manages.
+    let cookie = target.session_cookie().await?;
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()?;
+    let page = |path: String| {
+        http.get(format!("{}{path}", target.url))
+            .header(reqwest::header::COOKIE, &cookie)
+            .send()
+    };
+    let channel_id = channels["items"][0]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let edit = page(format!("/notifications/channels/{channel_id}/edit"))
+        .await?
+        .text()
+        .await?;
+    assert!(
+        edit.contains("ops-hook") && edit.contains("central apply"),
+        "{edit}"
+    );
+    let windows_page = page("/maintenance".into()).await?.text().await?;
+    assert!(
+        windows_page.contains("managed by a configuration file"),
+        "{windows_page}"
+    );
+
+    // A change made on the page is drift.
     let (_, monitors) = target.admin(Method::GET, "/api/v1/monitors", None).await?;
     let db_id = monitors["items"]
         .as_array()
@@ -240,18 +268,25 @@ async fn export_apply_round_trip_plans_drift_and_prune() -> anyhow::Result<()> {
         .find(|m| m["name"] == "DB")
         .map(|m| m["id"].as_str().unwrap_or_default().to_string())
         .unwrap_or_default();
-    let (status, _) = target
-        .admin(
-            Method::PATCH,
-            &format!("/api/v1/monitors/{db_id}"),
-            Some(json!({"name": "DB (renamed by hand)"})),
-        )
+    let home = page("/".into()).await?.text().await?;
+    let csrf = home
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_default()
+        .to_string();
+    let paused = http
+        .post(format!("{}/monitors/{db_id}/pause", target.url))
+        .header(reqwest::header::COOKIE, &cookie)
+        .header("Origin", &target.url)
+        .form(&[("csrf", csrf.as_str())])
+        .send()
         .await?;
-    assert_eq!(status, 200);
+    assert_eq!(paused.status(), 303, "paused on the page");
     let (code, plan) = cli(&target, &["apply", "--dry-run", "-f", file], &secrets).await?;
     assert_eq!(code, 2, "{plan}");
     assert!(
-        plan.contains("~ monitors/db: change\n    name: \"DB (renamed by hand)\" -> \"DB\"\n"),
+        plan.contains("~ monitors/db: change\n    paused: true -> false\n"),
         "{plan}"
     );
 

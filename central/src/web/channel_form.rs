@@ -19,6 +19,7 @@ use super::layout::{self, csrf_field, Section};
 use super::session::Session;
 use super::WebResult;
 use crate::service::App;
+use shared_proto::as_code::ManagedKind;
 
 /// The kinds whose fieldset shows each field (as `shared_proto::channel_fields` has them).
 fn kinds_taking(field: &str) -> String {
@@ -162,7 +163,12 @@ impl ChannelForm {
 
 enum Mode {
     New,
-    Edit { id: Uuid, has_secret: bool },
+    Edit {
+        id: Uuid,
+        has_secret: bool,
+        /// The key of the configuration file that manages the channel, if one does.
+        managed_key: Option<String>,
+    },
 }
 
 fn render(
@@ -194,6 +200,7 @@ fn render(
     });
     html! {
         h1 { (title) }
+        @if let Mode::Edit { managed_key: Some(key), .. } = mode { (super::layout::managed_note(key)) }
         @if let Some(e) = unplaced { p.form-error role="alert" { (e.message) } }
         form.channel-form method="post" action=(action) novalidate {
             (csrf_field(session))
@@ -328,6 +335,9 @@ pub async fn edit_page(
     let mode = Mode::Edit {
         id,
         has_secret: view.has_secret,
+        managed_key: app
+            .managed_key(ManagedKind::NotificationChannels, id)
+            .await?,
     };
     Ok(form_page(&session, &mode, &ChannelForm::of(&view), None))
 }
@@ -359,7 +369,14 @@ pub async fn update(
 ) -> WebResult<Response> {
     session.check(&form.csrf)?;
     let has_secret = app.get_channel(id).await?.has_secret;
-    let mode = Mode::Edit { id, has_secret };
+    let managed_key = app
+        .managed_key(ManagedKind::NotificationChannels, id)
+        .await?;
+    let mode = Mode::Edit {
+        id,
+        has_secret,
+        managed_key,
+    };
     let patch = match form.to_patch() {
         Ok(patch) => patch,
         Err(error) => return Ok(rejected(&session, mode, &form, error)),

@@ -91,6 +91,16 @@ pub fn page(session: &Session, section: Section, title: &str, body: Markup) -> M
     }
 }
 
+/// The warning on an object a configuration file manages (`central apply`).
+pub fn managed_note(key: &str) -> Markup {
+    html! {
+        p.warning role="note" {
+            "Managed by a configuration file, as " code { (key) } ". A change saved here is \
+             undone by the next " code { "central apply" } " of that file: change the file instead."
+        }
+    }
+}
+
 pub fn csrf_field(session: &Session) -> Markup {
     html! { input type="hidden" name="csrf" value=(session.csrf()); }
 }

@@ -25,6 +25,7 @@ use crate::error::ApiError;
 use crate::service::pollers::PollerFilter;
 use crate::service::App;
 use crate::store::Cursor;
+use shared_proto::as_code::ManagedKind;
 
 /// What the form sent, as typed.
 #[derive(Debug, Default, Clone)]
@@ -180,6 +181,12 @@ async fn page(
     error: Option<String>,
 ) -> WebResult<Markup> {
     let windows = app.list_windows(&Cursor::start(), 1000).await?.items;
+    let managed: std::collections::HashMap<uuid::Uuid, String> = app
+        .managed_objects(Some(ManagedKind::MaintenanceWindows))
+        .await?
+        .into_iter()
+        .map(|m| (m.object_id, m.key))
+        .collect();
     let pollers = app
         .list_pollers(&PollerFilter::default(), &Cursor::start(), 1000)
         .await?
@@ -236,7 +243,10 @@ async fn page(
                 thead { tr { th scope="col" { "Name" } th scope="col" { "When" } th scope="col" { "Covers" }
                     th scope="col" { "Now" } th scope="col" { "Manage" } } }
                 tbody { @for window in &windows { tr {
-                    td { (window.name) }
+                    td { (window.name)
+                         @if let Some(key) = managed.get(&window.id) {
+                             br; span.small.muted { "managed by a configuration file as " code { (key) } }
+                         } }
                     td { (when(window)) }
                     td { (scope(window, &pollers)) }
                     td { @if let Some(current) = &window.current { (badge("maintenance")) " until " (current.ends_at.format("%Y-%m-%d %H:%M UTC")) }

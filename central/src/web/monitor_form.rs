@@ -89,12 +89,7 @@ fn render(
     };
     html! {
         h1 { (title) }
-        @if let Some(key) = &choices.managed_key {
-            p.warning role="note" {
-                "Managed by a configuration file, as " code { (key) } ". A change saved here is \
-                 undone by the next " code { "central apply" } " of that file: change the file instead."
-            }
-        }
+        @if let Some(key) = &choices.managed_key { (super::layout::managed_note(key)) }
         @if let Some(e) = error.filter(|e| !is_form_field(&e.field)) {
             p.form-error role="alert" { (e.message) }
         }
