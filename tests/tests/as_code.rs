@@ -213,6 +213,27 @@ async fn export_apply_round_trip_plans_drift_and_prune() -> anyhow::Result<()> {
         "{plan}"
     );
 
+    // Applied back to the central it came from, the file takes the objects there by their
+    // names: nothing is made twice.
+    let (code, plan) = cli(&source, &["apply", "-f", file], &secrets).await?;
+    assert_eq!(code, 0, "{plan}");
+    assert!(
+        plan.contains("= monitors/api: take the existing object"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("Plan: 0 to create, 4 to change, 0 to delete."),
+        "{plan}"
+    );
+    let (code, plan) = cli(&source, &["apply", "--dry-run", "-f", file], &secrets).await?;
+    assert_eq!(code, 0, "in step once taken: {plan}");
+    let (_, monitors) = source.admin(Method::GET, "/api/v1/monitors", None).await?;
+    assert_eq!(
+        monitors["items"].as_array().map(Vec::len),
+        Some(2),
+        "no copies"
+    );
+
     // A changed file plans exactly its change.
     std::fs::write(
         &path,
@@ -326,6 +347,36 @@ async fn export_apply_round_trip_plans_drift_and_prune() -> anyhow::Result<()> {
         monitors["items"].as_array().map(Vec::len),
         Some(2),
         "the rest stays"
+    );
+
+    // A field dropped from the file is emptied on the server, and no secret is printed.
+    let without_headers = without_window.replace(
+        "      headers:\n        X-Team: ${CENTRAL_CHANNEL_OPS_HOOK_HEADER_X_TEAM}\n",
+        "",
+    );
+    assert_ne!(without_headers, without_window);
+    std::fs::write(&path, &without_headers)?;
+    let (code, plan) = cli(&target, &["apply", "-f", file], &secrets).await?;
+    assert_eq!(code, 0, "{plan}");
+    assert!(
+        plan.contains("    headers: {\"X-Team\":\"REDACTED\"} -> (none)"),
+        "{plan}"
+    );
+    let (_, channels) = target
+        .admin(Method::GET, "/api/v1/notification-channels", None)
+        .await?;
+    assert_eq!(channels["items"][0]["headers"], json!({}), "{channels}");
+    // A file that puts a variable's value in a field the plan shows: the plan shows its name.
+    std::fs::write(
+        &path,
+        without_headers.replace("name: DB", "name: DB ${CENTRAL_CHANNEL_OPS_HOOK_SECRET}"),
+    )?;
+    let (code, plan) = cli(&target, &["apply", "--dry-run", "-f", file], &secrets).await?;
+    assert_eq!(code, 2, "{plan}");
+    assert!(!plan.contains(HOOK_SECRET), "{plan}");
+    assert!(
+        plan.contains("DB ${CENTRAL_CHANNEL_OPS_HOOK_SECRET}"),
+        "{plan}"
     );
     source.stop().await;
     target.stop().await;

@@ -684,6 +684,17 @@ async fn credentials_are_write_only_and_never_outlive_what_made_them() -> anyhow
         .as_str()
         .unwrap_or_default()
         .contains("settings.headers"));
+    let (status, refused) = central
+        .admin(
+            Method::PATCH,
+            &format!("/api/v1/monitors/{id}"),
+            Some(json!({"target": "http://127.0.0.2:9/"})),
+        )
+        .await?;
+    assert_eq!(
+        status, 422,
+        "a moved target without its settings: {refused}"
+    );
     let (status, edited) = central
         .admin(
             Method::PATCH,

@@ -29,7 +29,7 @@ fn api_field(kind: ManagedKind, field: &str) -> String {
 }
 
 /// Monitors in an order that creates each parent before its children.
-fn parents_first(file: &ConfigFile) -> anyhow::Result<Vec<String>> {
+pub(super) fn parents_first(file: &ConfigFile) -> anyhow::Result<Vec<String>> {
     let mut order = Vec::new();
     let mut placed = BTreeSet::new();
     while placed.len() < file.monitors.len() {
@@ -67,45 +67,63 @@ async fn put(
     client: &Client,
     step: &Step,
     path: &str,
-    body: &Value,
+    create: &Value,
+    change: &Value,
     made: &mut Made,
 ) -> anyhow::Result<()> {
     let id = match (&step.action, step.id) {
         (Action::Create, _) => {
-            let answer = client.change(Method::POST, path, Some(body)).await?;
+            let answer = client.change(Method::POST, path, Some(create)).await?;
             answer["id"]
                 .as_str()
                 .and_then(|s| s.parse().ok())
                 .context("a created object's id")?
         }
-        (Action::Update(changes), Some(id)) => {
-            let patch = patch_of(step.kind, changes, body);
-            client
-                .change(Method::PATCH, &format!("{path}/{id}"), Some(&patch))
-                .await?;
+        (Action::Update(changes) | Action::Adopt(changes), Some(id)) => {
+            if !changes.is_empty() {
+                let patch = patch_of(step.kind, changes, change);
+                client
+                    .change(Method::PATCH, &format!("{path}/{id}"), Some(&patch))
+                    .await?;
+            }
             id
         }
         _ => return Ok(()),
     };
     made.insert((step.kind, step.key.clone()), id);
-    client
-        .change(
-            Method::PUT,
-            &format!("/managed-objects/{}/{}", step.kind.as_str(), step.key),
-            Some(&serde_json::json!({"object_id": id})),
-        )
-        .await?;
+    let mark_path = format!("/managed-objects/{}/{}", step.kind.as_str(), step.key);
+    let mark = serde_json::json!({"object_id": id});
+    if client
+        .change(Method::PUT, &mark_path, Some(&mark))
+        .await
+        .is_err()
+    {
+        // Once more; then say how to finish by hand (the next apply would take the object
+        // back by its name, but not if another of that name appears meanwhile).
+        client
+            .change(Method::PUT, &mark_path, Some(&mark))
+            .await
+            .with_context(|| {
+                format!(
+                    "{path}/{id} was written but not marked as `{}`: PUT /api/v1{mark_path} {mark}",
+                    step.key
+                )
+            })?;
+    }
     Ok(())
 }
 
 fn patch_of(kind: ManagedKind, changes: &[Change], body: &Value) -> Value {
     let mut patch = Map::new();
-    for change in changes {
-        let field = api_field(kind, &change.field);
-        patch.insert(
-            field.clone(),
-            body.get(&field).cloned().unwrap_or(Value::Null),
-        );
+    let mut fields: Vec<String> = changes.iter().map(|c| api_field(kind, &c.field)).collect();
+    // A monitor's target moves only with its settings (its header values are the new
+    // server's, not the old one's: central refuses the move otherwise).
+    if kind == ManagedKind::Monitors && fields.iter().any(|f| f == "target") {
+        fields.push("settings".into());
+    }
+    for field in fields {
+        let value = body.get(&field).cloned().unwrap_or(Value::Null);
+        patch.insert(field, value);
     }
     Value::Object(patch)
 }
@@ -122,8 +140,19 @@ pub async fn execute(
         |kind: ManagedKind, key: &str| plan.steps.iter().find(|s| s.kind == kind && s.key == key);
     for (key, entry) in &file.notification_channels {
         if let Some(step) = step_of(NotificationChannels, key) {
-            let body = Value::Object(entry.spec.clone());
-            put(client, step, "/notification-channels", &body, &mut made).await?;
+            // Created as written (a kind refuses fields it does not take, even empty); changed
+            // with every field explicit, so that one dropped from the file is emptied.
+            let create = Value::Object(entry.spec.clone());
+            let change = forms::channel_body(key, entry)?;
+            put(
+                client,
+                step,
+                "/notification-channels",
+                &create,
+                &change,
+                &mut made,
+            )
+            .await?;
         }
     }
     for key in parents_first(file)? {
@@ -132,14 +161,22 @@ pub async fn execute(
             let channels = resolve(&made, NotificationChannels, &entry.notification_channels)?;
             let parents = resolve(&made, Monitors, &entry.parents)?;
             let body = forms::monitor_body(&key, entry, &channels, &parents)?;
-            put(client, step, "/monitors", &body, &mut made).await?;
+            put(client, step, "/monitors", &body, &body, &mut made).await?;
         }
     }
     for (key, entry) in &file.maintenance_windows {
         if let Some(step) = step_of(MaintenanceWindows, key) {
             let monitors = resolve(&made, Monitors, &entry.monitors)?;
             let body = forms::window_body(key, entry, &monitors)?;
-            put(client, step, "/maintenance-windows", &body, &mut made).await?;
+            put(
+                client,
+                step,
+                "/maintenance-windows",
+                &body,
+                &body,
+                &mut made,
+            )
+            .await?;
         }
     }
     delete(plan, current, client).await

@@ -57,22 +57,54 @@ pub struct WindowEntry {
 
 /// Reads `path` (`-`: standard input), takes `${NAME}` from the environment, and checks keys
 /// and references.
-pub fn load(path: &str) -> anyhow::Result<ConfigFile> {
-    let text = if path == "-" {
-        let mut text = String::new();
-        std::io::Read::read_to_string(
-            &mut std::io::Read::take(std::io::stdin(), MAX_FILE),
-            &mut text,
-        )?;
-        text
+pub fn load(path: &str) -> anyhow::Result<(ConfigFile, Secrets)> {
+    let source: Box<dyn std::io::Read> = if path == "-" {
+        Box::new(std::io::stdin())
     } else {
-        let file = std::fs::File::open(path).with_context(|| format!("reading {path}"))?;
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::Read::take(file, MAX_FILE), &mut text)
-            .with_context(|| format!("reading {path}"))?;
-        text
+        Box::new(std::fs::File::open(path).with_context(|| format!("reading {path}"))?)
     };
-    parse(&text, &|name| std::env::var(name).ok()).with_context(|| format!("in {path}"))
+    // One byte past the limit tells a file cut short from one that fits.
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::Read::take(source, MAX_FILE + 1), &mut text)
+        .with_context(|| format!("reading {path}"))?;
+    anyhow::ensure!(
+        text.len() as u64 <= MAX_FILE,
+        "{path} is over {MAX_FILE} bytes: split it, or trim it"
+    );
+    let secrets = Secrets::default();
+    let env = |name: &str| {
+        let value = std::env::var(name).ok()?;
+        secrets
+            .taken
+            .borrow_mut()
+            .push((name.to_string(), value.clone()));
+        Some(value)
+    };
+    let file = parse(&text, &env).with_context(|| format!("in {path}"))?;
+    Ok((file, secrets))
+}
+
+/// The values `${NAME}` took from the environment: what the plan and errors print never shows
+/// them (a file could name any variable, `CENTRAL_API_KEY` included), only `${NAME}`.
+#[derive(Debug, Default)]
+pub struct Secrets {
+    taken: std::cell::RefCell<Vec<(String, String)>>,
+}
+
+impl Secrets {
+    /// `text` with each value taken from the environment written back as `${NAME}`.
+    pub fn hide(&self, text: &str) -> String {
+        let mut taken = self.taken.borrow().clone();
+        // Longest first, so that a value inside another is not half replaced.
+        taken.sort_by_key(|(_, value)| std::cmp::Reverse(value.len()));
+        let mut text = text.to_string();
+        for (name, value) in taken {
+            if !value.is_empty() {
+                text = text.replace(&value, &format!("${{{name}}}"));
+            }
+        }
+        text
+    }
 }
 
 /// `load` of a text, with `env` for `${NAME}`.
@@ -153,6 +185,13 @@ fn substitute(value: &mut Value, env: &dyn Fn(&str) -> Option<String>) -> anyhow
             let mut out = String::new();
             let mut rest = text.as_str();
             while let Some(start) = rest.find("${") {
+                // `$${` is a literal `${`.
+                if rest[..start].ends_with('$') {
+                    out.push_str(&rest[..start]);
+                    out.push('{');
+                    rest = &rest[start + 2..];
+                    continue;
+                }
                 out.push_str(&rest[..start]);
                 let after = &rest[start + 2..];
                 let end = after
@@ -263,6 +302,12 @@ mod tests {
             file.notification_channels["ops"].spec["secret"],
             "pre-s3cret"
         );
+        let literal = parse(
+            "version: 1\nmonitors:\n  api:\n    spec: {name: 'a $${NOT_A_VAR}'}\n",
+            &env,
+        )
+        .unwrap();
+        assert_eq!(literal.monitors["api"].spec["name"], "a ${NOT_A_VAR}");
         let missing = parse(
             "version: 1\nnotification_channels:\n  ops:\n    spec: {secret: '${NOPE}'}\n",
             &env,

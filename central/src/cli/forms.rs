@@ -36,6 +36,10 @@ impl Keys {
 /// Leaves out what says nothing (`null`, `[]`, `{}`), so that a field left out of the file and
 /// the same field empty on the server compare equal.
 pub fn tidy(mut map: Map<String, Value>) -> Map<String, Value> {
+    // Central stores names trimmed.
+    if let Some(Value::String(name)) = map.get_mut("name") {
+        *name = name.trim().to_string();
+    }
     map.retain(|_, v| match v {
         Value::Null => false,
         Value::Array(a) => !a.is_empty(),
@@ -134,6 +138,13 @@ pub fn monitor_entry(key: &str, view: &MonitorView, keys: &Keys) -> anyhow::Resu
 }
 
 // ---- notification channels ----
+
+/// The file's channel as the API takes it in a change: every field the kind has, empty ones
+/// explicit (`[]`, `{}`, `false`), so that a field dropped from the file is emptied.
+pub fn channel_body(key: &str, entry: &ChannelEntry) -> anyhow::Result<Value> {
+    let spec: ChannelSpec = typed("notification_channels", key, &entry.spec)?;
+    Ok(serde_json::to_value(spec)?)
+}
 
 pub fn channel_wanted(key: &str, entry: &ChannelEntry) -> anyhow::Result<Map<String, Value>> {
     let spec: ChannelSpec = typed("notification_channels", key, &entry.spec)?;

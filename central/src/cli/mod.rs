@@ -65,18 +65,39 @@ pub enum Outcome {
 }
 
 pub async fn apply(args: &ApplyArgs) -> anyhow::Result<Outcome> {
-    let file = file::load(&args.file)?;
+    let (file, secrets) = file::load(&args.file)?;
     let client = Client::new(&args.server.server, &args.server.api_key)?;
-    let current = Current::read(&client).await?;
-    let plan = Plan::make(&file, &current, args.prune)?;
-    print!("{}", plan.render());
+    // Whatever is printed, the environment's values are not (`Secrets`).
+    apply_file(args, &file, &client, &secrets)
+        .await
+        .map_err(|e| anyhow::anyhow!(secrets.hide(&format!("{e:#}"))))
+}
+
+async fn apply_file(
+    args: &ApplyArgs,
+    file: &ConfigFile,
+    client: &Client,
+    secrets: &file::Secrets,
+) -> anyhow::Result<Outcome> {
+    let current = Current::read(client).await?;
+    let plan = Plan::make(file, &current, args.prune)?;
+    print!("{}", secrets.hide(&plan.render()));
     if plan.changes() == 0 {
         return Ok(Outcome::InSync);
     }
     if args.dry_run {
         return Ok(Outcome::Drift);
     }
-    apply::execute(&plan, &file, &current, &client).await?;
+    apply::execute(&plan, file, &current, client).await?;
+    // The server must now be what the file says: a change the API did not make (a field it
+    // cannot unset, a value it normalises) is an error, never "Applied".
+    let after = Current::read(client).await?;
+    let left = Plan::make(file, &after, args.prune)?;
+    anyhow::ensure!(
+        left.changes() == 0,
+        "applied, but the server still differs from the file:\n{}",
+        secrets.hide(&left.render())
+    );
     println!("Applied.");
     Ok(Outcome::Applied)
 }

@@ -88,6 +88,8 @@ pub struct Change {
 pub enum Action {
     Create,
     Update(Vec<Change>),
+    /// An object no file managed, with the file's name: marked with the key, then changed.
+    Adopt(Vec<Change>),
     Delete,
     /// Managed by a file before, not in this one, and `--prune` not given.
     Kept,
@@ -133,16 +135,80 @@ fn diff(before: &Map<String, Value>, after: &Map<String, Value>) -> Vec<Change> 
 
 impl Plan {
     pub fn make(file: &ConfigFile, current: &Current, prune: bool) -> anyhow::Result<Plan> {
-        let ids = current.ids();
-        let keys = current.keys();
+        use ManagedKind::*;
+        super::apply::parents_first(file)?;
+        let marked = current.ids();
+        let marked_ids: BTreeSet<Uuid> = marked.values().copied().collect();
+        // An object no file manages yet, with the name the file gives: the file's from now on
+        // (`export` then `apply` to the same central takes what is there, not a copy).
+        let unmarked_named = |kind: ManagedKind, spec: &Map<String, Value>| -> Option<Uuid> {
+            let name = spec.get("name")?.as_str()?.trim();
+            let named: Vec<Uuid> = match kind {
+                NotificationChannels => current
+                    .channels
+                    .iter()
+                    .filter(|c| c.name.trim() == name)
+                    .map(|c| c.id)
+                    .collect(),
+                Monitors => current
+                    .monitors
+                    .iter()
+                    .filter(|m| m.spec.name.trim() == name)
+                    .map(|m| m.id)
+                    .collect(),
+                MaintenanceWindows => current
+                    .windows
+                    .iter()
+                    .filter(|w| w.name.trim() == name)
+                    .map(|w| w.id)
+                    .collect(),
+            };
+            let unmarked: Vec<Uuid> = named
+                .into_iter()
+                .filter(|id| !marked_ids.contains(id))
+                .collect();
+            (unmarked.len() == 1).then(|| unmarked[0])
+        };
+        // Each key of the file: the object it names, and whether it is adopted now.
+        let mut found: BTreeMap<(ManagedKind, String), (Uuid, bool)> = BTreeMap::new();
+        let specs = file
+            .notification_channels
+            .iter()
+            .map(|(k, e)| (NotificationChannels, k, &e.spec))
+            .chain(file.monitors.iter().map(|(k, e)| (Monitors, k, &e.spec)))
+            .chain(
+                file.maintenance_windows
+                    .iter()
+                    .map(|(k, e)| (MaintenanceWindows, k, &e.spec)),
+            );
+        for (kind, key, spec) in specs {
+            let at = (kind, key.clone());
+            if let Some(id) = marked.get(&at) {
+                found.insert(at, (*id, false));
+            } else if let Some(id) = unmarked_named(kind, spec) {
+                found.insert(at, (id, true));
+            }
+        }
+        let mut keys = current.keys();
+        for ((kind, key), (id, _)) in &found {
+            match kind {
+                NotificationChannels => keys.channels.insert(*id, key.clone()),
+                Monitors => keys.monitors.insert(*id, key.clone()),
+                MaintenanceWindows => None,
+            };
+        }
         let mut steps = Vec::new();
         let mut step = |kind: ManagedKind,
                         key: &str,
                         shown: Option<Map<String, Value>>,
                         wanted: Map<String, Value>| {
-            let id = ids.get(&(kind, key.to_string())).copied();
+            let (id, adopted) = match found.get(&(kind, key.to_string())) {
+                Some((id, adopted)) => (Some(*id), *adopted),
+                None => (None, false),
+            };
             let action = match shown {
                 None => Action::Create,
+                Some(shown) if adopted => Action::Adopt(diff(&shown, &wanted)),
                 Some(shown) => Action::Update(diff(&shown, &wanted)),
             };
             if action != Action::Update(Vec::new()) {
@@ -154,11 +220,10 @@ impl Plan {
                 });
             }
         };
-        use ManagedKind::*;
+        let id_of = |kind: ManagedKind, key: &String| found.get(&(kind, key.clone())).map(|f| f.0);
         for (key, entry) in &file.notification_channels {
-            let shown = ids
-                .get(&(NotificationChannels, key.clone()))
-                .and_then(|id| current.channels.iter().find(|c| c.id == *id))
+            let shown = id_of(NotificationChannels, key)
+                .and_then(|id| current.channels.iter().find(|c| c.id == id))
                 .map(forms::channel_shown)
                 .transpose()?;
             step(
@@ -169,9 +234,8 @@ impl Plan {
             );
         }
         for (key, entry) in &file.monitors {
-            let view = ids
-                .get(&(Monitors, key.clone()))
-                .and_then(|id| current.monitors.iter().find(|m| m.id == *id));
+            let view =
+                id_of(Monitors, key).and_then(|id| current.monitors.iter().find(|m| m.id == id));
             let wanted = forms::monitor_wanted(key, entry)?;
             if let Some(view) = view {
                 let kind = serde_json::to_value(view.spec.kind)?;
@@ -185,9 +249,8 @@ impl Plan {
             step(Monitors, key, shown, wanted);
         }
         for (key, entry) in &file.maintenance_windows {
-            let shown = ids
-                .get(&(MaintenanceWindows, key.clone()))
-                .and_then(|id| current.windows.iter().find(|w| w.id == *id))
+            let shown = id_of(MaintenanceWindows, key)
+                .and_then(|id| current.windows.iter().find(|w| w.id == id))
                 .map(|w| forms::window_shown(w, &keys))
                 .transpose()?;
             step(
@@ -197,7 +260,7 @@ impl Plan {
                 forms::window_wanted(key, entry)?,
             );
         }
-        for ((kind, key), id) in &ids {
+        for ((kind, key), id) in &marked {
             let in_file = match kind {
                 NotificationChannels => file.notification_channels.contains_key(key),
                 Monitors => file.monitors.contains_key(key),
@@ -234,9 +297,13 @@ impl Plan {
                     created += 1;
                     writeln!(out, "+ {name}: create")
                 }
-                Action::Update(changes) => {
+                Action::Update(changes) | Action::Adopt(changes) => {
                     changed += 1;
-                    let _ = writeln!(out, "~ {name}: change");
+                    if matches!(step.action, Action::Adopt(_)) {
+                        let _ = writeln!(out, "= {name}: take the existing object of this name");
+                    } else {
+                        let _ = writeln!(out, "~ {name}: change");
+                    }
                     for c in changes {
                         let _ = writeln!(
                             out,

@@ -68,6 +68,26 @@ pub fn keep(spec: &mut MonitorSpec, stored: &MonitorSpec) -> Result<(), Validati
     Ok(())
 }
 
+/// An edit that moves the target to another origin without restating `settings` would carry
+/// the stored header values along to the new server: refused (`422`, naming
+/// `settings.headers`), so that credentials follow only an edit that states them.
+pub fn not_carried_elsewhere(
+    spec: &MonitorSpec,
+    stored: &MonitorSpec,
+    settings_restated: bool,
+) -> Result<(), ValidationError> {
+    let has_headers =
+        matches!(stored.settings.get(HEADERS), Some(Value::Object(h)) if !h.is_empty());
+    if has_headers && !settings_restated && origin(&spec.target) != origin(&stored.target) {
+        return Err(ValidationError::combination(
+            "settings.headers",
+            "the target moves to another server and the stored header values would go with \
+             it: send `settings` with the headers for the new server (or without them)",
+        ));
+    }
+    Ok(())
+}
+
 /// Scheme, host and port of a URL target; the target itself for other kinds.
 fn origin(target: &str) -> String {
     match url::Url::parse(target) {
@@ -140,5 +160,20 @@ mod tests {
         let mut retyped = spec(json!({"headers": {"Authorization": "Bearer new"}}));
         retyped.target = "https://elsewhere.example/".into();
         keep(&mut retyped, &stored).unwrap();
+    }
+
+    #[test]
+    fn a_target_moved_without_its_settings_does_not_take_the_headers_along() {
+        let stored = spec(json!({"headers": {"Authorization": "Bearer s3cret"}}));
+        let mut moved = stored.clone();
+        moved.target = "https://attacker.example/".into();
+        assert!(not_carried_elsewhere(&moved, &stored, false).is_err());
+        assert!(
+            not_carried_elsewhere(&moved, &stored, true).is_ok(),
+            "restated"
+        );
+        let mut same = stored.clone();
+        same.target = "https://api.example.com/other".into();
+        assert!(not_carried_elsewhere(&same, &stored, false).is_ok());
     }
 }

@@ -191,6 +191,11 @@ impl App {
             let mut spec = stored.clone();
             spec.apply(patch.clone());
             super::monitor_secrets::keep(&mut spec, &stored)?;
+            super::monitor_secrets::not_carried_elsewhere(
+                &spec,
+                &stored,
+                patch.settings.is_some(),
+            )?;
             self.validate_monitor(Some(id), &spec)
                 .await
                 .map_err(super::patch_does_not_fit)?;
