@@ -23,8 +23,9 @@
 // and everything else (request log, errors) goes to stderr.
 //
 // Accounts: a login name N is the account with sub = N, email N@example.com
-// (verified), name N, and groups ["ops-admins"] if N contains "admin",
-// ["ops-editors"] if N contains "editor", else [].
+// (verified, unless N contains "unverified"), name N, and groups ["ops-admins"]
+// if N contains "admin", ["ops-editors"] if N contains "editor",
+// ["ops-viewers"] if N contains "viewer", else [].
 //
 // Test switch: POST /__test/tamper-audience (no authentication) answers 204
 // and makes the next token-endpoint answer that carries an id_token carry one
@@ -93,10 +94,11 @@ function claimsFor(login) {
   let groups = [];
   if (login.includes('admin')) groups = ['ops-admins'];
   else if (login.includes('editor')) groups = ['ops-editors'];
+  else if (login.includes('viewer')) groups = ['ops-viewers'];
   return {
     sub: login,
     email: `${login}@example.com`,
-    email_verified: true,
+    email_verified: !login.includes('unverified'),
     name: login,
     groups,
   };

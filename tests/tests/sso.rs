@@ -1,7 +1,8 @@
 //! Single sign-on against a real OpenID provider (`oidc-provider` from npm, run with node):
 //! the first sign-in in headless Chromium makes the user with the role their groups map to;
-//! a tampered state, a replayed code, a wrong audience and a callback from another browser
-//! are refused; a provider's new signing key is followed without a restart.
+//! someone whose groups map to no role, and an unverified email that matches a user, are
+//! refused; a tampered state, a replayed code, a wrong audience and a callback from another
+//! browser are refused; a provider's new signing key is followed without a restart.
 
 use std::time::Duration;
 
@@ -26,8 +27,10 @@ async fn central_with_provider() -> anyhow::Result<(Central, OidcProvider)> {
         ("CENTRAL_OIDC_CLIENT_ID", CLIENT_ID),
         ("CENTRAL_OIDC_CLIENT_SECRET", CLIENT_SECRET),
         ("CENTRAL_OIDC_SCOPES", "openid email profile groups"),
-        ("CENTRAL_OIDC_ROLES", "ops-admins=admin,ops-editors=editor"),
-        ("CENTRAL_OIDC_DEFAULT_ROLE", "viewer"),
+        (
+            "CENTRAL_OIDC_ROLES",
+            "ops-admins=admin,ops-editors=editor,ops-viewers=viewer",
+        ),
     ])
     .await?;
     Ok((central, provider))
@@ -89,8 +92,8 @@ async fn a_first_sign_in_in_the_browser_makes_the_user_with_the_mapped_role() ->
     assert_eq!(log["items"][0]["action"], "sso_create", "{log}");
     assert_eq!(log["items"][0]["actor"]["name"], "ana-admin", "{log}");
 
-    // Someone in no mapped group gets the default role; an editor group, the editor role.
-    for (login, role) in [("eve", "viewer"), ("ed-editor", "editor")] {
+    // Each group its role.
+    for (login, role) in [("eve-viewer", "viewer"), ("ed-editor", "editor")] {
         let (http, _) = browser_like()?;
         let back = sign_in_at_provider(&http, &central.url, login).await?;
         let answer = http.get(&back).send().await?;
@@ -100,20 +103,53 @@ async fn a_first_sign_in_in_the_browser_makes_the_user_with_the_mapped_role() ->
             .expect("made");
         assert_eq!(user["role"], role, "{user}");
     }
-    // An existing user with the same (verified) email is linked, not duplicated, and takes
-    // the role the claims map to.
+    // Someone in no mapped group is refused (the default role is `none`), and not made.
+    let (http, _) = browser_like()?;
+    let back = sign_in_at_provider(&http, &central.url, "eve").await?;
+    let answer = http.get(&back).send().await?;
+    assert_eq!(answer.status(), 401);
+    assert!(answer.text().await?.contains("no role here"));
+    assert!(user_by_email(&central, "eve@example.com").await?.is_none());
+
+    // An existing user with the same email is linked only if the provider says the email is
+    // verified.
+    let (status, mia) = central
+        .admin(
+            Method::POST,
+            "/api/v1/users",
+            Some(
+                serde_json::json!({"name": "Mia", "email": "mia-unverified-viewer@example.com",
+                "role": "admin"}),
+            ),
+        )
+        .await?;
+    assert_eq!(status, 201, "{mia}");
+    let (http, _) = browser_like()?;
+    let back = sign_in_at_provider(&http, &central.url, "mia-unverified-viewer").await?;
+    let answer = http.get(&back).send().await?;
+    assert_eq!(answer.status(), 401);
+    assert!(answer.text().await?.contains("verified"));
+    let mia = user_by_email(&central, "mia-unverified-viewer@example.com")
+        .await?
+        .expect("still there");
+    assert_eq!(mia["single_sign_on"], false, "not linked: {mia}");
+
+    // When it is, the user is linked, not duplicated, and takes the role the claims map to.
     let (status, lin) = central
         .admin(
             Method::POST,
             "/api/v1/users",
-            Some(serde_json::json!({"name": "Lin", "email": "lin@example.com", "role": "editor"})),
+            Some(
+                serde_json::json!({"name": "Lin", "email": "lin-viewer@example.com",
+                "role": "editor"}),
+            ),
         )
         .await?;
     assert_eq!(status, 201, "{lin}");
     let (http, _) = browser_like()?;
-    let back = sign_in_at_provider(&http, &central.url, "lin").await?;
+    let back = sign_in_at_provider(&http, &central.url, "lin-viewer").await?;
     assert_eq!(http.get(&back).send().await?.status(), 200);
-    let linked = user_by_email(&central, "lin@example.com")
+    let linked = user_by_email(&central, "lin-viewer@example.com")
         .await?
         .expect("still there");
     assert_eq!(linked["id"], lin["id"], "the same user");
@@ -150,7 +186,7 @@ async fn tampered_replayed_and_misaddressed_sign_ins_are_refused() -> anyhow::Re
     // A replayed code: the first use signs in, the same callback again (cookie and all) is
     // refused, because the provider takes a code once.
     let (http, jar) = browser_like()?;
-    let back = sign_in_at_provider(&http, &central.url, "vic").await?;
+    let back = sign_in_at_provider(&http, &central.url, "vic-viewer").await?;
     let pending = reqwest::cookie::CookieStore::cookies(&*jar, &back.parse()?)
         .and_then(|c| c.to_str().ok().map(str::to_string))
         .unwrap_or_default();
@@ -172,23 +208,27 @@ async fn tampered_replayed_and_misaddressed_sign_ins_are_refused() -> anyhow::Re
     // An ID token for another audience, signed with the provider's real key.
     provider.tamper_next_audience().await?;
     let (http, _) = browser_like()?;
-    let back = sign_in_at_provider(&http, &central.url, "ivy").await?;
+    let back = sign_in_at_provider(&http, &central.url, "ivy-viewer").await?;
     let answer = http.get(&back).send().await?;
     assert_eq!(answer.status(), 401, "a wrong audience");
     assert!(central.log().contains("audiences"), "{}", central.log());
-    assert!(user_by_email(&central, "ivy@example.com").await?.is_none());
+    assert!(user_by_email(&central, "ivy-viewer@example.com")
+        .await?
+        .is_none());
 
     // The provider's new signing key (a restart makes one) is read when a token names it.
     provider.restart().await?;
     // Central reads the keys again at most once a second.
     tokio::time::sleep(Duration::from_millis(1100)).await;
     let (http, _) = browser_like()?;
-    let back = sign_in_at_provider(&http, &central.url, "ivy").await?;
+    let back = sign_in_at_provider(&http, &central.url, "ivy-viewer").await?;
     let answer = http.get(&back).send().await?;
     assert_eq!(answer.status(), 200, "after the key rotation");
     let home = http.get(format!("{}/", central.url)).send().await?;
     assert_eq!(home.status(), 200, "the session works");
-    assert!(user_by_email(&central, "ivy@example.com").await?.is_some());
+    assert!(user_by_email(&central, "ivy-viewer@example.com")
+        .await?
+        .is_some());
     central.stop().await;
     Ok(())
 }
