@@ -13,8 +13,6 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use tokio::process::{Child, Command};
 
-use crate::eventually;
-
 /// Which database the e2e suite runs central on: `E2E_DATABASE=postgres` or SQLite (default).
 pub fn suite_uses_postgres() -> bool {
     std::env::var("E2E_DATABASE").is_ok_and(|v| v.eq_ignore_ascii_case("postgres"))
@@ -33,7 +31,7 @@ impl Postgres {
     pub async fn start() -> anyhow::Result<Postgres> {
         let bin = server_bin_dir()?;
         let user @ (uid, gid) = postgres_user().await?;
-        let dir = tempfile::tempdir()?;
+        let mut dir = tempfile::tempdir()?;
         chown(dir.path(), Some(uid), Some(gid)).context("handing the temp dir to postgres")?;
         let data = dir.path().join("data");
         let initdb = Command::new(bin.join("initdb"))
@@ -48,38 +46,69 @@ impl Postgres {
         if !initdb.status.success() {
             bail!("initdb failed: {}", String::from_utf8_lossy(&initdb.stderr));
         }
-        let port = free_port()?;
-        let log = std::fs::File::create(dir.path().join("postgres.log"))?;
-        chown(dir.path().join("postgres.log"), Some(uid), Some(gid))?;
-        let child = Command::new(bin.join("postgres"))
-            .arg("-D")
-            .arg(&data)
-            .arg("-p")
-            .arg(port.to_string())
-            .arg("-k")
-            .arg(dir.path())
-            // Loopback only; durability is not what these tests measure.
-            .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"])
-            .args(["-c", "synchronous_commit=off", "-c", "max_connections=300"])
-            .uid(uid)
-            .gid(gid)
-            .stdout(Stdio::null())
-            .stderr(log)
-            .kill_on_drop(true)
-            .spawn()
-            .context("starting postgres")?;
-        let server = Postgres {
-            port,
-            bin,
-            user,
-            _child: child,
-            _dir: dir,
-        };
-        eventually(Duration::from_secs(30), "postgres accepting", || async {
-            server.psql("SELECT 1").await.ok()
-        })
-        .await?;
-        Ok(server)
+        // A free port is only free until someone else binds it: parallel tests start servers
+        // too. The probe asks for the data directory, so it can only be satisfied by this
+        // server; a server that lost the port exits and is started again on another.
+        let mut last_error = None;
+        for _ in 0..5 {
+            let port = free_port()?;
+            let log = std::fs::File::create(dir.path().join("postgres.log"))?;
+            chown(dir.path().join("postgres.log"), Some(uid), Some(gid))?;
+            let child = Command::new(bin.join("postgres"))
+                .arg("-D")
+                .arg(&data)
+                .arg("-p")
+                .arg(port.to_string())
+                .arg("-k")
+                .arg(dir.path())
+                // Loopback only; durability is not what these tests measure.
+                .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"])
+                .args(["-c", "synchronous_commit=off", "-c", "max_connections=300"])
+                .uid(uid)
+                .gid(gid)
+                .stdout(Stdio::null())
+                .stderr(log)
+                .kill_on_drop(true)
+                .spawn()
+                .context("starting postgres")?;
+            let mut server = Postgres {
+                port,
+                bin: bin.clone(),
+                user,
+                _child: child,
+                _dir: dir,
+            };
+            match server.until_ours(&data).await {
+                Ok(()) => return Ok(server),
+                Err(error) => {
+                    last_error = Some(error);
+                    let _ = server._child.kill().await;
+                    dir = server._dir;
+                }
+            }
+        }
+        Err(last_error.unwrap_or_else(|| anyhow::anyhow!("postgres did not start")))
+    }
+
+    /// Waits until this server answers on its port; fails if it exits first (its port was taken).
+    async fn until_ours(&mut self, data: &Path) -> anyhow::Result<()> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let want = data.display().to_string();
+        loop {
+            if let Some(status) = self._child.try_wait()? {
+                bail!("postgres on port {} exited: {status}", self.port);
+            }
+            if let Ok(answer) = self.psql("SHOW data_directory").await {
+                if answer == want {
+                    return Ok(());
+                }
+                bail!("port {} answered by another server ({answer})", self.port);
+            }
+            if std::time::Instant::now() > deadline {
+                bail!("timed out after 30 s waiting for postgres accepting");
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
     }
 
     /// Creates an empty database; returns its URL.
