@@ -4,27 +4,28 @@
 //! derived per monitor. Must not: decide a status (that is `service::alerts`, which writes
 //! `shown_status`).
 
-use futures_util::TryStreamExt;
-use sqlx::{Any, Transaction};
+use std::path::Path;
+use std::time::Duration;
 
-use super::packed::{packed, unpack};
+use futures_util::TryStreamExt;
+use rusqlite::{OpenFlags, TransactionBehavior};
+use tokio::sync::mpsc;
+
 use super::{Backend, Store};
 
 /// One monitor (`region` `None`) or one location of it, as last shown.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShownRow {
     pub monitor_id: String,
     pub name: String,
-    #[serde(default)]
     pub region: Option<String>,
     /// `None` before alerting's first look at it.
     pub status: Option<String>,
     pub latency_ms: Option<i64>,
 }
 
-/// Rows per read on SQLite: one packed value each (`packed`), so a scrape of 100,000 monitors
-/// is a hundred reads, not 100,000 rows handed over one by one from sqlx's worker thread.
-const PAGE: i64 = 1_000;
+/// Rows handed at a time from the SQLite reading thread to the scrape.
+const CHUNK: usize = 1_000;
 
 /// The columns every read selects, as (name, expression); `region` is NULL for monitors.
 type Columns<'a> = [(&'a str, &'a str); 5];
@@ -58,105 +59,44 @@ const LOCATIONS: Source = Source {
            LEFT JOIN location_status s ON s.monitor_id = l.monitor_id AND s.region = l.region",
 };
 
-/// On SQLite monitors are read alone (their latencies joined here, from `monitor_status`
-/// read in its own storage order): a join per page seeks the status table's index once per
-/// monitor, and those seeks were most of a scrape.
-const MONITORS_ALONE: Source = Source {
-    columns: [
-        ("monitor_id", "m.id"),
-        ("region", "CAST(NULL AS TEXT)"),
-        ("name", "m.name"),
-        ("status", "m.shown_status"),
-        ("latency_ms", "CAST(NULL AS INTEGER)"),
-    ],
-    from: "FROM monitors m",
-};
-
-/// A row of a SQLite page, with where it is stored (the next page starts after it).
-trait Paged: serde::de::DeserializeOwned {
-    fn position(&self) -> i64;
-}
-
-#[derive(serde::Deserialize)]
-struct PagedRow {
-    position: i64,
-    monitor_id: String,
-    name: String,
-    #[serde(default)]
-    region: Option<String>,
-    status: Option<String>,
-    latency_ms: Option<i64>,
-}
-
-impl Paged for PagedRow {
-    fn position(&self) -> i64 {
-        self.position
-    }
-}
-
-#[derive(serde::Deserialize)]
-struct LatencyRow {
-    position: i64,
-    monitor_id: String,
-    latency_ms: Option<i64>,
-}
-
-impl Paged for LatencyRow {
-    fn position(&self) -> i64 {
-        self.position
+impl Source<'_> {
+    fn select(&self) -> String {
+        let select: Vec<String> = self
+            .columns
+            .iter()
+            .map(|(name, expression)| format!("{expression} AS {name}"))
+            .collect();
+        format!("SELECT {} {}", select.join(", "), self.from)
     }
 }
 
 impl Store {
     /// Every monitor, then every location, as last shown, in no particular order; `each` is
-    /// called per row. On PostgreSQL each kind is one streamed query (no order asked, so the
-    /// planner may join by hashing: 100,000 monitors in about 0.1 s by `EXPLAIN ANALYZE`). On
-    /// SQLite pages of `PAGE` rows follow each table's storage order (its rowid): a
-    /// sequential stretch of the table each, instead of an index walk with a seek into the
-    /// table per row; monitors' latencies are read the same way and joined here
-    /// (`MONITORS_ALONE`), all in one read transaction. On PostgreSQL monitors and locations are
-    /// two reads, not one snapshot: a row that changes between them shows either state.
-    /// Memory: a row at a time on PostgreSQL; on SQLite two pages, plus a latency per
-    /// monitor while monitors are read.
+    /// called per row.
+    ///
+    /// On PostgreSQL each kind is one streamed query (no order asked, so the planner may join
+    /// by hashing: 100,000 monitors in about 0.1 s by `EXPLAIN ANALYZE`); monitors and
+    /// locations are two reads, not one snapshot: a row that changes between them shows
+    /// either state. Memory: a row at a time.
+    ///
+    /// On SQLite a thread of its own reads them with a connection of its own (`rusqlite`) in
+    /// one read transaction, so the scrape is one snapshot, and hands rows over `CHUNK` at a
+    /// time while the scrape writes the previous ones. Through sqlx every row is a message
+    /// from its worker thread, and the pages of packed JSON read before were SQLite building
+    /// and serde parsing every row's JSON (docs/benchmarks.md). Monitors are read in storage order with their latencies joined
+    /// here from `monitor_status`, also read in its storage order: a join seeks the status
+    /// table's index once per monitor. Memory: three chunks and a latency per monitor.
     pub async fn each_shown(&self, mut each: impl FnMut(ShownRow)) -> anyhow::Result<()> {
-        if self.backend() == Backend::Postgres {
+        let Some(file) = self.sqlite_file.clone() else {
             self.each_streamed(&MONITORS, &mut each).await?;
             return self.each_streamed(&LOCATIONS, &mut each).await;
+        };
+        let (chunks, mut received) = mpsc::channel(1);
+        let reading = tokio::task::spawn_blocking(move || read_shown(&file, &chunks));
+        while let Some(chunk) = received.recv().await {
+            chunk.into_iter().for_each(&mut each);
         }
-        // One read transaction for every page: SQLite drops a connection's page cache when
-        // a read begins after another connection wrote, so under ingest a read per page
-        // fetched its pages from the OS again; within one transaction the cache holds, and
-        // the scrape is one snapshot.
-        let tx = self.pool.begin().await?;
-        let mut latencies = foldhash::HashMap::default();
-        let latency = [
-            ("monitor_id", "s.monitor_id"),
-            ("latency_ms", "s.latency_ms"),
-            ("position", "s.rowid"),
-        ];
-        let from = "FROM monitor_status s";
-        let tx = each_paged(tx, &latency, from, "s", |row: LatencyRow| {
-            if let Some(ms) = row.latency_ms {
-                latencies.insert(row.monitor_id, ms);
-            }
-        })
-        .await?;
-        let mut columns = MONITORS_ALONE.columns.to_vec();
-        columns.push(("position", "m.rowid"));
-        let tx = each_paged(tx, &columns, MONITORS_ALONE.from, "m", |row: PagedRow| {
-            let latency_ms = latencies.remove(&row.monitor_id);
-            each(row.shown(latency_ms));
-        })
-        .await?;
-        let mut columns = LOCATIONS.columns.to_vec();
-        columns.push(("position", "l.rowid"));
-        let tx = each_paged(tx, &columns, LOCATIONS.from, "l", |row: PagedRow| {
-            let latency_ms = row.latency_ms;
-            each(row.shown(latency_ms));
-        })
-        .await?;
-        tx.commit().await?;
-        Ok(())
+        reading.await?
     }
 
     async fn each_streamed(
@@ -164,13 +104,9 @@ impl Store {
         source: &Source<'_>,
         each: &mut impl FnMut(ShownRow),
     ) -> anyhow::Result<()> {
-        let select: Vec<String> = source
-            .columns
-            .iter()
-            .map(|(name, expression)| format!("{expression} AS {name}"))
-            .collect();
-        let sql = format!("SELECT {} {}", select.join(", "), source.from);
+        debug_assert_eq!(self.backend(), Backend::Postgres);
         type Row = (String, Option<String>, String, Option<String>, Option<i64>);
+        let sql = source.select();
         let mut rows = sqlx::query_as::<_, Row>(&sql).fetch(&self.pool);
         while let Some((monitor_id, region, name, status, latency_ms)) = rows.try_next().await? {
             each(ShownRow {
@@ -185,52 +121,68 @@ impl Store {
     }
 }
 
-/// `SELECT columns from`, in pages of `PAGE` rows in the storage order of the table `alias`
-/// names, on SQLite, inside `tx`; `columns` include that table's rowid as `position`. The
-/// next page is being read by SQLite (on sqlx's worker thread, the transaction handed to a
-/// task and back) while `each` takes this one's rows, so reading and rendering overlap
-/// instead of taking turns.
-async fn each_paged<T: Paged>(
-    tx: Transaction<'static, Any>,
-    columns: &[(&str, &str)],
-    from: &str,
-    alias: &str,
-    mut each: impl FnMut(T),
-) -> anyhow::Result<Transaction<'static, Any>> {
-    let rest = format!("{from} WHERE {alias}.rowid > $1 ORDER BY {alias}.rowid LIMIT {PAGE}");
-    let sql = packed(Backend::Sqlite, columns, &rest, "position");
-    let read = |mut tx: Transaction<'static, Any>, after: i64| {
-        let sql = sql.clone();
-        tokio::spawn(async move {
-            let page: Result<(String,), _> =
-                sqlx::query_as(&sql).bind(after).fetch_one(&mut *tx).await;
-            (tx, page)
-        })
+/// `each_shown` on SQLite, on a blocking thread: sends chunks of rows until done, or until
+/// the scrape stops listening.
+fn read_shown(file: &Path, chunks: &mpsc::Sender<Vec<ShownRow>>) -> anyhow::Result<()> {
+    let mut db = rusqlite::Connection::open_with_flags(
+        file,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    db.busy_timeout(Duration::from_secs(10))?;
+    let snapshot = db.transaction_with_behavior(TransactionBehavior::Deferred)?;
+    let mut latencies = foldhash::HashMap::default();
+    let mut read = snapshot.prepare(
+        "SELECT monitor_id, latency_ms FROM monitor_status WHERE latency_ms IS NOT NULL",
+    )?;
+    let mut rows = read.query([])?;
+    while let Some(row) = rows.next()? {
+        latencies.insert(row.get::<_, String>(0)?, row.get::<_, i64>(1)?);
+    }
+    drop(rows);
+    let mut chunk = Vec::with_capacity(CHUNK);
+    // `false` once the scrape is gone: nothing left to read for.
+    let hand_over = |row: ShownRow, chunk: &mut Vec<ShownRow>| {
+        chunk.push(row);
+        chunk.len() < CHUNK
+            || chunks
+                .blocking_send(std::mem::replace(chunk, Vec::with_capacity(CHUNK)))
+                .is_ok()
     };
-    let mut reading = read(tx, 0);
-    loop {
-        let (tx, page) = reading.await?;
-        let rows: Vec<T> = unpack(&page?.0)?;
-        if rows.len() as i64 != PAGE {
-            rows.into_iter().for_each(each);
-            return Ok(tx);
-        }
-        let after = rows.iter().map(Paged::position).max().unwrap_or_default();
-        reading = read(tx, after);
-        rows.into_iter().for_each(&mut each);
-    }
-}
-
-impl PagedRow {
-    fn shown(self, latency_ms: Option<i64>) -> ShownRow {
-        ShownRow {
-            monitor_id: self.monitor_id,
-            name: self.name,
-            region: self.region,
-            status: self.status,
+    let mut read = snapshot.prepare("SELECT id, name, shown_status FROM monitors")?;
+    let mut rows = read.query([])?;
+    while let Some(row) = rows.next()? {
+        let monitor_id: String = row.get(0)?;
+        let latency_ms = latencies.remove(&monitor_id);
+        let shown = ShownRow {
+            monitor_id,
+            name: row.get(1)?,
+            region: None,
+            status: row.get(2)?,
             latency_ms,
+        };
+        if !hand_over(shown, &mut chunk) {
+            return Ok(());
         }
     }
+    drop(rows);
+    let mut read = snapshot.prepare(&LOCATIONS.select())?;
+    let mut rows = read.query([])?;
+    while let Some(row) = rows.next()? {
+        let shown = ShownRow {
+            monitor_id: row.get(0)?,
+            region: row.get(1)?,
+            name: row.get(2)?,
+            status: row.get(3)?,
+            latency_ms: row.get(4)?,
+        };
+        if !hand_over(shown, &mut chunk) {
+            return Ok(());
+        }
+    }
+    if !chunk.is_empty() {
+        let _ = chunks.blocking_send(chunk);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -333,38 +285,62 @@ mod tests {
         assert_eq!(ids.len(), 2_000);
     }
 
-    /// A scrape on SQLite is one snapshot: what is written while its first page is being
-    /// rendered shows in none of its later pages.
+    /// A scrape on SQLite is one snapshot: what is written while its first rows are being
+    /// rendered shows in none of its later rows, monitors' or locations' (read by a later
+    /// statement).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_write_during_a_scrape_shows_in_none_of_its_pages() {
+    async fn a_write_during_a_scrape_shows_in_none_of_its_rows() {
         let (store, _dir) = sqlite_store().await;
         sqlx::query(
             "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3500) \
              INSERT INTO monitors (id, name, kind, target, interval_ms, timeout_ms, settings, \
                 poller_mode, created_at, updated_at, revision, shown_status) \
-             SELECT printf('m%05d', i), 'n', 'http', 'http://x', 60000, 10000, '{}', 'auto', \
+             SELECT printf('m%05d', i), 'n', 'http', 'http://x', 60000, 10000, '{}', 'multi', \
                 0, 0, 1, 'up' FROM n",
         )
         .execute(&store.pool)
         .await
         .unwrap();
-        let mut statuses = std::collections::BTreeMap::<String, usize>::new();
+        sqlx::query(
+            "INSERT INTO monitor_locations (monitor_id, region, shown_status) \
+             SELECT id, 'eu', 'up' FROM monitors",
+        )
+        .execute(&store.pool)
+        .await
+        .unwrap();
+        let mut statuses = std::collections::BTreeMap::<(bool, String), usize>::new();
         let mut written = false;
         store
             .each_shown(|row| {
                 if !written {
                     written = true;
-                    let write = sqlx::query("UPDATE monitors SET shown_status = 'down'")
-                        .execute(&store.writer);
+                    let write = async {
+                        let monitors = sqlx::query("UPDATE monitors SET shown_status = 'down'")
+                            .execute(&store.writer)
+                            .await?;
+                        let locations =
+                            sqlx::query("UPDATE monitor_locations SET shown_status = 'down'")
+                                .execute(&store.writer)
+                                .await?;
+                        Ok::<_, sqlx::Error>((monitors.rows_affected(), locations.rows_affected()))
+                    };
                     let done = tokio::task::block_in_place(|| {
                         tokio::runtime::Handle::current().block_on(write)
                     });
-                    assert_eq!(done.unwrap().rows_affected(), 3500);
+                    assert_eq!(done.unwrap(), (3500, 3500));
                 }
-                *statuses.entry(row.status.unwrap_or_default()).or_default() += 1;
+                let key = (row.region.is_some(), row.status.unwrap_or_default());
+                *statuses.entry(key).or_default() += 1;
             })
             .await
             .unwrap();
-        assert_eq!(statuses, [("up".to_string(), 3500)].into());
+        assert_eq!(
+            statuses,
+            [
+                ((false, "up".to_string()), 3500),
+                ((true, "up".to_string()), 3500)
+            ]
+            .into()
+        );
     }
 }

@@ -119,6 +119,9 @@ pub struct Store {
     backend: Backend,
     /// Kept to open the notification connection of `listen_for_versions` (PostgreSQL only).
     url: String,
+    /// The database file on SQLite, for reads that open a connection of their own
+    /// (`gauges`).
+    sqlite_file: Option<std::path::PathBuf>,
     /// SQLite allows one writer at a time; queueing writers here, rather than letting them
     /// collide inside SQLite, turns lock contention into a short wait instead of `SQLITE_BUSY`.
     sqlite_writer: Mutex<()>,
@@ -591,6 +594,15 @@ impl Store {
         };
         let options = AnyConnectOptions::from_str(&url)
             .with_context(|| format!("invalid CENTRAL_DATABASE_URL `{}`", redacted(&url)))?;
+        let sqlite_file = match backend {
+            Backend::Sqlite => Some(
+                sqlx::sqlite::SqliteConnectOptions::from_str(&url)
+                    .with_context(|| format!("invalid CENTRAL_DATABASE_URL `{}`", redacted(&url)))?
+                    .get_filename()
+                    .to_path_buf(),
+            ),
+            Backend::Postgres => None,
+        };
         let pool = Self::pool_options(
             backend,
             match backend {
@@ -617,6 +629,7 @@ impl Store {
             writer,
             backend,
             url: url.clone(),
+            sqlite_file,
             sqlite_writer: Mutex::new(()),
             sqlite_queue: Mutex::new(()),
         };
