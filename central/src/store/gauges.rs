@@ -83,9 +83,10 @@ impl Store {
     /// one read transaction, so the scrape is one snapshot, and hands rows over `CHUNK` at a
     /// time while the scrape writes the previous ones. Through sqlx every row is a message
     /// from its worker thread, and the pages of packed JSON read before were SQLite building
-    /// and serde parsing every row's JSON (docs/benchmarks.md). Monitors are read in storage order with their latencies joined
-    /// here from `monitor_status`, also read in its storage order: a join seeks the status
-    /// table's index once per monitor. Memory: three chunks and a latency per monitor.
+    /// and serde parsing every row's JSON (docs/benchmarks.md). Monitors are read in storage
+    /// order with their latencies joined here from `monitor_status`, also read in its storage
+    /// order: a join seeks the status table's index once per monitor. Memory: three chunks
+    /// and a latency per monitor.
     pub async fn each_shown(&self, mut each: impl FnMut(ShownRow)) -> anyhow::Result<()> {
         let Some(file) = self.sqlite_file.clone() else {
             self.each_streamed(&MONITORS, &mut each).await?;
