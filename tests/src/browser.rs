@@ -13,7 +13,7 @@ use tokio::process::{Child, Command};
 
 pub struct Browser {
     pub client: Client,
-    _driver: Child,
+    _driver: DriverGroup,
     _profile: tempfile::TempDir,
     screenshots: PathBuf,
 }
@@ -25,10 +25,16 @@ fn screenshot_dir(test: &str) -> PathBuf {
         .join(test)
 }
 
-impl Drop for Browser {
-    /// Kills the driver's process group: the driver and every browser process it started.
+/// A started chromedriver, in a process group of its own which the browsers it starts join.
+/// Dropping this kills the whole group, so no Chromium process outlives its test, nor a
+/// `Browser::start` that fails after the driver started (killing the driver alone left every
+/// Chromium process running: about 150 after a CI run, taking memory and CPU from what ran next).
+struct DriverGroup(Child);
+
+impl Drop for DriverGroup {
+    // Ctrl-C in a terminal no longer reaches this group; normal ends and unwinding kill it here.
     fn drop(&mut self) {
-        if let Some(pid) = self._driver.id() {
+        if let Some(pid) = self.0.id() {
             let _ = std::process::Command::new("kill")
                 .args(["-KILL", "--", &format!("-{pid}")])
                 .stderr(Stdio::null())
@@ -52,13 +58,11 @@ impl Browser {
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
-            // A group of its own, which the browsers it starts join: killing the driver
-            // alone left every Chromium process of the test running (about 150 after a CI
-            // run, taking memory and CPU from whatever ran next).
             .process_group(0)
-            .kill_on_drop(true)
             .spawn()
             .context("starting chromedriver")?;
+        // From here on, any way out of this function kills the driver and its browsers.
+        let driver = DriverGroup(driver);
         let profile = tempfile::tempdir()?;
         let capabilities = serde_json::json!({
             "goog:chromeOptions": {

@@ -47,13 +47,16 @@ impl Postgres {
             bail!("initdb failed: {}", String::from_utf8_lossy(&initdb.stderr));
         }
         // A free port is only free until someone else binds it: parallel tests start servers
-        // too. The probe asks for the data directory, so it can only be satisfied by this
-        // server; a server that lost the port exits and is started again on another.
-        let mut last_error = None;
+        // too. The server gets a cluster name of its own and is ready when its port answers
+        // with that name; a server that lost the port says so in its log and exits, and is
+        // started again on another. Any other failure is reported at once, with the log's end.
+        let cluster = format!("e2e-{}", uuid::Uuid::new_v4().simple());
+        let log_path = dir.path().join("postgres.log");
+        let mut last_failure = String::new();
         for _ in 0..5 {
             let port = free_port()?;
-            let log = std::fs::File::create(dir.path().join("postgres.log"))?;
-            chown(dir.path().join("postgres.log"), Some(uid), Some(gid))?;
+            let log = std::fs::File::create(&log_path)?;
+            chown(&log_path, Some(uid), Some(gid))?;
             let child = Command::new(bin.join("postgres"))
                 .arg("-D")
                 .arg(&data)
@@ -61,6 +64,8 @@ impl Postgres {
                 .arg(port.to_string())
                 .arg("-k")
                 .arg(dir.path())
+                .arg("-c")
+                .arg(format!("cluster_name={cluster}"))
                 // Loopback only; durability is not what these tests measure.
                 .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"])
                 .args(["-c", "synchronous_commit=off", "-c", "max_connections=300"])
@@ -78,34 +83,43 @@ impl Postgres {
                 _child: child,
                 _dir: dir,
             };
-            match server.until_ours(&data).await {
+            let error = match server.until_ours(&cluster).await {
                 Ok(()) => return Ok(server),
-                Err(error) => {
-                    last_error = Some(error);
-                    let _ = server._child.kill().await;
-                    dir = server._dir;
-                }
+                Err(error) => error,
+            };
+            let _ = server._child.kill().await;
+            dir = server._dir;
+            // Each attempt starts a new log: keep this one's end before the next.
+            let tail = log_tail(&log_path);
+            last_failure = format!("{error:#}; the end of its postgres.log:\n{tail}");
+            if !lost_its_port(&tail) {
+                bail!("postgres did not start: {last_failure}");
             }
         }
-        Err(last_error.unwrap_or_else(|| anyhow::anyhow!("postgres did not start")))
+        bail!("postgres lost its port 5 times; the last time: {last_failure}")
     }
 
-    /// Waits until this server answers on its port; fails if it exits first (its port was taken).
-    async fn until_ours(&mut self, data: &Path) -> anyhow::Result<()> {
+    /// Waits until this server answers on its port, by its cluster name; fails if it exits
+    /// first (its log tells why) or takes more than 30 s.
+    async fn until_ours(&mut self, cluster: &str) -> anyhow::Result<()> {
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        let want = data.display().to_string();
         loop {
             if let Some(status) = self._child.try_wait()? {
                 bail!("postgres on port {} exited: {status}", self.port);
             }
-            if let Ok(answer) = self.psql("SHOW data_directory").await {
-                if answer == want {
-                    return Ok(());
-                }
-                bail!("port {} answered by another server ({answer})", self.port);
+            // Another server answering this port means ours cannot bind it: it will exit.
+            if self
+                .psql("SHOW cluster_name")
+                .await
+                .is_ok_and(|name| name == cluster)
+            {
+                return Ok(());
             }
             if std::time::Instant::now() > deadline {
-                bail!("timed out after 30 s waiting for postgres accepting");
+                bail!(
+                    "timed out after 30 s waiting for postgres on port {}",
+                    self.port
+                );
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
@@ -136,6 +150,8 @@ impl Postgres {
             ])
             .arg("-p")
             .arg(self.port.to_string())
+            // Whatever else may hold the port (a test's own listener) need not answer at all.
+            .env("PGCONNECT_TIMEOUT", "5")
             .uid(self.user.0)
             .gid(self.user.1)
             .output()
@@ -168,6 +184,28 @@ async fn postgres_user() -> anyhow::Result<(u32, u32)> {
         Ok::<u32, anyhow::Error>(String::from_utf8_lossy(&output.stdout).trim().parse()?)
     };
     Ok((id("-u").await?, id("-g").await?))
+}
+
+/// The last 20 lines of a server's log (or why it could not be read).
+fn log_tail(path: &Path) -> String {
+    match std::fs::read_to_string(path) {
+        Ok(log) => {
+            let lines: Vec<&str> = log.lines().collect();
+            lines[lines.len().saturating_sub(20)..].join("\n")
+        }
+        Err(e) => format!("<unreadable: {e}>"),
+    }
+}
+
+/// Whether a server's log says it could not listen on its port because another had it.
+fn lost_its_port(log: &str) -> bool {
+    [
+        "could not bind",
+        "Address already in use",
+        "could not create any TCP/IP sockets",
+    ]
+    .iter()
+    .any(|sign| log.contains(sign))
 }
 
 pub(crate) fn free_port() -> anyhow::Result<u16> {

@@ -585,6 +585,17 @@ impl Store {
                 redacted(url)
             );
         };
+        if backend == Backend::Sqlite {
+            if let Some(why) = sqlite_url_refusal(url) {
+                anyhow::bail!(
+                    "CENTRAL_DATABASE_URL `{}` {why}; central opens the database from several \
+                     connections and from a reader thread of its own (behind /metrics), so it \
+                     must be a file on disk that central can write: `sqlite://<path>`, with no \
+                     mode, `mode=rwc` or `mode=rw`",
+                    redacted(url)
+                );
+            }
+        }
         let url = match backend {
             Backend::Sqlite if !url.contains("mode=") => {
                 let sep = if url.contains('?') { '&' } else { '?' };
@@ -992,6 +1003,37 @@ pub(crate) mod testing {
     }
 }
 
+/// Why central cannot run on this SQLite URL, if it cannot. The pool and the writer open it
+/// through sqlx, but `/metrics` reads the file it names (`get_filename`) with a plain rusqlite
+/// connection (`gauges`), which knows nothing of the URL's parameters: an in-memory database,
+/// another VFS or an immutable file would have it read another database than the rest of
+/// central, and a read-only one fails at central's first write. Names are read as sqlx reads
+/// them; a URL sqlx cannot read is left for it to refuse.
+fn sqlite_url_refusal(url: &str) -> Option<&'static str> {
+    let options = sqlx::sqlite::SqliteConnectOptions::from_str(url).ok()?;
+    let file = options.get_filename().to_string_lossy();
+    let rest = url
+        .trim_start_matches("sqlite://")
+        .trim_start_matches("sqlite:");
+    let (database, query) = rest.split_once('?').unwrap_or((rest, ""));
+    if database == ":memory:" || file == ":memory:" {
+        return Some("is an in-memory database");
+    }
+    if file.is_empty() {
+        return Some("names no file (SQLite would give each connection a temporary one)");
+    }
+    if file.starts_with("file:") {
+        return Some("names a `file:` URI, whose parameters central does not check");
+    }
+    url::form_urlencoded::parse(query.as_bytes()).find_map(|(key, value)| match (&*key, &*value) {
+        ("mode", "memory") => Some("asks for an in-memory database (`mode=memory`)"),
+        ("mode", "ro") => Some("opens the database read-only (`mode=ro`), and central writes"),
+        ("vfs", _) => Some("names a VFS (`vfs=`)"),
+        ("immutable", _) => Some("declares the file immutable (`immutable=`), and central writes"),
+        _ => None,
+    })
+}
+
 /// The database URL as it may be shown: with its password (and any `password=` parameter)
 /// replaced, so that no error message or log line carries the secret.
 pub fn redacted(url: &str) -> String {
@@ -1021,6 +1063,47 @@ pub fn redacted(url: &str) -> String {
         parsed.query_pairs_mut().clear().extend_pairs(pairs);
     }
     parsed.to_string()
+}
+
+#[cfg(test)]
+mod url_tests {
+    use super::Store;
+
+    #[tokio::test]
+    async fn sqlite_urls_that_are_not_one_writable_file_on_disk_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("central.db").display().to_string();
+        for url in [
+            "sqlite::memory:".to_string(),
+            "sqlite://:memory:".to_string(),
+            "sqlite://%3Amemory%3A".to_string(),
+            "sqlite://".to_string(),
+            format!("sqlite://{file}?mode=memory"),
+            format!("sqlite://{file}?mode=ro"),
+            format!("sqlite://{file}?vfs=unix-dotfile"),
+            format!("sqlite://{file}?mode=rwc&immutable=1"),
+            format!("sqlite:file:{file}"),
+            format!("sqlite:file:{file}%3Fmode=memory"),
+        ] {
+            let error = match Store::connect(&url).await {
+                Ok(_) => panic!("{url} was accepted"),
+                Err(error) => format!("{error:#}"),
+            };
+            assert!(
+                error.contains("CENTRAL_DATABASE_URL") && error.contains("file on disk"),
+                "{url}: {error}"
+            );
+        }
+        for url in [
+            format!("sqlite://{file}"),
+            format!("sqlite://{file}?mode=rwc"),
+            format!("sqlite://{file}?mode=rw&cache=private"),
+        ] {
+            Store::connect(&url)
+                .await
+                .unwrap_or_else(|e| panic!("{url}: {e:#}"));
+        }
+    }
 }
 
 #[cfg(test)]
