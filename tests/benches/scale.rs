@@ -28,16 +28,23 @@
 //! With `--baseline`, the same run is first made with that build of `central` (the figures
 //! before a change, from the same machine in the same run), and both rows are printed.
 //!
+//! The steady window also reports central's system calls and bytes read and written per result
+//! stored (`/proc/<pid>/io`): on SQLite, mostly the WAL frames each result's pages take and the
+//! checkpoints that copy them back. `SCALE_CENTRAL_LOG` sets central's `RUST_LOG` (default
+//! `info`; `info,sqlx::query=debug` logs every statement with its time, in central's log in the
+//! run's temporary directory).
+//!
 //! (prefix `E2E_DATABASE=postgres` for PostgreSQL). Figures go to docs/benchmarks.md. Each test
 //! poller also keeps a long poll for its assignments open and refreshes its access token every
 //! 10 minutes, as agents do.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use e2e::receivers::HttpReceiver;
-use e2e::{cpu_seconds, eventually, rss_bytes, Central, ADMIN_TOKEN};
+use e2e::{cpu_seconds, eventually, io_counts, rss_bytes, Central, ADMIN_TOKEN};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 
@@ -203,6 +210,7 @@ fn uploads(
     sizes: Sizes,
     start: Duration,
     down: Down,
+    accepted: Arc<AtomicU64>,
 ) -> tokio::task::JoinHandle<()> {
     let interval_s = sizes.interval_s;
     let (http, url, access) = (
@@ -246,12 +254,18 @@ fn uploads(
             uploaded_at = Instant::now();
             for batch in std::mem::take(&mut queued).chunks(sizes.batch_size.max(1)) {
                 let token = access.lock().unwrap().clone();
-                let _ = http
+                let answer = http
                     .post(format!("{url}/api/poller/results"))
                     .bearer_auth(token)
                     .json(&json!({"batch_id": uuid::Uuid::new_v4(), "results": batch}))
                     .send()
                     .await;
+                if let Ok(answer) = answer {
+                    if let Ok(ack) = answer.json::<Value>().await {
+                        let stored = ack["accepted"].as_u64().unwrap_or(0);
+                        accepted.fetch_add(stored, Ordering::Relaxed);
+                    }
+                }
             }
         }
     })
@@ -360,6 +374,10 @@ async fn run(label: &str, program: &std::path::Path, sizes: Sizes) -> anyhow::Re
         &[
             ("CENTRAL_AUTH_RATE_LIMIT", "0"),
             ("CENTRAL_MAX_CONNECTIONS_PER_CLIENT", "10000"),
+            (
+                "RUST_LOG",
+                &std::env::var("SCALE_CENTRAL_LOG").unwrap_or_else(|_| "info".into()),
+            ),
         ],
     )
     .await?;
@@ -396,6 +414,8 @@ async fn run(label: &str, program: &std::path::Path, sizes: Sizes) -> anyhow::Re
     // goes stale while the others are being created (unless `--create-first`).
     let owned: Vec<Arc<Mutex<Vec<String>>>> = (0..pollers).map(|_| Arc::default()).collect();
     let down: Down = Arc::default();
+    // Results the upload loops had acknowledged as stored (for the I/O per result).
+    let accepted = Arc::new(AtomicU64::new(0));
     let start_uploads = || -> Vec<tokio::task::JoinHandle<()>> {
         registered
             .iter()
@@ -405,7 +425,15 @@ async fn run(label: &str, program: &std::path::Path, sizes: Sizes) -> anyhow::Re
                 let start = Duration::from_millis(
                     batch_interval_s * 1000 * i as u64 / pollers.max(1) as u64,
                 );
-                uploads(&central, poller, mine.clone(), sizes, start, down.clone())
+                uploads(
+                    &central,
+                    poller,
+                    mine.clone(),
+                    sizes,
+                    start,
+                    down.clone(),
+                    accepted.clone(),
+                )
             })
             .collect()
     };
@@ -474,11 +502,29 @@ async fn run(label: &str, program: &std::path::Path, sizes: Sizes) -> anyhow::Re
     // On stderr, for a profiler to attach to central for the steady window.
     eprintln!("steady window: {measure_s} s from now, central pid {pid}");
     let (cpu_before, wall) = (cpu_seconds(pid).unwrap_or(0.0), Instant::now());
+    let (io_before, accepted_before) = (io_counts(pid), accepted.load(Ordering::Relaxed));
     tokio::time::sleep(Duration::from_secs(measure_s)).await;
     let steady_cpu = (cpu_seconds(pid).unwrap_or(0.0) - cpu_before) / wall.elapsed().as_secs_f64();
+    // System calls and bytes per result stored in the window: on SQLite mostly the pages each
+    // result dirties, written to the WAL (a header and a page per frame) and copied back by
+    // checkpoints; on PostgreSQL central's side of the connection only.
+    let results = accepted
+        .load(Ordering::Relaxed)
+        .saturating_sub(accepted_before)
+        .max(1) as f64;
+    let io = match (io_before, io_counts(pid)) {
+        (Some(a), Some(b)) => format!(
+            "{:.1} writes ({:.1} KB) and {:.1} reads ({:.1} KB) per result",
+            (b.write_calls - a.write_calls) as f64 / results,
+            (b.written_bytes - a.written_bytes) as f64 / results / 1000.0,
+            (b.read_calls - a.read_calls) as f64 / results,
+            (b.read_bytes - a.read_bytes) as f64 / results / 1000.0,
+        ),
+        _ => "I/O unreadable".into(),
+    };
     // At once: a long run's main figure must not depend on the steps after it.
     eprintln!(
-        "steady: central CPU {:.0} % of a core, RSS {} MB",
+        "steady: central CPU {:.0} % of a core, RSS {} MB, {io} ({results:.0} results)",
         steady_cpu * 100.0,
         rss_bytes(pid).unwrap_or(0) / 1_000_000
     );
@@ -607,7 +653,7 @@ async fn run(label: &str, program: &std::path::Path, sizes: Sizes) -> anyhow::Re
         "scale ({backend}{grown}, {label}): {monitors} monitors / {pollers} pollers / {:.0} results/s, \
          uploads of {batch_size} or every {batch_interval_s} s (created in {:.0} s) | CPU steady {:.0} % of a core, no results {:.0} % | alert latency \
          ({} of {} told) p50 {:.0} ms, p99 {:.0} ms | ?status=down {:.0} ms, page of 50 {:.0} ms, \
-         /metrics {:.0} ms, one status {:.1} ms | 1 % down ({}) {} | RSS {} MB{others}",
+         /metrics {:.0} ms, one status {:.1} ms | 1 % down ({}) {} | RSS {} MB | steady: {io}{others}",
         monitors as f64 / interval_s as f64,
         creating.as_secs_f64(),
         steady_cpu * 100.0,

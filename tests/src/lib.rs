@@ -92,6 +92,30 @@ pub fn cpu_seconds(pid: u32) -> Option<f64> {
     Some((ticks(11)? + ticks(12)?) / 100.0)
 }
 
+/// A process's I/O so far, from `/proc/<pid>/io`: system calls and bytes, whatever the file
+/// (SQLite's WAL and database, sockets). Only the owner (or root) may read it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct IoCounts {
+    pub read_calls: u64,
+    pub write_calls: u64,
+    pub read_bytes: u64,
+    pub written_bytes: u64,
+}
+
+pub fn io_counts(pid: u32) -> Option<IoCounts> {
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
+    let field = |name: &str| -> Option<u64> {
+        let line = io.lines().find(|l| l.starts_with(name))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    };
+    Some(IoCounts {
+        read_calls: field("syscr:")?,
+        write_calls: field("syscw:")?,
+        read_bytes: field("rchar:")?,
+        written_bytes: field("wchar:")?,
+    })
+}
+
 /// Path of a built binary of the workspace (built on first use).
 pub fn binary(name: &str) -> PathBuf {
     bin_dir().join(name)

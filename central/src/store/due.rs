@@ -143,7 +143,7 @@ pub(super) async fn confirm_due(
         .execute(&mut **tx)
         .await?;
     }
-    sqlx::query(&format!(
+    let moved = sqlx::query(&format!(
         "UPDATE alert_due SET due_at = CASE WHEN alert_due.rule_at < c.until_ms \
          THEN alert_due.rule_at ELSE c.until_ms END \
          FROM (SELECT r.value ->> 'id' AS id, CAST(r.value ->> 'until' AS BIGINT) AS until_ms, \
@@ -155,6 +155,12 @@ pub(super) async fn confirm_due(
     .bind(at)
     .execute(&mut **tx)
     .await?;
+    // The ids are distinct (one confirmation per monitor), so when every one moved its row
+    // there is no rest: at a steady state that is every upload, and the statement below,
+    // which looks each id up again, is skipped.
+    if moved.rows_affected() == confirmed.len() as u64 {
+        return Ok(false);
+    }
     // The rest: no row (nothing was due), due already, or not steady. A row moved above is
     // still steady and not due, so it is left alone here.
     let sql = format!(

@@ -897,6 +897,12 @@ impl Store {
 
     /// Who owns each of these monitors (unknown ids are simply absent): one row for a
     /// single-location monitor, one per location for a multi-location one.
+    ///
+    /// Read before each upload is stored, so on SQLite it is read on the writing connection:
+    /// its page cache stays warm (no other connection writes), while a reader's cache is
+    /// dropped at every commit (an upload's, dozens a second) and each monitor's pages would
+    /// come from the OS again. Must not be called inside a write transaction (the writer is
+    /// one connection: it would wait for itself).
     pub async fn ownership(&self, monitor_ids: &[String]) -> anyhow::Result<Vec<OwnershipRow>> {
         if monitor_ids.is_empty() {
             return Ok(Vec::new());
@@ -927,7 +933,7 @@ impl Store {
         for id in monitor_ids {
             query = query.bind(id);
         }
-        let (text,) = query.fetch_one(&self.pool).await?;
+        let (text,) = query.fetch_one(&self.writer).await?;
         super::packed::unpack(&text)
     }
 
