@@ -44,7 +44,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use e2e::receivers::HttpReceiver;
-use e2e::{cpu_seconds, eventually, io_counts, rss_bytes, Central, ADMIN_TOKEN};
+use e2e::{anon_rss_bytes, cpu_seconds, eventually, io_counts, rss_bytes, Central, ADMIN_TOKEN};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 
@@ -524,9 +524,10 @@ async fn run(label: &str, program: &std::path::Path, sizes: Sizes) -> anyhow::Re
     };
     // At once: a long run's main figure must not depend on the steps after it.
     eprintln!(
-        "steady: central CPU {:.0} % of a core, RSS {} MB, {io} ({results:.0} results)",
+        "steady: central CPU {:.0} % of a core, RSS {} MB ({} MB its own), {io} ({results:.0} results)",
         steady_cpu * 100.0,
-        rss_bytes(pid).unwrap_or(0) / 1_000_000
+        rss_bytes(pid).unwrap_or(0) / 1_000_000,
+        anon_rss_bytes(pid).unwrap_or(0) / 1_000_000
     );
 
     let http = reqwest::Client::new();
@@ -653,7 +654,7 @@ async fn run(label: &str, program: &std::path::Path, sizes: Sizes) -> anyhow::Re
         "scale ({backend}{grown}, {label}): {monitors} monitors / {pollers} pollers / {:.0} results/s, \
          uploads of {batch_size} or every {batch_interval_s} s (created in {:.0} s) | CPU steady {:.0} % of a core, no results {:.0} % | alert latency \
          ({} of {} told) p50 {:.0} ms, p99 {:.0} ms | ?status=down {:.0} ms, page of 50 {:.0} ms, \
-         /metrics {:.0} ms, one status {:.1} ms | 1 % down ({}) {} | RSS {} MB | steady: {io}{others}",
+         /metrics {:.0} ms, one status {:.1} ms | 1 % down ({}) {} | RSS {} MB ({} MB its own) | steady: {io}{others}",
         monitors as f64 / interval_s as f64,
         creating.as_secs_f64(),
         steady_cpu * 100.0,
@@ -668,7 +669,8 @@ async fn run(label: &str, program: &std::path::Path, sizes: Sizes) -> anyhow::Re
         status,
         burst.len(),
         burst_all,
-        rss_bytes(pid).unwrap_or(0) / 1_000_000
+        rss_bytes(pid).unwrap_or(0) / 1_000_000,
+        anon_rss_bytes(pid).unwrap_or(0) / 1_000_000
     ))
 }
 

@@ -75,6 +75,12 @@ pub fn rss_bytes(pid: u32) -> Option<u64> {
     proc_status_kib(pid, "VmRSS:").map(|kib| kib * 1024)
 }
 
+/// The part of a process's resident memory that is its own (`RssAnon`): without the file pages
+/// it maps (a memory-mapped database's), which the OS may drop.
+pub fn anon_rss_bytes(pid: u32) -> Option<u64> {
+    proc_status_kib(pid, "RssAnon:").map(|kib| kib * 1024)
+}
+
 fn proc_status_kib(pid: u32, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|l| l.starts_with(field))?;
