@@ -129,10 +129,28 @@ async fn every_alert_reaches_every_channel_once_through_a_receiver_outage_and_a_
     central
         .wait_for_status(&monitor, "up", Duration::from_secs(40))
         .await?;
+    // Refused by both receivers and recorded as refused, before the kill: a refusal whose
+    // record the kill cut off is tried again after the claim expires and counts once.
     eventually(
         Duration::from_secs(20),
-        "a refused delivery of `up`",
-        || async { (webhook.refused() > 0 && manager.refused() > 0).then_some(()) },
+        "a refused delivery of `up`, recorded",
+        || async {
+            let refused = webhook.refused() > 0 && manager.refused() > 0;
+            let (_, log) = central
+                .admin(
+                    Method::GET,
+                    &format!("/api/v1/notifications?monitor_id={monitor}"),
+                    None,
+                )
+                .await
+                .ok()?;
+            let recorded = log["items"]
+                .as_array()?
+                .iter()
+                .filter(|r| r["event"] == "monitor.up" && !r["last_error"].is_null())
+                .count();
+            (refused && recorded == 2).then_some(())
+        },
     )
     .await?;
     central.kill().await;
