@@ -225,7 +225,8 @@ pub struct ServeArgs {
     #[arg(long, env = "CENTRAL_RESULTS_RETENTION", default_value = "7d", value_parser = parse_duration)]
     pub results_retention: Duration,
 
-    /// How long minute buckets of history are kept.
+    /// How far back minute history reaches. Minutes are derived from the raw results when
+    /// read, so they reach no further than `CENTRAL_RESULTS_RETENTION` either.
     #[arg(long, env = "CENTRAL_HISTORY_MINUTES_RETENTION", default_value = "48h", value_parser = parse_duration)]
     pub minute_rollups_retention: Duration,
 

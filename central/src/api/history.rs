@@ -24,7 +24,7 @@ pub struct UptimeQuery {
 
 #[utoipa::path(
     get, path = "/api/v1/monitors/{id}/uptime", tag = "monitors", operation_id = "monitor_uptime",
-    summary = "Uptime and latency over the last 24 hours, 7, 30 and 365 days (from rollups)",
+    summary = "Uptime and latency over the last 24 hours, 7, 30 and 365 days (from rollups; a window's partial first hour from its results while they are kept)",
     security(("admin_token" = [])),
     params(("id" = Uuid, Path, description = "Monitor id"), UptimeQuery),
     responses((status = 200, description = "One figure set per window.", body = Uptime), super::openapi::IdQueryErrors)
@@ -56,7 +56,7 @@ pub struct HistoryQuery {
 
 #[utoipa::path(
     get, path = "/api/v1/monitors/{id}/history", tag = "monitors", operation_id = "monitor_history",
-    summary = "A monitor's history in minute, hour or day buckets, oldest first (from rollups)",
+    summary = "A monitor's history in minute, hour or day buckets, oldest first (hours and days from rollups, minutes from the results)",
     security(("admin_token" = [])),
     params(("id" = Uuid, Path, description = "Monitor id"), HistoryQuery),
     responses((status = 200, description = "Buckets that hold results (at most 5,000).", body = History), super::openapi::IdQueryErrors)

@@ -10,7 +10,8 @@
 //!
 //! Pure functions over points: ingest credits what new results change into the rollups
 //! (`credit`, through `store::insert_results`), reads add the newest result's still-open span
-//! (`spans` from the newest points to now). Nothing here reads or writes the store.
+//! (`spans` from the newest points to now), and minute history splits the spans of the results
+//! it reads (`per_bucket`). Nothing here reads or writes the store.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -183,7 +184,7 @@ impl Timeline {
     }
 
     /// What newly stored results change in the time credited to one monitor or location, as
-    /// bucket deltas of every resolution (negative where a new result cuts an older one's span
+    /// bucket deltas of every stored resolution (negative where a new result cuts an older one's span
     /// short). The rollups always hold what the whole history says of the time before the
     /// newest result (`old_until`, then `new_until`): before the earliest new result nothing
     /// changed, so the delta is the history with the new results minus the history without
@@ -289,23 +290,36 @@ pub fn outside(spans: Vec<Span>, quiet: &[(i64, i64)]) -> Vec<Span> {
 type BucketTime = BTreeMap<(Resolution, i64), (i64, i64)>;
 
 /// Adds (`sign` 1) or takes away (-1) the spans' time, split at bucket boundaries, in the
-/// buckets of every resolution. Cost: one entry per bucket a span touches.
+/// buckets of every stored resolution (minute history is derived when read, `per_bucket`).
+/// Cost: one entry per bucket a span touches.
 fn add_spans(deltas: &mut BucketTime, spans: &[Span], sign: i64) {
-    for span in spans {
-        for resolution in Resolution::ALL {
-            let mut start = span.from;
-            while start < span.until {
-                let bucket = resolution.bucket_of(start);
-                let end = span.until.min(bucket + resolution.width_ms());
-                let entry = deltas.entry((resolution, bucket)).or_default();
-                match span.health {
-                    Health::Up => entry.0 += sign * (end - start),
-                    Health::Down => entry.1 += sign * (end - start),
-                }
-                start = end;
-            }
+    for resolution in Resolution::STORED {
+        for (bucket, (up, down)) in per_bucket(spans, resolution) {
+            let entry = deltas.entry((resolution, bucket)).or_default();
+            entry.0 += sign * up;
+            entry.1 += sign * down;
         }
     }
+}
+
+/// The spans' up and down ms split at the boundaries of `resolution`'s buckets, per bucket
+/// start. Cost: one entry per bucket a span touches.
+pub fn per_bucket(spans: &[Span], resolution: Resolution) -> BTreeMap<i64, (i64, i64)> {
+    let mut buckets: BTreeMap<i64, (i64, i64)> = BTreeMap::new();
+    for span in spans {
+        let mut start = span.from;
+        while start < span.until {
+            let bucket = resolution.bucket_of(start);
+            let end = span.until.min(bucket + resolution.width_ms());
+            let entry = buckets.entry(bucket).or_default();
+            match span.health {
+                Health::Up => entry.0 += end - start,
+                Health::Down => entry.1 += end - start,
+            }
+            start = end;
+        }
+    }
+    buckets
 }
 
 /// Up and down ms in spans, clipped to `[from, until)`.

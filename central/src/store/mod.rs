@@ -15,6 +15,7 @@ mod leases;
 mod locations;
 mod maintenance;
 mod managed;
+mod minutes;
 mod monitors;
 mod notifications;
 mod packed;
@@ -43,6 +44,7 @@ pub use leases::LeaseState;
 pub use locations::{LocationRow, LocationStatusRow};
 pub use maintenance::WindowRow;
 pub use managed::ManagedRow;
+pub use minutes::CountedResult;
 pub use monitors::{
     AssignmentChange, LinkConflict, ListFilter, MonitorRow, OwnershipRow, StatusRow, Versioned,
 };
@@ -933,7 +935,37 @@ pub(crate) mod testing {
         order.iter().position(|&i| i == MARK).unwrap()
     }
 
-    use super::{IngestRules, Store, StoredVerdict, TimeCredit, TimePoint};
+    use super::{IngestRules, PollerRow, Store, StoredVerdict, TimeCredit, TimePoint};
+
+    /// An enabled poller of no region, created at `created_at`, last heard from at `now`.
+    pub fn poller_row(created_at: i64, now: i64) -> PollerRow {
+        PollerRow {
+            id: uuid::Uuid::new_v4().to_string(),
+            name: "p".into(),
+            alias: None,
+            region: None,
+            datacenter: None,
+            capabilities: "http".into(),
+            capability_limit: None,
+            version: Some("test".into()),
+            enabled: true,
+            registration_token_id: None,
+            created_at,
+            last_heartbeat_at: Some(now),
+            last_upload_at: None,
+            queue_depth: 0,
+            oldest_queued_at: None,
+            dropped_results: 0,
+            assignment_version: None,
+            deleted_at: None,
+            scheduler_health: None,
+            online_since: Some(created_at),
+            status: None,
+            status_since: None,
+            last_error: None,
+            last_error_at: None,
+        }
+    }
     use crate::service::uptime::Timeline;
 
     /// Confirms every verdict at once (thresholds of 1), and lets every result stand for at

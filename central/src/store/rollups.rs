@@ -1,9 +1,12 @@
-//! Rollups: minute, hour and day buckets (UTC) of each monitor's results, for the whole monitor
+//! Rollups: hour and day buckets (UTC) of each monitor's results, for the whole monitor
 //! (region `''`) and per location: counts, latency, and the time the results stood for up and
 //! down. They are added to in the results' own transaction, so a result counts exactly when it
-//! is stored, and read for uptime and history without touching raw results. Windows and
-//! percentiles are the service's (`service::history`), what time a result stands for is
-//! `service::uptime`'s (handed in as `TimeCredit`s); neither is this file's.
+//! is stored, and read for uptime and history without touching raw results. Minute buckets are
+//! no longer written (`Resolution::STORED`): minute history is derived from the results when
+//! read (`store::minutes`, `service::history::minutes`); minute rows written before that are
+//! only pruned. Windows and percentiles are the service's (`service::history`), what time a
+//! result stands for is `service::uptime`'s (handed in as `TimeCredit`s); neither is this
+//! file's.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -31,6 +34,10 @@ pub enum Resolution {
 
 impl Resolution {
     pub const ALL: [Resolution; 3] = [Resolution::Minute, Resolution::Hour, Resolution::Day];
+    /// The resolutions ingest writes buckets of. A minute bucket would hold one result at the
+    /// usual intervals: at 100,000 monitors its row and key were a third of the writes per
+    /// result (docs/benchmarks.md), for what the results themselves already say.
+    pub const STORED: [Resolution; 2] = [Resolution::Hour, Resolution::Day];
 
     pub fn width_ms(self) -> i64 {
         match self {
@@ -76,7 +83,8 @@ pub struct RollupSums {
 }
 
 impl RollupSums {
-    fn count(&mut self, status: &str, latency_ms: Option<i64>) {
+    /// Counts one result of `status` (and its latency, when up).
+    pub fn count(&mut self, status: &str, latency_ms: Option<i64>) {
         self.total += 1;
         match status {
             "up" => self.up += 1,
@@ -92,6 +100,26 @@ impl RollupSums {
         self.latency_max = Some(self.latency_max.map_or(latency, |max| max.max(latency)));
         let band = LATENCY_BOUNDS_MS.partition_point(|&bound| bound < latency);
         self.bands[band] += 1;
+    }
+
+    /// Adds another bucket's (or sum's) counts, time and latency to these.
+    pub fn add(&mut self, other: &RollupSums) {
+        self.up += other.up;
+        self.down += other.down;
+        self.total += other.total;
+        self.latency_count += other.latency_count;
+        self.latency_sum += other.latency_sum;
+        self.up_ms += other.up_ms;
+        self.down_ms += other.down_ms;
+        for (band, count) in self.bands.iter_mut().zip(other.bands) {
+            *band += count;
+        }
+        let pick = |a: Option<i64>, b: Option<i64>, f: fn(i64, i64) -> i64| match (a, b) {
+            (Some(a), Some(b)) => Some(f(a, b)),
+            (a, b) => a.or(b),
+        };
+        self.latency_min = pick(self.latency_min, other.latency_min, i64::min);
+        self.latency_max = pick(self.latency_max, other.latency_max, i64::max);
     }
 
     /// The delta as `add_to_rollups` reads it: a JSON array in the order of `DELTA_KEY`,
@@ -159,12 +187,15 @@ struct RollupKey {
     bucket_start: i64,
 }
 
-/// The counts newly stored results add, per bucket of every resolution, for the whole monitor
-/// and for the result's location, with the time they credit; in key order, so that concurrent
-/// batches take row locks in one order on PostgreSQL.
+/// The counts newly stored results add, per bucket of every stored resolution, for the whole
+/// monitor and for the result's location, with the time they credit; in key order, so that
+/// concurrent batches take row locks in one order on PostgreSQL.
 fn rollup_deltas(results: &[&NewResult], credits: &Credits) -> BTreeMap<RollupKey, RollupSums> {
     let mut deltas: BTreeMap<RollupKey, RollupSums> = BTreeMap::new();
-    for (monitor_id, region, credit) in credits {
+    let stored = |credit: &&(String, String, super::TimeCredit)| {
+        Resolution::STORED.contains(&credit.2.resolution)
+    };
+    for (monitor_id, region, credit) in credits.iter().filter(stored) {
         let key = RollupKey {
             monitor_id: monitor_id.clone(),
             region: region.clone(),
@@ -176,7 +207,7 @@ fn rollup_deltas(results: &[&NewResult], credits: &Credits) -> BTreeMap<RollupKe
         sums.down_ms += credit.down_ms;
     }
     for result in results {
-        for resolution in Resolution::ALL {
+        for resolution in Resolution::STORED {
             let regions = std::iter::once("").chain(result.region.as_deref());
             for region in regions {
                 let key = RollupKey {
@@ -433,7 +464,7 @@ mod tests {
             .await
             .unwrap();
         let bucket = &store
-            .rollup_buckets("m1", "", Resolution::Minute, hour, 1)
+            .rollup_buckets("m1", "", Resolution::Hour, hour, 1)
             .await
             .unwrap()[0];
         let sums = &bucket.sums;
@@ -486,30 +517,18 @@ mod tests {
             .remove("m1")
             .unwrap();
         assert_eq!((eu.up, eu.total), (2, 2));
-        let minutes = store
-            .rollup_buckets("m1", "", Resolution::Minute, 0, 10)
-            .await
-            .unwrap();
-        let counted: Vec<i64> = minutes
-            .iter()
-            .filter(|b| b.sums.total > 0)
-            .map(|b| b.bucket_start)
-            .collect();
-        assert_eq!(counted, [hour, hour + 60_000, 2 * hour]);
+        assert!(
+            store
+                .rollup_buckets("m1", "", Resolution::Minute, 0, 10)
+                .await
+                .unwrap()
+                .is_empty(),
+            "minute history is derived from the results, never stored"
+        );
         // Time: a stands until b (60 s up), b for its cap of 2 minutes (down), c is the newest
         // and still open; per location, a stands its whole cap (eu has nothing newer until c).
         assert_eq!((whole.up_ms, whole.down_ms), (60_000, 120_000));
         assert_eq!((eu.up_ms, eu.down_ms), (120_000, 0));
-        let down_minutes: Vec<(i64, i64)> = minutes
-            .iter()
-            .filter(|b| b.sums.down_ms > 0)
-            .map(|b| (b.bucket_start - hour, b.sums.down_ms))
-            .collect();
-        assert_eq!(
-            down_minutes,
-            [(60_000, 59_000), (120_000, 60_000), (180_000, 1_000)],
-            "split at minute boundaries"
-        );
 
         // A late result lands in its own (old) bucket and moves min and max.
         store
@@ -522,7 +541,7 @@ mod tests {
             .await
             .unwrap();
         let first = &store
-            .rollup_buckets("m1", "", Resolution::Minute, hour, 1)
+            .rollup_buckets("m1", "", Resolution::Hour, hour, 1)
             .await
             .unwrap()[0];
         assert_eq!((first.sums.up, first.sums.latency_min), (2, Some(7)));
@@ -540,21 +559,21 @@ mod tests {
 
         assert_eq!(
             store
-                .prune_rollups(Resolution::Minute, 2 * hour, 1)
+                .prune_rollups(Resolution::Hour, 2 * hour, 1)
                 .await
                 .unwrap(),
             1
         );
         assert_eq!(
             store
-                .prune_rollups(Resolution::Minute, 2 * hour, 10)
+                .prune_rollups(Resolution::Hour, 2 * hour, 10)
                 .await
                 .unwrap(),
-            7,
-            "the whole monitor's other three minutes before c, eu's three, us' one"
+            2,
+            "the other two of the first hour's: the whole monitor's, eu's and us'"
         );
         let left = store
-            .rollup_buckets("m1", "", Resolution::Minute, 0, 10)
+            .rollup_buckets("m1", "", Resolution::Hour, 0, 10)
             .await
             .unwrap();
         assert_eq!(left.len(), 1);

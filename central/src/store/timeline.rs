@@ -419,10 +419,10 @@ mod tests {
         }
     }
 
-    fn minutes(credits: &[TimeCredit]) -> BTreeMap<i64, (i64, i64)> {
+    fn hours(credits: &[TimeCredit]) -> BTreeMap<i64, (i64, i64)> {
         credits
             .iter()
-            .filter(|c| c.resolution == Resolution::Minute && (c.up_ms, c.down_ms) != (0, 0))
+            .filter(|c| c.resolution == Resolution::Hour && (c.up_ms, c.down_ms) != (0, 0))
             .map(|c| (c.bucket_start, (c.up_ms, c.down_ms)))
             .collect()
     }
@@ -432,8 +432,10 @@ mod tests {
     /// in for older results when a batch is in order, late batches read what they need.
     #[tokio::test]
     async fn stored_time_is_the_whole_historys_in_any_arrival_order() {
+        // Minutes for seconds: results 10 minutes apart spread over several hour buckets.
+        const MIN: i64 = 60_000;
         let timeline = Timeline {
-            cap_ms: 25_000,
+            cap_ms: 25 * MIN,
             quorum: Some(2),
             pause: None,
         };
@@ -449,10 +451,10 @@ mod tests {
             let (store, _dir) = sqlite_store().await;
             let mut results = Vec::new();
             for (r, region) in ["eu", "us", "ap"].iter().enumerate() {
-                let mut ts = 1_000 * r as i64;
+                let mut ts = MIN * r as i64;
                 for k in 0..12 {
-                    // Mostly every 10 s, now and then a silence longer than the cap.
-                    ts += if next(8) == 0 { 40_000 } else { 10_000 };
+                    // Mostly every 10 minutes, now and then a silence longer than the cap.
+                    ts += if next(8) == 0 { 40 * MIN } else { 10 * MIN };
                     let status = ["up", "up", "down", "rate_limited"][next(4) as usize];
                     results.push(NewResult {
                         id: format!("{region}-{k:02}"),
@@ -526,9 +528,9 @@ mod tests {
                 } else {
                     timeline.location()
                 };
-                let expected = minutes(&rule.credit(&mine, &ids, None, until));
+                let expected = hours(&rule.credit(&mine, &ids, None, until));
                 let stored: BTreeMap<i64, (i64, i64)> = store
-                    .rollup_buckets("m1", region, Resolution::Minute, 0, 1_000)
+                    .rollup_buckets("m1", region, Resolution::Hour, 0, 1_000)
                     .await
                     .unwrap()
                     .into_iter()

@@ -86,32 +86,7 @@ async fn world() -> World {
     args.offline_after = std::time::Duration::from_secs(30);
     let (clock, handle) = Clock::manual(START_MS);
     let app = App::open_with_clock(&args, clock).await.unwrap();
-    let poller = PollerRow {
-        id: Uuid::new_v4().to_string(),
-        name: "p".into(),
-        alias: None,
-        region: None,
-        datacenter: None,
-        capabilities: "http".into(),
-        capability_limit: None,
-        version: Some("test".into()),
-        enabled: true,
-        registration_token_id: None,
-        created_at: START_MS,
-        last_heartbeat_at: Some(START_MS),
-        last_upload_at: None,
-        queue_depth: 0,
-        oldest_queued_at: None,
-        dropped_results: 0,
-        assignment_version: None,
-        deleted_at: None,
-        scheduler_health: None,
-        online_since: Some(START_MS),
-        status: None,
-        status_since: None,
-        last_error: None,
-        last_error_at: None,
-    };
+    let poller = crate::store::testing::poller_row(START_MS, START_MS);
     app.store.insert_poller(&poller).await.unwrap();
     let mut monitors = Vec::new();
     for i in 0..MONITORS {

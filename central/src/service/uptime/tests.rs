@@ -126,22 +126,35 @@ fn a_multi_location_monitor_is_down_only_while_the_quorum_sees_it_down() {
 
 #[test]
 fn spans_split_exactly_at_bucket_boundaries() {
+    const MIN: i64 = 60 * S;
     let points = [
-        point("a", None, 59 * S, "down"),
-        point("b", None, 62 * S, "up"),
+        point("a", None, 59 * MIN, "down"),
+        point("b", None, 62 * MIN, "up"),
     ];
-    let timeline = Timeline::of(60 * S, None, None);
-    let credit = timeline.credit(&refs(&points), &HashSet::from(["a", "b"]), None, 62 * S);
-    let minutes: Vec<_> = credit
+    let timeline = Timeline::of(60 * MIN, None, None);
+    let credit = timeline.credit(&refs(&points), &HashSet::from(["a", "b"]), None, 62 * MIN);
+    let hours: Vec<_> = credit
         .iter()
-        .filter(|c| c.resolution == Resolution::Minute)
+        .filter(|c| c.resolution == Resolution::Hour)
         .map(|c| (c.bucket_start, c.up_ms, c.down_ms))
         .collect();
-    assert_eq!(minutes, [(0, 0, S), (60 * S, 0, 2 * S)]);
+    assert_eq!(hours, [(0, 0, MIN), (60 * MIN, 0, 2 * MIN)]);
+    assert!(
+        credit.iter().all(|c| c.resolution != Resolution::Minute),
+        "minutes are derived when read, never credited"
+    );
+    let spans = timeline.spans(&refs(&points), 59 * MIN, 62 * MIN);
+    let minutes = per_bucket(&spans, Resolution::Minute);
+    assert_eq!(minutes.len(), 3);
+    assert!(
+        minutes.values().all(|&time| time == (0, MIN)),
+        "{minutes:?}"
+    );
 }
 
-/// What `points` say of each whole second in `[0, until)`, read the slow way: per second, the
-/// newest point of each location at or before it, and a count of downs against the quorum.
+/// What `points` say of each whole second in `[EARLIEST, until)`, read the slow way: per
+/// second, the newest point of each location at or before it, and a count of downs against the
+/// quorum.
 fn reference(
     points: &[TimePoint],
     cap: i64,
@@ -150,7 +163,7 @@ fn reference(
     until: i64,
 ) -> BTreeMap<i64, Health> {
     let mut seconds = BTreeMap::new();
-    for t in (0..until).step_by(S as usize) {
+    for t in (EARLIEST..until).step_by(S as usize) {
         if pause.is_some_and(|(a, b)| t >= a && b.is_none_or(|b| t < b)) {
             continue;
         }
@@ -194,10 +207,13 @@ fn reference(
     seconds
 }
 
-fn bucketed(seconds: &BTreeMap<i64, Health>) -> BTreeMap<(Resolution, i64), (i64, i64)> {
+fn bucketed(
+    seconds: &BTreeMap<i64, Health>,
+    resolutions: &[Resolution],
+) -> BTreeMap<(Resolution, i64), (i64, i64)> {
     let mut buckets: BTreeMap<(Resolution, i64), (i64, i64)> = BTreeMap::new();
     for (&t, health) in seconds {
-        for resolution in Resolution::ALL {
+        for &resolution in resolutions {
             let entry = buckets
                 .entry((resolution, resolution.bucket_of(t)))
                 .or_default();
@@ -211,6 +227,10 @@ fn bucketed(seconds: &BTreeMap<i64, Health>) -> BTreeMap<(Resolution, i64), (i64
     buckets
 }
 
+/// The generated points' first possible second: two and a half minutes before an hour ends, so
+/// that their five minutes straddle an hour's boundary.
+const EARLIEST: i64 = 3_600 * S - 150 * S;
+
 fn points_strategy(multi: bool) -> impl Strategy<Value = Vec<TimePoint>> {
     let region = if multi {
         prop_oneof![Just(Some("eu")), Just(Some("us")), Just(Some("ap"))].boxed()
@@ -223,7 +243,7 @@ fn points_strategy(multi: bool) -> impl Strategy<Value = Vec<TimePoint>> {
             .into_iter()
             .enumerate()
             .map(|(i, (region, second, status))| {
-                point(&format!("r{i:03}"), region, second * S, status)
+                point(&format!("r{i:03}"), region, EARLIEST + second * S, status)
             })
             .collect()
     })
@@ -242,7 +262,9 @@ proptest! {
         order in any::<prop::sample::Index>(),
         cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..6),
     ) {
-        let pause = pause.map(|(from, length)| (from * S, length.map(|l| (from + l) * S)));
+        let pause = pause.map(|(from, length)| {
+            (EARLIEST + from * S, length.map(|l| EARLIEST + (from + l) * S))
+        });
         let timeline = Timeline {
             cap_ms: cap_s * S,
             quorum: multi.then_some(quorum),
@@ -281,7 +303,17 @@ proptest! {
             start = end;
         }
         credited.retain(|_, (up, down)| *up != 0 || *down != 0);
-        let truth = reference(&points, cap_s * S, timeline.quorum, pause, until.unwrap());
-        prop_assert_eq!(credited, bucketed(&truth));
+        let until = until.unwrap();
+        let truth = reference(&points, cap_s * S, timeline.quorum, pause, until);
+        prop_assert_eq!(credited, bucketed(&truth, &Resolution::STORED));
+        // Minutes are derived when read: the whole history's spans, split per minute.
+        let spans = timeline.spans(&refs(&points), EARLIEST, until);
+        let minutes: BTreeMap<(Resolution, i64), (i64, i64)> =
+            per_bucket(&spans, Resolution::Minute)
+                .into_iter()
+                .filter(|(_, (up, down))| *up != 0 || *down != 0)
+                .map(|(minute, time)| ((Resolution::Minute, minute), time))
+                .collect();
+        prop_assert_eq!(minutes, bucketed(&truth, &[Resolution::Minute]));
     }
 }

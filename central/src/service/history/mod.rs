@@ -1,15 +1,19 @@
-//! History reads: uptime over fixed windows and bucketed history, from the rollups and the
-//! status rows only (never raw results), and the latency percentile estimated from their bands. Pruning is
-//! `retention`'s; keeping the rollups current is the store's, at ingest.
+//! History reads: uptime over fixed windows and bucketed history, from the hour and day rollups,
+//! the status rows, and for minutes (charts, and a window's partial first hour) the results of
+//! the minutes asked for (`minutes`); and the latency percentile estimated from their bands.
+//! Pruning is `retention`'s; keeping the rollups current is the store's, at ingest.
 
-use std::collections::HashMap;
+mod minutes;
+
+use std::collections::{HashMap, HashSet};
 
 use shared_proto::history::{
     History, HistoryBucket, HistoryResolution, LocationUptime, Uptime, UptimeWindow, UptimeWindows,
 };
 use uuid::Uuid;
 
-use super::maintenance::{placement_of, quiet_of};
+pub use minutes::{Minutes, MAX_MINUTE_RESULTS};
+
 use super::uptime::{self, Span, Timeline};
 use super::{time_of, App};
 use crate::error::{ApiError, ApiResult};
@@ -36,10 +40,10 @@ impl Retention {
         }
     }
 
-    /// The finest buckets still kept for the whole of a window: 24 h from minutes, 7 and 30
-    /// days from hours, a year from days (with the default retention).
+    /// The finest stored buckets still kept for the whole of a window: 24 h, 7 and 30 days
+    /// from hours, a year from days (with the default retention).
     fn finest_covering(&self, window_ms: i64) -> Resolution {
-        Resolution::ALL
+        Resolution::STORED
             .into_iter()
             .find(|&resolution| self.of(resolution) >= window_ms)
             .unwrap_or(Resolution::Day)
@@ -59,12 +63,14 @@ pub fn resolution_of(resolution: HistoryResolution) -> Resolution {
 
 impl App {
     /// Uptime and latency of monitors over windows that end now (24 h, 7, 30 and 365 days), the
-    /// whole monitor's (`region` `''`) or one location's. Time is the rollups' over the window,
-    /// its oldest bucket counted in proportion to its overlap so that a window is exactly as
-    /// long as its name (off by at most what that one bucket held), plus the span the newest
-    /// result stands for that no later result has closed yet (`service::uptime`). Counts and
-    /// latency are over the buckets the window overlaps. Cost: two indexed sums per window and
-    /// one read of the monitors' status rows.
+    /// whole monitor's (`region` `''`) or one location's. A window is its stored buckets from
+    /// the first whole one it holds on (time, counts and latency), plus the span the newest
+    /// result stands for that no later result has closed yet (`service::uptime`), plus its
+    /// partial first bucket: exactly, from the minutes of that stretch (`minute_sums`), while
+    /// the results are kept that far back; else in proportion to its overlap with the window
+    /// (off by at most what that one bucket held). Cost per window: two indexed sums over the
+    /// monitors' buckets, their results in one partial bucket (an hour, for windows within the
+    /// results' retention), and one read of their status rows.
     pub async fn uptimes(
         &self,
         monitors: &[MonitorRow],
@@ -77,29 +83,52 @@ impl App {
         let mut answers = Vec::with_capacity(windows_ms.len());
         for &window in windows_ms {
             let resolution = self.retention.finest_covering(window);
-            let (start, width) = (now - window, resolution.width_ms());
+            let start = now - window;
             let edge = resolution.bucket_of(start);
-            let sums = self
-                .store
-                .rollup_sums(&ids, region, resolution, edge, i64::MAX)
+            let whole_from = edge + resolution.width_ms();
+            // Monitors whose results still hold the window's first stretch get it exactly.
+            let exact: Vec<MonitorRow> = monitors
+                .iter()
+                .filter(|m| start >= self.minute_reach(now, Timeline::of_monitor(m).cap_ms))
+                .cloned()
+                .collect();
+            let exact_ids: HashSet<&str> = exact.iter().map(|m| m.id.as_str()).collect();
+            let first_stretch = self
+                .minute_sums(&exact, region, start, whole_from.min(now))
                 .await?;
+            let whole = self
+                .store
+                .rollup_sums(&ids, region, resolution, whole_from, i64::MAX)
+                .await?;
+            let rough: Vec<String> = ids
+                .iter()
+                .filter(|id| !exact_ids.contains(id.as_str()))
+                .cloned()
+                .collect();
             let edges = self
                 .store
-                .rollup_sums(&ids, region, resolution, edge, edge + width)
+                .rollup_sums(&rough, region, resolution, edge, whole_from)
                 .await?;
             let mut windows = HashMap::with_capacity(ids.len());
             for id in &ids {
-                let sums = sums.get(id).cloned().unwrap_or_default();
-                let (mut up, mut down) = (sums.up_ms, sums.down_ms);
-                if let Some(edge_sums) = edges.get(id) {
+                let mut sums = whole.get(id).cloned().unwrap_or_default();
+                // Open time is counted from where the buckets' own time starts.
+                let mut open_from = start;
+                if let Some(minutes) = first_stretch.get(id) {
+                    sums.add(&minutes.total());
+                    open_from = whole_from;
+                } else if let Some(edge_sums) = edges.get(id) {
                     let outside = |ms: i64| {
-                        (i128::from(ms) * i128::from(start - edge) / i128::from(width)) as i64
+                        (i128::from(ms) * i128::from(start - edge)
+                            / i128::from(resolution.width_ms())) as i64
                     };
-                    up -= outside(edge_sums.up_ms);
-                    down -= outside(edge_sums.down_ms);
+                    sums.add(edge_sums);
+                    sums.up_ms -= outside(edge_sums.up_ms);
+                    sums.down_ms -= outside(edge_sums.down_ms);
                 }
+                let (mut up, mut down) = (sums.up_ms, sums.down_ms);
                 if let Some(spans) = open.get(id) {
-                    let (open_up, open_down) = uptime::total(spans, start, now);
+                    let (open_up, open_down) = uptime::total(spans, open_from, now);
                     up += open_up;
                     down += open_down;
                 }
@@ -143,21 +172,7 @@ impl App {
             .map(|row| row.last_result_at)
             .min()
             .unwrap_or(now);
-        let windows = self.window_spans(oldest, now).await?;
-        let poller_regions: HashMap<String, Option<String>> = if windows.is_empty() {
-            HashMap::new()
-        } else {
-            let placed: Vec<String> = monitors
-                .iter()
-                .filter_map(|m| m.assigned_poller_id.clone())
-                .collect();
-            self.store
-                .pollers_by_ids(&placed)
-                .await?
-                .into_iter()
-                .map(|p| (p.id, p.region))
-                .collect()
-        };
+        let quiet = self.quiet_time(monitors, oldest, now).await?;
         let mut open = HashMap::with_capacity(monitors.len());
         for monitor in monitors {
             let timeline = Timeline::of_monitor(monitor);
@@ -188,17 +203,11 @@ impl App {
                 (timeline, points, row.last_result_at)
             };
             let points: Vec<&TimePoint> = points.iter().collect();
-            let quiet = if windows.is_empty() {
-                Vec::new()
-            } else {
-                let regions = monitor.regions()?;
-                let pollers = monitor.assigned_poller_id.as_deref().into_iter().collect();
-                let placement = placement_of(monitor, &regions, pollers, |id| {
-                    poller_regions.get(id).and_then(|r| r.as_deref())
-                });
-                quiet_of(&windows, &placement)
-            };
-            let spans = uptime::outside(timeline.spans(&points, from, now), &quiet);
+            let quiet = quiet
+                .get(&monitor.id)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            let spans = uptime::outside(timeline.spans(&points, from, now), quiet);
             open.insert(monitor.id.clone(), spans);
         }
         Ok(open)
@@ -251,7 +260,9 @@ impl App {
         since: Option<i64>,
         region: Option<String>,
     ) -> ApiResult<History> {
-        self.existing_monitor(id).await?;
+        let Some(monitor) = self.store.monitor(&id.to_string()).await? else {
+            return Err(ApiError::NotFound(format!("no monitor with id {id}")));
+        };
         let bucket = resolution_of(resolution);
         // By default, as far back as a chart of this resolution usually shows.
         let default_span = match bucket {
@@ -260,21 +271,28 @@ impl App {
             Resolution::Day => 30 * DAY_MS,
         };
         let since = since.unwrap_or_else(|| self.now_ms() - default_span);
-        let rows = self
-            .store
-            .rollup_buckets(
-                &id.to_string(),
-                region.as_deref().unwrap_or(""),
-                bucket,
-                bucket.bucket_of(since),
-                MAX_HISTORY_BUCKETS + 1,
-            )
-            .await?;
-        let truncated = rows.len() > MAX_HISTORY_BUCKETS as usize;
+        let (rows, cut) = if bucket == Resolution::Minute {
+            self.minute_history(monitor, region.as_deref().unwrap_or(""), since)
+                .await?
+        } else {
+            let rows = self
+                .store
+                .rollup_buckets(
+                    &id.to_string(),
+                    region.as_deref().unwrap_or(""),
+                    bucket,
+                    bucket.bucket_of(since),
+                    MAX_HISTORY_BUCKETS + 1,
+                )
+                .await?;
+            let rows = rows.into_iter().map(|r| (r.bucket_start, r.sums)).collect();
+            (rows, false)
+        };
+        let truncated = cut || rows.len() > MAX_HISTORY_BUCKETS as usize;
         let buckets = rows
             .iter()
             .take(MAX_HISTORY_BUCKETS as usize)
-            .map(|row| history_bucket(row.bucket_start, &row.sums))
+            .map(|(start, sums)| history_bucket(*start, sums))
             .collect();
         Ok(History {
             resolution,
@@ -282,6 +300,28 @@ impl App {
             buckets,
             truncated,
         })
+    }
+
+    /// A monitor's minutes from `since` on, as far back as minute history reaches, for at most
+    /// one more than a history's buckets of minutes; and whether its results held more than
+    /// one answer reads (`MAX_MINUTE_RESULTS`).
+    async fn minute_history(
+        &self,
+        monitor: MonitorRow,
+        region: &str,
+        since: i64,
+    ) -> ApiResult<(Vec<(i64, RollupSums)>, bool)> {
+        let minute = Resolution::Minute;
+        let reach = self.minute_reach(self.now_ms(), Timeline::of_monitor(&monitor).cap_ms);
+        // The first whole minute within reach.
+        let from = minute
+            .bucket_of(since)
+            .max(minute.bucket_of(reach.saturating_add(minute.width_ms() - 1)));
+        let until = from.saturating_add(i64::from(MAX_HISTORY_BUCKETS + 1) * minute.width_ms());
+        let id = monitor.id.clone();
+        let mut minutes = self.minute_sums(&[monitor], region, from, until).await?;
+        let minutes = minutes.remove(&id).unwrap_or_default();
+        Ok((minutes.buckets.into_iter().collect(), minutes.cut.is_some()))
     }
 
     pub(super) async fn existing_monitor(&self, id: Uuid) -> ApiResult<()> {
@@ -417,7 +457,7 @@ mod tests {
         assert_eq!(
             chosen,
             [
-                Resolution::Minute,
+                Resolution::Hour,
                 Resolution::Hour,
                 Resolution::Hour,
                 Resolution::Day
