@@ -210,10 +210,15 @@ impl Store {
             newest_status: String,
         }
         let mut newest = HashMap::new();
+        // Locations' rows only for batches with located results (multi-location monitors').
+        let located = keys.keys().any(|(_, region)| region.is_some());
         for (table, region) in [
             ("monitor_status", "CAST(NULL AS TEXT)"),
             ("location_status", "region"),
         ] {
+            if table == "location_status" && !located {
+                continue;
+            }
             // The newest result's own status: the verdict columns hold the newest up/down one.
             // Read packed (`packed`): one value, not a row per result.
             let sql = packed(
