@@ -121,12 +121,17 @@ pub(super) struct Confirmation<'a> {
 /// monitor before this result: the mark makes that look's write fail and the monitor be
 /// looked at again). Returns whether it marked any.
 ///
-/// A steady row still due at least an interval from now, and no later than `until`, is left
-/// as it is: its instant is earlier than the confirmation's, which is safe (at worst a look
-/// that finds nothing new, if no result came by then), and the next result moves it. So a
-/// steady monitor's row is written at most every other result (at a 60 s interval, whose
-/// results stand for 120 s), and once a minute at short intervals (5 s: every twelfth), not
-/// at every result: at 100,000 monitors the row and its index were a fifth of the writes.
+/// A steady row still due later than the next result should arrive (an interval from now,
+/// plus `ARRIVAL_MARGIN_MS`), and no later than `until`, is left as it is: its instant is
+/// earlier than the confirmation's, which is safe (at worst a look that finds nothing new, if
+/// no result came by then), and a later result moves it. A result stands for its interval
+/// plus a grace of at least a minute, so at short intervals most confirmations write nothing:
+/// at 5 s, one in about six moves the row; at 20 s, one in two. From 30 s on every confirmation
+/// still moves it: what is left of the grace after an interval is less than the margin.
+/// How much later than its check's spacing a result may arrive without its monitor's row coming
+/// due first (`confirm_due`): agents upload every 10 s by default, or once 50 are queued.
+const ARRIVAL_MARGIN_MS: i64 = 30_000;
+
 pub(super) async fn confirm_due(
     tx: &mut Transaction<'_, Any>,
     backend: Backend,
@@ -157,10 +162,11 @@ pub(super) async fn confirm_due(
             CAST(r.value ->> 'interval' AS BIGINT) AS interval_ms FROM {source}) AS c \
          WHERE alert_due.monitor_id = c.id AND alert_due.steady = c.interval_ms \
          AND alert_due.due_at > $2 \
-         AND (alert_due.due_at < $2 + c.interval_ms OR alert_due.due_at > c.until_ms)"
+         AND (alert_due.due_at < $3 + c.interval_ms OR alert_due.due_at > c.until_ms)"
     ))
     .bind(&rows)
     .bind(at)
+    .bind(at.saturating_add(ARRIVAL_MARGIN_MS))
     .execute(&mut **tx)
     .await?;
     // The ids are distinct (one confirmation per monitor), so when every one moved its row
@@ -436,6 +442,38 @@ mod tests {
         due.contains(&(id.to_string(), marks))
     }
 
+    /// A 5 s monitor whose results stand for 65 s and arrive 5 s after their check: its row
+    /// moves once in six results, and is never due when a result arrives.
+    #[tokio::test]
+    async fn at_short_intervals_most_confirmations_leave_the_row_alone() {
+        let (store, _dir) = sqlite_store().await;
+        store
+            .mark_monitors_due(&["a".to_string()], 0)
+            .await
+            .unwrap();
+        let look = Look {
+            next_at: Some(65_000),
+            steady: Some(5_000),
+            ..Look::settled("a", 1)
+        };
+        store.record_alerts(&[], &[look], 0).await.unwrap();
+        let mut due = 65_000;
+        let mut moves = 0;
+        for k in 1..=14 {
+            let (checked, arrived) = (5_000 * k, 5_000 * k + 5_000);
+            assert!(due > arrived, "due at {due} before result {k} arrived");
+            assert!(store.due_looks(arrived, 10).await.unwrap().is_empty());
+            confirm_with(&store, &[("a", checked + 65_000)], 5_000, arrived).await;
+            let now_due = store.next_due_at().await.unwrap().unwrap();
+            if now_due != due {
+                assert_eq!(now_due, checked + 65_000, "moved to the result's instant");
+                moves += 1;
+            }
+            due = now_due;
+        }
+        assert_eq!(moves, 2, "one in six");
+    }
+
     #[tokio::test]
     async fn a_confirmation_moves_a_steady_row_itself_and_marks_the_others() {
         let (store, _dir) = sqlite_store().await;
@@ -492,7 +530,7 @@ mod tests {
         // Due more than an interval from now, and no later than the confirmation's instant:
         // left alone (no write, no mark) until a later result finds less than an interval.
         let far = Look {
-            next_at: Some(70_000),
+            next_at: Some(100_000),
             rule_at: None,
             ..steady("a", 3)
         };
@@ -508,14 +546,16 @@ mod tests {
                 t
             }
         };
-        confirm(&store, &[("a", 100_000)], 2_000).await;
-        assert_eq!(a_due_from(2_000).await, 70_000, "neither moved nor marked");
-        confirm(&store, &[("a", 110_000)], 20_000).await;
-        assert_eq!(a_due_from(20_000).await, 110_000);
+        // 98 s ahead: more than the interval and the margin (90 s).
+        confirm(&store, &[("a", 130_000)], 2_000).await;
+        assert_eq!(a_due_from(2_000).await, 100_000, "neither moved nor marked");
+        // 80 s ahead: the next result might come too late, so it is moved.
+        confirm(&store, &[("a", 140_000)], 20_000).await;
+        assert_eq!(a_due_from(20_000).await, 140_000);
         // A confirmation earlier than the row's instant (an older result arriving late)
         // still moves it: the row is never later than a confirmation says.
-        confirm(&store, &[("a", 80_000)], 21_000).await;
-        assert_eq!(a_due_from(21_000).await, 80_000);
+        confirm(&store, &[("a", 110_000)], 21_000).await;
+        assert_eq!(a_due_from(21_000).await, 110_000);
         // A mark ends `a`'s steadiness: confirmations no longer move it on.
         store
             .record_alerts(&[], &[steady("a", 3)], 0)

@@ -64,6 +64,9 @@ impl App {
         from: i64,
         until: i64,
     ) -> ApiResult<HashMap<String, Minutes>> {
+        if monitors.is_empty() {
+            return Ok(HashMap::new());
+        }
         let now = self.now_ms();
         let timelines: Vec<Timeline> = monitors
             .iter()
