@@ -20,6 +20,11 @@ use crate::store::{CountedResult, MonitorRow, Resolution, RollupSums, TimePoint}
 /// so a monitor flooded with results (pushes, say) costs a bounded read.
 pub const MAX_MINUTE_RESULTS: u32 = 100_000;
 
+/// The most results one monitor's partial first hour of an uptime window reads: an hour at the
+/// shortest interval (5 s) is 720. A monitor with more (a flood of pushes) gets that hour in
+/// proportion instead, so a page of 50 monitors reads at most 50 times this.
+pub const MAX_EDGE_RESULTS: u32 = 4_000;
+
 /// One monitor's (or location's) minutes over a range.
 #[derive(Debug, Clone, Default)]
 pub struct Minutes {
@@ -54,15 +59,15 @@ impl App {
     /// location's. Counts and latency over the results checked in the range; time over the
     /// spans they stand for in it, up to `now` at most (the newest result's span is still
     /// open: it counts up to now, where hour buckets hold it only once a later result closes
-    /// it). Cost: each monitor's results in the range and one cap before it (bounded by
-    /// `MAX_MINUTE_RESULTS`), read in one statement per hundred monitors, and the maintenance
-    /// windows reaching the range.
+    /// it). Cost: each monitor's results in the range and one cap before it (at most `limit`,
+    /// past which its `Minutes` are `cut`), read in one statement per hundred monitors, and
+    /// the maintenance windows reaching the range.
     pub async fn minute_sums(
         &self,
         monitors: &[MonitorRow],
         region: &str,
-        from: i64,
-        until: i64,
+        (from, until): (i64, i64),
+        limit: u32,
     ) -> ApiResult<HashMap<String, Minutes>> {
         if monitors.is_empty() {
             return Ok(HashMap::new());
@@ -87,13 +92,13 @@ impl App {
         let located = (!region.is_empty()).then_some(region);
         let mut read = self
             .store
-            .results_between(&ranges, until, located, MAX_MINUTE_RESULTS)
+            .results_between(&ranges, until, located, limit)
             .await?;
         let quiet = self.quiet_time(monitors, from, until.min(now)).await?;
         let mut minutes = HashMap::with_capacity(monitors.len());
         for (monitor, timeline) in monitors.iter().zip(&timelines) {
             let results = read.remove(&monitor.id).unwrap_or_default();
-            let cut = (results.len() >= MAX_MINUTE_RESULTS as usize)
+            let cut = (results.len() >= limit as usize)
                 .then(|| {
                     results
                         .last()

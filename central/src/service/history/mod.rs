@@ -12,7 +12,7 @@ use shared_proto::history::{
 };
 use uuid::Uuid;
 
-pub use minutes::{Minutes, MAX_MINUTE_RESULTS};
+pub use minutes::{Minutes, MAX_EDGE_RESULTS, MAX_MINUTE_RESULTS};
 
 use super::uptime::{self, Span, Timeline};
 use super::{time_of, App};
@@ -67,8 +67,8 @@ impl App {
     /// the first whole one it holds on (time, counts and latency), plus the span the newest
     /// result stands for that no later result has closed yet (`service::uptime`), plus its
     /// partial first bucket: exactly, from the minutes of that stretch (`minute_sums`), while
-    /// the results are kept that far back; else in proportion to its overlap with the window
-    /// (off by at most what that one bucket held). Cost per window: two indexed sums over the
+    /// the results are kept that far back and number at most `MAX_EDGE_RESULTS`; else in
+    /// proportion to its overlap with the window (off by at most what that one bucket held). Cost per window: two indexed sums over the
     /// monitors' buckets, their results in one partial bucket (an hour, for windows within the
     /// results' retention), and one read of their status rows.
     pub async fn uptimes(
@@ -92,10 +92,16 @@ impl App {
                 .filter(|m| start >= self.minute_reach(now, Timeline::of_monitor(m).cap_ms))
                 .cloned()
                 .collect();
-            let exact_ids: HashSet<&str> = exact.iter().map(|m| m.id.as_str()).collect();
-            let first_stretch = self
-                .minute_sums(&exact, region, start, whole_from.min(now))
+            let mut first_stretch = self
+                .minute_sums(
+                    &exact,
+                    region,
+                    (start, whole_from.min(now)),
+                    MAX_EDGE_RESULTS,
+                )
                 .await?;
+            first_stretch.retain(|_, minutes| minutes.cut.is_none());
+            let exact_ids: HashSet<&str> = first_stretch.keys().map(String::as_str).collect();
             let whole = self
                 .store
                 .rollup_sums(&ids, region, resolution, whole_from, i64::MAX)
@@ -319,7 +325,9 @@ impl App {
             .max(minute.bucket_of(reach.saturating_add(minute.width_ms() - 1)));
         let until = from.saturating_add(i64::from(MAX_HISTORY_BUCKETS + 1) * minute.width_ms());
         let id = monitor.id.clone();
-        let mut minutes = self.minute_sums(&[monitor], region, from, until).await?;
+        let mut minutes = self
+            .minute_sums(&[monitor], region, (from, until), MAX_MINUTE_RESULTS)
+            .await?;
         let minutes = minutes.remove(&id).unwrap_or_default();
         Ok((minutes.buckets.into_iter().collect(), minutes.cut.is_some()))
     }

@@ -100,7 +100,12 @@ impl World {
     async fn minutes(&self, from: i64, until: i64) -> super::Minutes {
         let row = self.row().await;
         let id = row.id.clone();
-        let mut minutes = self.app.minute_sums(&[row], "", from, until).await.unwrap();
+        let limit = super::MAX_MINUTE_RESULTS;
+        let app = &self.app;
+        let mut minutes = app
+            .minute_sums(&[row], "", (from, until), limit)
+            .await
+            .unwrap();
         minutes.remove(&id).unwrap_or_default()
     }
 }
@@ -299,4 +304,37 @@ fn sums_add_up_with_extremes() {
     );
     a.add(&RollupSums::default());
     assert_eq!(a.latency_min, Some(30));
+}
+
+/// A window's first hour holding more results than an edge reads (a flood) is counted in
+/// proportion, from its stored bucket, instead of from a cut read.
+#[tokio::test]
+async fn a_flooded_first_hour_is_counted_from_its_bucket() {
+    let now = START_MS + 24 * HOUR + 30 * MIN;
+    let world = world(5_000, now).await;
+    // 100 results before the window starts, in its first hour; then more than an edge reads.
+    let before = (0..100).map(|i| START_MS + i * 10_000);
+    let inside = (0..=i64::from(super::MAX_EDGE_RESULTS)).map(|i| START_MS + 30 * MIN + i * 400);
+    let flood: Vec<Made> = before
+        .chain(inside)
+        .map(|ts| Made {
+            ts,
+            up: true,
+            latency_ms: 5,
+        })
+        .collect();
+    for batch in flood.chunks(1_000) {
+        world.upload(batch).await;
+    }
+    let row = world.row().await;
+    let day = &world
+        .app
+        .uptimes(std::slice::from_ref(&row), "", &[24 * HOUR])
+        .await
+        .unwrap()[0][&row.id];
+    assert_eq!(
+        day.checks,
+        flood.len() as u64,
+        "the whole first hour's bucket, not the half of it in the window"
+    );
 }
