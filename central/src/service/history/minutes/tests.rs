@@ -338,3 +338,41 @@ async fn a_flooded_first_hour_is_counted_from_its_bucket() {
         "the whole first hour's bucket, not the half of it in the window"
     );
 }
+
+/// Past its read bound, a range's minutes stop before the minute of the first result left
+/// unread, and say so (a chart answer is then `truncated`).
+#[tokio::test]
+async fn a_cut_read_ends_before_the_first_minute_it_could_not_finish() {
+    let now = START_MS + 2 * HOUR;
+    let world = world(60_000, now).await;
+    let made: Vec<Made> = [0, 20_000, 40_000, 70_000, 80_000]
+        .into_iter()
+        .map(|offset| Made {
+            ts: START_MS + HOUR + offset,
+            up: true,
+            latency_ms: 5,
+        })
+        .collect();
+    world.upload(&made).await;
+    let row = world.row().await;
+    let range = (START_MS + HOUR, now);
+    let mut read = world
+        .app
+        .minute_sums(std::slice::from_ref(&row), "", range, 4)
+        .await
+        .unwrap();
+    let minutes = read.remove(&row.id).unwrap();
+    assert_eq!(
+        minutes.cut,
+        Some(START_MS + HOUR + MIN),
+        "the 4th read is in minute 1"
+    );
+    let counted: Vec<(i64, i64)> = minutes
+        .buckets
+        .iter()
+        .map(|(start, sums)| ((start - START_MS - HOUR) / MIN, sums.total))
+        .collect();
+    assert_eq!(counted, [(0, 3)], "only the whole minute before the cut");
+    let whole = world.minutes(range.0, range.1).await;
+    assert_eq!((whole.cut, whole.total().total), (None, 5));
+}
