@@ -117,7 +117,9 @@ impl App {
     }
 
     /// The maintenance time of each monitor over `[from, until)`, in time order: the windows
-    /// reaching that range that cover the monitor, its location or its pollers.
+    /// reaching that range that cover the monitor, its group's or locations' regions, its
+    /// tags, or the pollers it is placed on (itself or by its locations), as ingest places it
+    /// when it credits hour and day buckets.
     pub(super) async fn quiet_time(
         &self,
         monitors: &[MonitorRow],
@@ -128,9 +130,23 @@ impl App {
         if windows.is_empty() {
             return Ok(HashMap::new());
         }
+        let multi: Vec<String> = monitors
+            .iter()
+            .filter(|m| m.poller_mode == "multi")
+            .map(|m| m.id.clone())
+            .collect();
+        let mut located: HashMap<String, Vec<String>> = HashMap::new();
+        if !multi.is_empty() {
+            for location in self.store.locations_of(Some(&multi)).await? {
+                if let Some(poller) = location.assigned_poller_id {
+                    located.entry(location.monitor_id).or_default().push(poller);
+                }
+            }
+        }
         let placed: Vec<String> = monitors
             .iter()
             .filter_map(|m| m.assigned_poller_id.clone())
+            .chain(located.values().flatten().cloned())
             .collect();
         let poller_regions: HashMap<String, Option<String>> = self
             .store
@@ -142,7 +158,18 @@ impl App {
         let mut quiet = HashMap::with_capacity(monitors.len());
         for monitor in monitors {
             let regions = monitor.regions()?;
-            let pollers = monitor.assigned_poller_id.as_deref().into_iter().collect();
+            let pollers = monitor
+                .assigned_poller_id
+                .as_deref()
+                .into_iter()
+                .chain(
+                    located
+                        .get(&monitor.id)
+                        .into_iter()
+                        .flatten()
+                        .map(String::as_str),
+                )
+                .collect();
             let placement = placement_of(monitor, &regions, pollers, |id| {
                 poller_regions.get(id).and_then(|r| r.as_deref())
             });

@@ -308,9 +308,9 @@ impl App {
         })
     }
 
-    /// A monitor's minutes from `since` on, as far back as minute history reaches, for at most
-    /// one more than a history's buckets of minutes; and whether its results held more than
-    /// one answer reads (`MAX_MINUTE_RESULTS`).
+    /// A monitor's minutes from `since` (as far back as minute history reaches) to now; and
+    /// whether its results held more than one answer reads (`MAX_MINUTE_RESULTS`): the read,
+    /// not the span of time, bounds the answer, so gaps (a pause, a silence) never shorten it.
     async fn minute_history(
         &self,
         monitor: MonitorRow,
@@ -323,7 +323,9 @@ impl App {
         let from = minute
             .bucket_of(since)
             .max(minute.bucket_of(reach.saturating_add(minute.width_ms() - 1)));
-        let until = from.saturating_add(i64::from(MAX_HISTORY_BUCKETS + 1) * minute.width_ms());
+        // Results up to five minutes ahead are accepted (an agent's clock); the minute after
+        // that is past any of them.
+        let until = minute.bucket_of(self.now_ms() + 6 * minute.width_ms());
         let id = monitor.id.clone();
         let mut minutes = self
             .minute_sums(&[monitor], region, (from, until), MAX_MINUTE_RESULTS)

@@ -30,9 +30,14 @@ struct World {
 }
 
 async fn world(interval_ms: i64, now: i64) -> World {
+    world_with(interval_ms, now, |_| {}).await
+}
+
+async fn world_with(interval_ms: i64, now: i64, configure: impl FnOnce(&mut ServeArgs)) -> World {
     let dir = tempfile::tempdir().unwrap();
     let mut args = ServeArgs::defaults();
     args.database_url = format!("sqlite://{}", dir.path().join("central.db").display());
+    configure(&mut args);
     let (clock, handle) = Clock::manual(now);
     let app = App::open_with_clock(&args, clock).await.unwrap();
     let poller = crate::store::testing::poller_row(START_MS, now);
@@ -375,4 +380,70 @@ async fn a_cut_read_ends_before_the_first_minute_it_could_not_finish() {
     assert_eq!(counted, [(0, 3)], "only the whole minute before the cut");
     let whole = world.minutes(range.0, range.1).await;
     assert_eq!((whole.cut, whole.total().total), (None, 5));
+}
+
+/// A multi-location monitor is under a window aimed at the poller one of its locations runs on,
+/// as ingest takes it: that time is nobody's in its minutes too.
+#[tokio::test]
+async fn a_window_on_a_locations_poller_quiets_the_monitors_minutes() {
+    let now = START_MS + 3 * HOUR;
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = ServeArgs::defaults();
+    args.database_url = format!("sqlite://{}", dir.path().join("central.db").display());
+    let (clock, _handle) = Clock::manual(now);
+    let app = App::open_with_clock(&args, clock).await.unwrap();
+    let mut poller = crate::store::testing::poller_row(START_MS, now);
+    poller.region = Some("eu".into());
+    app.store.insert_poller(&poller).await.unwrap();
+    let spec = serde_json::from_value(json!({
+        "name": "m", "kind": "http", "target": "http://127.0.0.1:9/",
+        "interval_ms": 60_000, "poller_mode": "multi", "poller_regions": ["eu", "us"],
+    }))
+    .unwrap();
+    let id = app.create_monitor(spec).await.unwrap().id.to_string();
+    let located = app
+        .store
+        .locations_of(Some(std::slice::from_ref(&id)))
+        .await
+        .unwrap();
+    let eu = located.iter().find(|l| l.region == "eu").unwrap();
+    assert_eq!(eu.assigned_poller_id.as_ref(), Some(&poller.id));
+    let window = serde_json::from_value(json!({
+        "name": "w", "starts_at": crate::service::time_of(now - 10 * MIN).to_rfc3339(),
+        "ends_at": crate::service::time_of(now + 10 * MIN).to_rfc3339(),
+        "poller_ids": [poller.id],
+    }))
+    .unwrap();
+    app.create_window(window).await.unwrap();
+    let row = app.store.monitor(&id).await.unwrap().unwrap();
+    let quiet = app.quiet_time(&[row], now - HOUR, now).await.unwrap();
+    assert_eq!(quiet[&id], [(now - 10 * MIN, now)]);
+}
+
+/// A chart longer than a history's 5,000 buckets of minutes, with a long gap in it, still
+/// reaches its newest minutes: the results read bound the answer, not a span of time.
+#[tokio::test]
+async fn a_gap_does_not_shorten_a_chart() {
+    let now = START_MS + 6 * 24 * HOUR;
+    let world = world_with(60_000, now, |args| {
+        args.minute_rollups_retention = std::time::Duration::from_secs(6 * 86_400);
+    })
+    .await;
+    let at = |ts| Made {
+        ts,
+        up: true,
+        latency_ms: 5,
+    };
+    world
+        .upload(&[at(START_MS + HOUR), at(now - 2 * MIN)])
+        .await;
+    let chart = world.chart(START_MS + HOUR).await;
+    let counted: Vec<i64> = chart
+        .buckets
+        .iter()
+        .filter(|b| b.total > 0)
+        .map(|b| b.start.timestamp_millis())
+        .collect();
+    assert_eq!(counted, [START_MS + HOUR, now - 2 * MIN], "{chart:?}");
+    assert!(!chart.truncated);
 }
