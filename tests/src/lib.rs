@@ -366,6 +366,17 @@ impl Central {
         std::fs::read_to_string(self.dir.path().join("central.log")).unwrap_or_default()
     }
 
+    /// The warnings and errors in central's log, for a failure's message: a 500 says only
+    /// that something was logged.
+    pub fn errors_logged(&self) -> String {
+        let log = self.log();
+        let errors: Vec<&str> = log
+            .lines()
+            .filter(|line| line.contains("ERROR") || line.contains("WARN"))
+            .collect();
+        format!("central logged:\n{}", errors.join("\n"))
+    }
+
     /// Sends a settings-API request with the admin token; returns status and JSON body.
     pub async fn admin(
         &self,
@@ -475,7 +486,11 @@ impl Central {
         let (status, body) = self
             .admin(reqwest::Method::POST, "/api/v1/monitors", Some(spec))
             .await?;
-        anyhow::ensure!(status == 201, "creating a monitor: {status} {body}");
+        anyhow::ensure!(
+            status == 201,
+            "creating a monitor: {status} {body}\n{}",
+            self.errors_logged()
+        );
         Ok(body["id"].as_str().context("id")?.to_string())
     }
 
