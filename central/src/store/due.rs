@@ -201,8 +201,48 @@ pub(super) async fn confirm_due(
     Ok(marked)
 }
 
-/// Writes finished looks: each row's next instant, or its removal, unless a mark came in. A
-/// monitor that shows a new status marks the monitors that depend on it due at `now` (their
+/// Writes the statuses finished looks show (`Look::shown`, `Look::shown_locations`): first in
+/// a look's transaction, before any alert or due row.
+///
+/// Every writer of a monitor's (or a location's) row that marks the monitor due takes that row
+/// before its `alert_due` row (a placement, an edit, a maintenance window, a deletion), so a
+/// look taking them the other way round could deadlock with it: PostgreSQL then aborts one of
+/// the two (a monitor created with its locations, whose new location rows a look was showing
+/// as pending while its placement was being stored, answered 500 once).
+pub(super) async fn show_looks(tx: &mut Transaction<'_, Any>, looks: &[Look]) -> sqlx::Result<()> {
+    let mut shown: Vec<&Look> = looks
+        .iter()
+        .filter(|l| l.shown.is_some() || !l.shown_locations.is_empty())
+        .collect();
+    // In id order, as placements and marks take the rows.
+    shown.sort_by(|a, b| a.monitor_id.cmp(&b.monitor_id));
+    for look in shown {
+        // Whatever came in meanwhile: it is what the look saw, and a later look corrects it.
+        if let Some(shown) = &look.shown {
+            sqlx::query("UPDATE monitors SET shown_status = $2 WHERE id = $1")
+                .bind(&look.monitor_id)
+                .bind(shown)
+                .execute(&mut **tx)
+                .await?;
+        }
+        let mut locations: Vec<&(String, String)> = look.shown_locations.iter().collect();
+        locations.sort();
+        for (region, shown) in locations {
+            sqlx::query(
+                "UPDATE monitor_locations SET shown_status = $3 WHERE monitor_id = $1 AND region = $2",
+            )
+            .bind(&look.monitor_id)
+            .bind(region)
+            .bind(shown)
+            .execute(&mut **tx)
+            .await?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes finished looks (after `show_looks`): each row's next instant, or its removal, unless
+/// a mark came in. A monitor that shows a new status marks the monitors that depend on it due at `now` (their
 /// notices wait on it: `service::alerts::look`); cost: their rows.
 pub(super) async fn finish_looks(
     tx: &mut Transaction<'_, Any>,
@@ -245,24 +285,6 @@ pub(super) async fn finish_looks(
         .await?;
     }
     for look in looks {
-        // Whatever came in meanwhile: it is what the look saw, and a later look corrects it.
-        if let Some(shown) = &look.shown {
-            sqlx::query("UPDATE monitors SET shown_status = $2 WHERE id = $1")
-                .bind(&look.monitor_id)
-                .bind(shown)
-                .execute(&mut **tx)
-                .await?;
-        }
-        for (region, shown) in &look.shown_locations {
-            sqlx::query(
-                "UPDATE monitor_locations SET shown_status = $3 WHERE monitor_id = $1 AND region = $2",
-            )
-            .bind(&look.monitor_id)
-            .bind(region)
-            .bind(shown)
-            .execute(&mut **tx)
-            .await?;
-        }
         let query = match look.next_at {
             Some(at) => sqlx::query(
                 "UPDATE alert_due SET due_at = $3, steady = $4, rule_at = $5 \

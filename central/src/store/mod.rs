@@ -6,6 +6,7 @@
 
 mod audit;
 mod commands;
+mod conflicts;
 mod delivery;
 mod dependencies;
 mod due;
@@ -31,6 +32,7 @@ mod users;
 mod wakeups;
 
 pub use commands::{Acked, CommandRow, NewCommand};
+pub use conflicts::is_conflict;
 pub use delivery::Attempt;
 pub use dependencies::{
     AliasInsert, AliasRow, DependencyDiff, DependencyEventRow, DependencyReport, DependencyRow,

@@ -439,7 +439,14 @@ const PARENTS: (&str, &str, &str) = ("monitor_parents", "child_id", "parent_id")
 
 impl Store {
     /// Inserts a monitor (unplaced) and returns the assignment version it was created at.
+    ///
+    /// Run again if PostgreSQL aborts it as a conflict (`conflicts`).
     pub async fn insert_monitor(&self, row: &MonitorRow) -> anyhow::Result<i64> {
+        super::conflicts::retrying("creating a monitor", || self.insert_monitor_once(row)).await
+    }
+
+    /// One try of `insert_monitor`.
+    async fn insert_monitor_once(&self, row: &MonitorRow) -> anyhow::Result<i64> {
         let _guard = self.write_lock().await;
         let mut tx = self.writer.begin().await?;
         let mut versioned = bump_version(&mut tx).await?;
@@ -499,7 +506,21 @@ impl Store {
     /// Rewrites a monitor's spec if it is still at `revision`, and returns the new assignment
     /// version (also its new revision); `None` if there is no such monitor or it changed
     /// since (compare-and-set). Its placement is left to the next reconciliation.
+    ///
+    /// Run again if PostgreSQL aborts it as a conflict (`conflicts`).
     pub async fn update_monitor_spec(
+        &self,
+        row: &MonitorRow,
+        revision: i64,
+    ) -> anyhow::Result<Option<Versioned>> {
+        super::conflicts::retrying("editing a monitor", || {
+            self.update_monitor_spec_once(row, revision)
+        })
+        .await
+    }
+
+    /// One try of `update_monitor_spec`.
+    async fn update_monitor_spec_once(
         &self,
         row: &MonitorRow,
         revision: i64,
@@ -569,7 +590,14 @@ impl Store {
 
     /// Deletes a monitor with its status and history; returns the new assignment version,
     /// `None` if there was no such monitor.
+    ///
+    /// Run again if PostgreSQL aborts it as a conflict (`conflicts`).
     pub async fn delete_monitor(&self, id: &str, now: i64) -> anyhow::Result<Option<Versioned>> {
+        super::conflicts::retrying("deleting a monitor", || self.delete_monitor_once(id, now)).await
+    }
+
+    /// One try of `delete_monitor`.
+    async fn delete_monitor_once(&self, id: &str, now: i64) -> anyhow::Result<Option<Versioned>> {
         let _guard = self.write_lock().await;
         let mut tx = self.writer.begin().await?;
         // The version first, as every writer of monitors takes it: taken after the monitor's
@@ -588,32 +616,27 @@ impl Store {
             log_change(&mut tx, &mut versioned, &poller, id, now).await?;
         }
         sync_locations(&mut tx, id, &[], &mut versioned, now).await?;
-        for table in [
+        // Its rows in the order ingest and alerting take them (`conflicts`): its status and
+        // history before its due row, and its children after all of its own.
+        let tables = [
             "alert_state",
-            "alert_due",
             "monitor_tags",
             "heartbeats",
             "heartbeat_pings",
-        ] {
-            sqlx::query(&format!("DELETE FROM {table} WHERE monitor_id = $1"))
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-        }
-        forget_parent(&mut tx, self.backend(), &mut versioned, id, now).await?;
-        sqlx::query("DELETE FROM monitor_status WHERE monitor_id = $1")
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
-        let tables = ["results", "rollups"]
-            .into_iter()
-            .chain(super::dependencies::MONITOR_TABLES);
+            "monitor_status",
+            "results",
+            "rollups",
+        ]
+        .into_iter()
+        .chain(super::dependencies::MONITOR_TABLES)
+        .chain(["alert_due"]);
         for table in tables {
             sqlx::query(&format!("DELETE FROM {table} WHERE monitor_id = $1"))
                 .bind(id)
                 .execute(&mut *tx)
                 .await?;
         }
+        forget_parent(&mut tx, self.backend(), &mut versioned, id, now).await?;
         tx.commit().await?;
         Ok(Some(versioned))
     }
@@ -746,7 +769,21 @@ impl Store {
     }
 
     /// Stores placement decisions under one new assignment version, which it returns.
+    ///
+    /// Run again if PostgreSQL aborts it as a conflict (`conflicts`).
     pub async fn apply_assignments(
+        &self,
+        changes: &[AssignmentChange],
+        now: i64,
+    ) -> anyhow::Result<Versioned> {
+        super::conflicts::retrying("storing placements", || {
+            self.apply_assignments_once(changes, now)
+        })
+        .await
+    }
+
+    /// One try of `apply_assignments`.
+    async fn apply_assignments_once(
         &self,
         changes: &[AssignmentChange],
         now: i64,

@@ -248,10 +248,25 @@ impl Store {
     }
 
     /// Applies alert-state changes with their notifications, and the looks that decided them
-    /// (`due::finish_looks`), in one transaction. Each change is a compare-and-set on the state
-    /// it replaces, so if two replicas decide the same change only one writes it (and its
-    /// notifications); returns how many applied.
+    /// (`due::show_looks` first, `due::finish_looks` last), in one transaction. Each change is
+    /// a compare-and-set on the state it replaces, so if two replicas decide the same change
+    /// only one writes it (and its notifications); returns how many applied.
+    ///
+    /// Run again if PostgreSQL aborts it as a conflict (`conflicts`).
     pub async fn record_alerts(
+        &self,
+        updates: &[AlertUpdate],
+        looks: &[super::due::Look],
+        now: i64,
+    ) -> anyhow::Result<usize> {
+        super::conflicts::retrying("recording alerts", || {
+            self.record_alerts_once(updates, looks, now)
+        })
+        .await
+    }
+
+    /// One try of `record_alerts`.
+    async fn record_alerts_once(
         &self,
         updates: &[AlertUpdate],
         looks: &[super::due::Look],
@@ -262,6 +277,7 @@ impl Store {
         }
         let _guard = self.write_lock().await;
         let mut tx = self.writer.begin().await?;
+        super::due::show_looks(&mut tx, looks).await?;
         let mut applied = 0;
         for update in updates {
             let state = &update.state;

@@ -325,7 +325,23 @@ impl Store {
     /// present already is a duplicate and changes nothing. The derived status of each monitor
     /// moves to its newest result by `ts`, never backwards, so late uploads are harmless; a
     /// `rate_limited` result updates the message and time but keeps the up/down verdict.
+    ///
+    /// Run again if PostgreSQL aborts it as a conflict (`conflicts`).
     pub async fn insert_results(
+        &self,
+        poller_id: &str,
+        results: &[NewResult],
+        received_at: i64,
+        rules: &dyn IngestRules,
+    ) -> anyhow::Result<Ingested> {
+        super::conflicts::retrying("storing results", || {
+            self.insert_results_once(poller_id, results, received_at, rules)
+        })
+        .await
+    }
+
+    /// One try of `insert_results`.
+    async fn insert_results_once(
         &self,
         poller_id: &str,
         results: &[NewResult],
