@@ -1,8 +1,8 @@
-//! Central's store on PostgreSQL beside a writer that takes a monitor's rows as placements,
-//! edits and maintenance windows take them (its `monitors` or `monitor_locations` row, then its
-//! `alert_due` row): alerting's look, writing what the monitor shows, must not wait on them in
-//! the other order. PostgreSQL breaks such a cycle by aborting one of the two transactions; a
-//! multi-location monitor created while a look showed its new locations once answered 500 so.
+//! Central's store on PostgreSQL beside a writer that takes a monitor's rows as placements and
+//! edits take them (its `monitors` or `monitor_locations` row, then its `alert_due` row):
+//! alerting's look, writing what the monitor shows, must not wait on them in the other order.
+//! PostgreSQL breaks such a cycle by aborting one of the two transactions (the likely cause of a
+//! 500 seen once in CI, creating a multi-location monitor while a look showed its locations).
 //!
 //! Always on PostgreSQL (a server of its own): SQLite has one writer at a time, so no cycle.
 

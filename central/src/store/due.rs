@@ -205,10 +205,10 @@ pub(super) async fn confirm_due(
 /// a look's transaction, before any alert or due row.
 ///
 /// Every writer of a monitor's (or a location's) row that marks the monitor due takes that row
-/// before its `alert_due` row (a placement, an edit, a maintenance window, a deletion), so a
-/// look taking them the other way round could deadlock with it: PostgreSQL then aborts one of
-/// the two (a monitor created with its locations, whose new location rows a look was showing
-/// as pending while its placement was being stored, answered 500 once).
+/// before its `alert_due` row (a placement, an edit, a deletion), so a look taking them the
+/// other way round could deadlock with it: PostgreSQL then aborts one of the two. (The likely
+/// cause of a 500 seen once in CI: a monitor created with its locations, whose new location
+/// rows a look was showing as pending while their placement was being stored.)
 pub(super) async fn show_looks(tx: &mut Transaction<'_, Any>, looks: &[Look]) -> sqlx::Result<()> {
     let mut shown: Vec<&Look> = looks
         .iter()
