@@ -176,3 +176,82 @@ async fn a_deletion_aborted_as_a_deadlock_is_run_again() -> anyhow::Result<()> {
     assert!(store.monitor("m3").await?.is_none(), "the monitor is gone");
     Ok(())
 }
+
+fn window(id: &str, monitor_ids: &[&str]) -> central::store::WindowRow {
+    central::store::WindowRow {
+        id: id.into(),
+        name: id.into(),
+        starts_at: 0,
+        ends_at: Some(10_000_000),
+        rule: None,
+        time_zone: None,
+        duration_ms: None,
+        until_at: Some(10_000_000),
+        monitor_ids: json!(monitor_ids).to_string(),
+        poller_ids: "[]".into(),
+        regions: "[]".into(),
+        tags: "[]".into(),
+        notify: "[]".into(),
+        stop_checks: false,
+        created_at: 1_000,
+        updated_at: 1_000,
+    }
+}
+
+/// A window's edit marks what it covered before and after in one pass in id order, as every
+/// other marker takes the rows: in two passes (before, then after) it held the monitor it
+/// already covered while it waited for one it newly covers, and a writer marking both in order
+/// waited on it in turn.
+#[tokio::test]
+async fn a_window_edit_marks_its_monitors_in_one_pass() -> anyhow::Result<()> {
+    let server = Postgres::start().await?;
+    let store = Store::connect(&server.create_database("central").await?).await?;
+    store.insert_monitor(&monitor("a", None)?).await?;
+    store.insert_monitor(&monitor("b", None)?).await?;
+    let before = window("w", &["b"]);
+    store.save_window(&before, None, 2_000).await?;
+    let url = server.url("central");
+    let mut other = PgConnection::connect(&url).await?;
+    let watcher = PgPool::connect(&url).await?;
+    let mut tx = other.begin().await?;
+    sqlx::query("UPDATE alert_due SET marks = marks + 1 WHERE monitor_id = 'a'")
+        .execute(&mut *tx)
+        .await?;
+    let after = window("w", &["a", "b"]);
+    let saved = store.save_window(&after, Some(&before), 3_000);
+    tokio::pin!(saved);
+    let waiting = eventually(Duration::from_secs(20), "the edit waiting", || async {
+        let (waiting,): (i64,) =
+            sqlx::query_as("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'")
+                .fetch_one(&watcher)
+                .await
+                .ok()?;
+        (waiting > 0).then_some(())
+    });
+    tokio::select! {
+        done = &mut saved => anyhow::bail!("the edit did not wait: {done:?}"),
+        waited = waiting => waited?,
+    }
+    let other_writer = async {
+        sqlx::query("UPDATE alert_due SET marks = marks + 1 WHERE monitor_id = 'b'")
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await
+    };
+    let (other_writer, saved) = tokio::time::timeout(Duration::from_secs(30), async {
+        tokio::join!(other_writer, saved)
+    })
+    .await
+    .context("neither finished")?;
+    other_writer.context("the other marker")?;
+    assert!(saved.context("the window's edit")?, "the window was there");
+    let (deadlocks,): (i64,) =
+        sqlx::query_as("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()")
+            .fetch_one(&watcher)
+            .await?;
+    assert_eq!(
+        deadlocks, 0,
+        "a deadlock was broken (and the edit run again)"
+    );
+    Ok(())
+}

@@ -1,7 +1,9 @@
 //! Transactions PostgreSQL aborts to break a conflict are run again.
 //!
 //! Writers take each monitor's rows in one order (its `monitors` or `monitor_locations` row,
-//! then its status rows, then its `alert_due` row; several monitors in id order), so two
+//! then its status rows, then its `alert_due` row; several monitors in id order, in one pass:
+//! a writer that marks due in more than one statement locks them all first, as ingest does with
+//! `due::lock_due_rows`, and a window's edit marks before and after at once), so two
 //! transactions rarely wait on each other in a cycle. Rarely is not never: a deletion walks its
 //! children after its own rows, and a look may hold rows of two monitors a deletion links.
 //! PostgreSQL breaks such a cycle by aborting one transaction (a deadlock, `40P01`), which

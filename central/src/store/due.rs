@@ -106,6 +106,29 @@ pub(super) async fn mark_due(
     Ok(())
 }
 
+/// Locks the `alert_due` rows of `ids` (a JSON array) in id order, on PostgreSQL; nothing on
+/// SQLite (one writer at a time). For a transaction that then writes several of them in more
+/// than one statement (ingest's confirmations, then its marks): each statement alone takes its
+/// rows in id order, but two statements in a row do not, and a look or a placement finishing
+/// the same monitors could then wait on them in a cycle.
+pub(super) async fn lock_due_rows(
+    tx: &mut Transaction<'_, Any>,
+    backend: Backend,
+    ids: &str,
+) -> sqlx::Result<()> {
+    if backend == Backend::Postgres {
+        sqlx::query(&format!(
+            "SELECT monitor_id FROM alert_due WHERE monitor_id IN (SELECT value FROM {}) \
+             ORDER BY monitor_id FOR UPDATE",
+            id_source(backend)
+        ))
+        .bind(ids)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
+}
+
 /// A result that confirms its monitor's verdict: the instant before which it keeps the
 /// monitor from changing with time alone (after now), and the interval that instant assumes.
 #[derive(Debug, serde::Serialize)]
@@ -132,6 +155,9 @@ pub(super) struct Confirmation<'a> {
 /// due first (`confirm_due`): agents upload every 10 s by default, or once 50 are queued.
 const ARRIVAL_MARGIN_MS: i64 = 30_000;
 
+///
+/// On PostgreSQL the caller has locked the rows (`lock_due_rows`): an update joined to the
+/// batch would lock them in whatever order the join yields.
 pub(super) async fn confirm_due(
     tx: &mut Transaction<'_, Any>,
     backend: Backend,
@@ -143,18 +169,6 @@ pub(super) async fn confirm_due(
     }
     let rows = serde_json::to_string(confirmed).map_err(|e| sqlx::Error::Encode(e.into()))?;
     let source = super::results::json_rows(backend, "$1");
-    if backend == Backend::Postgres {
-        // The rows locked in id order first, as looks and marks lock them: an update joined
-        // to the batch would lock them in whatever order the join yields, and could deadlock
-        // with a look finishing the same monitors.
-        sqlx::query(&format!(
-            "SELECT monitor_id FROM alert_due WHERE monitor_id IN \
-             (SELECT r.value ->> 'id' FROM {source}) ORDER BY monitor_id FOR UPDATE"
-        ))
-        .bind(&rows)
-        .execute(&mut **tx)
-        .await?;
-    }
     let moved = sqlx::query(&format!(
         "UPDATE alert_due SET due_at = CASE WHEN alert_due.rule_at < c.until_ms \
          THEN alert_due.rule_at ELSE c.until_ms END \
@@ -310,15 +324,20 @@ pub(super) async fn finish_looks(
 
 impl Store {
     /// Marks monitors due at `at` (see `mark_due`), in a transaction of its own.
+    /// Run again if PostgreSQL aborts it as a conflict (`conflicts`).
     pub async fn mark_monitors_due(&self, ids: &[String], at: i64) -> anyhow::Result<()> {
         if ids.is_empty() {
             return Ok(());
         }
-        let _guard = self.write_lock().await;
-        let mut tx = self.writer.begin().await?;
-        mark_due(&mut tx, self.backend(), &serde_json::to_string(ids)?, at).await?;
-        tx.commit().await?;
-        Ok(())
+        let ids = serde_json::to_string(ids)?;
+        super::conflicts::retrying("marking monitors due", || async {
+            let _guard = self.write_lock().await;
+            let mut tx = self.writer.begin().await?;
+            mark_due(&mut tx, self.backend(), &ids, at).await?;
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
     }
 
     /// Marks due at `at` every monitor placed on one of `poller_ids`, itself or by a location
@@ -341,18 +360,23 @@ impl Store {
         self.mark_monitors_due(&ids, at).await
     }
 
-    /// Marks every monitor due at `at` (after the clock stepped back: every monitor).
+    /// Marks every monitor due at `at` (after the clock stepped back: every monitor), in id
+    /// order as every marker takes them. Run again if PostgreSQL aborts it as a conflict.
     pub async fn mark_all_due(&self, at: i64) -> anyhow::Result<()> {
-        let _guard = self.write_lock().await;
-        sqlx::query(
-            "INSERT INTO alert_due (monitor_id, due_at, marks) SELECT id, CAST($1 AS BIGINT), 1 FROM monitors \
-             WHERE true ON CONFLICT (monitor_id) DO UPDATE SET due_at = excluded.due_at, \
-             marks = alert_due.marks + 1, steady = 0",
-        )
-        .bind(at)
-        .execute(&self.writer)
-        .await?;
-        Ok(())
+        super::conflicts::retrying("marking every monitor due", || async {
+            let _guard = self.write_lock().await;
+            sqlx::query(
+                "INSERT INTO alert_due (monitor_id, due_at, marks) \
+                 SELECT id, CAST($1 AS BIGINT), 1 FROM monitors WHERE true ORDER BY id \
+                 ON CONFLICT (monitor_id) DO UPDATE SET due_at = excluded.due_at, \
+                 marks = alert_due.marks + 1, steady = 0",
+            )
+            .bind(at)
+            .execute(&self.writer)
+            .await?;
+            Ok(())
+        })
+        .await
     }
 
     /// Marks due at `at` every monitor alerting last saw `stale`: those whose poller may have

@@ -73,15 +73,36 @@ fn values_of(backend: Backend, parameter: &str) -> String {
     }
 }
 
-/// Marks due now every existing monitor a window's scope covers: named, placed on one of its
-/// pollers (itself or by a location), running from one of its regions (its group's
-/// region, its poller's, or a location's), or carrying one of its tags. Through indexes: the monitors covered.
+/// Marks due now every existing monitor the windows' scopes cover (a window, or a window
+/// before and after an edit), in one pass in id order, as every marker takes them: named,
+/// placed on one of its pollers (itself or by a location), running from one of its regions
+/// (its group's region, its poller's, or a location's), or carrying one of its tags. Through
+/// indexes: the monitors covered.
 async fn mark_covered(
     tx: &mut Transaction<'_, Any>,
     backend: Backend,
-    row: &WindowRow,
+    rows: &[&WindowRow],
     now: i64,
 ) -> sqlx::Result<()> {
+    let mut ids: Vec<String> = Vec::new();
+    for row in rows {
+        ids.extend(covered(tx, backend, row).await?);
+    }
+    if ids.is_empty() {
+        return Ok(());
+    }
+    ids.sort();
+    ids.dedup();
+    let ids = serde_json::to_string(&ids).map_err(|e| sqlx::Error::Encode(e.into()))?;
+    super::due::mark_due(tx, backend, &ids, now).await
+}
+
+/// The existing monitors a window's scope covers (see `mark_covered`).
+async fn covered(
+    tx: &mut Transaction<'_, Any>,
+    backend: Backend,
+    row: &WindowRow,
+) -> sqlx::Result<Vec<String>> {
     let (ids, pollers, regions, tags) = (
         values_of(backend, "$1"),
         values_of(backend, "$2"),
@@ -107,18 +128,28 @@ async fn mark_covered(
         .bind(&row.tags)
         .fetch_all(&mut **tx)
         .await?;
-    if covered.is_empty() {
-        return Ok(());
-    }
-    let ids: Vec<String> = covered.into_iter().map(|(id,)| id).collect();
-    let ids = serde_json::to_string(&ids).map_err(|e| sqlx::Error::Encode(e.into()))?;
-    super::due::mark_due(tx, backend, &ids, now).await
+    Ok(covered.into_iter().map(|(id,)| id).collect())
 }
 
 impl Store {
     /// Stores a new window, or replaces one (`replaces`: the row as read before), marking due
     /// what both cover. `false` if the window to replace is gone.
+    ///
+    /// Run again if PostgreSQL aborts it as a conflict (`conflicts`).
     pub async fn save_window(
+        &self,
+        row: &WindowRow,
+        replaces: Option<&WindowRow>,
+        now: i64,
+    ) -> anyhow::Result<bool> {
+        super::conflicts::retrying("saving a maintenance window", || {
+            self.save_window_once(row, replaces, now)
+        })
+        .await
+    }
+
+    /// One try of `save_window`.
+    async fn save_window_once(
         &self,
         row: &WindowRow,
         replaces: Option<&WindowRow>,
@@ -159,16 +190,24 @@ impl Store {
         if done.rows_affected() != 1 {
             return Ok(false);
         }
-        if let Some(old) = replaces {
-            mark_covered(&mut tx, self.backend(), old, now).await?;
-        }
-        mark_covered(&mut tx, self.backend(), row, now).await?;
+        let scopes: Vec<&WindowRow> = replaces.into_iter().chain([row]).collect();
+        mark_covered(&mut tx, self.backend(), &scopes, now).await?;
         tx.commit().await?;
         Ok(true)
     }
 
     /// Deletes a window, marking due what it covered. `false` if unknown.
+    ///
+    /// Run again if PostgreSQL aborts it as a conflict (`conflicts`).
     pub async fn delete_window(&self, id: &str, now: i64) -> anyhow::Result<bool> {
+        super::conflicts::retrying("deleting a maintenance window", || {
+            self.delete_window_once(id, now)
+        })
+        .await
+    }
+
+    /// One try of `delete_window`.
+    async fn delete_window_once(&self, id: &str, now: i64) -> anyhow::Result<bool> {
         let _guard = self.write_lock().await;
         let mut tx = self.writer.begin().await?;
         let sql = format!("SELECT {COLUMNS} FROM maintenance_windows WHERE id = $1");
@@ -183,7 +222,7 @@ impl Store {
             .bind(id)
             .execute(&mut *tx)
             .await?;
-        mark_covered(&mut tx, self.backend(), &row, now).await?;
+        mark_covered(&mut tx, self.backend(), &[&row], now).await?;
         tx.commit().await?;
         Ok(true)
     }

@@ -615,15 +615,19 @@ impl Store {
         if let Some(poller) = assigned {
             log_change(&mut tx, &mut versioned, &poller, id, now).await?;
         }
+        // Its rows in the order ingest and alerting take them (`conflicts`): its status before
+        // its locations' (`sync_locations`), its history before its due row, and its children
+        // after all of its own.
+        sqlx::query("DELETE FROM monitor_status WHERE monitor_id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
         sync_locations(&mut tx, id, &[], &mut versioned, now).await?;
-        // Its rows in the order ingest and alerting take them (`conflicts`): its status and
-        // history before its due row, and its children after all of its own.
         let tables = [
             "alert_state",
             "monitor_tags",
             "heartbeats",
             "heartbeat_pings",
-            "monitor_status",
             "results",
             "rollups",
         ]

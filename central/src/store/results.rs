@@ -474,6 +474,18 @@ impl Store {
                 overdue.push(id);
             }
         }
+        // Every due row this writes, locked in one pass in id order (PostgreSQL): the
+        // confirmations and the two kinds of marks below are three statements.
+        let touched: Vec<&str> = confirmed
+            .iter()
+            .map(|c| c.id)
+            .chain(overdue.iter().copied())
+            .chain(news.iter().copied())
+            .collect();
+        if !touched.is_empty() {
+            let touched = serde_json::to_string(&touched)?;
+            super::due::lock_due_rows(&mut tx, self.backend(), &touched).await?;
+        }
         let mut marked =
             super::due::confirm_due(&mut tx, self.backend(), &confirmed, received_at).await?;
         for (ids, at) in [
