@@ -46,27 +46,8 @@ async fn look_beside_a_placement(
     let looks = [look.clone()];
     let recorded = store.record_alerts(&[], &looks, 2_000);
     tokio::pin!(recorded);
-    // The look runs until it waits on the held row (polled here, beside it).
-    let waiting = async {
-        eventually(
-            Duration::from_secs(20),
-            "the look waiting on a lock",
-            || async {
-                let (waiting,): (i64,) = sqlx::query_as(
-                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'",
-                )
-                .fetch_one(&watcher)
-                .await
-                .ok()?;
-                (waiting > 0).then_some(())
-            },
-        )
-        .await
-    };
-    tokio::select! {
-        done = &mut recorded => anyhow::bail!("the look did not wait on the held row: {done:?}"),
-        waited = waiting => waited?,
-    }
+    // The look runs until it waits on the held row.
+    until_waiting(&watcher, &mut recorded).await?;
     let marked =
         sqlx::query("UPDATE alert_due SET marks = marks + 1, due_at = 1000 WHERE monitor_id = $1")
             .bind(&look.monitor_id)
@@ -83,6 +64,34 @@ async fn look_beside_a_placement(
     committed?;
     recorded.context("the look, beside the placement")?;
     Ok(())
+}
+
+/// Polls until PostgreSQL shows a backend waiting on a lock (the store's transaction, blocked
+/// on a row the test holds); fails if `store_write` finishes first.
+async fn until_waiting<F: std::future::Future + Unpin>(
+    watcher: &PgPool,
+    store_write: &mut F,
+) -> anyhow::Result<()>
+where
+    F::Output: std::fmt::Debug,
+{
+    let waiting = eventually(
+        Duration::from_secs(20),
+        "a write waiting on a lock",
+        || async {
+            let (waiting,): (i64,) = sqlx::query_as(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'",
+            )
+            .fetch_one(watcher)
+            .await
+            .ok()?;
+            (waiting > 0).then_some(())
+        },
+    );
+    tokio::select! {
+        done = store_write => anyhow::bail!("the store's write did not wait: {done:?}"),
+        waited = waiting => waited,
+    }
 }
 
 fn look(monitor_id: &str, shown: Option<&str>, locations: &[(&str, &str)]) -> Look {
@@ -147,18 +156,7 @@ async fn a_deletion_aborted_as_a_deadlock_is_run_again() -> anyhow::Result<()> {
         .await?;
     let deleted = store.delete_monitor("m3", 3_000);
     tokio::pin!(deleted);
-    let waiting = eventually(Duration::from_secs(20), "the deletion waiting", || async {
-        let (waiting,): (i64,) =
-            sqlx::query_as("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'")
-                .fetch_one(&watcher)
-                .await
-                .ok()?;
-        (waiting > 0).then_some(())
-    });
-    tokio::select! {
-        done = &mut deleted => anyhow::bail!("the deletion did not wait: {done:?}"),
-        waited = waiting => waited?,
-    }
+    until_waiting(&watcher, &mut deleted).await?;
     let other_writer = async {
         sqlx::query("UPDATE monitors SET placement_reason = 'test' WHERE id = 'm3'")
             .execute(&mut *tx)
@@ -220,18 +218,7 @@ async fn a_window_edit_marks_its_monitors_in_one_pass() -> anyhow::Result<()> {
     let after = window("w", &["a", "b"]);
     let saved = store.save_window(&after, Some(&before), 3_000);
     tokio::pin!(saved);
-    let waiting = eventually(Duration::from_secs(20), "the edit waiting", || async {
-        let (waiting,): (i64,) =
-            sqlx::query_as("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'")
-                .fetch_one(&watcher)
-                .await
-                .ok()?;
-        (waiting > 0).then_some(())
-    });
-    tokio::select! {
-        done = &mut saved => anyhow::bail!("the edit did not wait: {done:?}"),
-        waited = waiting => waited?,
-    }
+    until_waiting(&watcher, &mut saved).await?;
     let other_writer = async {
         sqlx::query("UPDATE alert_due SET marks = marks + 1 WHERE monitor_id = 'b'")
             .execute(&mut *tx)

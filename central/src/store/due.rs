@@ -283,21 +283,12 @@ pub(super) async fn finish_looks(
         .await?;
         rows.into_iter().map(|(id,)| id).collect()
     };
-    if backend == Backend::Postgres {
-        // The rows this writes, the looks' and their children's, locked in id order first, as
-        // marks and confirmations lock them: in look order they could deadlock with ingest.
-        let mut ids: Vec<&str> = looks.iter().map(|l| l.monitor_id.as_str()).collect();
-        ids.extend(children.iter().map(String::as_str));
-        let ids = serde_json::to_string(&ids).map_err(|e| sqlx::Error::Encode(e.into()))?;
-        sqlx::query(&format!(
-            "SELECT monitor_id FROM alert_due WHERE monitor_id IN (SELECT value FROM {}) \
-             ORDER BY monitor_id FOR UPDATE",
-            id_source(backend)
-        ))
-        .bind(ids)
-        .execute(&mut **tx)
-        .await?;
-    }
+    // The rows this writes, the looks' and their children's, locked in id order first, as
+    // marks and confirmations lock them: in look order they could deadlock with ingest.
+    let mut ids: Vec<&str> = looks.iter().map(|l| l.monitor_id.as_str()).collect();
+    ids.extend(children.iter().map(String::as_str));
+    let ids = serde_json::to_string(&ids).map_err(|e| sqlx::Error::Encode(e.into()))?;
+    lock_due_rows(tx, backend, &ids).await?;
     for look in looks {
         let query = match look.next_at {
             Some(at) => sqlx::query(
