@@ -3,13 +3,19 @@
 //! alerting's look, writing what the monitor shows, must not wait on them in the other order.
 //! PostgreSQL breaks such a cycle by aborting one of the two transactions (the likely cause of a
 //! 500 seen once in CI, creating a multi-location monitor while a look showed its locations).
+//! Writers that mark several monitors due (ingest, a window's edit) take their rows in one
+//! pass in id order, and a cycle that cannot be ordered away (a deletion) is run again.
 //!
 //! Always on PostgreSQL (a server of its own): SQLite has one writer at a time, so no cycle.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use anyhow::Context;
-use central::store::{Look, MonitorRow, Store};
+use central::store::{
+    DependencyDiff, DependencyReport, DependencyRow, IngestRules, Look, MonitorRow, NewResult,
+    Store, StoredVerdict, TimeCredit, TimePoint,
+};
 use e2e::eventually;
 use e2e::postgres::Postgres;
 use serde_json::json;
@@ -94,6 +100,49 @@ where
     }
 }
 
+/// Runs `first` (an update of a row) in a transaction of the test's own, lets `store_write`
+/// start and waits until it waits on a lock, then runs `second` in the same transaction and
+/// commits while `store_write` goes on (a cycle if `store_write` holds `second`'s row). Returns
+/// the other writer's outcome and the store's, both finished within 30 s.
+async fn beside_another_writer<F: std::future::Future>(
+    server: &Postgres,
+    first: &str,
+    second: &str,
+    store_write: F,
+) -> anyhow::Result<(anyhow::Result<()>, F::Output)>
+where
+    F::Output: std::fmt::Debug,
+{
+    let url = server.url("central");
+    let mut other = PgConnection::connect(&url).await?;
+    let watcher = PgPool::connect(&url).await?;
+    let mut tx = other.begin().await?;
+    sqlx::query(first).execute(&mut *tx).await?;
+    tokio::pin!(store_write);
+    until_waiting(&watcher, &mut store_write).await?;
+    let other_writer = async {
+        sqlx::query(second).execute(&mut *tx).await?;
+        tx.commit().await?;
+        anyhow::Ok(())
+    };
+    tokio::time::timeout(Duration::from_secs(30), async {
+        tokio::join!(other_writer, store_write)
+    })
+    .await
+    .context("neither finished")
+}
+
+/// How many deadlocks PostgreSQL has broken in the store's database: a retried transaction
+/// hides them from the store's callers.
+async fn deadlocks(server: &Postgres) -> anyhow::Result<i64> {
+    let mut watcher = PgConnection::connect(&server.url("central")).await?;
+    let (deadlocks,): (i64,) =
+        sqlx::query_as("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()")
+            .fetch_one(&mut watcher)
+            .await?;
+    Ok(deadlocks)
+}
+
 fn look(monitor_id: &str, shown: Option<&str>, locations: &[(&str, &str)]) -> Look {
     Look {
         shown: shown.map(str::to_string),
@@ -147,27 +196,13 @@ async fn a_deletion_aborted_as_a_deadlock_is_run_again() -> anyhow::Result<()> {
     let server = Postgres::start().await?;
     let store = Store::connect(&server.create_database("central").await?).await?;
     store.insert_monitor(&monitor("m3", None)?).await?;
-    let url = server.url("central");
-    let mut other = PgConnection::connect(&url).await?;
-    let watcher = PgPool::connect(&url).await?;
-    let mut tx = other.begin().await?;
-    sqlx::query("UPDATE alert_due SET marks = marks + 1 WHERE monitor_id = 'm3'")
-        .execute(&mut *tx)
-        .await?;
-    let deleted = store.delete_monitor("m3", 3_000);
-    tokio::pin!(deleted);
-    until_waiting(&watcher, &mut deleted).await?;
-    let other_writer = async {
-        sqlx::query("UPDATE monitors SET placement_reason = 'test' WHERE id = 'm3'")
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await
-    };
-    let (other_writer, deleted) = tokio::time::timeout(Duration::from_secs(30), async {
-        tokio::join!(other_writer, deleted)
-    })
-    .await
-    .context("neither finished")?;
+    let (other_writer, deleted) = beside_another_writer(
+        &server,
+        "UPDATE alert_due SET marks = marks + 1 WHERE monitor_id = 'm3'",
+        "UPDATE monitors SET placement_reason = 'test' WHERE id = 'm3'",
+        store.delete_monitor("m3", 3_000),
+    )
+    .await?;
     other_writer.context("the other writer")?;
     let deleted = deleted.context("the deletion, run again after the deadlock")?;
     assert!(deleted.is_some(), "the monitor was there to delete");
@@ -208,37 +243,119 @@ async fn a_window_edit_marks_its_monitors_in_one_pass() -> anyhow::Result<()> {
     store.insert_monitor(&monitor("b", None)?).await?;
     let before = window("w", &["b"]);
     store.save_window(&before, None, 2_000).await?;
-    let url = server.url("central");
-    let mut other = PgConnection::connect(&url).await?;
-    let watcher = PgPool::connect(&url).await?;
-    let mut tx = other.begin().await?;
-    sqlx::query("UPDATE alert_due SET marks = marks + 1 WHERE monitor_id = 'a'")
-        .execute(&mut *tx)
-        .await?;
     let after = window("w", &["a", "b"]);
-    let saved = store.save_window(&after, Some(&before), 3_000);
-    tokio::pin!(saved);
-    until_waiting(&watcher, &mut saved).await?;
-    let other_writer = async {
-        sqlx::query("UPDATE alert_due SET marks = marks + 1 WHERE monitor_id = 'b'")
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await
-    };
-    let (other_writer, saved) = tokio::time::timeout(Duration::from_secs(30), async {
-        tokio::join!(other_writer, saved)
-    })
-    .await
-    .context("neither finished")?;
+    let (other_writer, saved) = beside_another_writer(
+        &server,
+        "UPDATE alert_due SET marks = marks + 1 WHERE monitor_id = 'a'",
+        "UPDATE alert_due SET marks = marks + 1 WHERE monitor_id = 'b'",
+        store.save_window(&after, Some(&before), 3_000),
+    )
+    .await?;
     other_writer.context("the other marker")?;
     assert!(saved.context("the window's edit")?, "the window was there");
-    let (deadlocks,): (i64,) =
-        sqlx::query_as("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()")
-            .fetch_one(&watcher)
-            .await?;
+    let deadlocks = deadlocks(&server).await?;
     assert_eq!(
         deadlocks, 0,
         "a deadlock was broken (and the edit run again)"
+    );
+    Ok(())
+}
+
+/// Every verdict confirmed at once; a result keeps its monitor from changing for two minutes.
+struct ConfirmedAtOnce;
+
+impl IngestRules for ConfirmedAtOnce {
+    fn advance(&self, _: &str, state: StoredVerdict, result: &str) -> StoredVerdict {
+        let run_length = match state.status.as_deref() {
+            Some(status) if status == result => state.run_length + 1,
+            _ => 1,
+        };
+        StoredVerdict {
+            confirmed: Some(result.into()),
+            status: Some(result.into()),
+            run_length,
+        }
+    }
+    fn unchanged_until(&self, _: &str, ts: i64) -> i64 {
+        ts + 120_000
+    }
+    fn interval_ms(&self, _: &str) -> i64 {
+        60_000
+    }
+    fn lookback_ms(&self, _: &str) -> i64 {
+        120_000
+    }
+    fn credit_time(
+        &self,
+        _: &str,
+        _: Option<&str>,
+        _: &[&TimePoint],
+        _: &HashSet<&str>,
+        _: Option<i64>,
+        _: i64,
+    ) -> Vec<TimeCredit> {
+        Vec::new()
+    }
+    fn dependency_diff(
+        &self,
+        _: &str,
+        _: &str,
+        _: i64,
+        _: &[DependencyRow],
+        _: &DependencyReport,
+    ) -> DependencyDiff {
+        DependencyDiff::default()
+    }
+}
+
+fn result(id: &str, monitor_id: &str, ts: i64, status: &str) -> NewResult {
+    NewResult {
+        id: id.into(),
+        monitor_id: monitor_id.into(),
+        region: None,
+        ts,
+        status: status.into(),
+        latency_ms: Some(5),
+        msg: String::new(),
+        meta: "{}".into(),
+        next_due_at: None,
+        dependencies: None,
+    }
+}
+
+/// Ingest writes due rows in more than one statement (its confirmations, then its news), each
+/// in id order; it locks them all first, in one pass in id order, as every other marker takes
+/// them. Taken per statement, a batch confirming `b` and bringing news of `a` held `b` while it
+/// waited for `a`, and a writer marking both in order waited on it in turn.
+#[tokio::test]
+async fn ingest_locks_its_due_rows_in_one_pass() -> anyhow::Result<()> {
+    let server = Postgres::start().await?;
+    let store = Store::connect(&server.create_database("central").await?).await?;
+    let first = [
+        result("r1", "a", 1_000, "up"),
+        result("r2", "b", 1_000, "up"),
+    ];
+    store
+        .insert_results("p1", &first, 1_000, &ConfirmedAtOnce)
+        .await?;
+    // `a` goes down (news), `b` stays up (a confirmation).
+    let next = [
+        result("r3", "a", 2_000, "down"),
+        result("r4", "b", 2_000, "up"),
+    ];
+    let (other_writer, ingested) = beside_another_writer(
+        &server,
+        "UPDATE alert_due SET marks = marks + 1 WHERE monitor_id = 'a'",
+        "UPDATE alert_due SET marks = marks + 1 WHERE monitor_id = 'b'",
+        store.insert_results("p1", &next, 2_000, &ConfirmedAtOnce),
+    )
+    .await?;
+    other_writer.context("the other marker")?;
+    assert_eq!(ingested.context("the upload")?.stored.len(), 2);
+    assert_eq!(
+        deadlocks(&server).await?,
+        0,
+        "a deadlock was broken (and the upload run again)"
     );
     Ok(())
 }

@@ -12,10 +12,12 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use sqlx::any::AnyRow;
-use sqlx::{Any, Row, Transaction};
+use sqlx::Row;
 
 use super::due::id_source;
+use super::packed::{packed, unpack};
 use super::results::{IngestRules, NewResult};
+use super::statements::{Arg, Statements};
 use super::{Backend, Resolution, Store};
 
 /// One dependency as a result reports it (read from the result's `meta` by the service).
@@ -41,7 +43,7 @@ pub struct DependencyReport {
 
 /// A dependency as stored: one per monitor, location (`region`, `""` for a monitor checked
 /// from one place) and name.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 pub struct DependencyRow {
     pub monitor_id: String,
     pub region: String,
@@ -53,6 +55,7 @@ pub struct DependencyRow {
     /// The check time of the result that moved it to `state`.
     pub changed_at: i64,
     /// A `dependency.down` was told and its `dependency.up` not yet.
+    #[serde(deserialize_with = "super::packed::flag")]
     pub told: bool,
 }
 
@@ -190,7 +193,7 @@ fn still_reported(backend: Backend, row: &str) -> String {
 /// (uploaded late) skipped. Returns whether a change awaits a notice (announced to every
 /// replica on PostgreSQL, as marks for alerting are: the lease holder's alerting sends them).
 pub(super) async fn record(
-    tx: &mut Transaction<'_, Any>,
+    tx: &mut impl Statements,
     backend: Backend,
     stored: &[&NewResult],
     rules: &dyn IngestRules,
@@ -211,19 +214,28 @@ pub(super) async fn record(
     // Only what a monitor's current locations report, while it reads health documents: a
     // document checked before an edit that dropped its region or its format, uploaded after
     // it, must not bring back what the edit forgot (`Store::forget_unreported_dependencies`).
-    let reporting: HashSet<Location> = sqlx::query_as::<_, (String, Option<String>)>(&format!(
-        "SELECT rm.id, rl.region FROM monitors rm \
-         LEFT JOIN monitor_locations rl ON rl.monitor_id = rm.id \
-         WHERE rm.id IN (SELECT value FROM {}) AND {}",
-        id_source(backend),
-        reads_documents(backend)
-    ))
-    .bind(&ids)
-    .fetch_all(&mut **tx)
-    .await?
-    .into_iter()
-    .map(|(monitor, region)| (monitor, region.unwrap_or_default()))
-    .collect();
+    #[derive(serde::Deserialize)]
+    struct Reporting {
+        monitor_id: String,
+        region: Option<String>,
+    }
+    // Read packed (`packed`), as the reads below: one value, not a row each.
+    let sql = packed(
+        backend,
+        &[("monitor_id", "rm.id"), ("region", "rl.region")],
+        &format!(
+            "FROM monitors rm LEFT JOIN monitor_locations rl ON rl.monitor_id = rm.id \
+             WHERE rm.id IN (SELECT value FROM {}) AND {}",
+            id_source(backend),
+            reads_documents(backend)
+        ),
+        "monitor_id, region",
+    );
+    let reporting: HashSet<Location> =
+        unpack::<Reporting>(&tx.read_text(&sql, &[Arg::from(&ids)]).await?)?
+            .into_iter()
+            .map(|r| (r.monitor_id, r.region.unwrap_or_default()))
+            .collect();
     documents.retain(|r| {
         reporting.contains(&(r.monitor_id.clone(), r.region.clone().unwrap_or_default()))
     });
@@ -240,14 +252,11 @@ pub(super) async fn record(
             .map(|r| (r.monitor_id.clone(), r.region.clone().unwrap_or_default()))
             .collect();
         for (monitor, region) in &locations {
-            sqlx::query(
+            tx.execute(
                 "INSERT INTO dependency_sources (monitor_id, region, reported_at, result_id) \
                  VALUES ($1, $2, $3, '') ON CONFLICT (monitor_id, region) DO NOTHING",
+                &[monitor.into(), region.into(), i64::MIN.into()],
             )
-            .bind(monitor)
-            .bind(region)
-            .bind(i64::MIN)
-            .execute(&mut **tx)
             .await?;
         }
     }
@@ -255,29 +264,45 @@ pub(super) async fn record(
         Backend::Sqlite => "",
         Backend::Postgres => " ORDER BY monitor_id, region FOR UPDATE",
     };
-    let sources: Vec<(String, String, i64)> = sqlx::query_as(&format!(
-        "SELECT monitor_id, region, reported_at FROM dependency_sources \
-         WHERE monitor_id IN (SELECT value FROM {}){lock}",
-        id_source(backend)
-    ))
-    .bind(&ids)
-    .fetch_all(&mut **tx)
-    .await?;
-    let mut newest: HashMap<Location, i64> = sources
-        .into_iter()
-        .map(|(monitor, region, at)| ((monitor, region), at))
-        .collect();
-    let rows = sqlx::query(&format!(
-        "SELECT {ROW_COLUMNS} FROM dependencies d \
-         WHERE d.monitor_id IN (SELECT value FROM {})",
-        id_source(backend)
-    ))
-    .bind(&ids)
-    .fetch_all(&mut **tx)
-    .await?;
+    #[derive(serde::Deserialize)]
+    struct Source {
+        monitor_id: String,
+        region: String,
+        reported_at: i64,
+    }
+    let sql = packed(
+        backend,
+        &[
+            ("monitor_id", "monitor_id"),
+            ("region", "region"),
+            ("reported_at", "reported_at"),
+        ],
+        &format!(
+            "FROM dependency_sources WHERE monitor_id IN (SELECT value FROM {}){lock}",
+            id_source(backend)
+        ),
+        "monitor_id, region",
+    );
+    let mut newest: HashMap<Location, i64> =
+        unpack::<Source>(&tx.read_text(&sql, &[Arg::from(&ids)]).await?)?
+            .into_iter()
+            .map(|s| ((s.monitor_id, s.region), s.reported_at))
+            .collect();
+    let sql = packed(
+        backend,
+        &ROW_COLUMNS
+            .split(',')
+            .map(str::trim)
+            .map(|column| (column.trim_start_matches("d."), column))
+            .collect::<Vec<_>>(),
+        &format!(
+            "FROM dependencies d WHERE d.monitor_id IN (SELECT value FROM {})",
+            id_source(backend)
+        ),
+        "monitor_id, region, name",
+    );
     let mut current: HashMap<Location, Vec<DependencyRow>> = HashMap::new();
-    for row in rows.iter().map(row_of) {
-        let row = row?;
+    for row in unpack::<DependencyRow>(&tx.read_text(&sql, &[Arg::from(&ids)]).await?)? {
         current
             .entry((row.monitor_id.clone(), row.region.clone()))
             .or_default()
@@ -343,52 +368,54 @@ pub(super) async fn record(
     }
 
     for (location, name) in deletes {
-        sqlx::query("DELETE FROM dependencies WHERE monitor_id = $1 AND region = $2 AND name = $3")
-            .bind(&location.0)
-            .bind(&location.1)
-            .bind(&name)
-            .execute(&mut **tx)
-            .await?;
+        tx.execute(
+            "DELETE FROM dependencies WHERE monitor_id = $1 AND region = $2 AND name = $3",
+            &[(&location.0).into(), (&location.1).into(), (&name).into()],
+        )
+        .await?;
     }
     for row in upserts.into_values() {
-        sqlx::query(
+        tx.execute(
             "INSERT INTO dependencies \
              (monitor_id, region, name, state, error, contact, details, changed_at, told) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
              ON CONFLICT (monitor_id, region, name) DO UPDATE SET state = excluded.state, \
              error = excluded.error, contact = excluded.contact, details = excluded.details, \
              changed_at = excluded.changed_at, told = excluded.told",
+            &[
+                (&row.monitor_id).into(),
+                (&row.region).into(),
+                (&row.name).into(),
+                (&row.state).into(),
+                row.error.as_ref().into(),
+                row.contact.as_ref().into(),
+                row.details.as_ref().into(),
+                row.changed_at.into(),
+                i64::from(row.told).into(),
+            ],
         )
-        .bind(&row.monitor_id)
-        .bind(&row.region)
-        .bind(&row.name)
-        .bind(&row.state)
-        .bind(&row.error)
-        .bind(&row.contact)
-        .bind(&row.details)
-        .bind(row.changed_at)
-        .bind(i64::from(row.told))
-        .execute(&mut **tx)
         .await?;
     }
     let mut noticed = false;
     for (location, event) in events {
-        sqlx::query(
+        let id = uuid::Uuid::now_v7().to_string();
+        tx.execute(
             "INSERT INTO dependency_events \
              (id, monitor_id, region, name, at, kind, state, error, previous, notice) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+            &[
+                (&id).into(),
+                (&location.0).into(),
+                (&location.1).into(),
+                (&event.name).into(),
+                event.at.into(),
+                event.kind.into(),
+                (&event.state).into(),
+                event.error.as_ref().into(),
+                event.previous.as_ref().into(),
+                event.notice.into(),
+            ],
         )
-        .bind(uuid::Uuid::now_v7().to_string())
-        .bind(&location.0)
-        .bind(&location.1)
-        .bind(&event.name)
-        .bind(event.at)
-        .bind(event.kind)
-        .bind(&event.state)
-        .bind(&event.error)
-        .bind(&event.previous)
-        .bind(event.notice)
-        .execute(&mut **tx)
         .await?;
         noticed |= event.notice.is_some();
     }
@@ -399,22 +426,23 @@ pub(super) async fn record(
             .filter(|r| !r.warnings.is_empty())
             .map(|r| serde_json::to_string(&r.warnings))
             .transpose()?;
-        sqlx::query(
+        tx.execute(
             "INSERT INTO dependency_sources (monitor_id, region, reported_at, result_id, warnings) \
              VALUES ($1, $2, $3, $4, $5) \
              ON CONFLICT (monitor_id, region) DO UPDATE SET reported_at = excluded.reported_at, \
              result_id = excluded.result_id, warnings = excluded.warnings",
+            &[
+                (&location.0).into(),
+                (&location.1).into(),
+                result.ts.into(),
+                (&result.id).into(),
+                warnings.as_ref().into(),
+            ],
         )
-        .bind(&location.0)
-        .bind(&location.1)
-        .bind(result.ts)
-        .bind(&result.id)
-        .bind(warnings)
-        .execute(&mut **tx)
         .await?;
     }
     for ((location, name, resolution, _), bucket) in latencies {
-        sqlx::query(
+        tx.execute(
             "INSERT INTO dependency_latency \
              (monitor_id, region, name, resolution, bucket_start, count, sum_ms, min_ms, max_ms) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
@@ -425,24 +453,22 @@ pub(super) async fn record(
                  THEN excluded.min_ms ELSE dependency_latency.min_ms END, \
              max_ms = CASE WHEN excluded.max_ms > dependency_latency.max_ms \
                  THEN excluded.max_ms ELSE dependency_latency.max_ms END",
+            &[
+                (&location.0).into(),
+                (&location.1).into(),
+                (&name).into(),
+                resolution.as_str().into(),
+                bucket.bucket_start.into(),
+                bucket.count.into(),
+                bucket.sum_ms.into(),
+                bucket.min_ms.into(),
+                bucket.max_ms.into(),
+            ],
         )
-        .bind(&location.0)
-        .bind(&location.1)
-        .bind(&name)
-        .bind(resolution.as_str())
-        .bind(bucket.bucket_start)
-        .bind(bucket.count)
-        .bind(bucket.sum_ms)
-        .bind(bucket.min_ms)
-        .bind(bucket.max_ms)
-        .execute(&mut **tx)
         .await?;
     }
     if noticed && backend == Backend::Postgres {
-        sqlx::query("SELECT pg_notify($1, '')")
-            .bind(super::wakeups::DUE_CHANNEL)
-            .execute(&mut **tx)
-            .await?;
+        super::due::notify_due(tx).await?;
     }
     Ok(noticed)
 }

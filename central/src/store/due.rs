@@ -17,6 +17,7 @@
 
 use sqlx::{Any, Transaction};
 
+use super::statements::{Arg, Statements};
 use super::{Backend, Store};
 
 /// One monitor's look as alerting finished it.
@@ -76,11 +77,11 @@ pub(super) fn id_source(backend: Backend) -> &'static str {
 /// order, so two transactions marking overlapping sets on PostgreSQL cannot deadlock. Clears
 /// `steady`: the next look decides afresh.
 pub(super) async fn mark_due(
-    tx: &mut Transaction<'_, Any>,
+    tx: &mut impl Statements,
     backend: Backend,
     ids: &str,
     at: i64,
-) -> sqlx::Result<()> {
+) -> anyhow::Result<()> {
     let sql = format!(
         "INSERT INTO alert_due (monitor_id, due_at, marks) \
          SELECT DISTINCT value, CAST($2 AS BIGINT), 1 FROM {} WHERE true ORDER BY 1 \
@@ -90,18 +91,11 @@ pub(super) async fn mark_due(
          marks = alert_due.marks + 1, steady = 0",
         id_source(backend)
     );
-    sqlx::query(&sql)
-        .bind(ids)
-        .bind(at)
-        .execute(&mut **tx)
-        .await?;
+    tx.execute(&sql, &[ids.into(), at.into()]).await?;
     if backend == Backend::Postgres {
         // Heard by the lease holder when this commits, whichever replica wrote it; PostgreSQL
         // sends one per transaction however many marks it holds.
-        sqlx::query("SELECT pg_notify($1, '')")
-            .bind(super::wakeups::DUE_CHANNEL)
-            .execute(&mut **tx)
-            .await?;
+        notify_due(tx).await?;
     }
     Ok(())
 }
@@ -112,20 +106,29 @@ pub(super) async fn mark_due(
 /// rows in id order, but two statements in a row do not, and a look or a placement finishing
 /// the same monitors could then wait on them in a cycle.
 pub(super) async fn lock_due_rows(
-    tx: &mut Transaction<'_, Any>,
+    tx: &mut impl Statements,
     backend: Backend,
     ids: &str,
-) -> sqlx::Result<()> {
+) -> anyhow::Result<()> {
     if backend == Backend::Postgres {
-        sqlx::query(&format!(
+        let sql = format!(
             "SELECT monitor_id FROM alert_due WHERE monitor_id IN (SELECT value FROM {}) \
              ORDER BY monitor_id FOR UPDATE",
             id_source(backend)
-        ))
-        .bind(ids)
-        .execute(&mut **tx)
-        .await?;
+        );
+        tx.execute(&sql, &[ids.into()]).await?;
     }
+    Ok(())
+}
+
+/// Tells the lease holder's alerting, on PostgreSQL, that monitors were marked due: heard when
+/// the transaction commits, whichever replica wrote it.
+pub(super) async fn notify_due(tx: &mut impl Statements) -> anyhow::Result<()> {
+    tx.execute(
+        "SELECT pg_notify($1, '')",
+        &[super::wakeups::DUE_CHANNEL.into()],
+    )
+    .await?;
     Ok(())
 }
 
@@ -137,6 +140,10 @@ pub(super) struct Confirmation<'a> {
     pub until: i64,
     pub interval: i64,
 }
+
+/// How much later than its check's spacing a result may arrive without its monitor's row coming
+/// due first (`confirm_due`): agents upload every 10 s by default, or once 50 are queued.
+const ARRIVAL_MARGIN_MS: i64 = 30_000;
 
 /// Confirmations (`Confirmation`): a monitor whose row is steady with the same interval and
 /// not due yet is due at the earlier of `until` and its `rule_at`, with no mark and no look;
@@ -151,41 +158,39 @@ pub(super) struct Confirmation<'a> {
 /// plus a grace of at least a minute, so at short intervals most confirmations write nothing:
 /// at 5 s, one in about six moves the row; at 20 s, one in two. From 30 s on every confirmation
 /// still moves it: what is left of the grace after an interval is less than the margin.
-/// How much later than its check's spacing a result may arrive without its monitor's row coming
-/// due first (`confirm_due`): agents upload every 10 s by default, or once 50 are queued.
-const ARRIVAL_MARGIN_MS: i64 = 30_000;
-
 ///
 /// On PostgreSQL the caller has locked the rows (`lock_due_rows`): an update joined to the
 /// batch would lock them in whatever order the join yields.
 pub(super) async fn confirm_due(
-    tx: &mut Transaction<'_, Any>,
+    tx: &mut impl Statements,
     backend: Backend,
     confirmed: &[Confirmation<'_>],
     at: i64,
-) -> sqlx::Result<bool> {
+) -> anyhow::Result<bool> {
     if confirmed.is_empty() {
         return Ok(false);
     }
-    let rows = serde_json::to_string(confirmed).map_err(|e| sqlx::Error::Encode(e.into()))?;
+    let rows = serde_json::to_string(confirmed)?;
     let source = super::results::json_rows(backend, "$1");
-    let moved = sqlx::query(&format!(
-        "UPDATE alert_due SET due_at = CASE WHEN alert_due.rule_at < c.until_ms \
+    let moved = tx
+        .execute(
+            &format!(
+                "UPDATE alert_due SET due_at = CASE WHEN alert_due.rule_at < c.until_ms \
          THEN alert_due.rule_at ELSE c.until_ms END \
          FROM (SELECT r.value ->> 'id' AS id, CAST(r.value ->> 'until' AS BIGINT) AS until_ms, \
             CAST(r.value ->> 'interval' AS BIGINT) AS interval_ms FROM {source}) AS c \
          WHERE alert_due.monitor_id = c.id AND alert_due.steady = c.interval_ms \
          AND alert_due.due_at > $2 \
          AND (alert_due.due_at < $3 + c.interval_ms OR alert_due.due_at > c.until_ms)"
-    ))
-    .bind(&rows)
-    .bind(at)
-    .bind(at.saturating_add(ARRIVAL_MARGIN_MS))
-    .execute(&mut **tx)
-    .await?;
-    // The ids are distinct (one confirmation per monitor), so when every one moved its row
-    // there is no rest, and the statement below, which looks each id up again, is skipped.
-    if moved.rows_affected() == confirmed.len() as u64 {
+            ),
+            &[
+                Arg::from(&rows),
+                at.into(),
+                at.saturating_add(ARRIVAL_MARGIN_MS).into(),
+            ],
+        )
+        .await?;
+    if moved == confirmed.len() as u64 {
         return Ok(false);
     }
     // The rest: no row (nothing was due), due already, or not steady. A row moved or left
@@ -200,17 +205,9 @@ pub(super) async fn confirm_due(
                   ELSE alert_due.due_at END, \
          marks = alert_due.marks + 1, steady = 0"
     );
-    let marked = sqlx::query(&sql)
-        .bind(&rows)
-        .bind(at)
-        .execute(&mut **tx)
-        .await?;
-    let marked = marked.rows_affected() > 0;
+    let marked = tx.execute(&sql, &[Arg::from(&rows), at.into()]).await? > 0;
     if backend == Backend::Postgres && marked {
-        sqlx::query("SELECT pg_notify($1, '')")
-            .bind(super::wakeups::DUE_CHANNEL)
-            .execute(&mut **tx)
-            .await?;
+        notify_due(tx).await?;
     }
     Ok(marked)
 }
@@ -263,7 +260,7 @@ pub(super) async fn finish_looks(
     backend: Backend,
     looks: &[Look],
     now: i64,
-) -> sqlx::Result<()> {
+) -> anyhow::Result<()> {
     let changed: Vec<&str> = looks
         .iter()
         .filter(|l| l.shown.is_some())
@@ -272,7 +269,7 @@ pub(super) async fn finish_looks(
     let children: Vec<String> = if changed.is_empty() {
         Vec::new()
     } else {
-        let ids = serde_json::to_string(&changed).map_err(|e| sqlx::Error::Encode(e.into()))?;
+        let ids = serde_json::to_string(&changed)?;
         let rows: Vec<(String,)> = sqlx::query_as(&format!(
             "SELECT DISTINCT child_id FROM monitor_parents WHERE parent_id IN \
              (SELECT value FROM {})",

@@ -83,7 +83,7 @@ async fn mark_covered(
     backend: Backend,
     rows: &[&WindowRow],
     now: i64,
-) -> sqlx::Result<()> {
+) -> anyhow::Result<()> {
     let mut ids: Vec<String> = Vec::new();
     for row in rows {
         ids.extend(covered(tx, backend, row).await?);
@@ -93,7 +93,7 @@ async fn mark_covered(
     }
     ids.sort();
     ids.dedup();
-    let ids = serde_json::to_string(&ids).map_err(|e| sqlx::Error::Encode(e.into()))?;
+    let ids = serde_json::to_string(&ids)?;
     super::due::mark_due(tx, backend, &ids, now).await
 }
 

@@ -9,6 +9,7 @@ mod commands;
 mod conflicts;
 mod delivery;
 mod dependencies;
+mod direct;
 mod due;
 mod events;
 mod gauges;
@@ -26,6 +27,7 @@ mod push;
 mod results;
 mod rollups;
 mod sessions;
+mod statements;
 mod timeline;
 mod tokens;
 mod users;
@@ -113,6 +115,9 @@ const WRITER_CACHE_KIB: u32 = 65_536;
 const READER_CACHE_KIB: u32 = 2_048;
 
 pub struct Store {
+    /// SQLite's writing connection as ingest runs on it directly (`direct`), with the
+    /// statements it keeps there: declared first so that it is dropped before the pools.
+    lent: direct::Lent,
     pool: AnyPool,
     /// On SQLite, the one connection writes go through (the same pool as `pool` on
     /// PostgreSQL). SQLite drops a connection's whole page cache when it begins a read and
@@ -618,6 +623,10 @@ impl Store {
             ),
             Backend::Postgres => None,
         };
+        if backend == Backend::Sqlite {
+            // Before the first connection opens: ingest runs on the writer's handle (`direct`).
+            direct::install()?;
+        }
         let pool = Self::pool_options(
             backend,
             match backend {
@@ -640,6 +649,7 @@ impl Store {
             Backend::Postgres => pool.clone(),
         };
         let store = Store {
+            lent: direct::Lent::default(),
             pool,
             writer,
             backend,
@@ -656,6 +666,10 @@ impl Store {
         AnyPoolOptions::new()
             .max_connections(connections)
             .acquire_timeout(Duration::from_secs(10))
+            // A ping before each use finds a PostgreSQL connection the network dropped; a
+            // SQLite connection is a file that cannot drop, and the ping is one more round
+            // trip to its worker thread per transaction.
+            .test_before_acquire(backend == Backend::Postgres)
             .after_connect(move |conn, _| {
                 Box::pin(async move {
                     if backend == Backend::Sqlite {

@@ -6,6 +6,7 @@ use sqlx::any::AnyRow;
 use sqlx::{FromRow, Row};
 
 use super::packed::{packed, unpack};
+use super::statements::{Arg, Direct, Statements};
 use super::timeline::{TimeCredit, TimePoint};
 use super::{Backend, Cursor, Store};
 
@@ -340,7 +341,8 @@ impl Store {
         .await
     }
 
-    /// One try of `insert_results`.
+    /// One try of `insert_results`: on SQLite one blocking call on the writing connection
+    /// (`direct`), on PostgreSQL a transaction of sqlx; the same statements.
     async fn insert_results_once(
         &self,
         poller_id: &str,
@@ -349,7 +351,41 @@ impl Store {
         rules: &dyn IngestRules,
     ) -> anyhow::Result<Ingested> {
         let _guard = self.write_lock().await;
-        let mut tx = self.writer.begin().await?;
+        match self.backend() {
+            Backend::Sqlite => {
+                let mut connection = self.writer.acquire().await?;
+                self.lent
+                    .transaction(&mut connection, |tx| {
+                        futures_executor::block_on(self.ingest(
+                            &mut Direct(tx),
+                            poller_id,
+                            results,
+                            received_at,
+                            rules,
+                        ))
+                    })
+                    .await
+            }
+            Backend::Postgres => {
+                let mut tx = self.writer.begin().await?;
+                let ingested = self
+                    .ingest(&mut tx, poller_id, results, received_at, rules)
+                    .await?;
+                tx.commit().await?;
+                Ok(ingested)
+            }
+        }
+    }
+
+    /// `insert_results`' statements, in the caller's transaction.
+    async fn ingest(
+        &self,
+        tx: &mut impl Statements,
+        poller_id: &str,
+        results: &[NewResult],
+        received_at: i64,
+        rules: &dyn IngestRules,
+    ) -> anyhow::Result<Ingested> {
         let mut inserted = HashSet::with_capacity(results.len());
         // The batch travels as one JSON parameter that the database unpacks itself: binding
         // thousands of parameters one by one costs more than the insert.
@@ -362,13 +398,15 @@ impl Store {
              r.value ->> 'meta', $2, r.value ->> 'region' FROM {rows_source} WHERE true \
              ON CONFLICT (id) DO NOTHING"
         );
+        #[derive(serde::Deserialize)]
+        struct Stored {
+            id: String,
+        }
         for chunk in results.chunks(INSERT_CHUNK) {
             let rows = serde_json::to_string(chunk)?;
             match self.backend() {
-                // Which ids are stored already, read packed (one value, `packed`), then the
-                // insert without `RETURNING` (a row per result from the worker thread):
-                // under the write lock nobody else inserts meanwhile, so the others are
-                // exactly those it stores.
+                // Which ids are stored already, then the insert: under the write lock nobody
+                // else inserts meanwhile, so the others are exactly those it stores.
                 Backend::Sqlite => {
                     let ids: Vec<&str> = chunk.iter().map(|r| r.id.as_str()).collect();
                     let sql = packed(
@@ -377,22 +415,15 @@ impl Store {
                         "FROM results WHERE id IN (SELECT value FROM json_each($1))",
                         "id",
                     );
-                    let (text,): (String,) = sqlx::query_as(&sql)
-                        .bind(serde_json::to_string(&ids)?)
-                        .fetch_one(&mut *tx)
-                        .await?;
-                    #[derive(serde::Deserialize)]
-                    struct Stored {
-                        id: String,
-                    }
+                    let ids_json = serde_json::to_string(&ids)?;
+                    let text = tx.read_text(&sql, &[Arg::from(&ids_json)]).await?;
                     let stored: HashSet<String> =
                         unpack::<Stored>(&text)?.into_iter().map(|s| s.id).collect();
-                    sqlx::query(&insert)
-                        .bind(poller_id)
-                        .bind(received_at)
-                        .bind(rows)
-                        .execute(&mut *tx)
-                        .await?;
+                    tx.execute(
+                        &insert,
+                        &[poller_id.into(), received_at.into(), Arg::from(&rows)],
+                    )
+                    .await?;
                     inserted.extend(
                         ids.into_iter()
                             .filter(|id| !stored.contains(*id))
@@ -400,15 +431,17 @@ impl Store {
                     );
                 }
                 // Concurrent transactions of other replicas may store the same ids: the
-                // insert says which rows it stored.
+                // insert says which rows it stored (packed, `packed`).
                 Backend::Postgres => {
-                    let stored: Vec<(String,)> = sqlx::query_as(&format!("{insert} RETURNING id"))
-                        .bind(poller_id)
-                        .bind(received_at)
-                        .bind(rows)
-                        .fetch_all(&mut *tx)
+                    let sql = packed(Backend::Postgres, &[("id", "id")], "FROM stored", "id");
+                    let sql = format!("WITH stored AS ({insert} RETURNING id) {sql}");
+                    let text = tx
+                        .read_text(
+                            &sql,
+                            &[poller_id.into(), received_at.into(), Arg::from(&rows)],
+                        )
                         .await?;
-                    inserted.extend(stored.into_iter().map(|(id,)| id));
+                    inserted.extend(unpack::<Stored>(&text)?.into_iter().map(|s| s.id));
                 }
             }
         }
@@ -418,7 +451,7 @@ impl Store {
             .filter(|r| inserted.contains(&r.id))
             .collect();
         // The time they stand for first: it reads each status row as it was before them.
-        let credits = self.credit_time(&mut tx, &stored, rules).await?;
+        let credits = self.credit_time(tx, &stored, rules).await?;
         // Each monitor's status, and each location's (results of multi-location monitors).
         let located: Vec<&NewResult> = stored
             .iter()
@@ -433,20 +466,21 @@ impl Store {
             (StatusTable::Location, &located),
         ] {
             let moved = self
-                .move_verdicts(&mut tx, table, results, rules, &mut flipped)
+                .move_verdicts(tx, table, results, rules, &mut flipped)
                 .await?;
             let moves = status_moves(results, table, &moved);
             if !moves.is_empty() {
-                sqlx::query(&status_upsert(self.backend(), table))
-                    .bind(poller_id)
-                    .bind(serde_json::to_string(&moves)?)
-                    .execute(&mut *tx)
-                    .await?;
+                let moves = serde_json::to_string(&moves)?;
+                tx.execute(
+                    &status_upsert(self.backend(), table),
+                    &[poller_id.into(), Arg::from(&moves)],
+                )
+                .await?;
             }
         }
-        self.add_to_rollups(&mut tx, &stored, &credits).await?;
+        self.add_to_rollups(tx, &stored, &credits).await?;
         let dependency_notices =
-            super::dependencies::record(&mut tx, self.backend(), &stored, rules).await?;
+            super::dependencies::record(tx, self.backend(), &stored, rules).await?;
         // Each monitor's newest stored result of the batch: news, a confirmation that keeps
         // it from going overdue for a while (which a steady monitor takes without a look), or
         // one already overdue on arrival (a queue flushed late), which is looked at.
@@ -484,26 +518,25 @@ impl Store {
             .collect();
         if !touched.is_empty() {
             let touched = serde_json::to_string(&touched)?;
-            super::due::lock_due_rows(&mut tx, self.backend(), &touched).await?;
+            super::due::lock_due_rows(tx, self.backend(), &touched).await?;
         }
         let mut marked =
-            super::due::confirm_due(&mut tx, self.backend(), &confirmed, received_at).await?;
+            super::due::confirm_due(tx, self.backend(), &confirmed, received_at).await?;
         for (ids, at) in [
             (overdue, received_at),
             (news, received_at.saturating_sub(super::due::NEWS_AHEAD_MS)),
         ] {
             if !ids.is_empty() {
                 let ids = serde_json::to_string(&ids)?;
-                super::due::mark_due(&mut tx, self.backend(), &ids, at).await?;
+                super::due::mark_due(tx, self.backend(), &ids, at).await?;
                 marked = true;
             }
         }
-        sqlx::query("UPDATE pollers SET last_upload_at = $2 WHERE id = $1")
-            .bind(poller_id)
-            .bind(received_at)
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
+        tx.execute(
+            "UPDATE pollers SET last_upload_at = $2 WHERE id = $1",
+            &[poller_id.into(), received_at.into()],
+        )
+        .await?;
         Ok(Ingested {
             stored: inserted,
             marked,
@@ -518,7 +551,7 @@ impl Store {
     /// the monitors whose row moved to another status or confirmed verdict.
     async fn move_verdicts(
         &self,
-        tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+        tx: &mut impl Statements,
         table: StatusTable,
         results: &[&NewResult],
         rules: &dyn IngestRules,
@@ -575,10 +608,8 @@ impl Store {
             &format!("FROM {name} WHERE monitor_id IN ({ids_source}){lock}"),
             "monitor_id, region",
         );
-        let (text,): (String,) = sqlx::query_as(&sql)
-            .bind(serde_json::to_string(&ids)?)
-            .fetch_one(&mut **tx)
-            .await?;
+        let ids = serde_json::to_string(&ids)?;
+        let text = tx.read_text(&sql, &[Arg::from(&ids)]).await?;
         let mut stored: HashMap<RowKey, VerdictRow> = HashMap::new();
         for row in unpack::<Row>(&text)? {
             stored.insert(

@@ -11,7 +11,9 @@
 use std::collections::{BTreeMap, HashMap};
 
 use sqlx::any::AnyRow;
-use sqlx::{Any, Row, Transaction};
+use sqlx::Row;
+
+use super::statements::{Arg, Statements};
 
 use super::results::{json_rows, NewResult};
 use super::timeline::Credits;
@@ -258,7 +260,7 @@ impl Store {
     /// Adds the counts of newly stored results to their buckets (inside the results' insert).
     pub(super) async fn add_to_rollups(
         &self,
-        tx: &mut Transaction<'_, Any>,
+        tx: &mut impl Statements,
         results: &[&NewResult],
         credits: &Credits,
     ) -> anyhow::Result<()> {
@@ -308,10 +310,8 @@ impl Store {
             rows = json_rows(self.backend(), "$1"),
         );
         for chunk in deltas.chunks(ROLLUP_CHUNK) {
-            sqlx::query(&sql)
-                .bind(serde_json::to_string(chunk)?)
-                .execute(&mut **tx)
-                .await?;
+            let chunk = serde_json::to_string(chunk)?;
+            tx.execute(&sql, &[Arg::from(&chunk)]).await?;
         }
         Ok(())
     }

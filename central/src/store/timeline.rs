@@ -6,10 +6,9 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use sqlx::{Any, Row, Transaction};
-
 use super::packed::{packed, unpack};
 use super::results::{json_rows, IngestRules, NewResult};
+use super::statements::{Arg, Statements};
 use super::{Backend, Resolution, Store};
 
 /// A stored result as it stands for time.
@@ -64,7 +63,7 @@ impl Store {
     /// each, within the rule's lookback, sent as one statement).
     pub(super) async fn credit_time(
         &self,
-        tx: &mut Transaction<'_, Any>,
+        tx: &mut impl Statements,
         stored: &[&NewResult],
         rules: &dyn IngestRules,
     ) -> anyhow::Result<Credits> {
@@ -189,11 +188,12 @@ impl Store {
     /// Each key's newest result before this batch, from its status row.
     async fn newest_results(
         &self,
-        tx: &mut Transaction<'_, Any>,
+        tx: &mut impl Statements,
         keys: &BTreeMap<Key, (i64, i64)>,
     ) -> anyhow::Result<HashMap<Key, Newest>> {
         let mut ids: Vec<&str> = keys.keys().map(|(id, _)| id.as_str()).collect();
         ids.dedup();
+        let ids_json = serde_json::to_string(&ids)?;
         let (ids_source, lock) = match self.backend() {
             Backend::Sqlite => ("SELECT value FROM json_each($1)", ""),
             Backend::Postgres => (
@@ -237,10 +237,7 @@ impl Store {
                 &format!("FROM {table} WHERE monitor_id IN ({ids_source}){lock}"),
                 "monitor_id, region",
             );
-            let (text,): (String,) = sqlx::query_as(&sql)
-                .bind(serde_json::to_string(&ids)?)
-                .fetch_one(&mut **tx)
-                .await?;
+            let text = tx.read_text(&sql, &[Arg::from(&ids_json)]).await?;
             for row in unpack::<Row>(&text)? {
                 let point = TimePoint {
                     id: row.last_result_id,
@@ -264,7 +261,7 @@ impl Store {
     /// that location) checked in `[since, before)`, if any, with its monitor id.
     async fn last_before(
         &self,
-        tx: &mut Transaction<'_, Any>,
+        tx: &mut impl Statements,
         lookups: &[(&str, Option<&str>, i64, i64)],
     ) -> anyhow::Result<Vec<(String, TimePoint)>> {
         let mut found = Vec::new();
@@ -291,24 +288,38 @@ impl Store {
                 })
                 .collect::<Vec<_>>()
                 .join(" UNION ALL ");
-            let mut query = sqlx::query(&sql);
+            // Read packed (`packed`): one value, not a row per result.
+            let sql = packed(
+                self.backend(),
+                &[
+                    ("id", "id"),
+                    ("monitor_id", "monitor_id"),
+                    ("region", "region"),
+                    ("ts", "ts"),
+                    ("status", "status"),
+                ],
+                &format!("FROM ({sql}) AS found"),
+                "monitor_id, ts, id",
+            );
+            let mut args: Vec<Arg> = Vec::new();
             for (monitor, region, before, since) in chunk {
-                query = query.bind(*monitor).bind(*before).bind(*since);
+                args.extend([Arg::from(*monitor), (*before).into(), (*since).into()]);
                 if let Some(region) = region {
-                    query = query.bind(*region);
+                    args.push((*region).into());
                 }
             }
-            for row in query.fetch_all(&mut **tx).await? {
-                found.push((
-                    row.try_get("monitor_id")?,
-                    TimePoint {
-                        id: row.try_get("id")?,
-                        region: row.try_get("region")?,
-                        ts: row.try_get("ts")?,
-                        status: row.try_get("status")?,
-                    },
-                ));
+            #[derive(serde::Deserialize)]
+            struct Row {
+                monitor_id: String,
+                #[serde(flatten)]
+                point: TimePoint,
             }
+            let text = tx.read_text(&sql, &args).await?;
+            found.extend(
+                unpack::<Row>(&text)?
+                    .into_iter()
+                    .map(|row| (row.monitor_id, row.point)),
+            );
         }
         Ok(found)
     }
@@ -317,7 +328,7 @@ impl Store {
     /// `None` when there are more than `MAX_CORRECTION_ROWS` of them.
     async fn history_in(
         &self,
-        tx: &mut Transaction<'_, Any>,
+        tx: &mut impl Statements,
         ranges: &BTreeMap<&str, (i64, i64)>,
     ) -> anyhow::Result<Option<HashMap<String, Vec<TimePoint>>>> {
         let mut history: HashMap<String, Vec<TimePoint>> = HashMap::new();
@@ -355,10 +366,12 @@ impl Store {
             ),
             "monitor_id, ts, id",
         );
-        let (text,): (String,) = sqlx::query_as(&sql)
-            .bind(serde_json::to_string(&ranges)?)
-            .bind(MAX_CORRECTION_ROWS + 1)
-            .fetch_one(&mut **tx)
+        let ranges = serde_json::to_string(&ranges)?;
+        let text = tx
+            .read_text(
+                &sql,
+                &[Arg::from(&ranges), (MAX_CORRECTION_ROWS + 1).into()],
+            )
             .await?;
         let rows: Vec<Row> = unpack(&text)?;
         if rows.len() as i64 > MAX_CORRECTION_ROWS {
