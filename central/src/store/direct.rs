@@ -2,12 +2,12 @@
 //!
 //! sqlx-sqlite runs each statement on a worker thread of the connection's own, and hands it
 //! over and its answer back as messages; ingest's transaction is about fifteen statements per
-//! upload, and at 1,667 results a second the hand-offs (context switches, futex wakes, the
-//! driver's per-statement work) cost about as much as the statements (docs/benchmarks.md).
-//! So ingest runs its statements with `rusqlite` on the same connection, one blocking call
-//! per upload, while it holds that connection out of sqlx's pool: the same connection, so its
-//! page cache stays warm (`Store::writer`); SQLite drops a connection's cache whenever another
-//! connection has written.
+//! upload, each such a hand-off (a context switch and a futex wake on each side). So ingest
+//! runs its statements with `rusqlite` on the same connection, one blocking call per upload,
+//! while it holds that connection out of sqlx's pool (at 100,000 monitors and 1,667 results a
+//! second: central's steady CPU 39 → 33 % of a core, docs/benchmarks.md). The same
+//! connection, so that its page cache stays warm (`Store::writer`): SQLite drops a
+//! connection's cache whenever another connection has written.
 //!
 //! sqlx's `Any` driver does not lend a connection's handle, so every SQLite connection central
 //! opens gets a function that returns its own (`central_connection_handle()`, registered by an
@@ -101,6 +101,13 @@ impl Lent {
         ))
         .fetch_one(&mut **connection)
         .await?;
+        // Safety, for every use of the handle below (creating the rusqlite connection on it,
+        // and running its statements, kept or new): the handle is `connection`'s, which the
+        // caller holds out of the pool for this whole call, so it stays open, and sqlx's worker
+        // thread, which only touches it to run a statement sent to it, runs none meanwhile:
+        // one thread uses the connection at a time, as SQLite's multi-thread mode (sqlx opens
+        // connections `NOMUTEX`) asks. The rusqlite connection does not own the handle:
+        // dropping it finalizes its statements and closes nothing.
         let run = || {
             let mut lent = self.0.lock().unwrap_or_else(PoisonError::into_inner);
             if lent.as_ref().is_some_and(|l| l.address != address) {
@@ -109,12 +116,6 @@ impl Lent {
             let lent = match &mut *lent {
                 Some(lent) => lent,
                 None => {
-                    // Safety: the handle is the connection's, which the caller holds out of
-                    // the pool for this whole call, so it stays open, and sqlx's worker thread,
-                    // which only touches it to run a statement sent to it, runs none meanwhile:
-                    // one thread uses the connection at a time, as SQLite's multi-thread mode
-                    // (sqlx opens connections `NOMUTEX`) asks. The rusqlite connection does not
-                    // own the handle: dropping it finalizes its statements and closes nothing.
                     let db =
                         unsafe { rusqlite::Connection::from_handle(address as usize as *mut _) }?;
                     db.set_prepared_statement_cache_capacity(KEPT_STATEMENTS);
@@ -142,10 +143,10 @@ impl Lent {
 mod tests {
     use std::collections::HashSet;
 
-    use crate::store::testing::{sqlite_store, NewestDecides};
+    use crate::store::testing::{result, sqlite_store, NewestDecides};
     use crate::store::{
-        DependencyDiff, DependencyReport, DependencyRow, IngestRules, NewResult, StoredVerdict,
-        TimeCredit, TimePoint,
+        DependencyDiff, DependencyReport, DependencyRow, IngestRules, StoredVerdict, TimeCredit,
+        TimePoint,
     };
 
     /// `NewestDecides`, except that working out the time results stand for panics: midway
@@ -188,21 +189,6 @@ mod tests {
         }
     }
 
-    fn result(id: &str, ts: i64) -> NewResult {
-        NewResult {
-            id: id.into(),
-            monitor_id: "m1".into(),
-            region: None,
-            ts,
-            status: "up".into(),
-            latency_ms: Some(5),
-            msg: String::new(),
-            meta: "{}".into(),
-            next_due_at: None,
-            dependencies: None,
-        }
-    }
-
     /// A transaction that fails midway on the blocked worker leaves nothing stored, and the
     /// writing connection goes back to its pool outside any transaction: the next ingest
     /// stores the same results.
@@ -210,7 +196,7 @@ mod tests {
     async fn a_failure_midway_leaves_nothing_and_the_writer_usable() {
         let (store, _dir) = sqlite_store().await;
         let store = std::sync::Arc::new(store);
-        let batch = vec![result("a", 1_000), result("b", 2_000)];
+        let batch = vec![result("a", 1_000, "up"), result("b", 2_000, "up")];
         let failing = {
             let (store, batch) = (store.clone(), batch.clone());
             tokio::spawn(async move {
@@ -238,7 +224,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_dropped_store_closes_the_lent_connection() {
         let (store, dir) = sqlite_store().await;
-        let batch = vec![result("a", 1_000), result("b", 2_000)];
+        let batch = vec![result("a", 1_000, "up"), result("b", 2_000, "up")];
         store
             .insert_results("p1", &batch, 3_000, &NewestDecides)
             .await

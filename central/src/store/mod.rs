@@ -1044,6 +1044,22 @@ pub(crate) mod testing {
     }
 
     /// A store on a fresh SQLite file that lives as long as the returned directory.
+    /// A result of monitor `m1`, checked from one place at `ts`, 5 ms.
+    pub fn result(id: &str, ts: i64, status: &str) -> super::NewResult {
+        super::NewResult {
+            id: id.into(),
+            monitor_id: "m1".into(),
+            region: None,
+            ts,
+            status: status.into(),
+            latency_ms: Some(5),
+            msg: String::new(),
+            meta: "{}".into(),
+            next_due_at: None,
+            dependencies: None,
+        }
+    }
+
     pub async fn sqlite_store() -> (Store, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}", dir.path().join("central.db").display());

@@ -790,22 +790,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::testing::{sqlite_store, NewestDecides};
-
-    fn result(id: &str, ts: i64, status: &str) -> NewResult {
-        NewResult {
-            id: id.into(),
-            monitor_id: "m1".into(),
-            region: None,
-            ts,
-            status: status.into(),
-            latency_ms: Some(5),
-            msg: String::new(),
-            meta: "{}".into(),
-            next_due_at: None,
-            dependencies: None,
-        }
-    }
+    use crate::store::testing::{result, sqlite_store, NewestDecides};
 
     #[tokio::test]
     async fn duplicates_are_stored_once_and_status_never_goes_backwards() {
