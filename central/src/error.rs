@@ -58,8 +58,25 @@ pub enum ApiError {
     /// The poller API needs a client certificate (`CENTRAL_TLS_CLIENT_CA`) and none was shown.
     #[error("{0}")]
     ClientCertificateRequired(String),
+    /// PostgreSQL aborted a write of this request as a conflict with another writer, and it
+    /// stayed one through the store's tries (`store::is_conflict`): nothing is wrong with the
+    /// request, and the same request a moment later succeeds.
+    #[error("central's database aborted a write of this request as a conflict with another writer; retry it")]
+    WriteConflict(#[source] anyhow::Error),
     #[error("internal error")]
-    Internal(#[from] anyhow::Error),
+    Internal(#[source] anyhow::Error),
+}
+
+/// A fault below the HTTP boundary: a write conflict PostgreSQL broke (`WriteConflict`), or
+/// central's own (`Internal`).
+impl From<anyhow::Error> for ApiError {
+    fn from(error: anyhow::Error) -> Self {
+        if crate::store::is_conflict(&error) {
+            ApiError::WriteConflict(error)
+        } else {
+            ApiError::Internal(error)
+        }
+    }
 }
 
 impl ApiError {
@@ -101,6 +118,7 @@ impl ApiError {
             ApiError::ClientCertificateRequired(_) => {
                 (StatusCode::UNAUTHORIZED, "client_certificate_required")
             }
+            ApiError::WriteConflict(_) => (StatusCode::SERVICE_UNAVAILABLE, "write_conflict"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }
@@ -108,7 +126,7 @@ impl ApiError {
 
 impl From<sqlx::Error> for ApiError {
     fn from(error: sqlx::Error) -> Self {
-        ApiError::Internal(error.into())
+        anyhow::Error::from(error).into()
     }
 }
 
@@ -121,6 +139,10 @@ impl IntoResponse for ApiError {
                 tracing::error!("internal error: {cause:#}");
                 "central could not complete the request; it has been logged, retry later".into()
             }
+            ApiError::WriteConflict(cause) => {
+                tracing::warn!("a write conflict outlasted its tries: {cause:#}");
+                self.to_string()
+            }
             other => other.to_string(),
         };
         let body = ErrorBody {
@@ -128,9 +150,14 @@ impl IntoResponse for ApiError {
             message,
         };
         let mut response = (status, Json(body)).into_response();
-        if let ApiError::TooManyRequests { retry_after, .. }
-        | ApiError::Overloaded { retry_after, .. } = self
-        {
+        let retry_after = match self {
+            ApiError::TooManyRequests { retry_after, .. }
+            | ApiError::Overloaded { retry_after, .. } => Some(retry_after),
+            // The other writer's transaction ends when this one is aborted.
+            ApiError::WriteConflict(_) => Some(1),
+            _ => None,
+        };
+        if let Some(retry_after) = retry_after {
             response
                 .headers_mut()
                 .insert(axum::http::header::RETRY_AFTER, retry_after.into());
@@ -152,4 +179,65 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+
+    use super::ApiError;
+
+    /// A database error with an SQLSTATE, as PostgreSQL's driver reports one.
+    #[derive(Debug)]
+    struct Coded(&'static str);
+
+    impl std::fmt::Display for Coded {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "error with SQLSTATE {}", self.0)
+        }
+    }
+
+    impl std::error::Error for Coded {}
+
+    impl sqlx::error::DatabaseError for Coded {
+        fn message(&self) -> &str {
+            "aborted"
+        }
+        fn code(&self) -> Option<Cow<'_, str>> {
+            Some(Cow::Borrowed(self.0))
+        }
+        fn as_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+            self
+        }
+        fn as_error_mut(&mut self) -> &mut (dyn std::error::Error + Send + Sync + 'static) {
+            self
+        }
+        fn into_error(self: Box<Self>) -> Box<dyn std::error::Error + Send + Sync + 'static> {
+            self
+        }
+        fn kind(&self) -> sqlx::error::ErrorKind {
+            sqlx::error::ErrorKind::Other
+        }
+    }
+
+    fn answer_to(code: &'static str) -> axum::response::Response {
+        let error = anyhow::Error::from(sqlx::Error::Database(Box::new(Coded(code))))
+            .context("storing results");
+        ApiError::from(error).into_response()
+    }
+
+    /// A deadlock PostgreSQL broke, still there after the store's tries, is a 503 the client
+    /// may retry at once, not a fault of central's; any other database error stays a 500.
+    #[test]
+    fn a_write_conflict_is_a_503_to_retry() {
+        let conflict = answer_to("40P01");
+        assert_eq!(conflict.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(conflict.headers()["retry-after"], "1");
+        let other = answer_to("23505");
+        assert_eq!(other.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(other.headers().get("retry-after").is_none());
+    }
 }

@@ -174,7 +174,7 @@ pub fn parents_by_child(
 pub(super) fn link_conflict(error: anyhow::Error) -> ApiError {
     match error.downcast_ref::<LinkConflict>() {
         Some(conflict) => ApiError::Conflict(conflict.to_string()),
-        None => ApiError::Internal(error),
+        None => error.into(),
     }
 }
 

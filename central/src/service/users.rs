@@ -57,7 +57,7 @@ fn conflict(error: UserConflict) -> ApiError {
         UserConflict::LastAdmin => {
             ApiError::Conflict("this is the last admin user; make another admin first".into())
         }
-        UserConflict::Store(e) => ApiError::Internal(e),
+        UserConflict::Store(e) => e.into(),
     }
 }
 

@@ -148,7 +148,7 @@ impl From<ApiError> for WebError {
 
 impl From<anyhow::Error> for WebError {
     fn from(error: anyhow::Error) -> Self {
-        WebError::Api(ApiError::Internal(error))
+        WebError::Api(error.into())
     }
 }
 

@@ -262,7 +262,7 @@ async fn tested(
     };
     let answer = match tried {
         Ok(answer) => answer,
-        Err(e @ ApiError::Internal(_)) => return Err(e.into()),
+        Err(e @ (ApiError::Internal(_) | ApiError::WriteConflict(_))) => return Err(e.into()),
         Err(e) => {
             return match field_of(&e) {
                 Some(error) => rejected(app, session, mode, form, error).await,
