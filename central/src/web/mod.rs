@@ -168,6 +168,10 @@ impl IntoResponse for WebError {
                         "Central could not complete the request; it has been logged. Retry later."
                             .to_string()
                     }
+                    ApiError::WriteConflict(cause) => {
+                        tracing::warn!("a write conflict outlasted its tries on the web page: {cause:#}");
+                        error.to_string()
+                    }
                     ApiError::Validation(e) => format!("`{}` {}", e.field, e.message),
                     other => other.to_string(),
                 };
