@@ -1043,7 +1043,6 @@ pub(crate) mod testing {
         }
     }
 
-    /// A store on a fresh SQLite file that lives as long as the returned directory.
     /// A result of monitor `m1`, checked from one place at `ts`, 5 ms.
     pub fn result(id: &str, ts: i64, status: &str) -> super::NewResult {
         super::NewResult {
@@ -1060,6 +1059,7 @@ pub(crate) mod testing {
         }
     }
 
+    /// A store on a fresh SQLite file that lives as long as the returned directory.
     pub async fn sqlite_store() -> (Store, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}", dir.path().join("central.db").display());
