@@ -20,7 +20,7 @@
 //! before it settles is the news of a result, so the rows of the monitors an agent uploads
 //! together lie together, as their status rows do (made by their first results), and each
 //! upload's confirmations then update a few pages instead of a page per monitor: at 100,000
-//! monitors the rows lay where the monitors' creation put them, and this table took a quarter
+//! monitors the rows lay where the monitors' creation put them, and this table took a fifth
 //! of the pages ingest wrote (docs/benchmarks.md).
 
 use sqlx::{Any, Transaction};
