@@ -336,6 +336,14 @@ impl ServeArgs {
     pub fn defaults() -> ServeArgs {
         ServeOnly::parse_from(["central"]).serve
     }
+
+    /// The defaults with a SQLite database `central.db` in `dir` (tests' centrals).
+    #[cfg(test)]
+    pub fn with_sqlite_in(dir: &std::path::Path) -> ServeArgs {
+        let mut args = Self::defaults();
+        args.database_url = format!("sqlite://{}", dir.join("central.db").display());
+        args
+    }
 }
 
 #[derive(Debug, Clone, Args)]

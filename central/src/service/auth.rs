@@ -1,9 +1,15 @@
 //! Secrets: token formats, hashing, and poller access tokens (JWT).
 //!
 //! Registration and refresh tokens look like `<prefix>_<id>_<secret>`: the id finds the one
-//! row whose argon2id hash is then verified, so a lookup never scans hashes. The admin token
-//! is a single high-entropy secret checked on every settings call, so it is kept as SHA-256
-//! (a slow hash buys nothing against 256 random bits and would cost every request).
+//! row whose hash is then verified, so a lookup never scans hashes.
+//!
+//! - What an operator may choose (the admin token, `CENTRAL_REGISTRATION_TOKEN`, and so every
+//!   registration token) and users' passwords are stored as argon2id: slow on purpose, since a
+//!   chosen secret may be guessable from its hash.
+//! - Refresh tokens are only ever made here, 256 random bits each, so they are stored as
+//!   SHA-256 (`sha256:<hex>`): a slow hash buys nothing against 256 random bits, and every
+//!   agent trades one every few minutes (two argon2 runs a trade were 3 % of a core at 200
+//!   pollers). Rows an older central wrote with argon2 still verify (`verify_made_secret`).
 
 use anyhow::Context;
 use argon2::password_hash::{rand_core::OsRng, Output, ParamsString, PasswordHash, SaltString};
@@ -142,6 +148,23 @@ pub fn verify_secret(secret: &str, stored_hash: &str, memory: &mut Argon2Memory)
     verify().unwrap_or(false)
 }
 
+/// How `hash_made_secret` marks its hashes, apart from argon2's PHC strings (`$argon2id$…`).
+const MADE_SECRET_SCHEME: &str = "sha256:";
+
+/// The stored form of a secret central made itself (256 random bits, `new_secret`): its
+/// SHA-256. Fast on purpose; never for a secret a person chose.
+pub fn hash_made_secret(secret: &str) -> String {
+    format!("{MADE_SECRET_SCHEME}{}", sha256_hex(secret))
+}
+
+/// Whether `secret` is what `stored_hash` was made from, when `hash_made_secret` made it;
+/// `None` when the hash is another scheme (argon2, written by an older central), which the
+/// caller checks with `verify_secret` off the runtime.
+pub fn verify_made_secret(secret: &str, stored_hash: &str) -> Option<bool> {
+    let digest = stored_hash.strip_prefix(MADE_SECRET_SCHEME)?;
+    Some(constant_time_eq(&sha256_hex(secret), digest))
+}
+
 pub fn sha256_hex(text: &str) -> String {
     hex::encode(Sha256::digest(text.as_bytes()))
 }
@@ -272,6 +295,19 @@ mod tests {
             parse_token(REGISTRATION_PREFIX, &format!("preg_{}_", id.simple())),
             None
         );
+    }
+
+    #[test]
+    fn made_secrets_hash_fast_and_leave_argon2_hashes_to_argon2() {
+        let secret = new_secret();
+        let hash = hash_made_secret(&secret);
+        assert_eq!(hash, format!("sha256:{}", sha256_hex(&secret)));
+        assert_eq!(verify_made_secret(&secret, &hash), Some(true));
+        assert_eq!(verify_made_secret(&new_secret(), &hash), Some(false));
+        assert_eq!(verify_made_secret(&secret, "sha256:"), Some(false));
+        assert_eq!(verify_made_secret(&secret, &sha256_hex(&secret)), None);
+        let argon2 = hash_secret(&secret, &mut Argon2Memory::new()).unwrap();
+        assert_eq!(verify_made_secret(&secret, &argon2), None);
     }
 
     #[test]

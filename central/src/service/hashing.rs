@@ -5,9 +5,10 @@
 //! `HASHING_WAIT` is shed (`503` with `Retry-After`) rather than queued without bound.
 //!
 //! Two lanes (`Lane`): secrets anyone may present (the admin token, registration secrets) take
-//! only the shared runs; one run is kept for enrolled agents' refresh tokens and for hashing new
-//! secrets, so that strangers guessing admin tokens from many addresses cannot stop agents from
-//! refreshing their access tokens.
+//! only the shared runs; one run is kept for hashing new secrets and for the refresh tokens an
+//! older central hashed with argon2 (refresh tokens are SHA-256 now: `auth`), so that strangers
+//! guessing admin tokens from many addresses cannot stop agents from refreshing their access
+//! tokens.
 //!
 //! Threads of its own, each keeping one run's working memory (`auth::Argon2Memory`) for good:
 //! with 19 MiB allocated and freed per run on tokio's blocking pool, the allocator kept what
@@ -34,8 +35,8 @@ const RESERVED_RUNS: usize = 1;
 pub enum Lane {
     /// A secret anyone may present: the admin token, a registration token's secret.
     Anyone,
-    /// Work only an enrolled agent or an operator causes: checking a refresh token (whose id
-    /// is never shown), hashing a secret central just made.
+    /// Work only an enrolled agent or an operator causes: checking a refresh token an older
+    /// central hashed with argon2 (its id is never shown), hashing a secret to store.
     Enrolled,
 }
 

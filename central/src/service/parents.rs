@@ -402,8 +402,7 @@ mod tests {
     async fn cycles_are_refused_before_and_inside_the_write_and_a_deleted_parent_is_forgotten() {
         use crate::service::clock::Clock;
         let dir = tempfile::tempdir().unwrap();
-        let mut args = crate::config::ServeArgs::defaults();
-        args.database_url = format!("sqlite://{}", dir.path().join("c.db").display());
+        let args = crate::config::ServeArgs::with_sqlite_in(dir.path());
         let (clock, _handle) = Clock::manual(1_000_000);
         let app = App::open_with_clock(&args, clock).await.unwrap();
         let create = |name: &str, parents: Vec<Uuid>| {

@@ -81,8 +81,7 @@ struct World {
 
 async fn world() -> World {
     let dir = tempfile::tempdir().unwrap();
-    let mut args = ServeArgs::defaults();
-    args.database_url = format!("sqlite://{}", dir.path().join("central.db").display());
+    let mut args = ServeArgs::with_sqlite_in(dir.path());
     args.offline_after = std::time::Duration::from_secs(30);
     let (clock, handle) = Clock::manual(START_MS);
     let app = App::open_with_clock(&args, clock).await.unwrap();

@@ -86,7 +86,7 @@ impl App {
             id: id.to_string(),
             poller_id: poller_id.to_string(),
             family_id: family_id.to_string(),
-            secret_hash: self.hashing.hash(secret.clone()).await?,
+            secret_hash: auth::hash_made_secret(&secret),
             expires_at: now + REFRESH_TTL_MS,
             spent_at: None,
             revoked_at: None,
@@ -116,11 +116,16 @@ impl App {
             .refresh_token(&id.to_string())
             .await?
             .ok_or_else(invalid)?;
-        if !self
-            .hashing
-            .verify(Lane::Enrolled, secret, row.secret_hash.clone())
-            .await?
-        {
+        let valid = match auth::verify_made_secret(&secret, &row.secret_hash) {
+            Some(valid) => valid,
+            // A row an older central hashed with argon2 (until its single use or 90 days).
+            None => {
+                self.hashing
+                    .verify(Lane::Enrolled, secret, row.secret_hash.clone())
+                    .await?
+            }
+        };
+        if !valid {
             return Err(invalid());
         }
         let now = self.now_ms();
@@ -252,5 +257,103 @@ impl App {
             ));
         }
         Ok(poller)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::clock::Clock;
+    use serde_json::json;
+
+    /// A refresh token is stored as its SHA-256 and traded without an argon2 run; one an
+    /// older central stored as argon2 still trades (for a SHA-256 successor).
+    #[tokio::test]
+    async fn refresh_tokens_are_stored_as_sha256_and_older_argon2_rows_still_trade() {
+        let dir = tempfile::tempdir().unwrap();
+        let args = crate::config::ServeArgs::with_sqlite_in(dir.path());
+        let (clock, _handle) = Clock::manual(1_000_000);
+        let app = App::open_with_clock(&args, clock).await.unwrap();
+        let token = app
+            .create_registration_token(
+                serde_json::from_value(json!({"name": "t", "max_uses": 2})).unwrap(),
+            )
+            .await
+            .unwrap()
+            .token
+            .unwrap();
+        let registered = app
+            .register_poller(
+                serde_json::from_value(json!({
+                    "registration_token": token, "name": "p", "version": "1",
+                }))
+                .unwrap(),
+            )
+            .await
+            .unwrap();
+        let stored_hash = |refresh: &str| {
+            let (id, secret) = auth::parse_token(auth::REFRESH_PREFIX, refresh).unwrap();
+            let app = &app;
+            async move {
+                let row = app.store.refresh_token(&id.to_string()).await.unwrap();
+                (row.unwrap().secret_hash, secret)
+            }
+        };
+        let (hash, secret) = stored_hash(&registered.refresh_token).await;
+        assert_eq!(hash, format!("sha256:{}", auth::sha256_hex(&secret)));
+        let traded = app
+            .refresh_poller_token(TokenRequest {
+                refresh_token: registered.refresh_token.clone(),
+            })
+            .await
+            .unwrap();
+        assert!(stored_hash(&traded.refresh_token)
+            .await
+            .0
+            .starts_with("sha256:"));
+
+        // A wrong secret for a real id is refused.
+        let (id, _) = auth::parse_token(auth::REFRESH_PREFIX, &traded.refresh_token).unwrap();
+        let forged = auth::format_token(auth::REFRESH_PREFIX, id, &auth::new_secret());
+        let refused = app
+            .refresh_poller_token(TokenRequest {
+                refresh_token: forged,
+            })
+            .await
+            .unwrap_err();
+        assert!(matches!(refused, ApiError::Unauthorized(_)), "{refused}");
+
+        // A row written by a central that hashed refresh tokens with argon2.
+        let secret = auth::new_secret();
+        let old = RefreshTokenRow {
+            id: Uuid::new_v4().to_string(),
+            poller_id: registered.poller_id.to_string(),
+            family_id: Uuid::new_v4().to_string(),
+            secret_hash: auth::hash_secret(&secret, &mut auth::Argon2Memory::new()).unwrap(),
+            expires_at: app.now_ms() + REFRESH_TTL_MS,
+            spent_at: None,
+            revoked_at: None,
+            revoked_reason: None,
+            replaced_by: None,
+        };
+        app.store
+            .insert_refresh_token(&old, app.now_ms())
+            .await
+            .unwrap();
+        let older = auth::format_token(
+            auth::REFRESH_PREFIX,
+            Uuid::parse_str(&old.id).unwrap(),
+            &secret,
+        );
+        let traded = app
+            .refresh_poller_token(TokenRequest {
+                refresh_token: older,
+            })
+            .await
+            .unwrap();
+        assert!(stored_hash(&traded.refresh_token)
+            .await
+            .0
+            .starts_with("sha256:"));
     }
 }

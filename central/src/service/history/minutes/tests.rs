@@ -35,8 +35,7 @@ async fn world(interval_ms: i64, now: i64) -> World {
 
 async fn world_with(interval_ms: i64, now: i64, configure: impl FnOnce(&mut ServeArgs)) -> World {
     let dir = tempfile::tempdir().unwrap();
-    let mut args = ServeArgs::defaults();
-    args.database_url = format!("sqlite://{}", dir.path().join("central.db").display());
+    let mut args = ServeArgs::with_sqlite_in(dir.path());
     configure(&mut args);
     let (clock, handle) = Clock::manual(now);
     let app = App::open_with_clock(&args, clock).await.unwrap();
@@ -388,8 +387,7 @@ async fn a_cut_read_ends_before_the_first_minute_it_could_not_finish() {
 async fn a_window_on_a_locations_poller_quiets_the_monitors_minutes() {
     let now = START_MS + 3 * HOUR;
     let dir = tempfile::tempdir().unwrap();
-    let mut args = ServeArgs::defaults();
-    args.database_url = format!("sqlite://{}", dir.path().join("central.db").display());
+    let args = ServeArgs::with_sqlite_in(dir.path());
     let (clock, _handle) = Clock::manual(now);
     let app = App::open_with_clock(&args, clock).await.unwrap();
     let mut poller = crate::store::testing::poller_row(START_MS, now);
