@@ -31,6 +31,31 @@ fn monitor(id: &str, regions: Option<&[&str]>) -> anyhow::Result<MonitorRow> {
     }))?)
 }
 
+/// The store on a fresh database whose sessions look for a deadlock after 5 s of waiting, not
+/// PostgreSQL's 1 s. The test's own transactions never look (`held`), so when a cycle forms,
+/// PostgreSQL always aborts the store's side, however late the test's side joins it: with 1 s
+/// on both, a test side that joined more than 1 s after the store's began waiting (a busy CI
+/// host) found the cycle itself and was the one aborted.
+async fn store_on(server: &Postgres) -> anyhow::Result<Store> {
+    let url = server.create_database("central").await?;
+    server
+        .psql("ALTER DATABASE central SET deadlock_timeout = '5s'")
+        .await?;
+    Store::connect(&url).await
+}
+
+/// Begins the test's own transaction on `connection`, one that never looks for a deadlock
+/// (see `store_on`).
+async fn held(
+    connection: &mut PgConnection,
+) -> anyhow::Result<sqlx::Transaction<'_, sqlx::Postgres>> {
+    let mut tx = connection.begin().await?;
+    sqlx::query("SET LOCAL deadlock_timeout = '10min'")
+        .execute(&mut *tx)
+        .await?;
+    Ok(tx)
+}
+
 /// Holds `row` (an `UPDATE` of it, as a placement's) in a transaction of the test's own, lets
 /// a look that shows `look`'s statuses start, waits until it waits on that row, then marks the
 /// monitor due from the same transaction (as a placement does after its rows) and commits.
@@ -44,7 +69,7 @@ async fn look_beside_a_placement(
     let url = server.url("central");
     let mut placement = PgConnection::connect(&url).await?;
     let watcher = PgPool::connect(&url).await?;
-    let mut tx = placement.begin().await?;
+    let mut tx = held(&mut placement).await?;
     sqlx::query(row)
         .bind(&look.monitor_id)
         .execute(&mut *tx)
@@ -116,7 +141,7 @@ where
     let url = server.url("central");
     let mut other = PgConnection::connect(&url).await?;
     let watcher = PgPool::connect(&url).await?;
-    let mut tx = other.begin().await?;
+    let mut tx = held(&mut other).await?;
     sqlx::query(first).execute(&mut *tx).await?;
     tokio::pin!(store_write);
     until_waiting(&watcher, &mut store_write).await?;
@@ -158,7 +183,7 @@ fn look(monitor_id: &str, shown: Option<&str>, locations: &[(&str, &str)]) -> Lo
 #[tokio::test]
 async fn a_look_showing_a_monitor_never_deadlocks_with_its_placement() -> anyhow::Result<()> {
     let server = Postgres::start().await?;
-    let store = Store::connect(&server.create_database("central").await?).await?;
+    let store = store_on(&server).await?;
     store.insert_monitor(&monitor("m1", None)?).await?;
     look_beside_a_placement(
         &server,
@@ -172,7 +197,7 @@ async fn a_look_showing_a_monitor_never_deadlocks_with_its_placement() -> anyhow
 #[tokio::test]
 async fn a_look_showing_a_location_never_deadlocks_with_its_placement() -> anyhow::Result<()> {
     let server = Postgres::start().await?;
-    let store = Store::connect(&server.create_database("central").await?).await?;
+    let store = store_on(&server).await?;
     store
         .insert_monitor(&monitor("m2", Some(&["eu", "us"]))?)
         .await?;
@@ -194,7 +219,7 @@ async fn a_look_showing_a_location_never_deadlocks_with_its_placement() -> anyho
 #[tokio::test]
 async fn a_deletion_aborted_as_a_deadlock_is_run_again() -> anyhow::Result<()> {
     let server = Postgres::start().await?;
-    let store = Store::connect(&server.create_database("central").await?).await?;
+    let store = store_on(&server).await?;
     store.insert_monitor(&monitor("m3", None)?).await?;
     let (other_writer, deleted) = beside_another_writer(
         &server,
@@ -238,7 +263,7 @@ fn window(id: &str, monitor_ids: &[&str]) -> central::store::WindowRow {
 #[tokio::test]
 async fn a_window_edit_marks_its_monitors_in_one_pass() -> anyhow::Result<()> {
     let server = Postgres::start().await?;
-    let store = Store::connect(&server.create_database("central").await?).await?;
+    let store = store_on(&server).await?;
     store.insert_monitor(&monitor("a", None)?).await?;
     store.insert_monitor(&monitor("b", None)?).await?;
     let before = window("w", &["b"]);
@@ -330,7 +355,7 @@ fn result(id: &str, monitor_id: &str, ts: i64, status: &str) -> NewResult {
 #[tokio::test]
 async fn ingest_locks_its_due_rows_in_one_pass() -> anyhow::Result<()> {
     let server = Postgres::start().await?;
-    let store = Store::connect(&server.create_database("central").await?).await?;
+    let store = store_on(&server).await?;
     let first = [
         result("r1", "a", 1_000, "up"),
         result("r2", "b", 1_000, "up"),
