@@ -1,5 +1,6 @@
 //! Background work, in one place. Every replica runs a few duties of its own (the lease loop,
-//! wake-ups from other replicas, following the admin token and the signing keys); the replica
+//! wake-ups from other replicas, following the admin token and the signing keys, flushing the
+//! results head on SQLite); the replica
 //! that holds the duties lease (`cluster::lease`) runs the duties that must run once at a time:
 //! `liveness` (pollers' status and placement), `alerting` (looks and the outbox), notification
 //! delivery (`notify::dispatch`) and `upkeep` (compaction, pruning). Those are started together
@@ -38,6 +39,10 @@ pub fn start(app: Arc<App>, listening: SocketAddr) {
     let a = app.clone();
     tokio::spawn(supervised("signing keys", move || {
         upkeep::follow_signing_keys(a.clone())
+    }));
+    let a = app.clone();
+    tokio::spawn(supervised("results head", move || {
+        upkeep::flush_results_head(a.clone())
     }));
     tokio::spawn(lead(app, leadership));
 }

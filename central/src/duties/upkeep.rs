@@ -1,13 +1,16 @@
 //! Periodic upkeep. On the lease holder (`run`): compacting the assignment log, pruning engine
 //! events and status changes older than 30 days, results and rollups past their retention,
-//! and audit entries past `CENTRAL_AUDIT_RETENTION`, at once when a holding starts and every hour after. On every replica
-//! (`follow_signing_keys`): picking up signing keys rotated elsewhere, every minute. Owns no
+//! and audit entries past `CENTRAL_AUDIT_RETENTION`, at once when a holding starts and every
+//! hour after. On every replica: picking up signing keys rotated elsewhere, every minute
+//! (`follow_signing_keys`), and on SQLite flushing the results head (`flush_results_head`). Owns no
 //! state; what it prunes is `service::retention`'s and `service::history`'s to decide.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::service::App;
+use crate::store::result_index::FLUSH_EVERY;
+use crate::store::Backend;
 
 const HOURLY: Duration = Duration::from_secs(3600);
 const RELOAD_KEYS_EVERY: Duration = Duration::from_secs(60);
@@ -31,6 +34,28 @@ pub async fn run(app: Arc<App>) {
         match app.prune_audit().await {
             Ok(pruned) => tracing::info!(pruned, "pruned audit entries past retention"),
             Err(e) => tracing::warn!("pruning old audit entries failed: {e:#}"),
+        }
+    }
+}
+
+/// On SQLite, every replica's (there is one): flushes the results head into `result_index`
+/// every `FLUSH_EVERY`, or at once when it fills (`store::result_index`). The head is this
+/// process's, so this is not the lease holder's duty: a replica that lost the lease still
+/// stores results. Returns at once on PostgreSQL, which has no head. Cost per round:
+/// proportional to the results stored since the last.
+pub async fn flush_results_head(app: Arc<App>) {
+    if app.store.backend() != Backend::Sqlite {
+        return;
+    }
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(FLUSH_EVERY) => {}
+            _ = app.store.results_head_filled() => {}
+        }
+        match app.store.flush_results_head().await {
+            Ok(flushed) => tracing::debug!(flushed, "flushed the results head"),
+            // Kept in the head and taken by the next round; a start rebuilds it anyway.
+            Err(e) => tracing::warn!("flushing the results head failed: {e:#}"),
         }
     }
 }

@@ -121,6 +121,9 @@ impl App {
         // Kept status changes live as long as the longest-kept rollups.
         let changes_before = now.saturating_sub(self.retention.days_ms);
         let results_before = now.saturating_sub(self.retention.results_ms);
+        // Pruning walks results through the index by monitor: on SQLite the ones still in the
+        // head (a late upload's old results among them) are flushed into it first.
+        self.store.flush_results_head().await?;
         let mut monitor = String::new();
         while let Some(next) = self.store.next_monitor_with_results(&monitor).await? {
             monitor = next;

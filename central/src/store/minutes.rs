@@ -1,5 +1,5 @@
 //! The results minute history is derived from: each monitor's results checked in a time range,
-//! read through the `(monitor_id, ts, id)` index. Minute buckets are not stored (at the usual
+//! read through the `(monitor_id, ts, id)` index (`result_index::by_monitor`). Minute buckets are not stored (at the usual
 //! intervals one would hold one result, and writing it was a third of ingest's writes); what
 //! the results say of each minute is `service::history::minutes`' to work out, not this file's.
 
@@ -7,7 +7,8 @@ use std::collections::HashMap;
 
 use sqlx::Row;
 
-use super::{Store, TimePoint};
+use super::result_index::{by_monitor, Order};
+use super::{Backend, Store, TimePoint};
 
 /// A stored result as minute history counts it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,19 +35,28 @@ impl Store {
         let mut found: HashMap<String, Vec<CountedResult>> = HashMap::new();
         let first = if region.is_some() { 4 } else { 3 };
         let in_region = if region.is_some() {
-            " AND region = $3"
+            " AND r.region = $3"
         } else {
             ""
         };
+        let sqlite = self.backend() == Backend::Sqlite;
+        // Per monitor its id, its start and on SQLite its rowids in the head.
+        let per = if sqlite { 3 } else { 2 };
         for chunk in ranges.chunks(MONITORS_PER_READ) {
             let sql = (0..chunk.len())
                 .map(|i| {
-                    let (monitor, from) = (first + 2 * i, first + 2 * i + 1);
-                    format!(
-                        "SELECT * FROM (SELECT id, monitor_id, region, ts, status, latency_ms \
-                         FROM results WHERE monitor_id = ${monitor} AND ts >= ${from} \
-                         AND ts < $1{in_region} ORDER BY ts, id LIMIT $2) AS r{i}"
-                    )
+                    let (monitor, from, head) =
+                        (first + per * i, first + per * i + 1, first + per * i + 2);
+                    let read = by_monitor(
+                        self.backend(),
+                        "r.id, r.monitor_id, r.region, r.ts, r.status, r.latency_ms",
+                        &format!("${monitor}"),
+                        &format!("${head}"),
+                        &|t| format!(" AND {t}.ts >= ${from} AND {t}.ts < $1{in_region}"),
+                        Order::Oldest,
+                        "$2",
+                    );
+                    format!("SELECT * FROM ({read}) AS r{i}")
                 })
                 .collect::<Vec<_>>()
                 .join(" UNION ALL ");
@@ -56,6 +66,9 @@ impl Store {
             }
             for (monitor_id, from) in chunk {
                 query = query.bind(monitor_id).bind(*from);
+                if sqlite {
+                    query = query.bind(self.head_rowids(monitor_id));
+                }
             }
             for row in query.fetch_all(&self.pool).await? {
                 let monitor_id: String = row.try_get("monitor_id")?;

@@ -13,6 +13,7 @@ mod direct;
 mod due;
 mod events;
 mod gauges;
+mod head;
 mod leases;
 mod locations;
 mod maintenance;
@@ -24,6 +25,7 @@ mod packed;
 mod placement_due;
 mod pollers;
 mod push;
+pub mod result_index;
 mod results;
 mod rollups;
 mod sessions;
@@ -142,6 +144,11 @@ pub struct Store {
     /// came too late, and the only replica kept losing its own lease (every duty stopped and
     /// started again, tens of times a minute).
     sqlite_queue: Mutex<()>,
+    /// On SQLite, the rowids of the results stored since the last flush into `result_index`
+    /// (`head`, `result_index`); always empty on PostgreSQL.
+    head: head::Head,
+    /// Held by a flush of the head (`result_index`).
+    head_flushing: Mutex<()>,
 }
 
 const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
@@ -334,6 +341,12 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261214000039,
         "api_key_maker",
         include_str!("../../../migrations/sqlite/20261214000039_api_key_maker.sql"),
+    ),
+    // SQLite only: the results head's index (see `result_index`).
+    (
+        20261215000040,
+        "result_index",
+        include_str!("../../../migrations/sqlite/20261215000040_result_index.sql"),
     ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
@@ -657,8 +670,14 @@ impl Store {
             sqlite_file,
             sqlite_writer: Mutex::new(()),
             sqlite_queue: Mutex::new(()),
+            head: head::Head::default(),
+            head_flushing: Mutex::new(()),
         };
         store.migrate().await?;
+        let mut store = store;
+        if backend == Backend::Sqlite {
+            store.head = store.load_head().await?;
+        }
         Ok(store)
     }
 

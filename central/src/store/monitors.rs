@@ -3,7 +3,7 @@
 use sqlx::any::AnyRow;
 use sqlx::{Any, FromRow, Row, Transaction};
 
-use super::{flag, Cursor, Store};
+use super::{flag, Backend, Cursor, Store};
 
 #[derive(Debug, Clone, serde::Deserialize)]
 pub struct MonitorRow {
@@ -623,15 +623,37 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         sync_locations(&mut tx, id, &[], &mut versioned, now).await?;
+        // Its results: on SQLite found through `result_index` and the head (`results` has no
+        // index by monitor there), on PostgreSQL through `results_monitor_ts` below.
+        if self.backend() == Backend::Sqlite {
+            sqlx::query(
+                "DELETE FROM results WHERE rowid IN (SELECT value FROM json_each($2)) \
+                 AND monitor_id = $1",
+            )
+            .bind(id)
+            .bind(self.head_rowids(id))
+            .execute(&mut *tx)
+            .await?;
+            for sql in [
+                "DELETE FROM results WHERE id IN (SELECT id FROM result_index WHERE monitor_id = $1)",
+                "DELETE FROM result_index WHERE monitor_id = $1",
+            ] {
+                sqlx::query(sql).bind(id).execute(&mut *tx).await?;
+            }
+        }
+        let results = match self.backend() {
+            Backend::Sqlite => None,
+            Backend::Postgres => Some("results"),
+        };
         let tables = [
             "alert_state",
             "monitor_tags",
             "heartbeats",
             "heartbeat_pings",
-            "results",
-            "rollups",
         ]
         .into_iter()
+        .chain(results)
+        .chain(["rollups"])
         .chain(super::dependencies::MONITOR_TABLES)
         .chain(["alert_due"]);
         for table in tables {
@@ -642,6 +664,7 @@ impl Store {
         }
         forget_parent(&mut tx, self.backend(), &mut versioned, id, now).await?;
         tx.commit().await?;
+        self.head.forget(id);
         Ok(Some(versioned))
     }
 

@@ -6,6 +6,7 @@ use sqlx::any::AnyRow;
 use sqlx::{FromRow, Row};
 
 use super::packed::{packed, unpack};
+use super::result_index::{by_monitor, Order};
 use super::statements::{Arg, Direct, Statements};
 use super::timeline::{TimeCredit, TimePoint};
 use super::{Backend, Cursor, Store};
@@ -318,6 +319,10 @@ pub struct Ingested {
     pub dependency_notices: bool,
 }
 
+/// A `ResultRow`'s columns, of `results` as `r` (`result_index::by_monitor`).
+const RESULT_COLUMNS: &str =
+    "r.id, r.monitor_id, r.poller_id, r.region, r.ts, r.status, r.latency_ms, r.msg, r.meta";
+
 /// Rows per INSERT statement.
 const INSERT_CHUNK: usize = 1_000;
 
@@ -354,7 +359,8 @@ impl Store {
         match self.backend() {
             Backend::Sqlite => {
                 let mut connection = self.writer.acquire().await?;
-                self.lent
+                let (ingested, fresh) = self
+                    .lent
                     .transaction(&mut connection, |tx| {
                         futures_executor::block_on(self.ingest(
                             &mut Direct(tx),
@@ -364,11 +370,15 @@ impl Store {
                             rules,
                         ))
                     })
-                    .await
+                    .await?;
+                // Committed, and still under the write lock: the head gets them in commit
+                // order, which is rowid order (`head`).
+                self.head.append(fresh);
+                Ok(ingested)
             }
             Backend::Postgres => {
                 let mut tx = self.writer.begin().await?;
-                let ingested = self
+                let (ingested, _) = self
                     .ingest(&mut tx, poller_id, results, received_at, rules)
                     .await?;
                 tx.commit().await?;
@@ -377,7 +387,8 @@ impl Store {
         }
     }
 
-    /// `insert_results`' statements, in the caller's transaction.
+    /// `insert_results`' statements, in the caller's transaction. Also returns, on SQLite, the
+    /// monitor and rowid of each result it stored, for the head once the transaction commits.
     async fn ingest(
         &self,
         tx: &mut impl Statements,
@@ -385,19 +396,36 @@ impl Store {
         results: &[NewResult],
         received_at: i64,
         rules: &dyn IngestRules,
-    ) -> anyhow::Result<Ingested> {
+    ) -> anyhow::Result<(Ingested, Vec<(String, i64)>)> {
         let mut inserted = HashSet::with_capacity(results.len());
+        let mut fresh: Vec<(String, i64)> = Vec::new();
         // The batch travels as one JSON parameter that the database unpacks itself: binding
         // thousands of parameters one by one costs more than the insert.
         let rows_source = json_rows(self.backend(), "$3");
+        // On SQLite each row's rowid is given: the head's newest plus its place in the batch,
+        // so that the head knows them without reading them back, and a rowid is never taken
+        // again after the newest rows were deleted (SQLite would reuse it: the head's order
+        // and the flush's cut rely on rowids only growing).
+        let (rowid_column, rowid_value, rows_source) = match self.backend() {
+            Backend::Sqlite => (
+                "rowid, ",
+                "$4 + r.key + 1, ",
+                "(WITH rows(key, value) AS MATERIALIZED \
+                 (SELECT key, jsonb(value) FROM json_each($3)) SELECT key, value FROM rows) AS r"
+                    .to_string(),
+            ),
+            Backend::Postgres => ("", "", rows_source),
+        };
         let insert = format!(
-            "INSERT INTO results (id, monitor_id, poller_id, ts, status, latency_ms, msg, meta, \
-             received_at, region) \
-             SELECT r.value ->> 'id', r.value ->> 'monitor_id', $1, CAST(r.value ->> 'ts' AS BIGINT), \
-             r.value ->> 'status', CAST(r.value ->> 'latency_ms' AS BIGINT), r.value ->> 'msg', \
-             r.value ->> 'meta', $2, r.value ->> 'region' FROM {rows_source} WHERE true \
+            "INSERT INTO results ({rowid_column}id, monitor_id, poller_id, ts, status, latency_ms, \
+             msg, meta, received_at, region) \
+             SELECT {rowid_value}r.value ->> 'id', r.value ->> 'monitor_id', $1, \
+             CAST(r.value ->> 'ts' AS BIGINT), r.value ->> 'status', \
+             CAST(r.value ->> 'latency_ms' AS BIGINT), r.value ->> 'msg', r.value ->> 'meta', $2, \
+             r.value ->> 'region' FROM {rows_source} WHERE true \
              ON CONFLICT (id) DO NOTHING"
         );
+        let mut next_rowid = self.head.newest();
         #[derive(serde::Deserialize)]
         struct Stored {
             id: String,
@@ -421,14 +449,21 @@ impl Store {
                         unpack::<Stored>(&text)?.into_iter().map(|s| s.id).collect();
                     tx.execute(
                         &insert,
-                        &[poller_id.into(), received_at.into(), Arg::from(&rows)],
+                        &[
+                            poller_id.into(),
+                            received_at.into(),
+                            Arg::from(&rows),
+                            next_rowid.into(),
+                        ],
                     )
                     .await?;
-                    inserted.extend(
-                        ids.into_iter()
-                            .filter(|id| !stored.contains(*id))
-                            .map(str::to_string),
-                    );
+                    // The first of each id not stored before is stored, at its place.
+                    for (place, result) in chunk.iter().enumerate() {
+                        if !stored.contains(&result.id) && inserted.insert(result.id.clone()) {
+                            fresh.push((result.monitor_id.clone(), next_rowid + place as i64 + 1));
+                        }
+                    }
+                    next_rowid += chunk.len() as i64;
                 }
                 // Concurrent transactions of other replicas may store the same ids: the
                 // insert says which rows it stored (packed, `packed`).
@@ -451,7 +486,7 @@ impl Store {
             .filter(|r| inserted.contains(&r.id))
             .collect();
         // The time they stand for first: it reads each status row as it was before them.
-        let credits = self.credit_time(tx, &stored, rules).await?;
+        let credits = self.credit_time(tx, &stored, &fresh, rules).await?;
         // Each monitor's status, and each location's (results of multi-location monitors).
         let located: Vec<&NewResult> = stored
             .iter()
@@ -537,11 +572,14 @@ impl Store {
             &[poller_id.into(), received_at.into()],
         )
         .await?;
-        Ok(Ingested {
-            stored: inserted,
-            marked,
-            dependency_notices,
-        })
+        Ok((
+            Ingested {
+                stored: inserted,
+                marked,
+                dependency_notices,
+            },
+            fresh,
+        ))
     }
 
     /// The verdict states the batch's up/down results move their rows to: each row's stored
@@ -653,11 +691,16 @@ impl Store {
     }
 
     /// The first monitor id after `after` that has results (a skip scan over the index, so
-    /// pruning can walk monitors, deleted ones included, without reading every result).
+    /// pruning can walk monitors, deleted ones included, without reading every result). On
+    /// SQLite, results still in the head are not seen: pruning reaches them after a flush.
     pub async fn next_monitor_with_results(&self, after: &str) -> anyhow::Result<Option<String>> {
-        let row: Option<(String,)> = sqlx::query_as(
-            "SELECT monitor_id FROM results WHERE monitor_id > $1 ORDER BY monitor_id LIMIT 1",
-        )
+        let table = match self.backend() {
+            Backend::Sqlite => "result_index",
+            Backend::Postgres => "results",
+        };
+        let row: Option<(String,)> = sqlx::query_as(&format!(
+            "SELECT monitor_id FROM {table} WHERE monitor_id > $1 ORDER BY monitor_id LIMIT 1",
+        ))
         .bind(after)
         .fetch_optional(&self.pool)
         .await?;
@@ -672,17 +715,25 @@ impl Store {
         after: &Cursor,
         limit: u32,
     ) -> anyhow::Result<Vec<ExpiringResult>> {
-        let rows: Vec<(String, Option<String>, i64, String)> = sqlx::query_as(
-            "SELECT id, region, ts, status FROM results WHERE monitor_id = $1 AND ts < $2 \
-             AND (ts > $3 OR (ts = $3 AND id > $4)) ORDER BY ts, id LIMIT $5",
-        )
-        .bind(monitor_id)
-        .bind(before)
-        .bind(after.key)
-        .bind(&after.id)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
+        let sql = by_monitor(
+            self.backend(),
+            "r.id, r.region, r.ts, r.status",
+            "$1",
+            "$6",
+            &|t| format!(" AND {t}.ts < $2 AND ({t}.ts > $3 OR ({t}.ts = $3 AND {t}.id > $4))"),
+            Order::Oldest,
+            "$5",
+        );
+        let mut query = sqlx::query_as(&sql)
+            .bind(monitor_id)
+            .bind(before)
+            .bind(after.key)
+            .bind(&after.id)
+            .bind(i64::from(limit));
+        if self.backend() == Backend::Sqlite {
+            query = query.bind(self.head_rowids(monitor_id));
+        }
+        let rows: Vec<(String, Option<String>, i64, String)> = query.fetch_all(&self.pool).await?;
         Ok(rows
             .into_iter()
             .map(|(id, region, ts, status)| ExpiringResult {
@@ -694,20 +745,34 @@ impl Store {
             .collect())
     }
 
-    /// Deletes these results (a pruning step: a few hundred at a time).
+    /// Deletes these results (a pruning step: a few hundred at a time), and on SQLite their
+    /// entries in `result_index` (those still in the head are left there: a flush finds no
+    /// row for them).
     pub async fn delete_results(&self, ids: &[String]) -> anyhow::Result<u64> {
         let _guard = self.write_lock().await;
         let mut deleted = 0;
         for chunk in ids.chunks(500) {
-            let sql = format!(
-                "DELETE FROM results WHERE id IN ({})",
-                super::monitors::placeholders(1, chunk.len())
-            );
-            let mut query = sqlx::query(&sql);
-            for id in chunk {
-                query = query.bind(id);
+            let ids = serde_json::to_string(chunk)?;
+            let listed = match self.backend() {
+                Backend::Sqlite => "SELECT value FROM json_each($1)",
+                Backend::Postgres => "SELECT jsonb_array_elements_text(CAST($1 AS jsonb))",
+            };
+            let mut tx = self.writer.begin().await?;
+            if self.backend() == Backend::Sqlite {
+                sqlx::query(&format!(
+                    "DELETE FROM result_index WHERE (monitor_id, ts, id) IN \
+                     (SELECT monitor_id, ts, id FROM results WHERE id IN ({listed}))"
+                ))
+                .bind(&ids)
+                .execute(&mut *tx)
+                .await?;
             }
-            deleted += query.execute(&self.writer).await?.rows_affected();
+            deleted += sqlx::query(&format!("DELETE FROM results WHERE id IN ({listed})"))
+                .bind(&ids)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+            tx.commit().await?;
         }
         Ok(deleted)
     }
@@ -720,16 +785,48 @@ impl Store {
         limit: u32,
     ) -> anyhow::Result<u64> {
         let _guard = self.write_lock().await;
-        Ok(sqlx::query(
-            "DELETE FROM results WHERE id IN (SELECT id FROM results \
-             WHERE monitor_id = $1 AND ts < $2 LIMIT $3)",
+        if self.backend() == Backend::Postgres {
+            return Ok(sqlx::query(
+                "DELETE FROM results WHERE id IN (SELECT id FROM results \
+                 WHERE monitor_id = $1 AND ts < $2 LIMIT $3)",
+            )
+            .bind(monitor_id)
+            .bind(before)
+            .bind(i64::from(limit))
+            .execute(&self.writer)
+            .await?
+            .rows_affected());
+        }
+        // SQLite: the oldest `limit` entries of the index (results still in the head wait for
+        // a flush), their rows, then that prefix of the monitor's index entries.
+        let mut tx = self.writer.begin().await?;
+        let oldest: Vec<(i64, String)> = sqlx::query_as(
+            "SELECT ts, id FROM result_index WHERE monitor_id = $1 AND ts < $2 \
+             ORDER BY ts, id LIMIT $3",
         )
         .bind(monitor_id)
         .bind(before)
         .bind(i64::from(limit))
-        .execute(&self.writer)
-        .await?
-        .rows_affected())
+        .fetch_all(&mut *tx)
+        .await?;
+        let Some((last_ts, last_id)) = oldest.last().cloned() else {
+            return Ok(0);
+        };
+        let ids: Vec<&str> = oldest.iter().map(|(_, id)| id.as_str()).collect();
+        let deleted =
+            sqlx::query("DELETE FROM results WHERE id IN (SELECT value FROM json_each($1))")
+                .bind(serde_json::to_string(&ids)?)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+        sqlx::query("DELETE FROM result_index WHERE monitor_id = $1 AND (ts, id) <= ($2, $3)")
+            .bind(monitor_id)
+            .bind(last_ts)
+            .bind(&last_id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(deleted)
     }
 
     /// The newest `per_monitor` results of each monitor, newest first (one indexed read per
@@ -740,14 +837,25 @@ impl Store {
         per_monitor: u32,
     ) -> anyhow::Result<HashMap<String, Vec<ResultRow>>> {
         let mut recent: HashMap<String, Vec<ResultRow>> = HashMap::new();
+        let sqlite = self.backend() == Backend::Sqlite;
+        // Per monitor its id, and on SQLite its rowids in the head.
+        let per = if sqlite { 2 } else { 1 };
         for chunk in monitor_ids.chunks(100) {
             let sql = (0..chunk.len())
                 .map(|i| {
+                    let monitor = format!("${}", 2 + per * i);
+                    let head = format!("${}", 3 + per * i);
                     format!(
-                        "SELECT * FROM (SELECT id, monitor_id, poller_id, region, ts, status, \
-                         latency_ms, msg, meta FROM results WHERE monitor_id = ${} \
-                         ORDER BY ts DESC, id DESC LIMIT $1) AS r{i}",
-                        i + 2
+                        "SELECT * FROM ({}) AS r{i}",
+                        by_monitor(
+                            self.backend(),
+                            RESULT_COLUMNS,
+                            &monitor,
+                            &head,
+                            &|_| String::new(),
+                            Order::Newest,
+                            "$1",
+                        )
                     )
                 })
                 .collect::<Vec<_>>()
@@ -755,6 +863,9 @@ impl Store {
             let mut query = sqlx::query_as::<_, ResultRow>(&sql).bind(i64::from(per_monitor));
             for id in chunk {
                 query = query.bind(id);
+                if sqlite {
+                    query = query.bind(self.head_rowids(id));
+                }
             }
             for row in query.fetch_all(&self.pool).await? {
                 recent.entry(row.monitor_id.clone()).or_default().push(row);
@@ -773,17 +884,24 @@ impl Store {
         after: &Cursor,
         limit: u32,
     ) -> anyhow::Result<Vec<ResultRow>> {
-        Ok(sqlx::query_as(
-            "SELECT id, monitor_id, poller_id, region, ts, status, latency_ms, msg, meta FROM results \
-             WHERE monitor_id = $1 AND (ts > $2 OR (ts = $2 AND id > $3)) \
-             ORDER BY ts, id LIMIT $4",
-        )
-        .bind(monitor_id)
-        .bind(after.key)
-        .bind(&after.id)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?)
+        let sql = by_monitor(
+            self.backend(),
+            RESULT_COLUMNS,
+            "$1",
+            "$5",
+            &|t| format!(" AND ({t}.ts > $2 OR ({t}.ts = $2 AND {t}.id > $3))"),
+            Order::Oldest,
+            "$4",
+        );
+        let mut query = sqlx::query_as(&sql)
+            .bind(monitor_id)
+            .bind(after.key)
+            .bind(&after.id)
+            .bind(i64::from(limit));
+        if self.backend() == Backend::Sqlite {
+            query = query.bind(self.head_rowids(monitor_id));
+        }
+        Ok(query.fetch_all(&self.pool).await?)
     }
 }
 

@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::packed::{packed, unpack};
+use super::result_index::{by_monitor, Order};
 use super::results::{json_rows, IngestRules, NewResult};
 use super::statements::{Arg, Statements};
 use super::{Backend, Resolution, Store};
@@ -65,6 +66,7 @@ impl Store {
         &self,
         tx: &mut impl Statements,
         stored: &[&NewResult],
+        fresh: &[(String, i64)],
         rules: &dyn IngestRules,
     ) -> anyhow::Result<Credits> {
         if stored.is_empty() {
@@ -99,7 +101,7 @@ impl Store {
                 late.insert(monitor_id, (*earliest, old.max(*latest)));
             }
         }
-        let mut history = self.history_in(tx, &late).await?;
+        let mut history = self.history_in(tx, &late, fresh).await?;
         let read_late = history.is_some();
         let history = history.get_or_insert_with(HashMap::new);
         if read_late && !late.is_empty() {
@@ -114,7 +116,7 @@ impl Store {
                     }
                 }
             }
-            for point in self.last_before(tx, &lookups).await? {
+            for point in self.last_before(tx, &lookups, fresh).await? {
                 let points = history.entry(point.0).or_default();
                 if !points.iter().any(|p| p.id == point.1.id) {
                     points.push(point.1);
@@ -263,6 +265,7 @@ impl Store {
         &self,
         tx: &mut impl Statements,
         lookups: &[(&str, Option<&str>, i64, i64)],
+        fresh: &[(String, i64)],
     ) -> anyhow::Result<Vec<(String, TimePoint)>> {
         let mut found = Vec::new();
         for chunk in lookups.chunks(100) {
@@ -271,20 +274,27 @@ impl Store {
                 next += 1;
                 format!("${next}")
             };
+            let sqlite = self.backend() == Backend::Sqlite;
             let sql = chunk
                 .iter()
                 .enumerate()
                 .map(|(i, (_, region, _, _))| {
                     let (monitor, before, since) = (placeholder(), placeholder(), placeholder());
                     let located = match region {
-                        Some(_) => format!(" AND region = {}", placeholder()),
+                        Some(_) => format!(" AND r.region = {}", placeholder()),
                         None => String::new(),
                     };
-                    format!(
-                        "SELECT * FROM (SELECT id, monitor_id, region, ts, status FROM results \
-                         WHERE monitor_id = {monitor} AND ts < {before} AND ts >= {since}\
-                         {located} ORDER BY ts DESC, id DESC LIMIT 1) AS b{i}"
-                    )
+                    let head = if sqlite { placeholder() } else { String::new() };
+                    let read = by_monitor(
+                        self.backend(),
+                        "r.id, r.monitor_id, r.region, r.ts, r.status",
+                        &monitor,
+                        &head,
+                        &|t| format!(" AND {t}.ts < {before} AND {t}.ts >= {since}{located}"),
+                        Order::Newest,
+                        "1",
+                    );
+                    format!("SELECT * FROM ({read}) AS b{i}")
                 })
                 .collect::<Vec<_>>()
                 .join(" UNION ALL ");
@@ -301,11 +311,18 @@ impl Store {
                 &format!("FROM ({sql}) AS found"),
                 "monitor_id, ts, id",
             );
+            let heads: Vec<String> = chunk
+                .iter()
+                .map(|(monitor, ..)| self.unflushed(monitor, fresh))
+                .collect();
             let mut args: Vec<Arg> = Vec::new();
-            for (monitor, region, before, since) in chunk {
+            for ((monitor, region, before, since), head) in chunk.iter().zip(&heads) {
                 args.extend([Arg::from(*monitor), (*before).into(), (*since).into()]);
                 if let Some(region) = region {
                     args.push((*region).into());
+                }
+                if sqlite {
+                    args.push(Arg::from(head));
                 }
             }
             #[derive(serde::Deserialize)]
@@ -330,6 +347,7 @@ impl Store {
         &self,
         tx: &mut impl Statements,
         ranges: &BTreeMap<&str, (i64, i64)>,
+        fresh: &[(String, i64)],
     ) -> anyhow::Result<Option<HashMap<String, Vec<TimePoint>>>> {
         let mut history: HashMap<String, Vec<TimePoint>> = HashMap::new();
         if ranges.is_empty() {
@@ -338,7 +356,13 @@ impl Store {
         let ranges: Vec<serde_json::Value> = ranges
             .iter()
             .map(|(id, (from, until))| {
-                serde_json::json!({ "monitor_id": id, "from": from, "until": until })
+                // On SQLite each monitor's rowids not in `result_index`: the head's and this
+                // batch's own.
+                let head = match self.backend() {
+                    Backend::Sqlite => self.unflushed_rowids(id, fresh),
+                    Backend::Postgres => Vec::new(),
+                };
+                serde_json::json!({ "monitor_id": id, "from": from, "until": until, "head": head })
             })
             .collect();
         #[derive(serde::Deserialize)]
@@ -358,11 +382,8 @@ impl Store {
                 ("status", "res.status"),
             ],
             &format!(
-                "FROM {rows} \
-                 JOIN results res ON res.monitor_id = r.value ->> 'monitor_id' \
-                    AND res.ts >= CAST(r.value ->> 'from' AS BIGINT) \
-                    AND res.ts <= CAST(r.value ->> 'until' AS BIGINT) LIMIT $2",
-                rows = json_rows(self.backend(), "$1"),
+                "FROM ({source}) AS res LIMIT $2",
+                source = self.ranges_read()
             ),
             "monitor_id, ts, id",
         );
@@ -381,6 +402,39 @@ impl Store {
             history.entry(row.monitor_id).or_default().push(row.point);
         }
         Ok(Some(history))
+    }
+
+    /// The results within each range of `$1` (`history_in`): on PostgreSQL through
+    /// `results_monitor_ts`, on SQLite through `result_index` and each range's `head` rowids.
+    fn ranges_read(&self) -> String {
+        let rows = json_rows(self.backend(), "$1");
+        let columns = "res.id, res.monitor_id, res.region, res.ts, res.status";
+        let within = |t: &str| {
+            format!(
+                "{t}.monitor_id = r.value ->> 'monitor_id' \
+                 AND {t}.ts >= CAST(r.value ->> 'from' AS BIGINT) \
+                 AND {t}.ts <= CAST(r.value ->> 'until' AS BIGINT)"
+            )
+        };
+        match self.backend() {
+            Backend::Postgres => {
+                format!(
+                    "SELECT {columns} FROM {rows} JOIN results res ON {}",
+                    within("res")
+                )
+            }
+            // `UNION`: a row read from both (its chunk committed after the head was read)
+            // counts once.
+            Backend::Sqlite => format!(
+                "SELECT {columns} FROM {rows} JOIN result_index x ON {} \
+                 JOIN results res ON res.id = x.id \
+                 UNION SELECT {columns} FROM {rows} \
+                 JOIN results res ON res.rowid IN (SELECT value FROM json_each(r.value -> 'head')) \
+                 AND {}",
+                within("x"),
+                within("res"),
+            ),
+        }
     }
 }
 
@@ -522,6 +576,11 @@ mod tests {
                     .insert_results("p1", &arriving[start..end], 1, &rules)
                     .await
                     .unwrap();
+                // Now and then a flush: late batches read some results from the index, some
+                // from the head.
+                if next(3) == 0 {
+                    store.flush_results_head().await.unwrap();
+                }
                 start = end;
             }
 
