@@ -1,15 +1,13 @@
-//! Check results: idempotent ingestion and history.
+//! Ingesting check results: each stored once (by id), moving its monitor's and location's
+//! status rows, confirmed verdicts and time credit in the same transaction. Must not read
+//! history for pages (`result_history`) or delete results (`result_pruning`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-use sqlx::any::AnyRow;
-use sqlx::{FromRow, Row};
-
 use super::packed::{packed, unpack};
-use super::result_index::{by_monitor, Order};
 use super::statements::{Arg, Direct, Statements};
 use super::timeline::{TimeCredit, TimePoint};
-use super::{Backend, Cursor, Store};
+use super::{Backend, Store};
 
 /// A validated result, ready to store. Serialises to the row shape the insert unpacks.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -30,44 +28,6 @@ pub struct NewResult {
     /// The health document's dependencies, for a `health-json` check that read one.
     #[serde(skip)]
     pub dependencies: Option<super::dependencies::DependencyReport>,
-}
-
-/// What pruning needs to know of an old result.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExpiringResult {
-    pub id: String,
-    pub region: Option<String>,
-    pub ts: i64,
-    pub status: String,
-}
-
-#[derive(Debug, Clone)]
-pub struct ResultRow {
-    pub id: String,
-    pub monitor_id: String,
-    pub poller_id: String,
-    pub region: Option<String>,
-    pub ts: i64,
-    pub status: String,
-    pub latency_ms: Option<i64>,
-    pub msg: String,
-    pub meta: String,
-}
-
-impl FromRow<'_, AnyRow> for ResultRow {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(Self {
-            id: row.try_get("id")?,
-            monitor_id: row.try_get("monitor_id")?,
-            poller_id: row.try_get("poller_id")?,
-            region: row.try_get("region")?,
-            ts: row.try_get("ts")?,
-            status: row.try_get("status")?,
-            latency_ms: row.try_get("latency_ms")?,
-            msg: row.try_get("msg")?,
-            meta: row.try_get("meta")?,
-        })
-    }
 }
 
 /// Where `status_upsert` writes: a monitor's newest result and verdict, or one location's.
@@ -318,10 +278,6 @@ pub struct Ingested {
     /// Whether a dependency's change awaits a notice (`service::dependencies::notices`).
     pub dependency_notices: bool,
 }
-
-/// A `ResultRow`'s columns, of `results` as `r` (`result_index::by_monitor`).
-const RESULT_COLUMNS: &str =
-    "r.id, r.monitor_id, r.poller_id, r.region, r.ts, r.status, r.latency_ms, r.msg, r.meta";
 
 /// Rows per INSERT statement.
 const INSERT_CHUNK: usize = 1_000;
@@ -689,226 +645,13 @@ impl Store {
         }
         Ok(moved)
     }
-
-    /// The first monitor id after `after` that has results (a skip scan over the index, so
-    /// pruning can walk monitors, deleted ones included, without reading every result). On
-    /// SQLite, results still in the head are not seen: pruning reaches them after a flush.
-    pub async fn next_monitor_with_results(&self, after: &str) -> anyhow::Result<Option<String>> {
-        let table = match self.backend() {
-            Backend::Sqlite => "result_index",
-            Backend::Postgres => "results",
-        };
-        let row: Option<(String,)> = sqlx::query_as(&format!(
-            "SELECT monitor_id FROM {table} WHERE monitor_id > $1 ORDER BY monitor_id LIMIT 1",
-        ))
-        .bind(after)
-        .fetch_optional(&self.pool)
-        .await?;
-        Ok(row.map(|(id,)| id))
-    }
-
-    /// A page of a monitor's results checked before `before`, oldest first, after `after`.
-    pub async fn expiring_results(
-        &self,
-        monitor_id: &str,
-        before: i64,
-        after: &Cursor,
-        limit: u32,
-    ) -> anyhow::Result<Vec<ExpiringResult>> {
-        let sql = by_monitor(
-            self.backend(),
-            "r.id, r.region, r.ts, r.status",
-            "$1",
-            "$6",
-            &|t| format!(" AND {t}.ts < $2 AND ({t}.ts > $3 OR ({t}.ts = $3 AND {t}.id > $4))"),
-            Order::Oldest,
-            "$5",
-        );
-        let mut query = sqlx::query_as(&sql)
-            .bind(monitor_id)
-            .bind(before)
-            .bind(after.key)
-            .bind(&after.id)
-            .bind(i64::from(limit));
-        if self.backend() == Backend::Sqlite {
-            query = query.bind(self.head_rowids(monitor_id));
-        }
-        let rows: Vec<(String, Option<String>, i64, String)> = query.fetch_all(&self.pool).await?;
-        Ok(rows
-            .into_iter()
-            .map(|(id, region, ts, status)| ExpiringResult {
-                id,
-                region,
-                ts,
-                status,
-            })
-            .collect())
-    }
-
-    /// Deletes these results (a pruning step: a few hundred at a time), and on SQLite their
-    /// entries in `result_index` (those still in the head are left there: a flush finds no
-    /// row for them).
-    pub async fn delete_results(&self, ids: &[String]) -> anyhow::Result<u64> {
-        let _guard = self.write_lock().await;
-        let mut deleted = 0;
-        for chunk in ids.chunks(500) {
-            let ids = serde_json::to_string(chunk)?;
-            let listed = match self.backend() {
-                Backend::Sqlite => "SELECT value FROM json_each($1)",
-                Backend::Postgres => "SELECT jsonb_array_elements_text(CAST($1 AS jsonb))",
-            };
-            let mut tx = self.writer.begin().await?;
-            if self.backend() == Backend::Sqlite {
-                sqlx::query(&format!(
-                    "DELETE FROM result_index WHERE (monitor_id, ts, id) IN \
-                     (SELECT monitor_id, ts, id FROM results WHERE id IN ({listed}))"
-                ))
-                .bind(&ids)
-                .execute(&mut *tx)
-                .await?;
-            }
-            deleted += sqlx::query(&format!("DELETE FROM results WHERE id IN ({listed})"))
-                .bind(&ids)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-            tx.commit().await?;
-        }
-        Ok(deleted)
-    }
-
-    /// Deletes up to `limit` of a monitor's results checked before `before`.
-    pub async fn delete_results_before(
-        &self,
-        monitor_id: &str,
-        before: i64,
-        limit: u32,
-    ) -> anyhow::Result<u64> {
-        let _guard = self.write_lock().await;
-        if self.backend() == Backend::Postgres {
-            return Ok(sqlx::query(
-                "DELETE FROM results WHERE id IN (SELECT id FROM results \
-                 WHERE monitor_id = $1 AND ts < $2 LIMIT $3)",
-            )
-            .bind(monitor_id)
-            .bind(before)
-            .bind(i64::from(limit))
-            .execute(&self.writer)
-            .await?
-            .rows_affected());
-        }
-        // SQLite: the oldest `limit` entries of the index (results still in the head wait for
-        // a flush), their rows, then that prefix of the monitor's index entries.
-        let mut tx = self.writer.begin().await?;
-        let oldest: Vec<(i64, String)> = sqlx::query_as(
-            "SELECT ts, id FROM result_index WHERE monitor_id = $1 AND ts < $2 \
-             ORDER BY ts, id LIMIT $3",
-        )
-        .bind(monitor_id)
-        .bind(before)
-        .bind(i64::from(limit))
-        .fetch_all(&mut *tx)
-        .await?;
-        let Some((last_ts, last_id)) = oldest.last().cloned() else {
-            return Ok(0);
-        };
-        let ids: Vec<&str> = oldest.iter().map(|(_, id)| id.as_str()).collect();
-        let deleted =
-            sqlx::query("DELETE FROM results WHERE id IN (SELECT value FROM json_each($1))")
-                .bind(serde_json::to_string(&ids)?)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-        sqlx::query("DELETE FROM result_index WHERE monitor_id = $1 AND (ts, id) <= ($2, $3)")
-            .bind(monitor_id)
-            .bind(last_ts)
-            .bind(&last_id)
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(deleted)
-    }
-
-    /// The newest `per_monitor` results of each monitor, newest first (one indexed read per
-    /// monitor, sent as one statement).
-    pub async fn recent_results_of(
-        &self,
-        monitor_ids: &[String],
-        per_monitor: u32,
-    ) -> anyhow::Result<HashMap<String, Vec<ResultRow>>> {
-        let mut recent: HashMap<String, Vec<ResultRow>> = HashMap::new();
-        let sqlite = self.backend() == Backend::Sqlite;
-        // Per monitor its id, and on SQLite its rowids in the head.
-        let per = if sqlite { 2 } else { 1 };
-        for chunk in monitor_ids.chunks(100) {
-            let sql = (0..chunk.len())
-                .map(|i| {
-                    let monitor = format!("${}", 2 + per * i);
-                    let head = format!("${}", 3 + per * i);
-                    format!(
-                        "SELECT * FROM ({}) AS r{i}",
-                        by_monitor(
-                            self.backend(),
-                            RESULT_COLUMNS,
-                            &monitor,
-                            &head,
-                            &|_| String::new(),
-                            Order::Newest,
-                            "$1",
-                        )
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join(" UNION ALL ");
-            let mut query = sqlx::query_as::<_, ResultRow>(&sql).bind(i64::from(per_monitor));
-            for id in chunk {
-                query = query.bind(id);
-                if sqlite {
-                    query = query.bind(self.head_rowids(id));
-                }
-            }
-            for row in query.fetch_all(&self.pool).await? {
-                recent.entry(row.monitor_id.clone()).or_default().push(row);
-            }
-        }
-        for rows in recent.values_mut() {
-            rows.sort_by(|a, b| (b.ts, &b.id).cmp(&(a.ts, &a.id)));
-        }
-        Ok(recent)
-    }
-
-    /// A monitor's results from `since` on, oldest first.
-    pub async fn list_results(
-        &self,
-        monitor_id: &str,
-        after: &Cursor,
-        limit: u32,
-    ) -> anyhow::Result<Vec<ResultRow>> {
-        let sql = by_monitor(
-            self.backend(),
-            RESULT_COLUMNS,
-            "$1",
-            "$5",
-            &|t| format!(" AND ({t}.ts > $2 OR ({t}.ts = $2 AND {t}.id > $3))"),
-            Order::Oldest,
-            "$4",
-        );
-        let mut query = sqlx::query_as(&sql)
-            .bind(monitor_id)
-            .bind(after.key)
-            .bind(&after.id)
-            .bind(i64::from(limit));
-        if self.backend() == Backend::Sqlite {
-            query = query.bind(self.head_rowids(monitor_id));
-        }
-        Ok(query.fetch_all(&self.pool).await?)
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::store::testing::{result, sqlite_store, NewestDecides};
+    use crate::store::Cursor;
 
     #[tokio::test]
     async fn duplicates_are_stored_once_and_status_never_goes_backwards() {

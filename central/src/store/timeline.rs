@@ -311,17 +311,22 @@ impl Store {
                 &format!("FROM ({sql}) AS found"),
                 "monitor_id, ts, id",
             );
-            let heads: Vec<String> = chunk
-                .iter()
-                .map(|(monitor, ..)| self.unflushed(monitor, fresh))
-                .collect();
+            // On SQLite each monitor's rowids not in `result_index` (PostgreSQL binds none).
+            let heads: Vec<String> = if sqlite {
+                chunk
+                    .iter()
+                    .map(|(monitor, ..)| self.unflushed(monitor, fresh))
+                    .collect()
+            } else {
+                Vec::new()
+            };
             let mut args: Vec<Arg> = Vec::new();
-            for ((monitor, region, before, since), head) in chunk.iter().zip(&heads) {
+            for (i, (monitor, region, before, since)) in chunk.iter().enumerate() {
                 args.extend([Arg::from(*monitor), (*before).into(), (*since).into()]);
                 if let Some(region) = region {
                     args.push((*region).into());
                 }
-                if sqlite {
+                if let Some(head) = heads.get(i) {
                     args.push(Arg::from(head));
                 }
             }
