@@ -68,7 +68,7 @@ async fn metrics_text(app: &App, headers: &HeaderMap) -> Response {
     // The state gauges are shared bytes, sent as they are; only the process counters (a few
     // lines) are rendered per scrape, in the format asked for, and end the text.
     let state = app.metrics_state().await;
-    let counters = app.metrics.render();
+    let counters = app.process_metrics();
     let (content_type, counters) = if openmetrics {
         (
             "application/openmetrics-text; version=1.0.0; charset=utf-8",

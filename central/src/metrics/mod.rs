@@ -8,6 +8,7 @@ pub use state::{MonitorSample, PollerSample, StateText};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 /// Labels of a family: fixed names and values chosen by central, never by a client.
@@ -27,6 +28,9 @@ pub struct Metrics {
     pub registrations: Counter,
     pub notifications_delivered: Counter,
     pub notification_attempts_failed: Counter,
+    /// On SQLite, the results stored and not yet flushed into `result_index` (the results
+    /// head's size, `store::head`), set as each scrape renders; 0 on PostgreSQL.
+    pub results_head_rows: Gauge,
 }
 
 impl Metrics {
@@ -41,6 +45,7 @@ impl Metrics {
         let connections_refused = Family::<FixedLabels, Counter>::default();
         let requests_shed = Family::<FixedLabels, Counter>::default();
         let requests_timed_out = Counter::default();
+        let results_head_rows = Gauge::default();
         registry.register(
             "connections_refused",
             "Connections closed as soon as they were accepted, by the cap reached (total: \
@@ -84,6 +89,12 @@ impl Metrics {
             results_rejected.clone(),
         );
         registry.register(
+            "results_head_rows",
+            "SQLite: results stored and not yet in the per-monitor index (the results head, \
+             flushed every 5 minutes or at 1,000,000 results); 0 on PostgreSQL",
+            results_head_rows.clone(),
+        );
+        registry.register(
             "poller_registrations",
             "Pollers registered",
             registrations.clone(),
@@ -99,6 +110,7 @@ impl Metrics {
             registrations,
             notifications_delivered,
             notification_attempts_failed,
+            results_head_rows,
         }
     }
 
