@@ -1,7 +1,8 @@
 //! What `health-json` monitors report of their dependencies: the current state of each
 //! (`dependencies`), what the newest document of each monitor's location said beside them
-//! (`dependency_sources`), their changes and error history (`dependency_events`), operators'
-//! aliases (`dependency_aliases`) and latency buckets (`dependency_latency`).
+//! (`dependency_sources`), their changes and error history (`dependency_events`) and latency
+//! buckets (`dependency_latency`); names read through operators' aliases
+//! (`store::dependency_aliases` writes them).
 //!
 //! Cost: ingest reads and writes only the rows of the monitors in the batch whose results
 //! carry a document; a dependency's row is written only when what it says changes (its state,
@@ -9,15 +10,12 @@
 //! counts as a change or what the error history records (`service::dependencies::rules`,
 //! handed in through `IngestRules`).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::HashMap;
 
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
 use super::due::id_source;
-use super::packed::{packed, unpack};
-use super::results::{IngestRules, NewResult};
-use super::statements::{Arg, Statements};
 use super::{Backend, Resolution, Store};
 
 /// One dependency as a result reports it (read from the result's `meta` by the service).
@@ -114,28 +112,6 @@ pub struct DependencySourceRow {
     pub warnings: Option<String>,
 }
 
-/// An operator's alias.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AliasRow {
-    pub alias: String,
-    pub canonical: String,
-    pub created_at: i64,
-}
-
-/// What became of a new alias (`Store::insert_dependency_alias`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AliasInsert {
-    Stored,
-    /// An alias of that name exists.
-    Exists,
-    /// Its canonical name is itself an alias.
-    CanonicalIsAlias,
-    /// Its alias is the canonical name of other aliases.
-    AliasIsCanonical,
-    /// As many aliases as central keeps exist.
-    Full,
-}
-
 /// One latency bucket of a dependency.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LatencyBucketRow {
@@ -146,9 +122,8 @@ pub struct LatencyBucketRow {
     pub max_ms: f64,
 }
 
-type Location = (String, String);
-
-const ROW_COLUMNS: &str = "d.monitor_id, d.region, d.name, d.state, d.error, d.contact, \
+pub(super) const ROW_COLUMNS: &str =
+    "d.monitor_id, d.region, d.name, d.state, d.error, d.contact, \
                            d.details, d.changed_at, d.told";
 
 /// A `dependencies` row from the first columns of a query that selects `ROW_COLUMNS` first.
@@ -168,7 +143,7 @@ fn row_of(row: &AnyRow) -> sqlx::Result<DependencyRow> {
 
 /// Whether the monitor `rm` reads health documents: the rule central records, shows and
 /// forgets dependencies by (with `still_reported`).
-fn reads_documents(backend: Backend) -> &'static str {
+pub(super) fn reads_documents(backend: Backend) -> &'static str {
     match backend {
         Backend::Sqlite => "rm.settings ->> 'format' = 'health-json'",
         Backend::Postgres => "CAST(rm.settings AS jsonb) ->> 'format' = 'health-json'",
@@ -186,291 +161,6 @@ fn still_reported(backend: Backend, row: &str) -> String {
          AND COALESCE(rl.region, '') = {row}.region AND {})",
         reads_documents(backend)
     )
-}
-
-/// Records the documents among `stored` (a batch's new results) in the batch's transaction:
-/// each location's documents in check-time order, those older than its newest recorded one
-/// (uploaded late) skipped. Returns whether a change awaits a notice (announced to every
-/// replica on PostgreSQL, as marks for alerting are: the lease holder's alerting sends them).
-pub(super) async fn record(
-    tx: &mut impl Statements,
-    backend: Backend,
-    stored: &[&NewResult],
-    rules: &dyn IngestRules,
-) -> anyhow::Result<bool> {
-    let mut documents: Vec<&NewResult> = stored
-        .iter()
-        .copied()
-        .filter(|r| r.dependencies.is_some())
-        .collect();
-    if documents.is_empty() {
-        return Ok(false);
-    }
-    documents.sort_by(|a, b| a.ts.cmp(&b.ts).then_with(|| a.id.cmp(&b.id)));
-    let mut monitors: Vec<&str> = documents.iter().map(|r| r.monitor_id.as_str()).collect();
-    monitors.sort_unstable();
-    monitors.dedup();
-    let ids = serde_json::to_string(&monitors)?;
-    // Only what a monitor's current locations report, while it reads health documents: a
-    // document checked before an edit that dropped its region or its format, uploaded after
-    // it, must not bring back what the edit forgot (`Store::forget_unreported_dependencies`).
-    #[derive(serde::Deserialize)]
-    struct Reporting {
-        monitor_id: String,
-        region: Option<String>,
-    }
-    // Read packed (`packed`), as the reads below: one value, not a row each.
-    let sql = packed(
-        backend,
-        &[("monitor_id", "rm.id"), ("region", "rl.region")],
-        &format!(
-            "FROM monitors rm LEFT JOIN monitor_locations rl ON rl.monitor_id = rm.id \
-             WHERE rm.id IN (SELECT value FROM {}) AND {}",
-            id_source(backend),
-            reads_documents(backend)
-        ),
-        "monitor_id, region",
-    );
-    let reporting: HashSet<Location> =
-        unpack::<Reporting>(&tx.read_text(&sql, &[Arg::from(&ids)]).await?)?
-            .into_iter()
-            .map(|r| (r.monitor_id, r.region.unwrap_or_default()))
-            .collect();
-    documents.retain(|r| {
-        reporting.contains(&(r.monitor_id.clone(), r.region.clone().unwrap_or_default()))
-    });
-    if documents.is_empty() {
-        return Ok(false);
-    }
-    // Two replicas recording the same location at once take turns on its source row; for a
-    // location's first document there is none yet to lock, so a placeholder is made first
-    // (older than any document; replaced below in this transaction): the second replica's
-    // insert waits for the first's commit, and both would otherwise record it `appeared`.
-    if backend == Backend::Postgres {
-        let locations: BTreeSet<Location> = documents
-            .iter()
-            .map(|r| (r.monitor_id.clone(), r.region.clone().unwrap_or_default()))
-            .collect();
-        for (monitor, region) in &locations {
-            tx.execute(
-                "INSERT INTO dependency_sources (monitor_id, region, reported_at, result_id) \
-                 VALUES ($1, $2, $3, '') ON CONFLICT (monitor_id, region) DO NOTHING",
-                &[monitor.into(), region.into(), i64::MIN.into()],
-            )
-            .await?;
-        }
-    }
-    let lock = match backend {
-        Backend::Sqlite => "",
-        Backend::Postgres => " ORDER BY monitor_id, region FOR UPDATE",
-    };
-    #[derive(serde::Deserialize)]
-    struct Source {
-        monitor_id: String,
-        region: String,
-        reported_at: i64,
-    }
-    let sql = packed(
-        backend,
-        &[
-            ("monitor_id", "monitor_id"),
-            ("region", "region"),
-            ("reported_at", "reported_at"),
-        ],
-        &format!(
-            "FROM dependency_sources WHERE monitor_id IN (SELECT value FROM {}){lock}",
-            id_source(backend)
-        ),
-        "monitor_id, region",
-    );
-    let mut newest: HashMap<Location, i64> =
-        unpack::<Source>(&tx.read_text(&sql, &[Arg::from(&ids)]).await?)?
-            .into_iter()
-            .map(|s| ((s.monitor_id, s.region), s.reported_at))
-            .collect();
-    let sql = packed(
-        backend,
-        &ROW_COLUMNS
-            .split(',')
-            .map(str::trim)
-            .map(|column| (column.trim_start_matches("d."), column))
-            .collect::<Vec<_>>(),
-        &format!(
-            "FROM dependencies d WHERE d.monitor_id IN (SELECT value FROM {})",
-            id_source(backend)
-        ),
-        "monitor_id, region, name",
-    );
-    let mut current: HashMap<Location, Vec<DependencyRow>> = HashMap::new();
-    for row in unpack::<DependencyRow>(&tx.read_text(&sql, &[Arg::from(&ids)]).await?)? {
-        current
-            .entry((row.monitor_id.clone(), row.region.clone()))
-            .or_default()
-            .push(row);
-    }
-
-    let mut upserts: BTreeMap<(Location, String), DependencyRow> = BTreeMap::new();
-    let mut deletes: BTreeSet<(Location, String)> = BTreeSet::new();
-    let mut events: Vec<(Location, NewDependencyEvent)> = Vec::new();
-    let mut sources: BTreeMap<Location, &NewResult> = BTreeMap::new();
-    let mut latencies: BTreeMap<(Location, String, Resolution, i64), LatencyBucketRow> =
-        BTreeMap::new();
-    for result in documents {
-        let report = result.dependencies.as_ref().expect("filtered above");
-        let location = (
-            result.monitor_id.clone(),
-            result.region.clone().unwrap_or_default(),
-        );
-        // Latency is history, added to like the rollups: a late document counts too.
-        for item in &report.items {
-            let Some(latency) = item.latency_ms else {
-                continue;
-            };
-            for resolution in [Resolution::Hour, Resolution::Day] {
-                let key = (
-                    location.clone(),
-                    item.name.clone(),
-                    resolution,
-                    resolution.bucket_of(result.ts),
-                );
-                let bucket = latencies.entry(key).or_insert(LatencyBucketRow {
-                    bucket_start: resolution.bucket_of(result.ts),
-                    count: 0,
-                    sum_ms: 0.0,
-                    min_ms: latency,
-                    max_ms: latency,
-                });
-                bucket.count += 1;
-                bucket.sum_ms += latency;
-                bucket.min_ms = bucket.min_ms.min(latency);
-                bucket.max_ms = bucket.max_ms.max(latency);
-            }
-        }
-        if newest.get(&location).is_some_and(|at| *at >= result.ts) {
-            continue;
-        }
-        newest.insert(location.clone(), result.ts);
-        let before = current.entry(location.clone()).or_default();
-        let diff = rules.dependency_diff(&location.0, &location.1, result.ts, before, report);
-        for name in &diff.gone {
-            before.retain(|row| &row.name != name);
-            upserts.remove(&(location.clone(), name.clone()));
-            deletes.insert((location.clone(), name.clone()));
-        }
-        for row in diff.upserts {
-            before.retain(|r| r.name != row.name);
-            before.push(row.clone());
-            deletes.remove(&(location.clone(), row.name.clone()));
-            upserts.insert((location.clone(), row.name.clone()), row);
-        }
-        events.extend(diff.events.into_iter().map(|e| (location.clone(), e)));
-        sources.insert(location.clone(), result);
-    }
-
-    for (location, name) in deletes {
-        tx.execute(
-            "DELETE FROM dependencies WHERE monitor_id = $1 AND region = $2 AND name = $3",
-            &[(&location.0).into(), (&location.1).into(), (&name).into()],
-        )
-        .await?;
-    }
-    for row in upserts.into_values() {
-        tx.execute(
-            "INSERT INTO dependencies \
-             (monitor_id, region, name, state, error, contact, details, changed_at, told) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
-             ON CONFLICT (monitor_id, region, name) DO UPDATE SET state = excluded.state, \
-             error = excluded.error, contact = excluded.contact, details = excluded.details, \
-             changed_at = excluded.changed_at, told = excluded.told",
-            &[
-                (&row.monitor_id).into(),
-                (&row.region).into(),
-                (&row.name).into(),
-                (&row.state).into(),
-                row.error.as_ref().into(),
-                row.contact.as_ref().into(),
-                row.details.as_ref().into(),
-                row.changed_at.into(),
-                i64::from(row.told).into(),
-            ],
-        )
-        .await?;
-    }
-    let mut noticed = false;
-    for (location, event) in events {
-        let id = uuid::Uuid::now_v7().to_string();
-        tx.execute(
-            "INSERT INTO dependency_events \
-             (id, monitor_id, region, name, at, kind, state, error, previous, notice) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-            &[
-                (&id).into(),
-                (&location.0).into(),
-                (&location.1).into(),
-                (&event.name).into(),
-                event.at.into(),
-                event.kind.into(),
-                (&event.state).into(),
-                event.error.as_ref().into(),
-                event.previous.as_ref().into(),
-                event.notice.into(),
-            ],
-        )
-        .await?;
-        noticed |= event.notice.is_some();
-    }
-    for (location, result) in sources {
-        let warnings = result
-            .dependencies
-            .as_ref()
-            .filter(|r| !r.warnings.is_empty())
-            .map(|r| serde_json::to_string(&r.warnings))
-            .transpose()?;
-        tx.execute(
-            "INSERT INTO dependency_sources (monitor_id, region, reported_at, result_id, warnings) \
-             VALUES ($1, $2, $3, $4, $5) \
-             ON CONFLICT (monitor_id, region) DO UPDATE SET reported_at = excluded.reported_at, \
-             result_id = excluded.result_id, warnings = excluded.warnings",
-            &[
-                (&location.0).into(),
-                (&location.1).into(),
-                result.ts.into(),
-                (&result.id).into(),
-                warnings.as_ref().into(),
-            ],
-        )
-        .await?;
-    }
-    for ((location, name, resolution, _), bucket) in latencies {
-        tx.execute(
-            "INSERT INTO dependency_latency \
-             (monitor_id, region, name, resolution, bucket_start, count, sum_ms, min_ms, max_ms) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
-             ON CONFLICT (monitor_id, region, name, resolution, bucket_start) DO UPDATE SET \
-             count = dependency_latency.count + excluded.count, \
-             sum_ms = dependency_latency.sum_ms + excluded.sum_ms, \
-             min_ms = CASE WHEN excluded.min_ms < dependency_latency.min_ms \
-                 THEN excluded.min_ms ELSE dependency_latency.min_ms END, \
-             max_ms = CASE WHEN excluded.max_ms > dependency_latency.max_ms \
-                 THEN excluded.max_ms ELSE dependency_latency.max_ms END",
-            &[
-                (&location.0).into(),
-                (&location.1).into(),
-                (&name).into(),
-                resolution.as_str().into(),
-                bucket.bucket_start.into(),
-                bucket.count.into(),
-                bucket.sum_ms.into(),
-                bucket.min_ms.into(),
-                bucket.max_ms.into(),
-            ],
-        )
-        .await?;
-    }
-    if noticed && backend == Backend::Postgres {
-        super::due::notify_due(tx).await?;
-    }
-    Ok(noticed)
 }
 
 /// A change awaiting its notice.
@@ -779,111 +469,13 @@ impl Store {
         tx.commit().await?;
         Ok(queued)
     }
-
-    /// Every alias, by alias.
-    pub async fn dependency_aliases(&self) -> anyhow::Result<Vec<AliasRow>> {
-        let rows: Vec<(String, String, i64)> = sqlx::query_as(
-            "SELECT alias, canonical, created_at FROM dependency_aliases ORDER BY alias",
-        )
-        .fetch_all(&self.pool)
-        .await?;
-        Ok(rows
-            .into_iter()
-            .map(|(alias, canonical, created_at)| AliasRow {
-                alias,
-                canonical,
-                created_at,
-            })
-            .collect())
-    }
-
-    /// The alias named `alias`.
-    pub async fn dependency_alias(&self, alias: &str) -> anyhow::Result<Option<AliasRow>> {
-        let row: Option<(String, String, i64)> = sqlx::query_as(
-            "SELECT alias, canonical, created_at FROM dependency_aliases WHERE alias = $1",
-        )
-        .bind(alias)
-        .fetch_optional(&self.pool)
-        .await?;
-        Ok(row.map(|(alias, canonical, created_at)| AliasRow {
-            alias,
-            canonical,
-            created_at,
-        }))
-    }
-
-    /// Stores `alias` if it keeps aliases one level deep and there are fewer than `max`: its
-    /// canonical name is no alias, its alias no canonical name of another, and no alias of
-    /// that name exists. Checked and written in one transaction that no other alias write
-    /// interleaves with (on PostgreSQL a table lock, other replicas included), so two aliases
-    /// made at once (`a`→`b`, `b`→`c`) cannot form a chain.
-    pub async fn insert_dependency_alias(
-        &self,
-        alias: &AliasRow,
-        max: u64,
-    ) -> anyhow::Result<AliasInsert> {
-        let _guard = self.write_lock().await;
-        let mut tx = self.writer.begin().await?;
-        if self.backend() == super::Backend::Postgres {
-            // Conflicts with itself, not with readers.
-            sqlx::query("LOCK TABLE dependency_aliases IN SHARE ROW EXCLUSIVE MODE")
-                .execute(&mut *tx)
-                .await?;
-        }
-        let (existing, canonical_is_alias, alias_is_canonical, count): (i64, i64, i64, i64) =
-            sqlx::query_as(
-                "SELECT \
-                 (SELECT COUNT(*) FROM dependency_aliases WHERE alias = $1), \
-                 (SELECT COUNT(*) FROM dependency_aliases WHERE alias = $2), \
-                 (SELECT COUNT(*) FROM dependency_aliases WHERE canonical = $1), \
-                 (SELECT COUNT(*) FROM dependency_aliases)",
-            )
-            .bind(&alias.alias)
-            .bind(&alias.canonical)
-            .fetch_one(&mut *tx)
-            .await?;
-        let refused = if canonical_is_alias > 0 {
-            Some(AliasInsert::CanonicalIsAlias)
-        } else if alias_is_canonical > 0 {
-            Some(AliasInsert::AliasIsCanonical)
-        } else if existing > 0 {
-            Some(AliasInsert::Exists)
-        } else if count.max(0) as u64 >= max {
-            Some(AliasInsert::Full)
-        } else {
-            None
-        };
-        if let Some(refused) = refused {
-            return Ok(refused);
-        }
-        sqlx::query(
-            "INSERT INTO dependency_aliases (alias, canonical, created_at) VALUES ($1, $2, $3)",
-        )
-        .bind(&alias.alias)
-        .bind(&alias.canonical)
-        .bind(alias.created_at)
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        Ok(AliasInsert::Stored)
-    }
-
-    /// Deletes the alias `alias`; returns whether there was one.
-    pub async fn delete_dependency_alias(&self, alias: &str) -> anyhow::Result<bool> {
-        let _guard = self.write_lock().await;
-        let deleted = sqlx::query("DELETE FROM dependency_aliases WHERE alias = $1")
-            .bind(alias)
-            .execute(&self.writer)
-            .await?
-            .rows_affected();
-        Ok(deleted == 1)
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::store::testing::{sqlite_store, NewestDecides};
+    use crate::store::{AliasInsert, AliasRow, NewResult};
 
     fn document(id: &str, ts: i64, items: &[(&str, &'static str, Option<&str>)]) -> NewResult {
         NewResult {

@@ -4,11 +4,15 @@
 //! epoch milliseconds (`BIGINT`), ids are UUID strings, flags are 0/1 and parameters are `$N`,
 //! which both dialects accept. Schema changes live in `migrations/<database>/`.
 
+mod assignments;
 mod audit;
 mod commands;
 mod conflicts;
+mod cursor;
 mod delivery;
 mod dependencies;
+mod dependency_aliases;
+mod dependency_reports;
 mod direct;
 mod due;
 mod events;
@@ -18,6 +22,7 @@ mod leases;
 mod locations;
 mod maintenance;
 mod managed;
+mod migrations;
 mod minutes;
 mod monitors;
 mod notifications;
@@ -32,19 +37,23 @@ mod results;
 mod rollups;
 mod sessions;
 mod statements;
+#[cfg(test)]
+pub(crate) mod testing;
 mod timeline;
 mod tokens;
 mod users;
 mod wakeups;
 
+pub use assignments::{AssignmentChange, Versioned};
 pub use commands::{Acked, CommandRow, NewCommand};
 pub use conflicts::is_conflict;
+pub use cursor::Cursor;
 pub use delivery::Attempt;
 pub use dependencies::{
-    AliasInsert, AliasRow, DependencyDiff, DependencyEventRow, DependencyReport, DependencyRow,
-    DependencySourceRow, LatencyBucketRow, NamedDependencyRow, NewDependencyEvent,
-    PendingNoticeRow, ReportedDependency,
+    DependencyDiff, DependencyEventRow, DependencyReport, DependencyRow, DependencySourceRow,
+    LatencyBucketRow, NamedDependencyRow, NewDependencyEvent, PendingNoticeRow, ReportedDependency,
 };
+pub use dependency_aliases::{AliasInsert, AliasRow};
 pub use due::Look;
 pub use events::EventRow;
 pub use gauges::ShownRow;
@@ -53,9 +62,7 @@ pub use locations::{LocationRow, LocationStatusRow};
 pub use maintenance::WindowRow;
 pub use managed::ManagedRow;
 pub use minutes::CountedResult;
-pub use monitors::{
-    AssignmentChange, LinkConflict, ListFilter, MonitorRow, OwnershipRow, StatusRow, Versioned,
-};
+pub use monitors::{LinkConflict, ListFilter, MonitorRow, OwnershipRow, StatusRow};
 pub use notifications::{AlertStateRow, AlertUpdate, ChannelRow, OutboxRow};
 pub use placement_due::{QueuedPlacement, Reach};
 pub use pollers::{HeartbeatUpdate, PollerRow};
@@ -80,13 +87,11 @@ pub use tokens::{RefreshTokenRow, RegistrationTokenRow};
 pub use users::{ApiKeyRow, KeyScope, UserConflict, UserRow, MADE_WITH_ADMIN_TOKEN};
 pub use wakeups::{VersionListener, Wakeup};
 
-use std::borrow::Cow;
 use std::str::FromStr;
 use std::time::Duration;
 
 use anyhow::Context;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
-use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::{AnyPool, Executor};
 use tokio::sync::{Mutex, MutexGuard};
 
@@ -154,403 +159,6 @@ pub struct Store {
     /// Held by a flush of the head (`result_index`).
     head_flushing: Mutex<()>,
 }
-
-const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
-    (
-        20261121000001,
-        "init",
-        include_str!("../../../migrations/sqlite/20261121000001_init.sql"),
-    ),
-    (
-        20261121000002,
-        "engine reports",
-        include_str!("../../../migrations/sqlite/20261121000002_engine_reports.sql"),
-    ),
-    (
-        20261121000003,
-        "token lifecycle",
-        include_str!("../../../migrations/sqlite/20261121000003_token_lifecycle.sql"),
-    ),
-    (
-        20261121000004,
-        "assignment log",
-        include_str!("../../../migrations/sqlite/20261121000004_assignment_log.sql"),
-    ),
-    (
-        20261121000005,
-        "online since",
-        include_str!("../../../migrations/sqlite/20261121000005_online_since.sql"),
-    ),
-    (
-        20261121000006,
-        "poller status changes",
-        include_str!("../../../migrations/sqlite/20261121000006_poller_status_changes.sql"),
-    ),
-    (
-        20261121000007,
-        "poller errors",
-        include_str!("../../../migrations/sqlite/20261121000007_poller_errors.sql"),
-    ),
-    (
-        20261121000008,
-        "verdict time",
-        include_str!("../../../migrations/sqlite/20261121000008_verdict_time.sql"),
-    ),
-    (
-        20261121000009,
-        "refresh revoked reason",
-        include_str!("../../../migrations/sqlite/20261121000009_refresh_revoked_reason.sql"),
-    ),
-    (
-        20261121000010,
-        "registration overlap",
-        include_str!("../../../migrations/sqlite/20261121000010_registration_overlap.sql"),
-    ),
-    (
-        20261123000011,
-        "leases",
-        include_str!("../../../migrations/sqlite/20261123000011_leases.sql"),
-    ),
-    (
-        20261123000013,
-        "lease held since",
-        include_str!("../../../migrations/sqlite/20261123000013_lease_held_since.sql"),
-    ),
-    (
-        20261124000014,
-        "locations",
-        include_str!("../../../migrations/sqlite/20261124000014_locations.sql"),
-    ),
-    (
-        20261124000015,
-        "notifications",
-        include_str!("../../../migrations/sqlite/20261124000015_notifications.sql"),
-    ),
-    (
-        20261125000016,
-        "rollups",
-        include_str!("../../../migrations/sqlite/20261125000016_rollups.sql"),
-    ),
-    (
-        20261125000017,
-        "web sessions",
-        include_str!("../../../migrations/sqlite/20261125000017_web_sessions.sql"),
-    ),
-    (
-        20261126000018,
-        "outbox per channel",
-        include_str!("../../../migrations/sqlite/20261126000018_outbox_per_channel.sql"),
-    ),
-    (
-        20261126000019,
-        "alertmanager api",
-        include_str!("../../../migrations/sqlite/20261126000019_alertmanager_api.sql"),
-    ),
-    (
-        20261127000020,
-        "verdict state",
-        include_str!("../../../migrations/sqlite/20261127000020_verdict_state.sql"),
-    ),
-    (
-        20261128000021,
-        "uptime time",
-        include_str!("../../../migrations/sqlite/20261128000021_uptime_time.sql"),
-    ),
-    (
-        20261129000022,
-        "token limits",
-        include_str!("../../../migrations/sqlite/20261129000022_token_limits.sql"),
-    ),
-    (
-        20261130000023,
-        "alert due",
-        include_str!("../../../migrations/sqlite/20261130000023_alert_due.sql"),
-    ),
-    (
-        20261201000024,
-        "assignment log version",
-        include_str!("../../../migrations/sqlite/20261201000024_assignment_log_version.sql"),
-    ),
-    (
-        20261201000025,
-        "location shown status",
-        include_str!("../../../migrations/sqlite/20261201000025_location_shown_status.sql"),
-    ),
-    (
-        20261201000026,
-        "placement due",
-        include_str!("../../../migrations/sqlite/20261201000026_placement_due.sql"),
-    ),
-    (
-        20261202000027,
-        "alert due steady",
-        include_str!("../../../migrations/sqlite/20261202000027_alert_due_steady.sql"),
-    ),
-    (
-        20261203000028,
-        "poller commands",
-        include_str!("../../../migrations/sqlite/20261203000028_poller_commands.sql"),
-    ),
-    (
-        20261204000029,
-        "dependencies",
-        include_str!("../../../migrations/sqlite/20261204000029_dependencies.sql"),
-    ),
-    (
-        20261205000030,
-        "maintenance_windows",
-        include_str!("../../../migrations/sqlite/20261205000030_maintenance_windows.sql"),
-    ),
-    (
-        20261206000031,
-        "tags",
-        include_str!("../../../migrations/sqlite/20261206000031_tags.sql"),
-    ),
-    (
-        20261207000032,
-        "parents",
-        include_str!("../../../migrations/sqlite/20261207000032_parents.sql"),
-    ),
-    (
-        20261208000033,
-        "heartbeats",
-        include_str!("../../../migrations/sqlite/20261208000033_heartbeats.sql"),
-    ),
-    (
-        20261209000034,
-        "maintenance_stop_checks",
-        include_str!("../../../migrations/sqlite/20261209000034_maintenance_stop_checks.sql"),
-    ),
-    (
-        20261210000035,
-        "users",
-        include_str!("../../../migrations/sqlite/20261210000035_users.sql"),
-    ),
-    (
-        20261211000036,
-        "audit",
-        include_str!("../../../migrations/sqlite/20261211000036_audit.sql"),
-    ),
-    (
-        20261212000037,
-        "audit_key_user",
-        include_str!("../../../migrations/sqlite/20261212000037_audit_key_user.sql"),
-    ),
-    (
-        20261213000038,
-        "managed_objects",
-        include_str!("../../../migrations/sqlite/20261213000038_managed_objects.sql"),
-    ),
-    (
-        20261214000039,
-        "api_key_maker",
-        include_str!("../../../migrations/sqlite/20261214000039_api_key_maker.sql"),
-    ),
-    // SQLite only: the results head's index (see `result_index`).
-    (
-        20261215000040,
-        "result_index",
-        include_str!("../../../migrations/sqlite/20261215000040_result_index.sql"),
-    ),
-];
-const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
-    (
-        20261121000001,
-        "init",
-        include_str!("../../../migrations/postgres/20261121000001_init.sql"),
-    ),
-    (
-        20261121000002,
-        "engine reports",
-        include_str!("../../../migrations/postgres/20261121000002_engine_reports.sql"),
-    ),
-    (
-        20261121000003,
-        "token lifecycle",
-        include_str!("../../../migrations/postgres/20261121000003_token_lifecycle.sql"),
-    ),
-    (
-        20261121000004,
-        "assignment log",
-        include_str!("../../../migrations/postgres/20261121000004_assignment_log.sql"),
-    ),
-    (
-        20261121000005,
-        "online since",
-        include_str!("../../../migrations/postgres/20261121000005_online_since.sql"),
-    ),
-    (
-        20261121000006,
-        "poller status changes",
-        include_str!("../../../migrations/postgres/20261121000006_poller_status_changes.sql"),
-    ),
-    (
-        20261121000007,
-        "poller errors",
-        include_str!("../../../migrations/postgres/20261121000007_poller_errors.sql"),
-    ),
-    (
-        20261121000008,
-        "verdict time",
-        include_str!("../../../migrations/postgres/20261121000008_verdict_time.sql"),
-    ),
-    (
-        20261121000009,
-        "refresh revoked reason",
-        include_str!("../../../migrations/postgres/20261121000009_refresh_revoked_reason.sql"),
-    ),
-    (
-        20261121000010,
-        "registration overlap",
-        include_str!("../../../migrations/postgres/20261121000010_registration_overlap.sql"),
-    ),
-    (
-        20261123000011,
-        "leases",
-        include_str!("../../../migrations/postgres/20261123000011_leases.sql"),
-    ),
-    // PostgreSQL only: the trigger behind cross-replica wake-ups (see `wakeups`).
-    (
-        20261123000012,
-        "assignment notify",
-        include_str!("../../../migrations/postgres/20261123000012_assignment_notify.sql"),
-    ),
-    (
-        20261123000013,
-        "lease held since",
-        include_str!("../../../migrations/postgres/20261123000013_lease_held_since.sql"),
-    ),
-    (
-        20261124000014,
-        "locations",
-        include_str!("../../../migrations/postgres/20261124000014_locations.sql"),
-    ),
-    (
-        20261124000015,
-        "notifications",
-        include_str!("../../../migrations/postgres/20261124000015_notifications.sql"),
-    ),
-    (
-        20261125000016,
-        "rollups",
-        include_str!("../../../migrations/postgres/20261125000016_rollups.sql"),
-    ),
-    (
-        20261125000017,
-        "web sessions",
-        include_str!("../../../migrations/postgres/20261125000017_web_sessions.sql"),
-    ),
-    (
-        20261126000018,
-        "outbox per channel",
-        include_str!("../../../migrations/postgres/20261126000018_outbox_per_channel.sql"),
-    ),
-    (
-        20261126000019,
-        "alertmanager api",
-        include_str!("../../../migrations/postgres/20261126000019_alertmanager_api.sql"),
-    ),
-    (
-        20261127000020,
-        "verdict state",
-        include_str!("../../../migrations/postgres/20261127000020_verdict_state.sql"),
-    ),
-    (
-        20261128000021,
-        "uptime time",
-        include_str!("../../../migrations/postgres/20261128000021_uptime_time.sql"),
-    ),
-    (
-        20261129000022,
-        "token limits",
-        include_str!("../../../migrations/postgres/20261129000022_token_limits.sql"),
-    ),
-    (
-        20261130000023,
-        "alert due",
-        include_str!("../../../migrations/postgres/20261130000023_alert_due.sql"),
-    ),
-    (
-        20261201000024,
-        "assignment log version",
-        include_str!("../../../migrations/postgres/20261201000024_assignment_log_version.sql"),
-    ),
-    (
-        20261201000025,
-        "location shown status",
-        include_str!("../../../migrations/postgres/20261201000025_location_shown_status.sql"),
-    ),
-    (
-        20261201000026,
-        "placement due",
-        include_str!("../../../migrations/postgres/20261201000026_placement_due.sql"),
-    ),
-    (
-        20261202000027,
-        "alert due steady",
-        include_str!("../../../migrations/postgres/20261202000027_alert_due_steady.sql"),
-    ),
-    (
-        20261203000028,
-        "poller commands",
-        include_str!("../../../migrations/postgres/20261203000028_poller_commands.sql"),
-    ),
-    (
-        20261204000029,
-        "dependencies",
-        include_str!("../../../migrations/postgres/20261204000029_dependencies.sql"),
-    ),
-    (
-        20261205000030,
-        "maintenance_windows",
-        include_str!("../../../migrations/postgres/20261205000030_maintenance_windows.sql"),
-    ),
-    (
-        20261206000031,
-        "tags",
-        include_str!("../../../migrations/postgres/20261206000031_tags.sql"),
-    ),
-    (
-        20261207000032,
-        "parents",
-        include_str!("../../../migrations/postgres/20261207000032_parents.sql"),
-    ),
-    (
-        20261208000033,
-        "heartbeats",
-        include_str!("../../../migrations/postgres/20261208000033_heartbeats.sql"),
-    ),
-    (
-        20261209000034,
-        "maintenance_stop_checks",
-        include_str!("../../../migrations/postgres/20261209000034_maintenance_stop_checks.sql"),
-    ),
-    (
-        20261210000035,
-        "users",
-        include_str!("../../../migrations/postgres/20261210000035_users.sql"),
-    ),
-    (
-        20261211000036,
-        "audit",
-        include_str!("../../../migrations/postgres/20261211000036_audit.sql"),
-    ),
-    (
-        20261212000037,
-        "audit_key_user",
-        include_str!("../../../migrations/postgres/20261212000037_audit_key_user.sql"),
-    ),
-    (
-        20261213000038,
-        "managed_objects",
-        include_str!("../../../migrations/postgres/20261213000038_managed_objects.sql"),
-    ),
-    (
-        20261214000039,
-        "api_key_maker",
-        include_str!("../../../migrations/postgres/20261214000039_api_key_maker.sql"),
-    ),
-];
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -716,33 +324,6 @@ impl Store {
             })
     }
 
-    async fn migrate(&self) -> anyhow::Result<()> {
-        let sources = match self.backend {
-            Backend::Sqlite => SQLITE_MIGRATIONS,
-            Backend::Postgres => POSTGRES_MIGRATIONS,
-        };
-        let migrations: Vec<Migration> = sources
-            .iter()
-            .map(|(version, description, sql)| {
-                Migration::new(
-                    *version,
-                    Cow::Borrowed(*description),
-                    MigrationType::Simple,
-                    Cow::Borrowed(*sql),
-                    false,
-                )
-            })
-            .collect();
-        let migrator = Migrator {
-            migrations: Cow::Owned(migrations),
-            ..Migrator::DEFAULT
-        };
-        migrator
-            .run(&self.pool)
-            .await
-            .context("applying database migrations failed")
-    }
-
     pub fn backend(&self) -> Backend {
         self.backend
     }
@@ -829,265 +410,11 @@ impl Store {
         .await?;
         Ok(())
     }
-
-    /// The current assignment version.
-    pub async fn assignment_version(&self) -> anyhow::Result<i64> {
-        let (version,): (i64,) =
-            sqlx::query_as("SELECT version FROM assignment_state WHERE id = 1")
-                .fetch_one(&self.pool)
-                .await?;
-        Ok(version)
-    }
-}
-
-/// Keyset pagination: the position after the last item of a page.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cursor {
-    pub key: i64,
-    pub id: String,
-}
-
-impl Cursor {
-    /// Opaque on the wire: `<key>.<id>`, with `key` a signed decimal of at most 18 digits and `id`
-    /// a lowercase UUID. Every string of that shape (the OpenAPI pattern
-    /// `^-?[0-9]{1,18}\.[0-9a-f-]{0,36}$`) decodes, so a client can never hold a cursor that
-    /// looks right and is refused.
-    pub fn encode(&self) -> String {
-        format!("{}.{}", self.key, self.id)
-    }
-
-    pub fn decode(text: &str) -> Option<Cursor> {
-        let (key, id) = text.split_once('.')?;
-        let digits = key.strip_prefix('-').unwrap_or(key);
-        let key_ok = (1..=18).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit());
-        let id_ok = id.len() <= 36
-            && id
-                .bytes()
-                .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f' | b'-'));
-        if !(key_ok && id_ok) {
-            return None;
-        }
-        Some(Cursor {
-            key: key.parse().ok()?,
-            id: id.to_string(),
-        })
-    }
-
-    /// Start of the first page.
-    pub fn start() -> Cursor {
-        Cursor::before_key(i64::MIN)
-    }
-
-    /// Just before every row whose key is `key` (ids sort after the empty string).
-    pub fn before_key(key: i64) -> Cursor {
-        Cursor {
-            key,
-            id: String::new(),
-        }
-    }
 }
 
 /// A flag column.
 fn flag(value: bool) -> i64 {
     i64::from(value)
-}
-
-#[cfg(test)]
-mod cursor_tests {
-    use super::Cursor;
-
-    #[test]
-    fn what_encode_writes_decodes_and_nothing_else_does() {
-        let cursor = Cursor {
-            key: -1_764_000_000_000,
-            id: "0f9e8d7c-6b5a-4f3e-9d2c-1b0a99887766".into(),
-        };
-        assert_eq!(Cursor::decode(&cursor.encode()), Some(cursor));
-        for text in ["999999999999999999.", "-5.abc", "0."] {
-            assert!(Cursor::decode(text).is_some(), "{text}");
-        }
-        for text in [
-            "",
-            ".",
-            "x.",
-            "+5.a",
-            "5",
-            "1234567890123456789.a",
-            "5.A",
-            "5.a.b",
-            "5. ",
-            "5.0123456789abcdef0123456789abcdef01234",
-        ] {
-            assert_eq!(Cursor::decode(text), None, "{text}");
-        }
-    }
-}
-
-#[cfg(test)]
-pub(crate) mod testing {
-    use std::collections::HashSet;
-    use std::future::Future;
-    use std::sync::{Arc, Mutex};
-
-    /// Lets every task spawned on this (current-thread) runtime run until it waits.
-    async fn settle() {
-        for _ in 0..100 {
-            tokio::task::yield_now().await;
-        }
-    }
-
-    /// Where `write` lands among ten ordinary writes queued behind one under way: how many of
-    /// them got the write lock before it was done (`write` is started once they all wait).
-    pub async fn place_among_queued_writes<F, Fut>(store: Arc<Store>, write: F) -> usize
-    where
-        F: FnOnce(Arc<Store>) -> Fut + Send + 'static,
-        Fut: Future<Output = ()> + Send + 'static,
-    {
-        const MARK: usize = usize::MAX;
-        let order: Arc<Mutex<Vec<usize>>> = Arc::default();
-        let under_way = store.write_lock().await;
-        let mut writers = Vec::new();
-        for i in 0..10 {
-            let (store, order) = (store.clone(), order.clone());
-            writers.push(tokio::spawn(async move {
-                let _write = store.write_lock().await;
-                order.lock().unwrap().push(i);
-                settle().await;
-            }));
-        }
-        settle().await;
-        let first = {
-            let (store, order) = (store.clone(), order.clone());
-            tokio::spawn(async move {
-                write(store).await;
-                order.lock().unwrap().push(MARK);
-            })
-        };
-        settle().await;
-        drop(under_way);
-        first.await.unwrap();
-        for writer in writers {
-            writer.await.unwrap();
-        }
-        let order = order.lock().unwrap();
-        assert_eq!(order.len(), 11, "{order:?}");
-        order.iter().position(|&i| i == MARK).unwrap()
-    }
-
-    use super::{IngestRules, PollerRow, Store, StoredVerdict, TimeCredit, TimePoint};
-
-    /// An enabled poller of no region, created at `created_at`, last heard from at `now`.
-    pub fn poller_row(created_at: i64, now: i64) -> PollerRow {
-        PollerRow {
-            id: uuid::Uuid::new_v4().to_string(),
-            name: "p".into(),
-            alias: None,
-            region: None,
-            datacenter: None,
-            capabilities: "http".into(),
-            capability_limit: None,
-            version: Some("test".into()),
-            enabled: true,
-            registration_token_id: None,
-            created_at,
-            last_heartbeat_at: Some(now),
-            last_upload_at: None,
-            queue_depth: 0,
-            oldest_queued_at: None,
-            dropped_results: 0,
-            assignment_version: None,
-            deleted_at: None,
-            scheduler_health: None,
-            online_since: Some(created_at),
-            status: None,
-            status_since: None,
-            last_error: None,
-            last_error_at: None,
-        }
-    }
-    use crate::service::uptime::Timeline;
-
-    /// Confirms every verdict at once (thresholds of 1), and lets every result stand for at
-    /// most 2 minutes (a one-minute monitor), for store tests.
-    pub struct NewestDecides;
-
-    pub const STORE_TEST_TIMELINE: Timeline = Timeline {
-        cap_ms: 120_000,
-        quorum: None,
-        pause: None,
-    };
-
-    impl IngestRules for NewestDecides {
-        fn advance(&self, _: &str, state: StoredVerdict, result: &str) -> StoredVerdict {
-            let run = match state.status.as_deref() {
-                Some(status) if status == result => state.run_length + 1,
-                _ => 1,
-            };
-            StoredVerdict {
-                confirmed: Some(result.to_string()),
-                status: Some(result.to_string()),
-                run_length: run,
-            }
-        }
-
-        fn unchanged_until(&self, _: &str, ts: i64) -> i64 {
-            crate::service::status::unchanged_until(ts, 60_000)
-        }
-
-        fn interval_ms(&self, _: &str) -> i64 {
-            60_000
-        }
-
-        fn lookback_ms(&self, _: &str) -> i64 {
-            STORE_TEST_TIMELINE.cap_ms
-        }
-
-        fn credit_time(
-            &self,
-            _: &str,
-            _: Option<&str>,
-            history: &[&TimePoint],
-            new: &HashSet<&str>,
-            old_until: Option<i64>,
-            new_until: i64,
-        ) -> Vec<TimeCredit> {
-            STORE_TEST_TIMELINE.credit(history, new, old_until, new_until)
-        }
-
-        fn dependency_diff(
-            &self,
-            monitor_id: &str,
-            region: &str,
-            at: i64,
-            before: &[super::DependencyRow],
-            report: &super::DependencyReport,
-        ) -> super::DependencyDiff {
-            crate::service::dependencies::rules::diff(monitor_id, region, at, before, report, false)
-        }
-    }
-
-    /// A result of monitor `m1`, checked from one place at `ts`, 5 ms.
-    pub fn result(id: &str, ts: i64, status: &str) -> super::NewResult {
-        super::NewResult {
-            id: id.into(),
-            monitor_id: "m1".into(),
-            region: None,
-            ts,
-            status: status.into(),
-            latency_ms: Some(5),
-            msg: String::new(),
-            meta: "{}".into(),
-            next_due_at: None,
-            dependencies: None,
-        }
-    }
-
-    /// A store on a fresh SQLite file that lives as long as the returned directory.
-    pub async fn sqlite_store() -> (Store, tempfile::TempDir) {
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}", dir.path().join("central.db").display());
-        (Store::connect(&url).await.unwrap(), dir)
-    }
 }
 
 /// Why central cannot run on this SQLite URL, if it cannot. The pool and the writer open it

@@ -471,7 +471,7 @@ impl Store {
         }
         self.add_to_rollups(tx, &stored, &credits).await?;
         let dependency_notices =
-            super::dependencies::record(tx, self.backend(), &stored, rules).await?;
+            super::dependency_reports::record(tx, self.backend(), &stored, rules).await?;
         // Each monitor's newest stored result of the batch: news, a confirmation that keeps
         // it from going overdue for a while (which a steady monitor takes without a look), or
         // one already overdue on arrival (a queue flushed late), which is looked at.

@@ -1,0 +1,167 @@
+//! Helpers for the store's unit tests and the service's (test builds only): a SQLite store in a
+//! temporary directory, rows and results to write, simple ingest rules, and a way to place a
+//! write among queued ones. Must not be reached from code that ships.
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+use super::{IngestRules, PollerRow, Store, StoredVerdict, TimeCredit, TimePoint};
+
+/// Lets every task spawned on this (current-thread) runtime run until it waits.
+async fn settle() {
+    for _ in 0..100 {
+        tokio::task::yield_now().await;
+    }
+}
+
+/// Where `write` lands among ten ordinary writes queued behind one under way: how many of
+/// them got the write lock before it was done (`write` is started once they all wait).
+pub async fn place_among_queued_writes<F, Fut>(store: Arc<Store>, write: F) -> usize
+where
+    F: FnOnce(Arc<Store>) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    const MARK: usize = usize::MAX;
+    let order: Arc<Mutex<Vec<usize>>> = Arc::default();
+    let under_way = store.write_lock().await;
+    let mut writers = Vec::new();
+    for i in 0..10 {
+        let (store, order) = (store.clone(), order.clone());
+        writers.push(tokio::spawn(async move {
+            let _write = store.write_lock().await;
+            order.lock().unwrap().push(i);
+            settle().await;
+        }));
+    }
+    settle().await;
+    let first = {
+        let (store, order) = (store.clone(), order.clone());
+        tokio::spawn(async move {
+            write(store).await;
+            order.lock().unwrap().push(MARK);
+        })
+    };
+    settle().await;
+    drop(under_way);
+    first.await.unwrap();
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    let order = order.lock().unwrap();
+    assert_eq!(order.len(), 11, "{order:?}");
+    order.iter().position(|&i| i == MARK).unwrap()
+}
+
+/// An enabled poller of no region, created at `created_at`, last heard from at `now`.
+pub fn poller_row(created_at: i64, now: i64) -> PollerRow {
+    PollerRow {
+        id: uuid::Uuid::new_v4().to_string(),
+        name: "p".into(),
+        alias: None,
+        region: None,
+        datacenter: None,
+        capabilities: "http".into(),
+        capability_limit: None,
+        version: Some("test".into()),
+        enabled: true,
+        registration_token_id: None,
+        created_at,
+        last_heartbeat_at: Some(now),
+        last_upload_at: None,
+        queue_depth: 0,
+        oldest_queued_at: None,
+        dropped_results: 0,
+        assignment_version: None,
+        deleted_at: None,
+        scheduler_health: None,
+        online_since: Some(created_at),
+        status: None,
+        status_since: None,
+        last_error: None,
+        last_error_at: None,
+    }
+}
+use crate::service::uptime::Timeline;
+
+/// Confirms every verdict at once (thresholds of 1), and lets every result stand for at
+/// most 2 minutes (a one-minute monitor), for store tests.
+pub struct NewestDecides;
+
+pub const STORE_TEST_TIMELINE: Timeline = Timeline {
+    cap_ms: 120_000,
+    quorum: None,
+    pause: None,
+};
+
+impl IngestRules for NewestDecides {
+    fn advance(&self, _: &str, state: StoredVerdict, result: &str) -> StoredVerdict {
+        let run = match state.status.as_deref() {
+            Some(status) if status == result => state.run_length + 1,
+            _ => 1,
+        };
+        StoredVerdict {
+            confirmed: Some(result.to_string()),
+            status: Some(result.to_string()),
+            run_length: run,
+        }
+    }
+
+    fn unchanged_until(&self, _: &str, ts: i64) -> i64 {
+        crate::service::status::unchanged_until(ts, 60_000)
+    }
+
+    fn interval_ms(&self, _: &str) -> i64 {
+        60_000
+    }
+
+    fn lookback_ms(&self, _: &str) -> i64 {
+        STORE_TEST_TIMELINE.cap_ms
+    }
+
+    fn credit_time(
+        &self,
+        _: &str,
+        _: Option<&str>,
+        history: &[&TimePoint],
+        new: &HashSet<&str>,
+        old_until: Option<i64>,
+        new_until: i64,
+    ) -> Vec<TimeCredit> {
+        STORE_TEST_TIMELINE.credit(history, new, old_until, new_until)
+    }
+
+    fn dependency_diff(
+        &self,
+        monitor_id: &str,
+        region: &str,
+        at: i64,
+        before: &[super::DependencyRow],
+        report: &super::DependencyReport,
+    ) -> super::DependencyDiff {
+        crate::service::dependencies::rules::diff(monitor_id, region, at, before, report, false)
+    }
+}
+
+/// A result of monitor `m1`, checked from one place at `ts`, 5 ms.
+pub fn result(id: &str, ts: i64, status: &str) -> super::NewResult {
+    super::NewResult {
+        id: id.into(),
+        monitor_id: "m1".into(),
+        region: None,
+        ts,
+        status: status.into(),
+        latency_ms: Some(5),
+        msg: String::new(),
+        meta: "{}".into(),
+        next_due_at: None,
+        dependencies: None,
+    }
+}
+
+/// A store on a fresh SQLite file that lives as long as the returned directory.
+pub async fn sqlite_store() -> (Store, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("central.db").display());
+    (Store::connect(&url).await.unwrap(), dir)
+}
