@@ -6,15 +6,18 @@
 //! Writers that mark several monitors due (ingest, a window's edit) take their rows in one
 //! pass in id order, and a cycle that cannot be ordered away (a deletion) is run again.
 //!
+//! Uploads and the fold of closed hours into days (`store::rollup_folding`) run at once too.
+//!
 //! Always on PostgreSQL (a server of its own): SQLite has one writer at a time, so no cycle.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use central::store::{
     DependencyDiff, DependencyReport, DependencyRow, IngestRules, Look, MonitorRow, NewResult,
-    Store, StoredVerdict, TimeCredit, TimePoint,
+    Resolution, RollupSums, Store, StoredVerdict, TimeCredit, TimePoint,
 };
 use e2e::eventually;
 use e2e::postgres::Postgres;
@@ -382,5 +385,161 @@ async fn ingest_locks_its_due_rows_in_one_pass() -> anyhow::Result<()> {
         0,
         "a deadlock was broken (and the upload run again)"
     );
+    Ok(())
+}
+
+const HOUR: i64 = 3_600_000;
+/// Two hours before a UTC midnight: the results' six hours span two days.
+const FOLD_START: i64 = 20_000 * 86_400_000 - 2 * HOUR;
+const FOLD_UPLOADERS: usize = 3;
+const FOLD_BATCHES: usize = 30;
+const PER_BATCH: usize = 8;
+/// What results are of: two monitors checked as a whole, one from two locations.
+const FOLD_MONITORS: [&str; 3] = ["a", "b", "c"];
+
+/// The `n`th result of uploader `u`, in an order that jumps between hours (a small linear
+/// congruential walk), so that many arrive after their hour was folded.
+fn folding_result(u: usize, n: usize) -> NewResult {
+    let walk = (n * 7_919 + u * 104_729) % 10_007;
+    let monitor = FOLD_MONITORS[walk % FOLD_MONITORS.len()];
+    // A poller checks a monitor from its own location only.
+    let region = (monitor == "c").then_some(["eu", "us"][u % 2]);
+    let up = !walk.is_multiple_of(5);
+    NewResult {
+        id: format!("u{u}-{n}"),
+        monitor_id: monitor.into(),
+        region: region.map(Into::into),
+        ts: FOLD_START + (walk as i64 * 2_161) % (6 * HOUR),
+        status: if up { "up" } else { "down" }.into(),
+        latency_ms: Some((walk % 900) as i64),
+        msg: String::new(),
+        meta: "{}".into(),
+        next_due_at: None,
+        dependencies: None,
+    }
+}
+
+/// (up, down, latency sum) per place and day.
+type Model = BTreeMap<(String, String, i64), (i64, i64, i64)>;
+
+fn folding_model() -> Model {
+    let mut model = Model::new();
+    for u in 0..FOLD_UPLOADERS {
+        for n in 0..FOLD_BATCHES * PER_BATCH {
+            let r = folding_result(u, n);
+            let day = Resolution::Day.bucket_of(r.ts);
+            for region in std::iter::once("").chain(r.region.as_deref()) {
+                let counts = model
+                    .entry((r.monitor_id.clone(), region.to_string(), day))
+                    .or_default();
+                if r.status == "up" {
+                    counts.0 += 1;
+                    counts.2 += r.latency_ms.unwrap();
+                } else {
+                    counts.1 += 1;
+                }
+            }
+        }
+    }
+    model
+}
+
+fn counts(sums: &RollupSums) -> (i64, i64, i64) {
+    (sums.up, sums.down, sums.latency_sum)
+}
+
+/// The fold locks the hour rows it folds and ingest's upsert of an hour row reads whether it
+/// was folded (`store::rollup_folding`): however uploads and folds interleave, each result is
+/// in its day exactly once, and neither deadlocks with the other. On SQLite (one writer) the
+/// same is checked against a model in `store::rollup_folding::tests`.
+#[tokio::test]
+async fn uploads_and_folds_at_once_put_each_result_in_its_day_once() -> anyhow::Result<()> {
+    let server = Postgres::start().await?;
+    let url = server.create_database("central").await?;
+    let store = Arc::new(Store::connect(&url).await?);
+    let mut tasks = Vec::new();
+    for u in 0..FOLD_UPLOADERS {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            for b in 0..FOLD_BATCHES {
+                let batch: Vec<NewResult> = (b * PER_BATCH..(b + 1) * PER_BATCH)
+                    .map(|n| folding_result(u, n))
+                    .collect();
+                store
+                    .insert_results(&format!("p{u}"), &batch, b as i64, &ConfirmedAtOnce)
+                    .await?;
+                // A re-sent batch counts nothing.
+                if b.is_multiple_of(7) {
+                    store
+                        .insert_results(&format!("p{u}"), &batch, b as i64, &ConfirmedAtOnce)
+                        .await?;
+                }
+            }
+            anyhow::Ok(())
+        }));
+    }
+    let folder = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            // Small steps over moving bounds: folds stop between rows of one hour.
+            for round in 0..120 {
+                let before = FOLD_START + (round % 7) * HOUR;
+                store.fold_hours(before, 3).await?;
+                tokio::task::yield_now().await;
+            }
+            anyhow::Ok(())
+        })
+    };
+    for task in tasks {
+        task.await??;
+    }
+    folder.await??;
+    let model = folding_model();
+    let check = |label: &'static str| {
+        let store = store.clone();
+        let model = model.clone();
+        async move {
+            for (monitor, region) in [("a", ""), ("b", ""), ("c", ""), ("c", "eu"), ("c", "us")] {
+                let days = store
+                    .rollup_buckets(monitor, region, Resolution::Day, 0, 10)
+                    .await?;
+                let read: BTreeMap<i64, (i64, i64, i64)> = days
+                    .iter()
+                    .map(|d| (d.bucket_start, counts(&d.sums)))
+                    .collect();
+                let expected: BTreeMap<i64, (i64, i64, i64)> = model
+                    .iter()
+                    .filter(|((m, r, _), _)| m == monitor && r == region)
+                    .map(|((_, _, day), c)| (*day, *c))
+                    .collect();
+                assert_eq!(read, expected, "{label}: {monitor} {region:?}");
+                let mut of_hours: BTreeMap<i64, RollupSums> = BTreeMap::new();
+                for hour in store
+                    .rollup_buckets(monitor, region, Resolution::Hour, 0, 100)
+                    .await?
+                {
+                    of_hours
+                        .entry(Resolution::Day.bucket_of(hour.bucket_start))
+                        .or_default()
+                        .add(&hour.sums);
+                }
+                let days: BTreeMap<i64, RollupSums> =
+                    days.into_iter().map(|d| (d.bucket_start, d.sums)).collect();
+                assert_eq!(days, of_hours, "{label}: {monitor} {region:?}");
+            }
+            anyhow::Ok(())
+        }
+    };
+    check("some hours folded").await?;
+    while store.fold_hours(i64::MAX, 50).await? > 0 {}
+    check("every hour folded").await?;
+    let mut watcher = PgConnection::connect(&server.url("central")).await?;
+    let (unfolded, deadlocks): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT COUNT(*) FROM rollups WHERE folded = 0), \
+            (SELECT deadlocks FROM pg_stat_database WHERE datname = current_database())",
+    )
+    .fetch_one(&mut watcher)
+    .await?;
+    assert_eq!((unfolded, deadlocks), (0, 0));
     Ok(())
 }

@@ -1,13 +1,13 @@
 //! Background work, in one place. Every replica runs a few duties of its own (the lease loop,
 //! wake-ups from other replicas, following the admin token and the signing keys, flushing the
-//! results head on SQLite); the replica
-//! that holds the duties lease (`cluster::lease`) runs the duties that must run once at a time:
-//! `liveness` (pollers' status and placement), `alerting` (looks and the outbox), notification
-//! delivery (`notify::dispatch`) and `upkeep` (compaction, pruning). Those are started together
-//! when this replica takes the lease and cancelled together when it loses it, so that none of
-//! them asks whether it leads, and each holding starts afresh (liveness places every monitor,
-//! upkeep prunes at once). Every duty is supervised: one that panics is logged and started
-//! again after a pause, never silently gone. This module knows nothing of what the duties do.
+//! results head on SQLite); the replica that holds the duties lease (`cluster::lease`) runs the
+//! duties that must run once at a time: `liveness` (pollers' status and placement), `alerting`
+//! (looks and the outbox), notification delivery (`notify::dispatch`) and `upkeep`
+//! (compaction, pruning, folding rollups). Those are started together when this replica takes
+//! the lease and cancelled together when it loses it, so that none of them asks whether it
+//! leads, and each holding starts afresh (liveness places every monitor, upkeep prunes and
+//! folds at once). Every duty is supervised: one that panics is logged and started again after
+//! a pause, never silently gone. This module knows nothing of what the duties do.
 
 pub mod alerting;
 pub mod liveness;
@@ -63,6 +63,10 @@ async fn lead(app: Arc<App>, mut leadership: Leadership) {
         }));
         let a = app.clone();
         duties.spawn(supervised("upkeep", move || upkeep::run(a.clone())));
+        let a = app.clone();
+        duties.spawn(supervised("rollup folding", move || {
+            upkeep::fold_rollups(a.clone())
+        }));
         leadership.lost().await;
         // Aborted wherever they are: a delivery under way is not recorded here, and its
         // claim keeps the next holder off the row until it expires (`notify::dispatch`).

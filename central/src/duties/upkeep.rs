@@ -1,13 +1,15 @@
 //! Periodic upkeep. On the lease holder (`run`): compacting the assignment log, pruning engine
 //! events and status changes older than 30 days, results and rollups past their retention,
 //! and audit entries past `CENTRAL_AUDIT_RETENTION`, at once when a holding starts and every
-//! hour after. On every replica: picking up signing keys rotated elsewhere, every minute
+//! hour after; and folding the rollups' closed hours into days as each hour closes
+//! (`fold_rollups`). On every replica: picking up signing keys rotated elsewhere, every minute
 //! (`follow_signing_keys`), and on SQLite flushing the results head (`flush_results_head`). Owns no
 //! state; what it prunes is `service::retention`'s and `service::history`'s to decide.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::service::folding::next_close_in;
 use crate::service::App;
 use crate::store::result_index::FLUSH_EVERY;
 use crate::store::Backend;
@@ -57,6 +59,20 @@ pub async fn flush_results_head(app: Arc<App>) {
             // Kept in the head and taken by the next round; a start rebuilds it anyway.
             Err(e) => tracing::warn!("flushing the results head failed: {e:#}"),
         }
+    }
+}
+
+/// On the lease holder: folds the rollups' closed hours into their days
+/// (`service::folding`), at once when a holding starts (catching up on what no holder folded)
+/// and then each time an hour closes. Cost per round: the hour rows of the hours closed since.
+pub async fn fold_rollups(app: Arc<App>) {
+    loop {
+        match app.fold_closed_hours().await {
+            Ok(folded) => tracing::debug!(folded, "folded closed hours into days"),
+            // Unfolded hours are read as such (`store::rollups`); the next round takes them.
+            Err(e) => tracing::warn!("folding closed hours into days failed: {e:#}"),
+        }
+        tokio::time::sleep(next_close_in(app.now_ms())).await;
     }
 }
 

@@ -16,6 +16,7 @@ pub mod clock;
 pub mod commands;
 pub mod dependencies;
 pub mod engine_health;
+pub mod folding;
 pub mod hashing;
 pub mod history;
 pub mod ingest;

@@ -11,7 +11,7 @@ use super::App;
 use crate::store::{Cursor, ExpiringResult, Resolution};
 
 /// Rows per pruning step.
-const PRUNE_STEP: u32 = 500;
+pub(super) const PRUNE_STEP: u32 = 500;
 /// Between steps, other writers get the database.
 const PAUSE_BETWEEN_STEPS: Duration = Duration::from_millis(5);
 
@@ -69,9 +69,9 @@ impl Thinning {
     }
 }
 
-/// Runs `step` (which deletes up to `PRUNE_STEP` rows) until it deletes fewer, pausing between
-/// steps; returns how many rows went.
-async fn in_steps<F, Fut>(mut step: F) -> anyhow::Result<u64>
+/// Runs `step` (which deletes, or folds, up to `PRUNE_STEP` rows) until it takes fewer,
+/// pausing between steps; returns how many rows it took.
+pub(super) async fn in_steps<F, Fut>(mut step: F) -> anyhow::Result<u64>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = anyhow::Result<u64>>,

@@ -184,7 +184,7 @@ impl Timeline {
     }
 
     /// What newly stored results change in the time credited to one monitor or location, as
-    /// bucket deltas of every stored resolution (negative where a new result cuts an older one's span
+    /// deltas of the buckets ingest writes (negative where a new result cuts an older one's span
     /// short). The rollups always hold what the whole history says of the time before the
     /// newest result (`old_until`, then `new_until`): before the earliest new result nothing
     /// changed, so the delta is the history with the new results minus the history without
@@ -290,15 +290,14 @@ pub fn outside(spans: Vec<Span>, quiet: &[(i64, i64)]) -> Vec<Span> {
 type BucketTime = BTreeMap<(Resolution, i64), (i64, i64)>;
 
 /// Adds (`sign` 1) or takes away (-1) the spans' time, split at bucket boundaries, in the
-/// buckets of every stored resolution (minute history is derived when read, `per_bucket`).
-/// Cost: one entry per bucket a span touches.
+/// buckets ingest writes (`Resolution::WRITTEN`: days are folded from hours, minute history
+/// is derived when read, `per_bucket`). Cost: one entry per bucket a span touches.
 fn add_spans(deltas: &mut BucketTime, spans: &[Span], sign: i64) {
-    for resolution in Resolution::STORED {
-        for (bucket, (up, down)) in per_bucket(spans, resolution) {
-            let entry = deltas.entry((resolution, bucket)).or_default();
-            entry.0 += sign * up;
-            entry.1 += sign * down;
-        }
+    let resolution = Resolution::WRITTEN;
+    for (bucket, (up, down)) in per_bucket(spans, resolution) {
+        let entry = deltas.entry((resolution, bucket)).or_default();
+        entry.0 += sign * up;
+        entry.1 += sign * down;
     }
 }
 

@@ -206,6 +206,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "result_index",
         include_str!("../../../migrations/sqlite/20261215000040_result_index.sql"),
     ),
+    (
+        20261216000041,
+        "rollups_folded",
+        include_str!("../../../migrations/sqlite/20261216000041_rollups_folded.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -403,6 +408,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261214000039,
         "api_key_maker",
         include_str!("../../../migrations/postgres/20261214000039_api_key_maker.sql"),
+    ),
+    (
+        20261216000041,
+        "rollups_folded",
+        include_str!("../../../migrations/postgres/20261216000041_rollups_folded.sql"),
     ),
 ];
 

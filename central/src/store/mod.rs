@@ -34,6 +34,7 @@ mod result_history;
 pub mod result_index;
 mod result_pruning;
 mod results;
+mod rollup_folding;
 mod rollups;
 mod sessions;
 mod statements;

@@ -1,10 +1,11 @@
 //! Rollups: hour and day buckets (UTC) of each monitor's results, for the whole monitor
 //! (region `''`) and per location: counts, latency, and the time the results stood for up and
-//! down. They are added to in the results' own transaction, so a result counts exactly when it
-//! is stored, and read for uptime and history without touching raw results. Minute buckets are
-//! no longer written (`Resolution::STORED`): minute history is derived from the results when
-//! read (`store::minutes`, `service::history::minutes`); minute rows written before that are
-//! only pruned. Windows and percentiles are the service's (`service::history`), what time a
+//! down. Hours are added to in the results' own transaction, so a result counts exactly when it
+//! is stored; days are folded from closed hours (`rollup_folding`), and reads of days add the
+//! hours not folded yet. Both are read for uptime and history without touching raw results.
+//! Minute buckets are no longer written (`Resolution::STORED`): minute history is derived from
+//! the results when read (`store::minutes`, `service::history::minutes`); minute rows written
+//! before that are only pruned. Windows and percentiles are the service's (`service::history`), what time a
 //! result stands for is `service::uptime`'s (handed in as `TimeCredit`s); neither is this
 //! file's.
 
@@ -40,6 +41,9 @@ impl Resolution {
     /// usual intervals: at 100,000 monitors its row and key were a third of the writes per
     /// result (docs/benchmarks.md), for what the results themselves already say.
     pub const STORED: [Resolution; 2] = [Resolution::Hour, Resolution::Day];
+    /// The resolution ingest writes and credits time to: days are folded from closed hours
+    /// (`store::rollup_folding`), a day row once per hour rather than once per result.
+    pub const WRITTEN: Resolution = Resolution::Hour;
 
     pub fn width_ms(self) -> i64 {
         match self {
@@ -189,19 +193,19 @@ struct RollupKey {
     bucket_start: i64,
 }
 
-/// The counts newly stored results add, per bucket of every stored resolution, for the whole
-/// monitor and for the result's location, with the time they credit; in key order, so that
-/// concurrent batches take row locks in one order on PostgreSQL.
+const HOUR: Resolution = Resolution::WRITTEN;
+
+/// The counts newly stored results add to their hour buckets (days are folded from hours,
+/// `rollup_folding`), for the whole monitor and for the result's location, with the time they
+/// credit; in key order, so that concurrent batches take row locks in one order on PostgreSQL.
 fn rollup_deltas(results: &[&NewResult], credits: &Credits) -> BTreeMap<RollupKey, RollupSums> {
     let mut deltas: BTreeMap<RollupKey, RollupSums> = BTreeMap::new();
-    let stored = |credit: &&(String, String, super::TimeCredit)| {
-        Resolution::STORED.contains(&credit.2.resolution)
-    };
-    for (monitor_id, region, credit) in credits.iter().filter(stored) {
+    let hourly = |credit: &&(String, String, super::TimeCredit)| credit.2.resolution == HOUR;
+    for (monitor_id, region, credit) in credits.iter().filter(hourly) {
         let key = RollupKey {
             monitor_id: monitor_id.clone(),
             region: region.clone(),
-            resolution: credit.resolution,
+            resolution: HOUR,
             bucket_start: credit.bucket_start,
         };
         let sums = deltas.entry(key).or_default();
@@ -209,20 +213,18 @@ fn rollup_deltas(results: &[&NewResult], credits: &Credits) -> BTreeMap<RollupKe
         sums.down_ms += credit.down_ms;
     }
     for result in results {
-        for resolution in Resolution::STORED {
-            let regions = std::iter::once("").chain(result.region.as_deref());
-            for region in regions {
-                let key = RollupKey {
-                    monitor_id: result.monitor_id.clone(),
-                    region: region.to_string(),
-                    resolution,
-                    bucket_start: resolution.bucket_of(result.ts),
-                };
-                deltas
-                    .entry(key)
-                    .or_default()
-                    .count(&result.status, result.latency_ms);
-            }
+        let regions = std::iter::once("").chain(result.region.as_deref());
+        for region in regions {
+            let key = RollupKey {
+                monitor_id: result.monitor_id.clone(),
+                region: region.to_string(),
+                resolution: HOUR,
+                bucket_start: HOUR.bucket_of(result.ts),
+            };
+            deltas
+                .entry(key)
+                .or_default()
+                .count(&result.status, result.latency_ms);
         }
     }
     deltas
@@ -256,60 +258,132 @@ const COUNTED: [&str; 7] = [
 /// Rows of buckets per statement.
 const ROLLUP_CHUNK: usize = 500;
 
+/// The columns that sum: the counts, the time, the bands.
+pub(super) fn summed_columns() -> Vec<String> {
+    COUNTED
+        .iter()
+        .map(|c| c.to_string())
+        .chain(band_columns())
+        .collect()
+}
+
+/// How an insert of buckets meets the buckets already there: it adds to them (the extremes by
+/// `MIN` and `MAX`). Ingest's and the fold's (`rollup_folding`).
+pub(super) fn adding_on_conflict() -> String {
+    let sums = summed_columns()
+        .iter()
+        .map(|column| format!("{column} = rollups.{column} + excluded.{column}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "ON CONFLICT (monitor_id, region, resolution, bucket_start) DO UPDATE SET {sums}, \
+            latency_min = CASE WHEN rollups.latency_min IS NULL \
+                OR excluded.latency_min < rollups.latency_min \
+                THEN excluded.latency_min ELSE rollups.latency_min END, \
+            latency_max = CASE WHEN rollups.latency_max IS NULL \
+                OR excluded.latency_max > rollups.latency_max \
+                THEN excluded.latency_max ELSE rollups.latency_max END"
+    )
+}
+
+/// Ingest's upsert of deltas (`$1`, a JSON array of `RollupSums::to_json`). Hour rows start
+/// unfolded, and the statement returns each hour row's key and whether it was folded already;
+/// day rows (added to directly, for hours folded already) are folded from the start.
+fn upsert(backend: super::Backend, resolution: Resolution) -> String {
+    let summed = summed_columns();
+    // By position (`RollupSums::to_json`): the key, then the sums.
+    let at = |position: usize| format!("r.value ->> {position}");
+    let key = [
+        at(0),
+        at(1),
+        at(2),
+        format!("CAST({} AS BIGINT)", at(3)),
+        format!("CAST({} AS BIGINT)", at(4)),
+        format!("CAST({} AS BIGINT)", at(5)),
+    ]
+    .join(", ");
+    let values = (0..summed.len())
+        .map(|i| format!("CAST({} AS BIGINT)", at(DELTA_KEY.len() + i)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let (folded, returning) = match resolution {
+        HOUR => (
+            0,
+            " RETURNING monitor_id, region, bucket_start, CAST(folded AS BIGINT)",
+        ),
+        _ => (1, ""),
+    };
+    format!(
+        "INSERT INTO rollups ({}, {}, folded) SELECT {key}, {values}, {folded} FROM {rows} \
+         WHERE true {}{returning}",
+        DELTA_KEY.join(", "),
+        summed.join(", "),
+        adding_on_conflict(),
+        rows = json_rows(backend, "$1"),
+    )
+}
+
+/// The first day boundary at or after `ts`: an hour's day starts at or after `ts` exactly when
+/// the hour does.
+fn day_at_or_after(ts: i64) -> i64 {
+    let day = Resolution::Day.width_ms();
+    ts.saturating_add(day - 1).div_euclid(day) * day
+}
+
+/// On SQLite, the hint that reads of unfolded hours take the small partial index
+/// (`rollups_unfolded`) rather than the key, which would walk every hour of the window.
+fn unfolded_index(backend: super::Backend) -> &'static str {
+    match backend {
+        super::Backend::Sqlite => " INDEXED BY rollups_unfolded",
+        super::Backend::Postgres => "",
+    }
+}
+
 impl Store {
-    /// Adds the counts of newly stored results to their buckets (inside the results' insert).
+    /// Adds the counts of newly stored results to their hour buckets (inside the results'
+    /// insert), and to their day buckets for the hours already folded into them (a late
+    /// result: `rollup_folding`). A hour row is locked by the upsert until the transaction
+    /// ends, so the fold on PostgreSQL either waits for this result or has already set
+    /// `folded` when the upsert reads it: the result is in its day exactly once.
     pub(super) async fn add_to_rollups(
         &self,
         tx: &mut impl Statements,
         results: &[&NewResult],
         credits: &Credits,
     ) -> anyhow::Result<()> {
-        let deltas: Vec<serde_json::Value> = rollup_deltas(results, credits)
-            .iter()
-            .map(|(key, sums)| sums.to_json(key))
-            .collect();
-        if deltas.is_empty() {
-            return Ok(());
+        let hours = rollup_deltas(results, credits);
+        let rows: Vec<serde_json::Value> =
+            hours.iter().map(|(key, sums)| sums.to_json(key)).collect();
+        let sql = upsert(self.backend(), HOUR);
+        let mut days: BTreeMap<RollupKey, RollupSums> = BTreeMap::new();
+        for chunk in rows.chunks(ROLLUP_CHUNK) {
+            let chunk = serde_json::to_string(chunk)?;
+            let written = tx.read_keys(&sql, &[Arg::from(&chunk)]).await?;
+            for (monitor_id, region, bucket_start, folded) in written {
+                if folded == 0 {
+                    continue;
+                }
+                let hour = RollupKey {
+                    monitor_id,
+                    region,
+                    resolution: HOUR,
+                    bucket_start,
+                };
+                let Some(sums) = hours.get(&hour) else {
+                    continue;
+                };
+                let day = RollupKey {
+                    resolution: Resolution::Day,
+                    bucket_start: Resolution::Day.bucket_of(bucket_start),
+                    ..hour
+                };
+                days.entry(day).or_default().add(sums);
+            }
         }
-        let added: Vec<String> = COUNTED
-            .iter()
-            .map(|c| c.to_string())
-            .chain(band_columns())
-            .collect();
-        let columns = added.join(", ");
-        // By position (`RollupSums::to_json`): the key, then the sums.
-        let at = |position: usize| format!("r.value ->> {position}");
-        let key = [
-            at(0),
-            at(1),
-            at(2),
-            format!("CAST({} AS BIGINT)", at(3)),
-            format!("CAST({} AS BIGINT)", at(4)),
-            format!("CAST({} AS BIGINT)", at(5)),
-        ]
-        .join(", ");
-        let values = (0..added.len())
-            .map(|i| format!("CAST({} AS BIGINT)", at(DELTA_KEY.len() + i)))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let sums = added
-            .iter()
-            .map(|column| format!("{column} = rollups.{column} + excluded.{column}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let sql = format!(
-            "INSERT INTO rollups ({}, {columns}) SELECT {key}, {values} FROM {rows} WHERE true \
-             ON CONFLICT (monitor_id, region, resolution, bucket_start) DO UPDATE SET {sums}, \
-                latency_min = CASE WHEN rollups.latency_min IS NULL \
-                    OR excluded.latency_min < rollups.latency_min \
-                    THEN excluded.latency_min ELSE rollups.latency_min END, \
-                latency_max = CASE WHEN rollups.latency_max IS NULL \
-                    OR excluded.latency_max > rollups.latency_max \
-                    THEN excluded.latency_max ELSE rollups.latency_max END",
-            DELTA_KEY.join(", "),
-            rows = json_rows(self.backend(), "$1"),
-        );
-        for chunk in deltas.chunks(ROLLUP_CHUNK) {
+        let rows: Vec<serde_json::Value> =
+            days.iter().map(|(key, sums)| sums.to_json(key)).collect();
+        let sql = upsert(self.backend(), Resolution::Day);
+        for chunk in rows.chunks(ROLLUP_CHUNK) {
             let chunk = serde_json::to_string(chunk)?;
             tx.execute(&sql, &[Arg::from(&chunk)]).await?;
         }
@@ -317,7 +391,9 @@ impl Store {
     }
 
     /// The sums of each monitor's buckets of `resolution` starting in `[from, until)`, for the
-    /// whole monitor (`region` `''`) or one location. Monitors without buckets are absent.
+    /// whole monitor (`region` `''`) or one location. Monitors without buckets are absent. Day
+    /// sums include the hours not folded into their day yet (`rollup_folding`), read in the
+    /// same statement, so a fold between them cannot count an hour twice or not at all.
     pub async fn rollup_sums(
         &self,
         monitor_ids: &[String],
@@ -326,27 +402,38 @@ impl Store {
         from: i64,
         until: i64,
     ) -> anyhow::Result<HashMap<String, RollupSums>> {
-        let summed = COUNTED
-            .iter()
-            .map(|c| c.to_string())
-            .chain(band_columns())
+        let summed = summed_columns()
+            .into_iter()
             .map(|column| format!("CAST(COALESCE(SUM({column}), 0) AS BIGINT) AS {column}"))
             .collect::<Vec<_>>()
             .join(", ");
         let mut sums = HashMap::with_capacity(monitor_ids.len());
         for chunk in monitor_ids.chunks(500) {
+            let ids = placeholders(7, chunk.len());
+            let mut buckets = format!(
+                "SELECT * FROM rollups WHERE region = $1 AND resolution = $2 \
+                    AND bucket_start >= $3 AND bucket_start < $4 AND monitor_id IN ({ids})"
+            );
+            if resolution == Resolution::Day {
+                buckets += &format!(
+                    " UNION ALL SELECT * FROM rollups{} WHERE folded = 0 AND region = $1 \
+                        AND resolution = 'hour' AND bucket_start >= $5 AND bucket_start < $6 \
+                        AND monitor_id IN ({ids})",
+                    unfolded_index(self.backend())
+                );
+            }
             let sql = format!(
                 "SELECT monitor_id, {summed}, MIN(latency_min) AS latency_min, \
                     MAX(latency_max) AS latency_max \
-                 FROM rollups WHERE region = $1 AND resolution = $2 AND bucket_start >= $3 \
-                    AND bucket_start < $4 AND monitor_id IN ({}) GROUP BY monitor_id",
-                placeholders(5, chunk.len())
+                 FROM ({buckets}) AS b GROUP BY monitor_id"
             );
             let mut query = sqlx::query(&sql)
                 .bind(region)
                 .bind(resolution.as_str())
                 .bind(from)
-                .bind(until);
+                .bind(until)
+                .bind(day_at_or_after(from))
+                .bind(day_at_or_after(until));
             for id in chunk {
                 query = query.bind(id);
             }
@@ -358,7 +445,8 @@ impl Store {
     }
 
     /// A monitor's buckets of `resolution` from `since` on, oldest first: the whole monitor's
-    /// (`region` `''`) or one location's.
+    /// (`region` `''`) or one location's. Day buckets include the hours not folded into them
+    /// yet (`rollup_folding`), read in the same statement.
     pub async fn rollup_buckets(
         &self,
         monitor_id: &str,
@@ -367,31 +455,51 @@ impl Store {
         since: i64,
         limit: u32,
     ) -> anyhow::Result<Vec<RollupRow>> {
-        let rows = sqlx::query(
-            "SELECT * FROM rollups WHERE monitor_id = $1 AND region = $2 AND resolution = $3 \
-             AND bucket_start >= $4 ORDER BY bucket_start LIMIT $5",
-        )
-        .bind(monitor_id)
-        .bind(region)
-        .bind(resolution.as_str())
-        .bind(since)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
-            .map(|row| {
-                Ok(RollupRow {
-                    monitor_id: row.try_get("monitor_id")?,
-                    region: row.try_get("region")?,
-                    bucket_start: row.try_get("bucket_start")?,
-                    sums: RollupSums::from_row(row)?,
-                })
+        let mut sql = "SELECT * FROM (SELECT * FROM rollups WHERE monitor_id = $1 \
+                AND region = $2 AND resolution = $3 AND bucket_start >= $4 \
+                ORDER BY bucket_start LIMIT $5) AS b"
+            .to_string();
+        if resolution == Resolution::Day {
+            sql += &format!(
+                " UNION ALL SELECT * FROM rollups{} WHERE folded = 0 AND monitor_id = $1 \
+                    AND region = $2 AND resolution = 'hour' AND bucket_start >= $6",
+                unfolded_index(self.backend())
+            );
+        }
+        let rows = sqlx::query(&sql)
+            .bind(monitor_id)
+            .bind(region)
+            .bind(resolution.as_str())
+            .bind(since)
+            .bind(i64::from(limit))
+            .bind(day_at_or_after(since))
+            .fetch_all(&self.pool)
+            .await?;
+        // Each bucket once: an unfolded hour adds to its day's bucket, stored or not yet.
+        let mut buckets: BTreeMap<i64, RollupSums> = BTreeMap::new();
+        for row in &rows {
+            let start: i64 = row.try_get("bucket_start")?;
+            let sums = RollupSums::from_row(row)?;
+            buckets
+                .entry(resolution.bucket_of(start))
+                .or_default()
+                .add(&sums);
+        }
+        Ok(buckets
+            .into_iter()
+            .take(limit as usize)
+            .map(|(bucket_start, sums)| RollupRow {
+                monitor_id: monitor_id.to_string(),
+                region: region.to_string(),
+                bucket_start,
+                sums,
             })
-            .collect()
+            .collect())
     }
 
     /// Deletes up to `limit` buckets of `resolution` that started before `before`; returns how
-    /// many, so the caller can go on in small steps that never hold the writer long.
+    /// many, so the caller can go on in small steps that never hold the writer long. Hours not
+    /// folded into their day yet (`rollup_folding`) are kept until they are.
     pub async fn prune_rollups(
         &self,
         resolution: Resolution,
@@ -402,7 +510,7 @@ impl Store {
         let deleted = sqlx::query(
             "DELETE FROM rollups WHERE (monitor_id, region, resolution, bucket_start) IN \
              (SELECT monitor_id, region, resolution, bucket_start FROM rollups \
-              WHERE resolution = $1 AND bucket_start < $2 LIMIT $3)",
+              WHERE resolution = $1 AND bucket_start < $2 AND folded = 1 LIMIT $3)",
         )
         .bind(resolution.as_str())
         .bind(before)
@@ -557,6 +665,15 @@ mod tests {
             "a late up result inside an up span moves no time"
         );
 
+        assert_eq!(
+            store
+                .prune_rollups(Resolution::Hour, 2 * hour, 10)
+                .await
+                .unwrap(),
+            0,
+            "hours not folded into their day yet are kept"
+        );
+        store.fold_hours(i64::MAX, 100).await.unwrap();
         assert_eq!(
             store
                 .prune_rollups(Resolution::Hour, 2 * hour, 1)

@@ -54,7 +54,14 @@ pub(super) trait Statements {
 
     /// Runs a query of one row of one text column (a `packed` read) and returns that text.
     async fn read_text(&mut self, sql: &str, args: &[Arg<'_>]) -> anyhow::Result<String>;
+
+    /// Runs a statement returning rows of (text, text, integer, integer), the keys of the
+    /// buckets an upsert wrote and a flag of each (`rollups`' `RETURNING`), and returns them.
+    async fn read_keys(&mut self, sql: &str, args: &[Arg<'_>]) -> anyhow::Result<Vec<Key>>;
 }
+
+/// A row of `Statements::read_keys`.
+pub(super) type Key = (String, String, i64, i64);
 
 fn bound<'q>(
     mut query: sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>,
@@ -80,6 +87,20 @@ impl Statements for Transaction<'_, Any> {
     async fn read_text(&mut self, sql: &str, args: &[Arg<'_>]) -> anyhow::Result<String> {
         let row = bound(sqlx::query(sql), args).fetch_one(&mut **self).await?;
         Ok(row.try_get(0)?)
+    }
+
+    async fn read_keys(&mut self, sql: &str, args: &[Arg<'_>]) -> anyhow::Result<Vec<Key>> {
+        let rows = bound(sqlx::query(sql), args).fetch_all(&mut **self).await?;
+        rows.iter()
+            .map(|row| {
+                Ok((
+                    row.try_get(0)?,
+                    row.try_get(1)?,
+                    row.try_get(2)?,
+                    row.try_get(3)?,
+                ))
+            })
+            .collect()
     }
 }
 
@@ -132,5 +153,15 @@ impl Statements for Direct<'_, '_> {
             .next()?
             .ok_or_else(|| anyhow::anyhow!("a packed read returned no row"))?;
         Ok(row.get(0)?)
+    }
+
+    async fn read_keys(&mut self, sql: &str, args: &[Arg<'_>]) -> anyhow::Result<Vec<Key>> {
+        let mut statement = self.prepared(sql, args)?;
+        let mut rows = statement.raw_query();
+        let mut keys = Vec::new();
+        while let Some(row) = rows.next()? {
+            keys.push((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?));
+        }
+        Ok(keys)
     }
 }

@@ -8,6 +8,14 @@ use std::sync::{Arc, Mutex};
 
 use super::{IngestRules, PollerRow, Store, StoredVerdict, TimeCredit, TimePoint};
 
+/// A runtime for a property test's async cases (`proptest!` bodies are not async).
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 /// Lets every task spawned on this (current-thread) runtime run until it waits.
 async fn settle() {
     for _ in 0..100 {

@@ -305,7 +305,7 @@ proptest! {
         credited.retain(|_, (up, down)| *up != 0 || *down != 0);
         let until = until.unwrap();
         let truth = reference(&points, cap_s * S, timeline.quorum, pause, until);
-        prop_assert_eq!(credited, bucketed(&truth, &Resolution::STORED));
+        prop_assert_eq!(credited, bucketed(&truth, &[Resolution::WRITTEN]));
         // Minutes are derived when read: the whole history's spans, split per minute.
         let spans = timeline.spans(&refs(&points), EARLIEST, until);
         let minutes: BTreeMap<(Resolution, i64), (i64, i64)> =

@@ -13,6 +13,7 @@ use crate::config::ServeArgs;
 use crate::service::clock::{Clock, ClockHandle};
 use crate::service::uptime::{self, Timeline};
 use crate::service::App;
+use crate::store::testing::runtime;
 use crate::store::{MonitorRow, PollerRow, Resolution, RollupSums, TimePoint};
 use shared_proto::history::{History, HistoryResolution};
 
@@ -129,13 +130,6 @@ fn results(interval_ms: i64) -> impl Strategy<Value = Vec<Made>> {
                 .collect()
         },
     )
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 proptest! {
