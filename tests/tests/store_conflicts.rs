@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use central::store::{
-    DependencyDiff, DependencyReport, DependencyRow, IngestRules, Look, MonitorRow, NewResult,
-    Resolution, RollupSums, Store, StoredVerdict, TimeCredit, TimePoint,
+    DependencyDiff, DependencyReport, DependencyRow, HourKey, IngestRules, Look, MonitorRow,
+    NewResult, Resolution, RollupSums, Store, StoredVerdict, TimeCredit, TimePoint,
 };
 use e2e::eventually;
 use e2e::postgres::Postgres;
@@ -484,7 +484,7 @@ async fn uploads_and_folds_at_once_put_each_result_in_its_day_once() -> anyhow::
             // Small steps over moving bounds: folds stop between rows of one hour.
             for round in 0..120 {
                 let before = FOLD_START + (round % 7) * HOUR;
-                store.fold_hours(before, 3).await?;
+                store.fold_hours(before, &HourKey::start(), 3).await?;
                 tokio::task::yield_now().await;
             }
             anyhow::Ok(())
@@ -531,7 +531,14 @@ async fn uploads_and_folds_at_once_put_each_result_in_its_day_once() -> anyhow::
         }
     };
     check("some hours folded").await?;
-    while store.fold_hours(i64::MAX, 50).await? > 0 {}
+    let mut after = HourKey::start();
+    loop {
+        let (folded, last) = store.fold_hours(i64::MAX, &after, 50).await?;
+        if folded < 50 {
+            break;
+        }
+        after = last;
+    }
     check("every hour folded").await?;
     let mut watcher = PgConnection::connect(&server.url("central")).await?;
     let (unfolded, deadlocks): (i64, i64) = sqlx::query_as(

@@ -16,6 +16,8 @@ use crate::store::Backend;
 
 const HOURLY: Duration = Duration::from_secs(3600);
 const RELOAD_KEYS_EVERY: Duration = Duration::from_secs(60);
+/// How soon a fold that failed (a lost connection, a deadlock broken) is tried again.
+const FOLD_RETRY: Duration = Duration::from_secs(60);
 
 pub async fn run(app: Arc<App>) {
     let mut ticker = tokio::time::interval(HOURLY);
@@ -67,10 +69,20 @@ pub async fn flush_results_head(app: Arc<App>) {
 /// and then each time an hour closes. Cost per round: the hour rows of the hours closed since.
 pub async fn fold_rollups(app: Arc<App>) {
     loop {
+        let started = std::time::Instant::now();
         match app.fold_closed_hours().await {
-            Ok(folded) => tracing::debug!(folded, "folded closed hours into days"),
-            // Unfolded hours are read as such (`store::rollups`); the next round takes them.
-            Err(e) => tracing::warn!("folding closed hours into days failed: {e:#}"),
+            Ok(folded) => tracing::info!(
+                folded,
+                ms = started.elapsed().as_millis() as u64,
+                "folded closed hours into days"
+            ),
+            // Unfolded hours are read as such (`store::rollups`); a round soon takes them
+            // rather than the next hour's.
+            Err(e) => {
+                tracing::warn!("folding closed hours into days failed: {e:#}");
+                tokio::time::sleep(FOLD_RETRY.min(next_close_in(app.now_ms()))).await;
+                continue;
+            }
         }
         tokio::time::sleep(next_close_in(app.now_ms())).await;
     }

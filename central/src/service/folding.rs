@@ -6,9 +6,9 @@
 
 use std::time::Duration;
 
-use super::retention::{in_steps, PRUNE_STEP};
+use super::retention::{PAUSE_BETWEEN_STEPS, PRUNE_STEP};
 use super::App;
-use crate::store::Resolution;
+use crate::store::{HourKey, Resolution};
 
 /// How long after an hour ends it is folded. Agents upload every 10 s, or once 50 results are
 /// queued; an agent cut off for longer uploads late, which stays exact (see above).
@@ -36,8 +36,18 @@ impl App {
     /// monitor and location that reported in them), plus any late result's hour row.
     pub async fn fold_closed_hours(&self) -> anyhow::Result<u64> {
         let before = open_from(self.now_ms());
-        // Steps of pruning's size: each holds the one writer on SQLite briefly.
-        in_steps(|| self.store.fold_hours(before, PRUNE_STEP)).await
+        let mut after = HourKey::start();
+        let mut folded = 0;
+        loop {
+            // Steps of pruning's size: each holds the one writer on SQLite briefly.
+            let (rows, last) = self.store.fold_hours(before, &after, PRUNE_STEP).await?;
+            folded += rows;
+            if rows < u64::from(PRUNE_STEP) {
+                return Ok(folded);
+            }
+            after = last;
+            tokio::time::sleep(PAUSE_BETWEEN_STEPS).await;
+        }
     }
 }
 

@@ -13,7 +13,7 @@ use crate::store::{Cursor, ExpiringResult, Resolution};
 /// Rows per pruning step.
 pub(super) const PRUNE_STEP: u32 = 500;
 /// Between steps, other writers get the database.
-const PAUSE_BETWEEN_STEPS: Duration = Duration::from_millis(5);
+pub(super) const PAUSE_BETWEEN_STEPS: Duration = Duration::from_millis(5);
 
 /// Decides which expired results go, walking one monitor's results oldest first (in pages): a
 /// verdict that differs from the previous one of the same location is a status change, and it
@@ -69,9 +69,9 @@ impl Thinning {
     }
 }
 
-/// Runs `step` (which deletes, or folds, up to `PRUNE_STEP` rows) until it takes fewer,
-/// pausing between steps; returns how many rows it took.
-pub(super) async fn in_steps<F, Fut>(mut step: F) -> anyhow::Result<u64>
+/// Runs `step` (which deletes up to `PRUNE_STEP` rows) until it deletes fewer, pausing between
+/// steps; returns how many rows went.
+async fn in_steps<F, Fut>(mut step: F) -> anyhow::Result<u64>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = anyhow::Result<u64>>,

@@ -71,6 +71,7 @@ pub use push::{PingRow, PushState};
 pub use result_history::ResultRow;
 pub use result_pruning::ExpiringResult;
 pub use results::{IngestRules, Ingested, NewResult, StoredVerdict};
+pub use rollup_folding::HourKey;
 pub use rollups::{Resolution, RollupRow, RollupSums, LATENCY_BOUNDS_MS};
 pub use sessions::SessionRow;
 pub use timeline::{TimeCredit, TimePoint};

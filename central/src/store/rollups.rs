@@ -673,7 +673,8 @@ mod tests {
             0,
             "hours not folded into their day yet are kept"
         );
-        store.fold_hours(i64::MAX, 100).await.unwrap();
+        let start = crate::store::HourKey::start();
+        store.fold_hours(i64::MAX, &start, 100).await.unwrap();
         assert_eq!(
             store
                 .prune_rollups(Resolution::Hour, 2 * hour, 1)

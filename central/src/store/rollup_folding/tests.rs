@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 
 use crate::store::testing::{runtime, sqlite_store, NewestDecides};
-use crate::store::{NewResult, Resolution, RollupSums, Store};
+use crate::store::{HourKey, NewResult, Resolution, RollupSums, Store};
 
 const HOUR: i64 = 3_600_000;
 const DAY: i64 = 86_400_000;
@@ -26,10 +26,12 @@ enum Op {
     Upload(Vec<Made>),
     /// One of the batches sent before, again (a poller retrying): it counts nothing.
     Again(prop::sample::Index),
-    /// Folds at most `limit` rows of the hours before `START` + `hours`.
+    /// Folds at most `limit` rows of the hours before `START` + `hours`, after the last row
+    /// the previous fold took (`resume`: a round's next step) or from the start.
     Fold {
         hours: i64,
         limit: u32,
+        resume: bool,
     },
 }
 
@@ -38,7 +40,8 @@ fn ops() -> impl Strategy<Value = Vec<Op>> {
     let op = prop_oneof![
         4 => proptest::collection::vec(made, 1..8).prop_map(Op::Upload),
         1 => any::<prop::sample::Index>().prop_map(Op::Again),
-        2 => (0i64..80, 1u32..6).prop_map(|(hours, limit)| Op::Fold { hours, limit }),
+        2 => (0i64..80, 1u32..6, any::<bool>())
+            .prop_map(|(hours, limit, resume)| Op::Fold { hours, limit, resume }),
     ];
     proptest::collection::vec(op, 1..40)
 }
@@ -168,6 +171,7 @@ proptest! {
             let mut model: BTreeMap<(&str, &str, i64), Counts> = BTreeMap::new();
             let mut sent: Vec<Vec<NewResult>> = Vec::new();
             let mut made = 0;
+            let mut last = HourKey::start();
             let from = START + from_min * 60_000;
             for (n, op) in ops.into_iter().enumerate() {
                 match op {
@@ -194,15 +198,25 @@ proptest! {
                         store.insert_results("p1", &again, n as i64, &NewestDecides).await.unwrap();
                     }
                     Op::Again(_) => {}
-                    Op::Fold { hours, limit } => {
-                        let folded = store.fold_hours(START + hours * HOUR, limit).await.unwrap();
+                    Op::Fold { hours, limit, resume } => {
+                        let after = if resume { last.clone() } else { HourKey::start() };
+                        let (folded, next) =
+                            store.fold_hours(START + hours * HOUR, &after, limit).await.unwrap();
                         assert!(folded <= u64::from(limit));
+                        last = next;
                     }
                 }
                 check(&store, &model, from).await;
             }
-            // Everything folded: the same days, from day rows alone.
-            while store.fold_hours(i64::MAX, 7).await.unwrap() > 0 {}
+            // Everything folded, in one round of steps: the same days, from day rows alone.
+            let mut after = HourKey::start();
+            loop {
+                let (folded, last) = store.fold_hours(i64::MAX, &after, 7).await.unwrap();
+                if folded < 7 {
+                    break;
+                }
+                after = last;
+            }
             check(&store, &model, from).await;
             let unfolded: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM rollups WHERE folded = 0")
                 .fetch_one(&store.pool)
@@ -237,14 +251,20 @@ async fn an_upload_writes_its_day_only_for_hours_already_folded() {
     let rows = rows_by_resolution(&store).await;
     assert_eq!(rows, BTreeMap::from([("hour:0".to_string(), 1)]));
 
-    assert_eq!(store.fold_hours(START + 2 * HOUR, 100).await.unwrap(), 1);
+    let start = HourKey::start();
+    let folded = store.fold_hours(START + 2 * HOUR, &start, 100).await;
+    assert_eq!(folded.unwrap().0, 1);
     let rows = rows_by_resolution(&store).await;
     assert_eq!(
         rows,
         BTreeMap::from([("hour:1".into(), 1), ("day:1".into(), 1)])
     );
     assert_eq!(
-        store.fold_hours(START + 2 * HOUR, 100).await.unwrap(),
+        store
+            .fold_hours(START + 2 * HOUR, &start, 100)
+            .await
+            .unwrap()
+            .0,
         0,
         "folded once"
     );
@@ -261,5 +281,63 @@ async fn an_upload_writes_its_day_only_for_hours_already_folded() {
     assert_eq!(
         rows,
         BTreeMap::from([("hour:1".into(), 1), ("day:1".into(), 1)])
+    );
+}
+
+/// SQL's `%` truncates toward zero; a day is floored (`Resolution::bucket_of`), so an hour
+/// before 1970 folds into the day it is in, as its reads and a late result count it.
+#[tokio::test]
+async fn an_hour_before_1970_folds_into_its_own_day() {
+    let (store, _dir) = sqlite_store().await;
+    let mut before = result(1, (0, 0, true, 40));
+    before.ts = -30 * 60_000;
+    store
+        .insert_results("p1", &[before], 1, &NewestDecides)
+        .await
+        .unwrap();
+    let days = || async {
+        store
+            .rollup_buckets("m0", "", Resolution::Day, -2 * DAY, 10)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.bucket_start, r.sums))
+            .collect::<BTreeMap<_, _>>()
+    };
+    let read = days().await;
+    store.fold_hours(0, &HourKey::start(), 10).await.unwrap();
+    let folded = days().await;
+    assert_eq!(read.keys().collect::<Vec<_>>(), [&-DAY]);
+    assert_eq!(folded, read);
+}
+
+/// A round's step starts after the last row of the step before: rows before it are not walked
+/// again (nor folded by that step: the next round takes any left there).
+#[tokio::test]
+async fn a_step_starts_after_the_last_row_of_the_one_before() {
+    let (store, _dir) = sqlite_store().await;
+    let batch = [result(1, (0, 10, true, 40)), result(2, (1, 10, true, 40))];
+    store
+        .insert_results("p1", &batch, 1, &NewestDecides)
+        .await
+        .unwrap();
+    let past_m0 = HourKey {
+        monitor_id: "m0".into(),
+        region: String::new(),
+        bucket_start: i64::MAX,
+    };
+    let (folded, last) = store.fold_hours(START + HOUR, &past_m0, 5).await.unwrap();
+    assert_eq!(
+        (folded, last.monitor_id.as_str(), last.region.as_str()),
+        (2, "m1", "eu")
+    );
+    let (folded, last) = store
+        .fold_hours(START + HOUR, &HourKey::start(), 5)
+        .await
+        .unwrap();
+    assert_eq!(
+        (folded, last.monitor_id.as_str()),
+        (1, "m0"),
+        "the next round"
     );
 }
