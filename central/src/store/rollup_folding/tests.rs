@@ -131,8 +131,13 @@ async fn check(store: &Store, model: &BTreeMap<(&str, &str, i64), Counts>, from:
             days_of_hours(store, monitor, region).await,
             "{monitor} {region:?}"
         );
-        let counted: BTreeMap<i64, Counts> =
-            days.iter().map(|(d, s)| (*d, Counts::of(s))).collect();
+        // A day can hold time and no result: the last result of the day before stands into it
+        // (its time is checked against the hours above).
+        let counted: BTreeMap<i64, Counts> = days
+            .iter()
+            .map(|(d, s)| (*d, Counts::of(s)))
+            .filter(|(_, counts)| *counts != Counts::default())
+            .collect();
         let expected: BTreeMap<i64, Counts> = model
             .iter()
             .filter(|((m, r, _), _)| *m == monitor && *r == region)
