@@ -6,7 +6,8 @@
 //! Writers that mark several monitors due (ingest, a window's edit) take their rows in one
 //! pass in id order, and a cycle that cannot be ordered away (a deletion) is run again.
 //!
-//! Uploads and the fold of closed hours into days (`store::rollup_folding`) run at once too.
+//! Uploads and the fold of closed hours into days (`store::rollup_folding`) run at once too,
+//! and uploads from several locations of the same new monitors (`store::conflicts::hold_monitors`).
 //!
 //! Always on PostgreSQL (a server of its own): SQLite has one writer at a time, so no cycle.
 
@@ -394,19 +395,18 @@ const FOLD_START: i64 = 20_000 * 86_400_000 - 2 * HOUR;
 const FOLD_UPLOADERS: usize = 3;
 const FOLD_BATCHES: usize = 30;
 const PER_BATCH: usize = 8;
-/// Each uploader's monitors: its own, so that only the fold meets the uploads (two pollers
-/// uploading for one multi-location monitor at once can deadlock on its status rows, a cycle
-/// PostgreSQL breaks and the upload's retry absorbs: older than the fold, not this test's).
-/// `c` is checked from one location.
-const FOLD_MONITORS: [&[&str]; 3] = [&["a", "c"], &["b"], &["d"]];
+/// What results are of: two monitors checked as a whole, one from two locations, each
+/// uploader uploading for all three (two pollers uploading for one multi-location monitor at
+/// once queue on it whole: `store::conflicts::hold_monitors`).
+const FOLD_MONITORS: [&str; 3] = ["a", "b", "c"];
 
 /// The `n`th result of uploader `u`, in an order that jumps between hours (a small linear
 /// congruential walk), so that many arrive after their hour was folded.
 fn folding_result(u: usize, n: usize) -> NewResult {
     let walk = (n * 7_919 + u * 104_729) % 10_007;
-    let monitor = FOLD_MONITORS[u][walk % FOLD_MONITORS[u].len()];
+    let monitor = FOLD_MONITORS[walk % FOLD_MONITORS.len()];
     // A poller checks a monitor from its own location only.
-    let region = (monitor == "c").then_some("eu");
+    let region = (monitor == "c").then_some(["eu", "us"][u % 2]);
     let up = !walk.is_multiple_of(5);
     NewResult {
         id: format!("u{u}-{n}"),
@@ -502,7 +502,7 @@ async fn uploads_and_folds_at_once_put_each_result_in_its_day_once() -> anyhow::
         let store = store.clone();
         let model = model.clone();
         async move {
-            for (monitor, region) in [("a", ""), ("b", ""), ("c", ""), ("c", "eu"), ("d", "")] {
+            for (monitor, region) in [("a", ""), ("b", ""), ("c", ""), ("c", "eu"), ("c", "us")] {
                 let days = store
                     .rollup_buckets(monitor, region, Resolution::Day, 0, 10)
                     .await?;
@@ -551,5 +551,88 @@ async fn uploads_and_folds_at_once_put_each_result_in_its_day_once() -> anyhow::
     .fetch_one(&mut watcher)
     .await?;
     assert_eq!((unfolded, deadlocks), (0, 0));
+    Ok(())
+}
+
+const SHARED_ROUNDS: usize = 12;
+/// Each round's monitors, new: their status rows do not exist before the round's uploads.
+const SHARED_MONITORS: usize = 4;
+/// One poller per location, each uploading for every monitor of the round from its own.
+const SHARED_LOCATIONS: [&str; 4] = ["ap", "eu", "sa", "us"];
+const SHARED_CHECKS: usize = 3;
+
+/// Uploads for multi-location monitors from each of their locations at once, starting with
+/// each monitor's first results (`store::conflicts::hold_monitors`): every result is stored
+/// once, every location gets its row, and no cycle is ever broken (before, two uploads of one
+/// monitor's first results waited on each other's status rows; PostgreSQL broke the cycle and
+/// the retry hid it).
+#[tokio::test]
+async fn uploads_sharing_monitors_from_several_locations_never_deadlock() -> anyhow::Result<()> {
+    let server = Postgres::start().await?;
+    let url = server.create_database("central").await?;
+    let store = Arc::new(Store::connect(&url).await?);
+    let start = Arc::new(tokio::sync::Barrier::new(SHARED_LOCATIONS.len()));
+    let mut tasks = Vec::new();
+    for (u, location) in SHARED_LOCATIONS.into_iter().enumerate() {
+        let (store, start) = (store.clone(), start.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut stored = 0;
+            for round in 0..SHARED_ROUNDS {
+                // Monitors in a different order per poller: the store orders its locks itself.
+                let mut batch = Vec::new();
+                for m in 0..SHARED_MONITORS {
+                    let m = (m + u) % SHARED_MONITORS;
+                    for check in 0..SHARED_CHECKS {
+                        batch.push(NewResult {
+                            id: format!("{location}-{round}-{m}-{check}"),
+                            monitor_id: format!("m{round}-{m}"),
+                            region: Some(location.into()),
+                            ts: 1_000 + (check * 60_000 + u) as i64,
+                            status: if check == 1 && u == 0 { "down" } else { "up" }.into(),
+                            latency_ms: Some(10),
+                            msg: String::new(),
+                            meta: "{}".into(),
+                            next_due_at: None,
+                            dependencies: None,
+                        });
+                    }
+                }
+                start.wait().await;
+                stored += store
+                    .insert_results(location, &batch, 1_000, &ConfirmedAtOnce)
+                    .await?
+                    .stored
+                    .len();
+            }
+            anyhow::Ok(stored)
+        }));
+    }
+    for task in tasks {
+        assert_eq!(
+            task.await??,
+            SHARED_ROUNDS * SHARED_MONITORS * SHARED_CHECKS
+        );
+    }
+    let mut watcher = PgConnection::connect(&server.url("central")).await?;
+    let (results, monitors, locations): (i64, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT COUNT(*) FROM results), (SELECT COUNT(*) FROM monitor_status), \
+            (SELECT COUNT(*) FROM location_status)",
+    )
+    .fetch_one(&mut watcher)
+    .await?;
+    let rounds = (SHARED_ROUNDS * SHARED_MONITORS) as i64;
+    assert_eq!(
+        (results, monitors, locations),
+        (
+            rounds * (SHARED_LOCATIONS.len() * SHARED_CHECKS) as i64,
+            rounds,
+            rounds * SHARED_LOCATIONS.len() as i64
+        )
+    );
+    assert_eq!(
+        deadlocks(&server).await?,
+        0,
+        "a deadlock was broken (and an upload run again)"
+    );
     Ok(())
 }

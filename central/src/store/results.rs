@@ -353,6 +353,10 @@ impl Store {
         received_at: i64,
         rules: &dyn IngestRules,
     ) -> anyhow::Result<(Ingested, Vec<(String, i64)>)> {
+        // Before any row: two uploads sharing a monitor queue whole (`conflicts`).
+        let monitors: BTreeSet<&str> = results.iter().map(|r| r.monitor_id.as_str()).collect();
+        let monitors = serde_json::to_string(&monitors)?;
+        super::conflicts::hold_monitors(tx, self.backend(), &monitors).await?;
         let mut inserted = HashSet::with_capacity(results.len());
         let mut fresh: Vec<(String, i64)> = Vec::new();
         // The batch travels as one JSON parameter that the database unpacks itself: binding
