@@ -38,6 +38,7 @@ mod rollup_folding;
 mod rollups;
 mod sessions;
 mod statements;
+mod status_rows;
 #[cfg(test)]
 pub(crate) mod testing;
 mod timeline;

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use super::packed::{packed, unpack};
 use super::statements::{Arg, Direct, Statements};
+use super::status_rows::{RowKey, StatusRows};
 use super::timeline::{TimeCredit, TimePoint};
 use super::{Backend, Store};
 
@@ -218,15 +219,6 @@ pub trait IngestRules: Sync {
         before: &[super::dependencies::DependencyRow],
         report: &super::dependencies::DependencyReport,
     ) -> super::dependencies::DependencyDiff;
-}
-
-/// A status row's key: the monitor, and the location for `location_status`.
-type RowKey = (String, Option<String>);
-
-/// What a status row holds of its verdict: the state and the newest verdict's (time, id).
-struct VerdictRow {
-    state: StoredVerdict,
-    newest: Option<(i64, String)>,
 }
 
 /// The status moves of newly stored results: one row per status row (a monitor, or a
@@ -445,8 +437,10 @@ impl Store {
             .iter()
             .filter(|r| inserted.contains(&r.id))
             .collect();
-        // The time they stand for first: it reads each status row as it was before them.
-        let credits = self.credit_time(tx, &stored, &fresh, rules).await?;
+        // Their status rows as they were before them (locked on PostgreSQL), for both the
+        // time they stand for and the verdicts they move.
+        let rows = self.read_status_rows(tx, &stored).await?;
+        let credits = self.credit_time(tx, &stored, &fresh, rules, &rows).await?;
         // Each monitor's status, and each location's (results of multi-location monitors).
         let located: Vec<&NewResult> = stored
             .iter()
@@ -460,9 +454,7 @@ impl Store {
             (StatusTable::Monitor, &stored),
             (StatusTable::Location, &located),
         ] {
-            let moved = self
-                .move_verdicts(tx, table, results, rules, &mut flipped)
-                .await?;
+            let moved = self.move_verdicts(table, results, rules, &rows, &mut flipped);
             let moves = status_moves(results, table, &moved);
             if !moves.is_empty() {
                 let moves = serde_json::to_string(&moves)?;
@@ -543,18 +535,19 @@ impl Store {
     }
 
     /// The verdict states the batch's up/down results move their rows to: each row's stored
-    /// state (locked on PostgreSQL, in key order, until the transaction ends) moved by the
-    /// batch's verdicts newer than the row's newest, in check-time order. A verdict older than
-    /// the row's newest (a late upload) is kept in history but moves nothing. Adds to `flipped`
-    /// the monitors whose row moved to another status or confirmed verdict.
-    async fn move_verdicts(
+    /// state (`rows`, read before the batch and locked on PostgreSQL until the transaction
+    /// ends) moved by the batch's verdicts newer than the row's newest, in check-time order. A
+    /// verdict older than the row's newest (a late upload) is kept in history but moves
+    /// nothing. Adds to `flipped` the monitors whose row moved to another status or confirmed
+    /// verdict.
+    fn move_verdicts(
         &self,
-        tx: &mut impl Statements,
         table: StatusTable,
         results: &[&NewResult],
         rules: &dyn IngestRules,
+        rows: &StatusRows,
         flipped: &mut BTreeSet<String>,
-    ) -> anyhow::Result<HashMap<RowKey, StoredVerdict>> {
+    ) -> HashMap<RowKey, StoredVerdict> {
         let mut verdicts: BTreeMap<RowKey, Vec<&NewResult>> = BTreeMap::new();
         for result in results.iter().filter(|r| r.status != "rate_limited") {
             let region = match table {
@@ -566,68 +559,16 @@ impl Store {
                 .or_default()
                 .push(result);
         }
-        if verdicts.is_empty() {
-            return Ok(HashMap::new());
-        }
-        let ids: Vec<&str> = verdicts.keys().map(|(id, _)| id.as_str()).collect();
-        let (name, region) = match table {
-            StatusTable::Monitor => ("monitor_status", "CAST(NULL AS TEXT)"),
-            StatusTable::Location => ("location_status", "region"),
-        };
-        let (ids_source, lock) = match self.backend() {
-            Backend::Sqlite => ("SELECT value FROM json_each($1)", ""),
-            Backend::Postgres => (
-                "SELECT jsonb_array_elements_text(CAST($1 AS jsonb))",
-                " ORDER BY monitor_id, region FOR UPDATE",
-            ),
-        };
-        #[derive(serde::Deserialize)]
-        struct Row {
-            monitor_id: String,
-            region: Option<String>,
-            status: String,
-            confirmed: Option<String>,
-            run_length: i64,
-            verdict_at: Option<i64>,
-            verdict_result_id: Option<String>,
-        }
-        // Read packed (`packed`): one value, not a row per result.
-        let sql = packed(
-            self.backend(),
-            &[
-                ("monitor_id", "monitor_id"),
-                ("region", region),
-                ("status", "status"),
-                ("confirmed", "confirmed"),
-                ("run_length", "run_length"),
-                ("verdict_at", "verdict_at"),
-                ("verdict_result_id", "verdict_result_id"),
-            ],
-            &format!("FROM {name} WHERE monitor_id IN ({ids_source}){lock}"),
-            "monitor_id, region",
-        );
-        let ids = serde_json::to_string(&ids)?;
-        let text = tx.read_text(&sql, &[Arg::from(&ids)]).await?;
-        let mut stored: HashMap<RowKey, VerdictRow> = HashMap::new();
-        for row in unpack::<Row>(&text)? {
-            stored.insert(
-                (row.monitor_id, row.region),
-                VerdictRow {
-                    state: StoredVerdict {
-                        confirmed: row.confirmed,
-                        status: (row.status != "rate_limited").then_some(row.status),
-                        run_length: row.run_length,
-                    },
-                    newest: row.verdict_at.zip(row.verdict_result_id),
-                },
-            );
-        }
         let mut moved = HashMap::with_capacity(verdicts.len());
         for (key, mut batch) in verdicts {
             batch.sort_by(|a, b| (a.ts, &a.id).cmp(&(b.ts, &b.id)));
-            let row = stored.remove(&key);
-            let newest = row.as_ref().and_then(|r| r.newest.clone());
-            let before = row.map(|r| r.state).unwrap_or_default();
+            let row = rows.get(&key);
+            let newest = row.and_then(|r| r.verdict_at.zip(r.verdict_result_id.clone()));
+            let before = row.map_or_else(StoredVerdict::default, |r| StoredVerdict {
+                confirmed: r.confirmed.clone(),
+                status: (r.status != "rate_limited").then(|| r.status.clone()),
+                run_length: r.run_length,
+            });
             let mut state = before.clone();
             let mut changed = false;
             for result in batch {
@@ -647,7 +588,7 @@ impl Store {
                 moved.insert(key, state);
             }
         }
-        Ok(moved)
+        moved
     }
 }
 

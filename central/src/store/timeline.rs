@@ -10,6 +10,7 @@ use super::packed::{packed, unpack};
 use super::result_index::{by_monitor, Order};
 use super::results::{json_rows, IngestRules, NewResult};
 use super::statements::{Arg, Statements};
+use super::status_rows::StatusRows;
 use super::{Backend, Resolution, Store};
 
 /// A stored result as it stands for time.
@@ -49,10 +50,10 @@ struct Newest {
 
 impl Store {
     /// The time the newly stored results credit: per monitor and per location, what the rule
-    /// makes of its history from its earliest new result (or its newest before, if earlier).
-    /// Status rows are locked in key order on PostgreSQL, before `move_verdicts` locks them in
-    /// the same order, so batches sharing monitors queue instead of crediting the same time
-    /// twice.
+    /// makes of its history from its earliest new result (or its newest before, if earlier),
+    /// given the batch's status rows as they were before it (`rows`, read and locked by
+    /// `read_status_rows`, so that batches sharing monitors queue instead of crediting the same
+    /// time twice).
     ///
     /// Cost: results arriving in check order (the usual case: each location's newer than
     /// anything stored) need no read beyond the status rows, whose newest results are the only
@@ -68,6 +69,7 @@ impl Store {
         stored: &[&NewResult],
         fresh: &[(String, i64)],
         rules: &dyn IngestRules,
+        rows: &StatusRows,
     ) -> anyhow::Result<Credits> {
         if stored.is_empty() {
             return Ok(Vec::new());
@@ -84,7 +86,7 @@ impl Store {
                 span.1 = span.1.max(result.ts);
             }
         }
-        let newest = self.newest_results(tx, &news).await?;
+        let newest = Self::newest_results(rows);
         let until = |key: &Key| newest.get(key).map(|n| n.ts);
 
         // Monitors whose new results are all at or after their newest stored one take their
@@ -187,76 +189,26 @@ impl Store {
         Ok(credits)
     }
 
-    /// Each key's newest result before this batch, from its status row.
-    async fn newest_results(
-        &self,
-        tx: &mut impl Statements,
-        keys: &BTreeMap<Key, (i64, i64)>,
-    ) -> anyhow::Result<HashMap<Key, Newest>> {
-        let mut ids: Vec<&str> = keys.keys().map(|(id, _)| id.as_str()).collect();
-        ids.dedup();
-        let ids_json = serde_json::to_string(&ids)?;
-        let (ids_source, lock) = match self.backend() {
-            Backend::Sqlite => ("SELECT value FROM json_each($1)", ""),
-            Backend::Postgres => (
-                "SELECT jsonb_array_elements_text(CAST($1 AS jsonb))",
-                " ORDER BY monitor_id, region FOR UPDATE",
-            ),
-        };
-        #[derive(serde::Deserialize)]
-        struct Row {
-            monitor_id: String,
-            region: Option<String>,
-            last_result_at: i64,
-            last_result_id: String,
-            newest_status: String,
-        }
-        let mut newest = HashMap::new();
-        // Locations' rows only for batches with located results (multi-location monitors').
-        let located = keys.keys().any(|(_, region)| region.is_some());
-        for (table, region) in [
-            ("monitor_status", "CAST(NULL AS TEXT)"),
-            ("location_status", "region"),
-        ] {
-            if table == "location_status" && !located {
-                continue;
-            }
-            // The newest result's own status: the verdict columns hold the newest up/down one.
-            // Read packed (`packed`): one value, not a row per result.
-            let sql = packed(
-                self.backend(),
-                &[
-                    ("monitor_id", "monitor_id"),
-                    ("region", region),
-                    ("last_result_at", "last_result_at"),
-                    ("last_result_id", "last_result_id"),
-                    (
-                        "newest_status",
-                        "CASE WHEN verdict_result_id = last_result_id THEN status \
-                         ELSE 'rate_limited' END",
-                    ),
-                ],
-                &format!("FROM {table} WHERE monitor_id IN ({ids_source}){lock}"),
-                "monitor_id, region",
-            );
-            let text = tx.read_text(&sql, &[Arg::from(&ids_json)]).await?;
-            for row in unpack::<Row>(&text)? {
+    /// Each key's newest result before this batch, from its status row (`rows`, read by
+    /// `read_status_rows`).
+    fn newest_results(rows: &StatusRows) -> HashMap<Key, Newest> {
+        rows.iter()
+            .map(|((monitor_id, region), row)| {
                 let point = TimePoint {
-                    id: row.last_result_id,
-                    region: row.region.clone(),
+                    id: row.last_result_id.clone(),
+                    region: region.clone(),
                     ts: row.last_result_at,
-                    status: row.newest_status,
+                    status: row.newest_status.clone(),
                 };
-                newest.insert(
-                    (row.monitor_id, row.region),
+                (
+                    (monitor_id.clone(), region.clone()),
                     Newest {
                         ts: row.last_result_at,
                         point,
                     },
-                );
-            }
-        }
-        Ok(newest)
+                )
+            })
+            .collect()
     }
 
     /// For each (monitor, location or any, before, since), the newest result of the monitor (of
