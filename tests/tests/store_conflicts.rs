@@ -397,7 +397,7 @@ const FOLD_BATCHES: usize = 30;
 const PER_BATCH: usize = 8;
 /// What results are of: two monitors checked as a whole, one from two locations, each
 /// uploader uploading for all three (two pollers uploading for one multi-location monitor at
-/// once queue on it whole: `store::conflicts::hold_monitors`).
+/// once queue on its `monitors` row: `store::conflicts::hold_monitors`).
 const FOLD_MONITORS: [&str; 3] = ["a", "b", "c"];
 
 /// The `n`th result of uploader `u`, in an order that jumps between hours (a small linear
@@ -460,6 +460,11 @@ async fn uploads_and_folds_at_once_put_each_result_in_its_day_once() -> anyhow::
     let server = Postgres::start().await?;
     let url = server.create_database("central").await?;
     let store = Arc::new(Store::connect(&url).await?);
+    store.insert_monitor(&monitor("a", None)?).await?;
+    store.insert_monitor(&monitor("b", None)?).await?;
+    store
+        .insert_monitor(&monitor("c", Some(&["eu", "us"]))?)
+        .await?;
     let mut tasks = Vec::new();
     for u in 0..FOLD_UPLOADERS {
         let store = store.clone();
@@ -554,8 +559,8 @@ async fn uploads_and_folds_at_once_put_each_result_in_its_day_once() -> anyhow::
     Ok(())
 }
 
-const SHARED_ROUNDS: usize = 12;
-/// Each round's monitors, new: their status rows do not exist before the round's uploads.
+const SHARED_ROUNDS: usize = 40;
+/// Each round's monitors: their status rows do not exist before the round's uploads.
 const SHARED_MONITORS: usize = 4;
 /// One poller per location, each uploading for every monitor of the round from its own.
 const SHARED_LOCATIONS: [&str; 4] = ["ap", "eu", "sa", "us"];
@@ -571,6 +576,16 @@ async fn uploads_sharing_monitors_from_several_locations_never_deadlock() -> any
     let server = Postgres::start().await?;
     let url = server.create_database("central").await?;
     let store = Arc::new(Store::connect(&url).await?);
+    for round in 0..SHARED_ROUNDS {
+        for m in 0..SHARED_MONITORS {
+            store
+                .insert_monitor(&monitor(
+                    &format!("m{round}-{m}"),
+                    Some(&SHARED_LOCATIONS[..]),
+                )?)
+                .await?;
+        }
+    }
     let start = Arc::new(tokio::sync::Barrier::new(SHARED_LOCATIONS.len()));
     let mut tasks = Vec::new();
     for (u, location) in SHARED_LOCATIONS.into_iter().enumerate() {

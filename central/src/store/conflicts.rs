@@ -8,18 +8,13 @@
 //! children after its own rows, and a look may hold rows of two monitors a deletion links.
 //! PostgreSQL breaks such a cycle by aborting one transaction (a deadlock, `40P01`), which
 //! leaves nothing of it stored; running it again is what PostgreSQL's manual asks of clients.
-//! Owns only that rule, and the one lock that cannot be a row (`hold_monitors`): the
+//! Owns only that rule, and the lock every upload takes first (`hold_monitors`): the
 //! transactions themselves stay with their modules.
 
 use std::future::Future;
 
-use super::statements::Statements;
+use super::statements::{Arg, Statements};
 use super::Backend;
-
-/// The namespace of `hold_monitors`' advisory locks (the first of their two keys): PostgreSQL
-/// keeps two-key advisory locks apart from one-key ones, and this one apart from any other
-/// namespace a later writer takes ("ingest" in ASCII).
-const INGEST_LOCKS: i32 = 0x696e_6773;
 
 /// How many times a transaction is tried in all: a cycle needs another writer in it, and the
 /// other writer's transaction commits when this one is aborted, so a second try rarely meets
@@ -64,29 +59,33 @@ where
     }
 }
 
-/// Holds, on PostgreSQL until the transaction ends, a lock per monitor of `ids` (a JSON array
-/// of monitor ids), taken in one statement in one order: two uploads sharing a monitor queue
-/// whole, before either touches a row of it; nothing on SQLite (one writer at a time).
+/// Holds, on PostgreSQL until the transaction ends, the `monitors` rows of `monitor_ids`, taken
+/// in one statement in id order: two uploads sharing a monitor queue
+/// whole, before either touches another row of it; nothing on SQLite (one writer at a time).
+/// The first of a monitor's rows, as every writer takes them (above).
 ///
-/// Why not its rows: an upload takes a monitor's status rows (the monitor's, then its
-/// locations') in key order in each statement, but rows can only be locked once they exist. A
-/// monitor's first results, from two locations at once, create them; and rows another upload
-/// commits between two statements join the second statement's locks out of order. Two uploads
-/// for one multi-location monitor then waited on each other in a cycle (seen in CI, broken by
-/// PostgreSQL and run again by `retrying`). An advisory lock needs no row: it costs no write,
-/// and its key, a hash of the id, exists before the monitor's first result. Two ids of one hash
-/// only queue more often.
-pub(super) async fn hold_monitors(
+/// Why not only its status rows: an upload takes them (the monitor's, then its locations') in
+/// key order in each statement, but rows can only be locked once they exist. A monitor's first
+/// results, from two locations at once, create them, and rows another upload commits between
+/// two statements join the later statement's locks out of order. Two uploads for one
+/// multi-location monitor then waited on each other in a cycle (seen in CI, broken by
+/// PostgreSQL and run again by `retrying`). A monitor's own row exists before its first
+/// result. `FOR NO KEY UPDATE`: the foreign keys of rows that name the monitor (`FOR KEY
+/// SHARE`) do not wait on it. A row lock, not an advisory lock per monitor: those take a slot
+/// each in the server's shared lock table until the transaction ends, which an upload of
+/// thousands of monitors (a queue drained after an outage) could exhaust.
+pub(super) async fn hold_monitors<'a>(
     tx: &mut impl Statements,
     backend: Backend,
-    ids: &str,
+    monitor_ids: impl Iterator<Item = &'a str>,
 ) -> anyhow::Result<()> {
     if backend == Backend::Postgres {
-        // Taken as the sorted keys are read: the outer select locks row by row, in order.
+        let ids = serde_json::to_string(&monitor_ids.collect::<Vec<_>>())?;
         tx.execute(
-            "SELECT pg_advisory_xact_lock(CAST($2 AS INTEGER), k) FROM (SELECT DISTINCT hashtext(value) AS k \
-             FROM jsonb_array_elements_text(CAST($1 AS jsonb)) AS ids(value) ORDER BY k) AS keys",
-            &[ids.into(), i64::from(INGEST_LOCKS).into()],
+            "SELECT id FROM monitors WHERE id IN \
+             (SELECT jsonb_array_elements_text(CAST($1 AS jsonb))) \
+             ORDER BY id FOR NO KEY UPDATE",
+            &[Arg::from(&ids)],
         )
         .await?;
     }

@@ -223,8 +223,8 @@ pub trait IngestRules: Sync {
 
 /// The status moves of newly stored results: one row per status row (a monitor, or a
 /// monitor's location), since an upsert may not touch a row twice, carrying both kinds of
-/// news. One statement, rows in key order, so that the row locks of concurrent batches are
-/// always taken in the same order on PostgreSQL and they never deadlock.
+/// news. One statement, rows in key order. Concurrent batches sharing monitors never meet
+/// here on PostgreSQL: they queue on the monitors' rows first (`conflicts::hold_monitors`).
 fn status_moves<'a>(
     results: &[&'a NewResult],
     table: StatusTable,
@@ -345,10 +345,9 @@ impl Store {
         received_at: i64,
         rules: &dyn IngestRules,
     ) -> anyhow::Result<(Ingested, Vec<(String, i64)>)> {
-        // Before any row: two uploads sharing a monitor queue whole (`conflicts`).
-        let monitors: BTreeSet<&str> = results.iter().map(|r| r.monitor_id.as_str()).collect();
-        let monitors = serde_json::to_string(&monitors)?;
-        super::conflicts::hold_monitors(tx, self.backend(), &monitors).await?;
+        // Before any other row: two uploads sharing a monitor queue whole (`conflicts`).
+        let monitors = results.iter().map(|r| r.monitor_id.as_str());
+        super::conflicts::hold_monitors(tx, self.backend(), monitors).await?;
         let mut inserted = HashSet::with_capacity(results.len());
         let mut fresh: Vec<(String, i64)> = Vec::new();
         // The batch travels as one JSON parameter that the database unpacks itself: binding

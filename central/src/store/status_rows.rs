@@ -1,8 +1,10 @@
-//! The status rows an upload reads before it writes them: each of its monitors' row and, for a
-//! batch with located results, their locations' rows, with what both of ingest's uses need
+//! The status rows an upload reads before it writes them: each of its monitors' row and, once
+//! any result of the batch is located, every location row of those monitors, with what both of
+//! ingest's uses need
 //! (the newest result, for the time it credits, `timeline`; the verdict state it moves,
 //! `results::move_verdicts`). One packed read per table, locked on PostgreSQL in key order
-//! until the transaction ends. Read once for both: they were two reads of the same rows
+//! until the transaction ends; one read is enough because no other upload writes these rows
+//! before this one commits (it holds their monitors first: `conflicts::hold_monitors`). Read once for both: they were two reads of the same rows
 //! (about 2 % of central's samples between them in a profile at 100,000 monitors,
 //! docs/benchmarks.md). Owns that read only: what the rows mean is the readers'.
 

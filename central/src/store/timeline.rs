@@ -51,9 +51,9 @@ struct Newest {
 impl Store {
     /// The time the newly stored results credit: per monitor and per location, what the rule
     /// makes of its history from its earliest new result (or its newest before, if earlier),
-    /// given the batch's status rows as they were before it (`rows`, read and locked by
-    /// `read_status_rows`, so that batches sharing monitors queue instead of crediting the same
-    /// time twice).
+    /// given the batch's status rows as they were before it (`rows`, from `read_status_rows`).
+    /// Batches sharing monitors queue on them before (`conflicts::hold_monitors`), so they never
+    /// credit the same time twice.
     ///
     /// Cost: results arriving in check order (the usual case: each location's newer than
     /// anything stored) need no read beyond the status rows, whose newest results are the only
