@@ -376,6 +376,7 @@ impl Store {
              r.value ->> 'region' FROM {rows_source} WHERE true \
              ON CONFLICT (id) DO NOTHING"
         );
+        let returning = format!("{insert} RETURNING id, rowid");
         let mut next_rowid = self.head.newest();
         #[derive(serde::Deserialize)]
         struct Stored {
@@ -384,35 +385,30 @@ impl Store {
         for chunk in results.chunks(INSERT_CHUNK) {
             let rows = serde_json::to_string(chunk)?;
             match self.backend() {
-                // Which ids are stored already, then the insert: under the write lock nobody
-                // else inserts meanwhile, so the others are exactly those it stores.
+                // The insert says which rows it stored and at which rowid: an id stored
+                // before (or earlier in the batch) is skipped, and returns nothing.
                 Backend::Sqlite => {
-                    let ids: Vec<&str> = chunk.iter().map(|r| r.id.as_str()).collect();
-                    let sql = packed(
-                        Backend::Sqlite,
-                        &[("id", "id")],
-                        "FROM results WHERE id IN (SELECT value FROM json_each($1))",
-                        "id",
-                    );
-                    let ids_json = serde_json::to_string(&ids)?;
-                    let text = tx.read_text(&sql, &[Arg::from(&ids_json)]).await?;
-                    let stored: HashSet<String> =
-                        unpack::<Stored>(&text)?.into_iter().map(|s| s.id).collect();
-                    tx.execute(
-                        &insert,
-                        &[
-                            poller_id.into(),
-                            received_at.into(),
-                            Arg::from(&rows),
-                            next_rowid.into(),
-                        ],
-                    )
-                    .await?;
-                    // The first of each id not stored before is stored, at its place.
-                    for (place, result) in chunk.iter().enumerate() {
-                        if !stored.contains(&result.id) && inserted.insert(result.id.clone()) {
-                            fresh.push((result.monitor_id.clone(), next_rowid + place as i64 + 1));
-                        }
+                    let mut stored = tx
+                        .read_pairs(
+                            &returning,
+                            &[
+                                poller_id.into(),
+                                received_at.into(),
+                                Arg::from(&rows),
+                                next_rowid.into(),
+                            ],
+                        )
+                        .await?;
+                    // SQLite returns them in no promised order; the head takes rowid order.
+                    stored.sort_unstable_by_key(|(_, rowid)| *rowid);
+                    for (id, rowid) in stored {
+                        // Its rowid is its place in the chunk after the newest before it.
+                        let result = usize::try_from(rowid - next_rowid - 1)
+                            .ok()
+                            .and_then(|place| chunk.get(place))
+                            .ok_or_else(|| anyhow::anyhow!("rowid {rowid} is not the batch's"))?;
+                        fresh.push((result.monitor_id.clone(), rowid));
+                        inserted.insert(id);
                     }
                     next_rowid += chunk.len() as i64;
                 }
@@ -596,6 +592,52 @@ mod tests {
     use super::*;
     use crate::store::testing::{result, sqlite_store, NewestDecides};
     use crate::store::Cursor;
+
+    /// On SQLite the head learns each stored result's rowid from the insert itself: a result
+    /// stored before, or the same id again in the batch, is not stored and not in the head,
+    /// and every rowid in it is the row of that id and monitor.
+    #[tokio::test]
+    async fn the_head_holds_exactly_the_rows_an_upload_stored() {
+        let (store, _dir) = sqlite_store().await;
+        let on = |id: &str, monitor: &str, ts| {
+            let mut r = result(id, ts, "up");
+            r.monitor_id = monitor.into();
+            r
+        };
+        store
+            .insert_results("p1", &[on("a", "m1", 1_000)], 5, &NewestDecides)
+            .await
+            .unwrap();
+        let batch = [
+            on("x", "m2", 2_000),
+            on("a", "m1", 1_000),
+            on("x", "m2", 2_000),
+            on("y", "m3", 3_000),
+            on("z", "m2", 4_000),
+        ];
+        let ingested = store
+            .insert_results("p1", &batch, 6, &NewestDecides)
+            .await
+            .unwrap();
+        assert_eq!(
+            ingested.stored,
+            HashSet::from(["x".into(), "y".into(), "z".into()])
+        );
+        for (monitor, ids) in [("m1", vec!["a"]), ("m2", vec!["x", "z"]), ("m3", vec!["y"])] {
+            let mut held = Vec::new();
+            for rowid in store.head.rowids_of(monitor) {
+                let (id, of): (String, String) =
+                    sqlx::query_as("SELECT id, monitor_id FROM results WHERE rowid = $1")
+                        .bind(rowid)
+                        .fetch_one(&store.pool)
+                        .await
+                        .unwrap();
+                assert_eq!(of, monitor, "rowid {rowid}");
+                held.push(id);
+            }
+            assert_eq!(held, ids, "{monitor}'s rowids in the head");
+        }
+    }
 
     #[tokio::test]
     async fn duplicates_are_stored_once_and_status_never_goes_backwards() {

@@ -58,6 +58,14 @@ pub(super) trait Statements {
     /// Runs a statement returning rows of (text, text, integer, integer), the keys of the
     /// buckets an upsert wrote and a flag of each (`rollups`' `RETURNING`), and returns them.
     async fn read_keys(&mut self, sql: &str, args: &[Arg<'_>]) -> anyhow::Result<Vec<Key>>;
+
+    /// Runs a statement returning rows of (text, integer), the ids and rowids an insert stored
+    /// (ingest's `RETURNING` on SQLite), and returns them.
+    async fn read_pairs(
+        &mut self,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> anyhow::Result<Vec<(String, i64)>>;
 }
 
 /// A row of `Statements::read_keys`.
@@ -100,6 +108,17 @@ impl Statements for Transaction<'_, Any> {
                     row.try_get(3)?,
                 ))
             })
+            .collect()
+    }
+
+    async fn read_pairs(
+        &mut self,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> anyhow::Result<Vec<(String, i64)>> {
+        let rows = bound(sqlx::query(sql), args).fetch_all(&mut **self).await?;
+        rows.iter()
+            .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
             .collect()
     }
 }
@@ -163,5 +182,19 @@ impl Statements for Direct<'_, '_> {
             keys.push((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?));
         }
         Ok(keys)
+    }
+
+    async fn read_pairs(
+        &mut self,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> anyhow::Result<Vec<(String, i64)>> {
+        let mut statement = self.prepared(sql, args)?;
+        let mut rows = statement.raw_query();
+        let mut pairs = Vec::new();
+        while let Some(row) = rows.next()? {
+            pairs.push((row.get(0)?, row.get(1)?));
+        }
+        Ok(pairs)
     }
 }
