@@ -376,12 +376,7 @@ impl Store {
              r.value ->> 'region' FROM {rows_source} WHERE true \
              ON CONFLICT (id) DO NOTHING"
         );
-        let returning = format!("{insert} RETURNING id, rowid");
         let mut next_rowid = self.head.newest();
-        #[derive(serde::Deserialize)]
-        struct Stored {
-            id: String,
-        }
         for chunk in results.chunks(INSERT_CHUNK) {
             let rows = serde_json::to_string(chunk)?;
             match self.backend() {
@@ -390,7 +385,7 @@ impl Store {
                 Backend::Sqlite => {
                     let mut stored = tx
                         .read_pairs(
-                            &returning,
+                            &format!("{insert} RETURNING id, rowid"),
                             &[
                                 poller_id.into(),
                                 received_at.into(),
@@ -415,6 +410,10 @@ impl Store {
                 // Concurrent transactions of other replicas may store the same ids: the
                 // insert says which rows it stored (packed, `packed`).
                 Backend::Postgres => {
+                    #[derive(serde::Deserialize)]
+                    struct Stored {
+                        id: String,
+                    }
                     let sql = packed(Backend::Postgres, &[("id", "id")], "FROM stored", "id");
                     let sql = format!("WITH stored AS ({insert} RETURNING id) {sql}");
                     let text = tx
