@@ -9,6 +9,7 @@
 //!   cargo bench -p e2e --bench scale [-- --monitors 10000 --pollers 20 --interval-s 60]
 //!                                    [--batch-size 50 --batch-interval-s 10]
 //!                                    [--baseline PATH-TO-AN-OLDER-central]
+//!                                    [--alternate PATH-TO-ANOTHER-central]
 //!                                    [--grown-db-mib 1100] [--create-first]
 //!
 //! `--grown-db-mib N` (SQLite) first makes the database N MiB larger, with a table of the
@@ -28,6 +29,15 @@
 //! With `--baseline`, the same run is first made with that build of `central` (the figures
 //! before a change, from the same machine in the same run), and both rows are printed.
 //!
+//! With `--alternate PATH-TO-ANOTHER-central [--rounds 4 --warm-s 60]`, after the settle the
+//! two builds take turns on the one database under the one load (restarted each time, a
+//! window of `--measure-s` each, in the order AB BA AB …, then three `/metrics` renderings),
+//! and the row gives each build's median steady CPU and `/metrics` time and the mean of the
+//! paired differences: for changes of a point or two, which separate runs cannot show. Both
+//! builds must run on the database the newer one migrated. A process lives one window, less
+//! than the results head's 5 minutes, so on SQLite no flush falls in a window (the head is
+//! rebuilt at each start, or flushed when it fills): the figure is the uploads' cost alone.
+//!
 //! The steady window also reports central's system calls and bytes read and written per result
 //! stored (`/proc/<pid>/io`): on SQLite, mostly the WAL frames each result's pages take and the
 //! checkpoints that copy them back. `SCALE_CENTRAL_LOG` sets central's `RUST_LOG` (default
@@ -39,12 +49,16 @@
 //! 10 minutes, as agents do.
 
 use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use e2e::receivers::HttpReceiver;
-use e2e::{anon_rss_bytes, cpu_seconds, eventually, io_counts, rss_bytes, Central, ADMIN_TOKEN};
+use e2e::{
+    anon_rss_bytes, cpu_seconds, eventually, io_counts, postgres_cpu_seconds, rss_bytes, Central,
+    ADMIN_TOKEN,
+};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 
@@ -252,7 +266,12 @@ fn uploads(
                 continue;
             }
             uploaded_at = Instant::now();
-            for batch in std::mem::take(&mut queued).chunks(sizes.batch_size.max(1)) {
+            let batches: Vec<Vec<Value>> = std::mem::take(&mut queued)
+                .chunks(sizes.batch_size.max(1))
+                .map(<[Value]>::to_vec)
+                .collect();
+            let mut batches = batches.into_iter();
+            while let Some(batch) = batches.next() {
                 let token = access.lock().unwrap().clone();
                 let answer = http
                     .post(format!("{url}/api/poller/results"))
@@ -260,12 +279,20 @@ fn uploads(
                     .json(&json!({"batch_id": uuid::Uuid::new_v4(), "results": batch}))
                     .send()
                     .await;
-                if let Ok(answer) = answer {
-                    if let Ok(ack) = answer.json::<Value>().await {
-                        let stored = ack["accepted"].as_u64().unwrap_or(0);
-                        accepted.fetch_add(stored, Ordering::Relaxed);
-                    }
-                }
+                let ack = match answer {
+                    Ok(answer) if answer.status().is_success() => answer.json::<Value>().await.ok(),
+                    _ => None,
+                };
+                let Some(ack) = ack else {
+                    // Kept, as an agent keeps what central did not acknowledge (central
+                    // restarting between `--alternate` windows): tried again at the next
+                    // upload, so that no monitor goes stale. Result ids make a retry of a
+                    // stored batch a duplicate, not a second result.
+                    queued = batch.into_iter().chain(batches.flatten()).collect();
+                    break;
+                };
+                let stored = ack["accepted"].as_u64().unwrap_or(0);
+                accepted.fetch_add(stored, Ordering::Relaxed);
             }
         }
     })
@@ -343,19 +370,38 @@ async fn main() -> anyhow::Result<()> {
         batch_interval_s: arg("--batch-interval-s", 10),
         create_first: std::env::args().any(|a| a == "--create-first"),
     };
+    let alternate = arg_text("--alternate").map(|other| Alternate {
+        other: other.into(),
+        rounds: arg("--rounds", 4),
+        warm_s: arg("--warm-s", 60),
+    });
     let mut rows = Vec::new();
     if let Some(baseline) = arg_text("--baseline") {
-        rows.push(run("baseline", std::path::Path::new(&baseline), sizes).await?);
+        rows.push(run("baseline", Path::new(&baseline), sizes, None).await?);
     }
-    rows.push(run("this build", &e2e::binary("central"), sizes).await?);
+    rows.push(
+        run(
+            "this build",
+            &e2e::binary("central"),
+            sizes,
+            alternate.as_ref(),
+        )
+        .await?,
+    );
     for row in rows {
         println!("{row}");
     }
     Ok(())
 }
 
-/// One run against `program`; returns its row.
-async fn run(label: &str, program: &std::path::Path, sizes: Sizes) -> anyhow::Result<String> {
+/// One run against `program`; returns its row. With `alternate`, the run ends after the
+/// settle with `alternating`'s row.
+async fn run(
+    label: &str,
+    program: &Path,
+    sizes: Sizes,
+    alternate: Option<&Alternate>,
+) -> anyhow::Result<String> {
     let Sizes {
         monitors,
         pollers,
@@ -496,6 +542,19 @@ async fn run(label: &str, program: &std::path::Path, sizes: Sizes) -> anyhow::Re
     // and a little more (created first: recovered and told already, and steady after that).
     let settle = interval_s + batch_interval_s + 5;
     tokio::time::sleep(Duration::from_secs(settle)).await;
+
+    if let Some(alternate) = alternate {
+        let row = alternating(&mut central, program, alternate, measure_s, &accepted).await;
+        for task in loops.iter().chain(registered.iter().flat_map(|p| &p.tasks)) {
+            task.abort();
+        }
+        return Ok(format!(
+            "scale ({backend}, alternating): {monitors} monitors / {pollers} pollers / {:.0} \
+             results/s | {}",
+            monitors as f64 / interval_s as f64,
+            row?
+        ));
+    }
 
     // Notices before this (a recovery's) are not the steps' below.
     let told_before = receiver.count();
@@ -697,6 +756,137 @@ async fn run(label: &str, program: &std::path::Path, sizes: Sizes) -> anyhow::Re
     ))
 }
 
+/// `--alternate`: a second build of central, run in turn with this one on the same database
+/// and the same load, so that a difference of a point or two of a core shows: separate runs
+/// of one build spread about ten points between hosts (docs/benchmarks.md).
+struct Alternate {
+    other: PathBuf,
+    /// Rounds of two windows, in the order AB, BA, AB, … (a drift over the run, such as the
+    /// database growing, weighs on both builds alike).
+    rounds: u64,
+    /// Seconds between a restart and its window: the new process takes the lease, looks at
+    /// the monitors that went stale while it was down and fills its page cache.
+    warm_s: u64,
+}
+
+/// Central's steady CPU, window by window, with `this` and `alternate.other` in turn (restarted
+/// on the same database and address; the test pollers carry on, and keep what a restart left
+/// unacknowledged), and after each window the median of three `/metrics` renderings; returns
+/// each build's medians and the mean of the paired differences.
+///
+/// The mean over AB, BA pairs of rounds cancels a steady drift (the first run of this mode
+/// read 19, 22, 21, 23, 24, 23 % over its six windows, whichever build ran), which a median
+/// of the differences does not: an even number of rounds is best.
+async fn alternating(
+    central: &mut Central,
+    this: &Path,
+    alternate: &Alternate,
+    window_s: u64,
+    accepted: &AtomicU64,
+) -> anyhow::Result<String> {
+    let builds = [this, alternate.other.as_path()];
+    let mut cpu: [Vec<f64>; 2] = Default::default();
+    let mut scrapes: [Vec<f64>; 2] = Default::default();
+    // PostgreSQL's own processes, read only on that backend (`postgres_cpu_seconds`).
+    let postgres = std::env::var("E2E_DATABASE").is_ok_and(|b| b == "postgres");
+    let mut server: [Vec<f64>; 2] = Default::default();
+    let mut differences = Vec::new();
+    for round in 0..alternate.rounds {
+        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        let mut pair = [0.0; 2];
+        for build in order {
+            central.set_program(builds[build]);
+            if let Err(e) = central.restart().await {
+                let log = central.log();
+                let lines: Vec<&str> = log.lines().collect();
+                let tail = lines[lines.len().saturating_sub(20)..].join("\n");
+                anyhow::bail!(
+                    "{} did not start on this database ({e}); its log ends:\n{tail}",
+                    builds[build].display()
+                );
+            }
+            let pid = central.pid().expect("central runs");
+            tokio::time::sleep(Duration::from_secs(alternate.warm_s)).await;
+            let (cpu_before, wall) = (cpu_seconds(pid).unwrap_or(0.0), Instant::now());
+            let accepted_before = accepted.load(Ordering::Relaxed);
+            let server_before = postgres_cpu_seconds();
+            tokio::time::sleep(Duration::from_secs(window_s)).await;
+            let seconds = wall.elapsed().as_secs_f64();
+            let used = (cpu_seconds(pid).unwrap_or(0.0) - cpu_before) / seconds;
+            let server_used = (postgres_cpu_seconds() - server_before) / seconds * 100.0;
+            let results = (accepted.load(Ordering::Relaxed) - accepted_before) as f64 / seconds;
+            let scrape = scrape_ms(central).await?;
+            eprintln!(
+                "alternating: round {round}, {}: {:.1} % of a core{}, {results:.0} results/s, \
+                 /metrics {scrape:.0} ms",
+                builds[build].display(),
+                used * 100.0,
+                if postgres {
+                    format!(" (PostgreSQL's processes {server_used:.1} %)")
+                } else {
+                    String::new()
+                }
+            );
+            server[build].push(server_used);
+            pair[build] = used;
+            cpu[build].push(used * 100.0);
+            scrapes[build].push(scrape);
+        }
+        differences.push((pair[1] - pair[0]) * 100.0);
+    }
+    let median = |values: &[f64]| {
+        let mut values = values.to_vec();
+        values.sort_by(f64::total_cmp);
+        values[values.len() / 2]
+    };
+    let mean = differences.iter().sum::<f64>() / differences.len() as f64;
+    let differences_text: Vec<String> = differences.iter().map(|d| format!("{d:+.1}")).collect();
+    let other = alternate.other.display();
+    let server = if postgres {
+        format!(
+            " | PostgreSQL's processes: with this build {:.1} % of a core, with {other} {:.1} % \
+             (medians)",
+            median(&server[0]),
+            median(&server[1])
+        )
+    } else {
+        String::new()
+    };
+    Ok(format!(
+        "{} rounds of {window_s} s windows ({} s warm after each restart) | CPU: this build \
+         {:.1} % of a core, {other} {:.1} % (medians); {other} minus this build, per round: {} \
+         points, mean {mean:+.1}{server} | /metrics: this build {:.0} ms, {other} {:.0} ms \
+         (medians)",
+        alternate.rounds,
+        alternate.warm_s,
+        median(&cpu[0]),
+        median(&cpu[1]),
+        differences_text.join(", "),
+        median(&scrapes[0]),
+        median(&scrapes[1]),
+    ))
+}
+
+/// The median of three `/metrics` renderings, each past the 5 s cache, in ms.
+async fn scrape_ms(central: &Central) -> anyhow::Result<f64> {
+    let http = reqwest::Client::new();
+    let mut took = Vec::new();
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_millis(5_100)).await;
+        let started = Instant::now();
+        let answer = http
+            .get(format!("{}/metrics", central.url))
+            .bearer_auth(ADMIN_TOKEN)
+            .send()
+            .await?;
+        anyhow::ensure!(answer.status() == 200, "/metrics: {}", answer.status());
+        answer.bytes().await?;
+        took.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    took.sort_by(f64::total_cmp);
+    Ok(took[1])
+}
+
 /// The results head's rows (`central_results_head_rows` on `/metrics`; 0 on PostgreSQL and
 /// when unreadable).
 async fn head_rows(central: &Central) -> u64 {
@@ -777,7 +967,7 @@ async fn recover(
 /// Waits (at most 10 minutes) until `alert_due` holds no instant more than 5 s past, read
 /// from the SQLite database beside central: alerting has caught up with what the recovery
 /// left due. Says how long that took, or how many rows were still past.
-async fn alerting_caught_up(path: &std::path::Path) -> anyhow::Result<String> {
+async fn alerting_caught_up(path: &Path) -> anyhow::Result<String> {
     let started = Instant::now();
     let db =
         rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
@@ -804,7 +994,7 @@ async fn alerting_caught_up(path: &std::path::Path) -> anyhow::Result<String> {
 
 /// Makes the SQLite database at `path` `mib` MiB larger (a table of the bench's own, of
 /// zero-filled blobs, written back into the database file), while central is stopped.
-fn grow(path: &std::path::Path, mib: u64) -> anyhow::Result<()> {
+fn grow(path: &Path, mib: u64) -> anyhow::Result<()> {
     let db = rusqlite::Connection::open(path)?;
     db.execute_batch("CREATE TABLE bench_filler (b BLOB NOT NULL)")?;
     let tx = db.unchecked_transaction()?;

@@ -98,6 +98,34 @@ pub fn cpu_seconds(pid: u32) -> Option<f64> {
     Some((ticks(11)? + ticks(12)?) / 100.0)
 }
 
+/// CPU time every PostgreSQL process on the machine has used so far, with that of its
+/// children that ended (user and system, and the children's: a backend whose connection
+/// closed, when central restarts, is counted in the postmaster's). For a benchmark whose one
+/// PostgreSQL server is its own.
+pub fn postgres_cpu_seconds() -> f64 {
+    let Ok(processes) = std::fs::read_dir("/proc") else {
+        return 0.0;
+    };
+    let mut ticks = 0.0;
+    for process in processes.flatten() {
+        let Ok(stat) = std::fs::read_to_string(process.path().join("stat")) else {
+            continue;
+        };
+        let Some((name, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        if !name.ends_with("(postgres") {
+            continue;
+        }
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        // utime, stime, cutime and cstime: fields 14 to 17 of the line, 12 to 15 after the name.
+        ticks += (11..15)
+            .filter_map(|i| fields.get(i)?.parse::<f64>().ok())
+            .sum::<f64>();
+    }
+    ticks / 100.0
+}
+
 /// A process's I/O so far, from `/proc/<pid>/io`: system calls and bytes, whatever the file
 /// (SQLite's WAL and database, sockets). Only the owner (or root) may read it.
 #[derive(Debug, Clone, Copy, Default)]
@@ -326,6 +354,12 @@ impl Central {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill().await;
         }
+    }
+
+    /// Runs `program` from the next `restart` on (a benchmark alternating two builds on one
+    /// database).
+    pub fn set_program(&mut self, program: &Path) {
+        self.program = program.to_path_buf();
     }
 
     /// Starts central again on the same address and database.
