@@ -562,8 +562,16 @@ async fn run(
     eprintln!("steady window: {measure_s} s from now, central pid {pid}");
     let (cpu_before, wall) = (cpu_seconds(pid).unwrap_or(0.0), Instant::now());
     let (io_before, accepted_before) = (io_counts(pid), accepted.load(Ordering::Relaxed));
+    let server_before = postgres_cpu_seconds();
     tokio::time::sleep(Duration::from_secs(measure_s)).await;
     let steady_cpu = (cpu_seconds(pid).unwrap_or(0.0) - cpu_before) / wall.elapsed().as_secs_f64();
+    // Beside central's, on PostgreSQL: the server's processes share the 2 cores.
+    let server = if backend == "postgres" {
+        let used = (postgres_cpu_seconds() - server_before) / wall.elapsed().as_secs_f64();
+        format!(" (PostgreSQL's processes {:.0} %)", used * 100.0)
+    } else {
+        String::new()
+    };
     // System calls and bytes per result stored in the window: on SQLite mostly the pages each
     // result dirties, written to the WAL (a header and a page per frame) and copied back by
     // checkpoints; on PostgreSQL central's side of the connection only.
@@ -583,7 +591,7 @@ async fn run(
     };
     // At once: a long run's main figure must not depend on the steps after it.
     eprintln!(
-        "steady: central CPU {:.0} % of a core, RSS {} MB ({} MB its own), {io} ({results:.0} results)",
+        "steady: central CPU {:.0} % of a core{server}, RSS {} MB ({} MB its own), {io} ({results:.0} results)",
         steady_cpu * 100.0,
         rss_bytes(pid).unwrap_or(0) / 1_000_000,
         anon_rss_bytes(pid).unwrap_or(0) / 1_000_000
@@ -734,7 +742,7 @@ async fn run(
     };
     Ok(format!(
         "scale ({backend}{grown}, {label}): {monitors} monitors / {pollers} pollers / {:.0} results/s, \
-         uploads of {batch_size} or every {batch_interval_s} s (created in {:.0} s) | CPU steady {:.0} % of a core, no results {:.0} %{with_flush} | alert latency \
+         uploads of {batch_size} or every {batch_interval_s} s (created in {:.0} s) | CPU steady {:.0} % of a core{server}, no results {:.0} %{with_flush} | alert latency \
          ({} of {} told) p50 {:.0} ms, p99 {:.0} ms | ?status=down {:.0} ms, page of 50 {:.0} ms, \
          /metrics {:.0} ms, one status {:.1} ms | 1 % down ({}) {} | RSS {} MB ({} MB its own) | steady: {io}{others}",
         monitors as f64 / interval_s as f64,

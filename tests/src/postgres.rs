@@ -69,6 +69,14 @@ impl Postgres {
                 // Loopback only; durability is not what these tests measure.
                 .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"])
                 .args(["-c", "synchronous_commit=off", "-c", "max_connections=300"])
+                // A benchmark's diagnosis, e.g. `shared_preload_libraries=pg_stat_statements
+                // log_autovacuum_min_duration=0`: settings separated by spaces.
+                .args(
+                    std::env::var("E2E_POSTGRES_SETTINGS")
+                        .unwrap_or_default()
+                        .split_whitespace()
+                        .flat_map(|setting| ["-c".to_string(), setting.to_string()]),
+                )
                 .uid(uid)
                 .gid(gid)
                 .stdout(Stdio::null())
