@@ -615,16 +615,7 @@ async fn run(
     let down_list = timed(5, || get("/api/v1/monitors?status=down".into())).await?;
     let page = timed(5, || get("/api/v1/monitors?limit=50".into())).await?;
     let status = timed(5, || get(format!("/api/v1/monitors/{one}/status"))).await?;
-    // Past the cache (5 s): each scrape renders.
-    let mut scrapes = Vec::new();
-    for _ in 0..3 {
-        tokio::time::sleep(Duration::from_millis(5_100)).await;
-        let started = Instant::now();
-        get("/metrics".into()).await?;
-        scrapes.push(started.elapsed().as_secs_f64() * 1000.0);
-    }
-    scrapes.sort_by(f64::total_cmp);
-    let metrics = scrapes[1];
+    let metrics = scrape_ms(&central).await?;
 
     // One by one: alert latency.
     let singles: Vec<String> = ids.iter().take(50).map(|(_, id)| id.clone()).collect();
