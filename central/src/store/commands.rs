@@ -11,7 +11,7 @@
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::due::id_source;
+use super::batches::listed;
 use super::{Backend, Store};
 
 /// Announced by a transaction that issues commands (`issued:<poller id>`, one per poller) or
@@ -146,8 +146,8 @@ impl Store {
         }
         let _guard = self.write_lock().await;
         let sql = format!(
-            "UPDATE poller_commands SET sent_at = $2 WHERE id IN (SELECT value FROM {})",
-            id_source(self.backend())
+            "UPDATE poller_commands SET sent_at = $2 WHERE {}",
+            listed(self.backend(), "id", "$1")
         );
         sqlx::query(&sql)
             .bind(serde_json::to_string(ids)?)
@@ -217,9 +217,9 @@ impl Store {
             return Ok(Vec::new());
         }
         let sql = format!(
-            "SELECT {COLUMNS} FROM poller_commands WHERE id IN (SELECT value FROM {}) \
+            "SELECT {COLUMNS} FROM poller_commands WHERE {} \
              ORDER BY created_at, id",
-            id_source(self.backend())
+            listed(self.backend(), "id", "$1")
         );
         let rows = sqlx::query(&sql)
             .bind(serde_json::to_string(ids)?)

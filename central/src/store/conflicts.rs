@@ -81,13 +81,11 @@ pub(super) async fn hold_monitors<'a>(
 ) -> anyhow::Result<()> {
     if backend == Backend::Postgres {
         let ids = serde_json::to_string(&monitor_ids.collect::<Vec<_>>())?;
-        tx.execute(
-            "SELECT id FROM monitors WHERE id IN \
-             (SELECT jsonb_array_elements_text(CAST($1 AS jsonb))) \
-             ORDER BY id FOR NO KEY UPDATE",
-            &[Arg::from(&ids)],
-        )
-        .await?;
+        let sql = format!(
+            "SELECT id FROM monitors WHERE {} ORDER BY id FOR NO KEY UPDATE",
+            super::batches::listed(backend, "id", "$1")
+        );
+        tx.execute(&sql, &[Arg::from(&ids)]).await?;
     }
     Ok(())
 }

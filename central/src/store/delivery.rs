@@ -12,7 +12,7 @@
 
 use std::collections::HashSet;
 
-use super::due::id_source;
+use super::batches::listed;
 use super::notifications::OUTBOX_COLUMNS;
 use super::{Backend, OutboxRow, Store};
 
@@ -42,9 +42,9 @@ fn status_term(backend: Backend) -> &'static str {
 fn claim_sql(backend: Backend) -> String {
     format!(
         "UPDATE notifications SET next_attempt_at = $3 \
-         WHERE id IN (SELECT value FROM {}) AND {} = 'pending' \
+         WHERE {} AND {} = 'pending' \
          AND (next_attempt_at IS NULL OR next_attempt_at <= $2) RETURNING id",
-        id_source(backend),
+        listed(backend, "id", "$1"),
         status_term(backend)
     )
 }
@@ -53,8 +53,8 @@ fn claim_sql(backend: Backend) -> String {
 fn release_sql(backend: Backend) -> String {
     format!(
         "UPDATE notifications SET next_attempt_at = $3 \
-         WHERE id IN (SELECT value FROM {}) AND {} = 'pending' AND next_attempt_at = $2",
-        id_source(backend),
+         WHERE {} AND {} = 'pending' AND next_attempt_at = $2",
+        listed(backend, "id", "$1"),
         status_term(backend)
     )
 }

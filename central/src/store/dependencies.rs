@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::due::id_source;
+use super::batches::listed;
 use super::{Backend, Resolution, Store};
 
 /// One dependency as a result reports it (read from the result's `meta` by the service).
@@ -395,8 +395,8 @@ impl Store {
             return Ok(HashMap::new());
         }
         let rows: Vec<(String, String)> = sqlx::query_as(&format!(
-            "SELECT id, meta FROM results WHERE id IN (SELECT value FROM {})",
-            id_source(self.backend())
+            "SELECT id, meta FROM results WHERE {}",
+            listed(self.backend(), "id", "$1")
         ))
         .bind(serde_json::to_string(ids)?)
         .fetch_all(&self.pool)

@@ -7,10 +7,10 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
+use super::batches::listed;
 use super::dependencies::{
     reads_documents, DependencyRow, LatencyBucketRow, NewDependencyEvent, ROW_COLUMNS,
 };
-use super::due::id_source;
 use super::packed::{packed, unpack};
 use super::results::{IngestRules, NewResult};
 use super::statements::{Arg, Statements};
@@ -56,8 +56,8 @@ pub(super) async fn record(
         &[("monitor_id", "rm.id"), ("region", "rl.region")],
         &format!(
             "FROM monitors rm LEFT JOIN monitor_locations rl ON rl.monitor_id = rm.id \
-             WHERE rm.id IN (SELECT value FROM {}) AND {}",
-            id_source(backend),
+             WHERE {} AND {}",
+            listed(backend, "rm.id", "$1"),
             reads_documents(backend)
         ),
         "monitor_id, region",
@@ -109,8 +109,8 @@ pub(super) async fn record(
             ("reported_at", "reported_at"),
         ],
         &format!(
-            "FROM dependency_sources WHERE monitor_id IN (SELECT value FROM {}){lock}",
-            id_source(backend)
+            "FROM dependency_sources WHERE {}{lock}",
+            listed(backend, "monitor_id", "$1")
         ),
         "monitor_id, region",
     );
@@ -127,8 +127,8 @@ pub(super) async fn record(
             .map(|column| (column.trim_start_matches("d."), column))
             .collect::<Vec<_>>(),
         &format!(
-            "FROM dependencies d WHERE d.monitor_id IN (SELECT value FROM {})",
-            id_source(backend)
+            "FROM dependencies d WHERE {}",
+            listed(backend, "d.monitor_id", "$1")
         ),
         "monitor_id, region, name",
     );

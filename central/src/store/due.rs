@@ -25,6 +25,7 @@
 
 use sqlx::{Any, Transaction};
 
+use super::batches::{id_source, listed, listed_ids};
 use super::statements::{Arg, Statements};
 use super::{Backend, Store};
 
@@ -71,14 +72,6 @@ impl Look {
 /// outage), whose monitors are marked due when they arrive. Only the order among rows already
 /// due changes: nothing is looked at earlier than it would be anyway.
 pub(super) const NEWS_AHEAD_MS: i64 = 3_600_000;
-
-/// The ids in a JSON array parameter (`$1`) as a column `value`.
-pub(super) fn id_source(backend: Backend) -> &'static str {
-    match backend {
-        Backend::Sqlite => "json_each($1)",
-        Backend::Postgres => "jsonb_array_elements_text(CAST($1 AS jsonb)) AS ids(value)",
-    }
-}
 
 /// Marks the monitors in `ids` (a JSON array of ids) due at `at`, or earlier if they already
 /// were; in the caller's transaction, so a change and its mark are stored together. In id
@@ -139,9 +132,8 @@ pub(super) async fn lock_due_rows(
 ) -> anyhow::Result<()> {
     if backend == Backend::Postgres {
         let sql = format!(
-            "SELECT monitor_id FROM alert_due WHERE monitor_id IN (SELECT value FROM {}) \
-             ORDER BY monitor_id FOR UPDATE",
-            id_source(backend)
+            "SELECT monitor_id FROM alert_due WHERE {} ORDER BY monitor_id FOR UPDATE",
+            listed(backend, "monitor_id", "$1")
         );
         tx.execute(&sql, &[ids.into()]).await?;
     }
@@ -198,7 +190,8 @@ pub(super) async fn confirm_due(
         return Ok(false);
     }
     let rows = serde_json::to_string(confirmed)?;
-    let source = super::results::json_rows(backend, "$1");
+    let source = super::batches::json_rows(backend, "$1");
+    let probe = listed_ids(backend, "alert_due.monitor_id", "$1", "id");
     let moved = tx
         .execute(
             &format!(
@@ -206,7 +199,7 @@ pub(super) async fn confirm_due(
          THEN alert_due.rule_at ELSE c.until_ms END \
          FROM (SELECT r.value ->> 'id' AS id, CAST(r.value ->> 'until' AS BIGINT) AS until_ms, \
             CAST(r.value ->> 'interval' AS BIGINT) AS interval_ms FROM {source}) AS c \
-         WHERE alert_due.monitor_id = c.id AND alert_due.steady = c.interval_ms \
+         WHERE {probe} AND alert_due.monitor_id = c.id AND alert_due.steady = c.interval_ms \
          AND alert_due.due_at > $2 \
          AND (alert_due.due_at < $3 + c.interval_ms OR alert_due.due_at > c.until_ms)"
             ),
@@ -233,13 +226,15 @@ pub(super) async fn confirm_due(
         Backend::Postgres => format!(
             "INSERT INTO alert_due (monitor_id, due_at, marks) \
              SELECT DISTINCT r.value ->> 'id', CAST($2 AS BIGINT), 1 FROM {source} \
-             WHERE NOT EXISTS (SELECT 1 FROM alert_due s WHERE s.monitor_id = r.value ->> 'id' \
+             WHERE NOT EXISTS (SELECT 1 FROM alert_due s WHERE {} \
+             AND s.monitor_id = r.value ->> 'id' \
              AND s.steady = CAST(r.value ->> 'interval' AS BIGINT) AND s.due_at > $2) \
              ORDER BY 1 \
              ON CONFLICT (monitor_id) DO UPDATE SET \
              due_at = CASE WHEN excluded.due_at < alert_due.due_at THEN excluded.due_at \
                       ELSE alert_due.due_at END, \
-             marks = alert_due.marks + 1, steady = 0"
+             marks = alert_due.marks + 1, steady = 0",
+            listed_ids(backend, "s.monitor_id", "$1", "id")
         ),
     };
     let marked = tx.execute(&sql, &[Arg::from(&rows), at.into()]).await? > 0;
@@ -308,9 +303,8 @@ pub(super) async fn finish_looks(
     } else {
         let ids = serde_json::to_string(&changed)?;
         let rows: Vec<(String,)> = sqlx::query_as(&format!(
-            "SELECT DISTINCT child_id FROM monitor_parents WHERE parent_id IN \
-             (SELECT value FROM {})",
-            id_source(backend)
+            "SELECT DISTINCT child_id FROM monitor_parents WHERE {}",
+            listed(backend, "parent_id", "$1")
         ))
         .bind(ids)
         .fetch_all(&mut **tx)
@@ -371,11 +365,12 @@ impl Store {
         if poller_ids.is_empty() {
             return Ok(());
         }
-        let source = id_source(self.backend());
+        let listed = |column| listed(self.backend(), column, "$1");
         let sql = format!(
-            "SELECT id FROM monitors WHERE assigned_poller_id IN (SELECT value FROM {source}) \
-             UNION SELECT monitor_id FROM monitor_locations \
-             WHERE assigned_poller_id IN (SELECT value FROM {source})"
+            "SELECT id FROM monitors WHERE {} \
+             UNION SELECT monitor_id FROM monitor_locations WHERE {}",
+            listed("assigned_poller_id"),
+            listed("assigned_poller_id")
         );
         let ids: Vec<(String,)> = sqlx::query_as(&sql)
             .bind(serde_json::to_string(poller_ids)?)

@@ -6,6 +6,7 @@
 
 mod assignments;
 mod audit;
+mod batches;
 mod commands;
 mod conflicts;
 mod cursor;
@@ -294,6 +295,14 @@ impl Store {
             store.head = store.load_head().await?;
         }
         Ok(store)
+    }
+
+    /// Closes every connection, waiting for those in use to come back. On PostgreSQL each
+    /// server session then ends, which is when the server counts what it read
+    /// (`pg_stat_user_tables`) for certain.
+    pub async fn close(&self) {
+        self.pool.close().await;
+        self.writer.close().await;
     }
 
     fn pool_options(backend: Backend, connections: u32, cache_kib: u32) -> AnyPoolOptions {

@@ -12,7 +12,7 @@
 
 use sqlx::{FromRow, Row};
 
-use super::due::id_source;
+use super::batches::id_source;
 use super::monitors::MONITOR_COLUMNS;
 use super::{Backend, MonitorRow, Store};
 

@@ -146,11 +146,11 @@ impl Store {
         if ids.is_empty() {
             return Ok(HashMap::new());
         }
-        let source = super::due::id_source(self.backend());
+        let listed = super::batches::listed(self.backend(), "monitor_id", "$1");
         type Row = (String, Option<i64>, Option<i64>, Option<i64>);
         let rows: Vec<Row> = sqlx::query_as(&format!(
             "SELECT monitor_id, started_at, last_ping_at, schedule_at FROM heartbeats \
-             WHERE monitor_id IN (SELECT value FROM {source})"
+             WHERE {listed}"
         ))
         .bind(serde_json::to_string(ids)?)
         .fetch_all(&self.pool)

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
+use super::batches::json_rows;
 use super::packed::{packed, unpack};
 use super::statements::{Arg, Direct, Statements};
 use super::status_rows::{RowKey, StatusRows};
@@ -101,21 +102,6 @@ fn status_upsert(backend: Backend, table: StatusTable) -> String {
         .replace("KEY_COLUMNS", key_columns)
         .replace("KEY_VALUES", key_values)
         .replace("KEY_CONFLICT", key_conflict)
-}
-
-/// The rows of a JSON array parameter, as `r.value`. On SQLite each row is made JSONB once
-/// (a materialised table): `json_each` hands each object over as text, which every `->>` on
-/// it turned back into JSONB (about a fifth of central's CPU at 100,000 monitors).
-pub(super) fn json_rows(backend: Backend, parameter: &str) -> String {
-    match backend {
-        Backend::Sqlite => format!(
-            "(WITH rows(value) AS MATERIALIZED (SELECT jsonb(value) FROM json_each({parameter})) \
-             SELECT value FROM rows) AS r"
-        ),
-        Backend::Postgres => {
-            format!("jsonb_array_elements(CAST({parameter} AS jsonb)) AS r(value)")
-        }
-    }
 }
 
 /// One status row's move in `status_upsert`: the newest stored result of the batch for that

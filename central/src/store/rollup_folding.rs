@@ -12,7 +12,7 @@
 
 use sqlx::Row;
 
-use super::results::json_rows;
+use super::batches::json_rows;
 use super::rollups::{adding_on_conflict, summed_columns};
 use super::{Backend, Resolution, Store};
 

@@ -16,7 +16,8 @@ use sqlx::Row;
 
 use super::statements::{Arg, Statements};
 
-use super::results::{json_rows, NewResult};
+use super::batches::json_rows;
+use super::results::NewResult;
 use super::timeline::Credits;
 use super::{monitors::placeholders, Store};
 

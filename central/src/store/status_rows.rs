@@ -55,12 +55,10 @@ impl Store {
         ids.sort_unstable();
         ids.dedup();
         let ids = serde_json::to_string(&ids)?;
-        let (ids_source, lock) = match self.backend() {
-            Backend::Sqlite => ("SELECT value FROM json_each($1)", ""),
-            Backend::Postgres => (
-                "SELECT jsonb_array_elements_text(CAST($1 AS jsonb))",
-                " ORDER BY monitor_id, region FOR UPDATE",
-            ),
+        let listed = super::batches::listed(self.backend(), "monitor_id", "$1");
+        let lock = match self.backend() {
+            Backend::Sqlite => "",
+            Backend::Postgres => " ORDER BY monitor_id, region FOR UPDATE",
         };
         #[derive(serde::Deserialize)]
         struct Row {
@@ -102,7 +100,7 @@ impl Store {
                     ("verdict_at", "verdict_at"),
                     ("verdict_result_id", "verdict_result_id"),
                 ],
-                &format!("FROM {table} WHERE monitor_id IN ({ids_source}){lock}"),
+                &format!("FROM {table} WHERE {listed}{lock}"),
                 "monitor_id, region",
             );
             let text = tx.read_text(&sql, &[Arg::from(&ids)]).await?;

@@ -6,9 +6,10 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use super::batches::json_rows;
 use super::packed::{packed, unpack};
 use super::result_index::{by_monitor, Order};
-use super::results::{json_rows, IngestRules, NewResult};
+use super::results::{IngestRules, NewResult};
 use super::statements::{Arg, Statements};
 use super::status_rows::StatusRows;
 use super::{Backend, Resolution, Store};
