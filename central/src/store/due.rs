@@ -180,6 +180,12 @@ const ARRIVAL_MARGIN_MS: i64 = 30_000;
 ///
 /// On PostgreSQL the caller has locked the rows (`lock_due_rows`): an update joined to the
 /// batch would lock them in whatever order the join yields.
+///
+/// Both statements read the rows by the batch's keys only (`listed_ids`); `due_at + 0` keeps
+/// the `due_at` index out of them. With it, PostgreSQL's plan made without the values (after
+/// five runs on a connection) sometimes walked that index over every row not yet due, a
+/// third of the table by its guess, nearly all of it in fact (`tests/tests/store_reads.rs`
+/// caught it on a busy host: 500 rows read per result).
 pub(super) async fn confirm_due(
     tx: &mut impl Statements,
     backend: Backend,
@@ -200,7 +206,7 @@ pub(super) async fn confirm_due(
          FROM (SELECT r.value ->> 'id' AS id, CAST(r.value ->> 'until' AS BIGINT) AS until_ms, \
             CAST(r.value ->> 'interval' AS BIGINT) AS interval_ms FROM {source}) AS c \
          WHERE {probe} AND alert_due.monitor_id = c.id AND alert_due.steady = c.interval_ms \
-         AND alert_due.due_at > $2 \
+         AND alert_due.due_at + 0 > $2 \
          AND (alert_due.due_at < $3 + c.interval_ms OR alert_due.due_at > c.until_ms)"
             ),
             &[
@@ -228,7 +234,7 @@ pub(super) async fn confirm_due(
              SELECT DISTINCT r.value ->> 'id', CAST($2 AS BIGINT), 1 FROM {source} \
              WHERE NOT EXISTS (SELECT 1 FROM alert_due s WHERE {} \
              AND s.monitor_id = r.value ->> 'id' \
-             AND s.steady = CAST(r.value ->> 'interval' AS BIGINT) AND s.due_at > $2) \
+             AND s.steady = CAST(r.value ->> 'interval' AS BIGINT) AND s.due_at + 0 > $2) \
              ORDER BY 1 \
              ON CONFLICT (monitor_id) DO UPDATE SET \
              due_at = CASE WHEN excluded.due_at < alert_due.due_at THEN excluded.due_at \
