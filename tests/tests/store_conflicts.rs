@@ -11,15 +11,15 @@
 //!
 //! Always on PostgreSQL (a server of its own): SQLite has one writer at a time, so no cycle.
 
-use std::collections::{BTreeMap, HashSet};
+mod common;
+
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use central::store::{
-    DependencyDiff, DependencyReport, DependencyRow, HourKey, IngestRules, Look, MonitorRow,
-    NewResult, Resolution, RollupSums, Store, StoredVerdict, TimeCredit, TimePoint,
-};
+use central::store::{HourKey, Look, MonitorRow, NewResult, Resolution, RollupSums, Store};
+use common::ingest_rules::ConfirmedAtOnce;
 use e2e::eventually;
 use e2e::postgres::Postgres;
 use serde_json::json;
@@ -288,53 +288,6 @@ async fn a_window_edit_marks_its_monitors_in_one_pass() -> anyhow::Result<()> {
         "a deadlock was broken (and the edit run again)"
     );
     Ok(())
-}
-
-/// Every verdict confirmed at once; a result keeps its monitor from changing for two minutes.
-struct ConfirmedAtOnce;
-
-impl IngestRules for ConfirmedAtOnce {
-    fn advance(&self, _: &str, state: StoredVerdict, result: &str) -> StoredVerdict {
-        let run_length = match state.status.as_deref() {
-            Some(status) if status == result => state.run_length + 1,
-            _ => 1,
-        };
-        StoredVerdict {
-            confirmed: Some(result.into()),
-            status: Some(result.into()),
-            run_length,
-        }
-    }
-    fn unchanged_until(&self, _: &str, ts: i64) -> i64 {
-        ts + 120_000
-    }
-    fn interval_ms(&self, _: &str) -> i64 {
-        60_000
-    }
-    fn lookback_ms(&self, _: &str) -> i64 {
-        120_000
-    }
-    fn credit_time(
-        &self,
-        _: &str,
-        _: Option<&str>,
-        _: &[&TimePoint],
-        _: &HashSet<&str>,
-        _: Option<i64>,
-        _: i64,
-    ) -> Vec<TimeCredit> {
-        Vec::new()
-    }
-    fn dependency_diff(
-        &self,
-        _: &str,
-        _: &str,
-        _: i64,
-        _: &[DependencyRow],
-        _: &DependencyReport,
-    ) -> DependencyDiff {
-        DependencyDiff::default()
-    }
 }
 
 fn result(id: &str, monitor_id: &str, ts: i64, status: &str) -> NewResult {

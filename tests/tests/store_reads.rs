@@ -8,13 +8,13 @@
 //!
 //! Always on PostgreSQL (a server of its own): SQLite's planner has no such guess to make.
 
-use std::collections::{BTreeMap, HashSet};
+mod common;
+
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use central::store::{
-    DependencyDiff, DependencyReport, DependencyRow, IngestRules, Look, MonitorRow, NewResult,
-    Store, StoredVerdict, TimeCredit, TimePoint,
-};
+use central::store::{Look, MonitorRow, NewResult, Store};
+use common::ingest_rules::ConfirmedAtOnce;
 use e2e::postgres::Postgres;
 use futures_util::{StreamExt, TryStreamExt};
 use serde_json::json;
@@ -24,56 +24,9 @@ use sqlx::{Connection, PgConnection};
 const MONITORS: usize = 3_000;
 const UPLOADS: usize = 60;
 const PER_UPLOAD: usize = 10;
+/// `ConfirmedAtOnce`'s interval: a result keeps its monitor from changing for two of them.
 const INTERVAL_MS: i64 = 60_000;
 const START: i64 = 1_000_000_000;
-
-/// Every verdict confirmed at once; a result keeps its monitor from changing for two
-/// intervals.
-struct ConfirmedAtOnce;
-
-impl IngestRules for ConfirmedAtOnce {
-    fn advance(&self, _: &str, state: StoredVerdict, result: &str) -> StoredVerdict {
-        let run_length = match state.status.as_deref() {
-            Some(status) if status == result => state.run_length + 1,
-            _ => 1,
-        };
-        StoredVerdict {
-            confirmed: Some(result.into()),
-            status: Some(result.into()),
-            run_length,
-        }
-    }
-    fn unchanged_until(&self, _: &str, ts: i64) -> i64 {
-        ts + 2 * INTERVAL_MS
-    }
-    fn interval_ms(&self, _: &str) -> i64 {
-        INTERVAL_MS
-    }
-    fn lookback_ms(&self, _: &str) -> i64 {
-        2 * INTERVAL_MS
-    }
-    fn credit_time(
-        &self,
-        _: &str,
-        _: Option<&str>,
-        _: &[&TimePoint],
-        _: &HashSet<&str>,
-        _: Option<i64>,
-        _: i64,
-    ) -> Vec<TimeCredit> {
-        Vec::new()
-    }
-    fn dependency_diff(
-        &self,
-        _: &str,
-        _: &str,
-        _: i64,
-        _: &[DependencyRow],
-        _: &DependencyReport,
-    ) -> DependencyDiff {
-        DependencyDiff::default()
-    }
-}
 
 fn monitor_id(monitor: usize) -> String {
     format!("m{monitor:05}")
