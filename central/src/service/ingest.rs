@@ -15,7 +15,7 @@ use shared_proto::ValidationError;
 use uuid::Uuid;
 
 use super::maintenance::schedule::Placement;
-use super::maintenance::{quiet_of, tags_of, QUIET_LOOKBACK_MS};
+use super::maintenance::{quiet_of, spans_of, tags_of, windows_of, QUIET_LOOKBACK_MS};
 use super::push::schedule::Schedule;
 use super::push::timeline_interval;
 use super::quorum;
@@ -25,8 +25,8 @@ use super::uptime::{pause_of, Timeline};
 use super::App;
 use crate::error::{ApiError, ApiResult};
 use crate::store::{
-    DependencyDiff, DependencyReport, DependencyRow, IngestRules, Ingested, NewResult,
-    OwnershipRow, PollerRow, StoredVerdict, TimeCredit, TimePoint,
+    DependencyDiff, DependencyReport, DependencyRow, IngestRules, Ingested, Intake, NewResult,
+    OwnershipRow, PollerRow, StoredVerdict, TimeCredit, TimePoint, WindowRow,
 };
 
 /// After a monitor moves, its previous poller may still deliver what it measured before.
@@ -122,55 +122,30 @@ impl App {
             candidates.push(result);
         }
 
-        let mut monitor_ids: Vec<String> = candidates
-            .iter()
-            .map(|r| r.monitor_id.to_string())
-            .collect();
-        monitor_ids.sort();
-        monitor_ids.dedup();
-        let mut owners: HashMap<String, Vec<OwnershipRow>> = HashMap::new();
-        for owner in self.store.ownership(&monitor_ids).await? {
-            owners.entry(owner.id.clone()).or_default().push(owner);
-        }
-        let mut accepted = Vec::with_capacity(candidates.len());
         // The same id twice in one upload is one result (the second a duplicate), as it is
         // across uploads.
-        let mut seen = std::collections::HashSet::with_capacity(candidates.len());
+        let mut seen = HashSet::with_capacity(candidates.len());
         let mut repeated = 0u64;
+        let mut results = Vec::with_capacity(candidates.len());
         for result in candidates {
-            if !seen.insert(result.id) {
+            if seen.insert(result.id) {
+                results.push(new_result(result, None));
+            } else {
                 repeated += 1;
-                continue;
-            }
-            let monitor_id = result.monitor_id.to_string();
-            let Some(slots) = owners.get(&monitor_id) else {
-                ack.rejected.push(RejectedResult {
-                    id: result.id.to_string(),
-                    reason: format!("monitor {monitor_id} does not exist (deleted?)"),
-                });
-                continue;
-            };
-            match reporting_slot(slots, &poller.id, now) {
-                Some(slot) => accepted.push(new_result(result, slot.region.clone())),
-                None => ack.rejected.push(RejectedResult {
-                    id: result.id.to_string(),
-                    reason: format!("monitor {monitor_id} is not assigned to this poller"),
-                }),
             }
         }
-
-        let ingested = self
-            .store_results(
-                &poller.id,
-                poller.region.as_deref(),
-                &accepted,
-                &owners,
-                now,
-            )
-            .await?;
+        let upload = Upload::new(
+            &poller.id,
+            poller.region.as_deref(),
+            results,
+            Sender::Poller,
+            now,
+        );
+        let (ingested, decision) = self.store_upload(&upload).await?;
         let stored = ingested.stored.len();
         ack.accepted = stored as u64;
-        ack.duplicates = (accepted.len() - stored) as u64 + repeated;
+        ack.duplicates = (decision.results.len() - stored) as u64 + repeated;
+        ack.rejected.extend(decision.rejected);
         self.metrics.results_accepted.inc_by(ack.accepted);
         self.metrics.results_duplicate.inc_by(ack.duplicates);
         self.metrics
@@ -183,74 +158,186 @@ impl App {
         Ok(ack)
     }
 
-    /// Stores results already checked (a poller's, or central's own for a heartbeat monitor,
-    /// with `poller_id` nil), with the rules of their monitors (`owners`, by id): their
-    /// verdicts, the time they stand for outside maintenance, and the looks they call for.
-    pub(super) async fn store_results(
+    /// Stores an upload (a poller's, or central's own results for heartbeat monitors): what
+    /// stands of it, with the rules of its monitors, in one transaction with the placements
+    /// and maintenance windows it is decided by (`Upload`).
+    pub(super) async fn store_upload(
         &self,
-        poller_id: &str,
-        poller_region: Option<&str>,
-        accepted: &[NewResult],
-        owners: &HashMap<String, Vec<OwnershipRow>>,
+        upload: &Upload<'_>,
+    ) -> ApiResult<(Ingested, Decision)> {
+        let (ingested, decision) = self
+            .store
+            .ingest_upload(upload.poller_id, upload, upload.now)
+            .await?;
+        if ingested.marked || ingested.dependency_notices {
+            // Monitors were marked due with them, or dependencies changed that call for a
+            // notice: alerting looks now, not at its tick.
+            self.cluster.wakes.alerting.notify_one();
+        }
+        Ok((ingested, decision))
+    }
+}
+
+/// Who sent an upload, which says what its results must pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Sender {
+    /// A poller: each result must come from a poller that runs its monitor (or did until
+    /// recently, `reporting_slot`), and takes that placement's location.
+    Poller,
+    /// Central itself (a heartbeat monitor's ping or lateness, poller id nil): every result
+    /// stands.
+    Central,
+}
+
+/// An upload, as ingest decides it inside the transaction that stores it (`store::Intake`):
+/// which of its results stand, by the placements stored then, and the rules of their monitors.
+pub(super) struct Upload<'a> {
+    poller_id: &'a str,
+    poller_region: Option<&'a str>,
+    /// Its results, each id once; a poller's without a location yet (its placement's).
+    results: Vec<NewResult>,
+    monitor_ids: Vec<String>,
+    sender: Sender,
+    now: i64,
+}
+
+impl<'a> Upload<'a> {
+    pub(super) fn new(
+        poller_id: &'a str,
+        poller_region: Option<&'a str>,
+        results: Vec<NewResult>,
+        sender: Sender,
         now: i64,
-    ) -> ApiResult<Ingested> {
-        let mut rules: HashMap<String, MonitorRule> = owners
+    ) -> Self {
+        let mut monitor_ids: Vec<String> = results.iter().map(|r| r.monitor_id.clone()).collect();
+        monitor_ids.sort();
+        monitor_ids.dedup();
+        Upload {
+            poller_id,
+            poller_region,
+            results,
+            monitor_ids,
+            sender,
+            now,
+        }
+    }
+}
+
+/// What stands of an upload (`Upload`).
+pub(super) struct Decision {
+    /// The results that stand, each stored unless it was before.
+    results: Vec<NewResult>,
+    /// The others, and why.
+    rejected: Vec<RejectedResult>,
+    /// The placements of the upload's monitors, by id.
+    owners: HashMap<String, Vec<OwnershipRow>>,
+    rules: MonitorRules,
+    /// The time maintenance windows matter to, `[from, until)`: from the oldest result that
+    /// stands, less the longest time a result stands for (an hour or so; a heartbeat's, up to
+    /// its longest wait), to a little after now.
+    span: Option<(i64, i64)>,
+}
+
+impl Intake for Upload<'_> {
+    type Decision = Decision;
+
+    fn monitor_ids(&self) -> &[String] {
+        &self.monitor_ids
+    }
+
+    fn accept(&self, rows: Vec<OwnershipRow>) -> Decision {
+        let mut owners: HashMap<String, Vec<OwnershipRow>> = HashMap::new();
+        for row in rows {
+            owners.entry(row.id.clone()).or_default().push(row);
+        }
+        let mut results = Vec::with_capacity(self.results.len());
+        let mut rejected = Vec::new();
+        for result in &self.results {
+            let slots = owners.get(&result.monitor_id);
+            match (self.sender, slots) {
+                (Sender::Central, _) => results.push(result.clone()),
+                (Sender::Poller, None) => rejected.push(RejectedResult {
+                    id: result.id.clone(),
+                    reason: format!("monitor {} does not exist (deleted?)", result.monitor_id),
+                }),
+                (Sender::Poller, Some(slots)) => {
+                    match reporting_slot(slots, self.poller_id, self.now) {
+                        Some(slot) => results.push(NewResult {
+                            region: slot.region.clone(),
+                            ..result.clone()
+                        }),
+                        None => rejected.push(RejectedResult {
+                            id: result.id.clone(),
+                            reason: format!(
+                                "monitor {} is not assigned to this poller",
+                                result.monitor_id
+                            ),
+                        }),
+                    }
+                }
+            }
+        }
+        let rules: HashMap<String, MonitorRule> = owners
             .iter()
             .filter_map(|(id, slots)| Some((id.clone(), MonitorRule::of(slots)?)))
             .collect();
-        // Maintenance cuts the time results stand for. A result stands for at most its
-        // interval and grace after it (an hour or so; a heartbeat's, up to its longest wait),
-        // so the windows that matter are those not over that long before the oldest result.
         let reach = rules
             .values()
             .map(|r| r.timeline.cap_ms)
             .max()
             .unwrap_or_default()
             .max(QUIET_LOOKBACK_MS);
-        let windows = match accepted.iter().map(|r| r.ts).min() {
-            Some(oldest) => {
-                self.window_spans(oldest.saturating_sub(reach), now + QUIET_LOOKBACK_MS)
-                    .await?
-            }
-            None => Vec::new(),
-        };
-        if !windows.is_empty() {
-            for (id, rule) in rules.iter_mut() {
-                let slots = &owners[id];
-                let placement = Placement {
-                    monitor_id: id,
-                    pollers: slots
-                        .iter()
-                        .filter_map(|s| s.assigned_poller_id.as_deref())
-                        .chain([poller_id])
-                        .collect(),
-                    regions: slots
-                        .iter()
-                        .filter_map(|s| s.region.as_deref())
-                        .chain(poller_region)
-                        .collect(),
-                    tags: slots
-                        .first()
-                        .map(|s| tags_of(s.tags.as_deref()))
-                        .unwrap_or_default(),
-                };
-                rule.quiet = quiet_of(&windows, &placement);
-            }
+        let span = results
+            .iter()
+            .map(|r| r.ts)
+            .min()
+            .map(|oldest| (oldest.saturating_sub(reach), self.now + QUIET_LOOKBACK_MS));
+        Decision {
+            results,
+            rejected,
+            owners,
+            rules: MonitorRules(rules),
+            span,
         }
-        let rules = MonitorRules(rules);
-        let ingested = if accepted.is_empty() {
-            Default::default()
-        } else {
-            self.store
-                .insert_results(poller_id, accepted, now, &rules)
-                .await?
+    }
+
+    fn windows_from(&self, decision: &Decision) -> Option<i64> {
+        decision.span.map(|(from, _)| from)
+    }
+
+    fn cover(&self, decision: &mut Decision, windows: Vec<WindowRow>) {
+        let Some((from, until)) = decision.span else {
+            return;
         };
-        if ingested.marked || ingested.dependency_notices {
-            // Monitors were marked due with them, or dependencies changed that call for a
-            // notice: alerting looks now, not at its tick.
-            self.cluster.wakes.alerting.notify_one();
+        let windows = spans_of(windows_of(&windows), from, until);
+        if windows.is_empty() {
+            return;
         }
-        Ok(ingested)
+        for (id, rule) in decision.rules.0.iter_mut() {
+            let slots = &decision.owners[id];
+            let placement = Placement {
+                monitor_id: id,
+                pollers: slots
+                    .iter()
+                    .filter_map(|s| s.assigned_poller_id.as_deref())
+                    .chain([self.poller_id])
+                    .collect(),
+                regions: slots
+                    .iter()
+                    .filter_map(|s| s.region.as_deref())
+                    .chain(self.poller_region)
+                    .collect(),
+                tags: slots
+                    .first()
+                    .map(|s| tags_of(s.tags.as_deref()))
+                    .unwrap_or_default(),
+            };
+            rule.quiet = quiet_of(&windows, &placement);
+        }
+    }
+
+    fn batch<'d>(&'d self, decision: &'d Decision) -> (&'d [NewResult], &'d dyn IngestRules) {
+        (&decision.results, &decision.rules)
     }
 }
 

@@ -11,13 +11,14 @@
 use sqlx::any::AnyRow;
 use sqlx::{Any, FromRow, Row, Transaction};
 
+use super::statements::Statements;
 use super::{Backend, Cursor, Store};
 
 const COLUMNS: &str = "id, name, starts_at, ends_at, rule, time_zone, duration_ms, until_at, \
      monitor_ids, poller_ids, regions, notify, created_at, updated_at, tags, stop_checks";
 
 /// A window as stored; the lists are JSON arrays.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 pub struct WindowRow {
     pub id: String,
     pub name: String,
@@ -35,6 +36,7 @@ pub struct WindowRow {
     pub tags: String,
     pub notify: String,
     /// Whether the monitors it names by id or tag go unchecked while it is under way.
+    #[serde(deserialize_with = "super::packed::flag")]
     pub stop_checks: bool,
     pub created_at: i64,
     pub updated_at: i64,
@@ -257,4 +259,20 @@ impl Store {
         );
         Ok(sqlx::query_as(&sql).bind(at).fetch_all(&self.pool).await?)
     }
+}
+
+/// The windows not over by `at`, read in ingest's transaction (`intake`), packed: one value,
+/// whichever the backend (`packed`).
+pub(super) async fn windows_not_over_in(
+    tx: &mut impl Statements,
+    backend: Backend,
+    at: i64,
+) -> anyhow::Result<Vec<WindowRow>> {
+    let sql = super::packed::packed(
+        backend,
+        &super::packed::columns_of(COLUMNS),
+        "FROM maintenance_windows WHERE until_at IS NULL OR until_at > $1",
+        "id",
+    );
+    super::packed::unpack(&tx.read_text(&sql, &[at.into()]).await?)
 }

@@ -747,48 +747,6 @@ impl Store {
             .await
     }
 
-    /// Who owns each of these monitors (unknown ids are simply absent): one row for a
-    /// single-location monitor, one per location for a multi-location one.
-    ///
-    /// Read before each upload is stored, so on SQLite it is read on the writing connection:
-    /// its page cache stays warm (no other connection writes), while a reader's cache is
-    /// dropped at every commit (an upload's, dozens a second) and each monitor's pages would
-    /// come from the OS again. Must not be called inside a write transaction (the writer is
-    /// one connection: it would wait for itself).
-    pub async fn ownership(&self, monitor_ids: &[String]) -> anyhow::Result<Vec<OwnershipRow>> {
-        if monitor_ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let ids = placeholders(1, monitor_ids.len());
-        let owned = format!(
-            "FROM (SELECT id, NULL AS region, assigned_poller_id, previous_poller_id, \
-             assigned_at, kind, settings, interval_ms, quorum, paused_at, resumed_at, tags \
-             FROM monitors WHERE id IN ({ids}) AND poller_mode <> 'multi' \
-             UNION ALL \
-             SELECT l.monitor_id, l.region, l.assigned_poller_id, l.previous_poller_id, \
-             l.assigned_at, m.kind, m.settings, m.interval_ms, m.quorum, m.paused_at, \
-             m.resumed_at, m.tags FROM monitor_locations l \
-             JOIN monitors m ON m.id = l.monitor_id \
-             WHERE l.monitor_id IN ({ids}) AND m.poller_mode = 'multi') AS owned"
-        );
-        // Read packed: one value per upload, not a row per result (`packed`).
-        let sql = super::packed::packed(
-            self.backend(),
-            &super::packed::columns_of(
-                "id, region, assigned_poller_id, previous_poller_id, assigned_at, kind, \
-                 settings, interval_ms, quorum, paused_at, resumed_at, tags",
-            ),
-            &owned,
-            "id, region",
-        );
-        let mut query = sqlx::query_as::<_, (String,)>(&sql);
-        for id in monitor_ids {
-            query = query.bind(id);
-        }
-        let (text,) = query.fetch_one(&self.writer).await?;
-        super::packed::unpack(&text)
-    }
-
     pub async fn monitor_status(&self, monitor_id: &str) -> anyhow::Result<Option<StatusRow>> {
         let sql = format!(
             "SELECT {} FROM monitor_status WHERE monitor_id = $1",

@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use super::batches::json_rows;
+use super::intake::{Given, Intake};
 use super::packed::{packed, unpack};
 use super::statements::{Arg, Direct, Statements};
 use super::status_rows::{RowKey, StatusRows};
@@ -274,51 +275,84 @@ impl Store {
         received_at: i64,
         rules: &dyn IngestRules,
     ) -> anyhow::Result<Ingested> {
+        let given = Given::new(results, rules);
+        let (ingested, ()) = self.ingest_upload(poller_id, &given, received_at).await?;
+        Ok(ingested)
+    }
+
+    /// Stores an upload as `insert_results` does, in one transaction with the reads `intake`
+    /// decides from (`intake`): which results stand, and by which rules. Returns what it
+    /// stored and the decision.
+    ///
+    /// Run again if PostgreSQL aborts it as a conflict (`conflicts`).
+    pub async fn ingest_upload<I: Intake>(
+        &self,
+        poller_id: &str,
+        intake: &I,
+        received_at: i64,
+    ) -> anyhow::Result<(Ingested, I::Decision)> {
         super::conflicts::retrying("storing results", || {
-            self.insert_results_once(poller_id, results, received_at, rules)
+            self.ingest_upload_once(poller_id, intake, received_at)
         })
         .await
     }
 
-    /// One try of `insert_results`: on SQLite one blocking call on the writing connection
+    /// One try of `ingest_upload`: on SQLite one blocking call on the writing connection
     /// (`direct`), on PostgreSQL a transaction of sqlx; the same statements.
-    async fn insert_results_once(
+    async fn ingest_upload_once<I: Intake>(
         &self,
         poller_id: &str,
-        results: &[NewResult],
+        intake: &I,
         received_at: i64,
-        rules: &dyn IngestRules,
-    ) -> anyhow::Result<Ingested> {
+    ) -> anyhow::Result<(Ingested, I::Decision)> {
         let _guard = self.write_lock().await;
         match self.backend() {
             Backend::Sqlite => {
                 let mut connection = self.writer.acquire().await?;
-                let (ingested, fresh) = self
+                let (ingested, fresh, decision) = self
                     .lent
                     .transaction(&mut connection, |tx| {
-                        futures_executor::block_on(self.ingest(
+                        futures_executor::block_on(self.decide_and_ingest(
                             &mut Direct(tx),
                             poller_id,
-                            results,
+                            intake,
                             received_at,
-                            rules,
                         ))
                     })
                     .await?;
                 // Committed, and still under the write lock: the head gets them in commit
                 // order, which is rowid order (`head`).
                 self.head.append(fresh);
-                Ok(ingested)
+                Ok((ingested, decision))
             }
             Backend::Postgres => {
                 let mut tx = self.writer.begin().await?;
-                let (ingested, _) = self
-                    .ingest(&mut tx, poller_id, results, received_at, rules)
+                let (ingested, _, decision) = self
+                    .decide_and_ingest(&mut tx, poller_id, intake, received_at)
                     .await?;
                 tx.commit().await?;
-                Ok(ingested)
+                Ok((ingested, decision))
             }
         }
+    }
+
+    /// `intake`'s reads and decision, then `ingest` of the results that stand.
+    async fn decide_and_ingest<I: Intake>(
+        &self,
+        tx: &mut impl Statements,
+        poller_id: &str,
+        intake: &I,
+        received_at: i64,
+    ) -> anyhow::Result<(Ingested, Vec<(String, i64)>, I::Decision)> {
+        let decision = super::intake::decide(tx, self.backend(), intake).await?;
+        let (results, rules) = intake.batch(&decision);
+        let (ingested, fresh) = if results.is_empty() {
+            Default::default()
+        } else {
+            self.ingest(tx, poller_id, results, received_at, rules)
+                .await?
+        };
+        Ok((ingested, fresh, decision))
     }
 
     /// `insert_results`' statements, in the caller's transaction. Also returns, on SQLite, the
@@ -331,9 +365,7 @@ impl Store {
         received_at: i64,
         rules: &dyn IngestRules,
     ) -> anyhow::Result<(Ingested, Vec<(String, i64)>)> {
-        // Before any other row: two uploads sharing a monitor queue whole (`conflicts`).
-        let monitors = results.iter().map(|r| r.monitor_id.as_str());
-        super::conflicts::hold_monitors(tx, self.backend(), monitors).await?;
+        // The caller holds the batch's monitors first (`intake::decide`).
         let mut inserted = HashSet::with_capacity(results.len());
         let mut fresh: Vec<(String, i64)> = Vec::new();
         // The batch travels as one JSON parameter that the database unpacks itself: binding

@@ -24,6 +24,7 @@ use shared_proto::{CheckKind, MonitorSpec, PollerMode, ValidationError};
 use uuid::Uuid;
 
 use self::schedule::Schedule;
+use super::ingest::{Sender, Upload};
 use super::status::Lateness;
 use super::{auth, time_of, App};
 use crate::error::{ApiError, ApiResult};
@@ -292,8 +293,7 @@ impl App {
             meta: json!({"ping": {"kind": row.kind, "source": row.source, "method": row.method}})
                 .to_string(),
         };
-        self.store_own_results(std::slice::from_ref(&monitor.id), &[result], now)
-            .await
+        self.store_own_results(vec![result], now).await
     }
 
     /// The kept pings of a heartbeat monitor, newest first.
@@ -351,27 +351,17 @@ impl App {
                 meta: json!({"late": true}).to_string(),
             });
         }
-        let ids: Vec<String> = results.iter().map(|r| r.monitor_id.clone()).collect();
-        self.store_own_results(&ids, &results, now).await
+        self.store_own_results(results, now).await
     }
 
     /// Central's own results (poller id nil) for these monitors.
-    async fn store_own_results(
-        &self,
-        ids: &[String],
-        results: &[NewResult],
-        now: i64,
-    ) -> ApiResult<()> {
+    async fn store_own_results(&self, results: Vec<NewResult>, now: i64) -> ApiResult<()> {
         if results.is_empty() {
             return Ok(());
         }
-        let mut owners: HashMap<String, Vec<crate::store::OwnershipRow>> = HashMap::new();
-        for owner in self.store.ownership(ids).await? {
-            owners.entry(owner.id.clone()).or_default().push(owner);
-        }
         let nil = Uuid::nil().to_string();
-        self.store_results(&nil, None, results, &owners, now)
-            .await?;
+        let upload = Upload::new(&nil, None, results, Sender::Central, now);
+        self.store_upload(&upload).await?;
         Ok(())
     }
 }
