@@ -209,9 +209,7 @@ impl<'a> Upload<'a> {
         sender: Sender,
         now: i64,
     ) -> Self {
-        let mut monitor_ids: Vec<String> = results.iter().map(|r| r.monitor_id.clone()).collect();
-        monitor_ids.sort();
-        monitor_ids.dedup();
+        let monitor_ids = NewResult::monitors_named(&results);
         Upload {
             poller_id,
             poller_region,

@@ -53,9 +53,7 @@ pub(super) struct Given<'a> {
 
 impl<'a> Given<'a> {
     pub(super) fn new(results: &'a [NewResult], rules: &'a dyn IngestRules) -> Self {
-        let mut monitor_ids: Vec<String> = results.iter().map(|r| r.monitor_id.clone()).collect();
-        monitor_ids.sort();
-        monitor_ids.dedup();
+        let monitor_ids = NewResult::monitors_named(results);
         Given {
             results,
             rules,

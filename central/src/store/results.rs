@@ -33,6 +33,17 @@ pub struct NewResult {
     pub dependencies: Option<super::dependencies::DependencyReport>,
 }
 
+impl NewResult {
+    /// The monitors `results` name, each once (sorted): what an upload's reads and locks
+    /// are taken over.
+    pub fn monitors_named(results: &[NewResult]) -> Vec<String> {
+        let mut ids: Vec<String> = results.iter().map(|r| r.monitor_id.clone()).collect();
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+}
+
 /// Where `status_upsert` writes: a monitor's newest result and verdict, or one location's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum StatusTable {
