@@ -14,7 +14,7 @@
 use super::batches::listed;
 use super::maintenance::windows_not_over_in;
 use super::packed::{columns_of, packed, unpack};
-use super::statements::Statements;
+use super::statements::{Arg, Statements};
 use super::{Backend, IngestRules, NewResult, OwnershipRow, WindowRow};
 
 /// The service's side of an upload, asked by `Store::ingest_upload` inside its transaction.
@@ -104,9 +104,10 @@ pub(super) async fn decide<I: Intake>(
 }
 
 /// Who owns each of these monitors (unknown ids are simply absent): one row for a
-/// single-location monitor, one per location for a multi-location one. Read packed: one value
-/// per upload, not a row per monitor (`packed`), with the ids as one JSON parameter, so that
-/// the statement's text is the same for every upload (kept prepared, `direct`).
+/// single-location monitor, one per location for a multi-location one, in the order of
+/// `monitor_ids`, then of regions. On SQLite one monitor a statement, its rows read as they
+/// are (`statements` says why); on PostgreSQL one statement, its rows packed (`packed`) with
+/// the ids as one JSON parameter, so that the statement's text is the same for every upload.
 async fn ownership(
     tx: &mut impl Statements,
     backend: Backend,
@@ -115,30 +116,43 @@ async fn ownership(
     if monitor_ids.is_empty() {
         return Ok(Vec::new());
     }
-    let owned = format!(
-        "FROM (SELECT id, NULL AS region, assigned_poller_id, previous_poller_id, \
-         assigned_at, kind, settings, interval_ms, quorum, paused_at, resumed_at, tags \
-         FROM monitors WHERE {} AND poller_mode <> 'multi' \
-         UNION ALL \
-         SELECT l.monitor_id, l.region, l.assigned_poller_id, l.previous_poller_id, \
-         l.assigned_at, m.kind, m.settings, m.interval_ms, m.quorum, m.paused_at, \
-         m.resumed_at, m.tags FROM monitor_locations l \
-         JOIN monitors m ON m.id = l.monitor_id \
-         WHERE {} AND m.poller_mode = 'multi') AS owned",
-        listed(backend, "id", "$1"),
-        listed(backend, "l.monitor_id", "$1"),
-    );
-    let sql = packed(
-        backend,
-        &columns_of(
-            "id, region, assigned_poller_id, previous_poller_id, assigned_at, kind, \
-             settings, interval_ms, quorum, paused_at, resumed_at, tags",
-        ),
-        &owned,
-        "id, region",
-    );
-    let ids = serde_json::to_string(monitor_ids)?;
-    unpack(&tx.read_text(&sql, &[(&ids).into()]).await?)
+    let owned = |single: &str, multi: &str| {
+        format!(
+            "SELECT id, NULL AS region, assigned_poller_id, previous_poller_id, assigned_at, \
+             kind, settings, interval_ms, quorum, paused_at, resumed_at, tags \
+             FROM monitors WHERE {single} AND poller_mode <> 'multi' \
+             UNION ALL \
+             SELECT l.monitor_id, l.region, l.assigned_poller_id, l.previous_poller_id, \
+             l.assigned_at, m.kind, m.settings, m.interval_ms, m.quorum, m.paused_at, \
+             m.resumed_at, m.tags FROM monitor_locations l \
+             JOIN monitors m ON m.id = l.monitor_id \
+             WHERE {multi} AND m.poller_mode = 'multi'"
+        )
+    };
+    match backend {
+        Backend::Sqlite => {
+            let sql = format!("{} ORDER BY region", owned("id = $1", "l.monitor_id = $1"));
+            let rows: Vec<Vec<Arg>> = monitor_ids.iter().map(|id| vec![id.into()]).collect();
+            tx.read_each(&sql, &rows, OwnershipRow::read).await
+        }
+        Backend::Postgres => {
+            let owned = owned(
+                &listed(backend, "id", "$1"),
+                &listed(backend, "l.monitor_id", "$1"),
+            );
+            let sql = packed(
+                backend,
+                &columns_of(
+                    "id, region, assigned_poller_id, previous_poller_id, assigned_at, kind, \
+                     settings, interval_ms, quorum, paused_at, resumed_at, tags",
+                ),
+                &format!("FROM ({owned}) AS owned"),
+                "id, region",
+            );
+            let ids = serde_json::to_string(monitor_ids)?;
+            unpack(&tx.read_text(&sql, &[(&ids).into()]).await?)
+        }
+    }
 }
 
 #[cfg(test)]

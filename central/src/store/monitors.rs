@@ -153,6 +153,26 @@ pub struct OwnershipRow {
     pub tags: Option<String>,
 }
 
+impl OwnershipRow {
+    /// A row of `store::intake`'s read, by place: the columns in the order of the fields.
+    pub(super) fn read(row: &dyn super::statements::Columns) -> anyhow::Result<Self> {
+        Ok(OwnershipRow {
+            id: row.text(0)?,
+            region: row.text_or_null(1)?,
+            assigned_poller_id: row.text_or_null(2)?,
+            previous_poller_id: row.text_or_null(3)?,
+            assigned_at: row.int_or_null(4)?,
+            kind: row.text(5)?,
+            settings: row.text(6)?,
+            interval_ms: row.int(7)?,
+            quorum: row.int_or_null(8)?,
+            paused_at: row.int_or_null(9)?,
+            resumed_at: row.int_or_null(10)?,
+            tags: row.text_or_null(11)?,
+        })
+    }
+}
+
 /// The newest result of a monitor.
 #[derive(Debug, Clone, Default, serde::Deserialize)]
 pub struct StatusRow {

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use super::batches::json_rows;
 use super::intake::{Given, Intake};
 use super::packed::{packed, unpack};
-use super::statements::{Arg, Direct, Statements};
+use super::statements::{Arg, Columns, Direct, Statements};
 use super::status_rows::{RowKey, StatusRows};
 use super::timeline::{TimeCredit, TimePoint};
 use super::{Backend, Store};
@@ -51,7 +51,8 @@ enum StatusTable {
     Location,
 }
 
-/// Moves derived status rows (one per monitor or location, as JSON in `$2`; `$1` the poller)
+/// Moves derived status rows (one per monitor or location: on PostgreSQL all of them as JSON in
+/// `$2`, on SQLite one a statement, its fields bound from `$2` on; `$1` the poller)
 /// to a result, per kind of news: the up/down verdict moves only to a newer up/down result (by
 /// check time, then id), and the newest result (its time, message, latency, next check) only
 /// to a newer result of any kind. So a late result never hides a newer verdict, and a newer
@@ -106,14 +107,23 @@ fn status_upsert(backend: Backend, table: StatusTable) -> String {
             ", region",
         ),
     };
-    TEMPLATE
+    let sql = TEMPLATE
         .replace("VERDICT_IS_NEWER", verdict_is_newer)
         .replace("RESULT_IS_NEWER", result_is_newer)
-        .replace("ROWS_SOURCE", &json_rows(backend, "$2"))
         .replace("STATUS_TABLE", name)
         .replace("KEY_COLUMNS", key_columns)
         .replace("KEY_VALUES", key_values)
-        .replace("KEY_CONFLICT", key_conflict)
+        .replace("KEY_CONFLICT", key_conflict);
+    match backend {
+        // One move a statement, its fields bound (`StatusMove::values`; `statements` says why).
+        Backend::Sqlite => StatusMove::FIELDS.iter().enumerate().fold(
+            sql.replace("FROM ROWS_SOURCE ", ""),
+            |sql, (i, field)| {
+                sql.replace(&format!("r.value ->> '{field}'"), &format!("${}", i + 2))
+            },
+        ),
+        Backend::Postgres => sql.replace("ROWS_SOURCE", &json_rows(backend, "$2")),
+    }
 }
 
 /// One status row's move in `status_upsert`: the newest stored result of the batch for that
@@ -139,6 +149,41 @@ struct StatusMove<'a> {
 }
 
 impl<'a> StatusMove<'a> {
+    /// The fields as the upsert names them, in the order of `values`.
+    const FIELDS: [&'static str; 12] = [
+        "monitor_id",
+        "region",
+        "status",
+        "id",
+        "ts",
+        "latency_ms",
+        "msg",
+        "next_due_at",
+        "verdict_at",
+        "verdict_result_id",
+        "confirmed",
+        "run_length",
+    ];
+
+    /// The upsert's arguments on SQLite: the poller (`$1`), then the fields (`FIELDS`).
+    fn values(&self, poller_id: &'a str) -> Vec<Arg<'_>> {
+        vec![
+            poller_id.into(),
+            self.monitor_id.into(),
+            self.region.into(),
+            self.status.into(),
+            self.id.into(),
+            self.ts.into(),
+            self.latency_ms.into(),
+            self.msg.into(),
+            self.next_due_at.into(),
+            self.verdict_at.into(),
+            self.verdict_result_id.into(),
+            self.confirmed.as_ref().into(),
+            self.run_length.into(),
+        ]
+    }
+
     fn of(
         newest: &'a NewResult,
         decisive: Option<&'a NewResult>,
@@ -269,7 +314,7 @@ pub struct Ingested {
     pub dependency_notices: bool,
 }
 
-/// Rows per INSERT statement.
+/// Rows per INSERT statement (PostgreSQL).
 const INSERT_CHUNK: usize = 1_000;
 
 impl Store {
@@ -377,85 +422,7 @@ impl Store {
         rules: &dyn IngestRules,
     ) -> anyhow::Result<(Ingested, Vec<(String, i64)>)> {
         // The caller holds the batch's monitors first (`intake::decide`).
-        let mut inserted = HashSet::with_capacity(results.len());
-        let mut fresh: Vec<(String, i64)> = Vec::new();
-        // The batch travels as one JSON parameter that the database unpacks itself: binding
-        // thousands of parameters one by one costs more than the insert.
-        let rows_source = json_rows(self.backend(), "$3");
-        // On SQLite each row's rowid is given: the head's newest plus its place in the batch,
-        // so that the head knows them without reading them back, and a rowid is never taken
-        // again after the newest rows were deleted (SQLite would reuse it: the head's order
-        // and the flush's cut rely on rowids only growing).
-        let (rowid_column, rowid_value, rows_source) = match self.backend() {
-            Backend::Sqlite => (
-                "rowid, ",
-                "$4 + r.key + 1, ",
-                "(WITH rows(key, value) AS MATERIALIZED \
-                 (SELECT key, jsonb(value) FROM json_each($3)) SELECT key, value FROM rows) AS r"
-                    .to_string(),
-            ),
-            Backend::Postgres => ("", "", rows_source),
-        };
-        let insert = format!(
-            "INSERT INTO results ({rowid_column}id, monitor_id, poller_id, ts, status, latency_ms, \
-             msg, meta, received_at, region) \
-             SELECT {rowid_value}r.value ->> 'id', r.value ->> 'monitor_id', $1, \
-             CAST(r.value ->> 'ts' AS BIGINT), r.value ->> 'status', \
-             CAST(r.value ->> 'latency_ms' AS BIGINT), r.value ->> 'msg', r.value ->> 'meta', $2, \
-             r.value ->> 'region' FROM {rows_source} WHERE true \
-             ON CONFLICT (id) DO NOTHING"
-        );
-        let mut next_rowid = self.head.newest();
-        for chunk in results.chunks(INSERT_CHUNK) {
-            let rows = serde_json::to_string(chunk)?;
-            match self.backend() {
-                // The insert says which rows it stored and at which rowid: an id stored
-                // before (or earlier in the batch) is skipped, and returns nothing.
-                Backend::Sqlite => {
-                    let mut stored = tx
-                        .read_pairs(
-                            &format!("{insert} RETURNING id, rowid"),
-                            &[
-                                poller_id.into(),
-                                received_at.into(),
-                                Arg::from(&rows),
-                                next_rowid.into(),
-                            ],
-                        )
-                        .await?;
-                    // SQLite returns them in no promised order; the head takes rowid order.
-                    stored.sort_unstable_by_key(|(_, rowid)| *rowid);
-                    for (id, rowid) in stored {
-                        // Its rowid is its place in the chunk after the newest before it.
-                        let result = usize::try_from(rowid - next_rowid - 1)
-                            .ok()
-                            .and_then(|place| chunk.get(place))
-                            .ok_or_else(|| anyhow::anyhow!("rowid {rowid} is not the batch's"))?;
-                        fresh.push((result.monitor_id.clone(), rowid));
-                        inserted.insert(id);
-                    }
-                    next_rowid += chunk.len() as i64;
-                }
-                // Concurrent transactions of other replicas may store the same ids: the
-                // insert says which rows it stored (packed, `packed`).
-                Backend::Postgres => {
-                    #[derive(serde::Deserialize)]
-                    struct Stored {
-                        id: String,
-                    }
-                    let sql = packed(Backend::Postgres, &[("id", "id")], "FROM stored", "id");
-                    let sql = format!("WITH stored AS ({insert} RETURNING id) {sql}");
-                    let text = tx
-                        .read_text(
-                            &sql,
-                            &[poller_id.into(), received_at.into(), Arg::from(&rows)],
-                        )
-                        .await?;
-                    inserted.extend(unpack::<Stored>(&text)?.into_iter().map(|s| s.id));
-                }
-            }
-        }
-
+        let (inserted, fresh) = self.insert_new(tx, poller_id, results, received_at).await?;
         let stored: Vec<&NewResult> = results
             .iter()
             .filter(|r| inserted.contains(&r.id))
@@ -479,13 +446,20 @@ impl Store {
         ] {
             let moved = self.move_verdicts(table, results, rules, &rows, &mut flipped);
             let moves = status_moves(results, table, &moved);
-            if !moves.is_empty() {
-                let moves = serde_json::to_string(&moves)?;
-                tx.execute(
-                    &status_upsert(self.backend(), table),
-                    &[poller_id.into(), Arg::from(&moves)],
-                )
-                .await?;
+            if moves.is_empty() {
+                continue;
+            }
+            let sql = status_upsert(self.backend(), table);
+            match self.backend() {
+                Backend::Sqlite => {
+                    let rows: Vec<Vec<Arg>> = moves.iter().map(|m| m.values(poller_id)).collect();
+                    tx.execute_each(&sql, &rows).await?;
+                }
+                Backend::Postgres => {
+                    let moves = serde_json::to_string(&moves)?;
+                    tx.execute(&sql, &[poller_id.into(), Arg::from(&moves)])
+                        .await?;
+                }
             }
         }
         self.add_to_rollups(tx, &stored, &credits).await?;
@@ -555,6 +529,95 @@ impl Store {
             },
             fresh,
         ))
+    }
+
+    /// Inserts the results not stored before, and returns their ids and, on SQLite, the
+    /// monitor and rowid of each (for the head, once the transaction commits). A result whose
+    /// id is stored already (or earlier in the batch) is skipped.
+    async fn insert_new(
+        &self,
+        tx: &mut impl Statements,
+        poller_id: &str,
+        results: &[NewResult],
+        received_at: i64,
+    ) -> anyhow::Result<(HashSet<String>, Vec<(String, i64)>)> {
+        let mut inserted = HashSet::with_capacity(results.len());
+        let mut fresh: Vec<(String, i64)> = Vec::new();
+        match self.backend() {
+            // One result a statement (`statements` says why), each given its rowid: the head's
+            // newest plus its place in the batch, so that the head knows them without reading
+            // them back, and a rowid is never taken again after the newest rows were deleted
+            // (SQLite would reuse it: the head's order and the flush's cut rely on rowids only
+            // growing). The insert says which rows it stored, and at which rowid.
+            Backend::Sqlite => {
+                const INSERT: &str = "INSERT INTO results (rowid, id, monitor_id, poller_id, ts, \
+                    status, latency_ms, msg, meta, received_at, region) \
+                    VALUES ($3, $4, $5, $1, $6, $7, $8, $9, $10, $2, $11) \
+                    ON CONFLICT (id) DO NOTHING RETURNING id, rowid";
+                let newest = self.head.newest();
+                let rows: Vec<Vec<Arg>> = (newest + 1..)
+                    .zip(results)
+                    .map(|(rowid, r)| {
+                        vec![
+                            poller_id.into(),
+                            received_at.into(),
+                            rowid.into(),
+                            r.id.as_str().into(),
+                            r.monitor_id.as_str().into(),
+                            r.ts.into(),
+                            r.status.as_str().into(),
+                            r.latency_ms.into(),
+                            r.msg.as_str().into(),
+                            r.meta.as_str().into(),
+                            r.region.as_deref().into(),
+                        ]
+                    })
+                    .collect();
+                let pair = |row: &dyn Columns| Ok((row.text(0)?, row.int(1)?));
+                for (id, rowid) in tx.read_each(INSERT, &rows, pair).await? {
+                    // Its rowid is its place in the batch after the newest before it.
+                    let result = usize::try_from(rowid - newest - 1)
+                        .ok()
+                        .and_then(|place| results.get(place))
+                        .ok_or_else(|| anyhow::anyhow!("rowid {rowid} is not the batch's"))?;
+                    fresh.push((result.monitor_id.clone(), rowid));
+                    inserted.insert(id);
+                }
+            }
+            // The batch travels as one JSON parameter that the database unpacks itself:
+            // binding thousands of parameters one by one costs more than the insert.
+            // Concurrent transactions of other replicas may store the same ids: the insert
+            // says which rows it stored (packed, `packed`).
+            Backend::Postgres => {
+                #[derive(serde::Deserialize)]
+                struct Stored {
+                    id: String,
+                }
+                let insert = format!(
+                    "INSERT INTO results (id, monitor_id, poller_id, ts, status, latency_ms, \
+                     msg, meta, received_at, region) \
+                     SELECT r.value ->> 'id', r.value ->> 'monitor_id', $1, \
+                     CAST(r.value ->> 'ts' AS BIGINT), r.value ->> 'status', \
+                     CAST(r.value ->> 'latency_ms' AS BIGINT), r.value ->> 'msg', \
+                     r.value ->> 'meta', $2, r.value ->> 'region' FROM {} WHERE true \
+                     ON CONFLICT (id) DO NOTHING",
+                    json_rows(Backend::Postgres, "$3")
+                );
+                let sql = packed(Backend::Postgres, &[("id", "id")], "FROM stored", "id");
+                let sql = format!("WITH stored AS ({insert} RETURNING id) {sql}");
+                for chunk in results.chunks(INSERT_CHUNK) {
+                    let rows = serde_json::to_string(chunk)?;
+                    let text = tx
+                        .read_text(
+                            &sql,
+                            &[poller_id.into(), received_at.into(), Arg::from(&rows)],
+                        )
+                        .await?;
+                    inserted.extend(unpack::<Stored>(&text)?.into_iter().map(|s| s.id));
+                }
+            }
+        }
+        Ok((inserted, fresh))
     }
 
     /// The verdict states the batch's up/down results move their rows to: each row's stored

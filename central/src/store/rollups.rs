@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::statements::{Arg, Statements};
+use super::statements::{Arg, Columns, Statements};
 
 use super::batches::json_rows;
 use super::results::NewResult;
@@ -129,12 +129,11 @@ impl RollupSums {
         self.latency_max = pick(self.latency_max, other.latency_max, i64::max);
     }
 
-    /// The delta as `add_to_rollups` reads it: a JSON array in the order of `DELTA_KEY`,
-    /// then `COUNTED`, then the bands. By position, not as an object: on SQLite a key is
-    /// found by comparing it with every key before it, and a delta has 29 of them.
-    fn to_json(&self, key: &RollupKey) -> serde_json::Value {
+    /// The delta as ingest's upsert binds it (`upsert`): the key and the extremes
+    /// (`DELTA_KEY`), the sums (`COUNTED`), then the bands.
+    fn values<'k>(&self, key: &'k RollupKey) -> Vec<Arg<'k>> {
         let mut row = vec![
-            key.monitor_id.as_str().into(),
+            Arg::from(key.monitor_id.as_str()),
             key.region.as_str().into(),
             key.resolution.as_str().into(),
             key.bucket_start.into(),
@@ -151,10 +150,10 @@ impl RollupSums {
                 self.up_ms,
                 self.down_ms,
             ]
-            .map(serde_json::Value::from),
+            .map(Arg::from),
         );
-        row.extend(self.bands.map(serde_json::Value::from));
-        serde_json::Value::Array(row)
+        row.extend(self.bands.map(Arg::from));
+        row
     }
 
     fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
@@ -196,6 +195,9 @@ struct RollupKey {
 
 const HOUR: Resolution = Resolution::WRITTEN;
 
+/// A bucket an upsert wrote, as its `RETURNING` names it: monitor, region, start, `folded`.
+type Key = (String, String, i64, i64);
+
 /// The counts newly stored results add to their hour buckets (days are folded from hours,
 /// `rollup_folding`), for the whole monitor and for the result's location, with the time they
 /// credit; in key order, so that concurrent batches take row locks in one order on PostgreSQL.
@@ -235,7 +237,7 @@ fn band_columns() -> impl Iterator<Item = String> {
     (0..LATENCY_BANDS).map(|band| format!("lat_{band}"))
 }
 
-/// A delta's first columns (`RollupSums::to_json`): which bucket, and the extremes.
+/// A delta's first columns (`RollupSums::values`): which bucket, and the extremes.
 const DELTA_KEY: [&str; 6] = [
     "monitor_id",
     "region",
@@ -245,7 +247,7 @@ const DELTA_KEY: [&str; 6] = [
     "latency_max",
 ];
 
-/// The sums a delta adds, in the order `RollupSums::to_json` writes them.
+/// The sums a delta adds, in the order of `RollupSums::values`.
 const COUNTED: [&str; 7] = [
     "up",
     "down",
@@ -287,40 +289,44 @@ pub(super) fn adding_on_conflict() -> String {
     )
 }
 
-/// Ingest's upsert of deltas (`$1`, a JSON array of `RollupSums::to_json`). Hour rows start
-/// unfolded, and the statement returns each hour row's key and whether it was folded already;
-/// day rows (added to directly, for hours folded already) are folded from the start.
+/// Ingest's upsert of deltas: on SQLite one row a statement, its values bound as `$1`… in the
+/// order of `RollupSums::values`; on PostgreSQL a chunk of rows a statement, `$1` a JSON array
+/// of them (`statements`' note says why). Hour rows start unfolded, and the statement returns
+/// each hour row's key and whether it was folded already; day rows (added to directly, for
+/// hours folded already) are folded from the start.
 fn upsert(backend: super::Backend, resolution: Resolution) -> String {
     let summed = summed_columns();
-    // By position (`RollupSums::to_json`): the key, then the sums.
-    let at = |position: usize| format!("r.value ->> {position}");
-    let key = [
-        at(0),
-        at(1),
-        at(2),
-        format!("CAST({} AS BIGINT)", at(3)),
-        format!("CAST({} AS BIGINT)", at(4)),
-        format!("CAST({} AS BIGINT)", at(5)),
-    ]
-    .join(", ");
-    let values = (0..summed.len())
-        .map(|i| format!("CAST({} AS BIGINT)", at(DELTA_KEY.len() + i)))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let count = DELTA_KEY.len() + summed.len();
+    let source = match backend {
+        super::Backend::Sqlite => {
+            let values: Vec<String> = (1..=count).map(|n| format!("${n}")).collect();
+            format!("VALUES ({}, FOLDED)", values.join(", "))
+        }
+        super::Backend::Postgres => {
+            // By position: the key, then the sums.
+            let at = |position: usize| format!("r.value ->> {position}");
+            let texts = (0..3).map(at);
+            let numbers = (3..count).map(|position| format!("CAST({} AS BIGINT)", at(position)));
+            format!(
+                "SELECT {}, FOLDED FROM {} WHERE true",
+                texts.chain(numbers).collect::<Vec<_>>().join(", "),
+                json_rows(backend, "$1"),
+            )
+        }
+    };
     let (folded, returning) = match resolution {
         HOUR => (
-            0,
+            "0",
             " RETURNING monitor_id, region, bucket_start, CAST(folded AS BIGINT)",
         ),
-        _ => (1, ""),
+        _ => ("1", ""),
     };
     format!(
-        "INSERT INTO rollups ({}, {}, folded) SELECT {key}, {values}, {folded} FROM {rows} \
-         WHERE true {}{returning}",
+        "INSERT INTO rollups ({}, {}, folded) {} {}{returning}",
         DELTA_KEY.join(", "),
         summed.join(", "),
+        source.replace("FOLDED", folded),
         adding_on_conflict(),
-        rows = json_rows(backend, "$1"),
     )
 }
 
@@ -353,42 +359,58 @@ impl Store {
         credits: &Credits,
     ) -> anyhow::Result<()> {
         let hours = rollup_deltas(results, credits);
-        let rows: Vec<serde_json::Value> =
-            hours.iter().map(|(key, sums)| sums.to_json(key)).collect();
-        let sql = upsert(self.backend(), HOUR);
         let mut days: BTreeMap<RollupKey, RollupSums> = BTreeMap::new();
-        for chunk in rows.chunks(ROLLUP_CHUNK) {
-            let chunk = serde_json::to_string(chunk)?;
-            let written = tx.read_keys(&sql, &[Arg::from(&chunk)]).await?;
-            for (monitor_id, region, bucket_start, folded) in written {
-                if folded == 0 {
-                    continue;
+        for (monitor_id, region, bucket_start, folded) in self.add_deltas(tx, HOUR, &hours).await? {
+            if folded == 0 {
+                continue;
+            }
+            let hour = RollupKey {
+                monitor_id,
+                region,
+                resolution: HOUR,
+                bucket_start,
+            };
+            let Some(sums) = hours.get(&hour) else {
+                continue;
+            };
+            let day = RollupKey {
+                resolution: Resolution::Day,
+                bucket_start: Resolution::Day.bucket_of(bucket_start),
+                ..hour
+            };
+            days.entry(day).or_default().add(sums);
+        }
+        self.add_deltas(tx, Resolution::Day, &days).await?;
+        Ok(())
+    }
+
+    /// Adds `deltas` to their buckets of `resolution` (`upsert`), and returns what the
+    /// statements returned: for hours, each row's key and flag.
+    async fn add_deltas(
+        &self,
+        tx: &mut impl Statements,
+        resolution: Resolution,
+        deltas: &BTreeMap<RollupKey, RollupSums>,
+    ) -> anyhow::Result<Vec<Key>> {
+        let sql = upsert(self.backend(), resolution);
+        let key = |row: &dyn Columns| Ok((row.text(0)?, row.text(1)?, row.int(2)?, row.int(3)?));
+        let rows: Vec<Vec<Arg>> = deltas.iter().map(|(key, sums)| sums.values(key)).collect();
+        match self.backend() {
+            super::Backend::Sqlite => tx.read_each(&sql, &rows, key).await,
+            super::Backend::Postgres => {
+                let mut written = Vec::new();
+                for chunk in rows.chunks(ROLLUP_CHUNK) {
+                    let chunk: Vec<Vec<serde_json::Value>> = chunk
+                        .iter()
+                        .map(|row| row.iter().copied().map(Arg::to_json).collect())
+                        .collect();
+                    let chunk = serde_json::to_string(&chunk)?;
+                    let args = [vec![Arg::from(&chunk)]];
+                    written.extend(tx.read_each(&sql, &args, key).await?);
                 }
-                let hour = RollupKey {
-                    monitor_id,
-                    region,
-                    resolution: HOUR,
-                    bucket_start,
-                };
-                let Some(sums) = hours.get(&hour) else {
-                    continue;
-                };
-                let day = RollupKey {
-                    resolution: Resolution::Day,
-                    bucket_start: Resolution::Day.bucket_of(bucket_start),
-                    ..hour
-                };
-                days.entry(day).or_default().add(sums);
+                Ok(written)
             }
         }
-        let rows: Vec<serde_json::Value> =
-            days.iter().map(|(key, sums)| sums.to_json(key)).collect();
-        let sql = upsert(self.backend(), Resolution::Day);
-        for chunk in rows.chunks(ROLLUP_CHUNK) {
-            let chunk = serde_json::to_string(chunk)?;
-            tx.execute(&sql, &[Arg::from(&chunk)]).await?;
-        }
-        Ok(())
     }
 
     /// The sums of each monitor's buckets of `resolution` starting in `[from, until)`, for the
