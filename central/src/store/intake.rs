@@ -25,7 +25,7 @@ pub trait Intake: Sync {
     /// the others.
     type Decision: Send;
 
-    /// The monitors the upload names.
+    /// The monitors the upload names, sorted, each once (`NewResult::monitors_named`).
     fn monitor_ids(&self) -> &[String];
 
     /// Decides which results stand and by which rules, given the placements of
@@ -104,8 +104,7 @@ pub(super) async fn decide<I: Intake>(
 }
 
 /// Who owns each of these monitors (unknown ids are simply absent): one row for a
-/// single-location monitor, one per location for a multi-location one, in the order of
-/// `monitor_ids`, then of regions. On SQLite one monitor a statement, its rows read as they
+/// single-location monitor, one per location for a multi-location one, by id, then region. On SQLite one monitor a statement, its rows read as they
 /// are (`statements` says why); on PostgreSQL one statement, its rows packed (`packed`) with
 /// the ids as one JSON parameter, so that the statement's text is the same for every upload.
 async fn ownership(

@@ -12,7 +12,7 @@ use super::status_rows::{RowKey, StatusRows};
 use super::timeline::{TimeCredit, TimePoint};
 use super::{Backend, Store};
 
-/// A validated result, ready to store. Serialises to the row shape the insert unpacks.
+/// A validated result, ready to store. Serialises to the row shape PostgreSQL's insert unpacks.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct NewResult {
     pub id: String,

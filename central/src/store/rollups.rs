@@ -258,7 +258,7 @@ const COUNTED: [&str; 7] = [
     "down_ms",
 ];
 
-/// Rows of buckets per statement.
+/// Rows of buckets per statement (PostgreSQL; SQLite's upsert is one row a statement).
 const ROLLUP_CHUNK: usize = 500;
 
 /// The columns that sum: the counts, the time, the bands.

@@ -63,8 +63,8 @@ impl<'a, T: Into<Arg<'a>>> From<Option<T>> for Arg<'a> {
     }
 }
 
-/// What ingest's SQL runs on. Both kinds run the same text with the same parameters; the
-/// futures of the direct kind are ready at once (it is called from a blocking thread).
+/// What ingest's SQL runs on. Both kinds run the same text with the same parameters (where a
+/// statement's text or arguments differ by backend, its module chooses them); the futures of the direct kind are ready at once (it is called from a blocking thread).
 #[allow(async_fn_in_trait)] // Used generically within the store only, never as `dyn`.
 pub(super) trait Statements {
     /// Runs a statement and returns how many rows it changed.
@@ -188,7 +188,7 @@ impl rusqlite::ToSql for Arg<'_> {
 pub(super) struct Direct<'c, 't>(pub &'c rusqlite::Transaction<'t>);
 
 impl Direct<'_, '_> {
-    /// Prepares `sql` (cached for the transaction: a chunked statement runs again) and binds
+    /// Prepares `sql` (kept on the connection from one transaction to the next, `direct`) and binds
     /// `$N` to `args[N - 1]`.
     fn prepared(
         &self,
