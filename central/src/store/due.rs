@@ -128,16 +128,36 @@ fn marked_anew(candidates: &str, filter: &str) -> String {
 pub(super) async fn lock_due_rows(
     tx: &mut impl Statements,
     backend: Backend,
-    ids: &str,
+    ids: &[&str],
 ) -> anyhow::Result<()> {
-    if backend == Backend::Postgres {
+    if backend == Backend::Postgres && !ids.is_empty() {
         let sql = format!(
             "SELECT monitor_id FROM alert_due WHERE {} ORDER BY monitor_id FOR UPDATE",
             listed(backend, "monitor_id", "$1")
         );
-        tx.execute(&sql, &[ids.into()]).await?;
+        let ids = serde_json::to_string(ids)?;
+        tx.execute(&sql, &[Arg::from(&ids)]).await?;
     }
     Ok(())
+}
+
+/// Ingest's marks (`mark_due`) of `ids`, sorted and unique: on SQLite one statement per
+/// monitor (`statements` says why), in id order as one statement would store them.
+pub(super) async fn mark_each(
+    tx: &mut impl Statements,
+    backend: Backend,
+    ids: &[&str],
+    at: i64,
+) -> anyhow::Result<()> {
+    match backend {
+        Backend::Sqlite => {
+            let sql = marked_anew("SELECT $1 AS id", "true");
+            let rows: Vec<Vec<Arg>> = ids.iter().map(|&id| vec![id.into(), at.into()]).collect();
+            tx.execute_each(&sql, &rows).await?;
+            Ok(())
+        }
+        Backend::Postgres => mark_due(tx, backend, &serde_json::to_string(ids)?, at).await,
+    }
 }
 
 /// Tells the lease holder's alerting, on PostgreSQL, that monitors were marked due: heard when
@@ -195,6 +215,9 @@ pub(super) async fn confirm_due(
     if confirmed.is_empty() {
         return Ok(false);
     }
+    if backend == Backend::Sqlite {
+        return confirm_each(tx, confirmed, at).await;
+    }
     let rows = serde_json::to_string(confirmed)?;
     let source = super::batches::json_rows(backend, "$1");
     let probe = listed_ids(backend, "alert_due.monitor_id", "$1", "id");
@@ -221,33 +244,74 @@ pub(super) async fn confirm_due(
     }
     // The rest: no row (nothing was due), due already, or not steady. A row moved or left
     // alone above is steady and not due, so it is left alone here.
-    let sql = match backend {
-        Backend::Sqlite => marked_anew(
-            &format!(
-                "SELECT DISTINCT r.value ->> 'id' AS id, \
-                 CAST(r.value ->> 'interval' AS BIGINT) AS interval_ms FROM {source}"
-            ),
-            "a.monitor_id IS NULL OR a.steady <> c.interval_ms OR a.due_at <= $2",
-        ),
-        Backend::Postgres => format!(
-            "INSERT INTO alert_due (monitor_id, due_at, marks) \
-             SELECT DISTINCT r.value ->> 'id', CAST($2 AS BIGINT), 1 FROM {source} \
-             WHERE NOT EXISTS (SELECT 1 FROM alert_due s WHERE {} \
-             AND s.monitor_id = r.value ->> 'id' \
-             AND s.steady = CAST(r.value ->> 'interval' AS BIGINT) AND s.due_at + 0 > $2) \
-             ORDER BY 1 \
-             ON CONFLICT (monitor_id) DO UPDATE SET \
-             due_at = CASE WHEN excluded.due_at < alert_due.due_at THEN excluded.due_at \
-                      ELSE alert_due.due_at END, \
-             marks = alert_due.marks + 1, steady = 0",
-            listed_ids(backend, "s.monitor_id", "$1", "id")
-        ),
-    };
+    let sql = format!(
+        "INSERT INTO alert_due (monitor_id, due_at, marks) \
+         SELECT DISTINCT r.value ->> 'id', CAST($2 AS BIGINT), 1 FROM {source} \
+         WHERE NOT EXISTS (SELECT 1 FROM alert_due s WHERE {} \
+         AND s.monitor_id = r.value ->> 'id' \
+         AND s.steady = CAST(r.value ->> 'interval' AS BIGINT) AND s.due_at + 0 > $2) \
+         ORDER BY 1 \
+         ON CONFLICT (monitor_id) DO UPDATE SET \
+         due_at = CASE WHEN excluded.due_at < alert_due.due_at THEN excluded.due_at \
+                  ELSE alert_due.due_at END, \
+         marks = alert_due.marks + 1, steady = 0",
+        listed_ids(backend, "s.monitor_id", "$1", "id")
+    );
     let marked = tx.execute(&sql, &[Arg::from(&rows), at.into()]).await? > 0;
-    if backend == Backend::Postgres && marked {
+    if marked {
         notify_due(tx).await?;
     }
     Ok(marked)
+}
+
+/// `confirm_due` on SQLite: the same two statements, one confirmation at a time (`statements`
+/// says why), the second only for the confirmations the first did not move, in id order.
+async fn confirm_each(
+    tx: &mut impl Statements,
+    confirmed: &[Confirmation<'_>],
+    at: i64,
+) -> anyhow::Result<bool> {
+    let margin = at.saturating_add(ARRIVAL_MARGIN_MS);
+    let rows: Vec<Vec<Arg>> = confirmed
+        .iter()
+        .map(|c| {
+            vec![
+                c.id.into(),
+                c.until.into(),
+                c.interval.into(),
+                at.into(),
+                margin.into(),
+            ]
+        })
+        .collect();
+    let moved = tx
+        .execute_each(
+            "UPDATE alert_due SET due_at = CASE WHEN rule_at < $2 THEN rule_at ELSE $2 END \
+             WHERE monitor_id = $1 AND steady = $3 AND due_at + 0 > $4 \
+             AND (due_at < $5 + $3 OR due_at > $2)",
+            &rows,
+        )
+        .await?;
+    let mut rest: Vec<&Confirmation> = confirmed
+        .iter()
+        .zip(&moved)
+        .filter(|&(_, &moved)| moved == 0)
+        .map(|(c, _)| c)
+        .collect();
+    if rest.is_empty() {
+        return Ok(false);
+    }
+    rest.sort_by_key(|c| c.id);
+    let sql = marked_anew(
+        "SELECT $1 AS id, CAST($3 AS BIGINT) AS interval_ms",
+        "a.monitor_id IS NULL OR a.steady <> c.interval_ms OR a.due_at <= $2",
+    );
+    let rows: Vec<Vec<Arg>> = rest
+        .iter()
+        .map(|c| vec![c.id.into(), at.into(), c.interval.into()])
+        .collect();
+    let marked = tx.execute_each(&sql, &rows).await?;
+    Ok(marked.iter().any(|&n| n > 0))
 }
 
 /// Writes the statuses finished looks show (`Look::shown`, `Look::shown_locations`): first in
@@ -321,7 +385,6 @@ pub(super) async fn finish_looks(
     // marks and confirmations lock them: in look order they could deadlock with ingest.
     let mut ids: Vec<&str> = looks.iter().map(|l| l.monitor_id.as_str()).collect();
     ids.extend(children.iter().map(String::as_str));
-    let ids = serde_json::to_string(&ids).map_err(|e| sqlx::Error::Encode(e.into()))?;
     lock_due_rows(tx, backend, &ids).await?;
     for look in looks {
         let query = match look.next_at {

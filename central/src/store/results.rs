@@ -500,10 +500,7 @@ impl Store {
             .chain(overdue.iter().copied())
             .chain(news.iter().copied())
             .collect();
-        if !touched.is_empty() {
-            let touched = serde_json::to_string(&touched)?;
-            super::due::lock_due_rows(tx, self.backend(), &touched).await?;
-        }
+        super::due::lock_due_rows(tx, self.backend(), &touched).await?;
         let mut marked =
             super::due::confirm_due(tx, self.backend(), &confirmed, received_at).await?;
         for (ids, at) in [
@@ -511,8 +508,7 @@ impl Store {
             (news, received_at.saturating_sub(super::due::NEWS_AHEAD_MS)),
         ] {
             if !ids.is_empty() {
-                let ids = serde_json::to_string(&ids)?;
-                super::due::mark_due(tx, self.backend(), &ids, at).await?;
+                super::due::mark_each(tx, self.backend(), &ids, at).await?;
                 marked = true;
             }
         }

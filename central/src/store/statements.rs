@@ -73,8 +73,8 @@ pub(super) trait Statements {
     /// Runs a query of one row of one text column (a `packed` read) and returns that text.
     async fn read_text(&mut self, sql: &str, args: &[Arg<'_>]) -> anyhow::Result<String>;
 
-    /// Runs `sql` once per row of `rows`, in order, and returns how many rows it changed.
-    async fn execute_each(&mut self, sql: &str, rows: &[Vec<Arg<'_>>]) -> anyhow::Result<u64>;
+    /// Runs `sql` once per row of `rows`, in order, and returns how many rows each run changed.
+    async fn execute_each(&mut self, sql: &str, rows: &[Vec<Arg<'_>>]) -> anyhow::Result<Vec<u64>>;
 
     /// Runs `sql` once per row of `rows`, in order, and returns every row all runs returned,
     /// each read by `read`.
@@ -149,10 +149,10 @@ impl Statements for Transaction<'_, Any> {
         Ok(row.try_get(0)?)
     }
 
-    async fn execute_each(&mut self, sql: &str, rows: &[Vec<Arg<'_>>]) -> anyhow::Result<u64> {
-        let mut changed = 0;
+    async fn execute_each(&mut self, sql: &str, rows: &[Vec<Arg<'_>>]) -> anyhow::Result<Vec<u64>> {
+        let mut changed = Vec::with_capacity(rows.len());
         for args in rows {
-            changed += Statements::execute(self, sql, args).await?;
+            changed.push(Statements::execute(self, sql, args).await?);
         }
         Ok(changed)
     }
@@ -237,13 +237,13 @@ impl Statements for Direct<'_, '_> {
         Ok(self.prepared(sql, args)?.raw_execute()? as u64)
     }
 
-    async fn execute_each(&mut self, sql: &str, rows: &[Vec<Arg<'_>>]) -> anyhow::Result<u64> {
+    async fn execute_each(&mut self, sql: &str, rows: &[Vec<Arg<'_>>]) -> anyhow::Result<Vec<u64>> {
         let mut statement = self.0.prepare_cached(sql)?;
         let numbers = numbers(&statement)?;
-        let mut changed = 0;
+        let mut changed = Vec::with_capacity(rows.len());
         for args in rows {
             bind(&mut statement, &numbers, args)?;
-            changed += statement.raw_execute()? as u64;
+            changed.push(statement.raw_execute()? as u64);
         }
         Ok(changed)
     }
@@ -302,7 +302,7 @@ mod tests {
             .execute_each("INSERT INTO t (a, b) VALUES ($2, $1)", &rows)
             .await
             .unwrap();
-        assert_eq!(changed, 2);
+        assert_eq!(changed, [1, 1]);
         let read = direct
             .read_each(
                 "SELECT a, b FROM t WHERE b >= $1 ORDER BY b",
@@ -313,6 +313,15 @@ mod tests {
             .unwrap();
         let expected = [("y", 2), ("x", 1), ("y", 2)].map(|(a, b)| (a.to_string(), b));
         assert_eq!(read, expected);
+        // Each run's count of changed rows, in order.
+        let changed = direct
+            .execute_each(
+                "UPDATE t SET b = b + 10 WHERE a = $1",
+                &[vec![Arg::Text("z")], vec![Arg::Text("x")]],
+            )
+            .await
+            .unwrap();
+        assert_eq!(changed, [0, 1]);
     }
 
     /// A row with too few arguments is refused, not run with a NULL in their place.

@@ -1,10 +1,11 @@
 //! The status rows an upload reads before it writes them: each of its monitors' row and, once
 //! any result of the batch is located, every location row of those monitors, with what both of
-//! ingest's uses need
-//! (the newest result, for the time it credits, `timeline`; the verdict state it moves,
-//! `results::move_verdicts`). One packed read per table, locked on PostgreSQL in key order
-//! until the transaction ends; one read is enough because no other upload writes these rows
-//! before this one commits (it holds their monitors first: `conflicts::hold_monitors`). Read once for both: they were two reads of the same rows
+//! ingest's uses need (the newest result, for the time it credits, `timeline`; the verdict
+//! state it moves, `results::move_verdicts`). On PostgreSQL one packed read per table, locked
+//! in key order until the transaction ends; on SQLite one statement per monitor and table
+//! (`statements` says why). Read once, before any write, which is enough because no other
+//! upload writes these rows before this one commits (it holds their monitors first:
+//! `conflicts::hold_monitors`). Read once for both uses: they were two reads of the same rows
 //! (about 2 % of central's samples between them in a profile at 100,000 monitors,
 //! docs/benchmarks.md). Owns that read only: what the rows mean is the readers'.
 
@@ -12,7 +13,7 @@ use std::collections::HashMap;
 
 use super::packed::{packed, unpack};
 use super::results::NewResult;
-use super::statements::{Arg, Statements};
+use super::statements::{Arg, Columns, Statements};
 use super::{Backend, Store};
 
 /// A status row's key: the monitor, and the location for `location_status` (`None` for the
@@ -39,6 +40,76 @@ pub(super) struct StatusRow {
 /// The rows read, by key; a key without a row has none stored yet.
 pub(super) type StatusRows = HashMap<RowKey, StatusRow>;
 
+/// The columns read, as `(name, expression)`; `region` is chosen per table.
+fn columns(region: &str) -> [(&str, &str); 10] {
+    [
+        ("monitor_id", "monitor_id"),
+        ("region", region),
+        ("last_result_at", "last_result_at"),
+        ("last_result_id", "last_result_id"),
+        (
+            "newest_status",
+            "CASE WHEN verdict_result_id = last_result_id THEN status \
+             ELSE 'rate_limited' END",
+        ),
+        ("status", "status"),
+        ("confirmed", "confirmed"),
+        ("run_length", "run_length"),
+        ("verdict_at", "verdict_at"),
+        ("verdict_result_id", "verdict_result_id"),
+    ]
+}
+
+/// A row as the packed read (PostgreSQL) returns it.
+#[derive(serde::Deserialize)]
+struct Packed {
+    monitor_id: String,
+    region: Option<String>,
+    last_result_at: i64,
+    last_result_id: String,
+    newest_status: String,
+    status: String,
+    confirmed: Option<String>,
+    run_length: i64,
+    verdict_at: Option<i64>,
+    verdict_result_id: Option<String>,
+}
+
+impl Packed {
+    fn keyed(self) -> (RowKey, StatusRow) {
+        (
+            (self.monitor_id, self.region),
+            StatusRow {
+                last_result_at: self.last_result_at,
+                last_result_id: self.last_result_id,
+                newest_status: self.newest_status,
+                status: self.status,
+                confirmed: self.confirmed,
+                run_length: self.run_length,
+                verdict_at: self.verdict_at,
+                verdict_result_id: self.verdict_result_id,
+            },
+        )
+    }
+}
+
+/// A row as SQLite's statement per monitor returns it, its columns in `columns`' order.
+fn read_row(row: &dyn Columns) -> anyhow::Result<(RowKey, StatusRow)> {
+    Ok((
+        (row.text(0)?, row.text_or_null(1)?),
+        StatusRow {
+            last_result_at: row.int(2)?,
+            last_result_id: row.text(3)?,
+            newest_status: row.text(4)?,
+            status: row.text(5)?,
+            confirmed: row.text_or_null(6)?,
+            run_length: row.int(7)?,
+            verdict_at: row.int_or_null(8)?,
+            verdict_result_id: row.text_or_null(9)?,
+        },
+    ))
+}
+
 impl Store {
     /// The status rows of `results`' monitors (and of their locations, if any result is
     /// located), locked on PostgreSQL until the transaction ends.
@@ -54,25 +125,6 @@ impl Store {
         let mut ids: Vec<&str> = results.iter().map(|r| r.monitor_id.as_str()).collect();
         ids.sort_unstable();
         ids.dedup();
-        let ids = serde_json::to_string(&ids)?;
-        let listed = super::batches::listed(self.backend(), "monitor_id", "$1");
-        let lock = match self.backend() {
-            Backend::Sqlite => "",
-            Backend::Postgres => " ORDER BY monitor_id, region FOR UPDATE",
-        };
-        #[derive(serde::Deserialize)]
-        struct Row {
-            monitor_id: String,
-            region: Option<String>,
-            last_result_at: i64,
-            last_result_id: String,
-            newest_status: String,
-            status: String,
-            confirmed: Option<String>,
-            run_length: i64,
-            verdict_at: Option<i64>,
-            verdict_result_id: Option<String>,
-        }
         let located = results.iter().any(|r| r.region.is_some());
         for (table, region) in [
             ("monitor_status", "CAST(NULL AS TEXT)"),
@@ -81,43 +133,36 @@ impl Store {
             if table == "location_status" && !located {
                 continue;
             }
-            // Read packed (`packed`): one value, not a row per result.
-            let sql = packed(
-                self.backend(),
-                &[
-                    ("monitor_id", "monitor_id"),
-                    ("region", region),
-                    ("last_result_at", "last_result_at"),
-                    ("last_result_id", "last_result_id"),
-                    (
-                        "newest_status",
-                        "CASE WHEN verdict_result_id = last_result_id THEN status \
-                         ELSE 'rate_limited' END",
-                    ),
-                    ("status", "status"),
-                    ("confirmed", "confirmed"),
-                    ("run_length", "run_length"),
-                    ("verdict_at", "verdict_at"),
-                    ("verdict_result_id", "verdict_result_id"),
-                ],
-                &format!("FROM {table} WHERE {listed}{lock}"),
-                "monitor_id, region",
-            );
-            let text = tx.read_text(&sql, &[Arg::from(&ids)]).await?;
-            for row in unpack::<Row>(&text)? {
-                rows.insert(
-                    (row.monitor_id, row.region),
-                    StatusRow {
-                        last_result_at: row.last_result_at,
-                        last_result_id: row.last_result_id,
-                        newest_status: row.newest_status,
-                        status: row.status,
-                        confirmed: row.confirmed,
-                        run_length: row.run_length,
-                        verdict_at: row.verdict_at,
-                        verdict_result_id: row.verdict_result_id,
-                    },
-                );
+            let columns = columns(region);
+            match self.backend() {
+                // One monitor a statement, read by column (`statements` says why).
+                Backend::Sqlite => {
+                    let list: Vec<String> = columns
+                        .iter()
+                        .map(|(name, expression)| format!("{expression} AS {name}"))
+                        .collect();
+                    let sql = format!(
+                        "SELECT {} FROM {table} WHERE monitor_id = $1",
+                        list.join(", ")
+                    );
+                    let args: Vec<Vec<Arg>> = ids.iter().map(|&id| vec![id.into()]).collect();
+                    rows.extend(tx.read_each(&sql, &args, read_row).await?);
+                }
+                // One packed read (`packed`) of every row, locked in key order.
+                Backend::Postgres => {
+                    let listed = super::batches::listed(self.backend(), "monitor_id", "$1");
+                    let sql = packed(
+                        self.backend(),
+                        &columns,
+                        &format!(
+                            "FROM {table} WHERE {listed} ORDER BY monitor_id, region FOR UPDATE"
+                        ),
+                        "monitor_id, region",
+                    );
+                    let ids = serde_json::to_string(&ids)?;
+                    let text = tx.read_text(&sql, &[Arg::from(&ids)]).await?;
+                    rows.extend(unpack::<Packed>(&text)?.into_iter().map(Packed::keyed));
+                }
             }
         }
         Ok(rows)
