@@ -51,16 +51,14 @@ pub(super) fn listed(backend: Backend, column: &str, parameter: &str) -> String 
     }
 }
 
-/// A condition for a statement that joins a table to the rows of the JSON array `parameter`
-/// (`json_rows`): on PostgreSQL, the table's `column` is one of the rows' `field`s, so that
-/// the table is read by probing its key, not joined whole (see the module's note); `true` on
-/// SQLite, whose planner already drives such a join from the batch's rows.
-pub(super) fn listed_ids(backend: Backend, column: &str, parameter: &str, field: &str) -> String {
-    match backend {
-        Backend::Sqlite => "true".to_string(),
-        Backend::Postgres => format!(
-            "{column} = ANY(ARRAY(SELECT k.value ->> '{field}' \
-             FROM jsonb_array_elements(CAST({parameter} AS jsonb)) AS k(value)))"
-        ),
-    }
+/// A condition for a PostgreSQL statement that joins a table to the rows of the JSON array
+/// `parameter` (`json_rows`): the table's `column` is one of the rows' `field`s, so that the
+/// table is read by probing its key, not joined whole (see the module's note). SQLite has no
+/// such statement: its planner drives such a join from the batch's rows, and ingest's
+/// statements there run once per row anyway (`statements`).
+pub(super) fn listed_ids(column: &str, parameter: &str, field: &str) -> String {
+    format!(
+        "{column} = ANY(ARRAY(SELECT k.value ->> '{field}' \
+         FROM jsonb_array_elements(CAST({parameter} AS jsonb)) AS k(value)))"
+    )
 }

@@ -1,8 +1,8 @@
 //! A transaction run directly on SQLite's writing connection, as one blocking call: ingest's.
 //!
 //! sqlx-sqlite runs each statement on a worker thread of the connection's own, and hands it
-//! over and its answer back as messages; ingest's transaction is about fifteen statements per
-//! upload, each such a hand-off (a context switch and a futex wake on each side). So ingest
+//! over and its answer back as messages; ingest's transaction was about fifteen statements per
+//! upload (more now: a statement per row, `statements`), each such a hand-off (a context switch and a futex wake on each side). So ingest
 //! runs its statements with `rusqlite` on the same connection, one blocking call per upload,
 //! while it holds that connection out of sqlx's pool (at 100,000 monitors and 1,667 results a
 //! second: central's steady CPU 39 → 33 % of a core, docs/benchmarks.md). The same

@@ -120,8 +120,8 @@ fn marked_anew(candidates: &str, filter: &str) -> String {
     )
 }
 
-/// Locks the `alert_due` rows of `ids` (a JSON array) in id order, on PostgreSQL; nothing on
-/// SQLite (one writer at a time). For a transaction that then writes several of them in more
+/// Locks the `alert_due` rows of `ids` in id order, on PostgreSQL (nothing when `ids` is
+/// empty); nothing on SQLite (one writer at a time). For a transaction that then writes several of them in more
 /// than one statement (ingest's confirmations, then its marks): each statement alone takes its
 /// rows in id order, but two statements in a row do not, and a look or a placement finishing
 /// the same monitors could then wait on them in a cycle.
@@ -149,6 +149,7 @@ pub(super) async fn mark_each(
     ids: &[&str],
     at: i64,
 ) -> anyhow::Result<()> {
+    debug_assert!(ids.windows(2).all(|w| w[0] < w[1]), "sorted and unique");
     match backend {
         Backend::Sqlite => {
             let sql = marked_anew("SELECT $1 AS id", "true");
@@ -190,6 +191,11 @@ const ARRIVAL_MARGIN_MS: i64 = 30_000;
 /// monitor before this result: the mark makes that look's write fail and the monitor be
 /// looked at again). Returns whether it marked any.
 ///
+/// A row moved to a reminder already due (`rule_at` not after `at`) needs no mark: it was not
+/// due before, so no look holds it, and the next look reads this result. SQLite never marks
+/// it; PostgreSQL's second statement does when another confirmation of the batch was not
+/// moved, which costs that row one look more than it needs, no more.
+///
 /// A steady row still due later than the next result should arrive (an interval from now,
 /// plus `ARRIVAL_MARGIN_MS`), and no later than `until`, is left as it is: its instant is
 /// earlier than the confirmation's, which is safe (at worst a look that finds nothing new, if
@@ -201,8 +207,9 @@ const ARRIVAL_MARGIN_MS: i64 = 30_000;
 /// On PostgreSQL the caller has locked the rows (`lock_due_rows`): an update joined to the
 /// batch would lock them in whatever order the join yields.
 ///
-/// Both statements read the rows by the batch's keys only (`listed_ids`); `due_at + 0` keeps
-/// the `due_at` index out of them. With it, PostgreSQL's plan made without the values (after
+/// On PostgreSQL both statements read the rows by the batch's keys only (`listed_ids`); on
+/// SQLite each reads its monitor's row by key. `due_at + 0` keeps the `due_at` index out of
+/// them. With it, PostgreSQL's plan made without the values (after
 /// five runs on a connection) sometimes walked that index over every row not yet due, a
 /// third of the table by its guess, nearly all of it in fact (`tests/tests/store_reads.rs`
 /// caught it on a busy host: 500 rows read per result).
@@ -220,7 +227,7 @@ pub(super) async fn confirm_due(
     }
     let rows = serde_json::to_string(confirmed)?;
     let source = super::batches::json_rows(backend, "$1");
-    let probe = listed_ids(backend, "alert_due.monitor_id", "$1", "id");
+    let probe = listed_ids("alert_due.monitor_id", "$1", "id");
     let moved = tx
         .execute(
             &format!(
@@ -242,8 +249,9 @@ pub(super) async fn confirm_due(
     if moved == confirmed.len() as u64 {
         return Ok(false);
     }
-    // The rest: no row (nothing was due), due already, or not steady. A row moved or left
-    // alone above is steady and not due, so it is left alone here.
+    // The rest: no row (nothing was due), due already, or not steady. A row left alone above
+    // is steady and not due, and so is a row moved, unless to a reminder already due (see
+    // above): both are left alone here.
     let sql = format!(
         "INSERT INTO alert_due (monitor_id, due_at, marks) \
          SELECT DISTINCT r.value ->> 'id', CAST($2 AS BIGINT), 1 FROM {source} \
@@ -255,7 +263,7 @@ pub(super) async fn confirm_due(
          due_at = CASE WHEN excluded.due_at < alert_due.due_at THEN excluded.due_at \
                   ELSE alert_due.due_at END, \
          marks = alert_due.marks + 1, steady = 0",
-        listed_ids(backend, "s.monitor_id", "$1", "id")
+        listed_ids("s.monitor_id", "$1", "id")
     );
     let marked = tx.execute(&sql, &[Arg::from(&rows), at.into()]).await? > 0;
     if marked {
@@ -265,7 +273,8 @@ pub(super) async fn confirm_due(
 }
 
 /// `confirm_due` on SQLite: the same two statements, one confirmation at a time (`statements`
-/// says why), the second only for the confirmations the first did not move, in id order.
+/// says why), the second (a mark, if its filter lets it) only for the confirmations the first
+/// did not move, in id order.
 async fn confirm_each(
     tx: &mut impl Statements,
     confirmed: &[Confirmation<'_>],
@@ -663,6 +672,28 @@ mod tests {
             due = now_due;
         }
         assert_eq!(moves, 2, "one in six");
+    }
+
+    /// A confirmation that moves a steady row to its reminder, already due, does not mark it
+    /// (no look held it: it was not due), even beside one that is marked.
+    #[tokio::test]
+    async fn a_row_moved_to_a_due_reminder_is_not_marked() {
+        let (store, _dir) = sqlite_store().await;
+        store
+            .mark_monitors_due(&["a".to_string()], 0)
+            .await
+            .unwrap();
+        let look = Look {
+            next_at: Some(100_000),
+            steady: Some(60_000),
+            rule_at: Some(5_000),
+            ..Look::settled("a", 1)
+        };
+        store.record_alerts(&[], &[look], 0).await.unwrap();
+        confirm(&store, &[("a", 90_000), ("b", 90_000)], 5_000).await;
+        let mut due = store.due_looks(5_000, 10).await.unwrap();
+        due.sort();
+        assert_eq!(due, [("a".to_string(), 1), ("b".to_string(), 1)]);
     }
 
     #[tokio::test]

@@ -493,7 +493,7 @@ impl Store {
             }
         }
         // Every due row this writes, locked in one pass in id order (PostgreSQL): the
-        // confirmations and the two kinds of marks below are three statements.
+        // confirmations and the two kinds of marks below are several statements.
         let touched: Vec<&str> = confirmed
             .iter()
             .map(|c| c.id)

@@ -3,7 +3,7 @@
 //! ingest's uses need (the newest result, for the time it credits, `timeline`; the verdict
 //! state it moves, `results::move_verdicts`). On PostgreSQL one packed read per table, locked
 //! in key order until the transaction ends; on SQLite one statement per monitor and table
-//! (`statements` says why). Read once, before any write, which is enough because no other
+//! (`statements` says why). Read once, before ingest writes them, which is enough because no other
 //! upload writes these rows before this one commits (it holds their monitors first:
 //! `conflicts::hold_monitors`). Read once for both uses: they were two reads of the same rows
 //! (about 2 % of central's samples between them in a profile at 100,000 monitors,
@@ -40,7 +40,8 @@ pub(super) struct StatusRow {
 /// The rows read, by key; a key without a row has none stored yet.
 pub(super) type StatusRows = HashMap<RowKey, StatusRow>;
 
-/// The columns read, as `(name, expression)`; `region` is chosen per table.
+/// The columns read, as `(name, expression)`, in the order `read_row` reads them; `region` is
+/// chosen per table.
 fn columns(region: &str) -> [(&str, &str); 10] {
     [
         ("monitor_id", "monitor_id"),
