@@ -80,8 +80,9 @@ async fn metrics_text(app: &App, headers: &HeaderMap) -> Response {
             crate::metrics::to_text_format(&counters),
         )
     };
-    let parts = [state, axum::body::Bytes::from(counters)]
+    let parts = state
         .into_iter()
+        .chain([axum::body::Bytes::from(counters)])
         .filter(|part| !part.is_empty())
         .map(Ok::<_, std::convert::Infallible>);
     (

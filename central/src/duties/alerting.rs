@@ -13,6 +13,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::error::error_chain;
 use crate::service::App;
 
 /// The longest between two looks: how soon marks written by other replicas are seen.
@@ -34,9 +35,9 @@ pub async fn run(app: Arc<App>) {
                     wait = wait.min(Duration::from_millis(until)).max(MIN_WAIT);
                 }
                 Ok(None) => {}
-                Err(e) => tracing::warn!("reading when alerting is next due failed: {e}"),
+                Err(e) => tracing::warn!("reading when alerting is next due failed: {e:#}"),
             },
-            Err(e) => tracing::warn!("evaluating alerts failed: {e}"),
+            Err(e) => tracing::warn!("evaluating alerts failed: {}", error_chain(&e)),
         }
         if let Err(e) = app.send_dependency_notices().await {
             tracing::warn!("sending dependency notices failed: {e:#}");

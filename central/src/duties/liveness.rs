@@ -12,6 +12,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::error::error_chain;
 use crate::service::App;
 use crate::store::Reach;
 
@@ -69,13 +70,16 @@ pub async fn run(app: Arc<App>) {
 /// fails, so that the next one sees the same change again.
 pub async fn step(app: &App, last_online: &mut Option<Vec<(String, bool)>>) {
     if let Err(e) = app.record_status_changes().await {
-        tracing::warn!("recording poller status changes failed: {e}");
+        tracing::warn!(
+            "recording poller status changes failed: {}",
+            error_chain(&e)
+        );
     }
     let checked = app.now_ms();
     let online = match app.online_pollers().await {
         Ok(online) => online,
         Err(e) => {
-            tracing::warn!("liveness check failed: {e}");
+            tracing::warn!("liveness check failed: {}", error_chain(&e));
             return;
         }
     };
@@ -95,7 +99,7 @@ pub async fn step(app: &App, last_online: &mut Option<Vec<(String, bool)>>) {
         }
     };
     if let Err(e) = placed {
-        tracing::warn!("placement failed: {e}");
+        tracing::warn!("placement failed: {}", error_chain(&e));
         return;
     }
     app.cluster.set_placement_checked_at(checked);
@@ -106,7 +110,7 @@ pub async fn step(app: &App, last_online: &mut Option<Vec<(String, bool)>>) {
         None => app.look_again_at_stale().await,
     };
     if let Err(e) = looked {
-        tracing::warn!("marking monitors for alerting failed: {e}");
+        tracing::warn!("marking monitors for alerting failed: {}", error_chain(&e));
         return;
     }
     *last_online = Some(online);

@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::error::error_chain;
 use crate::service::folding::next_close_in;
 use crate::service::App;
 use crate::store::result_index::FLUSH_EVERY;
@@ -26,10 +27,10 @@ pub async fn run(app: Arc<App>) {
         // The first tick is at once.
         ticker.tick().await;
         if let Err(e) = app.compact_assignment_log().await {
-            tracing::warn!("assignment log compaction failed: {e}");
+            tracing::warn!("assignment log compaction failed: {}", error_chain(&e));
         }
         if let Err(e) = app.prune_history().await {
-            tracing::warn!("pruning old events failed: {e}");
+            tracing::warn!("pruning old events failed: {}", error_chain(&e));
         }
         match app.prune_results_and_rollups().await {
             Ok(pruned) => tracing::info!(pruned, "pruned results and rollups past retention"),

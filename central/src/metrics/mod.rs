@@ -3,7 +3,7 @@
 
 mod state;
 
-pub use state::{MonitorSample, PollerSample, StateText};
+pub use state::{MonitorSample, PollerSample, StateParts, StateText};
 
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;

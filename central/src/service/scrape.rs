@@ -19,9 +19,9 @@ use tokio::sync::Mutex;
 use shared_proto::settings_api::PollerStatus;
 
 use super::{admin_token, auth, App};
-use crate::error::ApiResult;
-use crate::metrics::{MonitorSample, PollerSample, StateText};
-use crate::store::ShownRow;
+use crate::error::{error_chain, ApiResult};
+use crate::metrics::{MonitorSample, PollerSample, StateParts, StateText};
+use crate::store::Shown;
 
 /// The longest a scrape's text may be old; below Prometheus' usual 15 s interval.
 pub const RENDER_EVERY: Duration = Duration::from_secs(5);
@@ -29,7 +29,18 @@ pub const RENDER_EVERY: Duration = Duration::from_secs(5);
 pub struct Scrape {
     token_sha256: Option<String>,
     /// The state gauges as last rendered, shared by every scrape until `RENDER_EVERY` passed.
-    rendered: Mutex<Option<(Instant, Bytes)>>,
+    rendered: Mutex<Rendered>,
+}
+
+#[derive(Default)]
+struct Rendered {
+    /// When `parts` were rendered; `None` before the first rendering.
+    at: Option<Instant>,
+    /// `StateParts` as shared bytes: each scrape sends them as they are, none copies them.
+    parts: Vec<Bytes>,
+    /// The monitor families' lengths at the last rendering that read them, which the next
+    /// reserves (`StateText::new`).
+    family_lens: [usize; 3],
 }
 
 impl Scrape {
@@ -40,7 +51,7 @@ impl Scrape {
         }
         Ok(Scrape {
             token_sha256: token.map(auth::sha256_hex),
-            rendered: Mutex::new(None),
+            rendered: Mutex::default(),
         })
     }
 }
@@ -61,25 +72,26 @@ impl App {
     }
 
     /// The state gauges of every monitor, location and poller (OpenMetrics text without its
-    /// `# EOF`, identical in the older text format: gauges only), rendered at most once every
-    /// `RENDER_EVERY`; a scrape gets the shared bytes, not a copy. If the state cannot be read
-    /// the scrape gets none (and the counters still).
-    pub async fn metrics_state(&self) -> Bytes {
+    /// `# EOF`, identical in the older text format: gauges only), as parts to be sent in
+    /// order, rendered at most once every `RENDER_EVERY`; a scrape gets the shared bytes, not
+    /// a copy. If the state cannot be read the scrape gets none (and the counters still).
+    pub async fn metrics_state(&self) -> Vec<Bytes> {
         let mut rendered = self.scrape.rendered.lock().await;
-        if let Some((at, text)) = &*rendered {
-            if at.elapsed() < RENDER_EVERY {
-                return text.clone();
-            }
+        if rendered.at.is_some_and(|at| at.elapsed() < RENDER_EVERY) {
+            return rendered.parts.clone();
         }
-        let text = match self.state_metrics().await {
-            Ok(state) => Bytes::from(state),
+        rendered.parts = match self.state_metrics(rendered.family_lens).await {
+            Ok(parts) => {
+                rendered.family_lens = parts.family_lens();
+                parts.0.into_iter().map(Bytes::from).collect()
+            }
             Err(e) => {
-                tracing::warn!("reading state for /metrics failed: {e}");
-                Bytes::new()
+                tracing::warn!("reading state for /metrics failed: {}", error_chain(&e));
+                Vec::new()
             }
         };
-        *rendered = Some((Instant::now(), text.clone()));
-        text
+        rendered.at = Some(Instant::now());
+        rendered.parts.clone()
     }
 
     /// The process's own metrics (counters, and gauges read at once, such as the results
@@ -91,11 +103,13 @@ impl App {
     }
 
     /// Each monitor's series are written as its row is read (`StateText`): the rows are not
-    /// kept, and a page is written while the store reads the next.
-    async fn state_metrics(&self) -> ApiResult<String> {
-        let mut text = StateText::default();
-        self.store
-            .each_shown(|row| text.add(&sample_of(&row)))
+    /// kept. `family_lens`: the last rendering's, reserved.
+    async fn state_metrics(&self, family_lens: [usize; 3]) -> ApiResult<StateParts> {
+        let text = self
+            .store
+            .fold_shown(StateText::new(family_lens), |text, row| {
+                text.add(&sample_of(row));
+            })
             .await?;
         let pollers = self.store.all_pollers().await?;
         let now = self.now_ms();
@@ -119,17 +133,17 @@ impl App {
 
 /// A stored row as its gauges: `up` is 1 for up, 0 for down or degraded, absent otherwise;
 /// a monitor or location not looked at yet shows `pending`.
-fn sample_of(row: &ShownRow) -> MonitorSample<'_> {
-    let status = row.status.as_deref().unwrap_or("pending");
+fn sample_of(row: Shown<'_>) -> MonitorSample<'_> {
+    let status = row.status.unwrap_or("pending");
     let up = match status {
         "up" => Some(1),
         "down" | "degraded" => Some(0),
         _ => None,
     };
     MonitorSample {
-        monitor_id: &row.monitor_id,
-        name: &row.name,
-        region: row.region.as_deref().unwrap_or_default(),
+        monitor_id: row.monitor_id,
+        name: row.name,
+        region: row.region.unwrap_or_default(),
         status,
         up,
         latency_ms: row.latency_ms,

@@ -9,23 +9,20 @@ use std::time::Duration;
 
 use futures_util::TryStreamExt;
 use rusqlite::{OpenFlags, TransactionBehavior};
-use tokio::sync::mpsc;
 
 use super::{Backend, Store};
 
-/// One monitor (`region` `None`) or one location of it, as last shown.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ShownRow {
-    pub monitor_id: String,
-    pub name: String,
-    pub region: Option<String>,
+/// One monitor (`region` `None`) or one location of it, as last shown; borrowed from the row
+/// being read, so that reading 100,000 of them allocates nothing per row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shown<'a> {
+    pub monitor_id: &'a str,
+    pub name: &'a str,
+    pub region: Option<&'a str>,
     /// `None` before alerting's first look at it.
-    pub status: Option<String>,
+    pub status: Option<&'a str>,
     pub latency_ms: Option<i64>,
 }
-
-/// Rows handed at a time from the SQLite reading thread to the scrape.
-const CHUNK: usize = 1_000;
 
 /// The columns every read selects, as (name, expression); `region` is NULL for monitors.
 type Columns<'a> = [(&'a str, &'a str); 5];
@@ -71,50 +68,57 @@ impl Source<'_> {
 }
 
 impl Store {
-    /// Every monitor, then every location, as last shown, in no particular order; `each` is
-    /// called per row.
+    /// Every monitor, then every location, as last shown, in no particular order, folded
+    /// into `acc` by `add` (a row at a time; the caller writes each as it comes and keeps
+    /// what it wrote, not the rows).
     ///
     /// On PostgreSQL each kind is one streamed query (no order asked, so the planner may join
     /// by hashing: 100,000 monitors in about 0.1 s by `EXPLAIN ANALYZE`); monitors and
     /// locations are two reads, not one snapshot: a row that changes between them shows
-    /// either state. Memory: a row at a time.
+    /// either state.
     ///
-    /// On SQLite a thread of its own reads them with a connection of its own (`rusqlite`) in
-    /// one read transaction, so the scrape is one snapshot, and hands rows over `CHUNK` at a
-    /// time while the scrape writes the previous ones. Through sqlx every row is a message
-    /// from its worker thread, and the pages of packed JSON read before were SQLite building
-    /// and serde parsing every row's JSON (docs/benchmarks.md). Monitors are read in storage
-    /// order with their latencies joined here from `monitor_status`, also read in its storage
-    /// order: a join seeks the status table's index once per monitor. Memory: three chunks
-    /// and a latency per monitor.
-    pub async fn each_shown(&self, mut each: impl FnMut(ShownRow)) -> anyhow::Result<()> {
+    /// On SQLite a blocking thread reads them with a connection of its own (`rusqlite`) in
+    /// one read transaction, so the scrape is one snapshot, and folds each row as it is read,
+    /// borrowed from SQLite's own buffers: through sqlx every row was a message from its
+    /// worker thread, and handing owned rows from the reading thread to the scrape cost an
+    /// allocation per string and a hand-over per chunk (docs/benchmarks.md). Monitors are
+    /// read in storage order with their latencies joined here from `monitor_status`, also
+    /// read in its storage order (a join seeks the status table's index once per monitor).
+    /// Memory: `acc` and a latency per monitor.
+    pub async fn fold_shown<T: Send + 'static>(
+        &self,
+        mut acc: T,
+        mut add: impl FnMut(&mut T, Shown<'_>) + Send + 'static,
+    ) -> anyhow::Result<T> {
         let Some(file) = self.sqlite_file.clone() else {
-            self.each_streamed(&MONITORS, &mut each).await?;
-            return self.each_streamed(&LOCATIONS, &mut each).await;
+            self.each_streamed(&MONITORS, &mut |row| add(&mut acc, row))
+                .await?;
+            self.each_streamed(&LOCATIONS, &mut |row| add(&mut acc, row))
+                .await?;
+            return Ok(acc);
         };
-        let (chunks, mut received) = mpsc::channel(1);
-        let reading = tokio::task::spawn_blocking(move || read_shown(&file, &chunks));
-        while let Some(chunk) = received.recv().await {
-            chunk.into_iter().for_each(&mut each);
-        }
-        reading.await?
+        tokio::task::spawn_blocking(move || {
+            read_shown(&file, &mut |row| add(&mut acc, row))?;
+            Ok(acc)
+        })
+        .await?
     }
 
     async fn each_streamed(
         &self,
         source: &Source<'_>,
-        each: &mut impl FnMut(ShownRow),
+        each: &mut impl FnMut(Shown<'_>),
     ) -> anyhow::Result<()> {
         debug_assert_eq!(self.backend(), Backend::Postgres);
         type Row = (String, Option<String>, String, Option<String>, Option<i64>);
         let sql = source.select();
         let mut rows = sqlx::query_as::<_, Row>(&sql).fetch(&self.pool);
         while let Some((monitor_id, region, name, status, latency_ms)) = rows.try_next().await? {
-            each(ShownRow {
-                monitor_id,
-                name,
-                region,
-                status,
+            each(Shown {
+                monitor_id: &monitor_id,
+                name: &name,
+                region: region.as_deref(),
+                status: status.as_deref(),
                 latency_ms,
             });
         }
@@ -122,73 +126,139 @@ impl Store {
     }
 }
 
-/// `each_shown` on SQLite, on a blocking thread: sends chunks of rows until done, or until
-/// the scrape stops listening.
-fn read_shown(file: &Path, chunks: &mpsc::Sender<Vec<ShownRow>>) -> anyhow::Result<()> {
+/// The newest latency of each monitor, by id. Central makes monitor ids as UUIDs
+/// (`service::monitors`), kept here as their 16 bytes: no string allocated per monitor, and a
+/// cheap hash. Any other id (the store's tests write some) is kept as text rather than lost.
+#[derive(Default)]
+struct Latencies {
+    by_uuid: foldhash::HashMap<u128, i64>,
+    by_text: foldhash::HashMap<String, i64>,
+}
+
+impl Latencies {
+    fn insert(&mut self, monitor_id: &str, latency_ms: i64) {
+        match uuid_key(monitor_id) {
+            Some(key) => self.by_uuid.insert(key, latency_ms),
+            None => self.by_text.insert(monitor_id.to_string(), latency_ms),
+        };
+    }
+
+    fn get(&self, monitor_id: &str) -> Option<i64> {
+        match uuid_key(monitor_id) {
+            Some(key) => self.by_uuid.get(&key).copied(),
+            None => self.by_text.get(monitor_id).copied(),
+        }
+    }
+}
+
+/// A UUID as central writes it (hyphenated, lower case) as its 16 bytes; `None` for any other
+/// text, so that two spellings of one UUID stay two ids, as they are to the database.
+fn uuid_key(id: &str) -> Option<u128> {
+    if id.len() != 36 || id.bytes().any(|b| b.is_ascii_uppercase()) {
+        return None;
+    }
+    uuid::Uuid::try_parse(id).ok().map(|id| id.as_u128())
+}
+
+/// `fold_shown` on SQLite, on a blocking thread: calls `each` per row, borrowed from the row.
+fn read_shown(file: &Path, each: &mut dyn FnMut(Shown<'_>)) -> anyhow::Result<()> {
     let mut db = rusqlite::Connection::open_with_flags(
         file,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
     db.busy_timeout(Duration::from_secs(10))?;
     let snapshot = db.transaction_with_behavior(TransactionBehavior::Deferred)?;
-    let mut latencies = foldhash::HashMap::default();
+    let mut latencies = Latencies::default();
     let mut read = snapshot.prepare(
         "SELECT monitor_id, latency_ms FROM monitor_status WHERE latency_ms IS NOT NULL",
     )?;
     let mut rows = read.query([])?;
     while let Some(row) = rows.next()? {
-        latencies.insert(row.get::<_, String>(0)?, row.get::<_, i64>(1)?);
+        latencies.insert(row.get_ref(0)?.as_str()?, row.get(1)?);
     }
     drop(rows);
-    let mut chunk = Vec::with_capacity(CHUNK);
-    // `false` once the scrape is gone: nothing left to read for.
-    let hand_over = |row: ShownRow, chunk: &mut Vec<ShownRow>| {
-        chunk.push(row);
-        chunk.len() < CHUNK
-            || chunks
-                .blocking_send(std::mem::replace(chunk, Vec::with_capacity(CHUNK)))
-                .is_ok()
-    };
     let mut read = snapshot.prepare("SELECT id, name, shown_status FROM monitors")?;
     let mut rows = read.query([])?;
     while let Some(row) = rows.next()? {
-        let monitor_id: String = row.get(0)?;
-        let latency_ms = latencies.remove(&monitor_id);
-        let shown = ShownRow {
+        let monitor_id = row.get_ref(0)?.as_str()?;
+        each(Shown {
             monitor_id,
-            name: row.get(1)?,
+            name: row.get_ref(1)?.as_str()?,
             region: None,
-            status: row.get(2)?,
-            latency_ms,
-        };
-        if !hand_over(shown, &mut chunk) {
-            return Ok(());
-        }
+            status: row.get_ref(2)?.as_str_or_null()?,
+            latency_ms: latencies.get(monitor_id),
+        });
     }
     drop(rows);
     let mut read = snapshot.prepare(&LOCATIONS.select())?;
     let mut rows = read.query([])?;
     while let Some(row) = rows.next()? {
-        let shown = ShownRow {
-            monitor_id: row.get(0)?,
-            region: row.get(1)?,
-            name: row.get(2)?,
-            status: row.get(3)?,
+        each(Shown {
+            monitor_id: row.get_ref(0)?.as_str()?,
+            region: row.get_ref(1)?.as_str_or_null()?,
+            name: row.get_ref(2)?.as_str()?,
+            status: row.get_ref(3)?.as_str_or_null()?,
             latency_ms: row.get(4)?,
-        };
-        if !hand_over(shown, &mut chunk) {
-            return Ok(());
-        }
-    }
-    if !chunk.is_empty() {
-        let _ = chunks.blocking_send(chunk);
+        });
     }
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
+    use super::Shown;
     use crate::store::testing::sqlite_store;
+    use crate::store::Store;
+
+    /// A row as `fold_shown` lent it, kept.
+    #[derive(Debug)]
+    struct Row {
+        monitor_id: String,
+        name: String,
+        region: Option<String>,
+        status: Option<String>,
+        latency_ms: Option<i64>,
+    }
+
+    impl From<Shown<'_>> for Row {
+        fn from(row: Shown<'_>) -> Row {
+            Row {
+                monitor_id: row.monitor_id.to_string(),
+                name: row.name.to_string(),
+                region: row.region.map(str::to_string),
+                status: row.status.map(str::to_string),
+                latency_ms: row.latency_ms,
+            }
+        }
+    }
+
+    /// A latency is found under the id it was stored under, and under no other spelling.
+    #[test]
+    fn latencies_are_found_by_the_id_they_were_stored_under() {
+        let id = "0b9c1e3a-5f7d-4c2b-9a8e-1d2f3a4b5c6d";
+        let mut latencies = super::Latencies::default();
+        latencies.insert(id, 12);
+        latencies.insert("m00001", 34);
+        assert_eq!(latencies.get(id), Some(12));
+        assert_eq!(latencies.get("m00001"), Some(34));
+        for other in [
+            "0B9C1E3A-5F7D-4C2B-9A8E-1D2F3A4B5C6D",
+            "0b9c1e3a5f7d4c2b9a8e1d2f3a4b5c6d",
+            "{0b9c1e3a-5f7d-4c2b-9a8e-1d2f3a4b5c6d}",
+            "0b9c1e3a-5f7d-4c2b-9a8e-1d2f3a4b5c6e",
+            "m00002",
+        ] {
+            assert_eq!(latencies.get(other), None, "{other}");
+        }
+        assert_eq!(latencies.by_uuid.len(), 1, "a UUID is kept as its bytes");
+    }
+
+    async fn every_row(store: &Store) -> Vec<Row> {
+        store
+            .fold_shown(Vec::new(), |rows, row| rows.push(Row::from(row)))
+            .await
+            .unwrap()
+    }
 
     #[tokio::test]
     async fn every_monitor_and_location_is_read_once_across_pages() {
@@ -231,8 +301,7 @@ mod tests {
         .execute(&store.pool)
         .await
         .unwrap();
-        let mut rows = Vec::new();
-        store.each_shown(|row| rows.push(row)).await.unwrap();
+        let rows = every_row(&store).await;
         for row in &rows {
             let number: i64 = row.monitor_id[1..].parse().unwrap();
             let latency = match row.region.as_deref() {
@@ -279,10 +348,9 @@ mod tests {
         .await
         .unwrap();
         let mut ids = std::collections::BTreeSet::new();
-        store
-            .each_shown(|row| assert!(ids.insert(row.monitor_id), "read twice"))
-            .await
-            .unwrap();
+        for row in every_row(&store).await {
+            assert!(ids.insert(row.monitor_id), "read twice");
+        }
         assert_eq!(ids.len(), 2_000);
     }
 
@@ -309,30 +377,33 @@ mod tests {
         .execute(&store.pool)
         .await
         .unwrap();
-        let mut statuses = std::collections::BTreeMap::<(bool, String), usize>::new();
-        let mut written = false;
-        store
-            .each_shown(|row| {
-                if !written {
-                    written = true;
-                    let write = async {
-                        let monitors = sqlx::query("UPDATE monitors SET shown_status = 'down'")
-                            .execute(&store.writer)
-                            .await?;
-                        let locations =
-                            sqlx::query("UPDATE monitor_locations SET shown_status = 'down'")
-                                .execute(&store.writer)
+        let writer = store.writer.clone();
+        let runtime = tokio::runtime::Handle::current();
+        let statuses = store
+            .fold_shown(
+                std::collections::BTreeMap::<(bool, String), usize>::new(),
+                move |statuses, row| {
+                    if statuses.is_empty() {
+                        let write = async {
+                            let monitors = sqlx::query("UPDATE monitors SET shown_status = 'down'")
+                                .execute(&writer)
                                 .await?;
-                        Ok::<_, sqlx::Error>((monitors.rows_affected(), locations.rows_affected()))
-                    };
-                    let done = tokio::task::block_in_place(|| {
-                        tokio::runtime::Handle::current().block_on(write)
-                    });
-                    assert_eq!(done.unwrap(), (3500, 3500));
-                }
-                let key = (row.region.is_some(), row.status.unwrap_or_default());
-                *statuses.entry(key).or_default() += 1;
-            })
+                            let locations =
+                                sqlx::query("UPDATE monitor_locations SET shown_status = 'down'")
+                                    .execute(&writer)
+                                    .await?;
+                            Ok::<_, sqlx::Error>((
+                                monitors.rows_affected(),
+                                locations.rows_affected(),
+                            ))
+                        };
+                        // The fold runs on a blocking thread: it may wait for the write.
+                        assert_eq!(runtime.block_on(write).unwrap(), (3500, 3500));
+                    }
+                    let key = (row.region.is_some(), row.status.unwrap_or_default().into());
+                    *statuses.entry(key).or_default() += 1;
+                },
+            )
             .await
             .unwrap();
         assert_eq!(

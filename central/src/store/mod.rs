@@ -60,7 +60,7 @@ pub use dependencies::{
 pub use dependency_aliases::{AliasInsert, AliasRow};
 pub use due::Look;
 pub use events::EventRow;
-pub use gauges::ShownRow;
+pub use gauges::Shown;
 pub use intake::Intake;
 pub use leases::LeaseState;
 pub use locations::{LocationRow, LocationStatusRow};
