@@ -1,7 +1,7 @@
 //! The state gauges of `/metrics`: a series per monitor, per location and per poller, as
 //! text. Monitors' series are written as their rows are read (`StateText::add`), so a scrape
-//! renders one page while the store reads the next, and holds the text, not the rows. Must
-//! not: read the store or decide a status (that is `service::scrape` and `service::alerts`).
+//! holds the text, not the rows. Must not: read the store or decide a status (that is
+//! `service::scrape` and `service::alerts`).
 //!
 //! The monitor families are written here by hand, not with prometheus-client: its encoder
 //! takes a family's samples in one call, so the text could only be written once every row
@@ -112,8 +112,15 @@ impl StateText {
 
     /// The whole text as its parts: the pollers' families, then the monitors' (OpenMetrics
     /// text without its `# EOF`, identical in the older text format: gauges only).
+    /// A family that grew past its reserve by doubling is shrunk to its text: the parts are
+    /// kept for `RENDER_EVERY` and by every response that sends them.
     pub fn finish(self, pollers: &[PollerSample<'_>]) -> StateParts {
-        let [up, latency, state] = self.families;
+        let [up, latency, state] = self.families.map(|mut text| {
+            if text.capacity() > text.len() + text.len() / 8 {
+                text.shrink_to_fit();
+            }
+            text
+        });
         StateParts([poller_text(pollers), up, latency, state])
     }
 }
@@ -303,6 +310,68 @@ mod tests {
                 "central_monitor_state{monitor_id=\"a\",name=\"n\",region=\"eu\",status=\"down\"} 1",
                 "central_monitor_state{monitor_id=\"b\",name=\"n\",region=\"\",status=\"pending\"} 1",
             ]
+        );
+    }
+
+    /// The whole text, exactly: the pollers' families, then the monitors' in their order,
+    /// each opened by its `# HELP` and `# TYPE` even when it has no series, whatever was
+    /// reserved; and the parts are the families as they are sent, in that order.
+    #[test]
+    fn the_text_is_the_families_in_order_each_with_its_header() {
+        let monitors = [
+            MonitorSample {
+                monitor_id: "a",
+                name: "web",
+                region: "",
+                status: "up",
+                up: Some(1),
+                latency_ms: None,
+            },
+            MonitorSample {
+                monitor_id: "b",
+                name: "db",
+                region: "",
+                status: "pending",
+                up: None,
+                latency_ms: None,
+            },
+        ];
+        let pollers = [PollerSample {
+            poller_id: "p1",
+            name: "edge",
+            region: "eu",
+            status: "online",
+            queue_depth: 3,
+        }];
+        let mut text = StateText::new([1_000, 0, 5]);
+        monitors.iter().for_each(|m| text.add(m));
+        let parts = text.finish(&pollers).0;
+        let expected = [
+            "# HELP central_poller_state 1 for the current status (label) of each poller.\n\
+             # TYPE central_poller_state gauge\n\
+             central_poller_state{poller_id=\"p1\",name=\"edge\",region=\"eu\",status=\"online\"} 1\n\
+             # HELP central_poller_up 1 unless the poller is offline.\n\
+             # TYPE central_poller_up gauge\n\
+             central_poller_up{poller_id=\"p1\",name=\"edge\",region=\"eu\"} 1\n\
+             # HELP central_poller_queue_depth Results queued on the poller, as of its last heartbeat.\n\
+             # TYPE central_poller_queue_depth gauge\n\
+             central_poller_queue_depth{poller_id=\"p1\",name=\"edge\",region=\"eu\"} 3\n",
+            "# HELP central_monitor_up 1 when the monitor (region empty) or one of its locations is up, 0 when down or degraded; absent when unknown.\n\
+             # TYPE central_monitor_up gauge\n\
+             central_monitor_up{monitor_id=\"a\",name=\"web\",region=\"\"} 1\n",
+            "# HELP central_monitor_latency_ms Latency of the newest result, per monitor and per location.\n\
+             # TYPE central_monitor_latency_ms gauge\n",
+            "# HELP central_monitor_state 1 for the current status (label) of each monitor and location.\n\
+             # TYPE central_monitor_state gauge\n\
+             central_monitor_state{monitor_id=\"a\",name=\"web\",region=\"\",status=\"up\"} 1\n\
+             central_monitor_state{monitor_id=\"b\",name=\"db\",region=\"\",status=\"pending\"} 1\n",
+        ];
+        assert_eq!(parts, expected);
+        // 1,000 bytes reserved for a family of 200: not kept for the text's lifetime.
+        assert!(
+            parts[1].capacity() <= parts[1].len() * 9 / 8,
+            "{}",
+            parts[1].capacity()
         );
     }
 }

@@ -5,6 +5,8 @@
 //! `shown_status`).
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::TryStreamExt;
@@ -13,7 +15,7 @@ use rusqlite::{OpenFlags, TransactionBehavior};
 use super::{Backend, Store};
 
 /// One monitor (`region` `None`) or one location of it, as last shown; borrowed from the row
-/// being read, so that reading 100,000 of them allocates nothing per row.
+/// being read (on SQLite, from SQLite's own buffers: nothing allocated per row).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shown<'a> {
     pub monitor_id: &'a str,
@@ -84,7 +86,8 @@ impl Store {
     /// allocation per string and a hand-over per chunk (docs/benchmarks.md). Monitors are
     /// read in storage order with their latencies joined here from `monitor_status`, also
     /// read in its storage order (a join seeks the status table's index once per monitor).
-    /// Memory: `acc` and a latency per monitor.
+    /// Memory: `acc`, and on SQLite a latency per monitor. If the caller stops waiting (its
+    /// future dropped: a scraper gone), the reading thread stops at its next row.
     pub async fn fold_shown<T: Send + 'static>(
         &self,
         mut acc: T,
@@ -97,8 +100,10 @@ impl Store {
                 .await?;
             return Ok(acc);
         };
+        let abandoned = Arc::new(AtomicBool::new(false));
+        let _on_drop = Abandoned(abandoned.clone());
         tokio::task::spawn_blocking(move || {
-            read_shown(&file, &mut |row| add(&mut acc, row))?;
+            read_shown(&file, &abandoned, &mut |row| add(&mut acc, row))?;
             Ok(acc)
         })
         .await?
@@ -123,6 +128,16 @@ impl Store {
             });
         }
         Ok(())
+    }
+}
+
+/// Set when `fold_shown`'s future is dropped (or done): its reading thread would otherwise read
+/// every row on for nobody, and scrapes that time out and come again would pile readings up.
+struct Abandoned(Arc<AtomicBool>);
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
     }
 }
 
@@ -160,8 +175,20 @@ fn uuid_key(id: &str) -> Option<u128> {
     uuid::Uuid::try_parse(id).ok().map(|id| id.as_u128())
 }
 
-/// `fold_shown` on SQLite, on a blocking thread: calls `each` per row, borrowed from the row.
-fn read_shown(file: &Path, each: &mut dyn FnMut(Shown<'_>)) -> anyhow::Result<()> {
+/// `fold_shown` on SQLite, on a blocking thread: calls `each` per row, borrowed from the row,
+/// until done or `abandoned`.
+fn read_shown(
+    file: &Path,
+    abandoned: &AtomicBool,
+    each: &mut dyn FnMut(Shown<'_>),
+) -> anyhow::Result<()> {
+    let go_on = || {
+        anyhow::ensure!(
+            !abandoned.load(Ordering::Relaxed),
+            "the scrape stopped waiting"
+        );
+        Ok(())
+    };
     let mut db = rusqlite::Connection::open_with_flags(
         file,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -180,6 +207,7 @@ fn read_shown(file: &Path, each: &mut dyn FnMut(Shown<'_>)) -> anyhow::Result<()
     let mut read = snapshot.prepare("SELECT id, name, shown_status FROM monitors")?;
     let mut rows = read.query([])?;
     while let Some(row) = rows.next()? {
+        go_on()?;
         let monitor_id = row.get_ref(0)?.as_str()?;
         each(Shown {
             monitor_id,
@@ -193,6 +221,7 @@ fn read_shown(file: &Path, each: &mut dyn FnMut(Shown<'_>)) -> anyhow::Result<()
     let mut read = snapshot.prepare(&LOCATIONS.select())?;
     let mut rows = read.query([])?;
     while let Some(row) = rows.next()? {
+        go_on()?;
         each(Shown {
             monitor_id: row.get_ref(0)?.as_str()?,
             region: row.get_ref(1)?.as_str_or_null()?,
@@ -206,6 +235,9 @@ fn read_shown(file: &Path, each: &mut dyn FnMut(Shown<'_>)) -> anyhow::Result<()
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
     use super::Shown;
     use crate::store::testing::sqlite_store;
     use crate::store::Store;
@@ -261,15 +293,15 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn every_monitor_and_location_is_read_once_across_pages() {
+    async fn every_monitor_and_location_is_read_once_with_its_latency() {
         let (store, _dir) = sqlite_store().await;
-        // 2,345 monitors (pages of 1,000 and a part), each with two locations (4,690 rows),
-        // and every third one showing `down`.
+        // 2,345 monitors with ids as central makes them (UUIDs, here numbered in their last
+        // group), each with two locations (4,690 rows), and every third one showing `down`.
         sqlx::query(
             "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2345) \
              INSERT INTO monitors (id, name, kind, target, interval_ms, timeout_ms, settings, \
                 poller_mode, created_at, updated_at, revision, shown_status) \
-             SELECT printf('m%05d', i), printf('name %d', i), 'http', 'http://x', 60000, \
+             SELECT printf('00000000-0000-4000-8000-%012d', i), printf('name %d', i), 'http', 'http://x', 60000, \
                 10000, '{}', 'multi', 0, 0, 1, CASE WHEN i % 3 = 0 THEN 'down' END FROM n",
         )
         .execute(&store.pool)
@@ -287,8 +319,8 @@ mod tests {
         sqlx::query(
             "INSERT INTO monitor_status (monitor_id, status, poller_id, last_result_id, \
                 last_result_at, latency_ms, message) \
-             SELECT id, 'up', 'p', 'r', 0, CAST(substr(id, 2) AS INTEGER), '' FROM monitors \
-             WHERE CAST(substr(id, 2) AS INTEGER) % 5 = 0",
+             SELECT id, 'up', 'p', 'r', 0, CAST(substr(id, 25) AS INTEGER), '' FROM monitors \
+             WHERE CAST(substr(id, 25) AS INTEGER) % 5 = 0",
         )
         .execute(&store.pool)
         .await
@@ -303,7 +335,7 @@ mod tests {
         .unwrap();
         let rows = every_row(&store).await;
         for row in &rows {
-            let number: i64 = row.monitor_id[1..].parse().unwrap();
+            let number: i64 = row.monitor_id[24..].parse().unwrap();
             let latency = match row.region.as_deref() {
                 None => (number % 5 == 0).then_some(number),
                 Some("us") => Some(7),
@@ -327,31 +359,13 @@ mod tests {
                 .count(),
             781
         );
-        let third = monitors.iter().find(|r| r.monitor_id == "m00003").unwrap();
+        let third = monitors
+            .iter()
+            .find(|r| r.monitor_id == "00000000-0000-4000-8000-000000000003")
+            .unwrap();
         assert_eq!(third.name, "name 3");
         assert_eq!(third.status.as_deref(), Some("down"));
         assert_eq!(third.latency_ms, None);
-    }
-
-    /// A last page that is exactly full is followed by an empty one, and nothing is lost.
-    #[tokio::test]
-    async fn a_table_of_exactly_full_pages_is_read_whole() {
-        let (store, _dir) = sqlite_store().await;
-        sqlx::query(
-            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000) \
-             INSERT INTO monitors (id, name, kind, target, interval_ms, timeout_ms, settings, \
-                poller_mode, created_at, updated_at, revision) \
-             SELECT printf('m%05d', i), 'n', 'http', 'http://x', 60000, 10000, '{}', 'auto', \
-                0, 0, 1 FROM n",
-        )
-        .execute(&store.pool)
-        .await
-        .unwrap();
-        let mut ids = std::collections::BTreeSet::new();
-        for row in every_row(&store).await {
-            assert!(ids.insert(row.monitor_id), "read twice");
-        }
-        assert_eq!(ids.len(), 2_000);
     }
 
     /// A scrape on SQLite is one snapshot: what is written while its first rows are being
@@ -414,5 +428,39 @@ mod tests {
             ]
             .into()
         );
+    }
+
+    /// A scrape that stops waiting stops its reading thread: rows are not read on for nobody.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_fold_whose_caller_is_gone_stops_reading() {
+        let (store, _dir) = sqlite_store().await;
+        sqlx::query(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000) \
+             INSERT INTO monitors (id, name, kind, target, interval_ms, timeout_ms, settings, \
+                poller_mode, created_at, updated_at, revision) \
+             SELECT printf('m%05d', i), 'n', 'http', 'http://x', 60000, 10000, '{}', 'auto', \
+                0, 0, 1 FROM n",
+        )
+        .execute(&store.pool)
+        .await
+        .unwrap();
+        let read = Arc::new(AtomicUsize::new(0));
+        let counted = read.clone();
+        // A millisecond a row: two seconds for all, if nothing stopped it.
+        let fold = store.fold_shown((), move |(), _| {
+            counted.fetch_add(1, Ordering::Relaxed);
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        });
+        let waited = tokio::time::timeout(std::time::Duration::from_millis(100), fold).await;
+        assert!(waited.is_err(), "the fold should still be reading");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let soon_after = read.load(Ordering::Relaxed);
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        assert_eq!(
+            read.load(Ordering::Relaxed),
+            soon_after,
+            "read on for nobody"
+        );
+        assert!(soon_after < 2_000, "{soon_after}");
     }
 }
