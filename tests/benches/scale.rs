@@ -31,9 +31,9 @@
 //!
 //! With `--alternate PATH-TO-ANOTHER-central [--rounds 4 --warm-s 60]`, after the settle the
 //! two builds take turns on the one database under the one load (restarted each time, a
-//! window of `--measure-s` each, in the order AB BA AB …, then three `/metrics` renderings),
-//! and the row gives each build's median steady CPU and `/metrics` time and the mean of the
-//! paired differences: for changes of a point or two, which separate runs cannot show. Both
+//! window of `--measure-s` each, in the order AB BA AB …, then `/metrics` as a scraper every
+//! 7.5 s sees it), and the row gives each build's median steady CPU and `/metrics` time and
+//! the mean of the paired differences: for changes of a point or two, which separate runs cannot show. Both
 //! builds must run on the database the newer one migrated. A process lives one window, less
 //! than the results head's 5 minutes, so on SQLite no flush falls in a window (the head is
 //! rebuilt at each start, or flushed when it fills): the figure is the uploads' cost alone.
@@ -563,8 +563,13 @@ async fn run(
     let (cpu_before, wall) = (cpu_seconds(pid).unwrap_or(0.0), Instant::now());
     let (io_before, accepted_before) = (io_counts(pid), accepted.load(Ordering::Relaxed));
     let server_before = postgres_cpu_seconds();
+    // The load's own cost: this process (the pollers, the receiver) shares the 2 cores with
+    // central, which every timed figure below waits on as well.
+    let load_before = cpu_seconds(std::process::id()).unwrap_or(0.0);
     tokio::time::sleep(Duration::from_secs(measure_s)).await;
     let steady_cpu = (cpu_seconds(pid).unwrap_or(0.0) - cpu_before) / wall.elapsed().as_secs_f64();
+    let load_cpu = (cpu_seconds(std::process::id()).unwrap_or(0.0) - load_before)
+        / wall.elapsed().as_secs_f64();
     // Beside central's, on PostgreSQL: the server's processes share the 2 cores.
     let server = if backend == "postgres" {
         let used = (postgres_cpu_seconds() - server_before) / wall.elapsed().as_secs_f64();
@@ -591,8 +596,9 @@ async fn run(
     };
     // At once: a long run's main figure must not depend on the steps after it.
     eprintln!(
-        "steady: central CPU {:.0} % of a core{server}, RSS {} MB ({} MB its own), {io} ({results:.0} results)",
+        "steady: central CPU {:.0} % of a core{server}, the load {:.0} %, RSS {} MB ({} MB its own), {io} ({results:.0} results)",
         steady_cpu * 100.0,
+        load_cpu * 100.0,
         rss_bytes(pid).unwrap_or(0) / 1_000_000,
         anon_rss_bytes(pid).unwrap_or(0) / 1_000_000
     );
@@ -615,7 +621,7 @@ async fn run(
     let down_list = timed(5, || get("/api/v1/monitors?status=down".into())).await?;
     let page = timed(5, || get("/api/v1/monitors?limit=50".into())).await?;
     let status = timed(5, || get(format!("/api/v1/monitors/{one}/status"))).await?;
-    let metrics = scrape_ms(&central).await?;
+    let (metrics, metrics_ahead) = scrape_ms(&central).await?;
 
     // One by one: alert latency.
     let singles: Vec<String> = ids.iter().take(50).map(|(_, id)| id.clone()).collect();
@@ -733,12 +739,13 @@ async fn run(
     };
     Ok(format!(
         "scale ({backend}{grown}, {label}): {monitors} monitors / {pollers} pollers / {:.0} results/s, \
-         uploads of {batch_size} or every {batch_interval_s} s (created in {:.0} s) | CPU steady {:.0} % of a core{server}, no results {:.0} %{with_flush} | alert latency \
+         uploads of {batch_size} or every {batch_interval_s} s (created in {:.0} s) | CPU steady {:.0} % of a core{server} (the load {:.0} %), no results {:.0} %{with_flush} | alert latency \
          ({} of {} told) p50 {:.0} ms, p99 {:.0} ms | ?status=down {:.0} ms, page of 50 {:.0} ms, \
-         /metrics {:.0} ms, one status {:.1} ms | 1 % down ({}) {} | RSS {} MB ({} MB its own) | steady: {io}{others}",
+         /metrics {:.0} ms (a steady scraper's {:.0} ms), one status {:.1} ms | 1 % down ({}) {} | RSS {} MB ({} MB its own) | steady: {io}{others}",
         monitors as f64 / interval_s as f64,
         creating.as_secs_f64(),
         steady_cpu * 100.0,
+        load_cpu * 100.0,
         idle_cpu * 100.0,
         single.len(),
         singles.len(),
@@ -747,6 +754,7 @@ async fn run(
         down_list,
         page,
         metrics,
+        metrics_ahead,
         status,
         burst.len(),
         burst_all,
@@ -770,8 +778,8 @@ struct Alternate {
 
 /// Central's steady CPU, window by window, with `this` and `alternate.other` in turn (restarted
 /// on the same database and address; the test pollers carry on, and keep what a restart left
-/// unacknowledged), and after each window the median of three `/metrics` renderings; returns
-/// each build's medians and the mean of the paired differences.
+/// unacknowledged), and after each window the median of the first three `/metrics` scrapes
+/// (`scrape_ms`); returns each build's medians and the mean of the paired differences.
 ///
 /// The mean over AB, BA pairs of rounds cancels a steady drift (the first run of this mode
 /// read 19, 22, 21, 23, 24, 23 % over its six windows, whichever build ran), which a median
@@ -814,7 +822,7 @@ async fn alternating(
             let used = (cpu_seconds(pid).unwrap_or(0.0) - cpu_before) / seconds;
             let server_used = (postgres_cpu_seconds() - server_before) / seconds * 100.0;
             let results = (accepted.load(Ordering::Relaxed) - accepted_before) as f64 / seconds;
-            let scrape = scrape_ms(central).await?;
+            let scrape = scrape_ms(central).await?.0;
             eprintln!(
                 "alternating: round {round}, {}: {:.1} % of a core{}, {results:.0} results/s, \
                  /metrics {scrape:.0} ms",
@@ -866,12 +874,16 @@ async fn alternating(
     ))
 }
 
-/// The median of three `/metrics` renderings, each past the 5 s cache, in ms.
-async fn scrape_ms(central: &Central) -> anyhow::Result<f64> {
+/// `/metrics` as a scraper that comes every 7.5 s sees it, in ms (past the 5 s cache, with room
+/// for central to render ahead, which it does no sooner than 5 s after its last rendering):
+/// the median of its first three scrapes, each waiting for its rendering (central guesses a
+/// scraper's rhythm only once two intervals agree), and the slower of the next two, whose
+/// texts central renders just before they come (`service::scrape`).
+async fn scrape_ms(central: &Central) -> anyhow::Result<(f64, f64)> {
     let http = reqwest::Client::new();
     let mut took = Vec::new();
-    for _ in 0..3 {
-        tokio::time::sleep(Duration::from_millis(5_100)).await;
+    for _ in 0..5 {
+        tokio::time::sleep(Duration::from_millis(7_500)).await;
         let started = Instant::now();
         let answer = http
             .get(format!("{}/metrics", central.url))
@@ -882,8 +894,10 @@ async fn scrape_ms(central: &Central) -> anyhow::Result<f64> {
         answer.bytes().await?;
         took.push(started.elapsed().as_secs_f64() * 1000.0);
     }
+    let steady = took[3].max(took[4]);
+    took.truncate(3);
     took.sort_by(f64::total_cmp);
-    Ok(took[1])
+    Ok((took[1], steady))
 }
 
 /// The results head's rows (`central_results_head_rows` on `/metrics`; 0 on PostgreSQL and

@@ -572,6 +572,71 @@ async fn public_metrics_need_a_token_and_are_worked_out_at_most_every_five_secon
     Ok(())
 }
 
+/// A scraper that comes every 6 s (past the 5 s a text is kept) finds, from its fourth scrape
+/// on, the state rendered just before it came (`service::scrape`, `duties::metrics_ahead`):
+/// it waits for no rendering, and the text is younger than 5 s and holds a monitor created
+/// after the third scrape.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_steady_scraper_finds_its_text_rendered_just_before_it_comes() -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    let http = reqwest::Client::new();
+    let scrape = || async {
+        let answer = http
+            .get(format!("{}/metrics", central.url))
+            .bearer_auth(ADMIN_TOKEN)
+            .send()
+            .await?;
+        anyhow::ensure!(answer.status() == 200, "/metrics: {}", answer.status());
+        Ok(answer.text().await?)
+    };
+    let value = |text: &str, series: &str| -> Option<f64> {
+        text.lines()
+            .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
+    };
+    let renderings = |text: &str, reason: &str| {
+        value(
+            text,
+            &format!("central_state_renderings_total{{reason=\"{reason}\"}}"),
+        )
+        .unwrap_or(0.0)
+    };
+    let start = tokio::time::Instant::now();
+    let mut texts = Vec::new();
+    for i in 0..5 {
+        if i == 3 {
+            tokio::time::sleep_until(start + Duration::from_secs(16)).await;
+            central
+                .create_monitor(
+                    json!({"name": "created-after-the-third-scrape", "kind": "http",
+                                       "target": "http://127.0.0.1:9/"}),
+                )
+                .await?;
+        }
+        tokio::time::sleep_until(start + Duration::from_secs(6 * i)).await;
+        texts.push(scrape().await?);
+    }
+    assert_eq!(
+        (
+            renderings(&texts[2], "asked"),
+            renderings(&texts[2], "ahead")
+        ),
+        (3.0, 0.0),
+        "the first three scrapes each waited for their text: {}",
+        texts[2]
+    );
+    for text in &texts[3..] {
+        assert_eq!(renderings(text, "asked"), 3.0, "{text}");
+        let age = value(text, "central_state_age_seconds").unwrap();
+        assert!(age > 0.0 && age < 5.0, "rendered ahead, still fresh: {age}");
+    }
+    assert_eq!(renderings(&texts[4], "ahead"), 2.0, "{}", texts[4]);
+    assert!(
+        texts[3].contains("created-after-the-third-scrape"),
+        "the text rendered ahead is the state of then"
+    );
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_session_cookie_is_secure_behind_a_trusted_proxy_that_ends_tls() -> anyhow::Result<()> {
     let login = |central: &Central| {

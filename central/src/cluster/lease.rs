@@ -23,8 +23,9 @@ const LEASE: &str = "duties";
 const TTL: Duration = Duration::from_secs(10);
 const RENEW_EVERY: Duration = Duration::from_secs(2);
 const CLOCK_MARGIN: Duration = Duration::from_secs(2);
-/// A lease taken up to this long after it expired was handed over (another replica was there
-/// to take it); later, central was down in between, and pollers could not report meanwhile.
+/// A lease nobody looked at for longer than this was left alone: central was down in between,
+/// and pollers could not report meanwhile. A shorter gap is told by who looked last: a replica
+/// back from a restart that finds itself the last is a central that was down too.
 const LAPSE: Duration = Duration::from_secs(5);
 
 /// A replica's view of its own leadership: until when it counts itself the lease holder.
@@ -94,11 +95,14 @@ pub fn spawn(app: Arc<App>, holder: String) -> Leadership {
         let mut ticker = tokio::time::interval(RENEW_EVERY);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut was_leader = false;
+        // Until this process's first look at the lease lands.
+        let mut returning = true;
         loop {
             ticker.tick().await;
             let asked = Instant::now();
-            let held = match app.take_lease(LEASE, &holder, TTL, LAPSE).await {
+            let held = match app.take_lease(LEASE, &holder, TTL, LAPSE, returning).await {
                 Ok(lease) => {
+                    returning = false;
                     app.cluster.set_watching_since(lease.held_since);
                     lease.held
                 }

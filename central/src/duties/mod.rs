@@ -1,6 +1,6 @@
 //! Background work, in one place. Every replica runs a few duties of its own (the lease loop,
 //! wake-ups from other replicas, following the admin token and the signing keys, flushing the
-//! results head on SQLite); the replica that holds the duties lease (`cluster::lease`) runs the
+//! results head on SQLite, rendering `/metrics` ahead of a steady scraper); the replica that holds the duties lease (`cluster::lease`) runs the
 //! duties that must run once at a time: `liveness` (pollers' status and placement), `alerting`
 //! (looks and the outbox), notification delivery (`notify::dispatch`) and `upkeep`
 //! (compaction, pruning, folding rollups). Those are started together when this replica takes
@@ -11,6 +11,7 @@
 
 pub mod alerting;
 pub mod liveness;
+pub mod metrics_ahead;
 pub mod upkeep;
 
 use std::future::Future;
@@ -43,6 +44,10 @@ pub fn start(app: Arc<App>, listening: SocketAddr) {
     let a = app.clone();
     tokio::spawn(supervised("results head", move || {
         upkeep::flush_results_head(a.clone())
+    }));
+    let a = app.clone();
+    tokio::spawn(supervised("metrics ahead", move || {
+        metrics_ahead::run(a.clone())
     }));
     tokio::spawn(lead(app, leadership));
 }

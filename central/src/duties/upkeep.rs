@@ -57,8 +57,14 @@ pub async fn flush_results_head(app: Arc<App>) {
             _ = tokio::time::sleep(FLUSH_EVERY) => {}
             _ = app.store.results_head_filled() => {}
         }
+        let started = std::time::Instant::now();
         match app.store.flush_results_head().await {
-            Ok(flushed) => tracing::debug!(flushed, "flushed the results head"),
+            // With its time: each chunk holds the writer, and uploads wait behind it.
+            Ok(flushed) => tracing::info!(
+                flushed,
+                ms = started.elapsed().as_millis() as u64,
+                "flushed the results head"
+            ),
             // Kept in the head and taken by the next round; a start rebuilds it anyway.
             Err(e) => tracing::warn!("flushing the results head failed: {e:#}"),
         }

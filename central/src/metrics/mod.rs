@@ -31,6 +31,9 @@ pub struct Metrics {
     /// On SQLite, the results stored and not yet flushed into `result_index` (the results
     /// head's size, `store::head`), set as each scrape renders; 0 on PostgreSQL.
     pub results_head_rows: Gauge,
+    /// Renderings of the state gauges, by `reason`: `asked` (a scrape waited for it) or
+    /// `ahead` (made just before a steady scraper's next scrape, `service::scrape`).
+    pub state_renderings: Family<FixedLabels, Counter>,
 }
 
 impl Metrics {
@@ -46,6 +49,7 @@ impl Metrics {
         let requests_shed = Family::<FixedLabels, Counter>::default();
         let requests_timed_out = Counter::default();
         let results_head_rows = Gauge::default();
+        let state_renderings = Family::<FixedLabels, Counter>::default();
         registry.register(
             "connections_refused",
             "Connections closed as soon as they were accepted, by the cap reached (total: \
@@ -95,6 +99,12 @@ impl Metrics {
             results_head_rows.clone(),
         );
         registry.register(
+            "state_renderings",
+            "Renderings of the monitor, location and poller state gauges, by reason (asked: a \
+             scrape waited for it; ahead: rendered just before a steady scraper's next scrape)",
+            state_renderings.clone(),
+        );
+        registry.register(
             "poller_registrations",
             "Pollers registered",
             registrations.clone(),
@@ -111,6 +121,7 @@ impl Metrics {
             notifications_delivered,
             notification_attempts_failed,
             results_head_rows,
+            state_renderings,
         }
     }
 
@@ -121,6 +132,20 @@ impl Metrics {
         let _ = encode(&mut text, &self.registry);
         text
     }
+}
+
+/// `central_state_age_seconds` for one scrape: how old the state gauges it carries are, from
+/// the start of their rendering (the snapshot they were read in). Written per scrape, not kept
+/// in the registry: two scrapes served at once carry different texts' ages. The same text in
+/// both formats (a gauge).
+pub fn state_age_text(age: std::time::Duration) -> String {
+    format!(
+        "# HELP central_state_age_seconds How old the state gauges in this scrape are (under \
+         5 s), from the start of their rendering.\n\
+         # TYPE central_state_age_seconds gauge\n\
+         central_state_age_seconds {:.3}\n",
+        age.as_secs_f64()
+    )
 }
 
 /// OpenMetrics text (all prometheus-client writes) as the Prometheus text format 0.0.4, for

@@ -205,20 +205,22 @@ impl App {
         answered
     }
 
-    /// Takes or renews a lease for `ttl`; a lease that nobody held for longer than `lapse`
-    /// after it expired starts a new holding.
+    /// Takes or renews a lease for `ttl`; a lease that nobody looked at for longer than
+    /// `lapse`, or that this replica was the last to look at before it was `returning` from a
+    /// restart, starts a new holding.
     pub async fn take_lease(
         &self,
         name: &str,
         holder: &str,
         ttl: Duration,
         lapse: Duration,
+        returning: bool,
     ) -> anyhow::Result<LeaseState> {
         let now = self.now_ms();
         let millis = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
         let until = now.saturating_add(millis(ttl));
         self.store
-            .acquire_lease(name, holder, now, until, millis(lapse))
+            .acquire_lease(name, holder, now, until, millis(lapse), returning)
             .await
     }
 

@@ -93,7 +93,8 @@ impl Timeline {
             return Vec::new();
         }
         let sequences = self.sequences(points);
-        let mut bounds = vec![from, until];
+        let mut bounds = Vec::with_capacity(4 + 2 * points.len());
+        bounds.extend([from, until]);
         for point in points {
             bounds.push(point.ts);
             bounds.push(point.ts.saturating_add(self.cap_ms));
@@ -168,18 +169,21 @@ impl Timeline {
                 _ => LocationStatus::Unknown,
             }
         };
-        let seen: Vec<LocationStatus> = sequences.iter().map(|s| seen(s)).collect();
         match self.quorum {
-            None => match seen.first() {
+            // One sequence (every result's ingest asks, several times): no list of one.
+            None => match sequences.first().map(|s| seen(s)) {
                 Some(LocationStatus::Up) => Some(Health::Up),
                 Some(LocationStatus::Down) => Some(Health::Down),
                 _ => None,
             },
-            Some(quorum) => match quorum::combine(&seen, quorum).0 {
-                MonitorStatus::Up | MonitorStatus::Degraded => Some(Health::Up),
-                MonitorStatus::Down => Some(Health::Down),
-                _ => None,
-            },
+            Some(quorum) => {
+                let seen: Vec<LocationStatus> = sequences.iter().map(|s| seen(s)).collect();
+                match quorum::combine(&seen, quorum).0 {
+                    MonitorStatus::Up | MonitorStatus::Degraded => Some(Health::Up),
+                    MonitorStatus::Down => Some(Health::Down),
+                    _ => None,
+                }
+            }
         }
     }
 

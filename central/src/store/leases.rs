@@ -15,8 +15,10 @@ pub struct LeaseState {
 impl Store {
     /// Takes or renews the lease `name` for `holder` until `until`, if it is free, expired
     /// (before `now`) or already `holder`'s. One conditional upsert, so two replicas racing for
-    /// an expired lease cannot both win. Every call marks the lease as seen; when nobody saw it
-    /// for more than `lapse` ms (no replica was running), a new `held_since` begins.
+    /// an expired lease cannot both win. Every call marks the lease as seen, and by whom. A new
+    /// `held_since` begins when nobody saw it for more than `lapse` ms (no replica was running),
+    /// or when `holder` comes back from a restart (`returning`) to find that it was the last to
+    /// look: nobody watched while it was down, however short that was.
     pub async fn acquire_lease(
         &self,
         name: &str,
@@ -24,6 +26,7 @@ impl Store {
         now: i64,
         until: i64,
         lapse: i64,
+        returning: bool,
     ) -> anyhow::Result<LeaseState> {
         // Ahead of the queue: a renewal that waits behind a busy writer's backlog comes after
         // the holding ran out, and the holder stops every duty.
@@ -31,15 +34,18 @@ impl Store {
         let mut tx = self.writer.begin().await?;
         // A new lease row is born expired (holder ''), for the update below to take.
         let (held_since,): (i64,) = sqlx::query_as(
-            "INSERT INTO leases (name, holder, expires_at, held_since, seen_at) \
-             VALUES ($1, '', $2 - 1, $2, $2) \
-             ON CONFLICT (name) DO UPDATE SET seen_at = $2, \
-             held_since = CASE WHEN leases.seen_at + $3 < $2 THEN $2 ELSE leases.held_since END \
+            "INSERT INTO leases (name, holder, expires_at, held_since, seen_at, seen_by) \
+             VALUES ($1, '', $2 - 1, $2, $2, $4) \
+             ON CONFLICT (name) DO UPDATE SET seen_at = $2, seen_by = $4, \
+             held_since = CASE WHEN leases.seen_at + $3 < $2 OR ($5 AND leases.seen_by = $4) \
+             THEN $2 ELSE leases.held_since END \
              RETURNING held_since",
         )
         .bind(name)
         .bind(now)
         .bind(lapse)
+        .bind(holder)
+        .bind(returning)
         .fetch_one(&mut *tx)
         .await?;
         let taken = sqlx::query(
@@ -83,7 +89,7 @@ mod tests {
             let store = &store;
             async move {
                 let state = store
-                    .acquire_lease("duties", holder, now, now + 100, 100)
+                    .acquire_lease("duties", holder, now, now + 100, 100, false)
                     .await
                     .unwrap();
                 (state.held, state.held_since)
@@ -110,5 +116,29 @@ mod tests {
         // Nobody looks for longer than the lapse (every replica was down): a new holding.
         assert_eq!(take("a", 400).await, (true, 400));
         assert_eq!(take("a", 450).await, (true, 400));
+    }
+
+    #[tokio::test]
+    async fn a_replica_back_from_a_restart_it_alone_saw_begins_a_new_holding() {
+        let (store, _dir) = sqlite_store().await;
+        let take = |holder: &'static str, now: i64, returning: bool| {
+            let store = &store;
+            async move {
+                store
+                    .acquire_lease("duties", holder, now, now + 1000, 100, returning)
+                    .await
+                    .unwrap()
+                    .held_since
+            }
+        };
+        assert_eq!(take("a", 0, true).await, 0);
+        assert_eq!(take("a", 50, false).await, 0);
+        // Killed after that and back within the lapse: a was the last to look, so nobody
+        // watched in between.
+        assert_eq!(take("a", 120, true).await, 120);
+        assert_eq!(take("a", 170, false).await, 120, "renewals go on");
+        // With b around meanwhile, a's return breaks nothing.
+        assert_eq!(take("b", 200, false).await, 120);
+        assert_eq!(take("a", 250, true).await, 120);
     }
 }

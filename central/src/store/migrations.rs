@@ -211,6 +211,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "rollups_folded",
         include_str!("../../../migrations/sqlite/20261216000041_rollups_folded.sql"),
     ),
+    (
+        20261217000042,
+        "lease_seen_by",
+        include_str!("../../../migrations/sqlite/20261217000042_lease_seen_by.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -413,6 +418,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261216000041,
         "rollups_folded",
         include_str!("../../../migrations/postgres/20261216000041_rollups_folded.sql"),
+    ),
+    (
+        20261217000042,
+        "lease_seen_by",
+        include_str!("../../../migrations/postgres/20261217000042_lease_seen_by.sql"),
     ),
 ];
 

@@ -40,6 +40,7 @@ mod rollup_folding;
 mod rollups;
 mod sessions;
 mod statements;
+mod status_moves;
 mod status_rows;
 #[cfg(test)]
 pub(crate) mod testing;
@@ -74,10 +75,11 @@ pub use pollers::{HeartbeatUpdate, PollerRow};
 pub use push::{PingRow, PushState};
 pub use result_history::ResultRow;
 pub use result_pruning::ExpiringResult;
-pub use results::{IngestRules, Ingested, NewResult, StoredVerdict};
+pub use results::{IngestRules, Ingested, NewResult};
 pub use rollup_folding::HourKey;
 pub use rollups::{Resolution, RollupRow, RollupSums, LATENCY_BOUNDS_MS};
 pub use sessions::SessionRow;
+pub use status_moves::StoredVerdict;
 pub use timeline::{TimeCredit, TimePoint};
 
 /// A list as columns keep it (capabilities, a token's capability limit): comma-joined.
@@ -104,8 +106,14 @@ use tokio::sync::{Mutex, MutexGuard};
 /// Which database is behind the pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
-    Sqlite,
-    Postgres,
+    Sqlite = 0,
+    Postgres = 1,
+}
+
+impl Backend {
+    /// Both, in the order of their discriminants: a statement's texts built once per backend
+    /// are kept as `[_; 2]` and indexed by `backend as usize`.
+    pub const BOTH: [Backend; 2] = [Backend::Sqlite, Backend::Postgres];
 }
 
 /// SQLite's page cache of the one writing connection, in KiB: ingest's index pages stay in it

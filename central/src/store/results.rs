@@ -2,14 +2,13 @@
 //! status rows, confirmed verdicts and time credit in the same transaction. Must not read
 //! history for pages (`result_history`) or delete results (`result_pruning`).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::sync::LazyLock;
+use std::collections::{BTreeMap, HashSet};
 
 use super::batches::json_rows;
 use super::intake::{Given, Intake};
 use super::packed::{packed, unpack};
 use super::statements::{Arg, Columns, Direct, Statements};
-use super::status_rows::{RowKey, StatusRows};
+use super::status_moves::StoredVerdict;
 use super::timeline::{TimeCredit, TimePoint};
 use super::{Backend, Store};
 
@@ -43,197 +42,6 @@ impl NewResult {
         ids.dedup();
         ids
     }
-}
-
-/// Where `status_upsert` writes: a monitor's newest result and verdict, or one location's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum StatusTable {
-    Monitor = 0,
-    Location = 1,
-}
-
-/// Moves derived status rows (one per monitor or location: on PostgreSQL all of them as JSON in
-/// `$2`, on SQLite one a statement, its fields bound from `$2` on; `$1` the poller)
-/// to a result, per kind of news: the up/down verdict moves only to a newer up/down result (by
-/// check time, then id), and the newest result (its time, message, latency, next check) only
-/// to a newer result of any kind. So a late result never hides a newer verdict, and a newer
-/// `rate_limited` result never hides a late up/down one.
-fn status_upsert(backend: Backend, table: StatusTable) -> &'static str {
-    // Built once: built for every upload, the text took 0.8 % of central's samples at 100,000
-    // monitors (docs/benchmarks.md). A constant, not state: the same four texts every time.
-    static TEXTS: LazyLock<[[String; 2]; 2]> = LazyLock::new(|| {
-        [Backend::Sqlite, Backend::Postgres].map(|backend| {
-            [StatusTable::Monitor, StatusTable::Location]
-                .map(|table| build_status_upsert(backend, table))
-        })
-    });
-    let backend = match backend {
-        Backend::Sqlite => 0,
-        Backend::Postgres => 1,
-    };
-    &TEXTS[backend][table as usize]
-}
-
-/// `status_upsert`'s text for one backend and table.
-fn build_status_upsert(backend: Backend, table: StatusTable) -> String {
-    const TEMPLATE: &str = "\
-    INSERT INTO STATUS_TABLE (monitor_id, KEY_COLUMNS status, poller_id, last_result_id, \
-        last_result_at, latency_ms, message, next_due_at, verdict_at, verdict_result_id, \
-        confirmed, run_length) \
-    SELECT r.value ->> 'monitor_id', KEY_VALUES r.value ->> 'status', $1, r.value ->> 'id', \
-        CAST(r.value ->> 'ts' AS BIGINT), CAST(r.value ->> 'latency_ms' AS BIGINT), \
-        r.value ->> 'msg', CAST(r.value ->> 'next_due_at' AS BIGINT), \
-        CAST(r.value ->> 'verdict_at' AS BIGINT), r.value ->> 'verdict_result_id', \
-        r.value ->> 'confirmed', COALESCE(CAST(r.value ->> 'run_length' AS BIGINT), 0) \
-    FROM ROWS_SOURCE WHERE true \
-    ON CONFLICT (monitor_id KEY_CONFLICT) DO UPDATE SET \
-        status = CASE WHEN (VERDICT_IS_NEWER) THEN excluded.status ELSE STATUS_TABLE.status END, \
-        confirmed = CASE WHEN (VERDICT_IS_NEWER) THEN excluded.confirmed \
-            ELSE STATUS_TABLE.confirmed END, \
-        run_length = CASE WHEN (VERDICT_IS_NEWER) THEN excluded.run_length \
-            ELSE STATUS_TABLE.run_length END, \
-        verdict_at = CASE WHEN (VERDICT_IS_NEWER) THEN excluded.verdict_at \
-            ELSE STATUS_TABLE.verdict_at END, \
-        verdict_result_id = CASE WHEN (VERDICT_IS_NEWER) THEN excluded.verdict_result_id \
-            ELSE STATUS_TABLE.verdict_result_id END, \
-        poller_id = CASE WHEN (RESULT_IS_NEWER) THEN excluded.poller_id \
-            ELSE STATUS_TABLE.poller_id END, \
-        last_result_id = CASE WHEN (RESULT_IS_NEWER) THEN excluded.last_result_id \
-            ELSE STATUS_TABLE.last_result_id END, \
-        last_result_at = CASE WHEN (RESULT_IS_NEWER) THEN excluded.last_result_at \
-            ELSE STATUS_TABLE.last_result_at END, \
-        latency_ms = CASE WHEN (RESULT_IS_NEWER) THEN excluded.latency_ms \
-            ELSE STATUS_TABLE.latency_ms END, \
-        message = CASE WHEN (RESULT_IS_NEWER) THEN excluded.message \
-            ELSE STATUS_TABLE.message END, \
-        next_due_at = CASE WHEN (RESULT_IS_NEWER) THEN excluded.next_due_at \
-            ELSE STATUS_TABLE.next_due_at END \
-    WHERE (RESULT_IS_NEWER) OR (VERDICT_IS_NEWER)";
-    let verdict_is_newer = "excluded.verdict_at IS NOT NULL AND (STATUS_TABLE.verdict_at IS NULL \
-        OR STATUS_TABLE.verdict_at < excluded.verdict_at \
-        OR (STATUS_TABLE.verdict_at = excluded.verdict_at \
-            AND STATUS_TABLE.verdict_result_id < excluded.verdict_result_id))";
-    let result_is_newer = "STATUS_TABLE.last_result_at < excluded.last_result_at \
-        OR (STATUS_TABLE.last_result_at = excluded.last_result_at \
-            AND STATUS_TABLE.last_result_id < excluded.last_result_id)";
-    let (name, key_columns, key_values, key_conflict) = match table {
-        StatusTable::Monitor => ("monitor_status", "", "", ""),
-        StatusTable::Location => (
-            "location_status",
-            "region,",
-            "r.value ->> 'region',",
-            ", region",
-        ),
-    };
-    let sql = TEMPLATE
-        .replace("VERDICT_IS_NEWER", verdict_is_newer)
-        .replace("RESULT_IS_NEWER", result_is_newer)
-        .replace("STATUS_TABLE", name)
-        .replace("KEY_COLUMNS", key_columns)
-        .replace("KEY_VALUES", key_values)
-        .replace("KEY_CONFLICT", key_conflict);
-    match backend {
-        // One move a statement, its fields bound (`StatusMove::values`; `statements` says why).
-        Backend::Sqlite => StatusMove::FIELDS.iter().enumerate().fold(
-            sql.replace("FROM ROWS_SOURCE ", ""),
-            |sql, (i, field)| {
-                sql.replace(&format!("r.value ->> '{field}'"), &format!("${}", i + 2))
-            },
-        ),
-        Backend::Postgres => sql.replace("ROWS_SOURCE", &json_rows(backend, "$2")),
-    }
-}
-
-/// One status row's move in `status_upsert`: the newest stored result of the batch for that
-/// monitor (or location), and the newest up/down one, which carries the verdict.
-#[derive(serde::Serialize)]
-struct StatusMove<'a> {
-    monitor_id: &'a str,
-    region: Option<&'a str>,
-    /// The verdict's status when the batch has one, else the newest (rate-limited) status:
-    /// what a row created by this move holds.
-    status: &'a str,
-    id: &'a str,
-    ts: i64,
-    latency_ms: Option<i64>,
-    msg: &'a str,
-    next_due_at: Option<i64>,
-    /// Set when the batch holds an up/down result for this row: the verdict moves with it.
-    verdict_at: Option<i64>,
-    verdict_result_id: Option<&'a str>,
-    /// The verdict state the batch's newer verdicts moved the row to.
-    confirmed: Option<String>,
-    run_length: Option<i64>,
-}
-
-impl<'a> StatusMove<'a> {
-    /// The fields as the upsert names them, in the order of `values`.
-    const FIELDS: [&'static str; 12] = [
-        "monitor_id",
-        "region",
-        "status",
-        "id",
-        "ts",
-        "latency_ms",
-        "msg",
-        "next_due_at",
-        "verdict_at",
-        "verdict_result_id",
-        "confirmed",
-        "run_length",
-    ];
-
-    /// The upsert's arguments on SQLite: the poller (`$1`), then the fields (`FIELDS`).
-    fn values(&self, poller_id: &'a str) -> Vec<Arg<'_>> {
-        vec![
-            poller_id.into(),
-            self.monitor_id.into(),
-            self.region.into(),
-            self.status.into(),
-            self.id.into(),
-            self.ts.into(),
-            self.latency_ms.into(),
-            self.msg.into(),
-            self.next_due_at.into(),
-            self.verdict_at.into(),
-            self.verdict_result_id.into(),
-            self.confirmed.as_ref().into(),
-            self.run_length.into(),
-        ]
-    }
-
-    fn of(
-        newest: &'a NewResult,
-        decisive: Option<&'a NewResult>,
-        moved: Option<&StoredVerdict>,
-    ) -> Self {
-        StatusMove {
-            monitor_id: &newest.monitor_id,
-            region: newest.region.as_deref(),
-            status: decisive.map_or(&newest.status, |d| &d.status),
-            id: &newest.id,
-            ts: newest.ts,
-            latency_ms: newest.latency_ms,
-            msg: &newest.msg,
-            next_due_at: newest.next_due_at,
-            verdict_at: decisive.map(|d| d.ts),
-            verdict_result_id: decisive.map(|d| d.id.as_str()),
-            confirmed: moved.and_then(|m| m.confirmed.clone()),
-            run_length: moved.map(|m| m.run_length),
-        }
-    }
-}
-
-/// A monitor's (or a location's) stored verdict state, as `insert_results` hands it to the
-/// rule that moves it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct StoredVerdict {
-    /// The confirmed verdict (`up`/`down`), `None` while none is.
-    pub confirmed: Option<String>,
-    /// The newest verdict, `None` before the first.
-    pub status: Option<String>,
-    /// How many results equal to `status` end the sequence.
-    pub run_length: i64,
 }
 
 /// The service's rules that ingest applies inside the results' transaction; the store only
@@ -280,45 +88,6 @@ pub trait IngestRules: Sync {
         before: &[super::dependencies::DependencyRow],
         report: &super::dependencies::DependencyReport,
     ) -> super::dependencies::DependencyDiff;
-}
-
-/// The status moves of newly stored results: one row per status row (a monitor, or a
-/// monitor's location), since an upsert may not touch a row twice, carrying both kinds of
-/// news. One statement, rows in key order. Concurrent batches sharing monitors never meet
-/// here on PostgreSQL: they queue on the monitors' rows first (`conflicts::hold_monitors`).
-fn status_moves<'a>(
-    results: &[&'a NewResult],
-    table: StatusTable,
-    moved: &HashMap<RowKey, StoredVerdict>,
-) -> Vec<StatusMove<'a>> {
-    type Key<'a> = (&'a str, Option<&'a str>);
-    let mut decisive: HashMap<Key<'a>, &'a NewResult> = HashMap::new();
-    let mut newest: BTreeMap<Key<'a>, &'a NewResult> = BTreeMap::new();
-    for &result in results {
-        let key = (result.monitor_id.as_str(), result.region.as_deref());
-        let newer = |slot: &&NewResult| (result.ts, &result.id) > (slot.ts, &slot.id);
-        if result.status != "rate_limited" {
-            let slot = decisive.entry(key).or_insert(result);
-            if newer(slot) {
-                *slot = result;
-            }
-        }
-        let slot = newest.entry(key).or_insert(result);
-        if newer(slot) {
-            *slot = result;
-        }
-    }
-    newest
-        .into_iter()
-        .map(|(key, result)| {
-            let region = match table {
-                StatusTable::Monitor => None,
-                StatusTable::Location => key.1.map(str::to_string),
-            };
-            let owned = (key.0.to_string(), region);
-            StatusMove::of(result, decisive.get(&key).copied(), moved.get(&owned))
-        })
-        .collect()
 }
 
 /// What `insert_results` did.
@@ -449,37 +218,18 @@ impl Store {
         // time they stand for and the verdicts they move.
         let rows = self.read_status_rows(tx, &stored).await?;
         let credits = self.credit_time(tx, &stored, &fresh, rules, &rows).await?;
-        // Each monitor's status, and each location's (results of multi-location monitors).
-        let located: Vec<&NewResult> = stored
-            .iter()
-            .copied()
-            .filter(|r| r.region.is_some())
-            .collect();
-        // Monitors whose verdict (or a location's) moved to another value: news, looked at
-        // before the results that only confirm what was known.
-        let mut flipped: BTreeSet<String> = BTreeSet::new();
-        for (table, results) in [
-            (StatusTable::Monitor, &stored),
-            (StatusTable::Location, &located),
-        ] {
-            let moved = self.move_verdicts(table, results, rules, &rows, &mut flipped);
-            let moves = status_moves(results, table, &moved);
-            if moves.is_empty() {
-                continue;
-            }
-            let sql = status_upsert(self.backend(), table);
-            match self.backend() {
-                Backend::Sqlite => {
-                    let rows: Vec<Vec<Arg>> = moves.iter().map(|m| m.values(poller_id)).collect();
-                    tx.execute_each(sql, &rows).await?;
-                }
-                Backend::Postgres => {
-                    let moves = serde_json::to_string(&moves)?;
-                    tx.execute(sql, &[poller_id.into(), Arg::from(&moves)])
-                        .await?;
-                }
-            }
-        }
+        // Each monitor's status, and each location's (results of multi-location monitors);
+        // `flipped`: monitors whose verdict (or a location's) moved to another value, news,
+        // looked at before the results that only confirm what was known.
+        let flipped = super::status_moves::move_status_rows(
+            tx,
+            self.backend(),
+            poller_id,
+            &stored,
+            rules,
+            &rows,
+        )
+        .await?;
         self.add_to_rollups(tx, &stored, &credits).await?;
         let dependency_notices =
             super::dependency_reports::record(tx, self.backend(), &stored, rules).await?;
@@ -632,63 +382,6 @@ impl Store {
             }
         }
         Ok((inserted, fresh))
-    }
-
-    /// The verdict states the batch's up/down results move their rows to: each row's stored
-    /// state (`rows`, read before the batch and locked on PostgreSQL until the transaction
-    /// ends) moved by the batch's verdicts newer than the row's newest, in check-time order. A
-    /// verdict older than the row's newest (a late upload) is kept in history but moves
-    /// nothing. Adds to `flipped` the monitors whose row moved to another status or confirmed
-    /// verdict.
-    fn move_verdicts(
-        &self,
-        table: StatusTable,
-        results: &[&NewResult],
-        rules: &dyn IngestRules,
-        rows: &StatusRows,
-        flipped: &mut BTreeSet<String>,
-    ) -> HashMap<RowKey, StoredVerdict> {
-        let mut verdicts: BTreeMap<RowKey, Vec<&NewResult>> = BTreeMap::new();
-        for result in results.iter().filter(|r| r.status != "rate_limited") {
-            let region = match table {
-                StatusTable::Monitor => None,
-                StatusTable::Location => result.region.clone(),
-            };
-            verdicts
-                .entry((result.monitor_id.clone(), region))
-                .or_default()
-                .push(result);
-        }
-        let mut moved = HashMap::with_capacity(verdicts.len());
-        for (key, mut batch) in verdicts {
-            batch.sort_by(|a, b| (a.ts, &a.id).cmp(&(b.ts, &b.id)));
-            let row = rows.get(&key);
-            let newest = row.and_then(|r| r.verdict_at.zip(r.verdict_result_id.clone()));
-            let before = row.map_or_else(StoredVerdict::default, |r| StoredVerdict {
-                confirmed: r.confirmed.clone(),
-                status: (r.status != "rate_limited").then(|| r.status.clone()),
-                run_length: r.run_length,
-            });
-            let mut state = before.clone();
-            let mut changed = false;
-            for result in batch {
-                if newest
-                    .as_ref()
-                    .is_some_and(|(ts, id)| (result.ts, &result.id) <= (*ts, id))
-                {
-                    continue;
-                }
-                state = rules.advance(&key.0, state, &result.status);
-                changed = true;
-            }
-            if changed {
-                if (&state.status, &state.confirmed) != (&before.status, &before.confirmed) {
-                    flipped.insert(key.0.clone());
-                }
-                moved.insert(key, state);
-            }
-        }
-        moved
     }
 }
 

@@ -1,7 +1,7 @@
 //! The status rows an upload reads before it writes them: each of its monitors' row and, once
 //! any result of the batch is located, every location row of those monitors, with what both of
 //! ingest's uses need (the newest result, for the time it credits, `timeline`; the verdict
-//! state it moves, `results::move_verdicts`). On PostgreSQL one packed read per table, locked
+//! state it moves, `status_moves`). On PostgreSQL one packed read per table, locked
 //! in key order until the transaction ends; on SQLite one statement per monitor and table
 //! (`statements` says why). Read once, before ingest writes them, which is enough because no other
 //! upload writes these rows before this one commits (it holds their monitors first:

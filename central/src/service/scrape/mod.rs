@@ -4,17 +4,25 @@
 //! meant to be private and asks for nothing. However many scrape, the text is worked out at
 //! most once every `RENDER_EVERY` (it reads every monitor's stored status): scrapers that
 //! arrive together wait for one rendering, and later ones within the period get the same text.
+//! A scraper that comes at a steady interval (`cadence`) finds its text rendered just before it
+//! comes (`render_ahead`, run by `duties`), still within `RENDER_EVERY`, instead of waiting for
+//! it.
 //!
 //! Cost: one rendering per `RENDER_EVERY` at most, which reads each monitor's and location's
 //! stored status and latency once (`store::gauges`: no status is derived here), and the
-//! pollers; O(1) per scrape besides. Must not: derive statuses, render per request, or keep
-//! the token itself.
+//! pollers; O(1) per scrape besides. Rendering ahead moves a scrape's rendering earlier, never
+//! sooner than `RENDER_EVERY` after the last; it adds one when an expected scrape does not
+//! come (or two scrapers' intervals agree by chance). Must not: derive statuses, render per
+//! request, or keep the token itself.
 
-use std::time::{Duration, Instant};
+mod cadence;
+
+use std::sync::PoisonError;
+use std::time::Duration;
 
 use axum::body::Bytes;
-
-use tokio::sync::Mutex;
+use tokio::sync::{watch, Mutex};
+use tokio::time::Instant;
 
 use shared_proto::settings_api::PollerStatus;
 
@@ -22,25 +30,65 @@ use super::{admin_token, auth, App};
 use crate::error::{error_chain, ApiResult};
 use crate::metrics::{MonitorSample, PollerSample, StateParts, StateText};
 use crate::store::Shown;
+use cadence::Cadence;
 
 /// The longest a scrape's text may be old; below Prometheus' usual 15 s interval.
 pub const RENDER_EVERY: Duration = Duration::from_secs(5);
+
+/// How long before an expected scrape its text is rendered, at most; well within
+/// `RENDER_EVERY`, so that the text is still fresh when the scrape comes.
+const MOST_LEAD: Duration = Duration::from_millis(2_500);
+
+/// What the lead adds to twice the last rendering's time: room for the scrape to arrive
+/// early (a busy scraper or network, or a late arrival before it shortening the guess).
+const LEAD_MARGIN: Duration = Duration::from_secs(1);
 
 pub struct Scrape {
     token_sha256: Option<String>,
     /// The state gauges as last rendered, shared by every scrape until `RENDER_EVERY` passed.
     rendered: Mutex<Rendered>,
+    /// When the scrapes arrive.
+    cadence: std::sync::Mutex<Cadence>,
+    /// The rendering ahead of the next expected scrape, for `render_ahead`'s duty.
+    ahead: watch::Sender<Option<Ahead>>,
+}
+
+/// A rendering to make ahead of an expected scrape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ahead {
+    /// When to render.
+    pub render_at: Instant,
+    /// When the scrape is expected.
+    pub expected: Instant,
 }
 
 #[derive(Default)]
 struct Rendered {
-    /// When `parts` were rendered; `None` before the first rendering.
+    /// When the rendering of `parts` started (the snapshot it read); `None` before the first.
     at: Option<Instant>,
+    /// How long that rendering took: how far ahead the next is started.
+    took: Duration,
     /// `StateParts` as shared bytes: each scrape sends them as they are, none copies them.
     parts: Vec<Bytes>,
     /// The monitor families' lengths at the last rendering that read them, which the next
     /// reserves (`StateText::new`).
     family_lens: [usize; 3],
+}
+
+impl Rendered {
+    /// Whether the text may still be served at `at`.
+    fn fresh_at(&self, at: Instant) -> bool {
+        self.at.is_some_and(|rendered| at < rendered + RENDER_EVERY)
+    }
+}
+
+/// Why the state was rendered (`central_state_renderings_total`'s `reason`).
+#[derive(Debug, Clone, Copy)]
+enum Reason {
+    /// A scrape found no fresh text and waited for this one.
+    Asked,
+    /// Ahead of an expected scrape.
+    Ahead,
 }
 
 impl Scrape {
@@ -52,11 +100,29 @@ impl Scrape {
         Ok(Scrape {
             token_sha256: token.map(auth::sha256_hex),
             rendered: Mutex::default(),
+            cadence: std::sync::Mutex::default(),
+            ahead: watch::Sender::new(None),
         })
     }
 }
 
 impl App {
+    /// The renderings ahead, as scrapes ask for them (`duties::metrics_ahead`).
+    pub fn scrape_ahead(&self) -> watch::Receiver<Option<Ahead>> {
+        self.scrape.ahead.subscribe()
+    }
+
+    /// Marks `done` made, unless a scrape asked for another meanwhile.
+    pub fn scrape_ahead_done(&self, done: Ahead) {
+        self.scrape.ahead.send_if_modified(|ahead| {
+            let same = *ahead == Some(done);
+            if same {
+                *ahead = None;
+            }
+            same
+        });
+    }
+
     /// Whether `token` is `CENTRAL_METRICS_TOKEN` (memory only: a high-entropy secret from the
     /// environment, so one SHA-256 is enough).
     pub fn is_metrics_token(&self, token: &str) -> bool {
@@ -75,11 +141,52 @@ impl App {
     /// `# EOF`, identical in the older text format: gauges only), as parts to be sent in
     /// order, rendered at most once every `RENDER_EVERY`; a scrape gets the shared bytes, not
     /// a copy. If the state cannot be read the scrape gets none (and the counters still).
+    /// When the scrapes come at a steady interval and the text will be too old for the next
+    /// one, asks for a rendering just before it (`render_ahead`). Ends with the text's age for
+    /// this scrape (`central_state_age_seconds`).
     pub async fn metrics_state(&self) -> Vec<Bytes> {
+        let expected = self
+            .scrape
+            .cadence
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .scraped(Instant::now());
         let mut rendered = self.scrape.rendered.lock().await;
-        if rendered.at.is_some_and(|at| at.elapsed() < RENDER_EVERY) {
-            return rendered.parts.clone();
+        if !rendered.fresh_at(Instant::now()) {
+            self.render_state(&mut rendered, Reason::Asked).await;
         }
+        if let (Some(expected), Some(at)) = (expected, rendered.at) {
+            // Early enough for the scrape's arrival to vary by a second (the guess takes the
+            // last interval, so a late arrival counts twice), never sooner than `RENDER_EVERY`
+            // after the last rendering: renderings stay at most one per `RENDER_EVERY`.
+            let lead = (rendered.took * 2 + LEAD_MARGIN).min(MOST_LEAD);
+            let render_at = (expected - lead).max(at + RENDER_EVERY);
+            if render_at < expected {
+                self.scrape.ahead.send_replace(Some(Ahead {
+                    render_at,
+                    expected,
+                }));
+            }
+        }
+        let mut parts = rendered.parts.clone();
+        if let Some(at) = rendered.at.filter(|_| !parts.is_empty()) {
+            parts.push(Bytes::from(crate::metrics::state_age_text(at.elapsed())));
+        }
+        parts
+    }
+
+    /// Renders the state ahead of a scrape expected at `expected`, unless the text will still
+    /// be fresh then (another scrape had it rendered meanwhile).
+    pub async fn render_ahead(&self, expected: Instant) {
+        let mut rendered = self.scrape.rendered.lock().await;
+        if !rendered.fresh_at(expected) {
+            self.render_state(&mut rendered, Reason::Ahead).await;
+        }
+    }
+
+    /// Renders the state into `rendered`; on an error, logs it and keeps no text.
+    async fn render_state(&self, rendered: &mut Rendered, reason: Reason) {
+        let started = Instant::now();
         rendered.parts = match self.state_metrics(rendered.family_lens).await {
             Ok(parts) => {
                 rendered.family_lens = parts.family_lens();
@@ -90,8 +197,17 @@ impl App {
                 Vec::new()
             }
         };
-        rendered.at = Some(Instant::now());
-        rendered.parts.clone()
+        // From the start: the rows were read in a snapshot taken then.
+        rendered.at = Some(started);
+        rendered.took = started.elapsed();
+        let reason = match reason {
+            Reason::Asked => "asked",
+            Reason::Ahead => "ahead",
+        };
+        self.metrics
+            .state_renderings
+            .get_or_create(&vec![("reason", reason)])
+            .inc();
     }
 
     /// The process's own metrics (counters, and gauges read at once, such as the results
