@@ -563,6 +563,29 @@ impl Central {
         Ok(body)
     }
 
+    /// The statuses poller `poller_id` went through, from its status-change history.
+    pub async fn poller_statuses(&self, poller_id: &str) -> anyhow::Result<Vec<String>> {
+        let (status, body) = self
+            .admin(
+                reqwest::Method::GET,
+                &format!("/api/v1/pollers/{poller_id}/status-changes"),
+                None,
+            )
+            .await?;
+        anyhow::ensure!(status == 200, "status changes: {status} {body}");
+        body["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|change| {
+                change["status"]
+                    .as_str()
+                    .map(String::from)
+                    .ok_or_else(|| anyhow::anyhow!("a change without a status: {body}"))
+            })
+            .collect()
+    }
+
     /// Waits until the monitor's status is `wanted`; returns the status document.
     pub async fn wait_for_status(
         &self,

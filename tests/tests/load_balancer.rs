@@ -229,17 +229,9 @@ async fn killing_a_replica_behind_the_proxy_loses_no_result_and_places_nothing_t
         },
     )
     .await?;
-    let (_, victim_changes) = survivor
-        .admin(
-            Method::GET,
-            &format!("/api/v1/pollers/{victim_id}/status-changes"),
-            None,
-        )
-        .await?;
-    let offline_records = victim_changes["items"]
-        .as_array()
-        .map(|items| items.iter().filter(|c| c["status"] == "offline").count());
-    assert_eq!(offline_records, Some(1), "{victim_changes}");
+    let victim_statuses = survivor.poller_statuses(&victim_id).await?;
+    let offline_records = victim_statuses.iter().filter(|s| *s == "offline").count();
+    assert_eq!(offline_records, 1, "{victim_statuses:?}");
 
     // The killed replica and agent come back; the agent uploads what it queued before dying.
     leader.restart().await?;

@@ -89,8 +89,14 @@ impl App {
                 limit,
             )
             .await?;
-        let counts: std::collections::HashMap<String, i64> =
-            self.store.assigned_counts().await?.into_iter().collect();
+        // Of this page's pollers only: the cost follows the monitors placed on them.
+        let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
+        let counts: std::collections::HashMap<String, i64> = self
+            .store
+            .assigned_counts(&ids)
+            .await?
+            .into_iter()
+            .collect();
         let now = self.now_ms();
         let mut listed = page(
             rows,
@@ -117,11 +123,10 @@ impl App {
             .ok_or_else(|| ApiError::NotFound(format!("no poller with id {id}")))?;
         let count = self
             .store
-            .assigned_counts()
+            .assigned_counts(std::slice::from_ref(&row.id))
             .await?
-            .into_iter()
-            .find(|(poller, _)| *poller == row.id)
-            .map_or(0, |(_, n)| n);
+            .first()
+            .map_or(0, |(_, n)| *n);
         Ok(self.poller_view(&row, count, self.now_ms())?)
     }
 
