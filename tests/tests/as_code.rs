@@ -125,6 +125,9 @@ async fn cli(
 
 const HOOK_SECRET: &str = "whsec-as-code-71c2";
 const TARGET_CREDENTIAL: &str = "Bearer as-code-target-9d1e";
+/// A receiver's key in the address's query, as many take it.
+const HOOK_URL: &str = "http://127.0.0.1:9/hook?token=query-token-5e2b";
+const TARGET_BODY: &str = "user=probe&password=as-code-body-3f7a";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn export_apply_round_trip_plans_drift_and_prune() -> anyhow::Result<()> {
@@ -132,7 +135,7 @@ async fn export_apply_round_trip_plans_drift_and_prune() -> anyhow::Result<()> {
     let source = Central::start().await?;
     let hook = source
         .create_channel(json!({"name": "Ops hook", "kind": "webhook",
-            "url": "http://127.0.0.1:9/hook", "secret": HOOK_SECRET,
+            "url": HOOK_URL, "secret": HOOK_SECRET,
             "headers": {"X-Team": "sre"}}))
         .await?;
     let db = source
@@ -143,7 +146,8 @@ async fn export_apply_round_trip_plans_drift_and_prune() -> anyhow::Result<()> {
         .await?;
     let api = source
         .create_monitor(json!({"name": "API", "kind": "http", "target": "http://127.0.0.1:9/health",
-            "interval_ms": 50000, "settings": {"headers": {"Authorization": TARGET_CREDENTIAL}, "keyword": "ok"},
+            "interval_ms": 50000, "settings": {"headers": {"Authorization": TARGET_CREDENTIAL}, "keyword": "ok",
+                "method": "POST", "body": TARGET_BODY},
             "notification_channel_ids": [hook], "parent_ids": [db]}))
         .await?;
     let (status, window) = source
@@ -162,32 +166,58 @@ async fn export_apply_round_trip_plans_drift_and_prune() -> anyhow::Result<()> {
     if std::env::var_os("SHOW_EXPORT").is_some() {
         eprintln!("{exported}");
     }
-    for secret in [HOOK_SECRET, TARGET_CREDENTIAL, "sre"] {
+    for secret in [
+        HOOK_SECRET,
+        TARGET_CREDENTIAL,
+        "sre",
+        "query-token-5e2b",
+        "as-code-body-3f7a",
+    ] {
         assert!(
             !exported.contains(secret),
             "{secret} is exported: {exported}"
         );
     }
-    assert!(
-        exported.contains("${CENTRAL_CHANNEL_OPS_HOOK_SECRET}"),
-        "{exported}"
-    );
+    for reference in [
+        "${CENTRAL_VAR_CHANNEL_OPS_HOOK_SECRET}",
+        "${CENTRAL_VAR_CHANNEL_OPS_HOOK_URL}",
+        "${CENTRAL_VAR_MONITOR_API_BODY}",
+    ] {
+        assert!(exported.contains(reference), "{reference}: {exported}");
+    }
     assert!(exported.contains("parents:"), "{exported}");
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("central.yaml");
     std::fs::write(&path, &exported)?;
     let file = path.to_str().unwrap_or_default();
     let secrets = [
-        ("CENTRAL_CHANNEL_OPS_HOOK_SECRET", HOOK_SECRET),
-        ("CENTRAL_CHANNEL_OPS_HOOK_HEADER_X_TEAM", "sre"),
+        ("CENTRAL_VAR_CHANNEL_OPS_HOOK_SECRET", HOOK_SECRET),
+        ("CENTRAL_VAR_CHANNEL_OPS_HOOK_HEADER_X_TEAM", "sre"),
         (
-            "CENTRAL_MONITOR_API_HEADER_AUTHORIZATION",
+            "CENTRAL_VAR_MONITOR_API_HEADER_AUTHORIZATION",
             TARGET_CREDENTIAL,
         ),
+        ("CENTRAL_VAR_CHANNEL_OPS_HOOK_URL", HOOK_URL),
+        ("CENTRAL_VAR_MONITOR_API_BODY", TARGET_BODY),
     ];
 
     // Onto an empty central: everything is made, and exporting it gives the same file.
     let target = Central::start().await?;
+    // A file may take only the variables under the prefix: never apply's own key.
+    let stealing = exported.replace(
+        "${CENTRAL_VAR_CHANNEL_OPS_HOOK_SECRET}",
+        "${CENTRAL_API_KEY}",
+    );
+    std::fs::write(&path, &stealing)?;
+    let (code, refused) = cli(&target, &["apply", "-f", file], &secrets).await?;
+    assert_ne!(code, 0, "{refused}");
+    assert!(refused.contains("CENTRAL_API_KEY"), "{refused}");
+    assert!(!refused.contains(e2e::ADMIN_TOKEN), "{refused}");
+    let (_, none) = target
+        .admin(Method::GET, "/api/v1/notification-channels", None)
+        .await?;
+    assert_eq!(none["items"], json!([]), "nothing made: {none}");
+    std::fs::write(&path, &exported)?;
     let (code, plan) = cli(&target, &["apply", "-f", file], &secrets).await?;
     assert_eq!(code, 0, "{plan}");
     assert!(
@@ -351,7 +381,7 @@ async fn export_apply_round_trip_plans_drift_and_prune() -> anyhow::Result<()> {
 
     // A field dropped from the file is emptied on the server, and no secret is printed.
     let without_headers = without_window.replace(
-        "      headers:\n        X-Team: ${CENTRAL_CHANNEL_OPS_HOOK_HEADER_X_TEAM}\n",
+        "      headers:\n        X-Team: ${CENTRAL_VAR_CHANNEL_OPS_HOOK_HEADER_X_TEAM}\n",
         "",
     );
     assert_ne!(without_headers, without_window);
@@ -369,13 +399,16 @@ async fn export_apply_round_trip_plans_drift_and_prune() -> anyhow::Result<()> {
     // A file that puts a variable's value in a field the plan shows: the plan shows its name.
     std::fs::write(
         &path,
-        without_headers.replace("name: DB", "name: DB ${CENTRAL_CHANNEL_OPS_HOOK_SECRET}"),
+        without_headers.replace(
+            "name: DB",
+            "name: DB ${CENTRAL_VAR_CHANNEL_OPS_HOOK_SECRET}",
+        ),
     )?;
     let (code, plan) = cli(&target, &["apply", "--dry-run", "-f", file], &secrets).await?;
     assert_eq!(code, 2, "{plan}");
     assert!(!plan.contains(HOOK_SECRET), "{plan}");
     assert!(
-        plan.contains("DB ${CENTRAL_CHANNEL_OPS_HOOK_SECRET}"),
+        plan.contains("DB ${CENTRAL_VAR_CHANNEL_OPS_HOOK_SECRET}"),
         "{plan}"
     );
     source.stop().await;

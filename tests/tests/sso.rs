@@ -178,10 +178,16 @@ async fn tampered_replayed_and_misaddressed_sign_ins_are_refused() -> anyhow::Re
         .await?
         .is_none());
 
-    // A callback from another browser (without the pending sign-in's cookie).
+    // A callback from another browser (without the pending sign-in's cookie): refused, and
+    // not counted as a failed authentication (nobody tried one: `400`), so that links on other
+    // sites cannot spend the failure budget from visitors' browsers.
     let back = sign_in_at_provider(&http, &central.url, "mallory").await?;
     let answer = reqwest::Client::new().get(&back).send().await?;
-    assert_eq!(answer.status(), 401);
+    assert_eq!(answer.status(), 400);
+    assert!(
+        answer.text().await?.contains("pending"),
+        "the page says why"
+    );
 
     // A replayed code: the first use signs in, the same callback again (cookie and all) is
     // refused, because the provider takes a code once.

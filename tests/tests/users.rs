@@ -865,3 +865,183 @@ async fn credentials_are_write_only_and_never_outlive_what_made_them() -> anyhow
     central.stop().await;
     Ok(())
 }
+
+/// An editor may change a channel, not take its secrets along: pointing it at another server
+/// without typing its secret and header values again is refused (API and page alike), the
+/// key in its address's query is shown to nobody, and enrolling pollers (which receive
+/// monitors' headers in the clear) is an admin's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_editor_cannot_point_a_channel_or_a_monitor_elsewhere_with_its_secrets(
+) -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    user(&central, "Ed", "editor").await?;
+    let ed = user(&central, "Eddie", "editor").await?;
+    let (_, made) = make_key(
+        &central,
+        e2e::ADMIN_TOKEN,
+        json!({"name": "eddie's", "role": "editor", "user_id": ed}),
+    )
+    .await?;
+    let ed_key = key_of(&made);
+    let channel = central
+        .create_channel(json!({"name": "ops", "kind": "webhook",
+            "url": "https://hooks.example.com/x?token=query-key-1b9d",
+            "secret": "signing-key-1b9d-0123", "headers": {"X-Api-Key": "header-key-1b9d"}}))
+        .await?;
+    let path = format!("/api/v1/notification-channels/{channel}");
+
+    // Nobody reads the query's key: not a view, not the audit log.
+    let (_, view) = central.call(&ed_key, Method::GET, &path, None).await?;
+    assert_eq!(
+        view["url"], "https://hooks.example.com/x?REDACTED",
+        "{view}"
+    );
+
+    // Re-pointed with nothing else sent: refused, naming what to type again.
+    let (status, refused) = central
+        .call(
+            &ed_key,
+            Method::PATCH,
+            &path,
+            Some(json!({"url": "http://127.0.0.1:9/collect"})),
+        )
+        .await?;
+    assert_eq!(status, 422, "{refused}");
+    let message = refused["message"].as_str().unwrap_or_default();
+    for field in ["secret", "headers.X-Api-Key"] {
+        assert!(message.contains(field), "{field}: {refused}");
+    }
+    // Sending the view back (`REDACTED`) is not typing them.
+    let (status, refused) = central
+        .call(
+            &ed_key,
+            Method::PATCH,
+            &path,
+            Some(json!({"url": "http://127.0.0.1:9/collect", "secret": null,
+                "headers": {"X-Api-Key": "REDACTED"}})),
+        )
+        .await?;
+    assert_eq!(status, 422, "{refused}");
+    // Nor is the view's address with another host: it holds no key to keep.
+    let (status, refused) = central
+        .call(
+            &ed_key,
+            Method::PATCH,
+            &path,
+            Some(json!({"url": "http://127.0.0.1:9/x?REDACTED"})),
+        )
+        .await?;
+    assert_eq!(status, 422, "{refused}");
+    assert!(refused["message"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("url"));
+
+    // The page refuses it the same way.
+    let page = PageClient::new(&central)?;
+    assert_eq!(page.log_in("ed@example.com", STRONG).await?, 303);
+    let (status, form) = page
+        .post_with(
+            &format!("/notifications/channels/{channel}"),
+            &[
+                ("name", "ops"),
+                ("kind", "webhook"),
+                ("url", "http://127.0.0.1:9/collect"),
+                ("headers", "X-Api-Key: REDACTED"),
+            ],
+        )
+        .await?;
+    assert_eq!(status, 400, "{form}");
+    assert!(form.contains("headers.X-Api-Key"), "{form}");
+    let (_, still) = central.admin(Method::GET, &path, None).await?;
+    assert_eq!(
+        still["url"], "https://hooks.example.com/x?REDACTED",
+        "{still}"
+    );
+
+    // Typed again, the channel may go anywhere; a rename keeps everything.
+    let (status, renamed) = central
+        .call(
+            &ed_key,
+            Method::PATCH,
+            &path,
+            Some(json!({"name": "ops 2"})),
+        )
+        .await?;
+    assert_eq!(status, 200, "{renamed}");
+    let (status, moved) = central
+        .call(
+            &ed_key,
+            Method::PATCH,
+            &path,
+            Some(
+                json!({"url": "http://127.0.0.1:9/collect", "secret": "another-key-0123456",
+                "headers": {"X-Api-Key": "typed-again"}}),
+            ),
+        )
+        .await?;
+    assert_eq!(status, 200, "{moved}");
+
+    // The audit log never held the query's key.
+    let (_, audit) = central
+        .admin(
+            Method::GET,
+            "/api/v1/audit?object_kind=notification-channels",
+            None,
+        )
+        .await?;
+    let text = audit.to_string();
+    for secret in [
+        "query-key-1b9d",
+        "signing-key-1b9d",
+        "header-key-1b9d",
+        "typed-again",
+    ] {
+        assert!(!text.contains(secret), "{secret} in the audit log: {audit}");
+    }
+
+    // A monitor with a credential moved to other pollers types it again.
+    let monitor = central
+        .create_monitor(json!({"name": "guarded", "kind": "http",
+            "target": "http://127.0.0.1:9/", "interval_ms": 60000,
+            "settings": {"method": "POST", "body": "password=body-key-1b9d"}}))
+        .await?;
+    let (_, shown) = central
+        .call(
+            &ed_key,
+            Method::GET,
+            &format!("/api/v1/monitors/{monitor}"),
+            None,
+        )
+        .await?;
+    assert_eq!(shown["settings"]["body"], "REDACTED", "{shown}");
+    let (status, refused) = central
+        .call(
+            &ed_key,
+            Method::PATCH,
+            &format!("/api/v1/monitors/{monitor}"),
+            Some(json!({"poller_mode": "grouped", "poller_region": "elsewhere"})),
+        )
+        .await?;
+    assert_eq!(status, 422, "{refused}");
+    assert!(refused["message"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("settings.body"));
+
+    // Enrolling a poller is an admin's: an editor could otherwise register one and pin a
+    // monitor with secrets to it.
+    let (status, body) = central
+        .call(
+            &ed_key,
+            Method::POST,
+            "/api/v1/registration-tokens",
+            Some(json!({"name": "mine"})),
+        )
+        .await?;
+    assert_eq!(status, 403, "{body}");
+    let (status, _) = page.post_with("/tokens", &[("name", "mine")]).await?;
+    assert_eq!(status, 403);
+    central.stop().await;
+    Ok(())
+}

@@ -1,16 +1,23 @@
-//! Limits on failed authentication: every `401` answered to a request without credentials that
-//! check out in memory (the unauthenticated pool: logins, registrations, token exchanges, bad
-//! bearer tokens or cookies) costs its client one token of a bucket
-//! (`CENTRAL_AUTH_FAILURES_PER_MINUTE`, as a burst and a rate per minute) and one of a bucket
+//! Limits on failed authentication. Every `401` costs its client one token of its buckets
+//! (`CENTRAL_AUTH_FAILURES_PER_MINUTE`, as a burst and a rate per minute), and one of a bucket
 //! shared by everyone (`CENTRAL_AUTH_FAILURES_GLOBAL_PER_MINUTE`, against guessing spread over
-//! many addresses). While either is empty, that client's (or everyone's) unauthenticated
-//! requests are answered `429` with `Retry-After` before any work is done. Pollers and operators
-//! whose credentials check out are never held back, even from a blocked address: they are not
-//! in the unauthenticated pool. Each lockout is logged once, when it starts.
+//! many addresses). A client whose buckets are empty has its requests without credentials
+//! that check out in memory answered `429` with `Retry-After` before any work is done.
+//!
+//! The shared bucket only slows guessing; it never locks out a person with valid credentials:
+//! while it is empty, each client may fail once a minute (its `strict` buckets, which every
+//! failure also spends), so a fresh address still gets its first try (a valid password or
+//! token goes through), while a thousand guessing addresses get a thousand guesses a minute
+//! instead of ten thousand. Callers whose credentials check out cheaply (sessions, API keys,
+//! access tokens, refresh tokens) are not held back at all: `pools` does not ask.
+//!
+//! A client is an IPv4 address or an IPv6 /64, and above that its /56 and /48, each with a
+//! bucket four times the one below: one holder of a /48 has 65,536 /64s, not 65,536 budgets.
+//! Each lockout is logged once, when it starts.
 //!
 //! Cost: O(1) per request; memory bounded as `service::buckets::Buckets`'.
 
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::{Duration, Instant};
 
 use crate::error::ApiError;
@@ -19,8 +26,72 @@ use crate::service::buckets::Buckets;
 /// The key of the bucket everyone shares.
 const EVERYONE: IpAddr = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
 
+/// The IPv6 prefixes a client is also counted under, beyond its /64, each allowed four times
+/// the failures of the one before.
+const WIDER_IPV6: [u8; 2] = [56, 48];
+
+/// How much larger each wider IPv6 prefix's bucket is than the one below it.
+const WIDER_FACTOR: f64 = 4.0;
+
+/// Failures per minute allowed to one client while the shared bucket is empty.
+const STRICT_PER_MINUTE: f64 = 1.0;
+
+/// A bucket per client key at each level: the client itself, then its wider IPv6 prefixes.
+struct Levels(Vec<Buckets<IpAddr>>);
+
+impl Levels {
+    fn new(per_minute: f64) -> Self {
+        Levels(
+            (0..=WIDER_IPV6.len() as i32)
+                .map(|level| {
+                    let allowed = per_minute * WIDER_FACTOR.powi(level);
+                    Buckets::new(allowed / 60.0, allowed)
+                })
+                .collect(),
+        )
+    }
+
+    /// Each level's bucket with the key it counts `client` under.
+    fn keyed(&self, client: IpAddr) -> impl Iterator<Item = (&Buckets<IpAddr>, IpAddr)> {
+        self.0
+            .iter()
+            .zip(keys(client))
+            .filter_map(|(buckets, key)| key.map(|key| (buckets, key)))
+    }
+
+    /// The key whose bucket is empty, and how long until it has a token, if any is.
+    fn empty(&self, client: IpAddr, now: Instant) -> Option<(IpAddr, Duration)> {
+        self.keyed(client)
+            .find_map(|(buckets, key)| buckets.check(key, now).err().map(|wait| (key, wait)))
+    }
+
+    /// Spends a token at each level; the keys whose last token this was.
+    fn spend(&self, client: IpAddr, now: Instant) -> Vec<(IpAddr, Duration)> {
+        self.keyed(client)
+            .filter(|(buckets, key)| matches!(buckets.take(*key, now), Ok(left) if left < 1.0))
+            .map(|(buckets, key)| (key, buckets.wait(key, now)))
+            .collect()
+    }
+}
+
+/// The keys `client` (a `client_key`) is counted under: itself, then for IPv6 its /56 and /48.
+fn keys(client: IpAddr) -> [Option<IpAddr>; 3] {
+    match client {
+        IpAddr::V4(_) => [Some(client), None, None],
+        IpAddr::V6(v6) => {
+            let prefix = |bits: u8| {
+                let mask = !((1u128 << (128 - u32::from(bits))) - 1);
+                Some(IpAddr::V6(Ipv6Addr::from(u128::from(v6) & mask)))
+            };
+            [Some(client), prefix(WIDER_IPV6[0]), prefix(WIDER_IPV6[1])]
+        }
+    }
+}
+
 pub struct AuthFailures {
-    per_client: Option<Buckets<IpAddr>>,
+    per_client: Option<Levels>,
+    /// Consulted only while `global` is empty.
+    strict: Option<Levels>,
     global: Option<Buckets<IpAddr>>,
 }
 
@@ -28,30 +99,36 @@ impl AuthFailures {
     /// Failures allowed per minute (and in a burst) per client and from everyone; 0 turns a
     /// limit off.
     pub fn new(per_client: u32, global: u32) -> Self {
-        let buckets = |per_minute: u32| {
-            (per_minute > 0)
-                .then(|| Buckets::new(f64::from(per_minute) / 60.0, f64::from(per_minute)))
-        };
         Self {
-            per_client: buckets(per_client),
-            global: buckets(global),
+            per_client: (per_client > 0).then(|| Levels::new(f64::from(per_client))),
+            strict: (global > 0).then(|| Levels::new(STRICT_PER_MINUTE)),
+            global: (global > 0).then(|| Buckets::new(f64::from(global) / 60.0, f64::from(global))),
         }
     }
 
-    /// Refuses an unauthenticated request from `client` while it, or everyone, is locked out.
+    /// Refuses a request from `client` while its buckets are empty, or, while everyone's is,
+    /// its strict ones.
     pub fn check(&self, client: Option<IpAddr>, now: Instant) -> Result<(), ApiError> {
-        if let (Some(buckets), Some(client)) = (&self.per_client, client) {
-            if let Err(wait) = buckets.check(client, now) {
-                return Err(refusal(
-                    format!("too many failed authentications from {client}"),
-                    wait,
-                ));
-            }
+        let Some(client) = client else {
+            return Ok(());
+        };
+        if let Some((key, wait)) = self.per_client.as_ref().and_then(|l| l.empty(client, now)) {
+            return Err(refusal(
+                format!("too many failed authentications from {key}"),
+                wait,
+            ));
         }
-        if let Some(global) = &self.global {
-            if let Err(wait) = global.check(EVERYONE, now) {
+        let everyone_failing = self
+            .global
+            .as_ref()
+            .is_some_and(|global| global.check(EVERYONE, now).is_err());
+        if everyone_failing {
+            if let Some((key, wait)) = self.strict.as_ref().and_then(|l| l.empty(client, now)) {
                 return Err(refusal(
-                    "too many failed authentications from everywhere at once".into(),
+                    format!(
+                        "too many failed authentications from everywhere at once: each client \
+                         may fail once a minute until they stop, and {key} has"
+                    ),
                     wait,
                 ));
             }
@@ -62,21 +139,24 @@ impl AuthFailures {
     /// Counts a failed authentication from `client`; logs the lockout it starts, if any (the
     /// failure that takes a bucket's last token).
     pub fn record(&self, client: Option<IpAddr>, now: Instant) {
-        if let (Some(buckets), Some(client)) = (&self.per_client, client) {
-            if matches!(buckets.take(client, now), Ok(left) if left < 1.0) {
+        if let (Some(levels), Some(client)) = (&self.per_client, client) {
+            for (key, wait) in levels.spend(client, now) {
                 tracing::warn!(
-                    %client,
-                    "failed authentications: this client's unauthenticated requests are \
-                     refused for {} s",
-                    buckets.wait(client, now).as_secs().max(1)
+                    client = %key,
+                    "failed authentications: this client's requests without valid \
+                     credentials are refused for {} s",
+                    wait.as_secs().max(1)
                 );
             }
+        }
+        if let (Some(levels), Some(client)) = (&self.strict, client) {
+            levels.spend(client, now);
         }
         if let Some(global) = &self.global {
             if matches!(global.take(EVERYONE, now), Ok(left) if left < 1.0) {
                 tracing::warn!(
-                    "failed authentications from everywhere: all unauthenticated requests \
-                     (logins, registrations) are refused for {} s",
+                    "failed authentications from everywhere: each client may fail once a \
+                     minute for {} s (valid credentials still go through)",
                     global.wait(EVERYONE, now).as_secs().max(1)
                 );
             }
@@ -127,14 +207,51 @@ mod tests {
     }
 
     #[test]
-    fn failures_spread_over_many_clients_lock_everyone_out() {
+    fn failures_spread_over_many_clients_slow_everyone_to_one_a_minute_but_lock_out_nobody() {
         let failures = AuthFailures::new(100, 5);
         let t0 = Instant::now();
         for i in 0..5 {
             failures.record(client(&format!("198.51.100.{i}")), t0);
         }
+        // A fresh client gets its first try (a valid credential goes through)…
+        assert!(failures.check(client("203.0.113.9"), t0).is_ok());
+        failures.record(client("203.0.113.9"), t0);
+        // …and, failing, waits a minute, as do the guessers.
         let refused = failures.check(client("203.0.113.9"), t0).unwrap_err();
         assert!(refused.to_string().contains("everywhere"), "{refused}");
+        assert!(failures.check(client("198.51.100.1"), t0).is_err());
+        assert!(failures
+            .check(client("198.51.100.1"), t0 + Duration::from_secs(61))
+            .is_ok());
+    }
+
+    #[test]
+    fn an_ipv6_holder_of_many_64s_is_one_client_at_its_56_and_48() {
+        let failures = AuthFailures::new(2, 0);
+        let t0 = Instant::now();
+        // Two failures from each of four /64s of one /56: 8 = 2 × 4, the /56's allowance.
+        for n in 0..4 {
+            let key = client(&format!("2001:db8:0:{n:x}::"));
+            for _ in 0..2 {
+                assert!(failures.check(key, t0).is_ok(), "{key:?}");
+                failures.record(key, t0);
+            }
+        }
+        let refused = failures.check(client("2001:db8:0:9::"), t0).unwrap_err();
+        assert!(refused.to_string().contains("2001:db8::"), "{refused}");
+        // Another /56 of the same /48 is not held back until the /48's 32 are spent.
+        assert!(failures.check(client("2001:db8:0:100::"), t0).is_ok());
+        for n in 0..12 {
+            let key = client(&format!("2001:db8:0:{:x}00::", n + 1));
+            failures.record(key, t0);
+            failures.record(key, t0);
+        }
+        let refused = failures.check(client("2001:db8:0:f00::"), t0).unwrap_err();
+        assert!(refused.to_string().contains("2001:db8::"), "{refused}");
+        assert!(
+            failures.check(client("2001:db8:1::"), t0).is_ok(),
+            "another /48"
+        );
     }
 
     #[test]

@@ -1,21 +1,31 @@
-//! Which places a request is served from, and for how long. Three pools, so that one kind of
+//! Which places a request is served from, and for how long. Pools, so that one kind of
 //! traffic can never take another's places:
 //! - `poller`: requests carrying an access token whose signature checks out;
+//! - `refresh`: agents trading a refresh token for a new access token (`/api/poller/token`),
+//!   apart from strangers so that a flood of them never keeps an agent from its token, with at
+//!   most an eighth of the pool per client;
 //! - `operator`: requests carrying the admin token, an API key or a session cookie, each seen
-//!   valid lately,
-//!   or `CENTRAL_METRICS_TOKEN` (Prometheus is an operator's tool);
+//!   valid lately, or `CENTRAL_METRICS_TOKEN` (Prometheus is an operator's tool), with at most
+//!   a quarter of the pool per principal (credential), so that one viewer's key sending slow
+//!   bodies cannot take the admins' places;
 //! - `ping`: heartbeat monitors' pings (`/ping/...`), whose only credential is their URL, with
 //!   at most an eighth of the pool per client: a flood of pings takes no login's place;
 //! - `unauthenticated`: everything else (logging in, whatever credentials come with it;
-//!   registering an agent, bad or missing
-//!   credentials, the login page and its assets), with at most an eighth of the pool per
-//!   client (an address or IPv6 /64, through `CENTRAL_TRUSTED_PROXIES`).
+//!   registering an agent, bad or missing credentials, the login page and its assets), with
+//!   at most an eighth of the pool per client (an address or IPv6 /64, through
+//!   `CENTRAL_TRUSTED_PROXIES`).
 //!
-//! Failed authentications in the unauthenticated pool (`401`) are limited per client and in
-//! all (`auth_failures`): a locked-out client's requests there are answered `429` before they
-//! take a place. Ping URLs that name nothing (`404`) are counted apart, per client only and
-//! ten times as leniently (a job left with a replaced URL must not lock its host's other jobs
-//! out, and wrong pings must never lock out logins or every ping).
+//! The pool follows the credential the request's handler will actually check: the bearer
+//! token on the APIs and `/metrics`, the session cookie on the page. A valid cookie riding
+//! along with a guessed bearer token does not lift an API request out of the pool where
+//! failures are limited.
+//!
+//! Failed authentications (`401`) count against their client in every pool
+//! (`auth_failures`); a locked-out client's requests in the unauthenticated and refresh pools
+//! are answered `429` before they take a place. Ping URLs that name nothing (`404`) are
+//! counted apart, per client only and ten times as leniently (a job left with a replaced URL
+//! must not lock its host's other jobs out, and wrong pings must never lock out logins or
+//! every ping).
 //!
 //! Choosing takes microseconds and no database read or slow hash; it grants nothing, since
 //! every handler still authenticates its request. A full pool answers `503` with
@@ -26,6 +36,7 @@
 //! `/readyz`) sit outside this layer.
 
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -47,6 +58,8 @@ use crate::service::App;
 pub const LONG_POLL_PATH: &str = "/api/poller/assignments";
 /// Heartbeat monitors' pings start with this.
 pub const PING_PREFIX: &str = "/ping/";
+/// Where agents trade a refresh token for an access token.
+pub const REFRESH_PATH: &str = "/api/poller/token";
 
 /// Seconds a shed client is told to wait; agents add their own jitter.
 const RETRY_AFTER_SECONDS: u64 = 1;
@@ -54,6 +67,7 @@ const RETRY_AFTER_SECONDS: u64 = 1;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pool {
     Poller,
+    Refresh,
     Operator,
     Ping,
     Unauthenticated,
@@ -63,6 +77,7 @@ impl Pool {
     fn as_str(self) -> &'static str {
         match self {
             Pool::Poller => "poller",
+            Pool::Refresh => "refresh",
             Pool::Operator => "operator",
             Pool::Ping => "ping",
             Pool::Unauthenticated => "unauthenticated",
@@ -73,9 +88,13 @@ impl Pool {
 pub struct Pools {
     app: Arc<App>,
     poller: Arc<Semaphore>,
-    operator: Arc<Semaphore>,
+    /// Keyed by a hash of the credential (`principal`).
+    operator: Places<u64>,
+    refresh: Places,
     unauthenticated: Places,
     ping: Places,
+    /// Keys the hashes of operators' credentials, randomly per process.
+    principals: std::hash::RandomState,
     proxies: TrustedProxies,
     deadline: Duration,
     failures: AuthFailures,
@@ -86,6 +105,13 @@ pub struct Pools {
 enum Held {
     Slot(#[allow(dead_code)] OwnedSemaphorePermit),
     Place(#[allow(dead_code)] Place),
+    Principal(#[allow(dead_code)] Place<u64>),
+}
+
+/// The pool a request goes to, and for an operator, whose credential it carries.
+struct Chosen {
+    pool: Pool,
+    principal: Option<u64>,
 }
 
 impl Pools {
@@ -99,12 +125,15 @@ impl Pools {
         ping_failures: AuthFailures,
     ) -> Self {
         let unauthenticated = unauthenticated as usize;
+        let authenticated = authenticated as usize;
         Self {
             app,
-            poller: Arc::new(Semaphore::new(authenticated as usize)),
-            operator: Arc::new(Semaphore::new(authenticated as usize)),
+            poller: Arc::new(Semaphore::new(authenticated)),
+            operator: Places::new(authenticated, (authenticated / 4).max(1)),
+            refresh: Places::new(unauthenticated, (unauthenticated / 8).max(1)),
             unauthenticated: Places::new(unauthenticated, (unauthenticated / 8).max(1)),
             ping: Places::new(unauthenticated, (unauthenticated / 8).max(1)),
+            principals: std::hash::RandomState::new(),
             proxies,
             deadline,
             failures,
@@ -112,42 +141,58 @@ impl Pools {
         }
     }
 
-    /// The pool a request's credentials earn it, judged in memory.
-    fn choose(&self, request: &Request) -> Pool {
-        if request.uri().path().starts_with(PING_PREFIX) {
-            return Pool::Ping;
+    /// The pool a request's credentials earn it, judged in memory: by the bearer token on
+    /// the APIs and `/metrics`, by the session cookie on the page (what each checks).
+    fn choose(&self, request: &Request) -> Chosen {
+        let pool = |pool| Chosen {
+            pool,
+            principal: None,
+        };
+        let path = request.uri().path();
+        if path.starts_with(PING_PREFIX) {
+            return pool(Pool::Ping);
+        }
+        if path == REFRESH_PATH {
+            return pool(Pool::Refresh);
         }
         // Logging in, by password or single sign-on, whatever credentials come along.
-        let path = request.uri().path();
         if (request.method() == axum::http::Method::POST && path == crate::web::session::LOGIN_PATH)
             || path.starts_with(crate::web::SSO_PREFIX)
         {
-            return Pool::Unauthenticated;
+            return pool(Pool::Unauthenticated);
         }
         let headers = request.headers();
-        let bearer = headers
-            .get(AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim);
-        if let Some(token) = bearer {
-            if self.app.is_signed_access_token(token) {
-                return Pool::Poller;
+        let checks_bearer = path.starts_with("/api/") || path == "/metrics";
+        let credential = if checks_bearer {
+            let bearer = headers
+                .get(AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .map(str::trim);
+            match bearer {
+                Some(token) if self.app.is_signed_access_token(token) => return pool(Pool::Poller),
+                Some(token)
+                    if self.app.is_known_admin_token(token)
+                        || self.app.is_metrics_token(token)
+                        || self.app.is_recent_api_key(token) =>
+                {
+                    Some(token.to_string())
+                }
+                _ => None,
             }
-            if self.app.is_known_admin_token(token)
-                || self.app.is_metrics_token(token)
-                || self.app.is_recent_api_key(token)
-            {
-                return Pool::Operator;
-            }
+        } else {
+            axum_extra::extract::CookieJar::from_headers(headers)
+                .get(crate::web::session::COOKIE)
+                .map(|cookie| cookie.value().to_string())
+                .filter(|cookie| self.app.is_recent_session(cookie))
+        };
+        match credential {
+            Some(credential) => Chosen {
+                pool: Pool::Operator,
+                principal: Some(self.principals.hash_one(credential)),
+            },
+            None => pool(Pool::Unauthenticated),
         }
-        let session = axum_extra::extract::CookieJar::from_headers(headers)
-            .get(crate::web::session::COOKIE)
-            .is_some_and(|cookie| self.app.is_recent_session(cookie.value()));
-        if session {
-            return Pool::Operator;
-        }
-        Pool::Unauthenticated
     }
 
     /// Who is calling, as the per-client limits count them (`None` without a peer address).
@@ -158,15 +203,15 @@ impl Pools {
         ))
     }
 
-    fn take(&self, pool: Pool, client: Option<std::net::IpAddr>) -> Option<Held> {
-        match pool {
+    fn take(&self, chosen: &Chosen, client: Option<std::net::IpAddr>) -> Option<Held> {
+        match chosen.pool {
             Pool::Poller => self.poller.clone().try_acquire_owned().ok().map(Held::Slot),
             Pool::Operator => self
                 .operator
-                .clone()
-                .try_acquire_owned()
+                .take(chosen.principal)
                 .ok()
-                .map(Held::Slot),
+                .map(Held::Principal),
+            Pool::Refresh => self.refresh.take(client).ok().map(Held::Place),
             Pool::Unauthenticated => self.unauthenticated.take(client).ok().map(Held::Place),
             Pool::Ping => self.ping.take(client).ok().map(Held::Place),
         }
@@ -174,26 +219,28 @@ impl Pools {
 }
 
 pub async fn admit(State(pools): State<Arc<Pools>>, request: Request, next: Next) -> Response {
-    let pool = pools.choose(&request);
+    let chosen = pools.choose(&request);
+    let pool = chosen.pool;
     if pool == Pool::Poller && request.uri().path() == LONG_POLL_PATH {
         return next.run(request).await;
     }
-    let unauthenticated = matches!(pool, Pool::Unauthenticated | Pool::Ping);
-    let client = if unauthenticated {
-        pools.client(&request)
-    } else {
-        None
-    };
+    let client = pools.client(&request);
     let failures = match pool {
         Pool::Ping => &pools.ping_failures,
         _ => &pools.failures,
     };
-    if unauthenticated {
+    // Only strangers are held back: a credential that checks out in memory is served even
+    // from an address that failed (its failures still count, below).
+    if matches!(pool, Pool::Unauthenticated | Pool::Ping | Pool::Refresh) {
         if let Err(refused) = failures.check(client, Instant::now()) {
             return refused.into_response();
         }
     }
-    let Some(_held) = pools.take(pool, client) else {
+    let place_for = match pool {
+        Pool::Unauthenticated | Pool::Ping | Pool::Refresh => client,
+        Pool::Poller | Pool::Operator => None,
+    };
+    let Some(_held) = pools.take(&chosen, place_for) else {
         pools
             .app
             .metrics
@@ -202,9 +249,14 @@ pub async fn admit(State(pools): State<Arc<Pools>>, request: Request, next: Next
             .inc();
         return ApiError::Overloaded {
             message: format!(
-                "central is serving as many {} requests as it is allowed to; retry in \
+                "central is serving as many {} requests as it is allowed to{}; retry in \
                  {RETRY_AFTER_SECONDS} s",
-                pool.as_str()
+                pool.as_str(),
+                if pool == Pool::Operator {
+                    " (or as many for this credential as one may hold)"
+                } else {
+                    ""
+                }
             ),
             retry_after: RETRY_AFTER_SECONDS,
         }
@@ -229,7 +281,7 @@ pub async fn admit(State(pools): State<Arc<Pools>>, request: Request, next: Next
         Pool::Ping => response.status() == StatusCode::NOT_FOUND,
         _ => response.status() == StatusCode::UNAUTHORIZED,
     };
-    if unauthenticated && failed {
+    if failed {
         failures.record(client, Instant::now());
     }
     response

@@ -116,10 +116,38 @@ async fn put(
 fn patch_of(kind: ManagedKind, changes: &[Change], body: &Value) -> Value {
     let mut patch = Map::new();
     let mut fields: Vec<String> = changes.iter().map(|c| api_field(kind, &c.field)).collect();
-    // A monitor's target moves only with its settings (its header values are the new
-    // server's, not the old one's: central refuses the move otherwise).
-    if kind == ManagedKind::Monitors && fields.iter().any(|f| f == "target") {
-        fields.push("settings".into());
+    // A monitor's target or placement moves only with its settings, and a channel's address
+    // only with its credentials: they are the new place's, not the old one's (central
+    // refuses the move otherwise, `service::{monitor_secrets, channel_secrets}`).
+    let moves = |moving: &[&str], along: &[&str], fields: &mut Vec<String>| {
+        if fields.iter().any(|f| moving.contains(&f.as_str())) {
+            for field in along {
+                if !fields.iter().any(|f| f == field) {
+                    fields.push((*field).into());
+                }
+            }
+        }
+    };
+    match kind {
+        ManagedKind::Monitors => moves(
+            &[
+                "target",
+                "poller_mode",
+                "poller_id",
+                "poller_region",
+                "poller_datacenter",
+                "poller_capability",
+                "poller_regions",
+            ],
+            &["settings"],
+            &mut fields,
+        ),
+        ManagedKind::NotificationChannels => moves(
+            &["url", "urls"],
+            &["secret", "headers", "user_key", "topic"],
+            &mut fields,
+        ),
+        _ => {}
     }
     for field in fields {
         let value = body.get(&field).cloned().unwrap_or(Value::Null);

@@ -55,9 +55,36 @@ pub struct WindowEntry {
     pub monitors: Vec<String>,
 }
 
-/// Reads `path` (`-`: standard input), takes `${NAME}` from the environment, and checks keys
-/// and references.
-pub fn load(path: &str) -> anyhow::Result<(ConfigFile, Secrets)> {
+/// The prefix of the variables `${NAME}` may name, unless `--env-prefix` says another.
+pub const DEFAULT_PREFIX: &str = "CENTRAL_VAR_";
+
+/// Variables no file may name, whatever the prefix: the credentials `apply` itself runs with.
+const NEVER_TAKEN: [&str; 2] = ["CENTRAL_API_KEY", "CENTRAL_ADMIN_TOKEN"];
+
+/// Whether a file may take `name` from the environment under `prefix`.
+fn may_take(prefix: &str, name: &str) -> Result<(), String> {
+    if NEVER_TAKEN.contains(&name) {
+        return Err(format!(
+            "`${{{name}}}` is a credential of central's own and is never taken"
+        ));
+    }
+    if prefix.is_empty() || !name.starts_with(prefix) {
+        return Err(format!(
+            "`${{{name}}}` is not taken: a file may name only variables that start with \
+             `{prefix}` (--env-prefix, CENTRAL_APPLY_ENV_PREFIX), so that it cannot read the \
+             environment's other secrets"
+        ));
+    }
+    Ok(())
+}
+
+/// Reads `path` (`-`: standard input), takes `${NAME}` from the environment (only names
+/// starting with `prefix`), and checks keys and references.
+pub fn load(path: &str, prefix: &str) -> anyhow::Result<(ConfigFile, Secrets)> {
+    anyhow::ensure!(
+        !prefix.is_empty(),
+        "--env-prefix is empty: name the prefix of the variables a file may take"
+    );
     let source: Box<dyn std::io::Read> = if path == "-" {
         Box::new(std::io::stdin())
     } else {
@@ -72,7 +99,12 @@ pub fn load(path: &str) -> anyhow::Result<(ConfigFile, Secrets)> {
         "{path} is over {MAX_FILE} bytes: split it, or trim it"
     );
     let secrets = Secrets::default();
+    let refused = std::cell::RefCell::new(None);
     let env = |name: &str| {
+        if let Err(why) = may_take(prefix, name) {
+            *refused.borrow_mut() = Some(why);
+            return None;
+        }
         let value = std::env::var(name).ok()?;
         secrets
             .taken
@@ -80,12 +112,15 @@ pub fn load(path: &str) -> anyhow::Result<(ConfigFile, Secrets)> {
             .push((name.to_string(), value.clone()));
         Some(value)
     };
-    let file = parse(&text, &env).with_context(|| format!("in {path}"))?;
+    let file = parse(&text, &env).map_err(|e| match refused.borrow_mut().take() {
+        Some(why) => anyhow::anyhow!("in {path}: {why}"),
+        None => e.context(format!("in {path}")),
+    })?;
     Ok((file, secrets))
 }
 
 /// The values `${NAME}` took from the environment: what the plan and errors print never shows
-/// them (a file could name any variable, `CENTRAL_API_KEY` included), only `${NAME}`.
+/// them, only `${NAME}`.
 #[derive(Debug, Default)]
 pub struct Secrets {
     taken: std::cell::RefCell<Vec<(String, String)>>,
@@ -326,6 +361,17 @@ mod tests {
         assert!(parse("version: 1\nmonitors:\n  Bad Key:\n    spec: {}\n", &env).is_err());
         assert!(parse("version: 2\n", &env).is_err());
         assert!(parse("version: 1\nsurprise: 1\n", &env).is_err());
+    }
+
+    #[test]
+    fn only_variables_under_the_prefix_are_taken_and_never_central_s_own_credentials() {
+        assert!(may_take(DEFAULT_PREFIX, "CENTRAL_VAR_HOOK").is_ok());
+        let refused = may_take(DEFAULT_PREFIX, "GITHUB_TOKEN").unwrap_err();
+        assert!(refused.contains("CENTRAL_VAR_"), "{refused}");
+        for name in ["CENTRAL_API_KEY", "CENTRAL_ADMIN_TOKEN"] {
+            assert!(may_take("CENTRAL_", name).is_err(), "{name}");
+        }
+        assert!(may_take("", "ANYTHING").is_err());
     }
 
     #[test]

@@ -13,7 +13,7 @@ use shared_proto::MonitorSpec;
 use uuid::Uuid;
 
 use super::file::{ChannelEntry, MonitorEntry, WindowEntry};
-use crate::service::channels::hide_url;
+use crate::service::channel_secrets::address_shown;
 
 /// Keys by id, of the objects the server has that a file names (or that an export names).
 #[derive(Debug, Default, Clone)]
@@ -115,16 +115,24 @@ pub fn monitor_shown(view: &MonitorView, keys: &Keys) -> anyhow::Result<Map<Stri
     Ok(tidy(map))
 }
 
-/// An exported monitor: header values as references to the environment.
-pub fn monitor_entry(key: &str, view: &MonitorView, keys: &Keys) -> anyhow::Result<MonitorEntry> {
+/// An exported monitor: header values and the body as references to the environment.
+pub fn monitor_entry(
+    prefix: &str,
+    key: &str,
+    view: &MonitorView,
+    keys: &Keys,
+) -> anyhow::Result<MonitorEntry> {
     let mut spec = tidy(object(serde_json::to_value(&view.spec)?));
     spec.remove("notification_channel_ids");
     spec.remove("parent_ids");
     if let Some(Value::Object(settings)) = spec.get_mut("settings") {
         if let Some(Value::Object(headers)) = settings.get_mut("headers") {
             for (name, value) in headers.iter_mut() {
-                *value = Value::from(reference("MONITOR", key, &format!("HEADER_{name}")));
+                *value = Value::from(reference(prefix, "MONITOR", key, &format!("HEADER_{name}")));
             }
+        }
+        if let Some(body @ Value::String(_)) = settings.get_mut("body") {
+            *body = Value::from(reference(prefix, "MONITOR", key, "BODY"));
         }
     }
     let names = |map: &HashMap<Uuid, String>, ids: &[Uuid]| -> Vec<String> {
@@ -153,9 +161,9 @@ pub fn channel_wanted(key: &str, entry: &ChannelEntry) -> anyhow::Result<Map<Str
     let has_secret = map.remove("secret").is_some_and(|s| !s.is_null());
     map.insert("has_secret".into(), Value::from(has_secret));
     if let Some(url) = spec.url.as_deref() {
-        map.insert("url".into(), Value::from(hide_url(kind, url)));
+        map.insert("url".into(), Value::from(address_shown(kind, url)));
     }
-    let urls: Vec<String> = spec.urls.iter().map(|u| hide_url(kind, u)).collect();
+    let urls: Vec<String> = spec.urls.iter().map(|u| address_shown(kind, u)).collect();
     map.insert("urls".into(), Value::from(urls));
     let headers: Map<String, Value> = spec
         .headers
@@ -163,6 +171,11 @@ pub fn channel_wanted(key: &str, entry: &ChannelEntry) -> anyhow::Result<Map<Str
         .map(|name| (name.clone(), Value::from(HIDDEN)))
         .collect();
     map.insert("headers".into(), Value::Object(headers));
+    for field in ["user_key", "topic"] {
+        if let Some(Value::String(value)) = map.get_mut(field) {
+            *value = HIDDEN.into();
+        }
+    }
     Ok(tidy(map))
 }
 
@@ -175,30 +188,40 @@ pub fn channel_shown(view: &ChannelView) -> anyhow::Result<Map<String, Value>> {
 }
 
 /// An exported channel: its secret, header values and secret-bearing address as references.
-pub fn channel_entry(key: &str, view: &ChannelView) -> anyhow::Result<ChannelEntry> {
+pub fn channel_entry(prefix: &str, key: &str, view: &ChannelView) -> anyhow::Result<ChannelEntry> {
     let mut spec = channel_shown(view)?;
     let has_secret = spec.remove("has_secret").and_then(|v| v.as_bool()) == Some(true);
     if has_secret {
         spec.insert(
             "secret".into(),
-            Value::from(reference("CHANNEL", key, "SECRET")),
+            Value::from(reference(prefix, "CHANNEL", key, "SECRET")),
         );
     }
     if let Some(Value::String(url)) = spec.get_mut("url") {
         if url.contains(HIDDEN) {
-            *url = reference("CHANNEL", key, "URL");
+            *url = reference(prefix, "CHANNEL", key, "URL");
         }
     }
     if let Some(Value::Array(urls)) = spec.get_mut("urls") {
         for (n, url) in urls.iter_mut().enumerate() {
             if url.as_str().is_some_and(|u| u.contains(HIDDEN)) {
-                *url = Value::from(reference("CHANNEL", key, &format!("URL_{}", n + 1)));
+                *url = Value::from(reference(prefix, "CHANNEL", key, &format!("URL_{}", n + 1)));
             }
         }
     }
     if let Some(Value::Object(headers)) = spec.get_mut("headers") {
         for (name, value) in headers.iter_mut() {
-            *value = Value::from(reference("CHANNEL", key, &format!("HEADER_{name}")));
+            *value = Value::from(reference(prefix, "CHANNEL", key, &format!("HEADER_{name}")));
+        }
+    }
+    for field in ["user_key", "topic"] {
+        if let Some(value) = spec.get_mut(field) {
+            *value = Value::from(reference(
+                prefix,
+                "CHANNEL",
+                key,
+                &field.to_ascii_uppercase(),
+            ));
         }
     }
     Ok(ChannelEntry { spec })
@@ -259,8 +282,10 @@ pub fn window_entry(view: &MaintenanceWindowView, keys: &Keys) -> anyhow::Result
 }
 
 /// `${CENTRAL_<KIND>_<KEY>_<WHAT>}`: where an export leaves a secret it cannot read.
-pub fn reference(kind: &str, key: &str, what: &str) -> String {
-    let name: String = format!("CENTRAL_{kind}_{key}_{what}")
+/// The `${…}` an export writes for a secret: `prefix` (`--env-prefix`, which `apply` takes
+/// variables from) and the object's kind, key and field.
+pub fn reference(prefix: &str, kind: &str, key: &str, what: &str) -> String {
+    let name: String = format!("{kind}_{key}_{what}")
         .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() {
@@ -270,7 +295,7 @@ pub fn reference(kind: &str, key: &str, what: &str) -> String {
             }
         })
         .collect();
-    format!("${{{name}}}")
+    format!("${{{prefix}{name}}}")
 }
 
 #[cfg(test)]
@@ -280,8 +305,8 @@ mod tests {
     #[test]
     fn references_are_variable_names() {
         assert_eq!(
-            reference("CHANNEL", "ops-hook.eu", "HEADER_X-Api-Key"),
-            "${CENTRAL_CHANNEL_OPS_HOOK_EU_HEADER_X_API_KEY}"
+            reference("CENTRAL_VAR_", "CHANNEL", "ops-hook.eu", "HEADER_X-Api-Key"),
+            "${CENTRAL_VAR_CHANNEL_OPS_HOOK_EU_HEADER_X_API_KEY}"
         );
     }
 }

@@ -43,7 +43,23 @@ pub struct ApplyArgs {
     #[arg(long)]
     pub prune: bool,
     #[command(flatten)]
+    pub variables: VariableArgs,
+    #[command(flatten)]
     pub server: ServerArgs,
+}
+
+/// Which environment variables a file may name as `${NAME}`.
+#[derive(Debug, Clone, Args)]
+pub struct VariableArgs {
+    /// `apply` takes `${NAME}` only for names that start with this (and `export` writes its
+    /// references with it), so that a file merged from a pull request cannot read CI's
+    /// other secrets; `CENTRAL_API_KEY` and `CENTRAL_ADMIN_TOKEN` are never taken.
+    #[arg(
+        long = "env-prefix",
+        env = "CENTRAL_APPLY_ENV_PREFIX",
+        default_value = file::DEFAULT_PREFIX
+    )]
+    pub env_prefix: String,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -51,6 +67,8 @@ pub struct ExportArgs {
     /// Where to write the file (default: standard output).
     #[arg(short = 'o', long = "output")]
     pub output: Option<String>,
+    #[command(flatten)]
+    pub variables: VariableArgs,
     #[command(flatten)]
     pub server: ServerArgs,
 }
@@ -65,7 +83,7 @@ pub enum Outcome {
 }
 
 pub async fn apply(args: &ApplyArgs) -> anyhow::Result<Outcome> {
-    let (file, secrets) = file::load(&args.file)?;
+    let (file, secrets) = file::load(&args.file, &args.variables.env_prefix)?;
     let client = Client::new(&args.server.server, &args.server.api_key)?;
     // Whatever is printed, the environment's values are not (`Secrets`).
     apply_file(args, &file, &client, &secrets)
@@ -105,7 +123,7 @@ async fn apply_file(
 pub async fn export(args: &ExportArgs) -> anyhow::Result<()> {
     let client = Client::new(&args.server.server, &args.server.api_key)?;
     let current = Current::read(&client).await?;
-    let text = exported(&current)?.to_yaml()?;
+    let text = exported(&current, &args.variables.env_prefix)?.to_yaml()?;
     match &args.output {
         Some(path) => std::fs::write(path, text)?,
         None => print!("{text}"),
@@ -166,7 +184,7 @@ fn slug(name: &str) -> String {
 }
 
 /// The running configuration as a file.
-fn exported(current: &Current) -> anyhow::Result<ConfigFile> {
+fn exported(current: &Current, prefix: &str) -> anyhow::Result<ConfigFile> {
     let keys = Keys {
         channels: keys_for(
             ManagedKind::NotificationChannels,
@@ -194,12 +212,14 @@ fn exported(current: &Current) -> anyhow::Result<ConfigFile> {
     for channel in &current.channels {
         let key = keys.channels[&channel.id].clone();
         file.notification_channels
-            .insert(key.clone(), forms::channel_entry(&key, channel)?);
+            .insert(key.clone(), forms::channel_entry(prefix, &key, channel)?);
     }
     for monitor in &current.monitors {
         let key = keys.monitors[&monitor.id].clone();
-        file.monitors
-            .insert(key.clone(), forms::monitor_entry(&key, monitor, &keys)?);
+        file.monitors.insert(
+            key.clone(),
+            forms::monitor_entry(prefix, &key, monitor, &keys)?,
+        );
     }
     for window in &current.windows {
         file.maintenance_windows.insert(

@@ -1,6 +1,7 @@
 //! Where notifications may go, enforced on the address actually connected to. By default
 //! anywhere but the networks a server's neighbours live on (loopback, link-local, private,
-//! unique-local, shared CGNAT space, NAT64, "this network", multicast), so that a channel
+//! unique-local, site-local, shared CGNAT space, NAT64, 6to4, IPv4-compatible IPv6, "this network",
+//! multicast), so that a channel
 //! cannot be turned against central's own network; `CENTRAL_NOTIFY_ALLOWED_NETWORKS` replaces
 //! that with an explicit allow list (which may name private networks). IPv4 written as IPv6
 //! (`::ffff:10.0.0.1`) is judged as the IPv4 address it is.
@@ -37,13 +38,17 @@ const NEIGHBOURHOOD: &[&str] = &[
     "198.18.0.0/15",
     "224.0.0.0/4",
     "240.0.0.0/4",
-    "::/128",
-    "::1/128",
+    // `::/96` holds `::` and `::1` and the deprecated IPv4-compatible form (`::10.0.0.1`).
+    "::/96",
     "::ffff:0:0/96",
     "64:ff9b::/96",
     "64:ff9b:1::/48",
+    // 6to4: the IPv4 address a relay would forward to sits in the next 32 bits.
+    "2002::/16",
     "fc00::/7",
     "fe80::/10",
+    // Site-local, deprecated but still routed inside some networks.
+    "fec0::/10",
     "ff00::/8",
 ];
 
@@ -200,6 +205,11 @@ mod tests {
             "::ffff:10.0.0.1",
             "64:ff9b::a00:1",
             "224.0.0.1",
+            "::10.0.0.1",
+            "::7f00:1",
+            "2002:7f00:1::1",
+            "2002:a00:1::",
+            "fec0::1",
         ] {
             assert!(!destinations.permits(ip(refused)), "{refused}");
         }

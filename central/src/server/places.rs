@@ -1,13 +1,15 @@
 //! Places counted in all and per client, so that one client cannot take everyone's: the
 //! connections central holds (`CENTRAL_MAX_CONNECTIONS`, `CENTRAL_MAX_CONNECTIONS_PER_CLIENT`)
-//! and the requests it serves without credentials. A client is what `client_addr::client_key`
-//! makes of an address; a place taken for no client (a trusted proxy's connection, which
-//! everyone behind it shares) counts only in the total.
+//! and the requests it serves. A client is what `client_addr::client_key` makes of an address
+//! (or, for operators, the principal whose credential a request carries: any key type); a
+//! place taken for no client (a trusted proxy's connection, which everyone behind it shares)
+//! counts only in the total.
 //!
 //! Owns only the counting; callers decide what to do when refused. Cost: O(1) per place taken
 //! or given back, memory proportional to the clients holding places right now.
 
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
@@ -29,26 +31,34 @@ impl Refused {
     }
 }
 
-#[derive(Default)]
-struct Counts {
+struct Counts<K> {
     total: usize,
-    per_client: HashMap<IpAddr, usize>,
+    per_client: HashMap<K, usize>,
+}
+
+impl<K> Default for Counts<K> {
+    fn default() -> Self {
+        Self {
+            total: 0,
+            per_client: HashMap::new(),
+        }
+    }
 }
 
 #[derive(Clone)]
-pub struct Places {
-    counts: Arc<Mutex<Counts>>,
+pub struct Places<K = IpAddr> {
+    counts: Arc<Mutex<Counts<K>>>,
     max_total: usize,
     max_per_client: usize,
 }
 
 /// One place taken; dropping it gives it back.
-pub struct Place {
-    counts: Arc<Mutex<Counts>>,
-    client: Option<IpAddr>,
+pub struct Place<K: Eq + Hash = IpAddr> {
+    counts: Arc<Mutex<Counts<K>>>,
+    client: Option<K>,
 }
 
-impl Places {
+impl<K: Eq + Hash + Clone> Places<K> {
     pub fn new(max_total: usize, max_per_client: usize) -> Self {
         Self {
             counts: Arc::default(),
@@ -59,12 +69,12 @@ impl Places {
 
     /// Takes a place for `client` (a `client_key`; `None` counts only in the total), or says
     /// which cap is reached.
-    pub fn take(&self, client: Option<IpAddr>) -> Result<Place, Refused> {
+    pub fn take(&self, client: Option<K>) -> Result<Place<K>, Refused> {
         let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
         if counts.total >= self.max_total {
             return Err(Refused::Total);
         }
-        if let Some(client) = client {
+        if let Some(client) = client.clone() {
             let held = counts.per_client.entry(client).or_default();
             if *held >= self.max_per_client {
                 return Err(Refused::PerClient);
@@ -84,16 +94,16 @@ impl Places {
     }
 }
 
-impl Drop for Place {
+impl<K: Eq + Hash> Drop for Place<K> {
     fn drop(&mut self) {
         let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
         counts.total -= 1;
-        if let Some(client) = self.client {
-            if let Some(held) = counts.per_client.get_mut(&client) {
+        if let Some(client) = &self.client {
+            if let Some(held) = counts.per_client.get_mut(client) {
                 *held -= 1;
                 if *held == 0 {
                     // Forgotten when idle, so memory follows the clients connected now.
-                    counts.per_client.remove(&client);
+                    counts.per_client.remove(client);
                 }
             }
         }

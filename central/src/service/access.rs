@@ -65,10 +65,13 @@ impl Principal {
 
 /// Paths of the settings API (below `/api/v1`, as routed) whose every operation needs one
 /// role, whatever the method: who may act and what they did are an admin's to see and
-/// change; API keys are anyone's to make and revoke for themselves (`service::api_keys` keeps
+/// change; so is enrolling pollers, since a poller receives its monitors' request headers
+/// and bodies in the clear (an editor who could enrol one could pin a monitor to it and
+/// read them); API keys are anyone's to make and revoke for themselves (`service::api_keys` keeps
 /// each key at or below its maker's role and to its maker's own keys).
-const WHOLE_PATHS: [(&str, Role); 3] = [
+const WHOLE_PATHS: [(&str, Role); 4] = [
     ("/users", Role::Admin),
+    ("/registration-tokens", Role::Admin),
     ("/audit", Role::Admin),
     ("/api-keys", Role::Viewer),
 ];
@@ -93,12 +96,13 @@ pub fn required_role(method: &Method, path: &str) -> Role {
     }
 }
 
-/// The role a page or form of the web page needs: the audit log and users need `admin`; your
+/// The role a page or form of the web page needs: the audit log, users and registration
+/// tokens need `admin` (as in `WHOLE_PATHS`); your
 /// own API keys and logging out need no more than a session; reading needs `viewer`, every
 /// other form that changes something `editor`.
 pub fn required_role_on_page(method: &Method, path: &str) -> Role {
     let under = |prefix: &str| is_under(path, prefix);
-    if under("/audit") || under("/users") {
+    if under("/audit") || under("/users") || under("/tokens") {
         Role::Admin
     } else if under("/api-keys")
         || path == "/logout"
@@ -127,15 +131,17 @@ mod tests {
             required_role(&Method::POST, "/notification-channels/{id}/test"),
             Role::Editor
         );
-        assert_eq!(
-            required_role(&Method::POST, "/registration-tokens"),
-            Role::Editor
-        );
     }
 
     #[test]
-    fn users_and_the_audit_log_are_an_admins_even_to_read() {
-        for path in ["/users", "/users/{id}", "/audit"] {
+    fn users_the_audit_log_and_enrolment_are_an_admins_even_to_read() {
+        for path in [
+            "/users",
+            "/users/{id}",
+            "/audit",
+            "/registration-tokens",
+            "/registration-tokens/{id}/rotate",
+        ] {
             assert_eq!(required_role(&Method::GET, path), Role::Admin, "{path}");
             assert_eq!(required_role(&Method::POST, path), Role::Admin, "{path}");
         }
@@ -158,6 +164,7 @@ mod tests {
             Role::Viewer
         );
         assert_eq!(required_role_on_page(&Method::GET, "/audit"), Role::Admin);
+        assert_eq!(required_role_on_page(&Method::POST, "/tokens"), Role::Admin);
         assert_eq!(
             required_role_on_page(&Method::POST, "/users/{id}/delete"),
             Role::Admin

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use shared_proto::notifications::{
     ChannelKind, ChannelPatch, ChannelSpec, ChannelTestResult, DeliveryStatus, Notification,
-    NotificationEvent, NotificationView, WebhookFormat, HIDDEN,
+    NotificationEvent, NotificationView, WebhookFormat,
 };
 use shared_proto::settings_api::Page;
 use shared_proto::ValidationError;
@@ -77,8 +77,8 @@ impl App {
         let current = self.channel_row(id).await?;
         let stored = channel_spec(&current)?;
         let mut spec = stored.clone();
-        spec.apply(patch);
-        keep_hidden(&mut spec, &stored);
+        spec.apply(patch.clone());
+        super::channel_secrets::keep(&mut spec, &stored, &patch)?;
         spec.validate()
             .map_err(|e| super::patch_does_not_fit(e.into()))?;
         check_template(&spec)?;
@@ -244,70 +244,21 @@ fn channel_spec(row: &ChannelRow) -> anyhow::Result<ChannelSpec> {
     })
 }
 
-/// `url` as a view shows it: its password, if any, as `HIDDEN`; and for the kinds whose
-/// address is itself the credential (a Slack, Discord or Teams webhook: whoever has it can
-/// post), everything after the host as `/HIDDEN`.
-pub(crate) fn hide_url(kind: ChannelKind, url: &str) -> String {
-    let Ok(mut parsed) = url::Url::parse(url) else {
-        return url.to_string();
-    };
-    if matches!(
-        kind,
-        ChannelKind::Slack | ChannelKind::Discord | ChannelKind::Teams
-    ) {
-        parsed.set_path(&format!("/{HIDDEN}"));
-        parsed.set_query(None);
-        parsed.set_fragment(None);
-    }
-    if parsed.password().is_some() {
-        let _ = parsed.set_password(Some(HIDDEN));
-    }
-    parsed.to_string()
-}
-
-/// An edit that sends back what a view showed keeps the secrets behind it: a URL equal to the
-/// stored one as a view shows it is the stored one, and a header whose value is `HIDDEN`
-/// keeps its stored value.
-fn keep_hidden(spec: &mut ChannelSpec, stored: &ChannelSpec) {
-    let kind = stored.kind;
-    let restore = |url: &mut String, stored: &[String]| {
-        if let Some(original) = stored.iter().find(|s| hide_url(kind, s) == *url) {
-            *url = original.clone();
-        }
-    };
-    if let Some(url) = spec.url.as_mut() {
-        restore(url, stored.url.as_slice());
-    }
-    for url in &mut spec.urls {
-        restore(url, &stored.urls);
-    }
-    for (name, value) in &mut spec.headers {
-        if value == HIDDEN {
-            if let Some(original) = stored.headers.get(name) {
-                value.clone_from(original);
-            }
-        }
-    }
-}
-
+/// A channel as views show it: its credentials as `HIDDEN` (`channel_secrets::hide`).
 fn channel_view(row: &ChannelRow) -> anyhow::Result<ChannelView> {
     let spec = channel_spec(row)?;
-    Ok(ChannelView {
+    let mut view = ChannelView {
         id: stored_id(&row.id)?,
         name: spec.name,
         kind: spec.kind,
-        url: spec.url.as_deref().map(|url| hide_url(spec.kind, url)),
+        url: spec.url,
         has_secret: spec.secret.is_some(),
-        headers: spec
-            .headers
-            .into_keys()
-            .map(|name| (name, HIDDEN.to_string()))
-            .collect(),
+        headers: spec.headers,
         default: spec.default,
         tags: spec.tags,
         from: spec.from,
         to: spec.to,
-        urls: spec.urls.iter().map(|u| hide_url(spec.kind, u)).collect(),
+        urls: spec.urls,
         format: spec.format,
         template: spec.template,
         chat_id: spec.chat_id,
@@ -315,7 +266,9 @@ fn channel_view(row: &ChannelRow) -> anyhow::Result<ChannelView> {
         topic: spec.topic,
         created_at: time_of(row.created_at),
         updated_at: time_of(row.updated_at),
-    })
+    };
+    super::channel_secrets::hide(&mut view);
+    Ok(view)
 }
 
 fn notification_view(row: &OutboxRow) -> anyhow::Result<NotificationView> {
@@ -339,60 +292,4 @@ fn notification_view(row: &OutboxRow) -> anyhow::Result<NotificationView> {
         next_attempt_at: row.next_attempt_at.map(time_of),
         delivered_at: row.delivered_at.map(time_of),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn spec(kind: ChannelKind, url: &str) -> ChannelSpec {
-        ChannelSpec {
-            name: "c".into(),
-            kind,
-            url: Some(url.into()),
-            secret: None,
-            headers: BTreeMap::new(),
-            default: false,
-            tags: Vec::new(),
-            from: None,
-            to: Vec::new(),
-            urls: Vec::new(),
-            format: None,
-            template: None,
-            chat_id: None,
-            user_key: None,
-            topic: None,
-        }
-    }
-
-    /// A Slack, Discord or Teams address is the credential: a view shows its host only, and
-    /// an edit that sends back what the view showed keeps the stored address.
-    #[test]
-    fn a_webhook_address_that_is_a_credential_is_shown_without_its_path() {
-        let stored = "https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXX";
-        let shown = hide_url(ChannelKind::Slack, stored);
-        assert_eq!(shown, "https://hooks.slack.com/REDACTED");
-        let discord = "https://discord.com/api/webhooks/1/token-part?wait=true";
-        assert_eq!(
-            hide_url(ChannelKind::Discord, discord),
-            "https://discord.com/REDACTED"
-        );
-        // A plain webhook's path is shown; a password never is.
-        assert_eq!(
-            hide_url(ChannelKind::Webhook, "https://u:pw@hooks.example/x?y=1"),
-            "https://u:REDACTED@hooks.example/x?y=1"
-        );
-        let mut edited = spec(ChannelKind::Slack, &shown);
-        keep_hidden(&mut edited, &spec(ChannelKind::Slack, stored));
-        assert_eq!(edited.url.as_deref(), Some(stored));
-        let mut changed = spec(
-            ChannelKind::Slack,
-            "https://hooks.slack.com/services/T1/B1/Y",
-        );
-        keep_hidden(&mut changed, &spec(ChannelKind::Slack, stored));
-        assert_eq!(
-            changed.url.as_deref(),
-            Some("https://hooks.slack.com/services/T1/B1/Y")
-        );
-    }
 }

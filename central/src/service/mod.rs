@@ -11,6 +11,7 @@ pub mod assignments;
 pub mod audit;
 pub mod auth;
 pub mod buckets;
+pub mod channel_secrets;
 pub mod channels;
 pub mod clock;
 pub mod commands;

@@ -1,8 +1,9 @@
 //! What a monitor's views keep from their readers: the values of an `http` monitor's request
-//! headers, where its credentials to the target live (an `Authorization`, an API key). Views
-//! show them as `REDACTED` (`HIDDEN`, as a channel's); an edit that sends a view back keeps
-//! what is stored. Owns only that mapping: storage and the poller's copy (which needs the real
-//! values) never pass through here.
+//! headers and its request body, where its credentials to the target live (an
+//! `Authorization`, an API key, a login form). Views show them as `REDACTED` (`HIDDEN`, as a
+//! channel's); an edit that sends a view back keeps what is stored, but only while the
+//! monitor still goes to the same server from the same pollers. Owns only that mapping:
+//! storage and the poller's copy (which needs the real values) never pass through here.
 
 use serde_json::{Map, Value};
 use shared_proto::notifications::HIDDEN;
@@ -10,82 +11,150 @@ use shared_proto::{MonitorSpec, ValidationError};
 
 /// The settings key whose object's values are secret.
 const HEADERS: &str = "headers";
+/// The settings key whose text is secret.
+const BODY: &str = "body";
 
-/// `spec` as a view shows it: every header value replaced by `HIDDEN`.
+/// `spec` as a view shows it: every header value and the body replaced by `HIDDEN`.
 pub fn hide(spec: &mut MonitorSpec) {
     if let Some(Value::Object(headers)) = spec.settings.get_mut(HEADERS) {
         for value in headers.values_mut() {
             *value = Value::from(HIDDEN);
         }
     }
+    if let Some(body @ Value::String(_)) = spec.settings.get_mut(BODY) {
+        *body = Value::from(HIDDEN);
+    }
 }
 
-/// An edit of `stored` that sends a header back as `HIDDEN` keeps that header's stored value
-/// (names compared as HTTP does, ignoring case). Refused (`422`, naming `settings.headers`):
-/// a `HIDDEN` value with no stored value behind it (it would be sent as the literal word), and
-/// keeping a stored value while the target's origin (scheme, host, port) changes, since that
-/// would hand the credential to another server; such an edit types the values again.
+/// An edit of `stored` that sends a header or the body back as `HIDDEN` keeps the stored value
+/// (header names compared as HTTP does, ignoring case). Refused (`422`, naming the field): a
+/// `HIDDEN` value with no stored value behind it (it would be sent as the literal word), and
+/// keeping a stored value while the target's origin (scheme, host, port) or the monitor's
+/// placement changes, since that would hand the credential to another server or to other
+/// pollers; such an edit types the values again.
 pub fn keep(spec: &mut MonitorSpec, stored: &MonitorSpec) -> Result<(), ValidationError> {
+    let mut kept = Vec::new();
     let before = match stored.settings.get(HEADERS) {
         Some(Value::Object(before)) => before.clone(),
         _ => Map::new(),
     };
-    let Some(Value::Object(headers)) = spec.settings.get_mut(HEADERS) else {
-        return Ok(());
-    };
-    let mut kept = false;
-    for (name, value) in headers.iter_mut() {
-        if value.as_str() != Some(HIDDEN) {
-            continue;
-        }
-        let original = before
-            .iter()
-            .find(|(stored_name, _)| stored_name.eq_ignore_ascii_case(name))
-            .map(|(_, original)| original.clone());
-        match original {
-            Some(original) => {
-                *value = original;
-                kept = true;
+    if let Some(Value::Object(headers)) = spec.settings.get_mut(HEADERS) {
+        for (name, value) in headers.iter_mut() {
+            if value.as_str() != Some(HIDDEN) {
+                continue;
             }
-            None => {
-                return Err(ValidationError::combination(
-                    "settings.headers",
-                    format!(
-                        "header `{name}` is `{HIDDEN}` but has no stored value to keep: type \
-                         its value"
-                    ),
-                ))
+            let original = before
+                .iter()
+                .find(|(stored_name, _)| stored_name.eq_ignore_ascii_case(name))
+                .map(|(_, original)| original.clone());
+            match original {
+                Some(original) => {
+                    *value = original;
+                    kept.push("settings.headers");
+                }
+                None => {
+                    return Err(ValidationError::combination(
+                        "settings.headers",
+                        format!(
+                            "header `{name}` is `{HIDDEN}` but has no stored value to keep:                              type its value"
+                        ),
+                    ))
+                }
             }
         }
     }
-    if kept && origin(&spec.target) != origin(&stored.target) {
+    if let Some(body) = spec.settings.get_mut(BODY) {
+        if body.as_str() == Some(HIDDEN) {
+            match stored.settings.get(BODY) {
+                Some(original @ Value::String(_)) => {
+                    *body = original.clone();
+                    kept.push("settings.body");
+                }
+                _ => {
+                    return Err(ValidationError::combination(
+                        "settings.body",
+                        format!("is `{HIDDEN}` but has no stored body to keep: type the body"),
+                    ))
+                }
+            }
+        }
+    }
+    kept.dedup();
+    if let Some(moved) = moved(spec, stored).filter(|_| !kept.is_empty()) {
         return Err(ValidationError::combination(
-            "settings.headers",
-            "the target's scheme, host or port changed, and stored header values are kept \
-             only for the server they were given for: type the header values again",
+            kept.join(", "),
+            format!(
+                "{moved}, and the stored values are kept only for where they were given: \
+                 type {} again",
+                kept.join(" and ")
+            ),
         ));
     }
     Ok(())
 }
 
-/// An edit that moves the target to another origin without restating `settings` would carry
-/// the stored header values along to the new server: refused (`422`, naming
-/// `settings.headers`), so that credentials follow only an edit that states them.
+/// An edit that moves the target to another origin, or the monitor to other pollers, without
+/// restating `settings` would carry the stored header values and body along: refused (`422`,
+/// naming them), so that credentials follow only an edit that states them.
 pub fn not_carried_elsewhere(
     spec: &MonitorSpec,
     stored: &MonitorSpec,
     settings_restated: bool,
 ) -> Result<(), ValidationError> {
-    let has_headers =
-        matches!(stored.settings.get(HEADERS), Some(Value::Object(h)) if !h.is_empty());
-    if has_headers && !settings_restated && origin(&spec.target) != origin(&stored.target) {
-        return Err(ValidationError::combination(
-            "settings.headers",
-            "the target moves to another server and the stored header values would go with \
-             it: send `settings` with the headers for the new server (or without them)",
-        ));
+    let mut carried = Vec::new();
+    if matches!(stored.settings.get(HEADERS), Some(Value::Object(h)) if !h.is_empty()) {
+        carried.push("settings.headers");
     }
-    Ok(())
+    if matches!(stored.settings.get(BODY), Some(Value::String(_))) {
+        carried.push("settings.body");
+    }
+    if settings_restated || carried.is_empty() {
+        return Ok(());
+    }
+    match moved(spec, stored) {
+        Some(moved) => Err(ValidationError::combination(
+            carried.join(", "),
+            format!(
+                "{moved}, and the stored header values and body would go with it: send \
+                 `settings` with them for the new place (or without them)"
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// How the edit moves the monitor, if it does: to another server (scheme, host, port of the
+/// target) or to other pollers (any placement field).
+fn moved(spec: &MonitorSpec, stored: &MonitorSpec) -> Option<&'static str> {
+    if origin(&spec.target) != origin(&stored.target) {
+        Some("the target moves to another server")
+    } else if placement(spec) != placement(stored) {
+        Some("the monitor moves to other pollers")
+    } else {
+        None
+    }
+}
+
+/// Which pollers may run a monitor: its placement fields, compared as a whole.
+#[allow(clippy::type_complexity)]
+fn placement(
+    spec: &MonitorSpec,
+) -> (
+    shared_proto::monitor::PollerMode,
+    Option<uuid::Uuid>,
+    Option<&str>,
+    Option<&str>,
+    Option<&str>,
+    Option<&[String]>,
+) {
+    (
+        spec.poller_mode,
+        spec.poller_id,
+        spec.poller_region.as_deref(),
+        spec.poller_datacenter.as_deref(),
+        spec.poller_capability.as_deref(),
+        spec.poller_regions.as_deref(),
+    )
 }
 
 /// Scheme, host and port of a URL target; the target itself for other kinds.
@@ -160,6 +229,38 @@ mod tests {
         let mut retyped = spec(json!({"headers": {"Authorization": "Bearer new"}}));
         retyped.target = "https://elsewhere.example/".into();
         keep(&mut retyped, &stored).unwrap();
+    }
+
+    #[test]
+    fn a_body_is_hidden_and_kept_like_a_header() {
+        let stored = spec(json!({"method": "POST", "body": "user=a&password=s3cret"}));
+        let mut shown = stored.clone();
+        hide(&mut shown);
+        assert_eq!(shown.settings["body"], HIDDEN);
+        let mut edit = shown.clone();
+        keep(&mut edit, &stored).unwrap();
+        assert_eq!(edit.settings["body"], "user=a&password=s3cret");
+        let mut none = spec(json!({"method": "POST", "body": HIDDEN}));
+        let refused = keep(&mut none, &spec(json!({}))).unwrap_err();
+        assert_eq!(refused.field, "settings.body");
+    }
+
+    #[test]
+    fn a_monitor_moved_to_other_pollers_does_not_take_its_secrets_along() {
+        let stored = spec(json!({"headers": {"Authorization": "Bearer s3cret"}, "body": "b"}));
+        let mut moved = stored.clone();
+        moved.poller_region = Some("elsewhere".into());
+        let refused = not_carried_elsewhere(&moved, &stored, false).unwrap_err();
+        assert_eq!(refused.field, "settings.headers, settings.body");
+        let mut sent_back = moved.clone();
+        hide(&mut sent_back);
+        let refused = keep(&mut sent_back, &stored).unwrap_err();
+        assert_eq!(refused.field, "settings.headers, settings.body");
+        let mut renamed = stored.clone();
+        renamed.name = "other".into();
+        hide(&mut renamed);
+        keep(&mut renamed, &stored).unwrap();
+        assert!(not_carried_elsewhere(&renamed, &stored, false).is_ok());
     }
 
     #[test]

@@ -70,12 +70,12 @@ pub fn page(session: &Session, section: Section, title: &str, body: Markup) -> M
                     nav aria-label="Sections" {
                         (link("/", "Monitors", Section::Monitors))
                         (link("/pollers", "Pollers", Section::Pollers))
-                        (link("/tokens", "Tokens", Section::Tokens))
                         (link("/maintenance", "Maintenance", Section::Maintenance))
                         (link("/dependencies", "Dependencies", Section::Dependencies))
                         (link("/notifications", "Notifications", Section::Notifications))
                         (link("/api-keys", "API keys", Section::ApiKeys))
                         @if session.session.principal.role == Role::Admin {
+                            (link("/tokens", "Tokens", Section::Tokens))
                             (link("/users", "Users", Section::Users))
                             (link("/audit", "Audit", Section::Audit))
                         }

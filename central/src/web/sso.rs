@@ -64,7 +64,16 @@ pub async fn callback(
     jar: CookieJar,
     Query(answer): Query<Callback>,
 ) -> Result<Response, WebError> {
-    let pending = jar.get(PENDING_COOKIE).map(|c| c.value().to_string());
+    let Some(pending) = jar.get(PENDING_COOKIE).map(|c| c.value().to_string()) else {
+        // No sign-in started in this browser: nobody failed to authenticate, so this is no
+        // failure to count (`400`, not `401`). Otherwise any site's `<img>` pointing here
+        // would spend the failed-authentication budget from its visitors' browsers.
+        return Ok(login_form(
+            &app,
+            StatusCode::BAD_REQUEST,
+            Some("no sign-in is pending in this browser: start again from the login page"),
+        ));
+    };
     // One use: whatever happens, the pending sign-in is gone.
     let jar = jar.remove(Cookie::build((PENDING_COOKIE, "")).path(CALLBACK_PATH));
     let finished = match (&answer.error, &answer.code, &answer.state) {
@@ -74,7 +83,7 @@ pub async fn callback(
                 crate::service::sso::SsoRefusal::Provider(error).to_string(),
             ))
         }
-        (None, Some(code), Some(state)) => app.sso_finish(pending.as_deref(), state, code).await,
+        (None, Some(code), Some(state)) => app.sso_finish(Some(&pending), state, code).await,
         _ => Err(ApiError::Unauthorized(
             crate::service::sso::SsoRefusal::WrongState.to_string(),
         )),
