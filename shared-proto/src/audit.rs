@@ -8,9 +8,10 @@ use uuid::Uuid;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AuditActor {
-    /// `user`, `api_key` or `admin_token`.
+    /// `user`, `api_key`, `admin_token`, or `anonymous` for a refused sign-in (whose `name`
+    /// is what was tried: an email, `admin token`, `single sign-on`).
     pub kind: String,
-    /// The user's or the key's id; `null` for the admin token.
+    /// The user's or the key's id; `null` for the admin token and `anonymous`.
     pub id: Option<String>,
     /// For an API key, the user it acted for (`null` for a key made with the admin token, and
     /// for the other kinds). Kept after the key or the user is removed.
@@ -28,7 +29,8 @@ pub struct AuditActor {
 pub struct AuditObject {
     /// The settings API's name for its collection: `monitors`, `notification-channels`,
     /// `maintenance-windows`, `pollers`, `registration-tokens`, `dependency-aliases`, `users`,
-    /// `api-keys`.
+    /// `api-keys`; or `sessions` for sign-ins and sign-outs on the page (`login`,
+    /// `login_failed`, `logout`, with `after.method`: `password`, `admin_token`, `sso`).
     pub kind: String,
     /// Its id, when the change named one (`null` for a creation: see `after`, or a change by
     /// tag).
@@ -59,7 +61,7 @@ pub struct AuditEntry {
 pub struct AuditFilter {
     /// Changes by this user or key id.
     pub actor_id: Option<String>,
-    /// Changes by this kind of actor (`user`, `api_key`, `admin_token`).
+    /// Changes by this kind of actor (`user`, `api_key`, `admin_token`, `anonymous`).
     pub actor_kind: Option<String>,
     /// Changes to this kind of object.
     pub object_kind: Option<String>,

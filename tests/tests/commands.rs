@@ -130,7 +130,7 @@ async fn a_test_runs_an_unsaved_monitor_once_and_stores_nothing() -> anyhow::Res
             Method::POST,
             "/api/v1/monitors/test?wait=20",
             Some(json!({"name": "draft", "kind": "http", "target": url,
-                "settings": {"expected_status": [204]}})),
+                "settings": {"expected_status": [204], "headers": {"X-Key": "test-run-key-77"}}})),
         )
         .await?;
     assert_eq!(code, 200, "{answer}");
@@ -145,6 +145,16 @@ async fn a_test_runs_an_unsaved_monitor_once_and_stores_nothing() -> anyhow::Res
 
     let (_, monitors) = central.admin(Method::GET, "/api/v1/monitors", None).await?;
     assert_eq!(monitors["items"], json!([]), "nothing saved: {monitors}");
+    // But it acted from a poller, so it is in the audit log: who tested what, secrets hidden.
+    let (_, audit) = central
+        .admin(Method::GET, "/api/v1/audit?object_kind=monitors", None)
+        .await?;
+    let entry = &audit["items"][0];
+    assert_eq!(entry["action"], "test", "{audit}");
+    assert_eq!(entry["actor"]["kind"], "admin_token", "{audit}");
+    assert_eq!(entry["after"]["target"], json!(url), "{audit}");
+    assert_eq!(entry["after"]["settings"]["headers"]["X-Key"], "REDACTED");
+    assert!(!audit.to_string().contains("test-run-key-77"), "{audit}");
     let hits = target.hits();
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(target.hits(), hits, "once, not on a schedule");

@@ -1045,3 +1045,108 @@ async fn an_editor_cannot_point_a_channel_or_a_monitor_elsewhere_with_its_secret
     central.stop().await;
     Ok(())
 }
+
+/// Sign-ins are in the audit log (who, how, from where; a refused one as `anonymous` with the
+/// email tried, never the password), and a login posted from another site is refused (login
+/// CSRF: it would sign the visitor in as the attacker).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sign_ins_are_audited_and_a_login_from_another_site_is_refused() -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    user(&central, "Ana", "viewer").await?;
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()?;
+    let login = |fields: Vec<(&'static str, String)>,
+                 headers: Vec<(&'static str, &'static str)>| {
+        let mut request = http.post(format!("{}/login", central.url)).form(&fields);
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        request.send()
+    };
+    let ana = || {
+        vec![
+            ("email", "ana@example.com".to_string()),
+            ("password", STRONG.to_string()),
+        ]
+    };
+    let wrong = vec![
+        ("email", "ana@example.com".to_string()),
+        ("password", "not-the-password-0x51".to_string()),
+    ];
+    assert_eq!(login(wrong, vec![]).await?.status(), 401);
+    for headers in [
+        vec![("Origin", "https://evil.example")],
+        vec![("Origin", "null")],
+        vec![("Sec-Fetch-Site", "cross-site")],
+    ] {
+        let refused = login(ana(), headers.clone()).await?;
+        assert_eq!(refused.status(), 403, "{headers:?}");
+        assert!(
+            refused.headers().get(reqwest::header::SET_COOKIE).is_none(),
+            "no session from another site: {headers:?}"
+        );
+    }
+    let own_origin: &'static str = Box::leak(central.url.clone().into_boxed_str());
+    let signed_in = login(ana(), vec![("Origin", own_origin)]).await?;
+    assert_eq!(signed_in.status(), 303, "from central's own page");
+    let admin = login(vec![("token", e2e::ADMIN_TOKEN.to_string())], vec![]).await?;
+    assert_eq!(admin.status(), 303);
+    let page = PageClient::new(&central)?;
+    assert_eq!(page.log_in("ana@example.com", STRONG).await?, 303);
+    let (status, _) = page.post("/logout").await?;
+    assert_eq!(status, 303);
+
+    let (_, audit) = central
+        .admin(Method::GET, "/api/v1/audit?object_kind=sessions", None)
+        .await?;
+    let events: Vec<(String, String, String)> = audit["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            (
+                e["action"].as_str().unwrap_or_default().to_string(),
+                e["actor"]["name"].as_str().unwrap_or_default().to_string(),
+                e["after"]["method"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("logout", "Ana", "logout"),
+        ("login", "Ana", "password"),
+        ("login", "admin token", "admin_token"),
+        ("login", "Ana", "password"),
+        ("login_failed", "ana@example.com", "password"),
+    ];
+    assert_eq!(
+        events,
+        expected
+            .iter()
+            .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+            .collect::<Vec<_>>(),
+        "newest first: {audit}"
+    );
+    assert!(
+        audit["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .all(|e| e["actor"]["address"].as_str() == Some("127.0.0.1")),
+        "{audit}"
+    );
+    assert!(!audit.to_string().contains("not-the-password"), "{audit}");
+    let (_, failed) = central
+        .admin(Method::GET, "/api/v1/audit?actor_kind=anonymous", None)
+        .await?;
+    assert_eq!(
+        failed["items"].as_array().map(Vec::len),
+        Some(1),
+        "{failed}"
+    );
+    central.stop().await;
+    Ok(())
+}

@@ -63,8 +63,15 @@ impl Recorder {
         }
         let mut subject = subject;
         match response.extensions().get::<FormOutcome>() {
-            Some(FormOutcome::Unchanged) => return response,
             Some(FormOutcome::Made(id)) => subject.id = Some(id.clone()),
+            Some(FormOutcome::Tested(spec)) => {
+                subject.action = "test".into();
+                let spec = spec.clone();
+                self.app
+                    .record_change(&principal, address, subject, before, Some(spec))
+                    .await;
+                return response;
+            }
             None => {}
         }
         let (response, after) = if after_from_answer {
@@ -166,8 +173,8 @@ pub struct AuditQuery {
     /// Changes by this user or API key id.
     #[param(max_length = 64)]
     actor_id: Option<String>,
-    /// `user`, `api_key` or `admin_token`.
-    #[param(pattern = "^(user|api_key|admin_token)$")]
+    /// `user`, `api_key`, `admin_token` or `anonymous` (refused sign-ins).
+    #[param(pattern = "^(user|api_key|admin_token|anonymous)$")]
     actor_kind: Option<String>,
     /// Changes to this kind of object (`monitors`, `users`, …).
     #[param(pattern = "^[a-z-]{1,32}$")]
@@ -215,7 +222,7 @@ pub async fn list_audit(
     let filter = AuditFilter {
         actor_id: bounded("actor_id", query.actor_id, id_like)?,
         actor_kind: bounded("actor_kind", query.actor_kind, |v| {
-            ["user", "api_key", "admin_token"].contains(&v)
+            ["user", "api_key", "admin_token", "anonymous"].contains(&v)
         })?,
         object_kind: bounded("object_kind", query.object_kind, |v| {
             (1..=32).contains(&v.len()) && v.chars().all(|c| c.is_ascii_lowercase() || c == '-')

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
 use shared_proto::poller_api::{CommandAck, CommandAckResponse};
@@ -136,9 +137,19 @@ pub async fn test_monitor(
     State(app): State<Arc<App>>,
     ApiQuery(query): ApiQuery<WaitQuery>,
     ApiJson(spec): ApiJson<MonitorSpec>,
-) -> ApiResult<(StatusCode, Json<CommandsAnswer>)> {
+) -> ApiResult<Response> {
     let wait = wait_of(query.wait)?;
-    app.test_monitor(spec, wait).await.map(answered)
+    let mut shown = spec.clone();
+    crate::service::monitor_secrets::hide(&mut shown);
+    let answer = app.test_monitor(spec, wait).await.map(answered)?;
+    // For the audit layer: what was tested, as views show it.
+    let mut response = answer.into_response();
+    response
+        .extensions_mut()
+        .insert(crate::service::audit::FormOutcome::Tested(
+            serde_json::to_value(shown).map_err(anyhow::Error::from)?,
+        ));
+    Ok(response)
 }
 
 #[utoipa::path(

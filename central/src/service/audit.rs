@@ -60,9 +60,16 @@ impl Subject {
     /// The subject of a change made on the settings API (`path` below `/api/v1`, as matched),
     /// or `None` for a route that changes nothing (a read).
     pub fn of_api(method: &str, matched: &str, actual: &str) -> Option<Subject> {
-        // A test run of an unsaved monitor changes nothing and concerns no object.
-        if method == "GET" || method == "HEAD" || matched == "/monitors/test" {
+        if method == "GET" || method == "HEAD" {
             return None;
+        }
+        // A test run of an unsaved monitor concerns no stored object, but is recorded.
+        if matched == "/monitors/test" {
+            return Some(Subject {
+                kind: "monitors",
+                id: None,
+                action: "test".into(),
+            });
         }
         let rest = matched.trim_start_matches('/');
         let kind_name = rest.split('/').next()?;
@@ -132,15 +139,18 @@ impl Subject {
     }
 }
 
-/// A page form's word to the audit layer, carried as an extension of its answer: the layer
-/// sees only statuses, and some forms answer `200` without changing anything (the monitor
-/// form's "Test") or make an object whose id is in no route (a creation).
+/// A form's (or handler's) word to the audit layer, carried as an extension of its answer: the
+/// layer sees only statuses, and some answer `200` for a run that changed nothing stored (the
+/// monitor form's "Test", `POST /api/v1/monitors/test`) or make an object whose id is in no
+/// route (a creation).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FormOutcome {
-    /// Nothing changed: no entry.
-    Unchanged,
     /// The form made the object with this id.
     Made(String),
+    /// A test run of a monitor spec (as views show it, secrets hidden), which changes nothing
+    /// stored but acts on the world from a poller: recorded as `test`, with the spec tested as
+    /// the entry's "after" (the answer holds only the result).
+    Tested(Value),
 }
 
 /// Fields that carry a credential in an answer shown once (a new API key's or registration
@@ -181,6 +191,16 @@ pub fn redacted(mut value: Value) -> Value {
     }
     walk(&mut value);
     value
+}
+
+/// A sign-in event for `record_session_event`.
+pub enum SessionEvent<'a> {
+    LogIn(&'a Principal),
+    LogOut(&'a Principal),
+    /// A refused sign-in: what was tried (an email, `admin token`, `single sign-on`).
+    Failed {
+        tried: &'a str,
+    },
 }
 
 /// How an entry names who acted: kind, id, the user a key acted for, name.
@@ -245,6 +265,48 @@ impl App {
         };
         if let Err(e) = self.store.insert_audit(&row).await {
             tracing::error!(action = %row.action, object = %row.object_kind, "the audit log could not be written: {e:#}");
+        }
+    }
+
+    /// Records a sign-in, a failed one or a sign-out on the page, as the object `sessions`:
+    /// `login` and `logout` name who (the user, or the admin token), `login_failed` names
+    /// no one (`anonymous`) but what was tried (the email, at most 254 characters, never a
+    /// password or token); `after` says how (`password`, `admin_token`, `sso`).
+    pub async fn record_session_event(
+        &self,
+        event: SessionEvent<'_>,
+        method: &str,
+        address: Option<String>,
+    ) {
+        let (action, (actor_kind, actor_id, actor_user_id, actor_name)) = match event {
+            SessionEvent::LogIn(principal) => ("login", actor_of(principal)),
+            SessionEvent::LogOut(principal) => ("logout", actor_of(principal)),
+            SessionEvent::Failed { tried } => (
+                "login_failed",
+                (
+                    "anonymous",
+                    None,
+                    None,
+                    tried.chars().take(254).collect::<String>(),
+                ),
+            ),
+        };
+        let row = AuditRow {
+            id: Uuid::now_v7().to_string(),
+            at: self.now_ms(),
+            actor_kind: actor_kind.into(),
+            actor_id,
+            actor_user_id,
+            actor_name,
+            address,
+            action: action.into(),
+            object_kind: "sessions".into(),
+            object_id: None,
+            before: None,
+            after: Some(serde_json::json!({ "method": method }).to_string()),
+        };
+        if let Err(e) = self.store.insert_audit(&row).await {
+            tracing::error!(action, "the audit log could not be written: {e:#}");
         }
     }
 
@@ -327,8 +389,8 @@ mod tests {
         );
         assert_eq!(
             at("POST", "/monitors/test"),
-            None,
-            "a test run changes nothing"
+            subject("monitors", None, "test"),
+            "a test run changes nothing stored, but acts from a poller"
         );
         assert_eq!(
             Subject::of_api(

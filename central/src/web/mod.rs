@@ -196,11 +196,16 @@ pub(crate) fn made(answer: impl IntoResponse, id: impl std::fmt::Display) -> Res
     response
 }
 
-/// A form's answer that changed nothing although it succeeded (a test run): no audit entry.
-pub(crate) fn unchanged(answer: impl IntoResponse) -> Response {
+/// A form's answer to a test run of `spec`: recorded as `test`, with the spec as views show
+/// it (secrets hidden), although nothing stored changed.
+pub(crate) fn tested(answer: impl IntoResponse, spec: &shared_proto::MonitorSpec) -> Response {
     let mut response = answer.into_response();
+    let mut shown = spec.clone();
+    crate::service::monitor_secrets::hide(&mut shown);
     response
         .extensions_mut()
-        .insert(crate::service::audit::FormOutcome::Unchanged);
+        .insert(crate::service::audit::FormOutcome::Tested(
+            serde_json::to_value(shown).unwrap_or_default(),
+        ));
     response
 }

@@ -256,6 +256,7 @@ async fn tested(
     spec: shared_proto::MonitorSpec,
 ) -> WebResult<Response> {
     let wait = crate::service::commands::DEFAULT_WAIT;
+    let tried_spec = spec.clone();
     let tried = match mode {
         Mode::Edit(id) => app.test_monitor_edit(id, spec, wait).await,
         Mode::New => app.test_monitor(spec, wait).await,
@@ -275,12 +276,10 @@ async fn tested(
     };
     let choices = choices(app, &mode).await?;
     let body = render(session, &mode, form, None, &choices, Some(&answer));
-    Ok(super::unchanged(layout::page(
-        session,
-        Section::Monitors,
-        "Monitor",
-        body,
-    )))
+    Ok(super::tested(
+        layout::page(session, Section::Monitors, "Monitor", body),
+        &tried_spec,
+    ))
 }
 
 pub async fn create(

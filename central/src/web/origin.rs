@@ -21,6 +21,48 @@ pub struct Origin {
     pub https: bool,
     /// Central's address as agents should use it (`https://central.example.com`).
     pub url: String,
+    /// The browser's address (through trusted proxies), for the audit log.
+    pub client: Option<String>,
+}
+
+impl Origin {
+    /// Whether a form was posted from a page of another site, as the browser says
+    /// (`Sec-Fetch-Site: cross-site`, or an `Origin` that is not central's): a login posted
+    /// from elsewhere would sign the visitor in as the attacker (login CSRF). A client that
+    /// sends neither header (a script, `curl`) is no browser being tricked, and is let be.
+    pub fn posted_from_elsewhere(&self, headers: &HeaderMap) -> bool {
+        if headers
+            .get("sec-fetch-site")
+            .is_some_and(|site| site.as_bytes().eq_ignore_ascii_case(b"cross-site"))
+        {
+            return true;
+        }
+        let Some(origin) = headers.get(header::ORIGIN) else {
+            return false;
+        };
+        // `Origin: null` (a sandboxed frame, a redirect from elsewhere) or unreadable: not ours.
+        let Some(theirs) = origin.to_str().ok().and_then(|o| url::Url::parse(o).ok()) else {
+            return true;
+        };
+        let authority = |url: &url::Url| {
+            url.host_str()
+                .map(|host| (host.to_ascii_lowercase(), url.port_or_known_default()))
+        };
+        // Central's own address, or the host the browser sent this very request to (the
+        // page may be reached by another name than `CENTRAL_PUBLIC_URL`'s).
+        let ours = [
+            url::Url::parse(&self.url).ok(),
+            headers
+                .get(header::HOST)
+                .and_then(|h| h.to_str().ok())
+                .and_then(|host| url::Url::parse(&format!("{}://{host}", theirs.scheme())).ok()),
+        ];
+        let theirs = authority(&theirs);
+        !ours
+            .iter()
+            .flatten()
+            .any(|ours| theirs.is_some() && authority(ours) == theirs)
+    }
 }
 
 /// The first value of a header a trusted proxy set, if it is a plain token (no spaces,
@@ -52,7 +94,13 @@ fn read(options: &WebOptions, peer: Option<PeerAddr>, headers: &HeaderMap) -> Or
             format!("{}://{host}", if https { "https" } else { "http" })
         }
     };
-    Origin { https, url }
+    let client = peer.map(|peer| {
+        options
+            .proxies
+            .client_ip(peer.addr.ip(), headers)
+            .to_string()
+    });
+    Origin { https, url, client }
 }
 
 impl FromRequestParts<Arc<App>> for Origin {
@@ -118,6 +166,29 @@ mod tests {
             forged.url, "http://central:8080",
             "a host that is not a host is not used"
         );
+    }
+
+    #[test]
+    fn a_post_from_another_site_is_told_from_ours_and_from_a_script() {
+        let options = WebOptions {
+            public_url: Some("https://central.example.com".into()),
+            ..WebOptions::default()
+        };
+        let origin = read(&options, peer("203.0.113.9"), &headers(&[]));
+        let from = |pairs: &[(&'static str, &str)]| origin.posted_from_elsewhere(&headers(pairs));
+        assert!(!from(&[]), "a script sends neither header");
+        assert!(!from(&[("origin", "https://central.example.com")]));
+        assert!(!from(&[
+            ("origin", "http://127.0.0.1:8080"),
+            ("host", "127.0.0.1:8080")
+        ]));
+        assert!(from(&[
+            ("origin", "https://evil.example"),
+            ("host", "central.example.com")
+        ]));
+        assert!(from(&[("origin", "null")]));
+        assert!(from(&[("sec-fetch-site", "cross-site")]));
+        assert!(!from(&[("sec-fetch-site", "same-origin")]));
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use axum::extract::{FromRequestParts, MatchedPath, State};
 use axum::http::request::Parts;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use axum_extra::extract::cookie::{Cookie, CookieJar, SameSite};
@@ -16,6 +16,7 @@ use super::layout;
 use super::WebError;
 use crate::error::ApiError;
 use crate::service::access::required_role_on_page;
+use crate::service::audit::SessionEvent;
 use crate::service::sessions::{WebSession, SESSION_TTL};
 use crate::service::App;
 
@@ -131,21 +132,47 @@ pub struct LoginForm {
 pub async fn log_in(
     State(app): State<Arc<App>>,
     origin: super::origin::Origin,
+    headers: HeaderMap,
     jar: CookieJar,
     Form(form): Form<LoginForm>,
 ) -> Result<Response, WebError> {
-    let opened = if form.token.trim().is_empty() {
-        app.log_in_user(&form.email, &form.password).await
+    if origin.posted_from_elsewhere(&headers) {
+        return Ok(login_form(
+            &app,
+            StatusCode::FORBIDDEN,
+            Some("this login was posted from another site: log in on central's own page"),
+        ));
+    }
+    let by_token = !form.token.trim().is_empty();
+    let (method, tried) = if by_token {
+        ("admin_token", "admin token")
     } else {
+        ("password", form.email.as_str())
+    };
+    let opened = if by_token {
         app.log_in(&form.token).await
+    } else {
+        app.log_in_user(&form.email, &form.password).await
     };
     match opened {
-        Ok(secret) => Ok((
-            jar.add(session_cookie(secret, origin.https)),
-            Redirect::to("/"),
-        )
-            .into_response()),
+        Ok(secret) => {
+            if let Ok(Some(session)) = app.web_session(&secret).await {
+                app.record_session_event(
+                    SessionEvent::LogIn(&session.principal),
+                    method,
+                    origin.client.clone(),
+                )
+                .await;
+            }
+            Ok((
+                jar.add(session_cookie(secret, origin.https)),
+                Redirect::to("/"),
+            )
+                .into_response())
+        }
         Err(ApiError::Unauthorized(message)) => {
+            app.record_session_event(SessionEvent::Failed { tried }, method, origin.client)
+                .await;
             Ok(login_form(&app, StatusCode::UNAUTHORIZED, Some(&message)))
         }
         Err(other) => Err(other.into()),
@@ -171,12 +198,19 @@ pub struct CsrfForm {
 
 pub async fn log_out(
     State(app): State<Arc<App>>,
+    origin: super::origin::Origin,
     session: Session,
     jar: CookieJar,
     Form(form): Form<CsrfForm>,
 ) -> Result<Response, WebError> {
     session.check(&form.csrf)?;
     app.log_out(&session.secret).await?;
+    app.record_session_event(
+        SessionEvent::LogOut(&session.session.principal),
+        "logout",
+        origin.client,
+    )
+    .await;
     let gone = Cookie::build((COOKIE, "")).path("/");
     Ok((jar.remove(gone), Redirect::to("/login")).into_response())
 }

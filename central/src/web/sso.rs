@@ -15,6 +15,7 @@ use super::layout;
 use super::session::{login_form, session_cookie};
 use super::WebError;
 use crate::error::ApiError;
+use crate::service::audit::SessionEvent;
 use crate::service::sso::{CALLBACK_PATH, PENDING_FOR};
 use crate::service::App;
 
@@ -90,6 +91,14 @@ pub async fn callback(
     };
     match finished {
         Ok(secret) => {
+            if let Ok(Some(session)) = app.web_session(&secret).await {
+                app.record_session_event(
+                    SessionEvent::LogIn(&session.principal),
+                    "sso",
+                    origin.client.clone(),
+                )
+                .await;
+            }
             // Moved on to `/` by the page itself: a navigation that starts on central's own
             // page carries the `SameSite=Strict` session cookie; a redirect answering the
             // provider's would not, and the first page would ask for a login again.
@@ -102,11 +111,21 @@ pub async fn callback(
             let jar = jar.add(session_cookie(secret, origin.https));
             Ok((jar, layout::bare("Signed in", body)).into_response())
         }
-        Err(ApiError::Unauthorized(message)) => Ok((
-            jar,
-            login_form(&app, StatusCode::UNAUTHORIZED, Some(&message)),
-        )
-            .into_response()),
+        Err(ApiError::Unauthorized(message)) => {
+            app.record_session_event(
+                SessionEvent::Failed {
+                    tried: "single sign-on",
+                },
+                "sso",
+                origin.client,
+            )
+            .await;
+            Ok((
+                jar,
+                login_form(&app, StatusCode::UNAUTHORIZED, Some(&message)),
+            )
+                .into_response())
+        }
         Err(other) => Err(other.into()),
     }
 }
