@@ -1090,6 +1090,13 @@ async fn sign_ins_are_audited_and_a_login_from_another_site_is_refused() -> anyh
     let own_origin: &'static str = Box::leak(central.url.clone().into_boxed_str());
     let signed_in = login(ana(), vec![("Origin", own_origin)]).await?;
     assert_eq!(signed_in.status(), 303, "from central's own page");
+    // What a browser sends from central's page under its `no-referrer` policy.
+    let browser = login(
+        ana(),
+        vec![("Origin", "null"), ("Sec-Fetch-Site", "same-origin")],
+    )
+    .await?;
+    assert_eq!(browser.status(), 303);
     let admin = login(vec![("token", e2e::ADMIN_TOKEN.to_string())], vec![]).await?;
     assert_eq!(admin.status(), 303);
     let page = PageClient::new(&central)?;
@@ -1119,6 +1126,7 @@ async fn sign_ins_are_audited_and_a_login_from_another_site_is_refused() -> anyh
         ("logout", "Ana", "logout"),
         ("login", "Ana", "password"),
         ("login", "admin token", "admin_token"),
+        ("login", "Ana", "password"),
         ("login", "Ana", "password"),
         ("login_failed", "ana@example.com", "password"),
     ];

@@ -26,16 +26,18 @@ pub struct Origin {
 }
 
 impl Origin {
-    /// Whether a form was posted from a page of another site, as the browser says
-    /// (`Sec-Fetch-Site: cross-site`, or an `Origin` that is not central's): a login posted
-    /// from elsewhere would sign the visitor in as the attacker (login CSRF). A client that
+    /// Whether a form was posted from a page of another site, as the browser says: a login
+    /// posted from elsewhere would sign the visitor in as the attacker (login CSRF). Browsers
+    /// say it in `Sec-Fetch-Site` (only `same-origin`, or `none` for a typed address, is
+    /// ours); one that does not send it is judged by `Origin` (central's own address or the
+    /// host the request went to; `null`, which the page's `no-referrer` policy makes a
+    /// same-origin post send too, is not enough without `Sec-Fetch-Site`). A client that
     /// sends neither header (a script, `curl`) is no browser being tricked, and is let be.
     pub fn posted_from_elsewhere(&self, headers: &HeaderMap) -> bool {
-        if headers
-            .get("sec-fetch-site")
-            .is_some_and(|site| site.as_bytes().eq_ignore_ascii_case(b"cross-site"))
-        {
-            return true;
+        if let Some(site) = headers.get("sec-fetch-site") {
+            let site = site.as_bytes();
+            return !(site.eq_ignore_ascii_case(b"same-origin")
+                || site.eq_ignore_ascii_case(b"none"));
         }
         let Some(origin) = headers.get(header::ORIGIN) else {
             return false;
@@ -188,7 +190,12 @@ mod tests {
         ]));
         assert!(from(&[("origin", "null")]));
         assert!(from(&[("sec-fetch-site", "cross-site")]));
+        assert!(from(&[("sec-fetch-site", "same-site")]), "a sibling host");
         assert!(!from(&[("sec-fetch-site", "same-origin")]));
+        assert!(
+            !from(&[("sec-fetch-site", "same-origin"), ("origin", "null")]),
+            "what the page's `no-referrer` makes a browser send"
+        );
     }
 
     #[test]
