@@ -81,6 +81,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         listen: "127.0.0.1:0".into(),
         max_concurrency: 64,
         max_concurrent_per_host: 5,
+        allowed_networks: Vec::new(),
         icmp_socket: Default::default(),
         tls: Default::default(),
     };

@@ -162,7 +162,7 @@ async fn run(options: &Options, target: &str) {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let runner = Runner {
         clock: Arc::new(SystemClock),
-        checker: Checker::new("bench").expect("checker"),
+        checker: Checker::new("bench", Default::default()).expect("checker"),
         metrics: metrics.clone(),
         config: EngineConfig {
             per_host_limit: options.per_host,

@@ -116,7 +116,11 @@ pub async fn run(
     let (acks_tx, acks_rx) = mpsc::channel(1_000);
     let runner = Runner {
         clock: Arc::new(SystemClock),
-        checker: Checker::new(&config.display_name())?.with_icmp(icmp),
+        checker: Checker::new(
+            &config.display_name(),
+            crate::checks::networks::Networks::new(config.allowed_networks.clone()),
+        )?
+        .with_icmp(icmp),
         metrics: metrics.clone(),
         config: EngineConfig {
             per_host_limit: config.max_concurrent_per_host as usize,

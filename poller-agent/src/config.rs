@@ -131,6 +131,12 @@ pub struct AgentConfig {
     /// Most checks running at once against one host name.
     #[arg(long, env = "POLLER_MAX_CONCURRENT_PER_HOST", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub max_concurrent_per_host: u32,
+
+    /// Comma list of CIDRs `http`, `tcp` and `tls` checks may connect to, replacing the
+    /// default, which is anywhere except the clouds' instance metadata services
+    /// (`169.254.169.254`, `fd00:ec2::254`, …: they hand out the machine's credentials).
+    #[arg(long, env = "POLLER_ALLOWED_NETWORKS", value_delimiter = ',')]
+    pub allowed_networks: Vec<ipnet::IpNet>,
 }
 
 impl AgentConfig {

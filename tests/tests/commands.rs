@@ -159,6 +159,22 @@ async fn a_test_runs_an_unsaved_monitor_once_and_stores_nothing() -> anyhow::Res
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(target.hits(), hits, "once, not on a schedule");
 
+    // A test run reads nothing from a cloud metadata service: the agent refuses to connect,
+    // so no packet leaves (a document found at `json_path` is shown by its size only:
+    // `checks::http::body`'s unit test).
+    let (code, answer) = central
+        .admin(
+            Method::POST,
+            "/api/v1/monitors/test?wait=20",
+            Some(json!({"name": "draft", "kind": "http",
+                "target": "http://169.254.169.254/latest/meta-data/iam/security-credentials/"})),
+        )
+        .await?;
+    assert_eq!(code, 200, "{answer}");
+    let msg = answer["commands"][0]["result"]["msg"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(msg.contains("cloud metadata"), "{answer}");
     // A spec that could never be saved is refused as a create would refuse it.
     let (code, refused) = central
         .admin(

@@ -4,6 +4,7 @@
 mod dns;
 mod http;
 pub mod icmp;
+pub mod networks;
 pub mod target_headers;
 mod tcp;
 mod tls;
@@ -93,6 +94,7 @@ pub struct Checker {
     http: http::HttpClients,
     dns: dns::DnsChecker,
     tls: tls::TlsChecker,
+    networks: std::sync::Arc<networks::Networks>,
     /// `None` when no ICMP socket could be opened (the agent then does not advertise `icmp`).
     icmp: Option<std::sync::Arc<icmp::IcmpPinger>>,
 }
@@ -100,11 +102,14 @@ pub struct Checker {
 impl Checker {
     /// `poller_name` goes into every HTTP request's `User-Agent`, so that a target can tell
     /// the probe and its location apart.
-    pub fn new(poller_name: &str) -> anyhow::Result<Self> {
+    /// Checks connect only where `networks` permits (`POLLER_ALLOWED_NETWORKS`).
+    pub fn new(poller_name: &str, networks: networks::Networks) -> anyhow::Result<Self> {
+        let networks = std::sync::Arc::new(networks);
         Ok(Self {
-            http: http::HttpClients::new(&user_agent(poller_name))?,
+            http: http::HttpClients::new(&user_agent(poller_name), networks.clone())?,
             dns: dns::DnsChecker::new(),
-            tls: tls::TlsChecker::new()?,
+            tls: tls::TlsChecker::new(networks.clone())?,
+            networks,
             icmp: None,
         })
     }
@@ -135,7 +140,7 @@ impl Checker {
                     .check(&monitor.target, &s, timeout, validators)
                     .await
             }
-            CheckSettings::Tcp(_) => tcp::check(&monitor.target, timeout).await,
+            CheckSettings::Tcp(_) => tcp::check(&monitor.target, timeout, &self.networks).await,
             CheckSettings::Dns(s) => self.dns.check(&monitor.target, &s, timeout).await,
             CheckSettings::Tls(s) => self.tls.check(&monitor.target, &s, timeout).await,
             CheckSettings::Icmp(s) => match &self.icmp {

@@ -5,11 +5,29 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use tokio::net::TcpStream;
 
+use super::networks::Networks;
 use super::{timeout_message, CheckOutcome};
 
-pub async fn check(target: &str, timeout: Duration) -> CheckOutcome {
+/// Connects to `target` (`host:port`) where `networks` permits.
+pub async fn check(target: &str, timeout: Duration, networks: &Networks) -> CheckOutcome {
     let started = Instant::now();
-    match tokio::time::timeout(timeout, TcpStream::connect(target)).await {
+    let connect = async {
+        let Some((host, Some(port))) = shared_proto::monitor::split_host_port(target) else {
+            // Central validates `host:port`; anything else is left to the OS to refuse.
+            return TcpStream::connect(target).await.map_err(Err);
+        };
+        match networks.addresses(host, port).await {
+            Ok(Ok(addresses)) => TcpStream::connect(addresses.as_slice()).await.map_err(Err),
+            Ok(Err(refusal)) => Err(Ok(refusal)),
+            Err(e) => Err(Err(e)),
+        }
+    };
+    match tokio::time::timeout(timeout, connect).await {
+        Ok(Err(Ok(refusal))) => CheckOutcome::permanent(None, refusal, json!({})),
+        Ok(Err(Err(e))) if is_unresolvable(&e) => {
+            CheckOutcome::permanent(None, "dns: name does not resolve", json!({}))
+        }
+        Ok(Err(Err(e))) => CheckOutcome::down(Some(started.elapsed()), io_message(&e), json!({})),
         Ok(Ok(stream)) => {
             let peer = stream
                 .peer_addr()
@@ -17,10 +35,6 @@ pub async fn check(target: &str, timeout: Duration) -> CheckOutcome {
                 .unwrap_or_default();
             CheckOutcome::up(started.elapsed(), json!({"peer": peer}))
         }
-        Ok(Err(e)) if is_unresolvable(&e) => {
-            CheckOutcome::permanent(None, "dns: name does not resolve", json!({}))
-        }
-        Ok(Err(e)) => CheckOutcome::down(Some(started.elapsed()), io_message(&e), json!({})),
         Err(_) => CheckOutcome::down(None, timeout_message(timeout), json!({})),
     }
 }
@@ -48,10 +62,10 @@ mod tests {
     async fn open_port_is_up_and_closed_port_is_refused() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap().to_string();
-        let up = check(&addr, Duration::from_secs(2)).await;
+        let up = check(&addr, Duration::from_secs(2), &Networks::default()).await;
         assert_eq!(up.status, shared_proto::poller_api::ResultStatus::Up);
         drop(listener);
-        let down = check(&addr, Duration::from_secs(2)).await;
+        let down = check(&addr, Duration::from_secs(2), &Networks::default()).await;
         assert_eq!(down.msg, "connection refused");
     }
 }

@@ -10,6 +10,8 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use serde_json::json;
 use shared_proto::monitor::split_host_port;
+
+use super::networks::Networks;
 use shared_proto::settings::TlsSettings;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
@@ -22,10 +24,11 @@ use super::{timeout_message, CheckOutcome};
 pub struct TlsChecker {
     verifying: Arc<ClientConfig>,
     reading: Arc<ClientConfig>,
+    networks: Arc<Networks>,
 }
 
 impl TlsChecker {
-    pub fn new() -> anyhow::Result<Self> {
+    pub fn new(networks: Arc<Networks>) -> anyhow::Result<Self> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let roots = RootCertStore {
             roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
@@ -42,6 +45,7 @@ impl TlsChecker {
         Ok(Self {
             verifying: Arc::new(verifying),
             reading: Arc::new(reading),
+            networks,
         })
     }
 
@@ -82,7 +86,18 @@ impl TlsChecker {
                 json!({}),
             );
         };
-        let tcp = match TcpStream::connect((host, port.unwrap_or(443))).await {
+        let addresses = match self.networks.addresses(host, port.unwrap_or(443)).await {
+            Ok(Ok(addresses)) => addresses,
+            Ok(Err(refusal)) => return CheckOutcome::permanent(None, refusal, json!({})),
+            Err(e) => {
+                return CheckOutcome::down(
+                    Some(started.elapsed()),
+                    format!("connect failed: {e}"),
+                    json!({}),
+                )
+            }
+        };
+        let tcp = match TcpStream::connect(addresses.as_slice()).await {
             Ok(tcp) => tcp,
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
                 return CheckOutcome::down(Some(started.elapsed()), "connection refused", json!({}))
@@ -277,7 +292,7 @@ mod tests {
     #[tokio::test]
     async fn expiry_and_chain_validity() {
         let target = tls_server(3).await;
-        let checker = TlsChecker::new().unwrap();
+        let checker = TlsChecker::new(Arc::default()).unwrap();
         let timeout = Duration::from_secs(3);
 
         let untrusted = checker.check(&target, &settings(true, 7), timeout).await;
@@ -300,7 +315,7 @@ mod tests {
     #[tokio::test]
     async fn an_expired_certificate_is_permanent() {
         let target = tls_server(-3).await;
-        let outcome = TlsChecker::new()
+        let outcome = TlsChecker::new(Arc::default())
             .unwrap()
             .check(&target, &settings(false, 7), Duration::from_secs(3))
             .await;

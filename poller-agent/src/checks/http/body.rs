@@ -129,7 +129,7 @@ pub fn assert_body(
             (None, Some(value)) => !value.is_null(),
         };
         if !ok {
-            let got = found.map_or("missing".to_string(), Value::to_string);
+            let got = found.map_or("missing".to_string(), shown_value);
             let want = settings
                 .json_expected
                 .as_ref()
@@ -155,4 +155,50 @@ pub fn assert_body(
         };
     }
     CheckOutcome::up(latency, meta)
+}
+
+/// The most of a string value a message shows.
+const SHOWN_CHARS: usize = 64;
+
+/// A value found at `json_path`, as a result's message shows it: a scalar as JSON (a string
+/// cut at `SHOWN_CHARS`), an object or an array by its size only. A message is stored and
+/// shown to every viewer, and a test run answers with it: a path such as `""` must not make
+/// it a copy of the target's document.
+fn shown_value(value: &Value) -> String {
+    match value {
+        Value::Object(fields) => format!("an object of {} fields", fields.len()),
+        Value::Array(items) => format!("an array of {} items", items.len()),
+        Value::String(text) if text.chars().count() > SHOWN_CHARS => {
+            let cut: String = text.chars().take(SHOWN_CHARS).collect();
+            format!(
+                "{}… ({} characters)",
+                Value::String(cut),
+                text.chars().count()
+            )
+        }
+        scalar => scalar.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod shown_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_found_value_is_shown_by_its_size_when_it_is_a_document() {
+        assert_eq!(shown_value(&json!("ok")), "\"ok\"");
+        assert_eq!(shown_value(&json!(3)), "3");
+        assert_eq!(
+            shown_value(&json!({"AccessKeyId": "x", "SecretAccessKey": "y"})),
+            "an object of 2 fields"
+        );
+        assert_eq!(shown_value(&json!([1, 2])), "an array of 2 items");
+        let long = "k".repeat(100);
+        let shown = shown_value(&json!(long));
+        assert!(
+            shown.ends_with("… (100 characters)") && shown.len() < 90,
+            "{shown}"
+        );
+    }
 }

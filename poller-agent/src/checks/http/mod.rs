@@ -28,6 +28,7 @@ use self::body::{assert_body, asserts_on_body, read_body, BodyError};
 use self::health::{has_list, health_json};
 use self::phases::{Phases, TimedConnectLayer, TimedResolver};
 use self::redirects::Follow;
+use super::networks::{self, Networks};
 use super::target_headers::{rate_budget, retry_after};
 use super::{timeout_message, CheckOutcome, Validators};
 use shared_proto::health::HealthMapping;
@@ -42,16 +43,20 @@ pub use self::body::MAX_BODY_BYTES;
 pub struct HttpClients {
     /// `[verify TLS, skip verification]` × `Follow::ALL`.
     clients: Vec<reqwest::Client>,
+    /// Judges IP-literal targets (the resolver judges names).
+    networks: Arc<Networks>,
 }
 
 impl HttpClients {
-    pub fn new(user_agent: &str) -> anyhow::Result<Self> {
+    pub fn new(user_agent: &str, networks: Arc<Networks>) -> anyhow::Result<Self> {
         let build = |verify: bool, follow: Follow| {
             reqwest::Client::builder()
                 .danger_accept_invalid_certs(!verify)
-                .redirect(follow.policy())
+                .redirect(follow.policy(networks.clone()))
                 .pool_max_idle_per_host(0)
-                .dns_resolver(Arc::new(TimedResolver))
+                .dns_resolver(Arc::new(TimedResolver {
+                    networks: networks.clone(),
+                }))
                 .connector_layer(TimedConnectLayer)
                 .user_agent(user_agent)
                 .build()
@@ -62,7 +67,7 @@ impl HttpClients {
                 clients.push(build(verify, follow)?);
             }
         }
-        Ok(Self { clients })
+        Ok(Self { clients, networks })
     }
 
     fn client(&self, settings: &HttpSettings) -> &reqwest::Client {
@@ -94,6 +99,12 @@ impl HttpClients {
         deadline: Instant,
         timeout: Duration,
     ) -> CheckOutcome {
+        if let Some(refusal) = url::Url::parse(url)
+            .ok()
+            .and_then(|u| redirects::refused_literal(&self.networks, &u))
+        {
+            return CheckOutcome::permanent(None, refusal, json!({}));
+        }
         let method =
             reqwest::Method::from_bytes(settings.method.as_bytes()).unwrap_or(reqwest::Method::GET);
         let mut request = self.client(settings).request(method, url);
@@ -316,7 +327,9 @@ fn request_failure(error: &reqwest::Error, elapsed: Duration) -> CheckOutcome {
     }
     let deepest = chain.last().cloned().unwrap_or_default();
     let all = chain.join(": ").to_ascii_lowercase();
-    if all.contains("connection refused") {
+    if let Some(refusal) = chain.iter().find(|e| e.starts_with(networks::REFUSED)) {
+        CheckOutcome::permanent(None, refusal.clone(), json!({}))
+    } else if all.contains("connection refused") {
         CheckOutcome::down(Some(elapsed), "connection refused", json!({}))
     } else if all.contains("name or service not known")
         || all.contains("no such host")

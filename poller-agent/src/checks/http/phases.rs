@@ -13,13 +13,14 @@
 //! Owns: the instants of one exchange. Must not: decide any outcome.
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+
+use super::super::networks::Networks;
 use serde_json::{json, Value};
 
 tokio::task_local! {
@@ -91,21 +92,27 @@ fn note(
     }
 }
 
-/// The system resolver (getaddrinfo on tokio's blocking pool, as reqwest's default), timed.
-/// IP-literal targets never reach it, and resolve in no time.
+/// The system resolver (getaddrinfo on tokio's blocking pool, as reqwest's default), timed,
+/// answering only the addresses the agent's network policy permits (`networks`). IP-literal
+/// targets never reach it, and resolve in no time (`HttpClients` judges them).
 #[derive(Debug, Default)]
-pub struct TimedResolver;
+pub struct TimedResolver {
+    pub networks: Arc<Networks>,
+}
 
 impl Resolve for TimedResolver {
     fn resolve(&self, name: Name) -> Resolving {
         let spent = CURRENT.try_with(Arc::clone).ok();
         let host = name.as_str().to_string();
+        let networks = self.networks.clone();
         Box::pin(async move {
             let started = Instant::now();
             let found = tokio::net::lookup_host((host.as_str(), 0)).await;
             // The connector's clock runs through resolution too; it is taken out there.
             note(spent.as_ref(), started.elapsed(), |s| &mut s.resolve);
-            let addrs: Vec<SocketAddr> = found?.collect();
+            let addrs = networks
+                .keep(found?.collect())
+                .map_err(std::io::Error::other)?;
             Ok(Box::new(addrs.into_iter()) as Addrs)
         })
     }
@@ -208,7 +215,7 @@ mod tests {
         );
         let client = reqwest::Client::builder()
             .pool_max_idle_per_host(0)
-            .dns_resolver(Arc::new(TimedResolver))
+            .dns_resolver(Arc::new(TimedResolver::default()))
             .connector_layer(TimedConnectLayer)
             .build()
             .unwrap();

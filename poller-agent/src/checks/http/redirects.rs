@@ -8,8 +8,22 @@
 //!
 //! Owns the decision only; the clients that apply it are `HttpClients`'.
 
+use std::sync::Arc;
+
 use shared_proto::settings::HttpSettings;
 use url::Url;
+
+use super::super::networks::Networks;
+
+/// The refusal of `url`'s host when it is an IP literal the policy refuses.
+pub fn refused_literal(networks: &Networks, url: &Url) -> Option<String> {
+    let ip = match url.host()? {
+        url::Host::Ipv4(ip) => std::net::IpAddr::V4(ip),
+        url::Host::Ipv6(ip) => std::net::IpAddr::V6(ip),
+        url::Host::Domain(_) => return None,
+    };
+    (!networks.permits(ip)).then(|| networks.refusal(ip))
+}
 
 /// At most this many redirects in one check.
 const MAX_REDIRECTS: usize = 10;
@@ -38,11 +52,16 @@ impl Follow {
         self as usize
     }
 
-    pub fn policy(self) -> reqwest::redirect::Policy {
+    /// The policy, which also refuses a hop to an IP literal the agent's network policy
+    /// refuses (a name is judged by the resolver).
+    pub fn policy(self, networks: Arc<Networks>) -> reqwest::redirect::Policy {
         if self == Follow::Never {
             return reqwest::redirect::Policy::none();
         }
         reqwest::redirect::Policy::custom(move |attempt| {
+            if let Some(refusal) = refused_literal(&networks, attempt.url()) {
+                return attempt.error(refusal);
+            }
             match decide(self, attempt.previous(), attempt.url()) {
                 Ok(()) => attempt.follow(),
                 Err(refusal) => attempt.error(refusal),

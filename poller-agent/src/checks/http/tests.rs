@@ -72,7 +72,7 @@ const TIMEOUT: Duration = Duration::from_secs(2);
 #[tokio::test]
 async fn status_keyword_json_and_timeout_outcomes() {
     let base = serve().await;
-    let clients = HttpClients::new("poller-agent/test (probe)").unwrap();
+    let clients = HttpClients::new("poller-agent/test (probe)", Default::default()).unwrap();
     let check = |path: &str, settings: HttpSettings| {
         let url = format!("{base}{path}");
         let clients = clients.clone();
@@ -149,7 +149,7 @@ async fn status_keyword_json_and_timeout_outcomes() {
 #[tokio::test]
 async fn rate_limits_conditional_requests_and_health_documents() {
     let base = serve().await;
-    let clients = HttpClients::new("poller-agent/test (probe)").unwrap();
+    let clients = HttpClients::new("poller-agent/test (probe)", Default::default()).unwrap();
 
     let busy = clients
         .check(
@@ -218,7 +218,7 @@ async fn refused_and_unresolvable_targets_say_so() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     drop(listener);
-    let clients = HttpClients::new("poller-agent/test (probe)").unwrap();
+    let clients = HttpClients::new("poller-agent/test (probe)", Default::default()).unwrap();
     let refused = clients
         .check(
             &format!("http://{addr}/"),
@@ -283,7 +283,7 @@ async fn serve_body(
 #[tokio::test]
 async fn a_body_that_trickles_past_the_timeout_is_down_without_any_assertion() {
     let url = serve_body(100, 100, Duration::from_millis(100), Duration::ZERO).await;
-    let clients = HttpClients::new("poller-agent/test (probe)").unwrap();
+    let clients = HttpClients::new("poller-agent/test (probe)", Default::default()).unwrap();
     let outcome = clients
         .check(
             &url,
@@ -307,7 +307,7 @@ async fn a_body_that_trickles_past_the_timeout_is_down_without_any_assertion() {
 #[tokio::test]
 async fn latency_is_the_whole_exchange_and_the_phases_add_up_to_it() {
     let url = serve_body(2000, 2000, Duration::ZERO, Duration::from_millis(300)).await;
-    let clients = HttpClients::new("poller-agent/test (probe)").unwrap();
+    let clients = HttpClients::new("poller-agent/test (probe)", Default::default()).unwrap();
     let outcome = clients
         .check(&url, &HttpSettings::default(), TIMEOUT, None)
         .await;
@@ -344,7 +344,7 @@ async fn latency_is_the_whole_exchange_and_the_phases_add_up_to_it() {
 async fn a_body_that_fills_the_cap_and_stalls_is_judged_at_the_cap_not_at_the_deadline() {
     let announced = 2 * MAX_BODY_BYTES;
     let url = serve_body(announced, MAX_BODY_BYTES, Duration::ZERO, Duration::ZERO).await;
-    let clients = HttpClients::new("poller-agent/test (probe)").unwrap();
+    let clients = HttpClients::new("poller-agent/test (probe)", Default::default()).unwrap();
     let outcome = clients
         .check(&url, &HttpSettings::default(), Duration::from_secs(5), None)
         .await;
@@ -394,7 +394,7 @@ async fn a_monitors_headers_never_follow_a_redirect_to_another_origin() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
-    let clients = HttpClients::new("poller-agent/test (probe)").unwrap();
+    let clients = HttpClients::new("poller-agent/test (probe)", Default::default()).unwrap();
     let with_key = HttpSettings {
         headers: [("X-API-Key".to_string(), "k-123".to_string())].into(),
         ..Default::default()
@@ -426,4 +426,86 @@ async fn a_monitors_headers_never_follow_a_redirect_to_another_origin() {
         .await;
     assert_eq!(plain.status, ResultStatus::Up, "{plain:?}");
     assert_eq!(*seen.lock().unwrap(), vec![None]);
+}
+
+/// Cloud metadata services hand out credentials: no check connects to one, directly, through
+/// a redirect or through a name, unless `POLLER_ALLOWED_NETWORKS` names it. (Refused before
+/// any connection is tried: these tests never send a packet to 169.254.169.254.)
+#[tokio::test]
+async fn metadata_services_are_refused_unless_the_allow_list_names_them() {
+    let app = axum::Router::new()
+        .route(
+            "/to-metadata",
+            get(|| async {
+                axum::response::Redirect::temporary("http://169.254.169.254/latest/meta-data/")
+            }),
+        )
+        .route("/ok", get(|| async { "ok" }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let clients = HttpClients::new("poller-agent/test (probe)", Default::default()).unwrap();
+    let plain = HttpSettings::default();
+
+    for url in [
+        "http://169.254.169.254/latest/meta-data/iam/security-credentials/",
+        "http://[fd00:ec2::254]/latest/meta-data/",
+        "http://[::ffff:169.254.169.254]/",
+    ] {
+        let refused = clients.check(url, &plain, TIMEOUT, None).await;
+        assert_eq!(refused.status, ResultStatus::Down, "{url}: {refused:?}");
+        assert!(
+            refused.msg.starts_with(networks::REFUSED) && refused.permanent,
+            "{url}: {}",
+            refused.msg
+        );
+    }
+    let redirected = clients
+        .check(
+            &format!("http://127.0.0.1:{port}/to-metadata"),
+            &plain,
+            TIMEOUT,
+            None,
+        )
+        .await;
+    assert!(
+        redirected.msg.contains("169.254.169.254"),
+        "{}",
+        redirected.msg
+    );
+    assert_eq!(redirected.status, ResultStatus::Down);
+
+    // An allow list replaces the default: a name is judged by what it resolves to.
+    let only_other = HttpClients::new(
+        "poller-agent/test (probe)",
+        Arc::new(Networks::new(vec!["127.0.0.2/32".parse().unwrap()])),
+    )
+    .unwrap();
+    let outside = only_other
+        .check(
+            &format!("http://localhost:{port}/ok"),
+            &plain,
+            TIMEOUT,
+            None,
+        )
+        .await;
+    assert!(
+        outside.msg.contains("outside POLLER_ALLOWED_NETWORKS"),
+        "{}",
+        outside.msg
+    );
+    let loopback = HttpClients::new(
+        "poller-agent/test (probe)",
+        Arc::new(Networks::new(vec!["127.0.0.0/8".parse().unwrap()])),
+    )
+    .unwrap();
+    let inside = loopback
+        .check(
+            &format!("http://localhost:{port}/ok"),
+            &plain,
+            TIMEOUT,
+            None,
+        )
+        .await;
+    assert_eq!(inside.status, ResultStatus::Up, "{inside:?}");
 }
