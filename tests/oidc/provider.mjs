@@ -27,6 +27,9 @@
 // if N contains "admin", ["ops-editors"] if N contains "editor",
 // ["ops-viewers"] if N contains "viewer", else [].
 //
+// Test switch: POST /__test/remove?login=N (no authentication) answers 204 and
+// takes N out of every group from then on (a person removed at the provider).
+//
 // Test switch: POST /__test/tamper-audience (no authentication) answers 204
 // and makes the next token-endpoint answer that carries an id_token carry one
 // re-signed with the same key and kid, but with aud = "intruder".
@@ -90,9 +93,11 @@ const signingJwk = {
 };
 
 // --- Accounts: any login name is an account -------------------------------
+const removed = new Set();
 function claimsFor(login) {
   let groups = [];
-  if (login.includes('admin')) groups = ['ops-admins'];
+  if (removed.has(login)) groups = [];
+  else if (login.includes('admin')) groups = ['ops-admins'];
   else if (login.includes('editor')) groups = ['ops-editors'];
   else if (login.includes('viewer')) groups = ['ops-viewers'];
   return {
@@ -207,6 +212,11 @@ provider.use(async (ctx, next) => {
 // Middleware 3: the audience-tampering test switch.
 let tamperNextIdToken = false;
 provider.use(async (ctx, next) => {
+  if (ctx.method === 'POST' && ctx.path === '/__test/remove') {
+    removed.add(String(ctx.query.login));
+    ctx.status = 204;
+    return;
+  }
   if (ctx.method === 'POST' && ctx.path === '/__test/tamper-audience') {
     tamperNextIdToken = true;
     ctx.status = 204;

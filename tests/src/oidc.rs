@@ -84,6 +84,17 @@ impl OidcProvider {
         self.spawn().await
     }
 
+    /// Takes `login` out of every group from now on, as removing a person at the provider.
+    pub async fn remove(&self, login: &str) -> anyhow::Result<()> {
+        let answer = reqwest::Client::new()
+            .post(format!("{}/__test/remove", self.issuer))
+            .query(&[("login", login)])
+            .send()
+            .await?;
+        anyhow::ensure!(answer.status() == 204, "remove: {}", answer.status());
+        Ok(())
+    }
+
     /// Makes the next ID token the provider issues carry another audience (`intruder`),
     /// signed with its real key.
     pub async fn tamper_next_audience(&self) -> anyhow::Result<()> {

@@ -238,3 +238,131 @@ async fn tampered_replayed_and_misaddressed_sign_ins_are_refused() -> anyhow::Re
     central.stop().await;
     Ok(())
 }
+
+/// Leaving at the provider ends access here: once the provider puts a linked person in no
+/// mapped group, their next sign-in attempt ends their sessions, revokes their keys and
+/// drops their password; a linked account never signs in with a password; and signing in
+/// never takes over an account with a password or an admin's by email alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removal_at_the_provider_ends_sessions_keys_and_password() -> anyhow::Result<()> {
+    const STRONG: &str = "correct horse battery staple";
+    let (central, provider) = central_with_provider().await?;
+    let (http, _) = browser_like()?;
+    let back = sign_in_at_provider(&http, &central.url, "rae-editor").await?;
+    assert_eq!(http.get(&back).send().await?.status(), 200);
+    let rae = user_by_email(&central, "rae-editor@example.com")
+        .await?
+        .expect("made");
+    let id = rae["id"].as_str().unwrap_or_default().to_string();
+    // A password set on the linked account, and a key for it.
+    let (status, body) = central
+        .admin(
+            Method::PATCH,
+            &format!("/api/v1/users/{id}"),
+            Some(serde_json::json!({"password": STRONG})),
+        )
+        .await?;
+    assert_eq!(status, 200, "{body}");
+    let (status, made) = central
+        .admin(
+            Method::POST,
+            "/api/v1/api-keys",
+            Some(serde_json::json!({"name": "rae's", "role": "editor", "user_id": id})),
+        )
+        .await?;
+    assert_eq!(status, 201, "{made}");
+    let key = made["token"].as_str().unwrap_or_default().to_string();
+    let (status, _) = central
+        .call(&key, Method::GET, "/api/v1/monitors", None)
+        .await?;
+    assert_eq!(status, 200);
+    // (The new password ended the first session: sign in again.)
+    let back = sign_in_at_provider(&http, &central.url, "rae-editor").await?;
+    assert_eq!(http.get(&back).send().await?.status(), 200);
+    let (session_status, page) = page_status(&http, &central.url).await?;
+    assert_eq!(
+        session_status, 200,
+        "the session opened by single sign-on: {page}"
+    );
+
+    // A linked account signs in through its provider only.
+    let login = reqwest::Client::new()
+        .post(format!("{}/login", central.url))
+        .form(&[("email", "rae-editor@example.com"), ("password", STRONG)])
+        .send()
+        .await?;
+    assert_eq!(login.status(), 401);
+    assert!(login.text().await?.contains("single sign-on"));
+
+    // Removed at the provider: the next attempt is refused, and everything ends.
+    provider.remove("rae-editor").await?;
+    let (again, _) = browser_like()?;
+    let back = sign_in_at_provider(&again, &central.url, "rae-editor").await?;
+    let answer = again.get(&back).send().await?;
+    assert_eq!(answer.status(), 401);
+    assert!(answer.text().await?.contains("no role here"));
+    let (status, _) = central
+        .call(&key, Method::GET, "/api/v1/monitors", None)
+        .await?;
+    assert_eq!(status, 401, "the key is revoked");
+    let (session_status, _) = page_status(&http, &central.url).await?;
+    assert_ne!(session_status, 200, "the session is gone");
+    let rae = user_by_email(&central, "rae-editor@example.com")
+        .await?
+        .expect("kept, for the audit log");
+    assert_eq!(rae["has_password"], false, "{rae}");
+    let (_, audit) = central
+        .admin(
+            Method::GET,
+            &format!("/api/v1/audit?object_kind=users&object_id={id}"),
+            None,
+        )
+        .await?;
+    assert_eq!(audit["items"][0]["action"], "sso_removed", "{audit}");
+
+    // An email the provider vouches for does not take over an account with a password, nor
+    // an admin's.
+    for (login, role, password) in [
+        ("kim-viewer", "viewer", Some(STRONG)),
+        ("ada-viewer", "admin", None),
+    ] {
+        let mut body = serde_json::json!({"name": login, "email": format!("{login}@example.com"),
+            "role": role});
+        if let Some(password) = password {
+            body["password"] = serde_json::json!(password);
+        }
+        let (status, made) = central
+            .admin(Method::POST, "/api/v1/users", Some(body))
+            .await?;
+        assert_eq!(status, 201, "{made}");
+        let (http, _) = browser_like()?;
+        let back = sign_in_at_provider(&http, &central.url, login).await?;
+        let answer = http.get(&back).send().await?;
+        assert_eq!(answer.status(), 401, "{login}");
+        assert!(answer
+            .text()
+            .await?
+            .contains("does not take such an account over"));
+        let user = user_by_email(&central, &format!("{login}@example.com"))
+            .await?
+            .expect("kept");
+        assert_eq!(user["single_sign_on"], false, "not linked: {user}");
+        assert_eq!(user["role"], role, "{user}");
+    }
+    central.stop().await;
+    Ok(())
+}
+
+/// The status of the page's front page for `http`'s session (a redirect to the login page
+/// when it has none).
+async fn page_status(http: &reqwest::Client, base: &str) -> anyhow::Result<(u16, String)> {
+    let answer = http.get(format!("{base}/")).send().await?;
+    let status = answer.status().as_u16();
+    let location = answer
+        .headers()
+        .get(reqwest::header::LOCATION)
+        .and_then(|l| l.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    Ok((status, format!("{location} {}", answer.text().await?)))
+}

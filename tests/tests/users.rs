@@ -213,7 +213,8 @@ async fn each_role_does_what_it_allows_and_a_key_never_exceeds_its_owner() -> an
         .await?;
     assert_eq!(status, 409, "nobody removes themselves");
 
-    // Demoting Ed demotes his keys on their next call.
+    // Demoting Ed ends what he held with his old role: his keys stop at once (a person
+    // moved to less is given new credentials for what they now do).
     let (status, _) = central
         .call(
             &ana_key,
@@ -223,19 +224,27 @@ async fn each_role_does_what_it_allows_and_a_key_never_exceeds_its_owner() -> an
         )
         .await?;
     assert_eq!(status, 200);
+    for (method, path) in [
+        (Method::DELETE, format!("/api/v1/monitors/{monitor_id}")),
+        (Method::GET, "/api/v1/monitors".to_string()),
+    ] {
+        let (status, _) = central.call(&ed_key, method, &path, None).await?;
+        assert_eq!(status, 401, "a demoted user's key is revoked: {path}");
+    }
+    // Raising a role takes nothing away.
     let (status, _) = central
         .call(
-            &ed_key,
-            Method::DELETE,
-            &format!("/api/v1/monitors/{monitor_id}"),
-            None,
+            &ana_key,
+            Method::PATCH,
+            &format!("/api/v1/users/{vic}"),
+            Some(json!({"role": "editor"})),
         )
         .await?;
-    assert_eq!(status, 403, "a demoted owner's key is demoted at once");
-    let (status, _) = central
-        .call(&ed_key, Method::GET, "/api/v1/monitors", None)
-        .await?;
     assert_eq!(status, 200);
+    let (status, _) = central
+        .call(&vic_key, Method::GET, "/api/v1/monitors", None)
+        .await?;
+    assert_eq!(status, 200, "a promoted user's key still works");
 
     // A revoked key stops at once; so do a removed user's keys.
     let (status, _) = central
@@ -316,7 +325,11 @@ async fn each_role_does_what_it_allows_and_a_key_never_exceeds_its_owner() -> an
     let by_ed = find("monitors", "create", "ed's").expect("Ed's key made a monitor");
     assert_eq!(by_ed["actor"]["kind"], "api_key");
     assert_eq!(by_ed["after"]["name"], "by ed");
-    let demoted = find("users", "update", "ana's").expect("Ana's key demoted Ed");
+    let demoted = entries
+        .iter()
+        .find(|e| e["action"] == "update" && e["object"]["id"] == json!(ed))
+        .expect("Ana's key demoted Ed");
+    assert_eq!(demoted["actor"]["name"], "ana's");
     assert_eq!(demoted["object"]["id"], json!(ed));
     assert_eq!(demoted["before"]["role"], "editor");
     assert_eq!(demoted["after"]["role"], "viewer");
@@ -602,7 +615,8 @@ async fn on_the_page_users_log_in_with_a_password_and_act_by_their_role() -> any
         "the page lists Ed's pause"
     );
 
-    // A new role holds on the very next form; a removed user's session ends.
+    // A demotion ends the session on the very next form (the login page, not the form);
+    // a removed user's session ends too.
     let (status, _) = central
         .admin(
             Method::PATCH,
@@ -614,7 +628,11 @@ async fn on_the_page_users_log_in_with_a_password_and_act_by_their_role() -> any
     let (status, _) = editor
         .post(&format!("/monitors/{monitor_id}/resume"))
         .await?;
-    assert_eq!(status, 403);
+    assert_eq!(status, 303, "sent to the login page");
+    let (_, shown) = central
+        .admin(Method::GET, &format!("/api/v1/monitors/{monitor_id}"), None)
+        .await?;
+    assert_eq!(shown["paused"], true, "the form did nothing: {shown}");
     let (status, _) = viewer.post("/logout").await?;
     assert_eq!(status, 303, "a viewer may log out");
     assert_eq!(viewer.log_in("vic@example.com", STRONG).await?, 303);

@@ -92,6 +92,11 @@ impl App {
             .verify(Lane::Anyone, password.to_string(), hash)
             .await?;
         match user {
+            // Linked to the identity provider: the provider decides whether they may still
+            // come in, so a password (set before the link, or since) does not.
+            Some(user) if opened && user.oidc_subject.is_some() => Err(ApiError::Unauthorized(
+                "this account signs in with single sign-on: use it".into(),
+            )),
             Some(user) if opened && user.password_hash.is_some() => {
                 self.open_session(Some(&user.id)).await
             }

@@ -11,7 +11,7 @@ use super::access::Principal;
 use super::tokens::page;
 use super::{time_of, App};
 use crate::error::{ApiError, ApiResult};
-use crate::store::{Cursor, UserConflict, UserRow};
+use crate::store::{Cursor, Ends, UserConflict, UserRow};
 
 /// The fewest guesses (log10) zxcvbn must estimate for a password: 10^10 is what its authors
 /// call safe against an offline attack on a slow hash such as argon2id.
@@ -111,7 +111,9 @@ impl App {
     }
 
     /// Changes a user. The last admin cannot be made less, so that someone can always manage
-    /// users without the break-glass admin token.
+    /// users without the break-glass admin token. A demotion ends the user's sessions, their
+    /// API keys and the keys they made for others (whoever relied on their old role starts
+    /// again with the new one); a new password ends their sessions.
     pub async fn update_user(&self, id: Uuid, body: UpdateUser) -> ApiResult<User> {
         const ATTEMPTS: usize = 5;
         let email = body.validate()?;
@@ -119,6 +121,7 @@ impl App {
         for _ in 0..ATTEMPTS {
             let mut row = self.existing_user(id).await?;
             let read_at = row.updated_at;
+            let role_before = Role::parse(&row.role);
             if let Some(name) = &body.name {
                 row.name = name.trim().to_string();
             }
@@ -137,11 +140,18 @@ impl App {
             }
             // Later than what was read, even within its millisecond.
             row.updated_at = self.now_ms().max(read_at + 1);
-            // A new password ends the user's sessions: whoever had the old one is out.
-            let new_password = body.password.is_some();
+            let demoted =
+                matches!((role_before, body.role), (Some(before), Some(after)) if after < before);
+            let ends = if demoted {
+                Ends::Access { at: row.updated_at }
+            } else if body.password.is_some() {
+                Ends::Sessions
+            } else {
+                Ends::Nothing
+            };
             if self
                 .store
-                .update_user(&row, read_at, new_password)
+                .update_user(&row, read_at, ends)
                 .await
                 .map_err(conflict)?
             {
@@ -155,7 +165,8 @@ impl App {
         )))
     }
 
-    /// Removes a user with their API keys and sessions (they stop working at once).
+    /// Removes a user with their API keys and sessions (they stop working at once), and
+    /// revokes the keys they made for others.
     pub async fn delete_user(&self, id: Uuid, by: &Principal) -> ApiResult<()> {
         let row = self.existing_user(id).await?;
         if by.user_id() == Some(id) {
@@ -163,7 +174,12 @@ impl App {
                 "you cannot remove yourself; ask another admin".into(),
             ));
         }
-        if !self.store.delete_user(&row.id).await.map_err(conflict)? {
+        if !self
+            .store
+            .delete_user(&row.id, self.now_ms())
+            .await
+            .map_err(conflict)?
+        {
             return Err(ApiError::NotFound(format!("no user with id {id}")));
         }
         Ok(())

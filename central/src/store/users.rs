@@ -156,7 +156,7 @@ impl Store {
         &self,
         row: &UserRow,
         read_at: i64,
-        end_sessions: bool,
+        ends: Ends,
     ) -> Result<bool, UserConflict> {
         let _guard = self.write_lock().await;
         let mut tx = self.writer.begin().await?;
@@ -182,11 +182,14 @@ impl Store {
             Err(e) if is_unique_violation(&e) => return Err(UserConflict::Email),
             Err(e) => return Err(UserConflict::Store(e.into())),
         };
-        if end_sessions {
+        if done && ends != Ends::Nothing {
             sqlx::query("DELETE FROM web_sessions WHERE user_id = $1")
                 .bind(&row.id)
                 .execute(&mut *tx)
                 .await?;
+        }
+        if let (true, Ends::Access { at }) = (done, ends) {
+            revoke_keys_of_and_by(&mut tx, &row.id, at).await?;
         }
         tx.commit().await?;
         Ok(done)
@@ -267,10 +270,12 @@ impl Store {
 
     /// Deletes a user with their API keys and web sessions, in one transaction: nothing they
     /// held works after. `false` if there is no such user.
-    pub async fn delete_user(&self, id: &str) -> Result<bool, UserConflict> {
+    pub async fn delete_user(&self, id: &str, now: i64) -> Result<bool, UserConflict> {
         let _guard = self.write_lock().await;
         let mut tx = self.writer.begin().await?;
         self.keep_an_admin(&mut tx, id).await?;
+        // The keys they made for others go too (their own are deleted below).
+        revoke_keys_of_and_by(&mut tx, id, now).await?;
         sqlx::query("DELETE FROM api_keys WHERE user_id = $1")
             .bind(id)
             .execute(&mut *tx)
@@ -354,19 +359,6 @@ impl Store {
     }
 
     /// Revokes a key; `false` if there is none or it was revoked already.
-    /// Revokes every live key acting for the user, at `now`.
-    pub async fn revoke_user_keys(&self, user_id: &str, now: i64) -> anyhow::Result<u64> {
-        let _guard = self.write_lock().await;
-        let done = sqlx::query(
-            "UPDATE api_keys SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL",
-        )
-        .bind(user_id)
-        .bind(now)
-        .execute(&self.writer)
-        .await?;
-        Ok(done.rows_affected())
-    }
-
     pub async fn revoke_api_key(&self, id: &str, now: i64) -> anyhow::Result<bool> {
         self.write_one(
             "UPDATE api_keys SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL",
@@ -391,4 +383,34 @@ impl Store {
         .await?;
         Ok(())
     }
+}
+
+/// What a change to a user ends along with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ends {
+    Nothing,
+    /// Their web sessions (a new password: whoever had the old one is out).
+    Sessions,
+    /// Their sessions, their API keys and the keys they made for others, revoked `at`: they
+    /// were demoted, or their provider no longer lets them in.
+    Access {
+        at: i64,
+    },
+}
+
+/// Revokes, inside `tx`, user `id`'s keys and those they made (`made_by`), as of `at`.
+async fn revoke_keys_of_and_by(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    id: &str,
+    at: i64,
+) -> anyhow::Result<()> {
+    sqlx::query(
+        "UPDATE api_keys SET revoked_at = $2 \
+         WHERE (user_id = $1 OR made_by = $1) AND revoked_at IS NULL",
+    )
+    .bind(id)
+    .bind(at)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
 }

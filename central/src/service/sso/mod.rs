@@ -26,7 +26,7 @@ use super::audit::Subject;
 use super::App;
 use crate::config::SsoArgs;
 use crate::error::{ApiError, ApiResult};
-use crate::store::{Store, UserConflict, UserRow};
+use crate::store::{Ends, Store, UserConflict, UserRow};
 
 /// The setting holding the key pending sign-ins are sealed with.
 const SEAL_KEY_SETTING: &str = "sso_seal_key";
@@ -73,6 +73,8 @@ pub enum SsoRefusal {
     Unverified,
     #[error("the provider gave no usable email address")]
     NoEmail,
+    #[error("a user with this email exists here with a password or as an admin, and single sign-on does not take such an account over: ask an admin to remove its password (or lower its role) first")]
+    LinkNeedsProof,
 }
 
 impl Sso {
@@ -309,19 +311,29 @@ impl App {
                         Some(user) if user.oidc_subject.is_some() => {
                             return Err(refused(SsoRefusal::EmailTaken))
                         }
-                        Some(user) if identity.email_verified => Some(user),
-                        Some(_) => return Err(refused(SsoRefusal::Unverified)),
+                        Some(_) if !identity.email_verified => {
+                            return Err(refused(SsoRefusal::Unverified))
+                        }
+                        // Taking over an account that has its own proof (a password) or the
+                        // most rights needs more than an email the provider vouches for.
+                        Some(user)
+                            if user.password_hash.is_some()
+                                || user.role == Role::Admin.as_str() =>
+                        {
+                            return Err(refused(SsoRefusal::LinkNeedsProof))
+                        }
+                        Some(user) => Some(user),
                         None => None,
                     },
                     None => None,
                 },
             };
             let Some(role) = role else {
-                // Mapped to no role (any more): refused, and what the user held here ends.
+                // Mapped to no role (any more): refused, and everything the user held here
+                // ends: sessions, keys (and those they made for others), and a password.
                 if let Some(user) = &existing {
                     if user.oidc_subject.as_deref() == Some(subject.as_str()) {
-                        self.store.delete_user_sessions(&user.id, None).await?;
-                        self.store.revoke_user_keys(&user.id, self.now_ms()).await?;
+                        self.end_access(user, "sso_removed").await?;
                     }
                 }
                 return Err(refused(SsoRefusal::NoRole));
@@ -336,11 +348,20 @@ impl App {
                         return Ok(user);
                     }
                     user.updated_at = now.max(before.updated_at + 1);
-                    match self
-                        .store
-                        .update_user(&user, before.updated_at, false)
-                        .await
-                    {
+                    // Mapped to less than they held: what they held ends (the session this
+                    // sign-in opens carries the new role).
+                    let demoted = matches!(
+                        (Role::parse(&before.role), Role::parse(&user.role)),
+                        (Some(was), Some(now)) if now < was
+                    );
+                    let ends = if demoted {
+                        Ends::Access {
+                            at: user.updated_at,
+                        }
+                    } else {
+                        Ends::Nothing
+                    };
+                    match self.store.update_user(&user, before.updated_at, ends).await {
                         Ok(true) => Some((Some(before), user)),
                         Ok(false) => None,
                         // The provider took the last admin's admin group away: the role stays
@@ -353,7 +374,7 @@ impl App {
                             user.role = before.role.clone();
                             match self
                                 .store
-                                .update_user(&user, before.updated_at, false)
+                                .update_user(&user, before.updated_at, Ends::Nothing)
                                 .await
                             {
                                 Ok(true) => Some((Some(before), user)),
@@ -414,6 +435,60 @@ impl App {
         Err(ApiError::Conflict(
             "your user kept changing while you signed in; try again".into(),
         ))
+    }
+
+    /// Ends everything `user` held here: sessions, API keys (and those they made for others)
+    /// and their password, so that no way in is left; recorded in the audit log as `action`
+    /// on the user, by the user (the provider's word, carried by their own sign-in).
+    pub(crate) async fn end_access(&self, user: &UserRow, action: &str) -> ApiResult<()> {
+        const ATTEMPTS: usize = 5;
+        for _ in 0..ATTEMPTS {
+            let Some(before) = self.store.user(&user.id).await? else {
+                return Ok(());
+            };
+            let mut after = before.clone();
+            after.password_hash = None;
+            after.updated_at = self.now_ms().max(before.updated_at + 1);
+            let ends = Ends::Access {
+                at: after.updated_at,
+            };
+            match self
+                .store
+                .update_user(&after, before.updated_at, ends)
+                .await
+            {
+                Ok(true) => {
+                    let view =
+                        |row: &UserRow| serde_json::to_value(super::users::user_of(row)).ok();
+                    let principal = Principal {
+                        actor: Actor::User {
+                            id: after.id.parse().unwrap_or_default(),
+                            name: after.name.clone(),
+                        },
+                        role: Role::parse(&after.role).unwrap_or(Role::Viewer),
+                    };
+                    self.record_change(
+                        &principal,
+                        None,
+                        Subject {
+                            kind: "users",
+                            id: Some(after.id.clone()),
+                            action: action.into(),
+                        },
+                        view(&before),
+                        view(&after),
+                    )
+                    .await;
+                    return Ok(());
+                }
+                Ok(false) => continue,
+                Err(e) => return Err(ApiError::Internal(e.into())),
+            }
+        }
+        Err(ApiError::Conflict(format!(
+            "user {} kept changing while their access was ended; try again",
+            user.id
+        )))
     }
 }
 
