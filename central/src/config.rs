@@ -321,6 +321,19 @@ pub struct SsoArgs {
         default_value = "none"
     )]
     pub default_role: String,
+
+    /// How often each linked user is checked with the provider, with the refresh token their
+    /// last sign-in got: someone removed there (or mapped to no role) loses their sessions,
+    /// keys and password here then, without signing in again; someone mapped to less loses
+    /// what they held. Needs a provider that issues refresh tokens (most do when
+    /// `offline_access` is among CENTRAL_OIDC_SCOPES). `0s` turns it off.
+    #[arg(
+        long = "oidc-recheck",
+        env = "CENTRAL_OIDC_RECHECK",
+        default_value = "1h",
+        value_parser = parse_duration
+    )]
+    pub recheck: Duration,
 }
 
 /// `ServeArgs` alone, to get its defaults.

@@ -111,7 +111,8 @@ function claimsFor(login) {
 
 const clientDefaults = {
   redirect_uris: [REDIRECT_URI],
-  grant_types: ['authorization_code'],
+  // refresh_token: central checks linked users between sign-ins with one.
+  grant_types: ['authorization_code', 'refresh_token'],
   response_types: ['code'],
   token_endpoint_auth_method: 'client_secret_basic',
 };
@@ -152,6 +153,12 @@ const configuration = {
   conformIdTokenClaims: false,
 
   pkce: { required: () => PKCE_REQUIRED },
+
+  // A refresh token with every code exchange of a client allowed the grant (the default
+  // wants `offline_access` with `prompt=consent`, which real providers ask in their own ways).
+  async issueRefreshToken(_ctx, client) {
+    return client.grantTypeAllowed('refresh_token');
+  },
 
   // The built-in development login + consent pages (the default, spelled out).
   features: {

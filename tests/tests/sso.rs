@@ -16,14 +16,22 @@ use serde_json::Value;
 
 /// Central and the provider, each knowing the other's address.
 async fn central_with_provider() -> anyhow::Result<(Central, OidcProvider)> {
+    central_with_provider_and(&[]).await
+}
+
+/// `central_with_provider` with central's environment extended by `extra`.
+async fn central_with_provider_and(
+    extra: &[(&str, &str)],
+) -> anyhow::Result<(Central, OidcProvider)> {
     let central_port = free_port()?;
     let central_url = format!("http://127.0.0.1:{central_port}");
     let provider =
         OidcProvider::start(free_port()?, &format!("{central_url}/login/sso/callback")).await?;
-    let central = Central::start_with(&[
-        ("CENTRAL_LISTEN", &format!("127.0.0.1:{central_port}")),
-        ("CENTRAL_PUBLIC_URL", &central_url),
-        ("CENTRAL_OIDC_ISSUER", &provider.issuer),
+    let listen = format!("127.0.0.1:{central_port}");
+    let mut env = vec![
+        ("CENTRAL_LISTEN", listen.as_str()),
+        ("CENTRAL_PUBLIC_URL", central_url.as_str()),
+        ("CENTRAL_OIDC_ISSUER", provider.issuer.as_str()),
         ("CENTRAL_OIDC_CLIENT_ID", CLIENT_ID),
         ("CENTRAL_OIDC_CLIENT_SECRET", CLIENT_SECRET),
         ("CENTRAL_OIDC_SCOPES", "openid email profile groups"),
@@ -31,8 +39,9 @@ async fn central_with_provider() -> anyhow::Result<(Central, OidcProvider)> {
             "CENTRAL_OIDC_ROLES",
             "ops-admins=admin,ops-editors=editor,ops-viewers=viewer",
         ),
-    ])
-    .await?;
+    ];
+    env.extend_from_slice(extra);
+    let central = Central::start_with(&env).await?;
     Ok((central, provider))
 }
 
@@ -365,4 +374,65 @@ async fn page_status(http: &reqwest::Client, base: &str) -> anyhow::Result<(u16,
         .unwrap_or_default()
         .to_string();
     Ok((status, format!("{location} {}", answer.text().await?)))
+}
+
+/// Central does not wait for a removed person to try again: it checks each linked user with
+/// the provider every `CENTRAL_OIDC_RECHECK` (here 2 s) with the refresh token their sign-in
+/// got, and their session and keys end once the provider maps them to no role.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_periodic_check_ends_the_access_of_someone_removed_at_the_provider() -> anyhow::Result<()>
+{
+    let (central, provider) = central_with_provider_and(&[("CENTRAL_OIDC_RECHECK", "2s")]).await?;
+    let (http, _) = browser_like()?;
+    let back = sign_in_at_provider(&http, &central.url, "ivy-editor").await?;
+    assert_eq!(http.get(&back).send().await?.status(), 200);
+    let ivy = user_by_email(&central, "ivy-editor@example.com")
+        .await?
+        .expect("made");
+    let id = ivy["id"].as_str().unwrap_or_default().to_string();
+    let (status, made) = central
+        .admin(
+            Method::POST,
+            "/api/v1/api-keys",
+            Some(serde_json::json!({"name": "ivy's", "role": "editor", "user_id": id})),
+        )
+        .await?;
+    assert_eq!(status, 201, "{made}");
+    let key = made["token"].as_str().unwrap_or_default().to_string();
+    // Checked and still there: nothing ends.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let (status, _) = central
+        .call(&key, Method::GET, "/api/v1/monitors", None)
+        .await?;
+    assert_eq!(status, 200, "still at the provider, still in");
+    assert_eq!(page_status(&http, &central.url).await?.0, 200);
+
+    provider.remove("ivy-editor").await?;
+    e2e::eventually(
+        Duration::from_secs(20),
+        "the key revoked by a check",
+        || async {
+            let (status, _) = central
+                .call(&key, Method::GET, "/api/v1/monitors", None)
+                .await
+                .ok()?;
+            (status == 401).then_some(())
+        },
+    )
+    .await?;
+    assert_ne!(
+        page_status(&http, &central.url).await?.0,
+        200,
+        "the session is gone"
+    );
+    let (_, audit) = central
+        .admin(
+            Method::GET,
+            &format!("/api/v1/audit?object_kind=users&object_id={id}"),
+            None,
+        )
+        .await?;
+    assert_eq!(audit["items"][0]["action"], "sso_removed", "{audit}");
+    central.stop().await;
+    Ok(())
 }

@@ -2,8 +2,9 @@
 //! wake-ups from other replicas, following the admin token and the signing keys, flushing the
 //! results head on SQLite, rendering `/metrics` ahead of a steady scraper); the replica that holds the duties lease (`cluster::lease`) runs the
 //! duties that must run once at a time: `liveness` (pollers' status and placement), `alerting`
-//! (looks and the outbox), notification delivery (`notify::dispatch`) and `upkeep`
-//! (compaction, pruning, folding rollups). Those are started together when this replica takes
+//! (looks and the outbox), notification delivery (`notify::dispatch`), `upkeep`
+//! (compaction, pruning, folding rollups) and `sso_recheck` (linked users checked with the
+//! identity provider). Those are started together when this replica takes
 //! the lease and cancelled together when it loses it, so that none of them asks whether it
 //! leads, and each holding starts afresh (liveness places every monitor, upkeep prunes and
 //! folds at once). Every duty is supervised: one that panics is logged and started again after
@@ -12,6 +13,7 @@
 pub mod alerting;
 pub mod liveness;
 pub mod metrics_ahead;
+pub mod sso_recheck;
 pub mod upkeep;
 
 use std::future::Future;
@@ -71,6 +73,10 @@ async fn lead(app: Arc<App>, mut leadership: Leadership) {
         let a = app.clone();
         duties.spawn(supervised("rollup folding", move || {
             upkeep::fold_rollups(a.clone())
+        }));
+        let a = app.clone();
+        duties.spawn(supervised("single sign-on checks", move || {
+            sso_recheck::run(a.clone())
         }));
         leadership.lost().await;
         // Aborted wherever they are: a delivery under way is not recorded here, and its

@@ -216,6 +216,16 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "lease_seen_by",
         include_str!("../../../migrations/sqlite/20261217000042_lease_seen_by.sql"),
     ),
+    (
+        20261218000043,
+        "api_keys_made_by",
+        include_str!("../../../migrations/sqlite/20261218000043_api_keys_made_by.sql"),
+    ),
+    (
+        20261219000044,
+        "sso_links",
+        include_str!("../../../migrations/sqlite/20261219000044_sso_links.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -423,6 +433,16 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261217000042,
         "lease_seen_by",
         include_str!("../../../migrations/postgres/20261217000042_lease_seen_by.sql"),
+    ),
+    (
+        20261218000043,
+        "api_keys_made_by",
+        include_str!("../../../migrations/postgres/20261218000043_api_keys_made_by.sql"),
+    ),
+    (
+        20261219000044,
+        "sso_links",
+        include_str!("../../../migrations/postgres/20261219000044_sso_links.sql"),
     ),
 ];
 

@@ -39,6 +39,7 @@ mod results;
 mod rollup_folding;
 mod rollups;
 mod sessions;
+mod sso_links;
 mod statements;
 mod status_moves;
 mod status_rows;

@@ -284,6 +284,10 @@ impl Store {
             .bind(id)
             .execute(&mut *tx)
             .await?;
+        sqlx::query("DELETE FROM sso_links WHERE user_id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
         let done = sqlx::query("DELETE FROM users WHERE id = $1")
             .bind(id)
             .execute(&mut *tx)

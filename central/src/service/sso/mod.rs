@@ -12,6 +12,7 @@
 //! there. Cost: O(1) per sign-in, and nothing a stranger can make central keep.
 
 pub mod provider;
+mod recheck;
 
 use std::time::Duration;
 
@@ -44,6 +45,8 @@ pub struct Sso {
     roles: Vec<(String, Role)>,
     default_role: Option<Role>,
     seal_key: Vec<u8>,
+    /// `CENTRAL_OIDC_RECHECK`; zero: linked users are not checked between sign-ins.
+    recheck: Duration,
 }
 
 /// What the page needs to send the browser to the provider.
@@ -117,6 +120,7 @@ impl Sso {
             roles: parse_roles(&args.roles)?,
             default_role: parse_default_role(&args.default_role)?,
             seal_key: seal_key.into_bytes(),
+            recheck: args.recheck,
         }))
     }
 
@@ -287,14 +291,16 @@ impl App {
                 tracing::warn!("single sign-on refused: {e}");
                 refused(SsoRefusal::Failed)
             })?;
+        let (identity, refresh) = identity;
         let user = self.sso_user(sso, &identity).await?;
+        self.keep_link(sso, &user, refresh.as_deref()).await?;
         self.open_session(Some(&user.id)).await
     }
 
     /// The user `identity` is: found by subject, else an existing user with the same verified
     /// email (linked), else a new one; with the role the claims map to now. Each change is in
     /// the audit log, made by the user signing in.
-    async fn sso_user(&self, sso: &Sso, identity: &Identity) -> ApiResult<UserRow> {
+    pub(super) async fn sso_user(&self, sso: &Sso, identity: &Identity) -> ApiResult<UserRow> {
         const ATTEMPTS: usize = 5;
         let refused = |why: SsoRefusal| ApiError::Unauthorized(why.to_string());
         let role = sso.role_of(identity.other.get(&sso.role_claim));
@@ -435,60 +441,6 @@ impl App {
         Err(ApiError::Conflict(
             "your user kept changing while you signed in; try again".into(),
         ))
-    }
-
-    /// Ends everything `user` held here: sessions, API keys (and those they made for others)
-    /// and their password, so that no way in is left; recorded in the audit log as `action`
-    /// on the user, by the user (the provider's word, carried by their own sign-in).
-    pub(crate) async fn end_access(&self, user: &UserRow, action: &str) -> ApiResult<()> {
-        const ATTEMPTS: usize = 5;
-        for _ in 0..ATTEMPTS {
-            let Some(before) = self.store.user(&user.id).await? else {
-                return Ok(());
-            };
-            let mut after = before.clone();
-            after.password_hash = None;
-            after.updated_at = self.now_ms().max(before.updated_at + 1);
-            let ends = Ends::Access {
-                at: after.updated_at,
-            };
-            match self
-                .store
-                .update_user(&after, before.updated_at, ends)
-                .await
-            {
-                Ok(true) => {
-                    let view =
-                        |row: &UserRow| serde_json::to_value(super::users::user_of(row)).ok();
-                    let principal = Principal {
-                        actor: Actor::User {
-                            id: after.id.parse().unwrap_or_default(),
-                            name: after.name.clone(),
-                        },
-                        role: Role::parse(&after.role).unwrap_or(Role::Viewer),
-                    };
-                    self.record_change(
-                        &principal,
-                        None,
-                        Subject {
-                            kind: "users",
-                            id: Some(after.id.clone()),
-                            action: action.into(),
-                        },
-                        view(&before),
-                        view(&after),
-                    )
-                    .await;
-                    return Ok(());
-                }
-                Ok(false) => continue,
-                Err(e) => return Err(ApiError::Internal(e.into())),
-            }
-        }
-        Err(ApiError::Conflict(format!(
-            "user {} kept changing while their access was ended; try again",
-            user.id
-        )))
     }
 }
 

@@ -20,9 +20,9 @@ use openidconnect::core::{
 use openidconnect::{
     AdditionalClaims, AsyncHttpClient, AuthorizationCode, ClaimsVerificationError, ClientId,
     ClientSecret, CsrfToken, EmptyExtraTokenFields, EndpointMaybeSet, EndpointNotSet, EndpointSet,
-    HttpRequest, HttpResponse, IdTokenFields, IssuerUrl, Nonce, PkceCodeChallenge,
-    PkceCodeVerifier, RedirectUrl, Scope, SignatureVerificationError, StandardErrorResponse,
-    StandardTokenResponse, TokenResponse,
+    HttpRequest, HttpResponse, IdTokenFields, IssuerUrl, Nonce, OAuth2TokenResponse,
+    PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, RefreshToken, RequestTokenError, Scope,
+    SignatureVerificationError, StandardErrorResponse, StandardTokenResponse, TokenResponse,
 };
 use serde::{Deserialize, Serialize};
 
@@ -101,6 +101,19 @@ pub struct Identity {
     pub email_verified: bool,
     pub name: Option<String>,
     pub other: HashMap<String, serde_json::Value>,
+}
+
+/// The provider's answer about a linked person (`Provider::recheck`).
+#[derive(Debug)]
+pub enum Recheck {
+    /// The grant is gone: the person was removed, or their access revoked. Why, as it says.
+    Gone(String),
+    /// Still there: who they are now (when the answer carried an ID token), and the refresh
+    /// token to use next (when it rotated).
+    Still {
+        identity: Option<Identity>,
+        refresh: Option<String>,
+    },
 }
 
 /// What the first leg of a sign-in must keep for the second.
@@ -213,14 +226,15 @@ impl Provider {
 
     /// Trades the code for tokens and verifies the ID token against `nonce`, at `now` (the
     /// clock central's rules read). A token signed with a key central does not hold makes it
-    /// read the provider's keys again, once, and verify again.
+    /// read the provider's keys again, once, and verify again. Also the refresh token, when
+    /// the provider gave one (for `recheck`).
     pub async fn finish(
         &self,
         code: &str,
         verifier: &str,
         nonce: &str,
         now: chrono::DateTime<chrono::Utc>,
-    ) -> Result<Identity, ProviderError> {
+    ) -> Result<(Identity, Option<String>), ProviderError> {
         let metadata = self.metadata(false).await?;
         let client = self.client(&metadata);
         let answer = client
@@ -236,7 +250,7 @@ impl Provider {
             let verifier = client.id_token_verifier().set_time_fn(move || now);
             id_token.claims(&verifier, &nonce).map(identity)
         };
-        match verify(&client) {
+        let identity = match verify(&client) {
             Err(ClaimsVerificationError::SignatureVerification(
                 SignatureVerificationError::NoMatchingKey,
             )) => {
@@ -245,7 +259,68 @@ impl Provider {
             }
             other => other,
         }
-        .map_err(|e| ProviderError::Unverified(e.to_string()))
+        .map_err(|e| ProviderError::Unverified(e.to_string()))?;
+        let refresh = answer.refresh_token().map(|t| t.secret().clone());
+        Ok((identity, refresh))
+    }
+
+    /// Asks the provider whether the person behind `refresh_token` may still come in: a
+    /// refresh-token grant (RFC 6749 §6). `invalid_grant` is the provider's no (the person or
+    /// their grant is gone); an answer is a yes, with who they are now when it carries an ID
+    /// token (verified as at sign-in, but without a nonce: none was asked), and the refresh
+    /// token to use next time when the provider rotates them.
+    pub async fn recheck(
+        &self,
+        refresh_token: &str,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Recheck, ProviderError> {
+        let metadata = self.metadata(false).await?;
+        let client = self.client(&metadata);
+        let refresh = RefreshToken::new(refresh_token.to_string());
+        let answer = match client
+            .exchange_refresh_token(&refresh)
+            .map_err(|e| ProviderError::Unreachable(e.to_string()))?
+            .request_async(&self.http)
+            .await
+        {
+            Ok(answer) => answer,
+            Err(RequestTokenError::ServerResponse(refusal))
+                if *refusal.error() == CoreErrorResponseType::InvalidGrant =>
+            {
+                return Ok(Recheck::Gone(
+                    refusal
+                        .error_description()
+                        .cloned()
+                        .unwrap_or_else(|| "invalid_grant".into()),
+                ))
+            }
+            Err(e) => return Err(ProviderError::Unreachable(error_chain(&e))),
+        };
+        let identity = match answer.id_token() {
+            Some(id_token) => {
+                let verify = |client: &Client| {
+                    let verifier = client.id_token_verifier().set_time_fn(move || now);
+                    id_token
+                        .claims(&verifier, |_: Option<&Nonce>| Ok(()))
+                        .map(identity)
+                };
+                let verified = match verify(&client) {
+                    Err(ClaimsVerificationError::SignatureVerification(
+                        SignatureVerificationError::NoMatchingKey,
+                    )) => {
+                        let metadata = self.metadata(true).await?;
+                        verify(&self.client(&metadata))
+                    }
+                    other => other,
+                };
+                Some(verified.map_err(|e| ProviderError::Unverified(e.to_string()))?)
+            }
+            None => None,
+        };
+        Ok(Recheck::Still {
+            identity,
+            refresh: answer.refresh_token().map(|t| t.secret().clone()),
+        })
     }
 }
 
