@@ -576,6 +576,44 @@ async fn a_flood_from_many_addresses_slows_guessing_and_locks_nobody_out() -> an
     Ok(())
 }
 
+/// Registering an agent checks the registration secret in its body, so a poller's access
+/// token riding along does not lift guesses out of the failure limits; and an agent refreshes
+/// its token even from an address that is locked out (a neighbour's failures must not take its
+/// poller offline).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registration_guesses_are_limited_whatever_rides_along_and_refreshes_are_not(
+) -> anyhow::Result<()> {
+    let central = Central::start_with(&[("CENTRAL_AUTH_FAILURES_PER_MINUTE", "10")]).await?;
+    let poller = central.register_poller("insider").await?;
+    let guesser = client_from("127.0.5.1");
+    let mut statuses = Vec::new();
+    for guess in 0..14 {
+        let answer = guesser
+            .post(format!("{}/api/poller/register", central.url))
+            .bearer_auth(&poller.access)
+            .json(
+                &json!({"registration_token": format!("guess-{guess:04}-0123456789abcdef"),
+                "name": "guess", "capabilities": ["http"], "version": "test"}),
+            )
+            .send()
+            .await?;
+        statuses.push(answer.status().as_u16());
+    }
+    assert_eq!(statuses[..10], [401; 10], "{statuses:?}");
+    assert!(
+        statuses[10..].iter().all(|s| *s == 429),
+        "past 10 failures a minute the guesser is refused: {statuses:?}"
+    );
+    // The same address, locked out, still refreshes an agent's token.
+    let refreshed = guesser
+        .post(format!("{}/api/poller/token", central.url))
+        .json(&json!({"refresh_token": poller.refresh}))
+        .send()
+        .await?;
+    assert_eq!(refreshed.status(), 200);
+    Ok(())
+}
+
 /// A session on the page does not make its holder an operator on the API: the API checks the
 /// bearer token, so a viewer guessing the admin token with their cookie along is a stranger
 /// whose failures are counted and limited.

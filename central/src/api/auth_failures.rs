@@ -11,8 +11,11 @@
 //! instead of ten thousand. Callers whose credentials check out cheaply (sessions, API keys,
 //! access tokens, refresh tokens) are not held back at all: `pools` does not ask.
 //!
-//! A client is an IPv4 address or an IPv6 /64, and above that its /56 and /48, each with a
-//! bucket four times the one below: one holder of a /48 has 65,536 /64s, not 65,536 budgets.
+//! A client is an IPv4 address or an IPv6 /64. While the shared bucket is empty, an IPv6
+//! client is also counted under its /56 and /48, each with a strict bucket four times the one
+//! below: one holder of a /48 then has 65,536 /64s, not 65,536 budgets. (Only then: in quiet
+//! times a neighbour in the same /48 cannot lock a /64 out, and the shared bucket bounds the
+//! whole; during a flood a /48 that guesses waits as one client.)
 //! Each lockout is logged once, when it starts.
 //!
 //! Cost: O(1) per request; memory bounded as `service::buckets::Buckets`'.
@@ -40,9 +43,10 @@ const STRICT_PER_MINUTE: f64 = 1.0;
 struct Levels(Vec<Buckets<IpAddr>>);
 
 impl Levels {
-    fn new(per_minute: f64) -> Self {
+    /// `depth` levels: 1 counts the client alone, 3 its /56 and /48 too.
+    fn new(per_minute: f64, depth: usize) -> Self {
         Levels(
-            (0..=WIDER_IPV6.len() as i32)
+            (0..depth.min(WIDER_IPV6.len() + 1) as i32)
                 .map(|level| {
                     let allowed = per_minute * WIDER_FACTOR.powi(level);
                     Buckets::new(allowed / 60.0, allowed)
@@ -100,8 +104,8 @@ impl AuthFailures {
     /// limit off.
     pub fn new(per_client: u32, global: u32) -> Self {
         Self {
-            per_client: (per_client > 0).then(|| Levels::new(f64::from(per_client))),
-            strict: (global > 0).then(|| Levels::new(STRICT_PER_MINUTE)),
+            per_client: (per_client > 0).then(|| Levels::new(f64::from(per_client), 1)),
+            strict: (global > 0).then(|| Levels::new(STRICT_PER_MINUTE, WIDER_IPV6.len() + 1)),
             global: (global > 0).then(|| Buckets::new(f64::from(global) / 60.0, f64::from(global))),
         }
     }
@@ -226,25 +230,39 @@ mod tests {
     }
 
     #[test]
-    fn an_ipv6_holder_of_many_64s_is_one_client_at_its_56_and_48() {
-        let failures = AuthFailures::new(2, 0);
+    fn in_quiet_times_a_64_is_judged_alone() {
+        let failures = AuthFailures::new(2, 1000);
         let t0 = Instant::now();
-        // Two failures from each of four /64s of one /56: 8 = 2 × 4, the /56's allowance.
-        for n in 0..4 {
+        for n in 0..40 {
             let key = client(&format!("2001:db8:0:{n:x}::"));
-            for _ in 0..2 {
-                assert!(failures.check(key, t0).is_ok(), "{key:?}");
-                failures.record(key, t0);
-            }
+            failures.record(key, t0);
+            failures.record(key, t0);
+            assert!(failures.check(key, t0).is_err(), "its own budget is spent");
         }
-        let refused = failures.check(client("2001:db8:0:9::"), t0).unwrap_err();
+        assert!(
+            failures.check(client("2001:db8:0:ff::"), t0).is_ok(),
+            "a neighbour in the same /48 is not held back"
+        );
+    }
+
+    #[test]
+    fn during_a_flood_an_ipv6_holder_of_many_64s_is_one_client_at_its_56_and_48() {
+        let failures = AuthFailures::new(100, 1);
+        let t0 = Instant::now();
+        // One failure elsewhere spends the shared bucket: a flood.
+        failures.record(client("192.0.2.1"), t0);
+        // One failure from each of four /64s of one /56: its strict allowance of 4.
+        for n in 0x10..0x14 {
+            let key = client(&format!("2001:db8:0:{n:x}::"));
+            assert!(failures.check(key, t0).is_ok(), "{key:?}");
+            failures.record(key, t0);
+        }
+        let refused = failures.check(client("2001:db8:0:19::"), t0).unwrap_err();
         assert!(refused.to_string().contains("2001:db8::"), "{refused}");
-        // Another /56 of the same /48 is not held back until the /48's 32 are spent.
+        // Another /56 of the same /48 is not held back until the /48's 16 are spent.
         assert!(failures.check(client("2001:db8:0:100::"), t0).is_ok());
         for n in 0..12 {
-            let key = client(&format!("2001:db8:0:{:x}00::", n + 1));
-            failures.record(key, t0);
-            failures.record(key, t0);
+            failures.record(client(&format!("2001:db8:0:{:x}00::", n + 1)), t0);
         }
         let refused = failures.check(client("2001:db8:0:f00::"), t0).unwrap_err();
         assert!(refused.to_string().contains("2001:db8::"), "{refused}");

@@ -1,9 +1,11 @@
 //! Which places a request is served from, and for how long. Pools, so that one kind of
 //! traffic can never take another's places:
 //! - `poller`: requests carrying an access token whose signature checks out;
-//! - `refresh`: agents trading a refresh token for a new access token (`/api/poller/token`),
-//!   apart from strangers so that a flood of them never keeps an agent from its token, with at
-//!   most an eighth of the pool per client;
+//! - `refresh`: agents trading a refresh token for a new access token (`/api/poller/token`)
+//!   without a still-valid access token along (which puts the trade in `poller`): apart from
+//!   strangers so that a flood of them never keeps an agent from its token, with at most an
+//!   eighth of the pool per client, and never refused for failures (checking a refresh token
+//!   is one SHA-256 and an indexed read, so a neighbour's failures must not lock it out);
 //! - `operator`: requests carrying the admin token, an API key or a session cookie, each seen
 //!   valid lately, or `CENTRAL_METRICS_TOKEN` (Prometheus is an operator's tool), with at most
 //!   a quarter of the pool per principal (credential), so that one viewer's key sending slow
@@ -21,8 +23,9 @@
 //! failures are limited.
 //!
 //! Failed authentications (`401`) count against their client in every pool
-//! (`auth_failures`); a locked-out client's requests in the unauthenticated and refresh pools
-//! are answered `429` before they take a place. Ping URLs that name nothing (`404`) are
+//! (`auth_failures`); a locked-out client's requests in the unauthenticated pool are answered
+//! `429` before they take a place. Registering an agent is always in the unauthenticated pool,
+//! whatever bearer token rides along: the registration secret in its body is what it checks. Ping URLs that name nothing (`404`) are
 //! counted apart, per client only and ten times as leniently (a job left with a replaced URL
 //! must not lock its host's other jobs out, and wrong pings must never lock out logins or
 //! every ping).
@@ -60,6 +63,8 @@ pub const LONG_POLL_PATH: &str = "/api/poller/assignments";
 pub const PING_PREFIX: &str = "/ping/";
 /// Where agents trade a refresh token for an access token.
 pub const REFRESH_PATH: &str = "/api/poller/token";
+/// Where agents register with a registration token.
+pub const REGISTER_PATH: &str = "/api/poller/register";
 
 /// Seconds a shed client is told to wait; agents add their own jitter.
 const RETRY_AFTER_SECONDS: u64 = 1;
@@ -152,12 +157,11 @@ impl Pools {
         if path.starts_with(PING_PREFIX) {
             return pool(Pool::Ping);
         }
-        if path == REFRESH_PATH {
-            return pool(Pool::Refresh);
-        }
-        // Logging in, by password or single sign-on, whatever credentials come along.
+        // Logging in, by password or single sign-on, and registering an agent, whatever
+        // credentials come along: what they check is in the body or the provider's answer.
         if (request.method() == axum::http::Method::POST && path == crate::web::session::LOGIN_PATH)
             || path.starts_with(crate::web::SSO_PREFIX)
+            || path == REGISTER_PATH
         {
             return pool(Pool::Unauthenticated);
         }
@@ -171,6 +175,7 @@ impl Pools {
                 .map(str::trim);
             match bearer {
                 Some(token) if self.app.is_signed_access_token(token) => return pool(Pool::Poller),
+                _ if path == REFRESH_PATH => return pool(Pool::Refresh),
                 Some(token)
                     if self.app.is_known_admin_token(token)
                         || self.app.is_metrics_token(token)
@@ -229,9 +234,10 @@ pub async fn admit(State(pools): State<Arc<Pools>>, request: Request, next: Next
         Pool::Ping => &pools.ping_failures,
         _ => &pools.failures,
     };
-    // Only strangers are held back: a credential that checks out in memory is served even
-    // from an address that failed (its failures still count, below).
-    if matches!(pool, Pool::Unauthenticated | Pool::Ping | Pool::Refresh) {
+    // Only strangers are held back: a credential that checks out in memory (or, for a
+    // refresh, cheaply) is served even from an address that failed (its failures still count,
+    // below).
+    if matches!(pool, Pool::Unauthenticated | Pool::Ping) {
         if let Err(refused) = failures.check(client, Instant::now()) {
             return refused.into_response();
         }

@@ -29,7 +29,7 @@ use utoipa::IntoParams;
 
 #[utoipa::path(
     post, path = "/api/v1/registration-tokens", tag = "registration-tokens", operation_id = "create_registration_token",
-    summary = "Create a registration token (the secret is in the answer, once)",
+    summary = "Create a registration token (admin; the secret is in the answer, once)",
     security(("admin_token" = [])),
     request_body = CreateRegistrationToken,
 
@@ -45,7 +45,7 @@ pub async fn create_registration_token(
 
 #[utoipa::path(
     get, path = "/api/v1/registration-tokens", tag = "registration-tokens", operation_id = "list_registration_tokens",
-    summary = "List registration tokens",
+    summary = "List registration tokens (admin)",
     security(("admin_token" = [])),
     params(PageQuery),
     responses((status = 200, description = "A page of tokens.", body = Page<RegistrationTokenView>), super::openapi::QueryErrors)
@@ -60,7 +60,7 @@ pub async fn list_registration_tokens(
 
 #[utoipa::path(
     delete, path = "/api/v1/registration-tokens/{id}", tag = "registration-tokens", operation_id = "revoke_registration_token",
-    summary = "Revoke a registration token",
+    summary = "Revoke a registration token (admin)",
     security(("admin_token" = [])),
     params(("id" = Uuid, Path, description = "Registration token id")),
     responses((status = 204, description = "Revoked."), super::openapi::IdErrors)
@@ -75,7 +75,7 @@ pub async fn revoke_registration_token(
 
 #[utoipa::path(
     post, path = "/api/v1/registration-tokens/{id}/rotate", tag = "registration-tokens", operation_id = "rotate_registration_token",
-    summary = "Give a registration token a new secret, optionally keeping the old one for an overlap",
+    summary = "Give a registration token a new secret, optionally keeping the old one for an overlap (admin)",
     security(("admin_token" = [])),
     request_body = Option<RotateRegistrationToken>,
     params(("id" = Uuid, Path, description = "Registration token id")),

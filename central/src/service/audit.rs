@@ -204,7 +204,9 @@ pub enum SessionEvent<'a> {
 }
 
 /// How an entry names who acted: kind, id, the user a key acted for, name.
-fn actor_of(principal: &Principal) -> (&'static str, Option<String>, Option<String>, String) {
+type EntryActor = (&'static str, Option<String>, Option<String>, String);
+
+fn actor_of(principal: &Principal) -> EntryActor {
     match &principal.actor {
         Actor::AdminToken => ("admin_token", None, None, "admin token".into()),
         Actor::User { id, name } => ("user", Some(id.to_string()), None, name.clone()),
@@ -243,29 +245,21 @@ impl App {
         before: Option<Value>,
         after: Option<Value>,
     ) {
-        let (actor_kind, actor_id, actor_user_id, actor_name) = actor_of(principal);
         // A creation's route names no id; its answer does.
         let object_id = subject.id.or_else(|| {
             let id = after.as_ref()?.get("id")?.as_str()?;
             Some(id.to_string())
         });
-        let row = AuditRow {
-            id: Uuid::now_v7().to_string(),
-            at: self.now_ms(),
-            actor_kind: actor_kind.into(),
-            actor_id,
-            actor_user_id,
-            actor_name,
+        self.append(
+            actor_of(principal),
             address,
-            action: subject.action,
-            object_kind: subject.kind.into(),
+            subject.action,
+            subject.kind,
             object_id,
-            before: before.map(|v| redacted(v).to_string()),
-            after: after.map(|v| redacted(v).to_string()),
-        };
-        if let Err(e) = self.store.insert_audit(&row).await {
-            tracing::error!(action = %row.action, object = %row.object_kind, "the audit log could not be written: {e:#}");
-        }
+            before.map(|v| redacted(v).to_string()),
+            after.map(|v| redacted(v).to_string()),
+        )
+        .await;
     }
 
     /// Records a sign-in, a failed one or a sign-out on the page, as the object `sessions`:
@@ -278,7 +272,7 @@ impl App {
         method: &str,
         address: Option<String>,
     ) {
-        let (action, (actor_kind, actor_id, actor_user_id, actor_name)) = match event {
+        let (action, actor) = match event {
             SessionEvent::LogIn(principal) => ("login", actor_of(principal)),
             SessionEvent::LogOut(principal) => ("logout", actor_of(principal)),
             SessionEvent::Failed { tried } => (
@@ -291,6 +285,30 @@ impl App {
                 ),
             ),
         };
+        self.append(
+            actor,
+            address,
+            action.into(),
+            "sessions",
+            None,
+            None,
+            Some(serde_json::json!({ "method": method }).to_string()),
+        )
+        .await;
+    }
+
+    /// Appends one entry, now. A failure is logged and the change stands (see `record_change`).
+    #[allow(clippy::too_many_arguments)]
+    async fn append(
+        &self,
+        (actor_kind, actor_id, actor_user_id, actor_name): EntryActor,
+        address: Option<String>,
+        action: String,
+        object_kind: &str,
+        object_id: Option<String>,
+        before: Option<String>,
+        after: Option<String>,
+    ) {
         let row = AuditRow {
             id: Uuid::now_v7().to_string(),
             at: self.now_ms(),
@@ -299,14 +317,14 @@ impl App {
             actor_user_id,
             actor_name,
             address,
-            action: action.into(),
-            object_kind: "sessions".into(),
-            object_id: None,
-            before: None,
-            after: Some(serde_json::json!({ "method": method }).to_string()),
+            action,
+            object_kind: object_kind.into(),
+            object_id,
+            before,
+            after,
         };
         if let Err(e) = self.store.insert_audit(&row).await {
-            tracing::error!(action, "the audit log could not be written: {e:#}");
+            tracing::error!(action = %row.action, object = %row.object_kind, "the audit log could not be written: {e:#}");
         }
     }
 

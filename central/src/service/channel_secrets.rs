@@ -84,10 +84,11 @@ pub fn hide(view: &mut ChannelView) {
 /// field): it would be sent as the literal word.
 ///
 /// A stored credential that the edit does not type again (left out of the patch, or sent as
-/// `HIDDEN`) stays only while the channel sends to no new place (scheme, host and port of
-/// `url` and `urls`, or the kind's own service): an edit that points the channel elsewhere
-/// must type each of them again, or the channel would hand them to whoever the editor
-/// chose. Refused with `422` naming every such field.
+/// `HIDDEN`) stays only while the channel sends to no new address (`url` and `urls`, or the
+/// kind's own service, whole: a path on the same host is another place too, since receivers
+/// such as Zapier or webhook.site serve every customer from one host): an edit that points the
+/// channel elsewhere must type each of them again, or the channel would hand them to whoever
+/// the editor chose. Refused with `422` naming every such field.
 pub fn keep(
     spec: &mut ChannelSpec,
     stored: &ChannelSpec,
@@ -196,27 +197,18 @@ fn restore_address(
     Ok(())
 }
 
-/// Where a channel sends: scheme, host and port of each address it connects to.
+/// Where a channel sends: each address it posts to, as the URL parser writes it (so that
+/// `HTTPS://Host:443/x` and `https://host/x` are one place).
 fn destinations(spec: &ChannelSpec) -> BTreeSet<String> {
     spec.url
         .as_deref()
         .or(spec.kind.default_url())
         .into_iter()
         .chain(spec.urls.iter().map(String::as_str))
-        .map(origin)
+        .map(|address| {
+            url::Url::parse(address).map_or_else(|_| address.to_string(), |url| url.to_string())
+        })
         .collect()
-}
-
-fn origin(address: &str) -> String {
-    match url::Url::parse(address) {
-        Ok(url) => format!(
-            "{}://{}:{}",
-            url.scheme(),
-            url.host_str().unwrap_or_default(),
-            url.port_or_known_default().unwrap_or_default()
-        ),
-        Err(_) => address.to_string(),
-    }
 }
 
 #[cfg(test)]
@@ -342,7 +334,7 @@ mod tests {
         .unwrap_err();
         assert_eq!(refused.field, "secret, headers.X-Api-Key");
         assert!(
-            refused.message.contains("https://evil.example:443"),
+            refused.message.contains("https://evil.example/collect"),
             "{refused}"
         );
         // Sending the view's `REDACTED` back is not typing it.
@@ -369,11 +361,22 @@ mod tests {
         )
         .unwrap();
         assert_eq!(retyped.headers["X-Api-Key"], "other");
-        // Another path on the same server keeps them, as does a rename.
-        let same = edit(
+        // Another path on the same host is another place (one host serves many customers);
+        // a rename, or the same address written otherwise, keeps them.
+        let path = edit(
             &stored,
             ChannelPatch {
                 url: Some("https://hooks.example.com/y".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+        assert_eq!(path.field, "secret, headers.X-Api-Key");
+        let same = edit(
+            &stored,
+            ChannelPatch {
+                name: Some("renamed".into()),
+                url: Some("HTTPS://hooks.example.com:443/x".into()),
                 ..Default::default()
             },
         )

@@ -56,7 +56,8 @@ pub fn keep(spec: &mut MonitorSpec, stored: &MonitorSpec) -> Result<(), Validati
                     return Err(ValidationError::combination(
                         "settings.headers",
                         format!(
-                            "header `{name}` is `{HIDDEN}` but has no stored value to keep:                              type its value"
+                            "header `{name}` is `{HIDDEN}` but has no stored value to keep: \
+                             type its value"
                         ),
                     ))
                 }

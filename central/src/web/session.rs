@@ -144,10 +144,14 @@ pub async fn log_in(
         ));
     }
     let by_token = !form.token.trim().is_empty();
+    // What a refused sign-in tried, for the audit log: an email only if it is one (a
+    // password pasted into the email box must not be kept for a year).
     let (method, tried) = if by_token {
         ("admin_token", "admin token")
-    } else {
+    } else if shared_proto::users::normalized_email(&form.email).is_ok() {
         ("password", form.email.as_str())
+    } else {
+        ("password", "(not an email address)")
     };
     let opened = if by_token {
         app.log_in(&form.token).await

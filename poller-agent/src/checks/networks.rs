@@ -26,6 +26,8 @@ const METADATA: &[&str] = &[
     "168.63.129.16/32",
     "100.100.100.200/32",
     "192.0.0.192/32",
+    // Tencent Cloud.
+    "169.254.0.23/32",
 ];
 
 /// The start of every refusal's message, so that callers can tell one from a network error.
@@ -55,9 +57,10 @@ impl Networks {
         }
     }
 
-    /// Whether a check may connect to `ip` (IPv4 written as IPv6 is judged as IPv4).
+    /// Whether a check may connect to `ip` (IPv4 written as IPv6, mapped or through the
+    /// well-known NAT64 prefix `64:ff9b::/96`, is judged as the IPv4 address it reaches).
     pub fn permits(&self, ip: IpAddr) -> bool {
-        let ip = ip.to_canonical();
+        let ip = as_reached(ip);
         if self.allowed.is_empty() {
             !self.denied.iter().any(|net| net.contains(&ip))
         } else {
@@ -67,7 +70,7 @@ impl Networks {
 
     /// Why `ip` is refused, for a check's message.
     pub fn refusal(&self, ip: IpAddr) -> String {
-        let ip = ip.to_canonical();
+        let ip = as_reached(ip);
         if self.allowed.is_empty() {
             format!(
                 "{REFUSED}: {ip} is a cloud metadata service, which hands out credentials \
@@ -104,6 +107,19 @@ impl Networks {
     }
 }
 
+/// The address a packet to `ip` reaches: IPv4 for a mapped address or one in the well-known
+/// NAT64 prefix (RFC 6052), which a NAT64 gateway forwards to the IPv4 address in its last 32
+/// bits.
+fn as_reached(ip: IpAddr) -> IpAddr {
+    match ip.to_canonical() {
+        IpAddr::V6(v6) if v6.segments()[..6] == [0x64, 0xff9b, 0, 0, 0, 0] => {
+            let [.., a, b, c, d] = v6.octets();
+            IpAddr::V4(std::net::Ipv4Addr::new(a, b, c, d))
+        }
+        other => other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,6 +137,8 @@ mod tests {
             "fd00:ec2::254",
             "169.254.170.2",
             "100.100.100.200",
+            "64:ff9b::a9fe:a9fe",
+            "169.254.0.23",
         ] {
             assert!(!networks.permits(ip(refused)), "{refused}");
         }

@@ -45,10 +45,12 @@ const UNPROCESSABLE: &str = "The body is as the schema says, but breaks a rule n
     `unknown_reference`, an id that names nothing. The message names the field.";
 
 /// `ErrorBody` answers, one per `(status, description)`.
-/// Every operation may answer a caller without valid credentials `429` while it (or everyone)
-/// is locked out after failed authentications (`api::auth_failures`).
-const LOCKED_OUT: &str = "`rate_limited`: too many failed authentications from this client, or \
-                          from everywhere; retry after `Retry-After` seconds.";
+/// Every operation may answer a caller without valid credentials `429` while its client is
+/// locked out after failed authentications (`api::auth_failures`).
+const LOCKED_OUT: &str = "`rate_limited`: too many failed authentications from this client \
+                          (while failures come from everywhere at once, one a minute per \
+                          client); retry after `Retry-After` seconds. Valid credentials are \
+                          never refused for it.";
 
 fn error_responses(answers: &[(u16, &str)]) -> BTreeMap<String, RefOr<Response>> {
     let locked_out =

@@ -57,6 +57,13 @@ type IdTokenResponse = StandardTokenResponse<
     CoreTokenType,
 >;
 
+type CoreIdToken = openidconnect::IdToken<
+    OtherClaims,
+    CoreGenderClaim,
+    CoreJweContentEncryptionAlgorithm,
+    CoreJwsSigningAlgorithm,
+>;
+
 /// `openidconnect`'s client with `OtherClaims`, as discovery makes it.
 type Client = openidconnect::Client<
     OtherClaims,
@@ -246,20 +253,7 @@ impl Provider {
             .map_err(|e| ProviderError::CodeRefused(error_chain(&e)))?;
         let id_token = answer.id_token().ok_or(ProviderError::NoIdToken)?;
         let nonce = Nonce::new(nonce.to_string());
-        let verify = |client: &Client| {
-            let verifier = client.id_token_verifier().set_time_fn(move || now);
-            id_token.claims(&verifier, &nonce).map(identity)
-        };
-        let identity = match verify(&client) {
-            Err(ClaimsVerificationError::SignatureVerification(
-                SignatureVerificationError::NoMatchingKey,
-            )) => {
-                let metadata = self.metadata(true).await?;
-                verify(&self.client(&metadata))
-            }
-            other => other,
-        }
-        .map_err(|e| ProviderError::Unverified(e.to_string()))?;
+        let identity = self.verified(&client, id_token, Some(&nonce), now).await?;
         let refresh = answer.refresh_token().map(|t| t.secret().clone());
         Ok((identity, refresh))
     }
@@ -297,30 +291,45 @@ impl Provider {
             Err(e) => return Err(ProviderError::Unreachable(error_chain(&e))),
         };
         let identity = match answer.id_token() {
-            Some(id_token) => {
-                let verify = |client: &Client| {
-                    let verifier = client.id_token_verifier().set_time_fn(move || now);
-                    id_token
-                        .claims(&verifier, |_: Option<&Nonce>| Ok(()))
-                        .map(identity)
-                };
-                let verified = match verify(&client) {
-                    Err(ClaimsVerificationError::SignatureVerification(
-                        SignatureVerificationError::NoMatchingKey,
-                    )) => {
-                        let metadata = self.metadata(true).await?;
-                        verify(&self.client(&metadata))
-                    }
-                    other => other,
-                };
-                Some(verified.map_err(|e| ProviderError::Unverified(e.to_string()))?)
-            }
+            Some(id_token) => Some(self.verified(&client, id_token, None, now).await?),
             None => None,
         };
         Ok(Recheck::Still {
             identity,
             refresh: answer.refresh_token().map(|t| t.secret().clone()),
         })
+    }
+}
+
+impl Provider {
+    /// `id_token` verified at `now`, against `nonce` (at a sign-in; `None` for the ID token of
+    /// a refresh, which answers no request that carried one). A token signed with a key
+    /// central does not hold makes it read the provider's keys again, once, and verify again.
+    async fn verified(
+        &self,
+        client: &Client,
+        id_token: &CoreIdToken,
+        nonce: Option<&Nonce>,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Identity, ProviderError> {
+        let verify = |client: &Client| {
+            let verifier = client.id_token_verifier().set_time_fn(move || now);
+            match nonce {
+                Some(nonce) => id_token.claims(&verifier, nonce),
+                None => id_token.claims(&verifier, |_: Option<&Nonce>| Ok(())),
+            }
+            .map(identity)
+        };
+        match verify(client) {
+            Err(ClaimsVerificationError::SignatureVerification(
+                SignatureVerificationError::NoMatchingKey,
+            )) => {
+                let metadata = self.metadata(true).await?;
+                verify(&self.client(&metadata))
+            }
+            other => other,
+        }
+        .map_err(|e| ProviderError::Unverified(e.to_string()))
     }
 }
 

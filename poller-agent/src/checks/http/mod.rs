@@ -53,6 +53,10 @@ impl HttpClients {
             reqwest::Client::builder()
                 .danger_accept_invalid_certs(!verify)
                 .redirect(follow.policy(networks.clone()))
+                // Checks go to their target directly: through a proxy from the environment
+                // (`HTTP_PROXY`…) the proxy would resolve names, past the agent's network
+                // policy, and its latency would be the check's.
+                .no_proxy()
                 .pool_max_idle_per_host(0)
                 .dns_resolver(Arc::new(TimedResolver {
                     networks: networks.clone(),
