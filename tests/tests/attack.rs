@@ -3,7 +3,9 @@
 //! headers, a thousand idle connections, a login flood and an argon2 flood. While each runs,
 //! a poller heartbeats and uploads and an operator lists monitors and opens the page: every
 //! one of those calls must be answered 200. Central's CPU time and memory under each attack
-//! are printed (`--nocapture`) and recorded in docs/benchmarks.md.
+//! are printed (`--nocapture`) and recorded in docs/benchmarks.md. And guessing from many
+//! IPv6 /64s of one /48, in a network namespace of the test's own (central and `curl` inside
+//! it, nothing leaves): during a flood the /48 is one client, and valid credentials go through.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -493,5 +495,215 @@ async fn a_session_opened_before_a_restart_is_served_while_strangers_hold_every_
     .await;
     assert!(page.is_ok(), "{page:?}");
     drop(held);
+    Ok(())
+}
+
+/// A network namespace of the test's own whose loopback holds many IPv6 addresses: one per
+/// /64 of `2001:db8:0::/48` asked for, and `2001:db9::1` in another /48. Central and every
+/// client run inside it (`ip netns exec`), so nothing leaves it. Removed when dropped.
+struct V6Namespace {
+    name: String,
+    central: Option<std::process::Child>,
+}
+
+impl V6Namespace {
+    fn start(sixty_fours: &[u32]) -> anyhow::Result<V6Namespace> {
+        let name = format!("v6-e2e-{}", std::process::id());
+        run(&["ip", "netns", "add", &name])?;
+        let namespace = V6Namespace {
+            name,
+            central: None,
+        };
+        namespace.inside(&["ip", "link", "set", "lo", "up"])?;
+        let mut addresses: Vec<String> = sixty_fours
+            .iter()
+            .map(|n| format!("2001:db8:0:{n:x}::1/64"))
+            .collect();
+        addresses.push("2001:db9::1/64".into());
+        for address in &addresses {
+            namespace.inside(&["ip", "-6", "addr", "add", address, "dev", "lo", "nodad"])?;
+        }
+        Ok(namespace)
+    }
+
+    fn inside(&self, args: &[&str]) -> anyhow::Result<String> {
+        let mut all = vec!["ip", "netns", "exec", self.name.as_str()];
+        all.extend_from_slice(args);
+        run(&all)
+    }
+
+    /// Starts central inside, on every address, with `env`; returns its port.
+    async fn start_central(
+        &mut self,
+        dir: &std::path::Path,
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<u16> {
+        let port_file = dir.join("port");
+        let child = std::process::Command::new("ip")
+            .args(["netns", "exec", &self.name])
+            .arg(e2e::binary("central"))
+            .arg("serve")
+            .env("CENTRAL_LISTEN", "[::]:0")
+            .env("CENTRAL_PORT_FILE", &port_file)
+            .env(
+                "CENTRAL_DATABASE_URL",
+                format!("sqlite://{}", dir.join("c.db").display()),
+            )
+            .env("CENTRAL_ADMIN_TOKEN", ADMIN_TOKEN)
+            .envs(env.iter().copied())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(dir.join("central.log"))?)
+            .spawn()?;
+        self.central = Some(child);
+        let address = e2e::eventually(Duration::from_secs(30), "central's port", || async {
+            std::fs::read_to_string(&port_file).ok()
+        })
+        .await?;
+        Ok(address
+            .trim()
+            .rsplit(':')
+            .next()
+            .unwrap_or_default()
+            .parse()?)
+    }
+
+    /// `curl` from `from` (one of the namespace's addresses) to central; the status.
+    fn curl(&self, from: &str, port: u16, args: &[&str]) -> anyhow::Result<u16> {
+        let url_at = |path: &str| format!("http://[2001:db9::1]:{port}{path}");
+        let mut all: Vec<String> = [
+            "curl",
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "-g",
+            "--max-time",
+            "10",
+            "--interface",
+            from,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        for arg in args {
+            all.push(match arg.strip_prefix("URL:") {
+                Some(path) => url_at(path),
+                None => arg.to_string(),
+            });
+        }
+        let all: Vec<&str> = all.iter().map(String::as_str).collect();
+        Ok(self.inside(&all)?.trim().parse()?)
+    }
+}
+
+impl Drop for V6Namespace {
+    fn drop(&mut self) {
+        if let Some(mut central) = self.central.take() {
+            let _ = central.kill();
+            let _ = central.wait();
+        }
+        let _ = run(&["ip", "netns", "del", &self.name]);
+    }
+}
+
+fn run(args: &[&str]) -> anyhow::Result<String> {
+    let output = std::process::Command::new(args[0])
+        .args(&args[1..])
+        .output()?;
+    anyhow::ensure!(
+        output.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok(String::from_utf8(output.stdout)?)
+}
+
+/// An IPv6 host holds a whole /48 (65,536 /64s): while failures come from everywhere, its /64s
+/// count as one client at their /56 and /48, so they do not buy a budget each; a person in
+/// another /48 still signs in with a valid password, and an operator with a valid token is
+/// served from inside the guessing /48.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ipv6_guessers_share_their_56_and_48_during_a_flood() -> anyhow::Result<()> {
+    let sixty_fours: Vec<u32> = (0..24).chain([0x100]).collect();
+    let mut namespace = V6Namespace::start(&sixty_fours)?;
+    let dir = tempfile::tempdir()?;
+    let port = namespace
+        .start_central(
+            dir.path(),
+            &[
+                ("CENTRAL_AUTH_FAILURES_PER_MINUTE", "10"),
+                ("CENTRAL_AUTH_FAILURES_GLOBAL_PER_MINUTE", "20"),
+            ],
+        )
+        .await?;
+    let fresh = "2001:db9::1";
+    let admin = format!("Authorization: Bearer {ADMIN_TOKEN}");
+    let made = namespace.curl(
+        fresh,
+        port,
+        &[
+            "-H",
+            &admin,
+            "-H",
+            "Content-Type: application/json",
+            "-d",
+            r#"{"name":"Ana","email":"ana@example.com","role":"viewer","password":"correct horse battery staple"}"#,
+            "URL:/api/v1/users",
+        ],
+    )?;
+    assert_eq!(made, 201);
+
+    // Twenty /64s of one /56 guess once each: 20 failures, the shared budget.
+    let guess = |from: &str| {
+        namespace.curl(
+            from,
+            port,
+            &[
+                "-H",
+                &format!("Authorization: Bearer pkey_{}_guess", uuid::Uuid::new_v4()),
+                "URL:/api/v1/monitors",
+            ],
+        )
+    };
+    for n in 0..20 {
+        assert_eq!(
+            guess(&format!("2001:db8:0:{n:x}::1"))?,
+            401,
+            "/64 number {n}"
+        );
+    }
+    // Now a new /64 of that /56, or of another /56 of that /48, is the same client.
+    for n in [20u32, 23, 0x100] {
+        assert_eq!(
+            guess(&format!("2001:db8:0:{n:x}::1"))?,
+            429,
+            "/64 {n:x} shares its /56's and /48's budget during the flood"
+        );
+    }
+    // An operator inside that /48 is served; a person elsewhere signs in.
+    let operator = namespace.curl(
+        "2001:db8:0:17::1",
+        port,
+        &["-H", &admin, "URL:/api/v1/monitors"],
+    )?;
+    assert_eq!(operator, 200);
+    let login = namespace.curl(
+        fresh,
+        port,
+        &[
+            "--data-urlencode",
+            "email=ana@example.com",
+            "--data-urlencode",
+            "password=correct horse battery staple",
+            "URL:/login",
+        ],
+    )?;
+    assert_eq!(
+        login, 303,
+        "a valid password from another /48 during the flood"
+    );
+    let log = std::fs::read_to_string(dir.path().join("central.log"))?;
+    assert!(log.contains("2001:db8::"), "the /56 or /48 named: {log}");
     Ok(())
 }

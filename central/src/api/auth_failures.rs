@@ -154,7 +154,18 @@ impl AuthFailures {
             }
         }
         if let (Some(levels), Some(client)) = (&self.strict, client) {
-            levels.spend(client, now);
+            // A whole prefix (a /56, a /48) spent: worth a line, since it holds back every
+            // client in it while the flood lasts.
+            for (key, wait) in levels.spend(client, now) {
+                if key != client {
+                    tracing::warn!(
+                        prefix = %key,
+                        "failed authentications from many clients of one IPv6 prefix: while \
+                         failures come from everywhere, its clients are refused for {} s",
+                        wait.as_secs().max(1)
+                    );
+                }
+            }
         }
         if let Some(global) = &self.global {
             if matches!(global.take(EVERYONE, now), Ok(left) if left < 1.0) {
