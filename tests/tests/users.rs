@@ -573,8 +573,14 @@ async fn on_the_page_users_log_in_with_a_password_and_act_by_their_role() -> any
             None,
         )
         .await?;
-    assert_eq!(made["items"][0]["action"], "create", "{made}");
-    assert_eq!(made["items"][0]["actor"]["name"], "Ed", "{made}");
+    let created = made["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|e| e["action"] == "create")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(created["actor"]["name"], "Ed", "{made}");
     // A change made with a key names the key's user too.
     let (status, _) = central
         .call(
@@ -1173,6 +1179,54 @@ async fn sign_ins_are_audited_and_a_login_from_another_site_is_refused() -> anyh
         Some(1),
         "{failed}"
     );
+    central.stop().await;
+    Ok(())
+}
+
+/// An API key's first call from an address it was never used from is in the audit log, once
+/// per address: a key used from somewhere new shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_used_from_a_new_address_is_audited_once_per_address() -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    let (_, made) = make_key(
+        &central,
+        e2e::ADMIN_TOKEN,
+        json!({"name": "ci", "role": "viewer"}),
+    )
+    .await?;
+    let key = key_of(&made);
+    let key_id = made["id"].as_str().unwrap_or_default().to_string();
+    for from in [
+        "127.0.0.1",
+        "127.0.0.1",
+        "127.0.6.2",
+        "127.0.6.2",
+        "127.0.0.1",
+    ] {
+        let answer = reqwest::Client::builder()
+            .local_address(from.parse::<std::net::IpAddr>()?)
+            .build()?
+            .get(format!("{}/api/v1/monitors", central.url))
+            .bearer_auth(&key)
+            .send()
+            .await?;
+        assert_eq!(answer.status(), 200);
+    }
+    let (_, audit) = central
+        .admin(
+            Method::GET,
+            &format!("/api/v1/audit?object_kind=api-keys&object_id={key_id}"),
+            None,
+        )
+        .await?;
+    let uses: Vec<&str> = audit["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["action"] == "use_from_new_address")
+        .filter_map(|e| e["after"]["address"].as_str())
+        .collect();
+    assert_eq!(uses, ["127.0.6.2", "127.0.0.1"], "newest first: {audit}");
     central.stop().await;
     Ok(())
 }

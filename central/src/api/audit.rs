@@ -119,6 +119,12 @@ pub async fn record(State(recorder): State<Recorder>, request: Request, next: Ne
     let actual = actual.strip_prefix(prefix).unwrap_or(actual);
     let subject = Subject::of_api(request.method().as_str(), matched, actual);
     let principal = request.extensions().get::<Principal>().cloned();
+    if let Some(principal) = &principal {
+        recorder
+            .app
+            .note_key_address(principal, recorder.address(&request).as_deref())
+            .await;
+    }
     match (subject, principal) {
         (Some(subject), Some(principal)) => {
             recorder

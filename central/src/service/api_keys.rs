@@ -10,6 +10,7 @@ use shared_proto::users::{ApiKey, CreateApiKey, CreatedApiKey, Role};
 use shared_proto::ValidationError;
 
 use super::access::{Actor, Principal};
+use super::recent::RecentlyValid;
 use super::tokens::page;
 use super::{auth, time_of, App};
 use crate::error::{ApiError, ApiResult};
@@ -22,6 +23,32 @@ pub const KEY_PREFIX: &str = "pkey";
 /// A key's use is written at most this often (ms): `last_used_at` is to the minute, and a busy
 /// key costs no write per call.
 pub const LAST_USED_EVERY_MS: i64 = 60_000;
+
+/// How long this replica remembers that a key was used from an address before it asks the
+/// database again (which knows every address each key was used from).
+const ADDRESS_REMEMBERED: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// What this replica remembers of API keys between calls, as hints (`recent`): keys seen
+/// valid lately, and (key, address) pairs seen lately.
+pub struct KeyMemory {
+    valid: RecentlyValid,
+    addresses: RecentlyValid,
+}
+
+impl Default for KeyMemory {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl KeyMemory {
+    pub fn new() -> Self {
+        Self {
+            valid: RecentlyValid::new(super::sessions::RECENTLY_VALID),
+            addresses: RecentlyValid::new(ADDRESS_REMEMBERED),
+        }
+    }
+}
 
 fn key_of(row: &ApiKeyRow) -> ApiKey {
     ApiKey {
@@ -195,7 +222,9 @@ impl App {
                 .touch_api_key(&key.id, now, now - LAST_USED_EVERY_MS)
                 .await?;
         }
-        self.api_keys.remember(token, std::time::Instant::now());
+        self.api_keys
+            .valid
+            .remember(token, std::time::Instant::now());
         Ok(Some(Principal {
             actor: Actor::ApiKey {
                 id,
@@ -226,7 +255,50 @@ fn own(by: &Principal) -> KeyScope {
 impl App {
     /// Whether this API key was seen valid lately (a pool hint: it grants nothing).
     pub fn is_recent_api_key(&self, token: &str) -> bool {
-        self.api_keys.contains(token, std::time::Instant::now())
+        self.api_keys
+            .valid
+            .contains(token, std::time::Instant::now())
+    }
+
+    /// Records an API key's first call from an address it was never used from
+    /// (`use_from_new_address` in the audit log, by the key, with the address), so that a key
+    /// used from somewhere new shows. Cost: a look in memory per call; an insert-or-ignore per
+    /// (key, address) not seen on this replica within the hour.
+    pub async fn note_key_address(&self, principal: &Principal, address: Option<&str>) {
+        let (Actor::ApiKey { id, .. }, Some(address)) = (&principal.actor, address) else {
+            return;
+        };
+        let pair = format!("{id}|{address}");
+        let now = std::time::Instant::now();
+        if self.api_keys.addresses.contains(&pair, now) {
+            return;
+        }
+        match self
+            .store
+            .note_api_key_address(&id.to_string(), address, self.now_ms())
+            .await
+        {
+            Ok(true) => {
+                self.record_change(
+                    principal,
+                    Some(address.to_string()),
+                    super::audit::Subject {
+                        kind: "api-keys",
+                        id: Some(id.to_string()),
+                        action: "use_from_new_address".into(),
+                    },
+                    None,
+                    Some(serde_json::json!({ "address": address })),
+                )
+                .await
+            }
+            Ok(false) => {}
+            Err(e) => {
+                tracing::error!("an API key's address could not be noted: {e:#}");
+                return;
+            }
+        }
+        self.api_keys.addresses.remember(&pair, now);
     }
 }
 

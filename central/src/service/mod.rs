@@ -100,8 +100,9 @@ pub struct App {
     poller_limits: pollers::PollerLimits,
     /// Session cookies seen valid lately: a page request with one is an operator's.
     sessions: sessions::Known,
-    /// API keys seen valid lately: a call with one is an operator's (`api::pools`).
-    api_keys: recent::RecentlyValid,
+    /// API keys seen valid lately (a call with one is an operator's, `api::pools`), and the
+    /// addresses each was used from lately.
+    api_keys: api_keys::KeyMemory,
     /// Who may read `/metrics` on the public listener, and its text of the last few seconds.
     scrape: scrape::Scrape,
     /// The last database ping and when it answered, shared by `/readyz` callers.
@@ -177,7 +178,7 @@ impl App {
             hashing: hashing::Hashing::new(),
             poller_limits: pollers::PollerLimits::new(args.poller_heartbeats_per_minute),
             sessions: sessions::Known::new(),
-            api_keys: recent::RecentlyValid::new(sessions::RECENTLY_VALID),
+            api_keys: api_keys::KeyMemory::new(),
             last_ping: Mutex::new(None),
             scrape: scrape::Scrape::new(args.metrics_token.as_deref())?,
         }))

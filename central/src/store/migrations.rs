@@ -226,6 +226,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "sso_links",
         include_str!("../../../migrations/sqlite/20261219000044_sso_links.sql"),
     ),
+    (
+        20261220000045,
+        "api_key_addresses",
+        include_str!("../../../migrations/sqlite/20261220000045_api_key_addresses.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -443,6 +448,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261219000044,
         "sso_links",
         include_str!("../../../migrations/postgres/20261219000044_sso_links.sql"),
+    ),
+    (
+        20261220000045,
+        "api_key_addresses",
+        include_str!("../../../migrations/postgres/20261220000045_api_key_addresses.sql"),
     ),
 ];
 

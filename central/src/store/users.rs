@@ -276,6 +276,13 @@ impl Store {
         self.keep_an_admin(&mut tx, id).await?;
         // The keys they made for others go too (their own are deleted below).
         revoke_keys_of_and_by(&mut tx, id, now).await?;
+        sqlx::query(
+            "DELETE FROM api_key_addresses WHERE key_id IN \
+             (SELECT id FROM api_keys WHERE user_id = $1)",
+        )
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
         sqlx::query("DELETE FROM api_keys WHERE user_id = $1")
             .bind(id)
             .execute(&mut *tx)
@@ -360,6 +367,26 @@ impl Store {
             query = query.bind(bound);
         }
         Ok(query.fetch_all(&self.pool).await?)
+    }
+
+    /// Notes that key `key_id` was used from `address`; `true` the first time.
+    pub async fn note_api_key_address(
+        &self,
+        key_id: &str,
+        address: &str,
+        at: i64,
+    ) -> anyhow::Result<bool> {
+        let _guard = self.write_lock().await;
+        let done = sqlx::query(
+            "INSERT INTO api_key_addresses (key_id, address, first_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (key_id, address) DO NOTHING",
+        )
+        .bind(key_id)
+        .bind(address)
+        .bind(at)
+        .execute(&self.writer)
+        .await?;
+        Ok(done.rows_affected() == 1)
     }
 
     /// Revokes a key; `false` if there is none or it was revoked already.
