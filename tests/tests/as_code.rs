@@ -128,6 +128,8 @@ const TARGET_CREDENTIAL: &str = "Bearer as-code-target-9d1e";
 /// A receiver's key in the address's query, as many take it.
 const HOOK_URL: &str = "http://127.0.0.1:9/hook?token=query-token-5e2b";
 const TARGET_BODY: &str = "user=probe&password=as-code-body-3f7a";
+/// A target's key in its query.
+const TARGET_URL: &str = "http://127.0.0.1:9/health?key=target-query-8c1d";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn export_apply_round_trip_plans_drift_and_prune() -> anyhow::Result<()> {
@@ -145,7 +147,7 @@ async fn export_apply_round_trip_plans_drift_and_prune() -> anyhow::Result<()> {
         )
         .await?;
     let api = source
-        .create_monitor(json!({"name": "API", "kind": "http", "target": "http://127.0.0.1:9/health",
+        .create_monitor(json!({"name": "API", "kind": "http", "target": TARGET_URL,
             "interval_ms": 50000, "settings": {"headers": {"Authorization": TARGET_CREDENTIAL}, "keyword": "ok",
                 "method": "POST", "body": TARGET_BODY},
             "notification_channel_ids": [hook], "parent_ids": [db]}))
@@ -172,6 +174,7 @@ async fn export_apply_round_trip_plans_drift_and_prune() -> anyhow::Result<()> {
         "sre",
         "query-token-5e2b",
         "as-code-body-3f7a",
+        "target-query-8c1d",
     ] {
         assert!(
             !exported.contains(secret),
@@ -182,6 +185,7 @@ async fn export_apply_round_trip_plans_drift_and_prune() -> anyhow::Result<()> {
         "${CENTRAL_VAR_CHANNEL_OPS_HOOK_SECRET}",
         "${CENTRAL_VAR_CHANNEL_OPS_HOOK_URL}",
         "${CENTRAL_VAR_MONITOR_API_BODY}",
+        "${CENTRAL_VAR_MONITOR_API_TARGET}",
     ] {
         assert!(exported.contains(reference), "{reference}: {exported}");
     }
@@ -199,6 +203,7 @@ async fn export_apply_round_trip_plans_drift_and_prune() -> anyhow::Result<()> {
         ),
         ("CENTRAL_VAR_CHANNEL_OPS_HOOK_URL", HOOK_URL),
         ("CENTRAL_VAR_MONITOR_API_BODY", TARGET_BODY),
+        ("CENTRAL_VAR_MONITOR_API_TARGET", TARGET_URL),
     ];
 
     // Onto an empty central: everything is made, and exporting it gives the same file.

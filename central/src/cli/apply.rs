@@ -139,7 +139,7 @@ fn patch_of(kind: ManagedKind, changes: &[Change], body: &Value) -> Value {
                 "poller_capability",
                 "poller_regions",
             ],
-            &["settings"],
+            &["settings", "target"],
             &mut fields,
         ),
         ManagedKind::NotificationChannels => moves(

@@ -115,7 +115,8 @@ pub fn monitor_shown(view: &MonitorView, keys: &Keys) -> anyhow::Result<Map<Stri
     Ok(tidy(map))
 }
 
-/// An exported monitor: header values and the body as references to the environment.
+/// An exported monitor: header values, the body and a target with credentials as references
+/// to the environment.
 pub fn monitor_entry(
     prefix: &str,
     key: &str,
@@ -133,6 +134,11 @@ pub fn monitor_entry(
         }
         if let Some(body @ Value::String(_)) = settings.get_mut("body") {
             *body = Value::from(reference(prefix, "MONITOR", key, "BODY"));
+        }
+    }
+    if let Some(Value::String(target)) = spec.get_mut("target") {
+        if target.contains(HIDDEN) {
+            *target = reference(prefix, "MONITOR", key, "TARGET");
         }
     }
     let names = |map: &HashMap<Uuid, String>, ids: &[Uuid]| -> Vec<String> {

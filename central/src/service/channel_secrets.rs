@@ -4,7 +4,7 @@
 //! edit that sends a view back keeps the stored values, and the rule that a kept value never
 //! follows the channel to a new destination. The credentials: `secret`, every header value,
 //! Pushover's `user_key`, ntfy's `topic` (whoever knows it may read it), and the parts of an
-//! address that carry one (`address_shown`). Storage and delivery never pass through here:
+//! address that carry one (`address_shown`, through `url_secrets`). Storage and delivery never pass through here:
 //! the senders need the real values.
 
 use std::collections::BTreeSet;
@@ -12,48 +12,19 @@ use std::collections::BTreeSet;
 use shared_proto::notifications::{ChannelKind, ChannelPatch, ChannelSpec, ChannelView, HIDDEN};
 use shared_proto::ValidationError;
 
-/// `url` as a view shows it. Its password, if any, as `HIDDEN`. For the kinds whose address is
-/// itself the credential (a Slack, Discord or Teams webhook: whoever has it can post),
-/// everything after the host as `/HIDDEN`. For the others, the whole query as `?HIDDEN`
-/// (`?token=…` is how many receivers take a key; the names of its parameters may be the key
-/// too) and each path segment that looks like a token (`is_token_like`); email's query only
-/// holds how to connect (`?tls=required`) and is shown.
-pub(crate) fn address_shown(kind: ChannelKind, url: &str) -> String {
-    let Ok(mut parsed) = url::Url::parse(url) else {
-        return url.to_string();
-    };
-    if matches!(
-        kind,
-        ChannelKind::Slack | ChannelKind::Discord | ChannelKind::Teams
-    ) {
-        parsed.set_path(&format!("/{HIDDEN}"));
-        parsed.set_query(None);
-        parsed.set_fragment(None);
-    } else if kind != ChannelKind::Email {
-        if parsed.query().is_some() {
-            parsed.set_query(Some(HIDDEN));
-        }
-        parsed.set_fragment(None);
-        if let Some(segments) = parsed.path_segments() {
-            let shown: Vec<&str> = segments
-                .map(|s| if is_token_like(s) { HIDDEN } else { s })
-                .collect();
-            parsed.set_path(&shown.join("/"));
-        }
-    }
-    if parsed.password().is_some() {
-        let _ = parsed.set_password(Some(HIDDEN));
-    }
-    parsed.to_string()
-}
+use super::url_secrets::{self, Hide};
 
-/// A path segment that may be a credential: 16 characters or more with a digit among them
-/// (a UUID, `T0123ABC/B0456DEF/…`, a hex or base64 key), or 24 or more of any kind. Words such
-/// as `api`, `v2`, `alerts` or `incoming` stay shown; hiding a long word by mistake costs only
-/// its display.
-fn is_token_like(segment: &str) -> bool {
-    let len = segment.chars().count();
-    len >= 24 || (len >= 16 && segment.chars().any(|c| c.is_ascii_digit()))
+/// `url` as a view shows it (`url_secrets`): for the kinds whose address is itself the
+/// credential (a Slack, Discord or Teams webhook: whoever has it can post) everything after
+/// the host; for email the password only (its query holds how to connect, `?tls=required`);
+/// for the others the password, the whole query and token-like path segments.
+pub(crate) fn address_shown(kind: ChannelKind, url: &str) -> String {
+    let hide = match kind {
+        ChannelKind::Slack | ChannelKind::Discord | ChannelKind::Teams => Hide::Path,
+        ChannelKind::Email => Hide::PasswordOnly,
+        _ => Hide::QueryAndTokens,
+    };
+    url_secrets::shown(url, hide)
 }
 
 /// `view` with its credentials as `HIDDEN`: addresses as `address_shown`, header values, the

@@ -1,21 +1,35 @@
 //! What a monitor's views keep from their readers: the values of an `http` monitor's request
-//! headers and its request body, where its credentials to the target live (an
-//! `Authorization`, an API key, a login form). Views show them as `REDACTED` (`HIDDEN`, as a
-//! channel's); an edit that sends a view back keeps what is stored, but only while the
-//! monitor still goes to the same server from the same pollers. Owns only that mapping:
+//! headers, its request body and the parts of its target URL that carry a credential (a
+//! password, the query, token-like path segments: `url_secrets`), where its credentials to the
+//! target live (an `Authorization`, an API key, a login form, `?key=`). Views show them as
+//! `REDACTED` (`HIDDEN`, as a channel's); an edit that sends a view back keeps what is
+//! stored, but only while the monitor still goes to the same server from the same pollers. Owns only that mapping:
 //! storage and the poller's copy (which needs the real values) never pass through here.
 
 use serde_json::{Map, Value};
 use shared_proto::notifications::HIDDEN;
 use shared_proto::{MonitorSpec, ValidationError};
 
+use super::url_secrets::{self, Hide};
+
 /// The settings key whose object's values are secret.
 const HEADERS: &str = "headers";
 /// The settings key whose text is secret.
 const BODY: &str = "body";
 
-/// `spec` as a view shows it: every header value and the body replaced by `HIDDEN`.
+/// An `http` monitor's target as a view shows it.
+fn target_shown(spec: &MonitorSpec) -> String {
+    if spec.kind == shared_proto::CheckKind::Http {
+        url_secrets::shown(&spec.target, Hide::QueryAndTokens)
+    } else {
+        spec.target.clone()
+    }
+}
+
+/// `spec` as a view shows it: every header value, the body and the target's credentials
+/// replaced by `HIDDEN`.
 pub fn hide(spec: &mut MonitorSpec) {
+    spec.target = target_shown(spec);
     if let Some(Value::Object(headers)) = spec.settings.get_mut(HEADERS) {
         for value in headers.values_mut() {
             *value = Value::from(HIDDEN);
@@ -34,6 +48,19 @@ pub fn hide(spec: &mut MonitorSpec) {
 /// pollers; such an edit types the values again.
 pub fn keep(spec: &mut MonitorSpec, stored: &MonitorSpec) -> Result<(), ValidationError> {
     let mut kept = Vec::new();
+    let stored_shown = target_shown(stored);
+    if spec.target == stored_shown && stored_shown != stored.target {
+        spec.target.clone_from(&stored.target);
+        kept.push("target");
+    } else if spec.target.contains(HIDDEN) {
+        return Err(ValidationError::combination(
+            "target",
+            format!(
+                "shows `{HIDDEN}` where the stored target had a secret, but is no longer that \
+                 target: type the whole target"
+            ),
+        ));
+    }
     let before = match stored.settings.get(HEADERS) {
         Some(Value::Object(before)) => before.clone(),
         _ => Map::new(),
@@ -101,23 +128,31 @@ pub fn not_carried_elsewhere(
     spec: &MonitorSpec,
     stored: &MonitorSpec,
     settings_restated: bool,
+    target_restated: bool,
 ) -> Result<(), ValidationError> {
     let mut carried = Vec::new();
+    if !target_restated && target_shown(stored) != stored.target {
+        carried.push("target");
+    }
     if matches!(stored.settings.get(HEADERS), Some(Value::Object(h)) if !h.is_empty()) {
         carried.push("settings.headers");
     }
     if matches!(stored.settings.get(BODY), Some(Value::String(_))) {
         carried.push("settings.body");
     }
-    if settings_restated || carried.is_empty() {
+    if settings_restated {
+        carried.retain(|field| *field == "target");
+    }
+    if carried.is_empty() {
         return Ok(());
     }
     match moved(spec, stored) {
         Some(moved) => Err(ValidationError::combination(
             carried.join(", "),
             format!(
-                "{moved}, and the stored header values and body would go with it: send \
-                 `settings` with them for the new place (or without them)"
+                "{moved}, and the stored {} would go with it: send them typed for the new \
+                 place (or without them)",
+                carried.join(" and ")
             ),
         )),
         None => Ok(()),
@@ -233,6 +268,34 @@ mod tests {
     }
 
     #[test]
+    fn a_targets_credentials_are_hidden_kept_and_never_moved_to_other_pollers() {
+        let mut stored = spec(json!({}));
+        stored.target = "https://probe:pw@api.example.com/health?key=s3cret".into();
+        let mut shown = stored.clone();
+        hide(&mut shown);
+        assert_eq!(
+            shown.target,
+            "https://probe:REDACTED@api.example.com/health?REDACTED"
+        );
+        let mut sent_back = shown.clone();
+        keep(&mut sent_back, &stored).unwrap();
+        assert_eq!(sent_back.target, stored.target);
+        // Moved to other pollers with the view's target, or without restating it: refused.
+        let mut moved = shown.clone();
+        moved.poller_region = Some("elsewhere".into());
+        assert_eq!(keep(&mut moved, &stored).unwrap_err().field, "target");
+        let mut unstated = stored.clone();
+        unstated.poller_region = Some("elsewhere".into());
+        let refused = not_carried_elsewhere(&unstated, &stored, true, false).unwrap_err();
+        assert_eq!(refused.field, "target");
+        assert!(not_carried_elsewhere(&unstated, &stored, false, true).is_ok());
+        // A view's target on another host is no target.
+        let mut other = shown.clone();
+        other.target = "https://probe:REDACTED@evil.example/health?REDACTED".into();
+        assert_eq!(keep(&mut other, &stored).unwrap_err().field, "target");
+    }
+
+    #[test]
     fn a_body_is_hidden_and_kept_like_a_header() {
         let stored = spec(json!({"method": "POST", "body": "user=a&password=s3cret"}));
         let mut shown = stored.clone();
@@ -251,7 +314,7 @@ mod tests {
         let stored = spec(json!({"headers": {"Authorization": "Bearer s3cret"}, "body": "b"}));
         let mut moved = stored.clone();
         moved.poller_region = Some("elsewhere".into());
-        let refused = not_carried_elsewhere(&moved, &stored, false).unwrap_err();
+        let refused = not_carried_elsewhere(&moved, &stored, false, false).unwrap_err();
         assert_eq!(refused.field, "settings.headers, settings.body");
         let mut sent_back = moved.clone();
         hide(&mut sent_back);
@@ -261,7 +324,7 @@ mod tests {
         renamed.name = "other".into();
         hide(&mut renamed);
         keep(&mut renamed, &stored).unwrap();
-        assert!(not_carried_elsewhere(&renamed, &stored, false).is_ok());
+        assert!(not_carried_elsewhere(&renamed, &stored, false, false).is_ok());
     }
 
     #[test]
@@ -269,13 +332,13 @@ mod tests {
         let stored = spec(json!({"headers": {"Authorization": "Bearer s3cret"}}));
         let mut moved = stored.clone();
         moved.target = "https://attacker.example/".into();
-        assert!(not_carried_elsewhere(&moved, &stored, false).is_err());
+        assert!(not_carried_elsewhere(&moved, &stored, false, false).is_err());
         assert!(
-            not_carried_elsewhere(&moved, &stored, true).is_ok(),
+            not_carried_elsewhere(&moved, &stored, true, false).is_ok(),
             "restated"
         );
         let mut same = stored.clone();
         same.target = "https://api.example.com/other".into();
-        assert!(not_carried_elsewhere(&same, &stored, false).is_ok());
+        assert!(not_carried_elsewhere(&same, &stored, false, false).is_ok());
     }
 }

@@ -195,6 +195,7 @@ impl App {
                 &spec,
                 &stored,
                 patch.settings.is_some(),
+                patch.target.is_some(),
             )?;
             self.validate_monitor(Some(id), &spec)
                 .await
