@@ -433,6 +433,22 @@ async fn a_periodic_check_ends_the_access_of_someone_removed_at_the_provider() -
         )
         .await?;
     assert_eq!(audit["items"][0]["action"], "sso_removed", "{audit}");
+    // Once ended, the link is forgotten: later rounds do not end (and record) it again.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let (_, audit) = central
+        .admin(
+            Method::GET,
+            &format!("/api/v1/audit?object_kind=users&object_id={id}"),
+            None,
+        )
+        .await?;
+    let removals = audit["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["action"] == "sso_removed")
+        .count();
+    assert_eq!(removals, 1, "{audit}");
     central.stop().await;
     Ok(())
 }

@@ -11,8 +11,9 @@
 //! instead of ten thousand. Callers whose credentials check out cheaply (sessions, API keys,
 //! access tokens, refresh tokens) are not held back at all: `pools` does not ask.
 //!
-//! A client is an IPv4 address or an IPv6 /64. While the shared bucket is empty, an IPv6
-//! client is also counted under its /56 and /48, each with a strict bucket four times the one
+//! A client is an IPv4 address or an IPv6 /64. While the shared bucket is empty (and always
+//! when there is none, `CENTRAL_AUTH_FAILURES_GLOBAL_PER_MINUTE=0`), an IPv6 client is also
+//! counted under its /56 and /48, each with a strict bucket four times the one
 //! below: one holder of a /48 then has 65,536 /64s, not 65,536 budgets. (Only then: in quiet
 //! times a neighbour in the same /48 cannot lock a /64 out, and the shared bucket bounds the
 //! whole; during a flood a /48 that guesses waits as one client.)
@@ -104,7 +105,14 @@ impl AuthFailures {
     /// limit off.
     pub fn new(per_client: u32, global: u32) -> Self {
         Self {
-            per_client: (per_client > 0).then(|| Levels::new(f64::from(per_client), 1)),
+            // Without a shared budget there is no flood mode: the /56 and /48 are then counted
+            // always, or a /48 would have 65,536 budgets with nothing above them.
+            per_client: (per_client > 0).then(|| {
+                Levels::new(
+                    f64::from(per_client),
+                    if global > 0 { 1 } else { WIDER_IPV6.len() + 1 },
+                )
+            }),
             strict: (global > 0).then(|| Levels::new(STRICT_PER_MINUTE, WIDER_IPV6.len() + 1)),
             global: (global > 0).then(|| Buckets::new(f64::from(global) / 60.0, f64::from(global))),
         }

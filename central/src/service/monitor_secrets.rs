@@ -296,6 +296,19 @@ mod tests {
     }
 
     #[test]
+    fn a_plain_target_moves_to_other_pollers_without_retyping() {
+        let mut stored = spec(json!({}));
+        stored.target = "https://Example.com".into();
+        let mut moved = stored.clone();
+        moved.poller_region = Some("elsewhere".into());
+        assert!(not_carried_elsewhere(&moved, &stored, false, false).is_ok());
+        let mut shown = moved.clone();
+        hide(&mut shown);
+        assert_eq!(shown.target, "https://Example.com");
+        keep(&mut shown, &stored).unwrap();
+    }
+
+    #[test]
     fn a_body_is_hidden_and_kept_like_a_header() {
         let stored = spec(json!({"method": "POST", "body": "user=a&password=s3cret"}));
         let mut shown = stored.clone();

@@ -17,11 +17,13 @@ pub enum Hide {
     PasswordOnly,
 }
 
-/// `url` as a view shows it (as given when it does not parse as a URL).
+/// `url` as a view shows it: as given when nothing in it is hidden (or it does not parse as a
+/// URL), so that a view of a plain address is the address itself, byte for byte.
 pub fn shown(url: &str, hide: Hide) -> String {
     let Ok(mut parsed) = url::Url::parse(url) else {
         return url.to_string();
     };
+    let before = parsed.to_string();
     match hide {
         Hide::Path => {
             parsed.set_path(&format!("/{HIDDEN}"));
@@ -32,7 +34,6 @@ pub fn shown(url: &str, hide: Hide) -> String {
             if parsed.query().is_some() {
                 parsed.set_query(Some(HIDDEN));
             }
-            parsed.set_fragment(None);
             if let Some(segments) = parsed.path_segments() {
                 let shown: Vec<&str> = segments
                     .map(|s| if is_token_like(s) { HIDDEN } else { s })
@@ -45,7 +46,12 @@ pub fn shown(url: &str, hide: Hide) -> String {
     if parsed.password().is_some() {
         let _ = parsed.set_password(Some(HIDDEN));
     }
-    parsed.to_string()
+    let after = parsed.to_string();
+    if after == before && !after.contains(HIDDEN) {
+        url.to_string()
+    } else {
+        after
+    }
 }
 
 /// A path segment that may be a credential: 16 characters or more with a digit among them
@@ -87,5 +93,9 @@ mod tests {
             shown("https://api.example.com/v2/health", Hide::QueryAndTokens),
             "https://api.example.com/v2/health"
         );
+        // Nothing hidden: the address as given, not as the parser would write it.
+        for plain in ["https://Example.com", "https://example.com:443/x#top"] {
+            assert_eq!(shown(plain, Hide::QueryAndTokens), plain);
+        }
     }
 }

@@ -72,7 +72,12 @@ impl App {
             .await?;
         let count = due.len();
         for (user_id, refresh) in due {
-            self.recheck_one(sso, &user_id, &refresh).await?;
+            // One link that cannot be checked is marked checked and logged: it must not stop
+            // the round, nor come first in every round after.
+            if let Err(e) = self.recheck_one(sso, &user_id, &refresh).await {
+                tracing::warn!(user = %user_id, "checking a linked user failed: {e:#}");
+                self.store.checked_sso_link(&user_id, now).await?;
+            }
         }
         Ok(count)
     }
@@ -87,6 +92,7 @@ impl App {
             Ok(Recheck::Gone(why)) => {
                 tracing::info!(user = %user.id, "the identity provider no longer lets this user in ({why}): their access ends");
                 self.end_access(&user, "sso_removed").await?;
+                self.store.forget_sso_link(&user.id).await?;
             }
             Ok(Recheck::Still { identity, refresh }) => {
                 if let Some(refresh) = &refresh {
@@ -138,6 +144,8 @@ impl App {
                 .await
             {
                 Ok(true) => {
+                    // Nothing left to check: the person comes back only by signing in.
+                    self.store.forget_sso_link(&after.id).await?;
                     let view = |row: &UserRow| {
                         serde_json::to_value(crate::service::users::user_of(row)).ok()
                     };
