@@ -96,8 +96,8 @@ pub struct ServeArgs {
     pub auth_failures_per_minute: u32,
 
     /// Failed authentications allowed per minute from all clients together (against guessing
-    /// spread over many addresses); past them every unauthenticated request is answered 429.
-    /// 0 turns the limit off.
+    /// spread over many addresses); past them each client may fail once a minute until half
+    /// of them have come back (a valid credential still goes through). 0 turns the limit off.
     #[arg(
         long,
         env = "CENTRAL_AUTH_FAILURES_GLOBAL_PER_MINUTE",

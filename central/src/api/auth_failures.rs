@@ -5,7 +5,9 @@
 //! that check out in memory answered `429` with `Retry-After` before any work is done.
 //!
 //! The shared bucket only slows guessing; it never locks out a person with valid credentials:
-//! while it is empty, each client may fail once a minute (its `strict` buckets, which every
+//! during a flood (from the moment it is empty until it has refilled to half, so a flood
+//! does not flicker off a tenth of a second after each failure, when one token has come
+//! back), each client may fail once a minute (its `strict` buckets, which every
 //! failure also spends), so a fresh address still gets its first try (a valid password or
 //! token goes through), while a thousand guessing addresses get a thousand guesses a minute
 //! instead of ten thousand. Callers whose credentials check out cheaply (sessions, API keys,
@@ -22,6 +24,7 @@
 //! Cost: O(1) per request; memory bounded as `service::buckets::Buckets`'.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::error::ApiError;
@@ -95,9 +98,13 @@ fn keys(client: IpAddr) -> [Option<IpAddr>; 3] {
 
 pub struct AuthFailures {
     per_client: Option<Levels>,
-    /// Consulted only while `global` is empty.
+    /// Consulted only during a flood.
     strict: Option<Levels>,
     global: Option<Buckets<IpAddr>>,
+    /// The shared bucket's size: a flood ends when half of it is back.
+    global_burst: f64,
+    /// Set when the shared bucket empties, cleared when it is half full again.
+    flood: AtomicBool,
 }
 
 impl AuthFailures {
@@ -115,6 +122,27 @@ impl AuthFailures {
             }),
             strict: (global > 0).then(|| Levels::new(STRICT_PER_MINUTE, WIDER_IPV6.len() + 1)),
             global: (global > 0).then(|| Buckets::new(f64::from(global) / 60.0, f64::from(global))),
+            global_burst: f64::from(global),
+            flood: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether failures come from everywhere: from the moment the shared bucket is empty
+    /// until it has refilled to half (at the default 600 a minute, 30 s without failures).
+    fn flooded(&self, now: Instant) -> bool {
+        let Some(global) = &self.global else {
+            return false;
+        };
+        match global.check(EVERYONE, now) {
+            Err(_) => {
+                self.flood.store(true, Ordering::Relaxed);
+                true
+            }
+            Ok(left) if left >= self.global_burst / 2.0 => {
+                self.flood.store(false, Ordering::Relaxed);
+                false
+            }
+            Ok(_) => self.flood.load(Ordering::Relaxed),
         }
     }
 
@@ -130,11 +158,7 @@ impl AuthFailures {
                 wait,
             ));
         }
-        let everyone_failing = self
-            .global
-            .as_ref()
-            .is_some_and(|global| global.check(EVERYONE, now).is_err());
-        if everyone_failing {
+        if self.flooded(now) {
             if let Some((key, wait)) = self.strict.as_ref().and_then(|l| l.empty(client, now)) {
                 return Err(refusal(
                     format!(
@@ -177,6 +201,7 @@ impl AuthFailures {
         }
         if let Some(global) = &self.global {
             if matches!(global.take(EVERYONE, now), Ok(left) if left < 1.0) {
+                self.flood.store(true, Ordering::Relaxed);
                 tracing::warn!(
                     "failed authentications from everywhere: each client may fail once a \
                      minute for {} s (valid credentials still go through)",
@@ -245,6 +270,26 @@ mod tests {
         assert!(failures.check(client("198.51.100.1"), t0).is_err());
         assert!(failures
             .check(client("198.51.100.1"), t0 + Duration::from_secs(61))
+            .is_ok());
+    }
+
+    #[test]
+    fn a_flood_lasts_until_half_the_shared_budget_is_back() {
+        let failures = AuthFailures::new(100, 60);
+        let t0 = Instant::now();
+        for i in 0..60 {
+            failures.record(client(&format!("198.51.100.{i}")), t0);
+        }
+        // Five tokens back (5 s at one a second): still a flood, so a guesser that failed
+        // once waits its minute, not the next token.
+        let t5 = t0 + Duration::from_secs(5);
+        assert!(failures.check(client("203.0.113.9"), t5).is_ok());
+        failures.record(client("203.0.113.9"), t5);
+        let refused = failures.check(client("203.0.113.9"), t5).unwrap_err();
+        assert!(refused.to_string().contains("everywhere"), "{refused}");
+        // Half the budget back (30 s): the flood is over, each client has its own limit.
+        assert!(failures
+            .check(client("203.0.113.9"), t5 + Duration::from_secs(30))
             .is_ok());
     }
 
