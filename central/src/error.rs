@@ -63,6 +63,10 @@ pub enum ApiError {
     /// request, and the same request a moment later succeeds.
     #[error("central's database aborted a write of this request as a conflict with another writer; retry it")]
     WriteConflict(#[source] anyhow::Error),
+    /// The audit entry of a change could not be written ahead of it, so the change was not
+    /// made (`service::audit::Intent`).
+    #[error("the audit log cannot be written now, so nothing was changed; retry later")]
+    AuditUnavailable(#[source] anyhow::Error),
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
 }
@@ -119,6 +123,7 @@ impl ApiError {
                 (StatusCode::UNAUTHORIZED, "client_certificate_required")
             }
             ApiError::WriteConflict(_) => (StatusCode::SERVICE_UNAVAILABLE, "write_conflict"),
+            ApiError::AuditUnavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "audit_unavailable"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }
@@ -143,6 +148,12 @@ impl IntoResponse for ApiError {
                 tracing::warn!("a write conflict outlasted its tries: {cause:#}");
                 self.to_string()
             }
+            ApiError::AuditUnavailable(cause) => {
+                tracing::error!(
+                    "a change was refused: its audit entry could not be written: {cause:#}"
+                );
+                self.to_string()
+            }
             other => other.to_string(),
         };
         let body = ErrorBody {
@@ -155,6 +166,7 @@ impl IntoResponse for ApiError {
             | ApiError::Overloaded { retry_after, .. } => Some(retry_after),
             // The other writer's transaction ends when this one is aborted.
             ApiError::WriteConflict(_) => Some(1),
+            ApiError::AuditUnavailable(_) => Some(5),
             _ => None,
         };
         if let Some(retry_after) = retry_after {

@@ -1230,3 +1230,97 @@ async fn a_key_used_from_a_new_address_is_audited_once_per_address() -> anyhow::
     central.stop().await;
     Ok(())
 }
+
+/// Runs one statement on central's own database, as an operator's mishap would (a table
+/// gone, a disk that refuses writes): SQLite or PostgreSQL alike.
+async fn on_the_database(central: &Central, statement: &str) -> anyhow::Result<()> {
+    use sqlx::Connection;
+    sqlx::any::install_default_drivers();
+    let mut db = sqlx::AnyConnection::connect(central.database_url()).await?;
+    sqlx::query(statement).execute(&mut db).await?;
+    db.close().await?;
+    Ok(())
+}
+
+async fn audit_actions(central: &Central, object_id: &str) -> anyhow::Result<Vec<String>> {
+    let (status, audit) = central
+        .admin(
+            Method::GET,
+            &format!("/api/v1/audit?object_id={object_id}"),
+            None,
+        )
+        .await?;
+    anyhow::ensure!(status == 200, "{audit}");
+    Ok(audit["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e["action"].as_str().map(str::to_string))
+        .collect())
+}
+
+/// No change without its audit entry: while the entry cannot be written ahead, the change is
+/// refused (`503 audit_unavailable`) and not made; an entry whose change went through but
+/// could not be written after (central stopped, the log failed) is written by upkeep as
+/// unconfirmed, with the object as it then is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_whose_audit_entry_cannot_be_written_is_not_made() -> anyhow::Result<()> {
+    let mut central = Central::start().await?;
+    let (status, made) = central
+        .admin(Method::POST, "/api/v1/monitors", Some(monitor("kept")))
+        .await?;
+    assert_eq!(status, 201, "{made}");
+    let id = made["id"].as_str().unwrap_or_default().to_string();
+    let path = format!("/api/v1/monitors/{id}");
+
+    on_the_database(&central, "ALTER TABLE audit_intents RENAME TO intents_away").await?;
+    let (status, refused) = central
+        .admin(Method::PATCH, &path, Some(json!({"name": "unrecorded"})))
+        .await?;
+    assert_eq!(status, 503, "{refused}");
+    assert_eq!(refused["error"], "audit_unavailable", "{refused}");
+    let (_, now) = central.admin(Method::GET, &path, None).await?;
+    assert_eq!(now["name"], "kept", "the change was not made");
+    let (status, _) = central
+        .admin(
+            Method::POST,
+            "/api/v1/monitors",
+            Some(monitor("unrecorded")),
+        )
+        .await?;
+    assert_eq!(status, 503, "nor is a creation");
+    let (_, all) = central.admin(Method::GET, "/api/v1/monitors", None).await?;
+    assert_eq!(all["items"].as_array().map(Vec::len), Some(1), "{all}");
+
+    // The log itself fails after the change: the change stands, its intent stays…
+    on_the_database(&central, "ALTER TABLE intents_away RENAME TO audit_intents").await?;
+    on_the_database(&central, "ALTER TABLE audit_log RENAME TO log_away").await?;
+    let (status, changed) = central
+        .admin(Method::PATCH, &path, Some(json!({"name": "renamed"})))
+        .await?;
+    assert_eq!(status, 200, "{changed}");
+    on_the_database(&central, "ALTER TABLE log_away RENAME TO audit_log").await?;
+    assert_eq!(audit_actions(&central, &id).await?, ["create"]);
+    // …and once it is long past any request in flight, upkeep (at a start) writes it.
+    central.kill().await;
+    on_the_database(&central, "UPDATE audit_intents SET at = at - 3600000").await?;
+    central.restart().await?;
+    e2e::eventually(
+        std::time::Duration::from_secs(20),
+        "the unconfirmed entry",
+        || async { (audit_actions(&central, &id).await.ok()?.len() == 2).then_some(()) },
+    )
+    .await?;
+    // At the time the change was made (here moved an hour back, before the creation).
+    assert_eq!(
+        audit_actions(&central, &id).await?,
+        ["create", "update_unconfirmed"]
+    );
+    let (_, audit) = central
+        .admin(Method::GET, &format!("/api/v1/audit?object_id={id}"), None)
+        .await?;
+    assert_eq!(audit["items"][1]["after"]["name"], "renamed", "{audit}");
+    assert_eq!(audit["items"][1]["before"]["name"], "kept", "{audit}");
+    central.stop().await;
+    Ok(())
+}

@@ -43,7 +43,8 @@ impl Recorder {
         Some(ip.to_string())
     }
 
-    /// Runs a change and records it when it succeeds. `after_from_answer`: the answer's JSON
+    /// Runs a change and records it when it succeeds: its entry is written ahead
+    /// (`service::audit_intents`), and a change whose entry cannot be is refused with `503`. `after_from_answer`: the answer's JSON
     /// body is the object after (the settings API); otherwise the object is read again after
     /// the change (the page answers with a redirect).
     pub async fn around(
@@ -56,9 +57,19 @@ impl Recorder {
     ) -> Response {
         let address = self.address(&request);
         let before = self.app.audit_view(&subject).await;
+        // No change without its entry: written ahead, or the change is not made.
+        let intent = match self
+            .app
+            .intend_change(&principal, address, &subject, before)
+            .await
+        {
+            Ok(intent) => intent,
+            Err(e) => return ApiError::AuditUnavailable(e).into_response(),
+        };
         let response = next.run(request).await;
         let status = response.status();
         if !(status.is_success() || status.is_redirection()) {
+            self.app.abandon_change(intent).await;
             return response;
         }
         let mut subject = subject;
@@ -67,9 +78,7 @@ impl Recorder {
             Some(FormOutcome::Tested(spec)) => {
                 subject.action = "test".into();
                 let spec = spec.clone();
-                self.app
-                    .record_change(&principal, address, subject, before, Some(spec))
-                    .await;
+                self.app.complete_change(intent, subject, Some(spec)).await;
                 return response;
             }
             None => {}
@@ -84,9 +93,7 @@ impl Recorder {
                 // Too large to keep: the change stands and is recorded; its answer is lost to
                 // the client, which is told so.
                 Err(_) => {
-                    self.app
-                        .record_change(&principal, address, subject, before, None)
-                        .await;
+                    self.app.complete_change(intent, subject, None).await;
                     return ApiError::Internal(anyhow::anyhow!(
                         "a change's answer was over {MAX_RECORDED_ANSWER} bytes"
                     ))
@@ -96,9 +103,7 @@ impl Recorder {
         } else {
             (response, self.app.audit_view(&subject).await)
         };
-        self.app
-            .record_change(&principal, address, subject, before, after)
-            .await;
+        self.app.complete_change(intent, subject, after).await;
         response
     }
 }

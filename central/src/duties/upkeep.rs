@@ -1,6 +1,7 @@
 //! Periodic upkeep. On the lease holder (`run`): compacting the assignment log, pruning engine
 //! events and status changes older than 30 days, results and rollups past their retention,
-//! and audit entries past `CENTRAL_AUDIT_RETENTION`, at once when a holding starts and every
+//! and audit entries past `CENTRAL_AUDIT_RETENTION`, and recording the audit intents left
+//! unfinished (`service::audit_intents`), at once when a holding starts and every
 //! hour after; and folding the rollups' closed hours into days as each hour closes
 //! (`fold_rollups`). On every replica: picking up signing keys rotated elsewhere, every minute
 //! (`follow_signing_keys`), and on SQLite flushing the results head (`flush_results_head`). Owns no
@@ -39,6 +40,15 @@ pub async fn run(app: Arc<App>) {
         match app.prune_audit().await {
             Ok(pruned) => tracing::info!(pruned, "pruned audit entries past retention"),
             Err(e) => tracing::warn!("pruning old audit entries failed: {e:#}"),
+        }
+        match app.finish_stale_intents().await {
+            Ok(0) => {}
+            Ok(finished) => tracing::warn!(
+                finished,
+                "changes whose audit entries were left unwritten (central stopped, or the log \
+                 failed) are recorded as unconfirmed"
+            ),
+            Err(e) => tracing::warn!("recording unfinished audit intents failed: {e:#}"),
         }
     }
 }

@@ -43,7 +43,7 @@ const PAGE_KINDS: [(&str, &str); 8] = [
 ];
 
 /// The settings API's collections that changes are made to.
-const API_KINDS: [&str; 10] = [
+pub(super) const API_KINDS: [&str; 10] = [
     "managed-objects",
     "registration-tokens",
     "pollers",
@@ -204,9 +204,9 @@ pub enum SessionEvent<'a> {
 }
 
 /// How an entry names who acted: kind, id, the user a key acted for, name.
-type EntryActor = (&'static str, Option<String>, Option<String>, String);
+pub(super) type EntryActor = (&'static str, Option<String>, Option<String>, String);
 
-fn actor_of(principal: &Principal) -> EntryActor {
+pub(super) fn actor_of(principal: &Principal) -> EntryActor {
     match &principal.actor {
         Actor::AdminToken => ("admin_token", None, None, "admin token".into()),
         Actor::User { id, name } => ("user", Some(id.to_string()), None, name.clone()),

@@ -9,6 +9,7 @@ pub mod alerts;
 pub mod api_keys;
 pub mod assignments;
 pub mod audit;
+pub mod audit_intents;
 pub mod auth;
 pub mod buckets;
 pub mod channel_secrets;

@@ -49,6 +49,9 @@ impl FromRow<'_, AnyRow> for AuditRow {
 const COLUMNS: &str = "id, at, actor_kind, actor_id, actor_name, address, action, object_kind, \
      object_id, before, after, actor_user_id";
 
+const INTENT_COLUMNS: &str = "id, at, actor_kind, actor_id, actor_name, address, action, \
+     object_kind, object_id, before, actor_user_id";
+
 /// Rows pruned per statement.
 const PRUNE_STEP: i64 = 1_000;
 
@@ -117,6 +120,87 @@ impl Store {
             query = query.bind(value);
         }
         Ok(query.fetch_all(&self.pool).await?)
+    }
+
+    /// Writes the entry of a change about to be made (`after` is not known yet).
+    pub async fn insert_audit_intent(&self, row: &AuditRow) -> anyhow::Result<()> {
+        let _guard = self.write_lock().await;
+        let sql = format!(
+            "INSERT INTO audit_intents ({INTENT_COLUMNS}) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+        );
+        sqlx::query(&sql)
+            .bind(&row.id)
+            .bind(row.at)
+            .bind(&row.actor_kind)
+            .bind(&row.actor_id)
+            .bind(&row.actor_name)
+            .bind(&row.address)
+            .bind(&row.action)
+            .bind(&row.object_kind)
+            .bind(&row.object_id)
+            .bind(&row.before)
+            .bind(&row.actor_user_id)
+            .execute(&self.writer)
+            .await?;
+        Ok(())
+    }
+
+    /// Appends `row` to the log and forgets its intent (same id), in one transaction.
+    pub async fn complete_audit_intent(&self, row: &AuditRow) -> anyhow::Result<()> {
+        let _guard = self.write_lock().await;
+        let mut tx = self.writer.begin().await?;
+        let sql = format!(
+            "INSERT INTO audit_log ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+        );
+        sqlx::query(&sql)
+            .bind(&row.id)
+            .bind(row.at)
+            .bind(&row.actor_kind)
+            .bind(&row.actor_id)
+            .bind(&row.actor_name)
+            .bind(&row.address)
+            .bind(&row.action)
+            .bind(&row.object_kind)
+            .bind(&row.object_id)
+            .bind(&row.before)
+            .bind(&row.after)
+            .bind(&row.actor_user_id)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("DELETE FROM audit_intents WHERE id = $1")
+            .bind(&row.id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Forgets the intent of a change that was not made.
+    pub async fn delete_audit_intent(&self, id: &str) -> anyhow::Result<()> {
+        let _guard = self.write_lock().await;
+        sqlx::query("DELETE FROM audit_intents WHERE id = $1")
+            .bind(id)
+            .execute(&self.writer)
+            .await?;
+        Ok(())
+    }
+
+    /// Intents written before `before`, oldest first, at most `limit` (`after` is `None`).
+    pub async fn audit_intents_before(
+        &self,
+        before: i64,
+        limit: u32,
+    ) -> anyhow::Result<Vec<AuditRow>> {
+        let sql = format!(
+            "SELECT {INTENT_COLUMNS}, CAST(NULL AS TEXT) AS after FROM audit_intents WHERE at < $1 \
+             ORDER BY at LIMIT $2"
+        );
+        Ok(sqlx::query_as(&sql)
+            .bind(before)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?)
     }
 
     /// Deletes entries older than `before`, a step at a time; returns how many went.

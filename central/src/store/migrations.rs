@@ -231,6 +231,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "api_key_addresses",
         include_str!("../../../migrations/sqlite/20261220000045_api_key_addresses.sql"),
     ),
+    (
+        20261220000046,
+        "audit_intents",
+        include_str!("../../../migrations/sqlite/20261220000046_audit_intents.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -453,6 +458,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261220000045,
         "api_key_addresses",
         include_str!("../../../migrations/postgres/20261220000045_api_key_addresses.sql"),
+    ),
+    (
+        20261220000046,
+        "audit_intents",
+        include_str!("../../../migrations/postgres/20261220000046_audit_intents.sql"),
     ),
 ];
 

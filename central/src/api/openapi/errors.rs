@@ -28,6 +28,10 @@ const NOT_FOUND: &str = "`not_found`: no object with this id.";
 const TOO_LARGE: &str = "`payload_too_large`: body over 256 KiB.";
 const MEDIA_TYPE: &str = "`unsupported_media_type`: send `Content-Type: application/json`.";
 const OVERLOADED: &str = "`overloaded`: retry after `Retry-After` seconds.";
+/// The settings API's changes are audited ahead (`service::audit_intents`).
+const OVERLOADED_OR_UNAUDITED: &str = "`overloaded`: retry after `Retry-After` seconds; or, for a \
+    change, `audit_unavailable`: its audit entry could not be written ahead of it, so nothing \
+    was changed.";
 const TIMED_OUT: &str = "`request_timeout`: the body did not arrive within \
                          `CENTRAL_REQUEST_TIMEOUT`; send it again, at once.";
 const RATE_LIMITED: &str = "`rate_limited`: retry after `Retry-After` seconds.";
@@ -97,7 +101,7 @@ error_set!(
         408 => TIMED_OUT,
         413 => TOO_LARGE,
         415 => MEDIA_TYPE,
-        503 => OVERLOADED,
+        503 => OVERLOADED_OR_UNAUDITED,
     }
 );
 
@@ -110,7 +114,7 @@ error_set!(
         413 => TOO_LARGE,
         415 => MEDIA_TYPE,
         422 => UNPROCESSABLE,
-        503 => OVERLOADED,
+        503 => OVERLOADED_OR_UNAUDITED,
     }
 );
 
@@ -133,7 +137,7 @@ error_set!(
         413 => TOO_LARGE,
         415 => MEDIA_TYPE,
         422 => "`unknown_reference`: no object of this kind has the id.",
-        503 => OVERLOADED,
+        503 => OVERLOADED_OR_UNAUDITED,
     }
 );
 
@@ -143,7 +147,7 @@ error_set!(
         400 => "`invalid_path`: not a kind a file manages.",
         401 => ADMIN_UNAUTHORIZED,
         404 => "`not_found`: nothing is managed under this key.",
-        503 => OVERLOADED,
+        503 => OVERLOADED_OR_UNAUDITED,
     }
 );
 
@@ -153,7 +157,7 @@ error_set!(
         400 => "`invalid_path`: the id is not a UUID.",
         401 => ADMIN_UNAUTHORIZED,
         404 => NOT_FOUND,
-        503 => OVERLOADED,
+        503 => OVERLOADED_OR_UNAUDITED,
     }
 );
 
@@ -176,7 +180,7 @@ error_set!(
         408 => TIMED_OUT,
         413 => TOO_LARGE,
         415 => MEDIA_TYPE,
-        503 => OVERLOADED,
+        503 => OVERLOADED_OR_UNAUDITED,
     }
 );
 
@@ -193,7 +197,7 @@ error_set!(
         413 => TOO_LARGE,
         415 => MEDIA_TYPE,
         422 => UNPROCESSABLE,
-        503 => OVERLOADED,
+        503 => OVERLOADED_OR_UNAUDITED,
     }
 );
 
@@ -207,7 +211,7 @@ error_set!(
         413 => TOO_LARGE,
         415 => MEDIA_TYPE,
         422 => UNPROCESSABLE,
-        503 => OVERLOADED,
+        503 => OVERLOADED_OR_UNAUDITED,
     }
 );
 
