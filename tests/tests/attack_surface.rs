@@ -848,3 +848,38 @@ async fn the_session_cookie_is_secure_behind_a_trusted_proxy_that_ends_tls() -> 
     assert!(!cookie(&answer).contains("Secure"), "{}", cookie(&answer));
     Ok(())
 }
+
+/// Failed sign-ins are each an audit entry up to 60 a minute; past that they are counted, and
+/// the next entry written says how many were not, so a flood cannot grow the log without bound
+/// and none goes unmentioned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_sign_ins_past_sixty_a_minute_are_counted_not_each_recorded() -> anyhow::Result<()> {
+    let central = Central::start_with(&[("CENTRAL_AUTH_FAILURES_PER_MINUTE", "1000")]).await?;
+    let guesser = client_from("127.0.7.1");
+    for _ in 0..80 {
+        assert_eq!(wrong_login(&guesser, &central).await.status(), 401);
+    }
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    assert_eq!(wrong_login(&guesser, &central).await.status(), 401);
+    let (status, audit) = central
+        .admin(
+            reqwest::Method::GET,
+            "/api/v1/audit?object_kind=sessions&limit=200",
+            None,
+        )
+        .await?;
+    assert_eq!(status, 200, "{audit}");
+    let entries = audit["items"].as_array().cloned().unwrap_or_default();
+    let not_recorded: u64 = entries
+        .iter()
+        .filter_map(|e| e["after"]["not_recorded_before"].as_u64())
+        .sum();
+    assert!(entries.len() < 81, "{} entries", entries.len());
+    assert!(not_recorded > 0);
+    assert_eq!(
+        entries.len() as u64 + not_recorded,
+        81,
+        "each failure recorded or counted"
+    );
+    Ok(())
+}

@@ -9,6 +9,8 @@
 //! the "after" is the change's own answer, so an edit made at the same instant by someone else
 //! can show in one of them; the entry's actor and action are exact.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -16,6 +18,7 @@ use shared_proto::audit::{AuditEntry, AuditFilter};
 use shared_proto::settings_api::Page;
 
 use super::access::{Actor, Principal};
+use super::buckets::Buckets;
 use super::tokens::page;
 use super::{time_of, App};
 use crate::error::ApiResult;
@@ -193,6 +196,37 @@ pub fn redacted(mut value: Value) -> Value {
     value
 }
 
+/// Failed sign-ins recorded per minute at most, in all: each is an entry, and a flood from
+/// many addresses (each allowed a failure a minute, `api::auth_failures`) must not grow the
+/// log without bound. Past it they are counted, logged once a minute, and the next entry
+/// written says how many were not (`after.not_recorded_before`).
+const FAILED_SIGN_INS_PER_MINUTE: f64 = 60.0;
+
+/// The audit log's limits: `CENTRAL_AUDIT_RETENTION`, and the failed sign-ins it records.
+pub struct AuditLimits {
+    /// In ms.
+    retention_ms: i64,
+    failed_sign_ins: Buckets<()>,
+    /// Failed sign-ins not recorded since the last that was.
+    not_recorded: AtomicU64,
+    /// One warning a minute while they are not.
+    warnings: Buckets<()>,
+}
+
+impl AuditLimits {
+    pub fn new(retention_ms: i64) -> Self {
+        Self {
+            retention_ms,
+            failed_sign_ins: Buckets::new(
+                FAILED_SIGN_INS_PER_MINUTE / 60.0,
+                FAILED_SIGN_INS_PER_MINUTE,
+            ),
+            not_recorded: AtomicU64::new(0),
+            warnings: Buckets::new(1.0 / 60.0, 1.0),
+        }
+    }
+}
+
 /// A sign-in event for `record_session_event`.
 pub enum SessionEvent<'a> {
     LogIn(&'a Principal),
@@ -272,18 +306,37 @@ impl App {
         method: &str,
         address: Option<String>,
     ) {
+        let mut after = serde_json::json!({ "method": method });
         let (action, actor) = match event {
             SessionEvent::LogIn(principal) => ("login", actor_of(principal)),
             SessionEvent::LogOut(principal) => ("logout", actor_of(principal)),
-            SessionEvent::Failed { tried } => (
-                "login_failed",
+            SessionEvent::Failed { tried } => {
+                let limits = &self.audit;
+                let now = std::time::Instant::now();
+                if limits.failed_sign_ins.take((), now).is_err() {
+                    limits.not_recorded.fetch_add(1, Ordering::Relaxed);
+                    if limits.warnings.take((), now).is_ok() {
+                        tracing::warn!(
+                            "failed sign-ins come faster than {FAILED_SIGN_INS_PER_MINUTE} a \
+                             minute: past that they are counted, not each recorded in the audit log"
+                        );
+                    }
+                    return;
+                }
+                let skipped = limits.not_recorded.swap(0, Ordering::Relaxed);
+                if skipped > 0 {
+                    after["not_recorded_before"] = skipped.into();
+                }
                 (
-                    "anonymous",
-                    None,
-                    None,
-                    tried.chars().take(254).collect::<String>(),
-                ),
-            ),
+                    "login_failed",
+                    (
+                        "anonymous",
+                        None,
+                        None,
+                        tried.chars().take(254).collect::<String>(),
+                    ),
+                )
+            }
         };
         self.append(
             actor,
@@ -292,7 +345,7 @@ impl App {
             "sessions",
             None,
             None,
-            Some(serde_json::json!({ "method": method }).to_string()),
+            Some(after.to_string()),
         )
         .await;
     }
@@ -349,7 +402,7 @@ impl App {
 
     /// Drops entries older than the retention; returns how many went.
     pub async fn prune_audit(&self) -> anyhow::Result<u64> {
-        let before = self.now_ms().saturating_sub(self.audit_retention_ms);
+        let before = self.now_ms().saturating_sub(self.audit.retention_ms);
         self.store.prune_audit(before).await
     }
 }

@@ -91,8 +91,8 @@ pub struct App {
     pub notifier: crate::notify::Notifier,
     /// How long raw results and each kind of rollup are kept.
     pub retention: history::Retention,
-    /// `CENTRAL_AUDIT_RETENTION`, in ms.
-    pub audit_retention_ms: i64,
+    /// The audit log's retention and the bound on failed sign-ins it records.
+    audit: audit::AuditLimits,
     /// The clock at alerting's last look on this replica: a later look that reads an earlier
     /// time saw the clock step back (`alerts::look`).
     last_look_at: std::sync::atomic::AtomicI64,
@@ -169,7 +169,7 @@ impl App {
             cluster: crate::cluster::Cluster::new(version, started_at),
             public_url: args.public_url.clone(),
             sso,
-            audit_retention_ms: millis(args.audit_retention),
+            audit: audit::AuditLimits::new(millis(args.audit_retention)),
             retention: history::Retention {
                 results_ms: millis(args.results_retention),
                 minutes_ms: millis(args.minute_rollups_retention),

@@ -44,6 +44,29 @@ impl Store {
         .await?)
     }
 
+    /// Replaces user `user_id`'s refresh token `old` by `new` (a check's rotation), checked
+    /// `at`; a token stored since (a sign-in while the check ran) is kept. Whether it replaced.
+    pub async fn rotate_sso_link(
+        &self,
+        user_id: &str,
+        old: &str,
+        new: &str,
+        at: i64,
+    ) -> anyhow::Result<bool> {
+        let _guard = self.write_lock().await;
+        let done = sqlx::query(
+            "UPDATE sso_links SET refresh_token = $3, checked_at = $4 \
+             WHERE user_id = $1 AND refresh_token = $2",
+        )
+        .bind(user_id)
+        .bind(old)
+        .bind(new)
+        .bind(at)
+        .execute(&self.writer)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
     /// Marks user `user_id`'s link checked `at`, keeping its token.
     pub async fn checked_sso_link(&self, user_id: &str, at: i64) -> anyhow::Result<()> {
         let _guard = self.write_lock().await;
@@ -63,5 +86,29 @@ impl Store {
             .execute(&self.writer)
             .await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::store::testing::sqlite_store;
+
+    #[tokio::test]
+    async fn a_rotation_keeps_a_token_a_sign_in_stored_meanwhile() {
+        let (store, _dir) = sqlite_store().await;
+        store.keep_sso_link("u1", "first", 1).await.unwrap();
+        assert!(store
+            .rotate_sso_link("u1", "first", "rotated", 2)
+            .await
+            .unwrap());
+        // A sign-in stores its own while a check of "rotated" runs…
+        store.keep_sso_link("u1", "signed-in", 3).await.unwrap();
+        // …and the check's rotation does not overwrite it.
+        assert!(!store
+            .rotate_sso_link("u1", "rotated", "stale", 4)
+            .await
+            .unwrap());
+        let due = store.due_sso_links(10, 10).await.unwrap();
+        assert_eq!(due, [("u1".to_string(), "signed-in".to_string())]);
     }
 }

@@ -82,21 +82,30 @@ impl App {
         Ok(count)
     }
 
-    async fn recheck_one(&self, sso: &Sso, user_id: &str, refresh: &str) -> anyhow::Result<()> {
+    async fn recheck_one(
+        &self,
+        sso: &Sso,
+        user_id: &str,
+        refresh_before: &str,
+    ) -> anyhow::Result<()> {
         let now = self.now_ms();
         let Some(user) = self.store.user(user_id).await? else {
             return self.store.forget_sso_link(user_id).await;
         };
         let at = chrono::DateTime::from_timestamp_millis(now).unwrap_or_default();
-        match sso.provider.recheck(refresh, at).await {
+        match sso.provider.recheck(refresh_before, at).await {
             Ok(Recheck::Gone(why)) => {
                 tracing::info!(user = %user.id, "the identity provider no longer lets this user in ({why}): their access ends");
                 self.end_access(&user, "sso_removed").await?;
                 self.store.forget_sso_link(&user.id).await?;
             }
             Ok(Recheck::Still { identity, refresh }) => {
-                if let Some(refresh) = &refresh {
-                    self.store.keep_sso_link(&user.id, refresh, now).await?;
+                if let Some(rotated) = &refresh {
+                    // Compare and set: a sign-in during the check stored a token of its own,
+                    // as good as this one, and it stays.
+                    self.store
+                        .rotate_sso_link(&user.id, refresh_before, rotated, now)
+                        .await?;
                 } else {
                     self.store.checked_sso_link(&user.id, now).await?;
                 }
