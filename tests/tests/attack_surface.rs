@@ -883,3 +883,68 @@ async fn failed_sign_ins_past_sixty_a_minute_are_counted_not_each_recorded() -> 
     );
     Ok(())
 }
+
+/// The operator pool's quarter per holder is per user, not per credential: an editor whose
+/// slow requests hold their quarter is not given more through another of their keys, while
+/// the admin is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_shares_one_quarter_of_the_operator_pool_across_their_keys() -> anyhow::Result<()> {
+    let central = Central::start_with(&[("CENTRAL_MAX_CONCURRENT_REQUESTS", "8")]).await?;
+    let (status, vic) = central
+        .admin(
+            reqwest::Method::POST,
+            "/api/v1/users",
+            Some(
+                json!({"name": "Vic", "email": "vic@example.com", "role": "editor",
+                "password": "correct horse battery staple"}),
+            ),
+        )
+        .await?;
+    assert_eq!(status, 201, "{vic}");
+    let mut keys = Vec::new();
+    for n in 0..3 {
+        let (status, key) = central
+            .admin(
+                reqwest::Method::POST,
+                "/api/v1/api-keys",
+                Some(json!({"name": format!("vic's {n}"), "user_id": vic["id"]})),
+            )
+            .await?;
+        assert_eq!(status, 201, "{key}");
+        let token = key["token"].as_str().unwrap_or_default().to_string();
+        // Seen valid once, so that the pool knows whose it is.
+        let (status, _) = central
+            .call(&token, reqwest::Method::GET, "/api/v1/monitors", None)
+            .await?;
+        assert_eq!(status, 200);
+        keys.push(token);
+    }
+    // Two requests whose bodies never come, one through each of two keys: Vic's quarter (2
+    // of 8 places).
+    let mut held = Vec::new();
+    for key in &keys[..2] {
+        let mut stream = tokio::net::TcpStream::connect(&central.addr).await?;
+        stream
+            .write_all(
+                format!(
+                    "POST /api/v1/monitors HTTP/1.1\r\nhost: {}\r\nauthorization: Bearer {key}\r\n\
+                     content-type: application/json\r\ncontent-length: 1000\r\n\r\n{{",
+                    central.addr
+                )
+                .as_bytes(),
+            )
+            .await?;
+        held.push(stream);
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (status, _) = central
+        .call(&keys[2], reqwest::Method::GET, "/api/v1/monitors", None)
+        .await?;
+    assert_eq!(status, 503, "Vic's third key finds Vic's quarter taken");
+    let (status, _) = central
+        .admin(reqwest::Method::GET, "/api/v1/monitors", None)
+        .await?;
+    assert_eq!(status, 200, "the admin is served");
+    drop(held);
+    Ok(())
+}

@@ -8,8 +8,9 @@
 //!   is one SHA-256 and an indexed read, so a neighbour's failures must not lock it out);
 //! - `operator`: requests carrying the admin token, an API key or a session cookie, each seen
 //!   valid lately, or `CENTRAL_METRICS_TOKEN` (Prometheus is an operator's tool), with at most
-//!   a quarter of the pool per principal (credential), so that one viewer's key sending slow
-//!   bodies cannot take the admins' places;
+//!   a quarter of the pool per holder (a user, whatever session or keys of theirs they use; a
+//!   key made with the admin token; the admin token; the metrics token), so that one viewer
+//!   sending slow bodies, through as many keys as they make, cannot take the admins' places;
 //! - `ping`: heartbeat monitors' pings (`/ping/...`), whose only credential is their URL, with
 //!   at most an eighth of the pool per client: a flood of pings takes no login's place;
 //! - `unauthenticated`: everything else (logging in, whatever credentials come with it;
@@ -39,7 +40,6 @@
 //! `/readyz`) sit outside this layer.
 
 use std::collections::HashMap;
-use std::hash::BuildHasher;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -55,6 +55,7 @@ use crate::error::ApiError;
 use crate::server::client_addr::{client_key, TrustedProxies};
 use crate::server::places::{Place, Places};
 use crate::server::PeerAddr;
+use crate::service::access::Holder;
 use crate::service::App;
 
 /// The path whose requests are exempt from the pools and the deadline (they use `LongPolls`).
@@ -93,13 +94,11 @@ impl Pool {
 pub struct Pools {
     app: Arc<App>,
     poller: Arc<Semaphore>,
-    /// Keyed by a hash of the credential (`principal`).
-    operator: Places<u64>,
+    /// Keyed by who holds the credential (`Principal::holder`).
+    operator: Places<Holder>,
     refresh: Places,
     unauthenticated: Places,
     ping: Places,
-    /// Keys the hashes of operators' credentials, randomly per process.
-    principals: std::hash::RandomState,
     proxies: TrustedProxies,
     deadline: Duration,
     failures: AuthFailures,
@@ -110,13 +109,13 @@ pub struct Pools {
 enum Held {
     Slot(#[allow(dead_code)] OwnedSemaphorePermit),
     Place(#[allow(dead_code)] Place),
-    Principal(#[allow(dead_code)] Place<u64>),
+    Principal(#[allow(dead_code)] Place<Holder>),
 }
 
-/// The pool a request goes to, and for an operator, whose credential it carries.
+/// The pool a request goes to, and for an operator, who holds the credential it carries.
 struct Chosen {
     pool: Pool,
-    principal: Option<u64>,
+    principal: Option<Holder>,
 }
 
 impl Pools {
@@ -138,7 +137,6 @@ impl Pools {
             refresh: Places::new(unauthenticated, (unauthenticated / 8).max(1)),
             unauthenticated: Places::new(unauthenticated, (unauthenticated / 8).max(1)),
             ping: Places::new(unauthenticated, (unauthenticated / 8).max(1)),
-            principals: std::hash::RandomState::new(),
             proxies,
             deadline,
             failures,
@@ -167,7 +165,7 @@ impl Pools {
         }
         let headers = request.headers();
         let checks_bearer = path.starts_with("/api/") || path == "/metrics";
-        let credential = if checks_bearer {
+        let holder = if checks_bearer {
             let bearer = headers
                 .get(AUTHORIZATION)
                 .and_then(|v| v.to_str().ok())
@@ -176,25 +174,20 @@ impl Pools {
             match bearer {
                 Some(token) if self.app.is_signed_access_token(token) => return pool(Pool::Poller),
                 _ if path == REFRESH_PATH => return pool(Pool::Refresh),
-                Some(token)
-                    if self.app.is_known_admin_token(token)
-                        || self.app.is_metrics_token(token)
-                        || self.app.is_recent_api_key(token) =>
-                {
-                    Some(token.to_string())
-                }
-                _ => None,
+                Some(token) if self.app.is_known_admin_token(token) => Some(Holder::AdminToken),
+                Some(token) if self.app.is_metrics_token(token) => Some(Holder::MetricsToken),
+                Some(token) => self.app.recent_api_key(token),
+                None => None,
             }
         } else {
             axum_extra::extract::CookieJar::from_headers(headers)
                 .get(crate::web::session::COOKIE)
-                .map(|cookie| cookie.value().to_string())
-                .filter(|cookie| self.app.is_recent_session(cookie))
+                .and_then(|cookie| self.app.recent_session(cookie.value()))
         };
-        match credential {
-            Some(credential) => Chosen {
+        match holder {
+            Some(holder) => Chosen {
                 pool: Pool::Operator,
-                principal: Some(self.principals.hash_one(credential)),
+                principal: Some(holder),
             },
             None => pool(Pool::Unauthenticated),
         }

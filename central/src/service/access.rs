@@ -23,6 +23,16 @@ pub enum Actor {
     },
 }
 
+/// Who holds a credential, for sharing the operator pool (`Principal::holder`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Holder {
+    AdminToken,
+    /// The metrics token of `/metrics`.
+    MetricsToken,
+    User(Uuid),
+    Key(Uuid),
+}
+
 /// An authenticated caller of the settings API and the role it acts with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
@@ -35,6 +45,22 @@ impl Principal {
         Principal {
             actor: Actor::AdminToken,
             role: Role::Admin,
+        }
+    }
+
+    /// Who holds the credential, as the operator pool shares its places (`api::pools`): a
+    /// user, whether by a session or any of their keys; a key made with the admin token,
+    /// which belongs to nobody, alone; the admin token.
+    pub fn holder(&self) -> Holder {
+        match &self.actor {
+            Actor::AdminToken => Holder::AdminToken,
+            Actor::User { id, .. } => Holder::User(*id),
+            Actor::ApiKey {
+                maker: Some(user), ..
+            } => Holder::User(*user),
+            Actor::ApiKey {
+                id, maker: None, ..
+            } => Holder::Key(*id),
         }
     }
 

@@ -9,7 +9,7 @@ use shared_proto::settings_api::Page;
 use shared_proto::users::{ApiKey, CreateApiKey, CreatedApiKey, Role};
 use shared_proto::ValidationError;
 
-use super::access::{Actor, Principal};
+use super::access::{Actor, Holder, Principal};
 use super::recent::RecentlyValid;
 use super::tokens::page;
 use super::{auth, time_of, App};
@@ -31,7 +31,7 @@ const ADDRESS_REMEMBERED: std::time::Duration = std::time::Duration::from_secs(3
 /// What this replica remembers of API keys between calls, as hints (`recent`): keys seen
 /// valid lately, and (key, address) pairs seen lately.
 pub struct KeyMemory {
-    valid: RecentlyValid,
+    valid: RecentlyValid<Holder>,
     addresses: RecentlyValid,
 }
 
@@ -222,17 +222,18 @@ impl App {
                 .touch_api_key(&key.id, now, now - LAST_USED_EVERY_MS)
                 .await?;
         }
-        self.api_keys
-            .valid
-            .remember(token, std::time::Instant::now());
-        Ok(Some(Principal {
+        let principal = Principal {
             actor: Actor::ApiKey {
                 id,
                 name: key.name,
                 maker: key.user_id.as_deref().and_then(|u| u.parse().ok()),
             },
             role,
-        }))
+        };
+        self.api_keys
+            .valid
+            .remember_held(token, principal.holder(), std::time::Instant::now());
+        Ok(Some(principal))
     }
 }
 
@@ -253,11 +254,9 @@ fn own(by: &Principal) -> KeyScope {
 }
 
 impl App {
-    /// Whether this API key was seen valid lately (a pool hint: it grants nothing).
-    pub fn is_recent_api_key(&self, token: &str) -> bool {
-        self.api_keys
-            .valid
-            .contains(token, std::time::Instant::now())
+    /// Who holds this API key, if it was seen valid lately (a pool hint: it grants nothing).
+    pub fn recent_api_key(&self, token: &str) -> Option<Holder> {
+        self.api_keys.valid.holder(token, std::time::Instant::now())
     }
 
     /// Records an API key's first call from an address it was never used from

@@ -11,7 +11,7 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
-use super::access::{Actor, Principal, Role};
+use super::access::{Actor, Holder, Principal, Role};
 use super::hashing::Lane;
 use super::recent::RecentlyValid;
 use super::{auth, App};
@@ -28,7 +28,7 @@ const LEARNT_PER_LOOK: i64 = 1_024;
 
 /// The sessions this replica knows to be valid lately.
 pub struct Known {
-    recent: RecentlyValid,
+    recent: RecentlyValid<Holder>,
     /// The latest end of a session learnt from the database: the next look reads from there.
     followed_until: AtomicI64,
 }
@@ -117,7 +117,13 @@ impl App {
                 user_id,
             )
             .await?;
-        self.sessions.recent.remember(&secret, Instant::now());
+        let holder = match user_id.and_then(|u| u.parse().ok()) {
+            Some(user) => Holder::User(user),
+            None => Holder::AdminToken,
+        };
+        self.sessions
+            .recent
+            .remember_held(&secret, holder, Instant::now());
         Ok(secret)
     }
 
@@ -144,16 +150,19 @@ impl App {
                 None => return Ok(None),
             },
         };
-        self.sessions.recent.remember(secret, Instant::now());
+        self.sessions
+            .recent
+            .remember_held(secret, principal.holder(), Instant::now());
         Ok(Some(WebSession {
             csrf_token: row.csrf_token,
             principal,
         }))
     }
 
-    /// Whether this session cookie was seen valid lately (a pool hint: see `recent`).
-    pub fn is_recent_session(&self, secret: &str) -> bool {
-        self.sessions.recent.contains(secret, Instant::now())
+    /// Who holds this session cookie, if it was seen valid lately (a pool hint: see
+    /// `recent`).
+    pub fn recent_session(&self, secret: &str) -> Option<Holder> {
+        self.sessions.recent.holder(secret, Instant::now())
     }
 
     /// Learns the sessions opened since the last look, on any replica (one indexed read of
@@ -169,13 +178,18 @@ impl App {
             .sessions_ending_from(from, LEARNT_PER_LOOK)
             .await?;
         let now = Instant::now();
-        for (id_sha256, _) in &opened {
+        for (id_sha256, _, user_id) in &opened {
             let digest = hex::decode(id_sha256).ok().and_then(|d| d.try_into().ok());
-            if let Some(digest) = digest {
-                self.sessions.recent.remember_digest(digest, now);
+            let holder = match user_id.as_deref().map(str::parse) {
+                None => Some(Holder::AdminToken),
+                Some(Ok(user)) => Some(Holder::User(user)),
+                Some(Err(_)) => None,
+            };
+            if let (Some(digest), Some(holder)) = (digest, holder) {
+                self.sessions.recent.remember_digest(digest, holder, now);
             }
         }
-        if let Some((_, latest)) = opened.first() {
+        if let Some((_, latest, _)) = opened.first() {
             self.sessions
                 .followed_until
                 .fetch_max(*latest, Ordering::Relaxed);

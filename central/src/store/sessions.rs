@@ -58,9 +58,9 @@ impl Store {
         &self,
         from: i64,
         limit: i64,
-    ) -> anyhow::Result<Vec<(String, i64)>> {
+    ) -> anyhow::Result<Vec<(String, i64, Option<String>)>> {
         Ok(sqlx::query_as(
-            "SELECT id_sha256, expires_at FROM web_sessions WHERE expires_at >= $1 \
+            "SELECT id_sha256, expires_at, user_id FROM web_sessions WHERE expires_at >= $1 \
              ORDER BY expires_at DESC LIMIT $2",
         )
         .bind(from)
