@@ -117,17 +117,22 @@ pub struct CommonSettings {
     pub repeat_interval_ms: u64,
     #[cfg_attr(feature = "openapi", schema(minimum = 100, maximum = 3600000))]
     pub backoff_base_ms: u64,
-    #[cfg_attr(feature = "openapi", schema(minimum = 100, maximum = 86400000))]
+    /// The longest wait between checks of a failing target; 0 (the default) is the
+    /// monitor's interval, so that a recovery is seen within one interval. Longer waits are
+    /// for polling APIs that must not be hammered: a recovery may then be seen this late.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 86400000))]
     pub backoff_max_ms: u64,
-    /// Consecutive failures that open the circuit breaker.
-    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 10000))]
+    /// Consecutive failures that open the circuit breaker (no checks for
+    /// `breaker_cooldown_ms`, then one probe); 0 (the default) never opens it.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 10000))]
     pub breaker_threshold: u32,
     #[cfg_attr(feature = "openapi", schema(minimum = 1000, maximum = 86400000))]
     pub breaker_cooldown_ms: u64,
     /// Results in the rolling success-rate window.
     #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 1000))]
     pub window: u32,
-    /// Auto-pause when the full window's success rate falls below this (0 disables).
+    /// Auto-pause (no checks for `auto_pause_cooldown_ms`) when the full window's success
+    /// rate falls below this; 0 (the default) never pauses.
     #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 1))]
     pub auto_pause_threshold: f64,
     /// Resume only once a probe lifts the rate to this (at least the pause threshold).
@@ -135,8 +140,10 @@ pub struct CommonSettings {
     pub auto_resume_threshold: f64,
     #[cfg_attr(feature = "openapi", schema(minimum = 1000, maximum = 86400000))]
     pub auto_pause_cooldown_ms: u64,
-    /// Consecutive transient failures that move the monitor to the dead-letter state.
-    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 1000000))]
+    /// Consecutive failures that move the monitor to the dead-letter state (rechecked every
+    /// 30 minutes; a permanent error, such as a refused credential, at once); 0 (the
+    /// default) never does.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 1000000))]
     pub dead_letter_after: u32,
     /// When a target's stated rate-limit budget falls below this share of its limit (or to
     /// zero), checks are spaced out until it resets (0 disables).
@@ -158,15 +165,17 @@ impl Default for CommonSettings {
             confirm_up: 1,
             repeat_interval_ms: 0,
             backoff_base_ms: 1_000,
-            backoff_max_ms: 300_000,
-            breaker_threshold: 10,
+            // The protections that wait longer than an interval are for polling APIs, which
+            // opt into them: for uptime, a recovery must be seen within one interval.
+            backoff_max_ms: 0,
+            breaker_threshold: 0,
             breaker_cooldown_ms: 300_000,
             window: 20,
-            auto_pause_threshold: 0.2,
+            auto_pause_threshold: 0.0,
             auto_resume_threshold: 0.5,
             // Short, so that a recovered target is back to its interval within minutes.
             auto_pause_cooldown_ms: 120_000,
-            dead_letter_after: 100,
+            dead_letter_after: 0,
             rate_limit_reserve: 0.1,
             adaptive: false,
             adaptive_max_interval_ms: 0,
@@ -174,7 +183,51 @@ impl Default for CommonSettings {
     }
 }
 
+/// The longest a target's own numbers (`Retry-After`, a rate-limit reset) may space checks
+/// out when the monitor sets no `backoff_max_ms`: the target asked, so it is obeyed, within
+/// this bound.
+pub const DEFAULT_TARGET_WAIT_CAP_MS: u64 = 300_000;
+
+/// How long a dead letter waits between rechecks (agents' engine).
+pub const DEAD_LETTER_RECHECK_MS: u64 = 30 * 60 * 1_000;
+
 impl CommonSettings {
+    /// The longest wait between checks of a failing target: `backoff_max_ms`, or the
+    /// monitor's interval when it is 0 (the default).
+    pub fn backoff_max_ms_for(&self, interval_ms: u64) -> u64 {
+        if self.backoff_max_ms == 0 {
+            interval_ms
+        } else {
+            self.backoff_max_ms
+        }
+    }
+
+    /// The longest a target's `Retry-After` or rate-limit reset may space checks out.
+    pub fn target_wait_cap_ms(&self) -> u64 {
+        if self.backoff_max_ms == 0 {
+            DEFAULT_TARGET_WAIT_CAP_MS
+        } else {
+            self.backoff_max_ms
+        }
+    }
+
+    /// How long a failing target may go unchecked because of the protections this monitor
+    /// opted into (a longer backoff, the breaker, auto-pause, dead letters), when that is
+    /// longer than its interval: a recovery may be seen this late. `None` with the defaults.
+    pub fn recovery_late_by_ms(&self, interval_ms: u64) -> Option<u64> {
+        let longest = [
+            Some(self.backoff_max_ms_for(interval_ms)),
+            (self.breaker_threshold > 0).then_some(self.breaker_cooldown_ms),
+            (self.auto_pause_threshold > 0.0).then_some(self.auto_pause_cooldown_ms),
+            (self.dead_letter_after > 0).then_some(DEAD_LETTER_RECHECK_MS),
+        ]
+        .into_iter()
+        .flatten()
+        .max()
+        .unwrap_or(interval_ms);
+        (longest > interval_ms).then_some(longest)
+    }
+
     /// The common keys central applies itself (the others tune the agent's engine).
     pub const CENTRAL_KEYS: [&'static str; 3] =
         ["confirm_down", "confirm_up", "repeat_interval_ms"];
@@ -213,13 +266,15 @@ impl CommonSettings {
             )?;
         }
         range_check("backoff_base_ms", self.backoff_base_ms, 100, 3_600_000)?;
-        range_check(
-            "backoff_max_ms",
-            self.backoff_max_ms,
-            100,
-            MAX_DELIBERATE_DELAY_MS,
-        )?;
-        if self.backoff_max_ms < self.backoff_base_ms {
+        if self.backoff_max_ms != 0 {
+            range_check(
+                "backoff_max_ms",
+                self.backoff_max_ms,
+                100,
+                MAX_DELIBERATE_DELAY_MS,
+            )?;
+        }
+        if self.backoff_max_ms != 0 && self.backoff_max_ms < self.backoff_base_ms {
             return Err(ValidationError::combination(
                 "settings.backoff_max_ms",
                 format!(
@@ -228,7 +283,7 @@ impl CommonSettings {
                 ),
             ));
         }
-        range_check("breaker_threshold", self.breaker_threshold, 1, 10_000)?;
+        range_check("breaker_threshold", self.breaker_threshold, 0, 10_000)?;
         range_check(
             "breaker_cooldown_ms",
             self.breaker_cooldown_ms,
@@ -258,7 +313,7 @@ impl CommonSettings {
             1_000,
             MAX_DELIBERATE_DELAY_MS,
         )?;
-        range_check("dead_letter_after", self.dead_letter_after, 1, 1_000_000)?;
+        range_check("dead_letter_after", self.dead_letter_after, 0, 1_000_000)?;
         range_check("rate_limit_reserve", self.rate_limit_reserve, 0.0, 1.0)?;
         if self.adaptive_max_interval_ms != 0 {
             range_check(

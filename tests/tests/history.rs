@@ -61,23 +61,24 @@ async fn uptime_and_history_come_from_rollups_that_outlive_pruned_results() -> a
             .error_for_status()?;
     }
 
-    // Uptime is time: each result stands for the minute until the next, at most two (the
-    // interval and a minute's grace); the newest, down, for its whole two minutes by now.
+    // Uptime is time: each result stands for the minute until the next, at most 66 s (the
+    // interval, the check's 5 s timeout and a second); the newest, down, for its whole 66 s
+    // by now.
     let before = uptime(&central, &monitor).await?;
     assert_eq!(before["24h"]["checks"], 11, "{before}");
     assert_eq!(
         (&before["24h"]["up_ms"], &before["24h"]["down_ms"]),
-        (&json!(600_000), &json!(120_000)),
+        (&json!(600_000), &json!(66_000)),
         "{before}"
     );
     assert_eq!(
         before["24h"]["unmeasured_ms"],
-        86_400_000 - 720_000,
+        86_400_000 - 666_000,
         "the window is exactly a day"
     );
     let day_uptime = before["24h"]["uptime"].as_f64().unwrap();
     assert!(
-        (day_uptime - 100.0 * 600.0 / 720.0).abs() < 1e-9,
+        (day_uptime - 100.0 * 600.0 / 666.0).abs() < 1e-9,
         "{before}"
     );
     assert_eq!(
@@ -89,15 +90,16 @@ async fn uptime_and_history_come_from_rollups_that_outlive_pruned_results() -> a
         (75..=100).contains(&p95),
         "p95 of 10…100 ms in its band: {p95}"
     );
-    // Three days ago: 5 up minutes, 3 down, 3 up, and the last up's cap of two minutes (the
-    // next result is days later: the silence between is unmeasured, not up).
+    // Three days ago: 5 up minutes, 3 down, 3 up, and the last up's cap of 66 s (the next
+    // result is days later: the silence between is unmeasured, not up).
     assert_eq!(before["7d"]["checks"], 23, "{before}");
     assert_eq!(
         (&before["7d"]["up_ms"], &before["7d"]["down_ms"]),
-        (&json!(1_200_000), &json!(300_000)),
+        (&json!(1_146_000), &json!(246_000)),
         "{before}"
     );
-    assert_eq!(before["7d"]["uptime"].as_f64().unwrap(), 80.0);
+    let uptime_7d = before["7d"]["uptime"].as_f64().unwrap();
+    assert!((uptime_7d - 100.0 * 1_146.0 / 1_392.0).abs() < 1e-9, "{uptime_7d}");
     for field in ["checks", "up_ms", "down_ms", "uptime", "latency_ms_mean"] {
         assert_eq!(
             before["1y"][field], before["7d"][field],
@@ -106,7 +108,7 @@ async fn uptime_and_history_come_from_rollups_that_outlive_pruned_results() -> a
     }
     assert_eq!(
         before["1y"]["unmeasured_ms"].as_i64().unwrap(),
-        365 * 86_400_000_i64 - 1_500_000,
+        365 * 86_400_000_i64 - 1_392_000,
         "a year is 365 days"
     );
 

@@ -11,8 +11,9 @@ use serde_json::{json, Value};
 
 const PHASE: Duration = Duration::from_secs(40);
 const INTERVAL_MS: i64 = 5_000;
-/// A result stands for at most the interval plus the staleness grace (a minute at least).
-const CAP_MS: i64 = INTERVAL_MS + 60_000;
+/// A result stands for at most the interval, the check's timeout (the default, 5 s, capped at
+/// the interval) and a second of scheduling.
+const CAP_MS: i64 = INTERVAL_MS + 5_000 + 1_000;
 
 fn ms(at: &Value) -> i64 {
     at.as_str()

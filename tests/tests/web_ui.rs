@@ -492,6 +492,13 @@ async fn an_operator_runs_a_monitor_from_the_page() -> anyhow::Result<()> {
         )
         .await?;
     assert!(notes.contains("breaker open"), "{notes}");
+    // What the protections it opted into cost: a recovery seen up to the dead letter's
+    // 30-minute recheck late.
+    let cost = browser.text(".recovery-late").await?;
+    assert!(
+        cost.contains("the circuit breaker, dead letters") && cost.contains("up to 30 min late"),
+        "{cost}"
+    );
     assert_eq!(
         browser.text("form[action$='/reset'] button").await?,
         "Release"

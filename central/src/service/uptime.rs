@@ -1,7 +1,10 @@
 //! Uptime as time: which instants a monitor's (or one location's) results say were up and which
 //! down. A result stands for the time from its check until the next result of the same monitor
-//! or location, for at most the monitor's interval plus its staleness grace; beyond that, and
-//! before the first result, nobody knows: unknown time is neither up nor down. A `rate_limited`
+//! or location, for at most one interval plus the check's timeout and a second (`polled`: with
+//! the default settings the agent checks a failing target again by then, so a longer gap is
+//! the agent's silence, not the target's state) — a heartbeat's, its longest wait for a ping
+//! plus the staleness grace; beyond that, and before the first result, nobody knows: unknown
+//! time is neither up nor down. A `rate_limited`
 //! result was no check, so it stands for unknown time. The monitor's last pause cuts every span:
 //! paused time belongs to nobody, and so does time in maintenance (`quiet`: the windows
 //! covering the monitor, `maintenance::quiet_of`). A multi-location monitor's instant follows its combined status
@@ -37,7 +40,7 @@ pub struct Span {
 /// How one monitor's (or one location's) results stand for time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timeline {
-    /// How long a result stands at most: the interval plus the staleness grace.
+    /// How long a result stands at most (`polled`, `of`).
     pub cap_ms: i64,
     /// `Some(quorum)` for a multi-location monitor as a whole: instants follow the combined
     /// status of its locations. `None` for a one-location monitor or one location: the points
@@ -47,8 +50,34 @@ pub struct Timeline {
     pub pause: Option<(i64, Option<i64>)>,
 }
 
+/// What a polled result stands for beyond its interval and timeout: the agent's scheduling
+/// (a check starts a little after it is due, and a failing one is counted from its end).
+pub const SCHEDULING_SLACK_MS: i64 = 1_000;
+
 impl Timeline {
-    /// A monitor's timeline: `interval_ms` plus the staleness grace is how long a result stands.
+    /// A polled monitor's timeline: a result stands for at most `interval_ms + timeout_ms +
+    /// SCHEDULING_SLACK_MS`, the longest a failing target waits for its next check with the
+    /// default settings. A monitor that opted into longer waits (backoff past its interval,
+    /// the breaker, auto-pause, dead letters) has the rest of each wait unmeasured: a down
+    /// result never counts for more than one interval of the target's time.
+    pub fn polled(
+        interval_ms: i64,
+        timeout_ms: i64,
+        quorum: Option<u32>,
+        pause: Option<(i64, Option<i64>)>,
+    ) -> Self {
+        Timeline {
+            cap_ms: interval_ms
+                .max(0)
+                .saturating_add(timeout_ms.max(0))
+                .saturating_add(SCHEDULING_SLACK_MS),
+            quorum,
+            pause,
+        }
+    }
+
+    /// A heartbeat monitor's timeline (and the tests'): `interval_ms` (its longest wait for a
+    /// ping) plus the staleness grace is how long a result stands.
     pub fn of(interval_ms: i64, quorum: Option<u32>, pause: Option<(i64, Option<i64>)>) -> Self {
         let grace = shared_proto::monitor::staleness_grace_ms(interval_ms.max(0) as u64);
         Timeline {
@@ -70,11 +99,27 @@ impl Timeline {
             &monitor.settings,
             monitor.interval_ms,
         );
-        Timeline::of(
-            super::push::timeline_interval(monitor.interval_ms, schedule.as_ref()),
+        Timeline::for_kind(
+            monitor.interval_ms,
+            monitor.timeout_ms,
+            schedule.as_ref(),
             quorum,
             pause_of(monitor.paused_at, monitor.resumed_at),
         )
+    }
+
+    /// A heartbeat monitor's (`schedule`) or a polled one's timeline.
+    pub fn for_kind(
+        interval_ms: i64,
+        timeout_ms: i64,
+        schedule: Option<&super::push::schedule::Schedule>,
+        quorum: Option<u32>,
+        pause: Option<(i64, Option<i64>)>,
+    ) -> Self {
+        match schedule {
+            Some(schedule) => Timeline::of(schedule.longest_gap_ms(), quorum, pause),
+            None => Timeline::polled(interval_ms, timeout_ms, quorum, pause),
+        }
     }
 
     /// The same monitor seen from one of its locations: its own points, one sequence.
@@ -338,3 +383,6 @@ pub fn total(spans: &[Span], from: i64, until: i64) -> (i64, i64) {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod schedule_tests;

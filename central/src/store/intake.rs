@@ -118,11 +118,11 @@ async fn ownership(
     let owned = |single: &str, multi: &str| {
         format!(
             "SELECT id, NULL AS region, assigned_poller_id, previous_poller_id, assigned_at, \
-             kind, settings, interval_ms, quorum, paused_at, resumed_at, tags \
+             kind, settings, interval_ms, timeout_ms, quorum, paused_at, resumed_at, tags \
              FROM monitors WHERE {single} AND poller_mode <> 'multi' \
              UNION ALL \
              SELECT l.monitor_id, l.region, l.assigned_poller_id, l.previous_poller_id, \
-             l.assigned_at, m.kind, m.settings, m.interval_ms, m.quorum, m.paused_at, \
+             l.assigned_at, m.kind, m.settings, m.interval_ms, m.timeout_ms, m.quorum, m.paused_at, \
              m.resumed_at, m.tags FROM monitor_locations l \
              JOIN monitors m ON m.id = l.monitor_id \
              WHERE {multi} AND m.poller_mode = 'multi'"
@@ -143,7 +143,7 @@ async fn ownership(
                 backend,
                 &columns_of(
                     "id, region, assigned_poller_id, previous_poller_id, assigned_at, kind, \
-                     settings, interval_ms, quorum, paused_at, resumed_at, tags",
+                     settings, interval_ms, timeout_ms, quorum, paused_at, resumed_at, tags",
                 ),
                 &format!("FROM ({owned}) AS owned"),
                 "id, region",

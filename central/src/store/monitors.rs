@@ -144,8 +144,10 @@ pub struct OwnershipRow {
     /// The monitor's kind and settings (its confirmation thresholds).
     pub kind: String,
     pub settings: String,
-    /// How its results stand for time (`service::uptime`): its interval, quorum and last pause.
+    /// How its results stand for time (`service::uptime`): its interval and timeout, quorum
+    /// and last pause.
     pub interval_ms: i64,
+    pub timeout_ms: i64,
     pub quorum: Option<i64>,
     pub paused_at: Option<i64>,
     pub resumed_at: Option<i64>,
@@ -165,10 +167,11 @@ impl OwnershipRow {
             kind: row.text(5)?,
             settings: row.text(6)?,
             interval_ms: row.int(7)?,
-            quorum: row.int_or_null(8)?,
-            paused_at: row.int_or_null(9)?,
-            resumed_at: row.int_or_null(10)?,
-            tags: row.text_or_null(11)?,
+            timeout_ms: row.int(8)?,
+            quorum: row.int_or_null(9)?,
+            paused_at: row.int_or_null(10)?,
+            resumed_at: row.int_or_null(11)?,
+            tags: row.text_or_null(12)?,
         })
     }
 }

@@ -164,7 +164,7 @@ pub fn duration(ms: u64) -> Markup {
     html! { (duration_text(ms)) }
 }
 
-fn duration_text(ms: u64) -> String {
+pub fn duration_text(ms: u64) -> String {
     let s = ms / 1_000;
     let parts = [
         (s / 86_400, "d"),

@@ -330,8 +330,10 @@ pub async fn detail(
             @if let Some(pings) = &pings { (super::heartbeats::section(&session, id, pings, now)) }
             (super::dependencies::monitor_section(&dependencies, now))
             h2 { "Uptime" }
-            p.muted.small { "Uptime is time: each result stands until the next, at most an interval and its grace; "
+            p.muted.small { "Uptime is time: each result stands until the next, at most an interval and the check's timeout "
+                "(a heartbeat's: its wait for a ping and the grace); "
                 "unmeasured time (silence, pauses, before the monitor existed) counts neither way." }
+            @if let Some(note) = recovery_note(&monitor) { p.notice.recovery-late { (note) } }
             div.table-wrap { table.uptime { thead { tr { th scope="col" { "Window" } th scope="col" { "Uptime" } th scope="col" { "Down" }
                 th scope="col" { "Unmeasured" } th scope="col" { "Checks" }
                 th scope="col" { "Mean latency" } th scope="col" { "p95" } } }
@@ -382,6 +384,36 @@ pub async fn detail(
         Section::Monitors,
         &monitor.spec.name,
         body,
+    ))
+}
+
+/// What the protections a monitor opted into cost (issue 68): with the defaults a failing
+/// target is checked every interval; longer backoff, the breaker, auto-pause or dead letters
+/// make it wait longer, and its recovery may be seen that late.
+fn recovery_note(monitor: &MonitorView) -> Option<String> {
+    let common =
+        shared_proto::settings::MonitorSettings::parse(monitor.spec.kind, &monitor.spec.settings)
+            .ok()?
+            .common;
+    let late = common.recovery_late_by_ms(monitor.spec.interval_ms)?;
+    let mut chosen = Vec::new();
+    if common.backoff_max_ms > monitor.spec.interval_ms {
+        chosen.push("a backoff past its interval");
+    }
+    if common.breaker_threshold > 0 {
+        chosen.push("the circuit breaker");
+    }
+    if common.auto_pause_threshold > 0.0 {
+        chosen.push("auto-pause");
+    }
+    if common.dead_letter_after > 0 {
+        chosen.push("dead letters");
+    }
+    Some(format!(
+        "This monitor opted into {} (for polling APIs that must not be hammered): while its \
+         target fails, a recovery may be seen up to {} late.",
+        chosen.join(", "),
+        super::layout::duration_text(late)
     ))
 }
 

@@ -1,4 +1,6 @@
-//! Exponential backoff with jitter: `min(base × 2^attempt, max)`, then ±20 %.
+//! Exponential backoff with jitter: `min(base × 2^attempt, max)`, then ±20 %, never past
+//! `max` (by default the monitor's interval: a failing target is never checked later than
+//! that, `settings::CommonSettings::backoff_max_ms_for`).
 
 use std::time::Duration;
 
@@ -29,9 +31,12 @@ impl Backoff {
             .min(self.max)
     }
 
-    /// The delay with ±20 % jitter, so that monitors failing together do not retry together.
+    /// The delay with ±20 % jitter, so that monitors failing together do not retry together;
+    /// never past `max`, the longest the monitor allows.
     pub fn delay(&self, attempt: u32, rng: &mut impl Rng) -> Duration {
-        self.nominal(attempt).mul_f64(rng.gen_range(0.8..=1.2))
+        self.nominal(attempt)
+            .mul_f64(rng.gen_range(0.8..=1.2))
+            .min(self.max)
     }
 }
 
@@ -60,7 +65,9 @@ mod tests {
         for attempt in 0..12 {
             let nominal = backoff.nominal(attempt).as_secs_f64();
             for _ in 0..500 {
-                let ratio = backoff.delay(attempt, &mut rng).as_secs_f64() / nominal;
+                let delay = backoff.delay(attempt, &mut rng);
+                assert!(delay <= backoff.max, "never past the cap: {delay:?}");
+                let ratio = delay.as_secs_f64() / nominal;
                 assert!((0.8..=1.2).contains(&ratio), "{ratio}");
                 low = low.min(ratio);
                 high = high.max(ratio);

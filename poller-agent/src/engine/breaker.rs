@@ -1,5 +1,7 @@
 //! Per-monitor circuit breaker: closed → open after N consecutive failures → half-open after
 //! a cooldown, letting exactly one probe through → closed on its success, open on its failure.
+//! A threshold of 0 (the default) never opens: waiting a cooldown longer than the interval
+//! makes a recovery seen late, which a monitor opts into (for polling APIs).
 
 use std::time::{Duration, Instant};
 
@@ -58,7 +60,7 @@ pub struct Breaker {
 impl Breaker {
     pub fn new(threshold: u32, cooldown: Duration) -> Self {
         Self {
-            threshold: threshold.max(1),
+            threshold,
             cooldown,
             consecutive_failures: 0,
             inner: Inner::Closed,
@@ -137,7 +139,7 @@ impl Breaker {
         self.consecutive_failures = self.consecutive_failures.saturating_add(1);
         let open = match self.inner {
             Inner::HalfOpen { .. } => true,
-            Inner::Closed => self.consecutive_failures >= self.threshold,
+            Inner::Closed => self.threshold > 0 && self.consecutive_failures >= self.threshold,
             Inner::Open { .. } => false,
         };
         open.then(|| {
@@ -154,6 +156,17 @@ mod tests {
     use std::sync::{Arc, Barrier, Mutex};
 
     const COOLDOWN: Duration = Duration::from_secs(300);
+
+    #[test]
+    fn a_threshold_of_zero_never_opens() {
+        let mut breaker = Breaker::new(0, COOLDOWN);
+        let now = Instant::now();
+        for _ in 0..1_000 {
+            assert_eq!(breaker.record_failure(now), None);
+            assert_eq!(breaker.admit(now).0, Admission::Allowed);
+        }
+        assert_eq!(breaker.state(), BreakerState::Closed);
+    }
 
     #[test]
     fn a_forced_check_is_an_open_breakers_probe() {

@@ -44,7 +44,9 @@ impl Default for EngineConfig {
     fn default() -> Self {
         Self {
             per_host_limit: 5,
-            dead_letter_recheck: Duration::from_secs(30 * 60),
+            dead_letter_recheck: Duration::from_millis(
+                shared_proto::settings::DEAD_LETTER_RECHECK_MS,
+            ),
             max_buffered_events: 500,
         }
     }
@@ -127,10 +129,13 @@ impl MonitorState {
             key: RequestKey::of(&spec),
             host: host_of(&spec),
             phase: Phase::Scheduled,
+            // Threshold 0: the breaker never opens (the default; a monitor opts in).
             breaker: Breaker::new(common.breaker_threshold, ms(common.breaker_cooldown_ms)),
+            // At most the interval unless the monitor sets longer: a failing target is still
+            // checked every interval, so its recovery is seen within one.
             backoff: Backoff {
                 base: ms(common.backoff_base_ms),
-                max: ms(common.backoff_max_ms),
+                max: ms(common.backoff_max_ms_for(spec.interval_ms)),
             },
             backoff_attempt: 0,
             retries_left: common.retries,
@@ -603,8 +608,8 @@ fn record(
     }
     let interval = state.interval();
     // Numbers a target chooses (Retry-After, rate-limit resets) space checks out, never longer
-    // than the monitor's own longest backoff.
-    let backoff_max = Duration::from_millis(state.common.backoff_max_ms);
+    // than the monitor's own longest backoff, or five minutes when it sets none.
+    let backoff_max = Duration::from_millis(state.common.target_wait_cap_ms());
     let mut next = match outcome.status {
         ResultStatus::Up => {
             if state.breaker.record_success() == Some(Transition::Closed) {
@@ -636,8 +641,13 @@ fn record(
                 adaptive.reset();
             }
             pending.extend(pause_event(state.health.record(false, now), now, wall));
-            let hopeless = outcome.permanent
-                || state.health.consecutive_failures() >= state.common.dead_letter_after;
+            // Dead letters are opted into (`dead_letter_after` > 0); without, a permanent
+            // error (a refused credential, a name that does not resolve) is checked every
+            // interval like any failure, so that its fix is seen within one.
+            let opted_in = state.common.dead_letter_after > 0;
+            let hopeless = opted_in
+                && (outcome.permanent
+                    || state.health.consecutive_failures() >= state.common.dead_letter_after);
             if hopeless && state.dead_letter.is_none() {
                 state.dead_letter = Some(DeadLetter {
                     monitor_id: id,

@@ -110,7 +110,7 @@ fn reset_forgets_a_dead_letter_and_an_open_breaker_and_runs_now() {
     let m = monitor(
         "http://a.test/",
         5_000,
-        json!({"breaker_threshold": 1, "breaker_cooldown_ms": 600_000}),
+        json!({"breaker_threshold": 1, "breaker_cooldown_ms": 600_000, "dead_letter_after": 100}),
     );
     let id = m.id;
     engine.upsert(m, t0);

@@ -16,7 +16,7 @@ fn breakers_dead_letters_and_staleness_are_listed_with_their_times() {
         10_000,
         json!({"breaker_threshold": 1, "breaker_cooldown_ms": 60_000}),
     );
-    let dead = monitor("http://b.test/", 10_000, json!({}));
+    let dead = monitor("http://b.test/", 10_000, json!({"dead_letter_after": 100}));
     let fine = monitor("http://c.test/", 10_000, json!({}));
     let (breaking_id, dead_id, fine_id) = (breaking.id, dead.id, fine.id);
     for m in [breaking, dead, fine] {

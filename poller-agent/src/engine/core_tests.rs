@@ -115,7 +115,7 @@ fn a_running_monitor_is_never_started_twice_and_success_waits_one_interval() {
 fn backoff_grows_on_failure_and_resets_on_success() {
     let t0 = Instant::now();
     let mut engine = engine();
-    let m = monitor("http://a.test/", 5_000, json!({"breaker_threshold": 1000}));
+    let m = monitor("http://a.test/", 5_000, json!({"backoff_max_ms": 300_000}));
     let id = m.id;
     engine.upsert(m, t0);
     let mut gaps = Vec::new();
@@ -140,6 +140,31 @@ fn backoff_grows_on_failure_and_resets_on_success() {
         Duration::from_secs(5),
         "a success resets the backoff"
     );
+}
+
+/// With the defaults, a target down for an hour is still checked every interval (no backoff
+/// past it, no breaker, no auto-pause, no dead letter), so its recovery is seen within one.
+#[test]
+fn with_the_defaults_a_failing_target_is_checked_every_interval() {
+    let t0 = Instant::now();
+    let mut engine = engine();
+    let m = monitor("http://a.test/", 5_000, json!({}));
+    let id = m.id;
+    engine.upsert(m, t0);
+    let mut at = engine.due_at(id).unwrap();
+    for failure in 0..720 {
+        let outcome = if failure % 7 == 0 {
+            CheckOutcome::permanent(None, "expected 2xx, got 403", json!({}))
+        } else {
+            down()
+        };
+        let next = run_once(&mut engine, id, outcome);
+        assert_eq!(next - at, Duration::from_secs(5), "failure {failure}");
+        at = next;
+    }
+    assert!(!engine.is_dead_letter(id));
+    let next = run_once(&mut engine, id, up());
+    assert_eq!(next - at, Duration::from_secs(5));
 }
 
 #[test]
@@ -368,7 +393,7 @@ fn auto_pause_has_hysteresis_and_is_never_shortened() {
 fn a_permanent_error_dead_letters_until_a_recheck_succeeds() {
     let t0 = Instant::now();
     let mut engine = engine();
-    let m = monitor("http://a.test/", 5_000, json!({}));
+    let m = monitor("http://a.test/", 5_000, json!({"dead_letter_after": 100}));
     let id = m.id;
     engine.upsert(m, t0);
     let at = engine.due_at(id).unwrap();

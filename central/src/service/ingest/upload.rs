@@ -11,7 +11,6 @@ use shared_proto::poller_api::RejectedResult;
 use crate::service::maintenance::schedule::Placement;
 use crate::service::maintenance::{quiet_of, spans_of, tags_of, windows_of, QUIET_LOOKBACK_MS};
 use crate::service::push::schedule::Schedule;
-use crate::service::push::timeline_interval;
 use crate::service::quorum;
 use crate::service::status::{self, Verdict, VerdictState};
 use crate::service::statuses::thresholds_of;
@@ -213,8 +212,10 @@ impl MonitorRule {
                 &slot.settings,
             ),
             interval_ms: slot.interval_ms,
-            timeline: Timeline::of(
-                timeline_interval(slot.interval_ms, schedule.as_ref()),
+            timeline: Timeline::for_kind(
+                slot.interval_ms,
+                slot.timeout_ms,
+                schedule.as_ref(),
                 quorum,
                 pause_of(slot.paused_at, slot.resumed_at),
             ),

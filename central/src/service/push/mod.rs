@@ -43,12 +43,6 @@ pub const LATE_SETTLE_MS: i64 = 5_000;
 /// of them is stored; the time before it counts as unmeasured, which it was.
 const MAX_CATCH_UP: usize = 10_000;
 
-/// How long a result of a monitor stands for in uptime, as `uptime::Timeline::of` takes it:
-/// its interval, or a heartbeat's longest wait for a ping.
-pub fn timeline_interval(interval_ms: i64, schedule: Option<&Schedule>) -> i64 {
-    schedule.map_or(interval_ms, Schedule::longest_gap_ms)
-}
-
 /// A ping as the HTTP layer hands it over.
 #[derive(Debug, Clone)]
 pub struct Ping {

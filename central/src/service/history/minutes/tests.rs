@@ -225,8 +225,9 @@ proptest! {
     }
 }
 
-/// A chart's minutes: each result in its minute, the newest one's time up to now, and nothing
-/// before minute history's reach.
+/// A chart's minutes: each result in its minute, the newest one's time up to now or until it
+/// stops standing (interval, timeout and a second after it: 66 s here), and nothing before
+/// minute history's reach.
 #[tokio::test]
 async fn a_chart_counts_each_result_in_its_minute_and_the_newest_up_to_now() {
     let now = START_MS + 3 * HOUR;
@@ -269,7 +270,7 @@ async fn a_chart_counts_each_result_in_its_minute_and_the_newest_up_to_now() {
             (240, 1, 0, 30_000, 0),
             (180, 0, 1, 30_000, 30_000),
             (120, 1, 0, 30_000, 30_000),
-            (60, 0, 0, 60_000, 0),
+            (60, 0, 0, 36_000, 0),
         ],
         "{history:?}"
     );
@@ -277,11 +278,11 @@ async fn a_chart_counts_each_result_in_its_minute_and_the_newest_up_to_now() {
     assert_eq!(history.buckets[0].latency_ms_mean, Some(40.0));
 
     // Minute history reaches back as far as its retention (48 h by default). By now the
-    // newest result's span has ended, 30 s into the minute after it.
+    // newest result's span has ended, 36 s into the minute after it (66 s after the result).
     world.clock.set(now + 47 * HOUR);
     let old = world.chart(START_MS).await;
-    assert_eq!(old.buckets.len(), 5, "{old:?}");
-    assert_eq!(old.buckets[4].up_ms, 30_000);
+    assert_eq!(old.buckets.len(), 4, "{old:?}");
+    assert_eq!(old.buckets[3].up_ms, 36_000);
     world.clock.set(now + 49 * HOUR);
     let gone = world.chart(START_MS).await;
     assert!(gone.buckets.is_empty(), "{gone:?}");
