@@ -840,6 +840,8 @@ pub struct Target {
     hits: Arc<AtomicU64>,
     /// How long it waits before answering, in milliseconds.
     delay_ms: Arc<AtomicU64>,
+    /// A `Retry-After` it sends with each answer, in seconds (0: none).
+    retry_after_s: Arc<AtomicU64>,
     /// Every request's path and query, with when it arrived.
     log: Arc<std::sync::Mutex<Vec<(String, Instant)>>>,
 }
@@ -850,9 +852,16 @@ impl Target {
         let hits = Arc::new(AtomicU64::new(0));
         let log = Arc::new(std::sync::Mutex::new(Vec::new()));
         let delay_ms = Arc::new(AtomicU64::new(0));
-        let (s, h, l, d) = (status.clone(), hits.clone(), log.clone(), delay_ms.clone());
+        let retry_after_s = Arc::new(AtomicU64::new(0));
+        let (s, h, l, d, r) = (
+            status.clone(),
+            hits.clone(),
+            log.clone(),
+            delay_ms.clone(),
+            retry_after_s.clone(),
+        );
         let router = axum::Router::new().fallback(move |uri: axum::http::Uri| {
-            let (s, h, l, d) = (s.clone(), h.clone(), l.clone(), d.clone());
+            let (s, h, l, d, r) = (s.clone(), h.clone(), l.clone(), d.clone(), r.clone());
             async move {
                 h.fetch_add(1, Ordering::SeqCst);
                 let seen = uri
@@ -863,7 +872,12 @@ impl Target {
                 tokio::time::sleep(Duration::from_millis(d.load(Ordering::SeqCst))).await;
                 let code =
                     axum::http::StatusCode::from_u16(s.load(Ordering::SeqCst)).unwrap_or_default();
-                (code, "target")
+                let mut headers = axum::http::HeaderMap::new();
+                let retry_after = r.load(Ordering::SeqCst);
+                if retry_after > 0 {
+                    headers.insert(axum::http::header::RETRY_AFTER, retry_after.into());
+                }
+                (code, headers, "target")
             }
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
@@ -874,8 +888,19 @@ impl Target {
             status,
             hits,
             delay_ms,
+            retry_after_s,
             log,
         })
+    }
+
+    /// Sends `Retry-After: seconds` with each answer (0: none).
+    pub fn retry_after(&self, seconds: u64) {
+        self.retry_after_s.store(seconds, Ordering::SeqCst);
+    }
+
+    /// When each request arrived, in order.
+    pub fn hit_times(&self) -> Vec<Instant> {
+        self.log.lock().unwrap().iter().map(|(_, at)| *at).collect()
     }
 
     pub fn answer_with(&self, code: u16) {

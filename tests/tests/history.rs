@@ -99,7 +99,10 @@ async fn uptime_and_history_come_from_rollups_that_outlive_pruned_results() -> a
         "{before}"
     );
     let uptime_7d = before["7d"]["uptime"].as_f64().unwrap();
-    assert!((uptime_7d - 100.0 * 1_146.0 / 1_392.0).abs() < 1e-9, "{uptime_7d}");
+    assert!(
+        (uptime_7d - 100.0 * 1_146.0 / 1_392.0).abs() < 1e-9,
+        "{uptime_7d}"
+    );
     for field in ["checks", "up_ms", "down_ms", "uptime", "latency_ms_mean"] {
         assert_eq!(
             before["1y"][field], before["7d"][field],

@@ -131,3 +131,114 @@ async fn day_uptime(central: &Central, monitor: &str) -> anyhow::Result<Value> {
     anyhow::ensure!(status == 200, "uptime: {status} {body}");
     Ok(body["24h"].clone())
 }
+
+/// Issue 68, with the default settings: outages of 60 s and 150 s (the second long enough for
+/// the breaker of the previous release to open, at the 10th failure) are each seen over within
+/// one interval and two seconds of the target's recovery, by the agent and at central, and
+/// counted as down for their length within one interval; a target that answers `503` with
+/// `Retry-After: 60` is still given its minute.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recovery_is_seen_within_one_interval_however_long_the_outage() -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    let _agent = central.start_agent("agent-eu", "eu").await?;
+    let outages = [Duration::from_secs(60), Duration::from_secs(150)];
+    let mut watched = Vec::new();
+    for (n, _) in outages.iter().enumerate() {
+        let target = Target::start().await?;
+        let monitor = central
+            .create_monitor(json!({"name": format!("outage {n}"), "kind": "http",
+                "target": target.url, "interval_ms": INTERVAL_MS}))
+            .await?;
+        watched.push((target, monitor));
+    }
+    let asking = Target::start().await?;
+    let asking_monitor = central
+        .create_monitor(json!({"name": "asks for a minute", "kind": "http",
+            "target": asking.url, "interval_ms": INTERVAL_MS}))
+        .await?;
+    for monitor in watched.iter().map(|(_, m)| m).chain([&asking_monitor]) {
+        eventually(Duration::from_secs(30), "the first up", || async {
+            let status = central.status(monitor).await.ok()?;
+            (status["status"] == "up").then_some(())
+        })
+        .await?;
+    }
+
+    let down_from = Utc::now().timestamp_millis();
+    for (target, _) in &watched {
+        target.answer_with(503);
+    }
+    asking.retry_after(60);
+    asking.answer_with(503);
+    let asked_at = std::time::Instant::now();
+    let mut recovered = Vec::new();
+    let started = std::time::Instant::now();
+    for (outage, (target, monitor)) in outages.iter().zip(&watched) {
+        tokio::time::sleep(outage.saturating_sub(started.elapsed())).await;
+        target.answer_with(200);
+        let at = Utc::now().timestamp_millis();
+        recovered.push(at);
+        // Central shows it up within one interval, the check's time and the upload (1 s).
+        let seen = eventually(
+            Duration::from_millis(INTERVAL_MS as u64 + 8_000),
+            "the recovery at central",
+            || async {
+                let status = central.status(monitor).await.ok()?;
+                (status["status"] == "up").then(|| Utc::now().timestamp_millis())
+            },
+        )
+        .await?;
+        eprintln!(
+            "outage of {outage:?}: up at central {} ms after the recovery",
+            seen - at
+        );
+        if asked_at.elapsed() > Duration::from_secs(75) {
+            asking.answer_with(200);
+            asking.retry_after(0);
+        }
+    }
+
+    for ((outage, (_, monitor)), recovered) in outages.iter().zip(&watched).zip(&recovered) {
+        let results = central.results(monitor).await?;
+        let first_up = results
+            .iter()
+            .map(|r| (ms(&r["ts"]), r["status"] == "up"))
+            .filter(|(ts, up)| *up && ts >= recovered)
+            .map(|(ts, _)| ts)
+            .min()
+            .expect("an up result after the recovery");
+        assert!(
+            first_up - recovered <= INTERVAL_MS + 2_000,
+            "outage of {outage:?}: the first check after the recovery came {} ms after it",
+            first_up - recovered
+        );
+        let down_ms = day_uptime(&central, monitor).await?["down_ms"]
+            .as_i64()
+            .unwrap();
+        let truth = recovered - down_from;
+        assert!(
+            (down_ms - truth).abs() <= INTERVAL_MS + 2_000,
+            "outage of {outage:?} ({truth} ms) counted as {down_ms} ms down"
+        );
+    }
+
+    // The target that asked for a minute got it: no request within 55 s of the first answer
+    // that asked (5 s for the check and upload in flight).
+    let hits = asking.hit_times();
+    let first_asked = hits
+        .iter()
+        .position(|at| *at >= asked_at)
+        .expect("a check after it started asking");
+    if let Some(next) = hits.get(first_asked + 1) {
+        assert!(
+            *next - hits[first_asked] >= Duration::from_secs(55),
+            "Retry-After: 60 was given {:?}",
+            *next - hits[first_asked]
+        );
+    }
+    assert!(
+        hits.len() > first_asked + 1,
+        "checked again after its minute"
+    );
+    Ok(())
+}
