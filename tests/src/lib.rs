@@ -848,6 +848,12 @@ pub struct Target {
 
 impl Target {
     pub async fn start() -> anyhow::Result<Target> {
+        Self::start_at("127.0.0.1:0").await
+    }
+
+    /// A target listening at `addr` (an address nothing listened on until now: a host that
+    /// comes back).
+    pub async fn start_at(addr: &str) -> anyhow::Result<Target> {
         let status = Arc::new(AtomicU16::new(200));
         let hits = Arc::new(AtomicU64::new(0));
         let log = Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -880,7 +886,7 @@ impl Target {
                 (code, headers, "target")
             }
         });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let listener = tokio::net::TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         tokio::spawn(async move { axum::serve(listener, router).await });
         Ok(Target {

@@ -242,3 +242,86 @@ async fn a_recovery_is_seen_within_one_interval_however_long_the_outage() -> any
     );
     Ok(())
 }
+
+/// Issue 68: 300 monitors on one address that refuses connections try it about once an
+/// interval (the others follow that try, each still reporting `down` every interval), and
+/// all 300 are seen up within an interval of its return.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_hundred_monitors_on_a_dead_address_try_it_once_an_interval() -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    let _agent = central.start_agent("agent-eu", "eu").await?;
+    // An address nothing listens on (taken, then let go).
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
+    let mut monitors = Vec::new();
+    for chunk in (0..300).collect::<Vec<_>>().chunks(20) {
+        let made = chunk.iter().map(|n| {
+            central.create_monitor(json!({"name": format!("dead {n}"), "kind": "http",
+                "target": format!("http://{addr}/{n}"), "interval_ms": INTERVAL_MS}))
+        });
+        for id in futures_util::future::join_all(made).await {
+            monitors.push(id?);
+        }
+    }
+    let count = |status: &'static str| {
+        let central = &central;
+        async move {
+            let (_, body) = central
+                .admin(
+                    Method::GET,
+                    &format!("/api/v1/monitors?status={status}&limit=500"),
+                    None,
+                )
+                .await
+                .ok()?;
+            body["items"].as_array().map(Vec::len)
+        }
+    };
+    eventually(Duration::from_secs(60), "all 300 down", || async {
+        (count("down").await? == 300).then_some(())
+    })
+    .await?;
+    let outage_from = Utc::now().timestamp_millis();
+    tokio::time::sleep(Duration::from_secs(20)).await;
+
+    let back = Target::start_at(&addr.to_string()).await?;
+    let returned = Utc::now().timestamp_millis();
+    let all_up = eventually(
+        Duration::from_millis(INTERVAL_MS as u64 + 6_000),
+        "all 300 up again",
+        || async { (count("up").await? == 300).then(|| Utc::now().timestamp_millis()) },
+    )
+    .await?;
+    eprintln!("all 300 up {} ms after the return", all_up - returned);
+    assert!(
+        back.hits() >= 300,
+        "each monitor checked the returned target itself"
+    );
+
+    // While it was dead: each monitor reported every interval, and the address was tried
+    // about once an interval in all (4 in 20 s, and the few of the first instant), not 1,200.
+    let (mut tried, mut followed) = (0, 0);
+    for monitor in &monitors {
+        for result in central.results(monitor).await? {
+            let ts = ms(&result["ts"]);
+            if ts < outage_from || ts >= returned || result["status"] != "down" {
+                continue;
+            }
+            if result["msg"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("not tried")
+            {
+                followed += 1;
+            } else {
+                tried += 1;
+            }
+        }
+    }
+    eprintln!("during 20 s: {tried} tries, {followed} followed");
+    assert!(tried <= 10, "{tried} connection attempts in 20 s");
+    assert!(
+        followed >= 300 * 3,
+        "{followed} results of monitors that followed"
+    );
+    Ok(())
+}

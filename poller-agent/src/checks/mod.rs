@@ -47,6 +47,10 @@ pub struct CheckOutcome {
     /// What the answer looked like (status and body), for adaptive intervals: equal
     /// fingerprints mean the target did not change. `None` for kinds that do not say.
     pub fingerprint: Option<u64>,
+    /// The target's address took no connection (refused, or no answer to connecting within
+    /// the timeout): nothing of it was reached, so its other monitors would fail alike
+    /// (`engine::unreachable`).
+    pub unreachable: bool,
 }
 
 impl CheckOutcome {
@@ -61,6 +65,7 @@ impl CheckOutcome {
             validators: None,
             budget: None,
             fingerprint: None,
+            unreachable: false,
         }
     }
 
@@ -76,6 +81,15 @@ impl CheckOutcome {
             validators: None,
             budget: None,
             fingerprint: None,
+            unreachable: false,
+        }
+    }
+
+    /// The target's address took no connection.
+    pub fn unreachable(latency: Option<Duration>, msg: impl Into<String>) -> Self {
+        Self {
+            unreachable: true,
+            ..Self::down(latency, msg, serde_json::json!({}))
         }
     }
 

@@ -27,6 +27,9 @@ pub async fn check(target: &str, timeout: Duration, networks: &Networks) -> Chec
         Ok(Err(Err(e))) if is_unresolvable(&e) => {
             CheckOutcome::permanent(None, "dns: name does not resolve", json!({}))
         }
+        Ok(Err(Err(e))) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            CheckOutcome::unreachable(Some(started.elapsed()), io_message(&e))
+        }
         Ok(Err(Err(e))) => CheckOutcome::down(Some(started.elapsed()), io_message(&e), json!({})),
         Ok(Ok(stream)) => {
             let peer = stream
@@ -35,7 +38,8 @@ pub async fn check(target: &str, timeout: Duration, networks: &Networks) -> Chec
                 .unwrap_or_default();
             CheckOutcome::up(started.elapsed(), json!({"peer": peer}))
         }
-        Err(_) => CheckOutcome::down(None, timeout_message(timeout), json!({})),
+        // Connecting is all this check does: no answer to it is an address that took none.
+        Err(_) => CheckOutcome::unreachable(None, timeout_message(timeout)),
     }
 }
 

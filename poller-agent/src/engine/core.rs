@@ -26,9 +26,10 @@ use super::backoff::Backoff;
 use super::breaker::{Admission, Breaker, BreakerState, Transition};
 use super::budget;
 use super::host_limit::HostLimiter;
-use super::request_key::{host_of, RequestKey};
+use super::request_key::{address_of, host_of, RequestKey};
 use super::rolling::{PauseTransition, RollingHealth};
 use super::scheduler::{phase, Scheduler};
+use super::unreachable::{Due, Unreachable};
 use crate::checks::{CheckOutcome, RateBudget, Validators};
 
 /// Engine-wide settings.
@@ -85,6 +86,8 @@ struct MonitorState {
     common: CommonSettings,
     key: RequestKey,
     host: String,
+    /// Where it connects (`host:port`), for kinds that connect (`unreachable`).
+    address: Option<String>,
     phase: Phase,
     breaker: Breaker,
     backoff: Backoff,
@@ -128,6 +131,7 @@ impl MonitorState {
         Self {
             key: RequestKey::of(&spec),
             host: host_of(&spec),
+            address: address_of(&spec),
             phase: Phase::Scheduled,
             // Threshold 0: the breaker never opens (the default; a monitor opts in).
             breaker: Breaker::new(common.breaker_threshold, ms(common.breaker_cooldown_ms)),
@@ -203,6 +207,10 @@ pub struct Engine {
     /// A monotonic instant with its wall time, for monitors whose checks are phased against
     /// the wall clock (`phase_ms`).
     wall: Option<(Instant, i64)>,
+    /// Addresses that took no connection, tried once an interval (`unreachable`).
+    unreachable: Unreachable,
+    /// Results of monitors that followed such a try, for `take_followed`.
+    followed: Vec<Finished>,
 }
 
 impl Engine {
@@ -223,6 +231,8 @@ impl Engine {
             rng,
             anchor: None,
             wall: None,
+            unreachable: Unreachable::default(),
+            followed: Vec::new(),
         }
     }
 
@@ -351,6 +361,35 @@ impl Engine {
                 self.scheduler.schedule(id, retry);
                 continue;
             }
+            // An address that took no connection is tried once an interval; the others due
+            // meanwhile follow that try (an operator's `check` always tries).
+            if let (Some(address), true) = (&state.address, state.asked.is_empty()) {
+                if let Due::Follow { msg, ago } =
+                    self.unreachable.due(address, id, state.interval(), now)
+                {
+                    let outcome = Unreachable::followed(address, &msg, ago);
+                    state.last_due = Some(due);
+                    let next_due = record(
+                        state,
+                        &outcome,
+                        now,
+                        wall,
+                        &self.config,
+                        &mut self.rng,
+                        &mut self.events,
+                    );
+                    self.scheduler.schedule(id, next_due);
+                    let mut own = outcome;
+                    own.meta = with_engine_meta(own.meta, state, next_due, now, wall);
+                    self.followed.push(Finished {
+                        monitor: state.spec.clone(),
+                        outcome: own,
+                        next_due,
+                        answers: Vec::new(),
+                    });
+                    continue;
+                }
+            }
             if let Some(flight) = self.in_flight.get_mut(&state.key) {
                 flight.members.push(id);
                 state.phase = Phase::Running;
@@ -380,6 +419,20 @@ impl Engine {
             return Vec::new();
         };
         self.hand_over_host_slot(&flight.host, now);
+        // The address was tried: marked unreachable, or cleared with its followers run now.
+        let address = flight
+            .members
+            .iter()
+            .find_map(|id| self.monitors.get(id)?.address.clone());
+        if let Some(address) = address {
+            for follower in self.unreachable.checked(&address, &outcome, now) {
+                if let Some(state) = self.monitors.get(&follower) {
+                    if state.phase == Phase::Scheduled {
+                        self.scheduler.schedule(follower, now);
+                    }
+                }
+            }
+        }
         let mut finished = Vec::with_capacity(flight.members.len());
         for id in flight.members {
             let Some(state) = self.monitors.get_mut(&id) else {
@@ -446,6 +499,12 @@ impl Engine {
             ));
             return;
         }
+    }
+
+    /// Results of monitors that followed an unreachable address's last try instead of
+    /// checking (`unreachable`), since the last call: queued like any result.
+    pub fn take_followed(&mut self) -> Vec<Finished> {
+        std::mem::take(&mut self.followed)
     }
 
     /// Events since the last call.

@@ -18,6 +18,7 @@ pub mod request_key;
 pub mod rolling;
 pub mod runner;
 pub mod scheduler;
+pub mod unreachable;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use core::{Dispatch, Engine, EngineConfig, Finished};
@@ -32,3 +33,5 @@ mod core_report_tests;
 mod core_target_tests;
 #[cfg(test)]
 mod core_tests;
+#[cfg(test)]
+mod core_unreachable_tests;

@@ -91,6 +91,20 @@ pub fn host_of(monitor: &AssignedMonitor) -> String {
         .to_ascii_lowercase()
 }
 
+/// Where a monitor connects, `host:port` (an `http` URL's port or its scheme's), for the kinds
+/// whose check connects to one address (`unreachable`); `None` for the others.
+pub fn address_of(monitor: &AssignedMonitor) -> Option<String> {
+    let address = match monitor.kind {
+        CheckKind::Http => {
+            let url = url::Url::parse(&monitor.target).ok()?;
+            format!("{}:{}", url.host_str()?, url.port_or_known_default()?)
+        }
+        CheckKind::Tcp | CheckKind::Tls => monitor.target.clone(),
+        CheckKind::Dns | CheckKind::Icmp | CheckKind::Heartbeat => return None,
+    };
+    Some(address.to_ascii_lowercase())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

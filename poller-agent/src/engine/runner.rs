@@ -185,6 +185,22 @@ impl Runner {
                     });
                 });
             }
+            // Monitors that followed an unreachable address's last try instead of checking.
+            for Finished {
+                monitor, outcome, ..
+            } in engine.take_followed()
+            {
+                self.metrics
+                    .record_check(monitor.kind.as_str(), outcome.status.as_str());
+                if self
+                    .results
+                    .send(result_of(&monitor, outcome, wall))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
             if now.duration_since(last_report) >= HEALTH_REFRESH {
                 last_report = now;
                 self.publish(&mut engine, now);

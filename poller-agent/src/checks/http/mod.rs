@@ -334,7 +334,7 @@ fn request_failure(error: &reqwest::Error, elapsed: Duration) -> CheckOutcome {
     if let Some(refusal) = chain.iter().find(|e| e.starts_with(networks::REFUSED)) {
         CheckOutcome::permanent(None, refusal.clone(), json!({}))
     } else if all.contains("connection refused") {
-        CheckOutcome::down(Some(elapsed), "connection refused", json!({}))
+        CheckOutcome::unreachable(Some(elapsed), "connection refused")
     } else if all.contains("name or service not known")
         || all.contains("no such host")
         || all.contains("nodename nor servname")
@@ -347,11 +347,7 @@ fn request_failure(error: &reqwest::Error, elapsed: Duration) -> CheckOutcome {
             json!({}),
         )
     } else if error.is_connect() {
-        CheckOutcome::down(
-            Some(elapsed),
-            format!("connect failed: {deepest}"),
-            json!({}),
-        )
+        CheckOutcome::unreachable(Some(elapsed), format!("connect failed: {deepest}"))
     } else {
         CheckOutcome::down(Some(elapsed), deepest, json!({}))
     }
