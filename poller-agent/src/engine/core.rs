@@ -72,6 +72,9 @@ pub struct Finished {
     /// The `check` commands this result answers (`on_demand`): their check started after
     /// they arrived.
     pub answers: Vec<Uuid>,
+    /// Its `up` or `down` differs from the monitor's previous one (or is its first): worth
+    /// uploading at once rather than with the next batch.
+    pub status_changed: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -369,6 +372,7 @@ impl Engine {
                 {
                     let outcome = Unreachable::followed(address, &msg, ago);
                     state.last_due = Some(due);
+                    let before = state.last_status;
                     let next_due = record(
                         state,
                         &outcome,
@@ -386,6 +390,7 @@ impl Engine {
                         outcome: own,
                         next_due,
                         answers: Vec::new(),
+                        status_changed: state.last_status != before,
                     });
                     continue;
                 }
@@ -438,6 +443,7 @@ impl Engine {
             let Some(state) = self.monitors.get_mut(&id) else {
                 continue;
             };
+            let before = state.last_status;
             // A run that started before an operator's reset does not count against the state
             // the reset made (its result still goes to central: it is what the target said).
             let mut next_due = if state.reset_at.is_some_and(|at| at > flight.started) {
@@ -467,6 +473,7 @@ impl Engine {
                 outcome: own,
                 next_due,
                 answers,
+                status_changed: state.last_status != before,
             });
         }
         finished

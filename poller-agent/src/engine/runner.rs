@@ -61,7 +61,17 @@ const UNASSIGNED: &str = "the monitor was unassigned from this poller before it 
 #[derive(Debug, Default)]
 pub struct ResultSignal {
     pub produced_since_upload: AtomicU64,
+    /// A queued result changes its monitor's status: upload now, not with the next batch
+    /// (a recovery or an outage is told within its check, issue 68).
+    pub urgent: std::sync::atomic::AtomicBool,
     pub notify: Notify,
+}
+
+/// A result on its way to the queue, and whether it changes its monitor's status.
+#[derive(Debug, Clone)]
+pub struct Queued {
+    pub result: CheckResult,
+    pub status_changed: bool,
 }
 
 /// A finished check, back from its task.
@@ -124,7 +134,7 @@ pub struct Runner {
     pub max_concurrency: usize,
     pub report: Arc<EngineReport>,
     /// Results go to the queue writer.
-    pub results: mpsc::Sender<CheckResult>,
+    pub results: mpsc::Sender<Queued>,
     /// What came of commands goes to central.
     pub acks: mpsc::Sender<Acknowledgement>,
     /// Every dispatch's lag, when a benchmark wants exact percentiles (the metric is bucketed).
@@ -187,17 +197,20 @@ impl Runner {
             }
             // Monitors that followed an unreachable address's last try instead of checking.
             for Finished {
-                monitor, outcome, ..
+                monitor,
+                outcome,
+                status_changed,
+                ..
             } in engine.take_followed()
             {
                 self.metrics
                     .record_check(monitor.kind.as_str(), outcome.status.as_str());
-                if self
-                    .results
-                    .send(result_of(&monitor, outcome, wall))
-                    .await
-                    .is_err()
-                {
+                let result = result_of(&monitor, outcome, wall);
+                let queued = Queued {
+                    result,
+                    status_changed,
+                };
+                if self.results.send(queued).await.is_err() {
                     return;
                 }
             }
@@ -216,10 +229,11 @@ impl Runner {
                     while let Ok(more) = done_rx.try_recv() {
                         finished.extend(self.complete(&mut engine, more));
                     }
-                    for (result, answers) in finished {
+                    for (queued, answers) in finished {
+                        let result = queued.result.clone();
                         // Queued first: the acknowledgement's copy is a courtesy, the queued
                         // one is what must reach central.
-                        if self.results.send(result.clone()).await.is_err() {
+                        if self.results.send(queued).await.is_err() {
                             return;
                         }
                         for command in answers {
@@ -267,7 +281,7 @@ impl Runner {
             outcome,
             started_at,
         }: Done,
-    ) -> Vec<(CheckResult, Vec<Uuid>)> {
+    ) -> Vec<(Queued, Vec<Uuid>)> {
         let finished = engine.complete(&key, outcome, self.clock.now(), self.clock.wall());
         finished
             .into_iter()
@@ -276,11 +290,19 @@ impl Runner {
                      monitor,
                      outcome,
                      answers,
+                     status_changed,
                      ..
                  }| {
                     self.metrics
                         .record_check(monitor.kind.as_str(), outcome.status.as_str());
-                    (result_of(&monitor, outcome, started_at), answers)
+                    let result = result_of(&monitor, outcome, started_at);
+                    (
+                        Queued {
+                            result,
+                            status_changed,
+                        },
+                        answers,
+                    )
                 },
             )
             .collect()
@@ -444,12 +466,16 @@ pub struct QueueWriter {
 const MAX_WRITE_BATCH: usize = 1_000;
 
 impl QueueWriter {
-    pub async fn run(self, mut results: mpsc::Receiver<CheckResult>) {
+    pub async fn run(self, mut results: mpsc::Receiver<Queued>) {
         while let Some(first) = results.recv().await {
-            let mut batch = vec![first];
+            let mut urgent = first.status_changed;
+            let mut batch = vec![first.result];
             while batch.len() < MAX_WRITE_BATCH {
                 match results.try_recv() {
-                    Ok(more) => batch.push(more),
+                    Ok(more) => {
+                        urgent |= more.status_changed;
+                        batch.push(more.result);
+                    }
                     Err(_) => break,
                 }
             }
@@ -468,6 +494,9 @@ impl QueueWriter {
                 self.signal
                     .produced_since_upload
                     .fetch_add(count, Ordering::Relaxed);
+                if urgent {
+                    self.signal.urgent.store(true, Ordering::Relaxed);
+                }
                 self.signal.notify.notify_one();
             }
         }

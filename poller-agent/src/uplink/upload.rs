@@ -1,5 +1,6 @@
 //! Result upload: drains the queue in batches of `POLLER_BATCH_SIZE`, whenever that many are
-//! waiting or every `POLLER_BATCH_INTERVAL`. Each batch is mostly the oldest results (a backlog
+//! waiting, a result that changes its monitor's status was queued (told at once, not up to a
+//! batch interval late), or every `POLLER_BATCH_INTERVAL`. Each batch is mostly the oldest results (a backlog
 //! drains in order) plus a tenth of the newest (the status view stays fresh meanwhile). A
 //! result leaves the queue only once central has answered for it (stored, already stored, or
 //! refused as invalid: alone, or named in a refusal of its batch, which the uploader halves
@@ -43,7 +44,9 @@ impl Uploader {
                 tokio::select! {
                     _ = &mut deadline => break,
                     _ = self.results.notify.notified(), if failures == 0 => {
-                        if self.results.produced_since_upload.load(Ordering::Relaxed) >= u64::from(self.batch_size) {
+                        if self.results.urgent.swap(false, Ordering::Relaxed)
+                            || self.results.produced_since_upload.load(Ordering::Relaxed) >= u64::from(self.batch_size)
+                        {
                             break;
                         }
                     }
