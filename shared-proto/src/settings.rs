@@ -202,6 +202,20 @@ impl CommonSettings {
         }
     }
 
+    /// The longest an `up` result may wait for the next check: the interval, or with
+    /// `adaptive` the longest stretched interval (`adaptive_max_interval_ms`, at most the
+    /// interval plus the staleness grace; the agent's `engine::adaptive` clamps the same way).
+    pub fn longest_interval_ms(&self, interval_ms: u64) -> u64 {
+        if !self.adaptive {
+            return interval_ms;
+        }
+        let ceiling = interval_ms.saturating_add(crate::monitor::staleness_grace_ms(interval_ms));
+        match self.adaptive_max_interval_ms {
+            0 => ceiling,
+            max => max.min(ceiling).max(interval_ms),
+        }
+    }
+
     /// The longest a target's `Retry-After` or rate-limit reset may space checks out.
     pub fn target_wait_cap_ms(&self) -> u64 {
         if self.backoff_max_ms == 0 {

@@ -60,11 +60,19 @@ fn thresholds(monitor: &MonitorRow) -> (u32, u32) {
 
 /// The confirmation thresholds in a stored kind and settings; `(1, 1)` when unreadable.
 pub(super) fn thresholds_of(kind: &str, settings: &str) -> (u32, u32) {
+    common_settings_of(kind, settings).map_or((1, 1), |s| (s.confirm_down, s.confirm_up))
+}
+
+/// The common settings in a stored kind and settings; `None` when unreadable.
+pub(super) fn common_settings_of(
+    kind: &str,
+    settings: &str,
+) -> Option<shared_proto::settings::CommonSettings> {
     let settings: serde_json::Map<String, serde_json::Value> =
         serde_json::from_str(settings).unwrap_or_default();
     CheckKind::parse(kind)
         .and_then(|kind| MonitorSettings::parse(kind, &settings).ok())
-        .map_or((1, 1), |s| (s.common.confirm_down, s.common.confirm_up))
+        .map(|s| s.common)
 }
 
 impl App {

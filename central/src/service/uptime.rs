@@ -100,26 +100,34 @@ impl Timeline {
             monitor.interval_ms,
         );
         Timeline::for_kind(
-            monitor.interval_ms,
-            monitor.timeout_ms,
+            &monitor.kind,
+            &monitor.settings,
+            (monitor.interval_ms, monitor.timeout_ms),
             schedule.as_ref(),
             quorum,
             pause_of(monitor.paused_at, monitor.resumed_at),
         )
     }
 
-    /// A heartbeat monitor's (`schedule`) or a polled one's timeline.
+    /// A heartbeat monitor's (`schedule`) or a polled one's timeline; a polled monitor with
+    /// `adaptive` intervals has its results stand for its longest stretched interval.
     pub fn for_kind(
-        interval_ms: i64,
-        timeout_ms: i64,
+        kind: &str,
+        settings: &str,
+        (interval_ms, timeout_ms): (i64, i64),
         schedule: Option<&super::push::schedule::Schedule>,
         quorum: Option<u32>,
         pause: Option<(i64, Option<i64>)>,
     ) -> Self {
-        match schedule {
-            Some(schedule) => Timeline::of(schedule.longest_gap_ms(), quorum, pause),
-            None => Timeline::polled(interval_ms, timeout_ms, quorum, pause),
+        if let Some(schedule) = schedule {
+            return Timeline::of(schedule.longest_gap_ms(), quorum, pause);
         }
+        let longest =
+            super::statuses::common_settings_of(kind, settings).map_or(interval_ms, |s| {
+                i64::try_from(s.longest_interval_ms(interval_ms.max(0) as u64))
+                    .unwrap_or(interval_ms)
+            });
+        Timeline::polled(longest, timeout_ms, quorum, pause)
     }
 
     /// The same monitor seen from one of its locations: its own points, one sequence.

@@ -213,8 +213,9 @@ impl MonitorRule {
             ),
             interval_ms: slot.interval_ms,
             timeline: Timeline::for_kind(
-                slot.interval_ms,
-                slot.timeout_ms,
+                &slot.kind,
+                &slot.settings,
+                (slot.interval_ms, slot.timeout_ms),
                 schedule.as_ref(),
                 quorum,
                 pause_of(slot.paused_at, slot.resumed_at),

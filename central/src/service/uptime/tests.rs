@@ -317,3 +317,41 @@ proptest! {
         prop_assert_eq!(minutes, bucketed(&truth, &[Resolution::Minute]));
     }
 }
+
+/// A polled result stands for one interval, the check's timeout and a second; with adaptive
+/// intervals, for the longest stretched interval (so a stable target's stretched checks leave
+/// no unmeasured gaps), which is at most the interval plus the staleness grace.
+#[test]
+fn a_polled_result_stands_for_its_interval_and_timeout_or_its_longest_adaptive_interval() {
+    let plain = Timeline::for_kind("http", "{}", (30 * S, 5 * S), None, None, None);
+    assert_eq!(plain.cap_ms, 36 * S);
+    let adaptive = Timeline::for_kind(
+        "http",
+        r#"{"adaptive": true}"#,
+        (30 * S, 5 * S),
+        None,
+        None,
+        None,
+    );
+    assert_eq!(adaptive.cap_ms, (30 + 60 + 5 + 1) * S);
+    let bounded = Timeline::for_kind(
+        "http",
+        r#"{"adaptive": true, "adaptive_max_interval_ms": 45000}"#,
+        (30 * S, 5 * S),
+        None,
+        None,
+        None,
+    );
+    assert_eq!(bounded.cap_ms, (45 + 5 + 1) * S);
+    // A down result followed by an hour of silence counts 36 s down, the rest unmeasured.
+    let points = [point("d", None, 0, "down")];
+    let spans = plain.spans(&refs(&points), 0, 3_600 * S);
+    assert_eq!(
+        spans,
+        [Span {
+            from: 0,
+            until: 36 * S,
+            health: Health::Down
+        }]
+    );
+}
