@@ -14,6 +14,24 @@ quick=false
 
 as_root() { if [[ $(id -u) == 0 ]]; then "$@"; else sudo "$@"; fi; }
 
+# Each phase's time, printed as it ends and again at the end (CI's budget is read from these).
+started_all=$SECONDS
+phase_started=$SECONDS
+phases=()
+phase() {
+  local took=$(( SECONDS - phase_started ))
+  phases+=("$(printf '%-40s %4d s' "$1" "$took")")
+  echo "== phase: $1 took ${took} s" >&2
+  phase_started=$SECONDS
+}
+summary() {
+  local rc=$?
+  echo "== phases (exit $rc):" >&2
+  for line in "${phases[@]}"; do echo "   $line" >&2; done
+  echo "   $(printf '%-40s %4d s' total $(( SECONDS - started_all )))" >&2
+}
+trap summary EXIT
+
 # Debian's packages: PostgreSQL (servers started by the tests themselves, as the postgres user,
 # in temp dirs; no system service), HAProxy (started by the tests with a config they
 # write), docker-compose (to validate the deploy files; no Docker engine runs here), Chromium with
@@ -46,13 +64,16 @@ fi
 # The single sign-on tests' OpenID provider: the certified `oidc-provider` from npm, pinned
 # by tests/oidc/package-lock.json, run with the machine's node (tests/src/oidc.rs).
 npm ci --prefix tests/oidc --no-audit --no-fund --loglevel=error
+phase "install"
 
 cargo test --workspace
+phase "unit and end-to-end tests (SQLite)"
 $quick && exit 0
 
 # The end-to-end suite once more, with central on PostgreSQL (tests/src/postgres.rs), and the
 # replica tests that only PostgreSQL can run (ignored in the SQLite run), HAProxy in front.
 E2E_DATABASE=postgres cargo test -p e2e -- --include-ignored
+phase "end-to-end tests (PostgreSQL, replicas)"
 
 # The compose files must interpolate with the secrets set, and refuse to without them; the
 # proxy's configuration must be valid HAProxy.
@@ -66,6 +87,7 @@ for compose in deploy/compose.yaml deploy/compose.ha.yaml; do
   fi
 done
 haproxy -q -c -f deploy/haproxy.cfg
+phase "deploy files"
 
 # schemathesis from PyPI, pinned (the fuzzer's config and hooks follow its 4.x interface), in a
 # virtualenv of its own under target/.
@@ -75,3 +97,4 @@ if ! "$VENV/bin/st" --version >/dev/null 2>&1; then
   "$VENV/bin/pip" install --quiet schemathesis==4.32.5
 fi
 ST="$VENV/bin/st" CENTRAL_BIN=target/debug/central scripts/fuzz-api.sh
+phase "API fuzzer"
