@@ -119,8 +119,9 @@ impl Timeline {
         quorum: Option<u32>,
         pause: Option<(i64, Option<i64>)>,
     ) -> Self {
-        if let Some(schedule) = schedule {
-            return Timeline::of(schedule.longest_gap_ms(), quorum, pause);
+        if kind == "heartbeat" {
+            let wait = schedule.map_or(interval_ms, |s| s.longest_gap_ms());
+            return Timeline::of(wait, quorum, pause);
         }
         let longest =
             super::statuses::common_settings_of(kind, settings).map_or(interval_ms, |s| {

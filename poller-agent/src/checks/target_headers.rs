@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 use reqwest::header::HeaderMap;
 
 /// No target can ask for more quiet than this, however large its number (the engine caps it
-/// further, at the monitor's `backoff_max_ms`).
+/// further, at the monitor's `backoff_max_ms`, or 5 minutes when it sets none).
 pub const MAX_WAIT: Duration = Duration::from_secs(24 * 3600);
 
 /// A target's rate-limit budget, as its last answer stated it.

@@ -100,13 +100,12 @@ impl TlsChecker {
         let tcp = match TcpStream::connect(addresses.as_slice()).await {
             Ok(tcp) => tcp,
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-                return CheckOutcome::down(Some(started.elapsed()), "connection refused", json!({}))
+                return CheckOutcome::unreachable(Some(started.elapsed()), "connection refused")
             }
             Err(e) => {
-                return CheckOutcome::down(
+                return CheckOutcome::unreachable(
                     Some(started.elapsed()),
                     format!("connect failed: {e}"),
-                    json!({}),
                 )
             }
         };

@@ -3,7 +3,7 @@
 //! the monitor's next checks are spread over the time until the budget resets.
 //!
 //! Pure arithmetic on what the target said; the caps on target-chosen numbers are the
-//! caller's (`core` caps the wait at the monitor's `backoff_max_ms`).
+//! caller's (`core` caps the wait at the monitor's `backoff_max_ms`, or 5 minutes when it sets none).
 
 use std::time::Duration;
 

@@ -72,8 +72,9 @@ pub struct Finished {
     /// The `check` commands this result answers (`on_demand`): their check started after
     /// they arrived.
     pub answers: Vec<Uuid>,
-    /// Its `up` or `down` differs from the monitor's previous one (or is its first): worth
-    /// uploading at once rather than with the next batch.
+    /// Its `up` or `down` differs from the monitor's previous one: worth uploading at once
+    /// rather than with the next batch. (Not a first result: after an agent's restart every
+    /// monitor has one, and they go with the batches.)
     pub status_changed: bool,
 }
 
@@ -189,6 +190,9 @@ fn fresh_health(common: &CommonSettings) -> RollingHealth {
 
 struct InFlight {
     host: String,
+    /// The address it connects to and its timeout, as dispatched (`unreachable`).
+    address: Option<String>,
+    timeout: Duration,
     members: Vec<Uuid>,
     /// When the request started: a `check` command that arrived later is not answered by it.
     started: Instant,
@@ -364,43 +368,20 @@ impl Engine {
                 self.scheduler.schedule(id, retry);
                 continue;
             }
-            // An address that took no connection is tried once an interval; the others due
-            // meanwhile follow that try (an operator's `check` always tries).
-            if let (Some(address), true) = (&state.address, state.asked.is_empty()) {
-                if let Due::Follow { msg, ago } =
-                    self.unreachable.due(address, id, state.interval(), now)
-                {
-                    let outcome = Unreachable::followed(address, &msg, ago);
-                    state.last_due = Some(due);
-                    let before = state.last_status;
-                    let next_due = record(
-                        state,
-                        &outcome,
-                        now,
-                        wall,
-                        &self.config,
-                        &mut self.rng,
-                        &mut self.events,
-                    );
-                    self.scheduler.schedule(id, next_due);
-                    let mut own = outcome;
-                    own.meta = with_engine_meta(own.meta, state, next_due, now, wall);
-                    self.followed.push(Finished {
-                        monitor: state.spec.clone(),
-                        outcome: own,
-                        next_due,
-                        answers: Vec::new(),
-                        status_changed: state.last_status != before,
-                    });
-                    continue;
-                }
-            }
             if let Some(flight) = self.in_flight.get_mut(&state.key) {
                 flight.members.push(id);
                 state.phase = Phase::Running;
                 state.last_due = Some(due);
                 continue;
             }
+            // An address that took no connection is tried once an interval; the others due
+            // meanwhile follow that try (an operator's `check` always tries).
+            if self.follow(id, due, now, wall) {
+                continue;
+            }
+            let Some(state) = self.monitors.get_mut(&id) else {
+                continue;
+            };
             if self.hosts.try_acquire(&state.host) {
                 let host = state.host.clone();
                 out.push(start(&mut self.in_flight, state, due, now, host));
@@ -423,14 +404,14 @@ impl Engine {
         let Some(flight) = self.in_flight.remove(key) else {
             return Vec::new();
         };
-        self.hand_over_host_slot(&flight.host, now);
-        // The address was tried: marked unreachable, or cleared with its followers run now.
-        let address = flight
-            .members
-            .iter()
-            .find_map(|id| self.monitors.get(id)?.address.clone());
-        if let Some(address) = address {
-            for follower in self.unreachable.checked(&address, &outcome, now) {
+        self.hand_over_host_slot(&flight.host, now, wall);
+        // The address tried (as dispatched: an edit meanwhile may have moved the monitor):
+        // marked unreachable, or cleared with its followers run now.
+        if let Some(address) = &flight.address {
+            for follower in self
+                .unreachable
+                .checked(address, &outcome, flight.timeout, now)
+            {
                 if let Some(state) = self.monitors.get(&follower) {
                     if state.phase == Phase::Scheduled {
                         self.scheduler.schedule(follower, now);
@@ -473,19 +454,80 @@ impl Engine {
                 outcome: own,
                 next_due,
                 answers,
-                status_changed: state.last_status != before,
+                status_changed: before.is_some() && state.last_status != before,
             });
         }
         finished
     }
 
-    /// Gives a freed host slot to the least-recently-polled waiter still there.
-    fn hand_over_host_slot(&mut self, host: &str, now: Instant) {
+    /// If monitor `id`, due at `due`, should follow its unreachable address's last try
+    /// (`unreachable`) rather than check, records that result and schedules its next run.
+    /// A follower's failure uses no retry and does not count as a poll of the host: it was
+    /// not tried, and it reports again at its interval.
+    fn follow(&mut self, id: Uuid, due: Instant, now: Instant, wall: DateTime<Utc>) -> bool {
+        let Some(state) = self.monitors.get_mut(&id) else {
+            return false;
+        };
+        let Some(address) = state.address.clone() else {
+            return false;
+        };
+        if !state.asked.is_empty() {
+            return false;
+        }
+        let timeout = Duration::from_millis(state.spec.timeout_ms);
+        let Due::Follow { msg, ago } =
+            self.unreachable
+                .due(&address, id, state.interval(), timeout, now)
+        else {
+            return false;
+        };
+        let outcome = Unreachable::followed(&address, &msg, ago);
+        state.last_due = Some(due);
+        state.phase = Phase::Scheduled;
+        let (before, retries_left, last_polled) =
+            (state.last_status, state.retries_left, state.last_polled);
+        let next = record(
+            state,
+            &outcome,
+            now,
+            wall,
+            &self.config,
+            &mut self.rng,
+            &mut self.events,
+        );
+        state.retries_left = retries_left;
+        state.last_polled = last_polled;
+        let next_due = next.max(later(now, state.interval()));
+        self.scheduler.schedule(id, next_due);
+        let mut own = outcome;
+        own.meta = with_engine_meta(own.meta, state, next_due, now, wall);
+        self.followed.push(Finished {
+            monitor: state.spec.clone(),
+            outcome: own,
+            next_due,
+            answers: Vec::new(),
+            status_changed: before.is_some() && state.last_status != before,
+        });
+        true
+    }
+
+    /// Gives a freed host slot to the least-recently-polled waiter still there (a waiter whose
+    /// address is unreachable follows its last try instead, and the slot passes on).
+    fn hand_over_host_slot(&mut self, host: &str, now: Instant, wall: DateTime<Utc>) {
         while let Some(next) = self.hosts.release(host) {
             let Some(state) = self.monitors.get_mut(&next) else {
                 continue;
             };
             let Phase::WaitingForHost { due } = state.phase else {
+                continue;
+            };
+            if state.asked.is_empty()
+                && !self.in_flight.contains_key(&state.key)
+                && self.follow(next, due, now, wall)
+            {
+                continue;
+            }
+            let Some(state) = self.monitors.get_mut(&next) else {
                 continue;
             };
             if let Some(flight) = self.in_flight.get_mut(&state.key) {
@@ -608,6 +650,8 @@ fn start(
         state.key.clone(),
         InFlight {
             host: slot_host,
+            address: state.address.clone(),
+            timeout: Duration::from_millis(state.spec.timeout_ms),
             members: vec![state.spec.id],
             started: now,
         },

@@ -136,3 +136,63 @@ fn an_operators_check_tries_a_dead_address_itself() {
     assert_eq!(dispatches.len(), 1, "tried, not followed");
     assert_eq!(dispatches[0].monitor.id, b_id);
 }
+
+#[test]
+fn a_follower_uses_no_retry_and_an_edit_in_flight_marks_the_address_dispatched() {
+    let t0 = Instant::now();
+    let mut engine = engine();
+    let settings = json!({"retries": 2, "retry_interval_ms": 1000});
+    let a = monitor("http://dead.test/a", 5_000, settings.clone());
+    let b = monitor("http://dead.test/b", 5_000, settings);
+    let specs = [a.clone(), b.clone()];
+    engine.upsert(a, t0);
+    engine.upsert(b, t0);
+    let mut now = t0;
+    let mut probe_id = None;
+    let mut followed_at = None;
+    while now < t0 + Duration::from_secs(5) && followed_at.is_none() {
+        for dispatch in engine.poll(now, wall()) {
+            assert!(probe_id.is_none(), "one tries, the other follows");
+            probe_id = Some(dispatch.monitor.id);
+            let refused = CheckOutcome::unreachable(None, "connection refused");
+            engine.complete(&dispatch.key, refused, now, wall());
+        }
+        if !engine.take_followed().is_empty() {
+            followed_at = Some(now);
+        }
+        now += Duration::from_millis(100);
+    }
+    let probe_id = probe_id.expect("a try");
+    let follower_id = specs.iter().find(|m| m.id != probe_id).unwrap().id;
+    let followed_at = followed_at.expect("followed");
+    assert_eq!(
+        engine.due_at(follower_id),
+        Some(followed_at + INTERVAL),
+        "a follower reports again at its interval, not its retry interval"
+    );
+
+    // The next try, its monitor edited to another address while it runs: its result marks
+    // the dead address, not the new one, and its rerun tries the new address itself.
+    let mut at = followed_at;
+    let (running, trier) = loop {
+        at += Duration::from_millis(100);
+        assert!(
+            at < followed_at + 2 * INTERVAL,
+            "the address is tried again"
+        );
+        let dispatches = engine.poll(at, wall());
+        engine.take_followed();
+        if let Some(d) = dispatches.into_iter().next() {
+            break (d.key, d.monitor.id);
+        }
+    };
+    let mut moved = specs.iter().find(|m| m.id == trier).unwrap().clone();
+    moved.target = "http://alive.test/a".into();
+    moved.revision += 1;
+    engine.upsert(moved, at);
+    let refused = CheckOutcome::unreachable(None, "connection refused");
+    engine.complete(&running, refused, at, wall());
+    let rerun = engine.poll(at, wall());
+    assert!(engine.take_followed().is_empty());
+    assert!(rerun.iter().any(|d| d.monitor.id == trier));
+}

@@ -99,7 +99,12 @@ pub fn address_of(monitor: &AssignedMonitor) -> Option<String> {
             let url = url::Url::parse(&monitor.target).ok()?;
             format!("{}:{}", url.host_str()?, url.port_or_known_default()?)
         }
-        CheckKind::Tcp | CheckKind::Tls => monitor.target.clone(),
+        CheckKind::Tcp => monitor.target.clone(),
+        // A `tls` target may leave out its port: 443, as an `https` URL's.
+        CheckKind::Tls => match split_host_port(&monitor.target)? {
+            (host, Some(port)) => format!("{host}:{port}"),
+            (host, None) => format!("{host}:443"),
+        },
         CheckKind::Dns | CheckKind::Icmp | CheckKind::Heartbeat => return None,
     };
     Some(address.to_ascii_lowercase())

@@ -25,6 +25,9 @@ struct Mark {
     msg: String,
     /// When the last probe ended.
     probed_at: Instant,
+    /// The probe's timeout: only a monitor that would give up as soon follows it (one with
+    /// a longer timeout might have connected, and tries itself).
+    timeout: Duration,
     /// A probe under way since then, when it started: others keep following meanwhile.
     probing_since: Option<Instant>,
     /// Monitors that followed a probe instead of checking: run at once when it clears.
@@ -46,11 +49,21 @@ pub struct Unreachable {
 }
 
 impl Unreachable {
-    /// Monitor `id`, of `interval`, is due on `address` now.
-    pub fn due(&mut self, address: &str, id: Uuid, interval: Duration, now: Instant) -> Due {
+    /// Monitor `id`, of `interval` and `timeout`, is due on `address` now.
+    pub fn due(
+        &mut self,
+        address: &str,
+        id: Uuid,
+        interval: Duration,
+        timeout: Duration,
+        now: Instant,
+    ) -> Due {
         let Some(mark) = self.marks.get_mut(address) else {
             return Due::Check;
         };
+        if timeout > mark.timeout {
+            return Due::Check;
+        }
         let probing = mark
             .probing_since
             .is_some_and(|since| now.saturating_duration_since(since) < interval);
@@ -68,9 +81,15 @@ impl Unreachable {
         }
     }
 
-    /// A real check of `address` ended with `outcome`: marks it, or clears it and returns
-    /// the monitors that followed it (to run at once).
-    pub fn checked(&mut self, address: &str, outcome: &CheckOutcome, now: Instant) -> Vec<Uuid> {
+    /// A real check of `address`, with `timeout`, ended with `outcome`: marks it, or clears
+    /// it and returns the monitors that followed it (to run at once).
+    pub fn checked(
+        &mut self,
+        address: &str,
+        outcome: &CheckOutcome,
+        timeout: Duration,
+        now: Instant,
+    ) -> Vec<Uuid> {
         if outcome.unreachable {
             let mark = self
                 .marks
@@ -78,11 +97,13 @@ impl Unreachable {
                 .or_insert_with(|| Mark {
                     msg: String::new(),
                     probed_at: now,
+                    timeout,
                     probing_since: None,
                     followers: HashSet::new(),
                 });
             mark.msg.clone_from(&outcome.msg);
             mark.probed_at = now;
+            mark.timeout = timeout;
             mark.probing_since = None;
             return Vec::new();
         }
@@ -122,6 +143,24 @@ mod tests {
     use serde_json::json;
 
     const IV: Duration = Duration::from_secs(5);
+    const TO: Duration = Duration::from_secs(2);
+
+    #[test]
+    fn a_monitor_that_waits_longer_than_the_probe_tries_itself() {
+        let mut marks = Unreachable::default();
+        let t0 = Instant::now();
+        marks.checked("h:80", &refused(), TO, t0);
+        let patient = Duration::from_secs(4);
+        assert_eq!(
+            marks.due("h:80", Uuid::new_v4(), IV, patient, t0),
+            Due::Check,
+            "it might connect where the probe gave up"
+        );
+        assert!(matches!(
+            marks.due("h:80", Uuid::new_v4(), IV, TO, t0),
+            Due::Follow { .. }
+        ));
+    }
 
     fn refused() -> CheckOutcome {
         CheckOutcome::unreachable(None, "connection refused")
@@ -132,26 +171,35 @@ mod tests {
         let mut marks = Unreachable::default();
         let t0 = Instant::now();
         let (a, b, c) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
-        assert_eq!(marks.due("h:80", a, IV, t0), Due::Check);
-        assert!(marks.checked("h:80", &refused(), t0).is_empty());
+        assert_eq!(marks.due("h:80", a, IV, TO, t0), Due::Check);
+        assert!(marks.checked("h:80", &refused(), TO, t0).is_empty());
         // Within the interval the others follow…
         let t1 = t0 + Duration::from_secs(2);
-        assert!(matches!(marks.due("h:80", b, IV, t1), Due::Follow { .. }));
-        assert!(matches!(marks.due("h:80", c, IV, t1), Due::Follow { .. }));
+        assert!(matches!(
+            marks.due("h:80", b, IV, TO, t1),
+            Due::Follow { .. }
+        ));
+        assert!(matches!(
+            marks.due("h:80", c, IV, TO, t1),
+            Due::Follow { .. }
+        ));
         // …an interval on, one probes and the others still follow while it runs.
         let t2 = t0 + IV;
-        assert_eq!(marks.due("h:80", b, IV, t2), Due::Check);
-        assert!(matches!(marks.due("h:80", a, IV, t2), Due::Follow { .. }));
+        assert_eq!(marks.due("h:80", b, IV, TO, t2), Due::Check);
+        assert!(matches!(
+            marks.due("h:80", a, IV, TO, t2),
+            Due::Follow { .. }
+        ));
         // Another address is its own.
-        assert_eq!(marks.due("h:443", c, IV, t2), Due::Check);
+        assert_eq!(marks.due("h:443", c, IV, TO, t2), Due::Check);
         // The probe gets through: the followers run at once.
-        let mut back = marks.checked("h:80", &CheckOutcome::down(None, "503", json!({})), t2);
+        let mut back = marks.checked("h:80", &CheckOutcome::down(None, "503", json!({})), TO, t2);
         back.sort();
         let mut expected = vec![a, c];
         expected.sort();
         assert_eq!(back, expected);
         assert!(marks.is_empty());
-        assert_eq!(marks.due("h:80", a, IV, t2), Due::Check);
+        assert_eq!(marks.due("h:80", a, IV, TO, t2), Due::Check);
     }
 
     #[test]
@@ -159,13 +207,13 @@ mod tests {
         let mut marks = Unreachable::default();
         let t0 = Instant::now();
         let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
-        marks.checked("h:80", &refused(), t0);
-        assert_eq!(marks.due("h:80", a, IV, t0 + IV), Due::Check);
+        marks.checked("h:80", &refused(), TO, t0);
+        assert_eq!(marks.due("h:80", a, IV, TO, t0 + IV), Due::Check);
         // a's probe never reports (removed while running).
         assert!(matches!(
-            marks.due("h:80", b, IV, t0 + IV + Duration::from_secs(1)),
+            marks.due("h:80", b, IV, TO, t0 + IV + Duration::from_secs(1)),
             Due::Follow { .. }
         ));
-        assert_eq!(marks.due("h:80", b, IV, t0 + 2 * IV), Due::Check);
+        assert_eq!(marks.due("h:80", b, IV, TO, t0 + 2 * IV), Due::Check);
     }
 }

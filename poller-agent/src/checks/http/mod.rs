@@ -130,6 +130,10 @@ impl HttpClients {
         let response = match tokio::time::timeout_at(deadline, request.send()).await {
             Ok(Ok(response)) => response,
             Ok(Err(e)) => return request_failure(&e, started.elapsed()),
+            // No connection within the timeout: the address did not answer (`unreachable`).
+            Err(_) if !phases.connected() => {
+                return CheckOutcome::unreachable(None, timeout_message(timeout))
+            }
             Err(_) => return CheckOutcome::down(None, timeout_message(timeout), json!({})),
         };
         let headers_at = std::time::Instant::now();

@@ -53,6 +53,17 @@ impl Phases {
         self.started
     }
 
+    /// Whether a connection (TCP and, for `https`, TLS) was made: the connector notes its time
+    /// only once it has one. A timeout before that is an address that did not answer.
+    pub fn connected(&self) -> bool {
+        !self
+            .spent
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .connect
+            .is_zero()
+    }
+
     /// Runs `exchange` with this exchange's clocks visible to the resolver and the connector.
     pub async fn measure<F: Future>(&self, exchange: F) -> F::Output {
         CURRENT.scope(Arc::clone(&self.spent), exchange).await
