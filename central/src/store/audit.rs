@@ -52,30 +52,34 @@ const COLUMNS: &str = "id, at, actor_kind, actor_id, actor_name, address, action
 const INTENT_COLUMNS: &str = "id, at, actor_kind, actor_id, actor_name, address, action, \
      object_kind, object_id, before, actor_user_id";
 
+/// The statement that appends `row` to the log (`COLUMNS`, in their order).
+fn appended(row: &AuditRow) -> sqlx::query::Query<'_, sqlx::Any, sqlx::any::AnyArguments<'_>> {
+    sqlx::query(
+        "INSERT INTO audit_log (id, at, actor_kind, actor_id, actor_name, address, action, \
+         object_kind, object_id, before, after, actor_user_id) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+    )
+    .bind(&row.id)
+    .bind(row.at)
+    .bind(&row.actor_kind)
+    .bind(&row.actor_id)
+    .bind(&row.actor_name)
+    .bind(&row.address)
+    .bind(&row.action)
+    .bind(&row.object_kind)
+    .bind(&row.object_id)
+    .bind(&row.before)
+    .bind(&row.after)
+    .bind(&row.actor_user_id)
+}
+
 /// Rows pruned per statement.
 const PRUNE_STEP: i64 = 1_000;
 
 impl Store {
     pub async fn insert_audit(&self, row: &AuditRow) -> anyhow::Result<()> {
         let _guard = self.write_lock().await;
-        let sql = format!(
-            "INSERT INTO audit_log ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
-        );
-        sqlx::query(&sql)
-            .bind(&row.id)
-            .bind(row.at)
-            .bind(&row.actor_kind)
-            .bind(&row.actor_id)
-            .bind(&row.actor_name)
-            .bind(&row.address)
-            .bind(&row.action)
-            .bind(&row.object_kind)
-            .bind(&row.object_id)
-            .bind(&row.before)
-            .bind(&row.after)
-            .bind(&row.actor_user_id)
-            .execute(&self.writer)
-            .await?;
+        appended(row).execute(&self.writer).await?;
         Ok(())
     }
 
@@ -150,24 +154,7 @@ impl Store {
     pub async fn complete_audit_intent(&self, row: &AuditRow) -> anyhow::Result<()> {
         let _guard = self.write_lock().await;
         let mut tx = self.writer.begin().await?;
-        let sql = format!(
-            "INSERT INTO audit_log ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
-        );
-        sqlx::query(&sql)
-            .bind(&row.id)
-            .bind(row.at)
-            .bind(&row.actor_kind)
-            .bind(&row.actor_id)
-            .bind(&row.actor_name)
-            .bind(&row.address)
-            .bind(&row.action)
-            .bind(&row.object_kind)
-            .bind(&row.object_id)
-            .bind(&row.before)
-            .bind(&row.after)
-            .bind(&row.actor_user_id)
-            .execute(&mut *tx)
-            .await?;
+        appended(row).execute(&mut *tx).await?;
         sqlx::query("DELETE FROM audit_intents WHERE id = $1")
             .bind(&row.id)
             .execute(&mut *tx)
