@@ -15,7 +15,7 @@ use super::batches::listed;
 use super::maintenance::windows_not_over_in;
 use super::packed::{columns_of, packed, unpack};
 use super::statements::{Arg, Statements};
-use super::{Backend, IngestRules, NewResult, OwnershipRow, WindowRow};
+use super::{Backend, IngestRules, NewResult, WindowRow};
 
 /// The service's side of an upload, asked by `Store::ingest_upload` inside its transaction.
 /// Asked again from the start if PostgreSQL aborts the transaction as a conflict, so it must
@@ -101,6 +101,50 @@ pub(super) async fn decide<I: Intake>(
         intake.cover(&mut decision, windows);
     }
     Ok(decision)
+}
+
+/// Who may upload results for a monitor, or for one of its locations.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct OwnershipRow {
+    pub id: String,
+    /// The location, for a multi-location monitor (one row per location).
+    pub region: Option<String>,
+    pub assigned_poller_id: Option<String>,
+    pub previous_poller_id: Option<String>,
+    pub assigned_at: Option<i64>,
+    /// The monitor's kind and settings (its confirmation thresholds).
+    pub kind: String,
+    pub settings: String,
+    /// How its results stand for time (`service::uptime`): its interval and timeout, quorum
+    /// and last pause.
+    pub interval_ms: i64,
+    pub timeout_ms: i64,
+    pub quorum: Option<i64>,
+    pub paused_at: Option<i64>,
+    pub resumed_at: Option<i64>,
+    /// Its tags (JSON array), which maintenance windows may cover.
+    pub tags: Option<String>,
+}
+
+impl OwnershipRow {
+    /// A row of `store::intake`'s read, by place: the columns in the order of the fields.
+    pub(super) fn read(row: &dyn super::statements::Columns) -> anyhow::Result<Self> {
+        Ok(OwnershipRow {
+            id: row.text(0)?,
+            region: row.text_or_null(1)?,
+            assigned_poller_id: row.text_or_null(2)?,
+            previous_poller_id: row.text_or_null(3)?,
+            assigned_at: row.int_or_null(4)?,
+            kind: row.text(5)?,
+            settings: row.text(6)?,
+            interval_ms: row.int(7)?,
+            timeout_ms: row.int(8)?,
+            quorum: row.int_or_null(9)?,
+            paused_at: row.int_or_null(10)?,
+            resumed_at: row.int_or_null(11)?,
+            tags: row.text_or_null(12)?,
+        })
+    }
 }
 
 /// Who owns each of these monitors (unknown ids are simply absent): one row for a

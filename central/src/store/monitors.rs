@@ -132,50 +132,6 @@ pub struct ListFilter<'a> {
     pub tag: Option<&'a str>,
 }
 
-/// Who may upload results for a monitor, or for one of its locations.
-#[derive(Debug, Clone, serde::Deserialize)]
-pub struct OwnershipRow {
-    pub id: String,
-    /// The location, for a multi-location monitor (one row per location).
-    pub region: Option<String>,
-    pub assigned_poller_id: Option<String>,
-    pub previous_poller_id: Option<String>,
-    pub assigned_at: Option<i64>,
-    /// The monitor's kind and settings (its confirmation thresholds).
-    pub kind: String,
-    pub settings: String,
-    /// How its results stand for time (`service::uptime`): its interval and timeout, quorum
-    /// and last pause.
-    pub interval_ms: i64,
-    pub timeout_ms: i64,
-    pub quorum: Option<i64>,
-    pub paused_at: Option<i64>,
-    pub resumed_at: Option<i64>,
-    /// Its tags (JSON array), which maintenance windows may cover.
-    pub tags: Option<String>,
-}
-
-impl OwnershipRow {
-    /// A row of `store::intake`'s read, by place: the columns in the order of the fields.
-    pub(super) fn read(row: &dyn super::statements::Columns) -> anyhow::Result<Self> {
-        Ok(OwnershipRow {
-            id: row.text(0)?,
-            region: row.text_or_null(1)?,
-            assigned_poller_id: row.text_or_null(2)?,
-            previous_poller_id: row.text_or_null(3)?,
-            assigned_at: row.int_or_null(4)?,
-            kind: row.text(5)?,
-            settings: row.text(6)?,
-            interval_ms: row.int(7)?,
-            timeout_ms: row.int(8)?,
-            quorum: row.int_or_null(9)?,
-            paused_at: row.int_or_null(10)?,
-            resumed_at: row.int_or_null(11)?,
-            tags: row.text_or_null(12)?,
-        })
-    }
-}
-
 /// The newest result of a monitor.
 #[derive(Debug, Clone, Default, serde::Deserialize)]
 pub struct StatusRow {
