@@ -72,9 +72,10 @@ pub struct Finished {
     /// The `check` commands this result answers (`on_demand`): their check started after
     /// they arrived.
     pub answers: Vec<Uuid>,
-    /// Its `up` or `down` differs from the monitor's previous one: worth uploading at once
-    /// rather than with the next batch. (Not a first result: after an agent's restart every
-    /// monitor has one, and they go with the batches.)
+    /// Its `up` or `down` differs from the monitor's previous one, or is its first (a new
+    /// monitor shows its status at once): worth uploading now rather than with the next
+    /// batch. After an agent's restart every monitor's first result is one; at any rate that
+    /// matters, `POLLER_BATCH_SIZE` starts uploads as often anyway.
     pub status_changed: bool,
 }
 
@@ -454,7 +455,7 @@ impl Engine {
                 outcome: own,
                 next_due,
                 answers,
-                status_changed: before.is_some() && state.last_status != before,
+                status_changed: state.last_status != before,
             });
         }
         finished
@@ -506,7 +507,7 @@ impl Engine {
             outcome: own,
             next_due,
             answers: Vec::new(),
-            status_changed: before.is_some() && state.last_status != before,
+            status_changed: state.last_status != before,
         });
         true
     }
