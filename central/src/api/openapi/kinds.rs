@@ -278,6 +278,12 @@ fn common_settings() -> Map<String, Value> {
     // Zero turns these off; any other value has a range (a `0 or a..b` no single range states).
     for (key, min, max) in [
         ("repeat_interval_ms", 60_000u64, 7 * 86_400_000u64),
+        // 0: the monitor's interval.
+        (
+            "backoff_max_ms",
+            100,
+            shared_proto::settings::MAX_DELIBERATE_DELAY_MS,
+        ),
         (
             "adaptive_max_interval_ms",
             shared_proto::monitor::MIN_INTERVAL_MS,
