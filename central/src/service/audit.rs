@@ -354,7 +354,7 @@ impl App {
     #[allow(clippy::too_many_arguments)]
     async fn append(
         &self,
-        (actor_kind, actor_id, actor_user_id, actor_name): EntryActor,
+        actor: EntryActor,
         address: Option<String>,
         action: String,
         object_kind: &str,
@@ -362,7 +362,24 @@ impl App {
         before: Option<String>,
         after: Option<String>,
     ) {
-        let row = AuditRow {
+        let mut row = self.new_row(actor, address, action, object_kind, object_id, before);
+        row.after = after;
+        if let Err(e) = self.store.insert_audit(&row).await {
+            tracing::error!(action = %row.action, object = %row.object_kind, "the audit log could not be written: {e:#}");
+        }
+    }
+
+    /// An entry made now, with a fresh id, without its "after".
+    pub(super) fn new_row(
+        &self,
+        (actor_kind, actor_id, actor_user_id, actor_name): EntryActor,
+        address: Option<String>,
+        action: String,
+        object_kind: &str,
+        object_id: Option<String>,
+        before: Option<String>,
+    ) -> AuditRow {
+        AuditRow {
             id: Uuid::now_v7().to_string(),
             at: self.now_ms(),
             actor_kind: actor_kind.into(),
@@ -374,10 +391,7 @@ impl App {
             object_kind: object_kind.into(),
             object_id,
             before,
-            after,
-        };
-        if let Err(e) = self.store.insert_audit(&row).await {
-            tracing::error!(action = %row.action, object = %row.object_kind, "the audit log could not be written: {e:#}");
+            after: None,
         }
     }
 

@@ -17,7 +17,6 @@
 use std::time::Duration;
 
 use serde_json::Value;
-use uuid::Uuid;
 
 use super::access::Principal;
 use super::audit::{actor_of, redacted, Subject};
@@ -46,21 +45,14 @@ impl App {
         subject: &Subject,
         before: Option<Value>,
     ) -> anyhow::Result<Intent> {
-        let (actor_kind, actor_id, actor_user_id, actor_name) = actor_of(principal);
-        let row = AuditRow {
-            id: Uuid::now_v7().to_string(),
-            at: self.now_ms(),
-            actor_kind: actor_kind.into(),
-            actor_id,
-            actor_user_id,
-            actor_name,
+        let row = self.new_row(
+            actor_of(principal),
             address,
-            action: subject.action.clone(),
-            object_kind: subject.kind.into(),
-            object_id: subject.id.clone(),
-            before: before.map(|v| redacted(v).to_string()),
-            after: None,
-        };
+            subject.action.clone(),
+            subject.kind,
+            subject.id.clone(),
+            before.map(|v| redacted(v).to_string()),
+        );
         self.store.insert_audit_intent(&row).await?;
         Ok(Intent { row })
     }
