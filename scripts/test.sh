@@ -72,7 +72,8 @@ $quick && exit 0
 
 # The end-to-end suite once more, with central on PostgreSQL (tests/src/postgres.rs), and the
 # replica tests that only PostgreSQL can run (ignored in the SQLite run), HAProxy in front.
-E2E_DATABASE=postgres cargo test -p e2e -- --include-ignored
+# `--workspace` as above, so the features match and nothing is built again.
+E2E_DATABASE=postgres cargo test --workspace --test e2e -- --include-ignored
 phase "end-to-end tests (PostgreSQL, replicas)"
 
 # The compose files must interpolate with the secrets set, and refuse to without them; the

@@ -9,7 +9,7 @@
 //! Names are resolved once per connection by `PinnedResolver`, which hands the HTTP client
 //! only the permitted addresses of that very answer: a name that answers differently on the
 //! next query (DNS rebinding) cannot slip a refused address in between a check and the
-//! connection (`tests/tests/ssrf.rs`, with a DNS server that alternates its answers). Mail
+//! connection (`tests/tests/e2e/ssrf.rs`, with a DNS server that alternates its answers). Mail
 //! resolves through `resolve` and connects to the address it got. Names are asked of the
 //! system's resolver, or of `CENTRAL_NOTIFY_DNS_SERVER` without a cache.
 //!

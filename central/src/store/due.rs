@@ -211,7 +211,7 @@ const ARRIVAL_MARGIN_MS: i64 = 30_000;
 /// SQLite each reads its monitor's row by key. `due_at + 0` keeps the `due_at` index out of
 /// them. With it, PostgreSQL's plan made without the values (after
 /// five runs on a connection) sometimes walked that index over every row not yet due, a
-/// third of the table by its guess, nearly all of it in fact (`tests/tests/store_reads.rs`
+/// third of the table by its guess, nearly all of it in fact (`tests/tests/e2e/store_reads.rs`
 /// caught it on a busy host: 500 rows read per result).
 pub(super) async fn confirm_due(
     tx: &mut impl Statements,

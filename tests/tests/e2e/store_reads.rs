@@ -8,7 +8,7 @@
 //!
 //! Always on PostgreSQL (a server of its own): SQLite's planner has no such guess to make.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

@@ -77,7 +77,7 @@ fn time_of(result: &Value) -> Option<chrono::DateTime<chrono::FixedOffset>> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL and HAProxy: E2E_DATABASE=postgres cargo test -p e2e -- --include-ignored"]
+#[ignore = "needs PostgreSQL and HAProxy: E2E_DATABASE=postgres cargo test -p e2e --test e2e -- --include-ignored"]
 async fn killing_a_replica_behind_the_proxy_loses_no_result_and_places_nothing_twice(
 ) -> anyhow::Result<()> {
     let server = Postgres::start().await?;

@@ -1,6 +1,6 @@
 //! Several central replicas on one PostgreSQL database. These need PostgreSQL, so they are
 //! ignored in the default (SQLite) run; `.ci/run` runs them with
-//! `E2E_DATABASE=postgres cargo test -p e2e -- --include-ignored`.
+//! `E2E_DATABASE=postgres cargo test -p e2e --test e2e -- --include-ignored`.
 
 use std::time::{Duration, Instant};
 
@@ -54,7 +54,7 @@ fn leads(central: &Central) -> bool {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL: E2E_DATABASE=postgres cargo test -p e2e -- --include-ignored"]
+#[ignore = "needs PostgreSQL: E2E_DATABASE=postgres cargo test -p e2e --test e2e -- --include-ignored"]
 async fn one_replica_runs_the_duties_and_another_takes_over_when_it_is_killed() -> anyhow::Result<()>
 {
     let server = Postgres::start().await?;
@@ -164,7 +164,7 @@ fn upserted(answer: &Value, monitor: &str) -> bool {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL: E2E_DATABASE=postgres cargo test -p e2e -- --include-ignored"]
+#[ignore = "needs PostgreSQL: E2E_DATABASE=postgres cargo test -p e2e --test e2e -- --include-ignored"]
 async fn a_long_poll_on_one_replica_wakes_for_an_edit_made_on_another() -> anyhow::Result<()> {
     let (server, editor, waiter) = two_replicas(&[]).await?;
     let http = reqwest::Client::new();
@@ -241,7 +241,7 @@ async fn a_long_poll_on_one_replica_wakes_for_an_edit_made_on_another() -> anyho
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL: E2E_DATABASE=postgres cargo test -p e2e -- --include-ignored"]
+#[ignore = "needs PostgreSQL: E2E_DATABASE=postgres cargo test -p e2e --test e2e -- --include-ignored"]
 async fn one_batch_uploaded_to_two_replicas_at_once_is_stored_once() -> anyhow::Result<()> {
     let (_server, first, second) = two_replicas(&[]).await?;
     let http = reqwest::Client::new();
@@ -303,7 +303,7 @@ async fn one_batch_uploaded_to_two_replicas_at_once_is_stored_once() -> anyhow::
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL: E2E_DATABASE=postgres cargo test -p e2e -- --include-ignored"]
+#[ignore = "needs PostgreSQL: E2E_DATABASE=postgres cargo test -p e2e --test e2e -- --include-ignored"]
 async fn a_new_admin_token_on_one_replica_holds_on_every_replica_within_seconds(
 ) -> anyhow::Result<()> {
     const NEW: &str = "rotated-admin-4b7e1d9a2c6f3e8b5a0d7c1e";
@@ -363,7 +363,7 @@ async fn a_new_admin_token_on_one_replica_holds_on_every_replica_within_seconds(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL: E2E_DATABASE=postgres cargo test -p e2e -- --include-ignored"]
+#[ignore = "needs PostgreSQL: E2E_DATABASE=postgres cargo test -p e2e --test e2e -- --include-ignored"]
 async fn a_revoked_key_or_ended_session_stops_on_every_replica_at_once() -> anyhow::Result<()> {
     let server = Postgres::start().await?;
     let url = server.create_database("central").await?;

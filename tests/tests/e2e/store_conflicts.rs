@@ -11,7 +11,7 @@
 //!
 //! Always on PostgreSQL (a server of its own): SQLite has one writer at a time, so no cycle.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
