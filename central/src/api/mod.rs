@@ -101,8 +101,8 @@ pub fn router(app: Arc<App>, options: &HttpOptions, long_polls: Arc<pools::LongP
         .route("/token", post(poller::token))
         // Anyone may send these: a few KiB is all they need.
         .layer(DefaultBodyLimit::max(PUBLIC_BODY_LIMIT));
-    if app.auth_rate_limit > 0.0 {
-        let rate = app.auth_rate_limit;
+    if app.limits.auth_rate_limit > 0.0 {
+        let rate = app.limits.auth_rate_limit;
         let proxies = TrustedProxies::new(options.trusted_proxies.clone());
         let limiter = Arc::new(rate_limit::RateLimiter::new(rate, rate * 4.0, proxies));
         unauthenticated =

@@ -49,7 +49,8 @@ fn changes(last: &[(String, bool)], now: &[(String, bool)]) -> Changes {
 }
 
 pub async fn run(app: Arc<App>) {
-    let period = (app.offline_after / 10).clamp(Duration::from_millis(200), Duration::from_secs(5));
+    let period =
+        (app.limits.offline_after / 10).clamp(Duration::from_millis(200), Duration::from_secs(5));
     let mut ticker = tokio::time::interval(period);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // `None`: this holding starts from a fresh look, and places every monitor at once.

@@ -193,15 +193,16 @@ impl App {
     /// Whether `token` is the admin token: from memory when it was checked lately, else with
     /// argon2 (bounded by `hashing`; `503` when it is saturated).
     pub async fn verify_admin_token(&self, token: &str) -> ApiResult<bool> {
-        if self.admin.is_known(token) {
+        if self.credentials.admin.is_known(token) {
             return Ok(true);
         }
-        let hash = self.admin.current();
+        let hash = self.credentials.admin.current();
         let legacy = is_legacy(&hash);
         let opened = if legacy {
             auth::constant_time_eq(&auth::sha256_hex(token), &hash)
         } else {
-            self.hashing
+            self.credentials
+                .hashing
                 .verify(Lane::Anyone, token.to_string(), hash.clone())
                 .await?
         };
@@ -210,17 +211,20 @@ impl App {
         }
         if legacy {
             // Replaced by a salted slow hash now that the token is at hand.
-            let upgraded = self.hashing.hash(token.to_string()).await?;
+            let upgraded = self.credentials.hashing.hash(token.to_string()).await?;
             self.store.put_setting(SETTING, &upgraded).await?;
-            self.admin.follow(upgraded);
+            self.credentials.admin.follow(upgraded);
         }
-        self.admin.verified.remember(token, Instant::now());
+        self.credentials
+            .admin
+            .verified
+            .remember(token, Instant::now());
         Ok(true)
     }
 
     /// Whether `token` is an admin token checked lately (memory only; see `AdminToken`).
     pub fn is_known_admin_token(&self, token: &str) -> bool {
-        self.admin.is_known(token)
+        self.credentials.admin.is_known(token)
     }
 }
 
@@ -232,7 +236,7 @@ pub async fn follow(app: Arc<App>) {
     loop {
         ticker.tick().await;
         match stored_hash(&app.store).await {
-            Ok(Some(stored)) => app.admin.follow(stored),
+            Ok(Some(stored)) => app.credentials.admin.follow(stored),
             Ok(None) => {}
             Err(e) => tracing::warn!("cannot read the admin token's hash: {e:#}"),
         }

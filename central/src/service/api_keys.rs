@@ -230,9 +230,11 @@ impl App {
             },
             role,
         };
-        self.api_keys
-            .valid
-            .remember_held(token, principal.holder(), std::time::Instant::now());
+        self.credentials.api_keys.valid.remember_held(
+            token,
+            principal.holder(),
+            std::time::Instant::now(),
+        );
         Ok(Some(principal))
     }
 }
@@ -256,7 +258,10 @@ fn own(by: &Principal) -> KeyScope {
 impl App {
     /// Who holds this API key, if it was seen valid lately (a pool hint: it grants nothing).
     pub fn recent_api_key(&self, token: &str) -> Option<Holder> {
-        self.api_keys.valid.holder(token, std::time::Instant::now())
+        self.credentials
+            .api_keys
+            .valid
+            .holder(token, std::time::Instant::now())
     }
 
     /// Records an API key's first call from an address it was never used from
@@ -269,7 +274,7 @@ impl App {
         };
         let pair = format!("{id}|{address}");
         let now = std::time::Instant::now();
-        if self.api_keys.addresses.contains(&pair, now) {
+        if self.credentials.api_keys.addresses.contains(&pair, now) {
             return;
         }
         match self
@@ -297,7 +302,7 @@ impl App {
                 return;
             }
         }
-        self.api_keys.addresses.remember(&pair, now);
+        self.credentials.api_keys.addresses.remember(&pair, now);
     }
 }
 

@@ -181,7 +181,7 @@ impl App {
     fn candidate(&self, poller: &PollerRow, now: i64) -> anyhow::Result<Candidate> {
         let online =
             self.poller_status(poller, now) != shared_proto::settings_api::PollerStatus::Offline;
-        let settle = self.failback_settle.as_millis() as i64;
+        let settle = self.limits.failback_settle.as_millis() as i64;
         Ok(Candidate {
             id: stored_id(&poller.id)?,
             region: poller.region.clone(),

@@ -311,7 +311,7 @@ impl App {
             SessionEvent::LogIn(principal) => ("login", actor_of(principal)),
             SessionEvent::LogOut(principal) => ("logout", actor_of(principal)),
             SessionEvent::Failed { tried } => {
-                let limits = &self.audit;
+                let limits = &self.limits.audit;
                 let now = std::time::Instant::now();
                 if limits.failed_sign_ins.take((), now).is_err() {
                     limits.not_recorded.fetch_add(1, Ordering::Relaxed);
@@ -416,7 +416,7 @@ impl App {
 
     /// Drops entries older than the retention; returns how many went.
     pub async fn prune_audit(&self) -> anyhow::Result<u64> {
-        let before = self.now_ms().saturating_sub(self.audit.retention_ms);
+        let before = self.now_ms().saturating_sub(self.limits.audit.retention_ms);
         self.store.prune_audit(before).await
     }
 }

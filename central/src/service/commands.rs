@@ -241,7 +241,7 @@ impl App {
             self.cluster.bells.ring(&command.poller_id);
         }
         let ids: Vec<String> = commands.into_iter().map(|c| c.id).collect();
-        let deadline = tokio::time::Instant::now() + wait.min(self.max_command_wait);
+        let deadline = tokio::time::Instant::now() + wait.min(self.limits.max_command_wait);
         loop {
             answered.borrow_and_update();
             let rows = self.store.commands_by_ids(&ids).await?;

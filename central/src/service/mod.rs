@@ -16,12 +16,14 @@ pub mod channel_secrets;
 pub mod channels;
 pub mod clock;
 pub mod commands;
+pub mod credentials;
 pub mod dependencies;
 pub mod engine_health;
 pub mod folding;
 pub mod hashing;
 pub mod history;
 pub mod ingest;
+pub mod limits;
 pub mod maintenance;
 pub mod managed;
 pub mod monitor_secrets;
@@ -59,60 +61,32 @@ use auth::JwtKeys;
 
 const JWT_KEY_SETTING: &str = "jwt_signing_key";
 const MAX_ACCESS_TTL: Duration = Duration::from_secs(15 * 60);
-/// The shortest time between two key reloads caused by unknown `kid`s.
-const KEY_RELOAD_GAP: Duration = Duration::from_secs(5);
 
 /// Shared state of a running central.
 pub struct App {
     /// What the rules read as now (`clock`).
     clock: clock::Clock,
     pub store: Store,
-    pub offline_after: Duration,
-    /// How long a returning poller must stay online before monitors move back to it.
-    pub failback_settle: Duration,
-    /// `CENTRAL_MAX_COMMAND_WAIT`: the longest an operator's command waits for answers.
-    pub max_command_wait: Duration,
-    /// Per-address rate of `register`/`token` calls; 0 for none.
-    pub auth_rate_limit: f64,
-    access_ttl: chrono::Duration,
-    /// Checks and follows the admin token (`admin_token`).
-    admin: admin_token::AdminToken,
-    /// Reloaded when a token names a key this replica has not seen (another one rotated).
-    jwt: std::sync::RwLock<JwtKeys>,
-    /// Unknown `kid`s reload the keys at most this often: a forged token must not cost a
-    /// database read each.
-    key_reloads: auth::ReloadGate,
     pub metrics: Metrics,
-    /// One placement pass at a time, so that two passes never undo each other's moves.
-    reconcile_lock: Mutex<()>,
     /// Versions, wake-ups, and the instants the lease holder's duties keep (`cluster`).
     pub cluster: crate::cluster::Cluster,
     /// Sends to notification channels (test sends; the outbox dispatcher has its own handle).
     pub notifier: crate::notify::Notifier,
-    /// How long raw results and each kind of rollup are kept.
-    pub retention: history::Retention,
-    /// The audit log's retention and the bound on failed sign-ins it records.
-    audit: audit::AuditLimits,
+    /// Who a caller is: admin token, signing keys, sessions, API keys, single sign-on.
+    credentials: credentials::Credentials,
+    /// What the configuration bounds: waits, retention, rates.
+    pub limits: limits::Limits,
+    /// One placement pass at a time, so that two passes never undo each other's moves.
+    reconcile_lock: Mutex<()>,
     /// The clock at alerting's last look on this replica: a later look that reads an earlier
     /// time saw the clock step back (`alerts::look`).
     last_look_at: std::sync::atomic::AtomicI64,
-    /// Bounds the argon2 runs (registration and refresh secrets).
-    hashing: hashing::Hashing,
-    /// What one poller may cost: heartbeats, capability changes.
-    poller_limits: pollers::PollerLimits,
-    /// Session cookies seen valid lately: a page request with one is an operator's.
-    sessions: sessions::Known,
-    /// API keys seen valid lately (a call with one is an operator's, `api::pools`), and the
-    /// addresses each was used from lately.
-    api_keys: api_keys::KeyMemory,
     /// Who may read `/metrics` on the public listener, and its text of the last few seconds.
     scrape: scrape::Scrape,
     /// The last database ping and when it answered, shared by `/readyz` callers.
     last_ping: Mutex<Option<(std::time::Instant, bool)>>,
     /// `CENTRAL_PUBLIC_URL`: heartbeat monitors' ping URLs start with it.
     public_url: Option<String>,
-    /// Single sign-on, when `CENTRAL_OIDC_ISSUER` is set.
-    sso: Option<sso::Sso>,
 }
 
 /// An id read back from the database. A malformed one is a fault of the store, reported as
@@ -148,16 +122,8 @@ impl App {
         Ok(std::sync::Arc::new(App {
             clock,
             store,
-            offline_after: args.offline_after,
-            failback_settle: args.failback_settle,
-            max_command_wait: args.max_command_wait,
-            auth_rate_limit: args.auth_rate_limit,
-            access_ttl: chrono::Duration::from_std(access_ttl).context("access token ttl")?,
-            admin,
-            jwt: std::sync::RwLock::new(jwt),
-            key_reloads: auth::ReloadGate::new(KEY_RELOAD_GAP),
             metrics: Metrics::new(),
-            reconcile_lock: Mutex::new(()),
+            cluster: crate::cluster::Cluster::new(version, started_at),
             notifier: crate::notify::Notifier::new(
                 crate::notify::Destinations::new(
                     args.notify_allowed_networks.clone(),
@@ -166,23 +132,18 @@ impl App {
                 args.public_url.clone(),
                 args.alertmanager_resend_interval,
             )?,
-            cluster: crate::cluster::Cluster::new(version, started_at),
-            public_url: args.public_url.clone(),
-            sso,
-            audit: audit::AuditLimits::new(millis(args.audit_retention)),
-            retention: history::Retention {
-                results_ms: millis(args.results_retention),
-                minutes_ms: millis(args.minute_rollups_retention),
-                hours_ms: millis(args.hour_rollups_retention),
-                days_ms: millis(args.day_rollups_retention),
-            },
+            credentials: credentials::Credentials::new(
+                admin,
+                jwt,
+                chrono::Duration::from_std(access_ttl).context("access token ttl")?,
+                sso,
+            ),
+            limits: limits::Limits::from_args(args),
+            reconcile_lock: Mutex::new(()),
             last_look_at: std::sync::atomic::AtomicI64::new(0),
-            hashing: hashing::Hashing::new(),
-            poller_limits: pollers::PollerLimits::new(args.poller_heartbeats_per_minute),
-            sessions: sessions::Known::new(),
-            api_keys: api_keys::KeyMemory::new(),
-            last_ping: Mutex::new(None),
             scrape: scrape::Scrape::new(args.metrics_token.as_deref())?,
+            last_ping: Mutex::new(None),
+            public_url: args.public_url.clone(),
         }))
     }
 
@@ -231,7 +192,8 @@ impl App {
     /// Whether `token` is an access token signed by a key this replica holds and not expired,
     /// without reloading keys or reading the poller (for choosing a request's pool only).
     pub fn is_signed_access_token(&self, token: &str) -> bool {
-        self.jwt
+        self.credentials
+            .jwt
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .verify(token)
@@ -244,16 +206,18 @@ impl App {
         poller_id: uuid::Uuid,
         now: DateTime<Utc>,
     ) -> anyhow::Result<(String, DateTime<Utc>)> {
-        self.jwt
+        self.credentials
+            .jwt
             .read()
             .unwrap_or_else(|p| p.into_inner())
-            .issue(poller_id, now, self.access_ttl)
+            .issue(poller_id, now, self.credentials.access_ttl)
     }
 
     /// The poller id of a valid access token; a key rotated in by another replica is loaded
     /// from the database on first sight.
     pub(crate) async fn verify_access_token(&self, token: &str) -> Result<uuid::Uuid, String> {
         let first = self
+            .credentials
             .jwt
             .read()
             .unwrap_or_else(|p| p.into_inner())
@@ -263,7 +227,11 @@ impl App {
         }
         // Another replica may have rotated the key: look, but not more often than the gate
         // allows; meanwhile unknown kids are refused cheaply (a real agent just refreshes).
-        if !self.key_reloads.try_begin(std::time::Instant::now()) {
+        if !self
+            .credentials
+            .key_reloads
+            .try_begin(std::time::Instant::now())
+        {
             return first;
         }
         let stored = match self.store.setting(JWT_KEY_SETTING).await {
@@ -274,7 +242,11 @@ impl App {
             return first;
         };
         let answer = keys.verify(token);
-        *self.jwt.write().unwrap_or_else(|p| p.into_inner()) = keys;
+        *self
+            .credentials
+            .jwt
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = keys;
         answer
     }
 
@@ -283,7 +255,11 @@ impl App {
     pub async fn reload_signing_keys(&self) -> anyhow::Result<()> {
         if let Some(stored) = self.store.setting(JWT_KEY_SETTING).await? {
             let keys = JwtKeys::from_stored_form(&stored)?;
-            *self.jwt.write().unwrap_or_else(|p| p.into_inner()) = keys;
+            *self
+                .credentials
+                .jwt
+                .write()
+                .unwrap_or_else(|p| p.into_inner()) = keys;
         }
         Ok(())
     }
@@ -342,7 +318,7 @@ pub async fn rotate_signing_key(store: &Store) -> anyhow::Result<String> {
         .to_string())
 }
 
-fn millis(duration: Duration) -> i64 {
+pub(crate) fn millis(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 

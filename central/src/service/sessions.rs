@@ -88,6 +88,7 @@ impl App {
             .and_then(|u| u.password_hash.clone())
             .unwrap_or_else(|| NOBODY_HASH.to_string());
         let opened = self
+            .credentials
             .hashing
             .verify(Lane::Anyone, password.to_string(), hash)
             .await?;
@@ -121,7 +122,8 @@ impl App {
             Some(user) => Holder::User(user),
             None => Holder::AdminToken,
         };
-        self.sessions
+        self.credentials
+            .sessions
             .recent
             .remember_held(&secret, holder, Instant::now());
         Ok(secret)
@@ -150,7 +152,8 @@ impl App {
                 None => return Ok(None),
             },
         };
-        self.sessions
+        self.credentials
+            .sessions
             .recent
             .remember_held(secret, principal.holder(), Instant::now());
         Ok(Some(WebSession {
@@ -162,13 +165,17 @@ impl App {
     /// Who holds this session cookie, if it was seen valid lately (a pool hint: see
     /// `recent`).
     pub fn recent_session(&self, secret: &str) -> Option<Holder> {
-        self.sessions.recent.holder(secret, Instant::now())
+        self.credentials
+            .sessions
+            .recent
+            .holder(secret, Instant::now())
     }
 
     /// Learns the sessions opened since the last look, on any replica (one indexed read of
     /// those alone); the first look learns every live one.
     pub async fn follow_sessions(&self) -> anyhow::Result<()> {
         let from = self
+            .credentials
             .sessions
             .followed_until
             .load(Ordering::Relaxed)
@@ -186,11 +193,15 @@ impl App {
                 Some(Err(_)) => None,
             };
             if let (Some(digest), Some(holder)) = (digest, holder) {
-                self.sessions.recent.remember_digest(digest, holder, now);
+                self.credentials
+                    .sessions
+                    .recent
+                    .remember_digest(digest, holder, now);
             }
         }
         if let Some((_, latest, _)) = opened.first() {
-            self.sessions
+            self.credentials
+                .sessions
                 .followed_until
                 .fetch_max(*latest, Ordering::Relaxed);
         }
@@ -198,7 +209,7 @@ impl App {
     }
 
     pub async fn log_out(&self, secret: &str) -> ApiResult<()> {
-        self.sessions.recent.forget(secret);
+        self.credentials.sessions.recent.forget(secret);
         self.store.delete_session(&auth::sha256_hex(secret)).await?;
         Ok(())
     }

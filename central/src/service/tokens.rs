@@ -88,7 +88,7 @@ impl App {
         let row = RegistrationTokenRow {
             id: id.to_string(),
             name: request.name.trim().to_string(),
-            secret_hash: self.hashing.hash(secret.clone()).await?,
+            secret_hash: self.credentials.hashing.hash(secret.clone()).await?,
             region: request.region,
             capabilities: request.capabilities.map(|list| list.join(",")),
             created_at: now,
@@ -147,7 +147,7 @@ impl App {
         let old_valid_until =
             (!overlap.is_zero()).then(|| self.now_ms().saturating_add(overlap.as_millis() as i64));
         let secret = auth::new_secret();
-        let hash = self.hashing.hash(secret.clone()).await?;
+        let hash = self.credentials.hashing.hash(secret.clone()).await?;
         if !self
             .store
             .rotate_registration_token(&id.to_string(), &hash, old_valid_until)
@@ -226,6 +226,7 @@ impl App {
         secret: String,
     ) -> ApiResult<bool> {
         if self
+            .credentials
             .hashing
             .verify(Lane::Anyone, secret.clone(), row.secret_hash.clone())
             .await?
@@ -235,6 +236,7 @@ impl App {
         match (&row.previous_secret_hash, row.previous_valid_until) {
             (Some(previous), Some(until)) if self.now_ms() < until => {
                 let matched = self
+                    .credentials
                     .hashing
                     .verify(Lane::Anyone, secret, previous.clone())
                     .await?;

@@ -67,7 +67,7 @@ impl App {
         let password_hash = match &body.password {
             Some(password) => {
                 check_password(password, &body.name, &email)?;
-                Some(self.hashing.hash(password.clone()).await?)
+                Some(self.credentials.hashing.hash(password.clone()).await?)
             }
             None => None,
         };
@@ -134,7 +134,7 @@ impl App {
             if let Some(password) = &body.password {
                 if password_hash.is_none() {
                     check_password(password, &row.name, &row.email)?;
-                    password_hash = Some(self.hashing.hash(password.clone()).await?);
+                    password_hash = Some(self.credentials.hashing.hash(password.clone()).await?);
                 }
                 row.password_hash = password_hash.clone();
             }

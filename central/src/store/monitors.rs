@@ -1,12 +1,13 @@
-//! Monitors: their specs written and read (with their locations, tags and parents), their
-//! owners for ingest and their newest status. Storing placement decisions and the assignment
-//! log is `store::assignments`'.
+//! Monitors written: their specs inserted, changed and deleted with their locations, tags and
+//! parents in one transaction each, and the links checked where they are written. Reading
+//! monitors is `store::monitor_reads`'; storing placement decisions and the assignment log is
+//! `store::assignments`'.
 
 use sqlx::any::AnyRow;
 use sqlx::{Any, FromRow, Row, Transaction};
 
 use super::assignments::{bump_version, log_change, Versioned};
-use super::{flag, Backend, Cursor, Store};
+use super::{flag, Backend, Store};
 
 #[derive(Debug, Clone, serde::Deserialize)]
 pub struct MonitorRow {
@@ -119,36 +120,6 @@ impl MonitorRow {
             None => Ok(Vec::new()),
         }
     }
-}
-
-/// What a page of the monitor list keeps (`Store::list_monitors`); `None` keeps all.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ListFilter<'a> {
-    /// The status alerting's last look showed.
-    pub shown: Option<&'a str>,
-    /// Running in this region (placed on a poller of it, meant for it, or a location there).
-    pub region: Option<&'a str>,
-    /// Carrying this tag.
-    pub tag: Option<&'a str>,
-}
-
-/// The newest result of a monitor.
-#[derive(Debug, Clone, Default, serde::Deserialize)]
-pub struct StatusRow {
-    /// The newest verdict (`up`/`down`), or `rate_limited` while there is none.
-    pub status: String,
-    /// The confirmed verdict (`up`/`down`), `None` while none is confirmed.
-    pub confirmed: Option<String>,
-    /// How many results equal to `status` end the sequence of verdicts.
-    pub run_length: i64,
-    pub poller_id: String,
-    pub last_result_at: i64,
-    /// The newest result's own status (`up`, `down` or `rate_limited`), which stands for the
-    /// time after it (`service::uptime`); `status` is the newest verdict.
-    pub newest_status: String,
-    pub latency_ms: Option<i64>,
-    pub message: String,
-    pub next_due_at: Option<i64>,
 }
 
 pub(super) const MONITOR_COLUMNS: &str =
@@ -302,7 +273,7 @@ async fn check_links(tx: &mut Transaction<'_, Any>, child: &str) -> anyhow::Resu
 
 /// The ancestors of `$1` (its parents, theirs, …) as `up(id)`, counted: a walk up
 /// `monitor_parents_child` that ends on a cycle too (`UNION` keeps each once).
-const ANCESTORS: &str = "WITH RECURSIVE up(id) AS ( \
+pub(super) const ANCESTORS: &str = "WITH RECURSIVE up(id) AS ( \
      SELECT parent_id FROM monitor_parents WHERE child_id = $1 \
      UNION SELECT p.parent_id FROM monitor_parents p JOIN up ON p.child_id = up.id) \
      SELECT COUNT(*) FROM up";
@@ -592,246 +563,5 @@ impl Store {
         tx.commit().await?;
         self.head.forget(id);
         Ok(Some(versioned))
-    }
-
-    pub async fn monitor(&self, id: &str) -> anyhow::Result<Option<MonitorRow>> {
-        let sql = format!("SELECT {MONITOR_COLUMNS} FROM monitors WHERE id = $1");
-        Ok(sqlx::query_as(&sql)
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?)
-    }
-
-    /// A page of monitors in list order (`created_at`, then id) after `after` that pass
-    /// `filter`. The database walks the list's index and checks each filter per row: the
-    /// status against `shown_status` (index `monitors_shown_status`), the region against the
-    /// sets of its pollers and locations (read once per statement, the latter through
-    /// `monitor_locations_region`), the tag against the set of its monitors (the primary key
-    /// of `monitor_tags`); nothing is derived per row.
-    pub async fn list_monitors(
-        &self,
-        filter: &ListFilter<'_>,
-        after: &Cursor,
-        limit: u32,
-    ) -> anyhow::Result<Vec<MonitorRow>> {
-        let mut filters = String::new();
-        let mut next = 4;
-        if filter.shown.is_some() {
-            filters.push_str(&format!(" AND shown_status = ${next}"));
-            next += 1;
-        }
-        if filter.region.is_some() {
-            filters.push_str(&format!(
-                " AND (poller_region = ${next} \
-                 OR assigned_poller_id IN (SELECT id FROM pollers WHERE region = ${next}) \
-                 OR id IN (SELECT monitor_id FROM monitor_locations WHERE region = ${next}))"
-            ));
-            next += 1;
-        }
-        if filter.tag.is_some() {
-            filters.push_str(&format!(
-                " AND id IN (SELECT monitor_id FROM monitor_tags WHERE tag = ${next})"
-            ));
-        }
-        let sql = format!(
-            "SELECT {MONITOR_COLUMNS} FROM monitors \
-             WHERE (created_at > $1 OR (created_at = $1 AND id > $2)){filters} \
-             ORDER BY created_at, id LIMIT $3"
-        );
-        let mut query = sqlx::query_as(&sql)
-            .bind(after.key)
-            .bind(&after.id)
-            .bind(i64::from(limit));
-        for value in [filter.shown, filter.region, filter.tag]
-            .into_iter()
-            .flatten()
-        {
-            query = query.bind(value);
-        }
-        Ok(query.fetch_all(&self.pool).await?)
-    }
-
-    /// The first `limit` monitors (by name) that depend on `parent_id`, as (id, name), and how
-    /// many there are (through `monitor_parents`' primary key).
-    pub async fn children_of(
-        &self,
-        parent_id: &str,
-        limit: u32,
-    ) -> anyhow::Result<(Vec<(String, String)>, i64)> {
-        let named: Vec<(String, String)> = sqlx::query_as(
-            "SELECT m.id, m.name FROM monitor_parents p JOIN monitors m ON m.id = p.child_id \
-             WHERE p.parent_id = $1 ORDER BY m.name, m.id LIMIT $2",
-        )
-        .bind(parent_id)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
-        let (count,): (i64,) =
-            sqlx::query_as("SELECT COUNT(*) FROM monitor_parents WHERE parent_id = $1")
-                .bind(parent_id)
-                .fetch_one(&self.pool)
-                .await?;
-        Ok((named, count))
-    }
-
-    /// Whether `target` is `from` or one of its ancestors (`from` depends on it, however far
-    /// up): naming `from` as a parent of `target` would make a cycle.
-    pub async fn depends_on(&self, from: &str, target: &str) -> anyhow::Result<bool> {
-        if from == target {
-            return Ok(true);
-        }
-        let (count,): (i64,) = sqlx::query_as(&format!("{ANCESTORS} WHERE id = $2"))
-            .bind(from)
-            .bind(target)
-            .fetch_one(&self.pool)
-            .await?;
-        Ok(count > 0)
-    }
-
-    /// The ids of the monitors carrying `tag`, through `monitor_tags`' primary key: what a
-    /// pause or resume by tag changes.
-    pub async fn monitors_tagged(&self, tag: &str) -> anyhow::Result<Vec<String>> {
-        let rows: Vec<(String,)> = sqlx::query_as(
-            "SELECT monitor_id FROM monitor_tags WHERE tag = $1 ORDER BY monitor_id",
-        )
-        .bind(tag)
-        .fetch_all(&self.pool)
-        .await?;
-        Ok(rows.into_iter().map(|(id,)| id).collect())
-    }
-
-    /// Every monitor, for placement.
-    pub async fn all_monitors(&self) -> anyhow::Result<Vec<MonitorRow>> {
-        let sql = format!("SELECT {MONITOR_COLUMNS} FROM monitors");
-        Ok(sqlx::query_as(&sql).fetch_all(&self.pool).await?)
-    }
-
-    /// The unpaused monitors a poller should run now: those placed on it, and those with a
-    /// location on it.
-    pub async fn monitors_assigned_to(&self, poller_id: &str) -> anyhow::Result<Vec<MonitorRow>> {
-        let sql = format!(
-            "SELECT {MONITOR_COLUMNS} FROM monitors \
-             WHERE (assigned_poller_id = $1 OR id IN \
-                 (SELECT monitor_id FROM monitor_locations WHERE assigned_poller_id = $1)) \
-             AND paused = 0 ORDER BY id"
-        );
-        Ok(sqlx::query_as(&sql)
-            .bind(poller_id)
-            .fetch_all(&self.pool)
-            .await?)
-    }
-
-    pub async fn monitors_by_ids(&self, ids: &[String]) -> anyhow::Result<Vec<MonitorRow>> {
-        self.packed_where_in(MONITOR_COLUMNS, "FROM monitors WHERE", "id", ids)
-            .await
-    }
-
-    pub async fn monitor_status(&self, monitor_id: &str) -> anyhow::Result<Option<StatusRow>> {
-        let sql = format!(
-            "SELECT {} FROM monitor_status WHERE monitor_id = $1",
-            super::locations::STATUS_COLUMNS
-        );
-        let row = sqlx::query(&sql)
-            .bind(monitor_id)
-            .fetch_optional(&self.pool)
-            .await?;
-        Ok(row
-            .map(|row| super::locations::status_row(&row))
-            .transpose()?)
-    }
-}
-
-#[cfg(test)]
-mod list_tests {
-    use crate::store::testing::sqlite_store;
-    use crate::store::{Cursor, ListFilter};
-
-    fn kept<'a>(
-        shown: Option<&'a str>,
-        region: Option<&'a str>,
-        tag: Option<&'a str>,
-    ) -> ListFilter<'a> {
-        ListFilter { shown, region, tag }
-    }
-
-    #[tokio::test]
-    async fn the_list_filters_by_shown_status_and_region_in_the_database() {
-        let (store, _dir) = sqlite_store().await;
-        sqlx::query(
-            "INSERT INTO pollers (id, name, region, capabilities, created_at) \
-             VALUES ('p-eu', 'eu one', 'eu', 'http', 0), ('p-us', 'us one', 'us', 'http', 0)",
-        )
-        .execute(&store.pool)
-        .await
-        .unwrap();
-        // a: placed on the eu poller; b: meant for eu, not placed; c: a location in eu;
-        // d: on the us poller; e: a location in us only.
-        sqlx::query(
-            "INSERT INTO monitors (id, name, kind, target, interval_ms, timeout_ms, settings, \
-                poller_mode, poller_region, assigned_poller_id, created_at, updated_at, \
-                revision, shown_status) VALUES \
-             ('a', 'a', 'http', 'http://x', 60000, 10000, '{}', 'auto', NULL, 'p-eu', 1, 1, 1, 'down'), \
-             ('b', 'b', 'http', 'http://x', 60000, 10000, '{}', 'region', 'eu', NULL, 2, 2, 1, 'up'), \
-             ('c', 'c', 'http', 'http://x', 60000, 10000, '{}', 'multi', NULL, NULL, 3, 3, 1, 'down'), \
-             ('d', 'd', 'http', 'http://x', 60000, 10000, '{}', 'auto', NULL, 'p-us', 4, 4, 1, 'down'), \
-             ('e', 'e', 'http', 'http://x', 60000, 10000, '{}', 'multi', NULL, NULL, 5, 5, 1, 'up')",
-        )
-        .execute(&store.pool)
-        .await
-        .unwrap();
-        sqlx::query(
-            "INSERT INTO monitor_locations (monitor_id, region) VALUES ('c', 'eu'), ('c', 'us'), \
-             ('e', 'us')",
-        )
-        .execute(&store.pool)
-        .await
-        .unwrap();
-        let ids = |rows: Vec<crate::store::MonitorRow>| -> Vec<String> {
-            rows.into_iter().map(|m| m.id).collect()
-        };
-        let start = Cursor::start();
-        let all = store
-            .list_monitors(&kept(None, None, None), &start, 10)
-            .await
-            .unwrap();
-        assert_eq!(ids(all), ["a", "b", "c", "d", "e"]);
-        let eu = store
-            .list_monitors(&kept(None, Some("eu"), None), &start, 10)
-            .await
-            .unwrap();
-        assert_eq!(ids(eu), ["a", "b", "c"]);
-        let down_in_us = store
-            .list_monitors(&kept(Some("down"), Some("us"), None), &start, 10)
-            .await
-            .unwrap();
-        assert_eq!(ids(down_in_us), ["c", "d"]);
-        let after_a = Cursor {
-            key: 1,
-            id: "a".into(),
-        };
-        let down = store
-            .list_monitors(&kept(Some("down"), None, None), &after_a, 1)
-            .await
-            .unwrap();
-        assert_eq!(ids(down), ["c"]);
-        sqlx::query(
-            "INSERT INTO monitor_tags (tag, monitor_id) VALUES ('team:db', 'b'), ('team:db', 'd'), \
-             ('env:prod', 'd')",
-        )
-        .execute(&store.pool)
-        .await
-        .unwrap();
-        let db = store
-            .list_monitors(&kept(None, None, Some("team:db")), &start, 10)
-            .await
-            .unwrap();
-        assert_eq!(ids(db), ["b", "d"]);
-        let db_down_in_us = store
-            .list_monitors(&kept(Some("down"), Some("us"), Some("team:db")), &start, 10)
-            .await
-            .unwrap();
-        assert_eq!(ids(db_down_in_us), ["d"]);
-        assert_eq!(store.monitors_tagged("team:db").await.unwrap(), ["b", "d"]);
-        assert!(store.monitors_tagged("team").await.unwrap().is_empty());
     }
 }

@@ -368,7 +368,7 @@ impl App {
                     .last_heartbeat_at
                     .unwrap_or(0)
                     .max(self.cluster.watching_since())
-                    + self.offline_after.as_millis() as i64;
+                    + self.limits.offline_after.as_millis() as i64;
                 // Never longer than placement needs at worst, even if it keeps failing.
                 let ends = offline_since.saturating_add(FAILOVER_HOLD_MS);
                 (offline_since >= placement_checked && now < ends).then_some(ends)

@@ -51,7 +51,7 @@ impl App {
     /// `cap_ms`: its own retention, within the results' (less `cap_ms`, so that the result a
     /// range starts under is still stored).
     pub(super) fn minute_reach(&self, now: i64, cap_ms: i64) -> i64 {
-        let retention = &self.retention;
+        let retention = &self.limits.retention;
         (now - retention.minutes_ms).max(now - retention.results_ms + cap_ms)
     }
 

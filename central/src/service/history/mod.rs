@@ -82,7 +82,7 @@ impl App {
         let open = self.open_spans(monitors, region, now).await?;
         let mut answers = Vec::with_capacity(windows_ms.len());
         for &window in windows_ms {
-            let resolution = self.retention.finest_covering(window);
+            let resolution = self.limits.retention.finest_covering(window);
             let start = now - window;
             let edge = resolution.bucket_of(start);
             let whole_from = edge + resolution.width_ms();

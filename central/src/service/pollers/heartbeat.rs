@@ -21,13 +21,14 @@ impl App {
         mut beat: HeartbeatRequest,
     ) -> ApiResult<HeartbeatResponse> {
         let poller_id = stored_id(&poller.id)?;
-        self.poller_limits.heartbeat(poller_id, Instant::now())?;
+        self.limits.poller.heartbeat(poller_id, Instant::now())?;
         beat.validate_and_trim()?;
         let now = self.now_ms();
         let (mut capabilities, refused) = within_limit(poller, &beat.capabilities);
         if capabilities != poller.capabilities
             && !self
-                .poller_limits
+                .limits
+                .poller
                 .capability_change(poller_id, Instant::now())
         {
             // Applied by a later heartbeat (each one carries the capabilities again).

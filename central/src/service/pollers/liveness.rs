@@ -17,7 +17,7 @@ const DEGRADED_QUEUE_AGE_MS: i64 = 15 * 60 * 1000;
 impl App {
     /// Liveness as of `now`.
     pub fn poller_status(&self, poller: &PollerRow, now: i64) -> PollerStatus {
-        let offline_after = self.offline_after.as_millis() as i64;
+        let offline_after = self.limits.offline_after.as_millis() as i64;
         // Silence while central itself was down is not the poller's: it counts from central's
         // return at the earliest, so a central outage never makes healthy pollers look offline.
         match poller.last_heartbeat_at {

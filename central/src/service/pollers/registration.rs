@@ -120,7 +120,8 @@ impl App {
             Some(valid) => valid,
             // A row an older central hashed with argon2 (until its single use or 90 days).
             None => {
-                self.hashing
+                self.credentials
+                    .hashing
                     .verify(Lane::Enrolled, secret, row.secret_hash.clone())
                     .await?
             }

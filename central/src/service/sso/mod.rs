@@ -238,12 +238,12 @@ fn clean_name(name: Option<&str>, email: &str) -> String {
 impl App {
     /// Whether single sign-on is configured (the login page offers it).
     pub fn sso_enabled(&self) -> bool {
-        self.sso.is_some()
+        self.credentials.sso.is_some()
     }
 
     /// The first leg: where to send the browser, and the pending sign-in for its cookie.
     pub async fn sso_start(&self) -> ApiResult<SignIn> {
-        let sso = self.sso.as_ref().ok_or_else(not_configured)?;
+        let sso = self.credentials.sso.as_ref().ok_or_else(not_configured)?;
         let started = sso.provider.start().await.map_err(|e| {
             tracing::warn!("single sign-on cannot start: {e}");
             ApiError::Unauthorized(SsoRefusal::Failed.to_string())
@@ -272,7 +272,7 @@ impl App {
         state: &str,
         code: &str,
     ) -> ApiResult<String> {
-        let sso = self.sso.as_ref().ok_or_else(not_configured)?;
+        let sso = self.credentials.sso.as_ref().ok_or_else(not_configured)?;
         let refused = |why: SsoRefusal| ApiError::Unauthorized(why.to_string());
         let now = self.now_ms();
         let pending = pending

@@ -24,7 +24,7 @@ impl App {
     /// How often `duties::sso_recheck` looks for links due; `None` without single sign-on or
     /// with the check off.
     pub fn sso_recheck_every(&self) -> Option<std::time::Duration> {
-        let sso = self.sso.as_ref()?;
+        let sso = self.credentials.sso.as_ref()?;
         (!sso.recheck.is_zero()).then(|| {
             (sso.recheck / 4).clamp(
                 std::time::Duration::from_secs(1),
@@ -61,7 +61,7 @@ impl App {
 
     /// One round: each linked user due is checked with the provider. Returns how many were.
     pub async fn recheck_sso_links(&self) -> anyhow::Result<usize> {
-        let Some(sso) = self.sso.as_ref() else {
+        let Some(sso) = self.credentials.sso.as_ref() else {
             return Ok(0);
         };
         let now = self.now_ms();
