@@ -77,6 +77,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         queue_max_bytes: 1 << 30,
         batch_size: 50,
         batch_interval: Duration::from_secs(2),
+        refused_retry: Duration::from_secs(600),
         heartbeat_interval: Duration::from_secs(5),
         listen: "127.0.0.1:0".into(),
         max_concurrency: 64,

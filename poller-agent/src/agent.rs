@@ -172,6 +172,7 @@ pub async fn run(
         metrics,
         batch_size: config.batch_size,
         batch_interval: config.batch_interval,
+        refused_retry: config.refused_retry,
         results: signal,
     };
     let mut tasks = JoinSet::new();

@@ -111,6 +111,11 @@ pub struct AgentConfig {
     #[arg(long, env = "POLLER_BATCH_INTERVAL", default_value = "10s", value_parser = parse_duration)]
     pub batch_interval: Duration,
 
+    /// A result central refused is kept (never deleted for the refusal) and offered again this
+    /// often, until central takes it or `POLLER_RETENTION` ends it.
+    #[arg(long, env = "POLLER_REFUSED_RETRY", default_value = "10m", value_parser = parse_duration)]
+    pub refused_retry: Duration,
+
     #[arg(long, env = "POLLER_HEARTBEAT_INTERVAL", default_value = "10s", value_parser = parse_duration)]
     pub heartbeat_interval: Duration,
 

@@ -61,6 +61,10 @@ pub struct AgentState {
     #[serde(skip)]
     pub unreported_errors: Vec<String>,
     pub queue_depth: u64,
+    /// Of `queue_depth`, the results central refused, kept to be offered again, and the
+    /// newest reason it gave.
+    pub held_results: u64,
+    pub held_because: Option<String>,
     /// Set while central has disabled or deleted this poller: why its checks are stopped.
     pub checks_stopped: Option<String>,
     /// Set when one of the agent's tasks died: the agent is exiting.

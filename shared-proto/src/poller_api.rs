@@ -202,6 +202,10 @@ pub struct HeartbeatRequest {
     /// never silent.
     #[serde(default)]
     pub dropped_results: u64,
+    /// Results central refused that the agent keeps to offer again (never deleted for the
+    /// refusal); counted in `queue_depth` too. Older centrals ignore the field.
+    #[serde(default)]
+    pub held_results: u64,
     /// Problems since the previous heartbeat (failed uploads, unwritable queue, dropped
     /// results), newest last; central marks the poller `degraded` while they are recent.
     #[serde(

@@ -228,6 +228,10 @@ pub struct PollerView {
     pub queue_depth: u64,
     pub oldest_queued_at: Option<DateTime<Utc>>,
     pub dropped_results: u64,
+    /// Of `queue_depth`, results central refused that the agent keeps and offers again
+    /// (`last_error` says why); 0 from agents older than this field.
+    #[serde(default)]
+    pub held_results: u64,
     pub assignment_version: Option<i64>,
     pub assigned_monitors: u64,
     /// The agent's polling-engine snapshot from its newest heartbeat.

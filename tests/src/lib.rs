@@ -790,6 +790,14 @@ impl Agent {
             .collect()
     }
 
+    /// `/readyz` of the newest run (status and body), next to its `/metrics`.
+    pub async fn readyz(&self) -> Option<(u16, Value)> {
+        let url = self.metrics_url()?.replace("/metrics", "/readyz");
+        let response = reqwest::get(url).await.ok()?;
+        let status = response.status().as_u16();
+        Some((status, response.json().await.ok()?))
+    }
+
     /// The address of the newest run's `/metrics`, from its log.
     pub fn metrics_url(&self) -> Option<String> {
         let log = self.log();

@@ -236,6 +236,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "audit_intents",
         include_str!("../../../migrations/sqlite/20261220000046_audit_intents.sql"),
     ),
+    (
+        20261220000047,
+        "held_results",
+        include_str!("../../../migrations/sqlite/20261220000047_held_results.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -463,6 +468,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261220000046,
         "audit_intents",
         include_str!("../../../migrations/postgres/20261220000046_audit_intents.sql"),
+    ),
+    (
+        20261220000047,
+        "held_results",
+        include_str!("../../../migrations/postgres/20261220000047_held_results.sql"),
     ),
 ];
 

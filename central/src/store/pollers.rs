@@ -28,6 +28,8 @@ pub struct PollerRow {
     pub queue_depth: i64,
     pub oldest_queued_at: Option<i64>,
     pub dropped_results: i64,
+    /// Results it keeps because central refused them, as of its newest heartbeat.
+    pub held_results: i64,
     pub assignment_version: Option<i64>,
     pub deleted_at: Option<i64>,
     /// JSON `SchedulerHealth` from the newest heartbeat.
@@ -67,6 +69,7 @@ impl FromRow<'_, AnyRow> for PollerRow {
             queue_depth: row.try_get("queue_depth")?,
             oldest_queued_at: row.try_get("oldest_queued_at")?,
             dropped_results: row.try_get("dropped_results")?,
+            held_results: row.try_get("held_results")?,
             assignment_version: row.try_get("assignment_version")?,
             deleted_at: row.try_get("deleted_at")?,
             scheduler_health: row.try_get("scheduler_health")?,
@@ -88,6 +91,7 @@ pub struct HeartbeatUpdate {
     pub queue_depth: i64,
     pub oldest_queued_at: Option<i64>,
     pub dropped_results: i64,
+    pub held_results: i64,
     pub assignment_version: Option<i64>,
     pub scheduler_health: Option<String>,
     /// The poller was offline until this heartbeat.
@@ -99,7 +103,7 @@ pub struct HeartbeatUpdate {
 const POLLER_COLUMNS: &str =
     "id, name, alias, region, datacenter, capabilities, capability_limit, version, enabled, \
      registration_token_id, created_at, last_heartbeat_at, last_upload_at, queue_depth, \
-     oldest_queued_at, dropped_results, assignment_version, deleted_at, scheduler_health, online_since, status, status_since, last_error, last_error_at";
+     oldest_queued_at, dropped_results, held_results, assignment_version, deleted_at, scheduler_health, online_since, status, status_since, last_error, last_error_at";
 
 impl Store {
     pub async fn insert_poller(&self, row: &PollerRow) -> anyhow::Result<()> {
@@ -184,7 +188,8 @@ impl Store {
              assignment_version = $8, scheduler_health = COALESCE($9, scheduler_health), \
              online_since = CASE WHEN $10 = 1 THEN $2 ELSE COALESCE(online_since, $2) END, \
              last_error = COALESCE($11, last_error), \
-             last_error_at = CASE WHEN $11 IS NULL THEN last_error_at ELSE $2 END \
+             last_error_at = CASE WHEN $11 IS NULL THEN last_error_at ELSE $2 END, \
+             held_results = $12 \
              WHERE id = $1",
         )
         .bind(id)
@@ -198,6 +203,7 @@ impl Store {
         .bind(&beat.scheduler_health)
         .bind(flag(beat.came_online))
         .bind(&beat.error)
+        .bind(beat.held_results)
         .execute(&self.writer)
         .await?;
         Ok(())

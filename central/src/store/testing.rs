@@ -80,6 +80,7 @@ pub fn poller_row(created_at: i64, now: i64) -> PollerRow {
         queue_depth: 0,
         oldest_queued_at: None,
         dropped_results: 0,
+        held_results: 0,
         assignment_version: None,
         deleted_at: None,
         scheduler_health: None,

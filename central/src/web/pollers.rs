@@ -86,6 +86,7 @@ pub async fn list(
                             td { (poller.region.as_deref().unwrap_or("–")) " / " (poller.datacenter.as_deref().unwrap_or("–")) }
                             td { (poller.version.as_deref().unwrap_or("–")) }
                             td { (poller.queue_depth)
+                                 @if poller.held_results > 0 { br; span.reason.small { (poller.held_results) " refused, held" } }
                                  @if poller.dropped_results > 0 { br; span.reason.small { (poller.dropped_results) " dropped" } } }
                             td { (maybe_ago(poller.last_heartbeat_at, now)) }
                             td { (poller.capabilities.join(", ")) }

@@ -33,7 +33,8 @@ CREATE TABLE IF NOT EXISTS poller_queue (
     msg           TEXT NOT NULL,
     meta          TEXT NOT NULL,
     attempts      INTEGER NOT NULL DEFAULT 0,
-    next_retry_at INTEGER NOT NULL DEFAULT 0
+    next_retry_at INTEGER NOT NULL DEFAULT 0,
+    refused       TEXT
 );
 CREATE INDEX IF NOT EXISTS poller_queue_ts ON poller_queue (ts_ms);
 CREATE TABLE IF NOT EXISTS poller_assignments (
@@ -47,6 +48,20 @@ CREATE TABLE IF NOT EXISTS poller_state (
     value TEXT NOT NULL
 );
 ";
+
+/// Columns added after the first release, added to a queue an older agent made. An older agent
+/// reading a newer queue names its columns and never sees them.
+fn add_missing_columns(conn: &Connection) -> rusqlite::Result<()> {
+    let has_refused: bool = conn.query_row(
+        "SELECT COUNT(*) > 0 FROM pragma_table_info('poller_queue') WHERE name = 'refused'",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has_refused {
+        conn.execute_batch("ALTER TABLE poller_queue ADD COLUMN refused TEXT")?;
+    }
+    Ok(())
+}
 
 /// Makes `path` (created if missing) readable and writable by the agent's user only: it holds
 /// the poller's refresh token. SQLite gives its `-wal` and `-shm` files the same mode.
@@ -94,6 +109,7 @@ impl LocalStore {
             "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA busy_timeout = 5000;",
         )
         .and_then(|_| conn.execute_batch(SCHEMA))
+        .and_then(|_| add_missing_columns(&conn))
         .with_context(|| {
             format!(
                 "the queue database {} cannot be used. If the disk is read-only or full, fix that \

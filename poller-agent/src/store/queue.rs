@@ -1,5 +1,7 @@
 //! The result queue: a result is committed here before it counts as produced, and deleted
-//! only after central acknowledged it.
+//! only after central stored it (or had it already). A result central refused is never
+//! deleted for that: it is held with central's reason and offered again later (`hold`), and
+//! leaves only when central takes it or `POLLER_RETENTION` ends it, counted as dropped.
 
 use chrono::{DateTime, Utc};
 use rusqlite::params;
@@ -19,6 +21,8 @@ pub struct QueuedResult {
 pub struct QueueStats {
     pub depth: u64,
     pub oldest_ms: Option<i64>,
+    /// Of `depth`, the results central refused, held to be offered again.
+    pub held: u64,
 }
 
 impl LocalStore {
@@ -127,7 +131,7 @@ impl LocalStore {
             .collect()
     }
 
-    /// Deletes delivered (or definitively refused) results.
+    /// Deletes delivered results: central stored them, or had them already.
     pub async fn acknowledge(&self, ids: Vec<Uuid>) -> anyhow::Result<()> {
         self.with_conn(move |c| {
             let tx = c.transaction()?;
@@ -161,13 +165,56 @@ impl LocalStore {
         .await
     }
 
+    /// Keeps results central refused, each with its reason, until `retry_at_ms`: a refusal
+    /// may end (a newer central, a monitor restored), and a result deleted for it is lost.
+    pub async fn hold(&self, refused: Vec<(Uuid, String)>, retry_at_ms: i64) -> anyhow::Result<()> {
+        self.with_conn(move |c| {
+            let tx = c.transaction()?;
+            {
+                let mut update = tx.prepare_cached(
+                    "UPDATE poller_queue SET attempts = attempts + 1, next_retry_at = ?2, \
+                     refused = ?3 WHERE result_id = ?1",
+                )?;
+                for (id, reason) in &refused {
+                    update.execute(params![id.to_string(), retry_at_ms, reason])?;
+                }
+            }
+            tx.commit()
+        })
+        .await
+    }
+
+    /// Depth, oldest result and how many are held; one pass over the queue (its size is
+    /// bounded by `POLLER_MAX_QUEUE_BYTES` and retention).
     pub async fn queue_stats(&self) -> anyhow::Result<QueueStats> {
         self.with_conn(|c| {
-            c.query_row("SELECT COUNT(*), MIN(ts_ms) FROM poller_queue", [], |r| {
-                Ok(QueueStats {
-                    depth: r.get::<_, i64>(0)?.max(0) as u64,
-                    oldest_ms: r.get(1)?,
-                })
+            c.query_row(
+                "SELECT COUNT(*), MIN(ts_ms), COUNT(refused) FROM poller_queue",
+                [],
+                |r| {
+                    Ok(QueueStats {
+                        depth: r.get::<_, i64>(0)?.max(0) as u64,
+                        oldest_ms: r.get(1)?,
+                        held: r.get::<_, i64>(2)?.max(0) as u64,
+                    })
+                },
+            )
+        })
+        .await
+    }
+
+    /// The reason central gave for the newest refusal of a held result, if any is held.
+    pub async fn newest_refusal(&self) -> anyhow::Result<Option<String>> {
+        self.with_conn(|c| {
+            c.query_row(
+                "SELECT refused FROM poller_queue WHERE refused IS NOT NULL \
+                 ORDER BY next_retry_at DESC LIMIT 1",
+                [],
+                |r| r.get(0),
+            )
+            .or_else(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                e => Err(e),
             })
         })
         .await
@@ -292,5 +339,72 @@ mod tests {
             .map(|q| q.result.id)
             .collect();
         assert_eq!(small.len(), 10, "no result twice when everything fits");
+    }
+
+    #[tokio::test]
+    async fn a_refused_result_is_held_with_its_reason_until_offered_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalStore::open(dir.path()).unwrap();
+        let results: Vec<_> = (0..3).map(|i| result(1_000 + i)).collect();
+        store.enqueue(results.clone()).await.unwrap();
+        assert_eq!(store.newest_refusal().await.unwrap(), None);
+
+        store
+            .hold(
+                vec![(results[1].id, "monitor m does not exist".into())],
+                60_000,
+            )
+            .await
+            .unwrap();
+        let stats = store.queue_stats().await.unwrap();
+        assert_eq!((stats.depth, stats.held), (3, 1), "held, not deleted");
+        assert_eq!(
+            store.newest_refusal().await.unwrap().as_deref(),
+            Some("monitor m does not exist")
+        );
+        let due: Vec<Uuid> = store
+            .next_batch(10, 59_999)
+            .await
+            .unwrap()
+            .iter()
+            .map(|q| q.result.id)
+            .collect();
+        assert_eq!(due, [results[0].id, results[2].id], "held until its retry");
+        assert_eq!(store.next_batch(10, 60_000).await.unwrap().len(), 3);
+
+        store.acknowledge(vec![results[1].id]).await.unwrap();
+        assert_eq!(store.queue_stats().await.unwrap().held, 0);
+    }
+
+    #[tokio::test]
+    async fn a_queue_made_by_an_older_agent_gains_the_new_column_and_keeps_its_results() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            // The queue as the first release made it: no `refused` column.
+            let conn = rusqlite::Connection::open(dir.path().join("poller.db")).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE poller_queue (id INTEGER PRIMARY KEY AUTOINCREMENT, \
+                 result_id TEXT NOT NULL UNIQUE, monitor_id TEXT NOT NULL, ts TEXT NOT NULL, \
+                 ts_ms INTEGER NOT NULL, status TEXT NOT NULL, latency_ms INTEGER, \
+                 msg TEXT NOT NULL, meta TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, \
+                 next_retry_at INTEGER NOT NULL DEFAULT 0); \
+                 INSERT INTO poller_queue (result_id, monitor_id, ts, ts_ms, status, msg, meta) \
+                 VALUES ('6d3c4f4e-8f0a-4c1e-9a53-0d6f1c9f2a11', \
+                 '0b8e2f5a-1c3d-4e6f-8a9b-7c5d3e1f2a4b', '2026-12-06T00:00:00.000Z', 1000, \
+                 'up', 'ok', '{}');",
+            )
+            .unwrap();
+        }
+        let store = LocalStore::open(dir.path()).unwrap();
+        let stats = store.queue_stats().await.unwrap();
+        assert_eq!((stats.depth, stats.held), (1, 0));
+        let queued = store.next_batch(10, 0).await.unwrap();
+        store
+            .hold(vec![(queued[0].result.id, "refused".into())], 5)
+            .await
+            .unwrap();
+        assert_eq!(store.queue_stats().await.unwrap().held, 1);
+        drop(store);
+        LocalStore::open(dir.path()).expect("opened again, the column is not added twice");
     }
 }

@@ -53,6 +53,10 @@ impl Heartbeats {
     async fn beat(&self) -> Result<(), UplinkError> {
         let stats = self.store.queue_stats().await?;
         self.metrics.queue_depth.set(stats.depth as i64);
+        let held_because = match stats.held {
+            0 => None,
+            _ => self.store.newest_refusal().await?,
+        };
         let version = *self.known_version.borrow();
         let beat = HeartbeatRequest {
             version: env!("CARGO_PKG_VERSION").to_string(),
@@ -63,6 +67,7 @@ impl Heartbeats {
                 .and_then(chrono::DateTime::from_timestamp_millis),
             assignment_version: Some(version),
             dropped_results: self.store.dropped_results().await?,
+            held_results: stats.held,
             errors: self.metrics.take_errors(),
             scheduler: Some(self.report.health()),
             events: self.report.take_events(),
@@ -85,6 +90,8 @@ impl Heartbeats {
         self.metrics.update_state(|s| {
             s.last_heartbeat_at = Some(now);
             s.queue_depth = stats.depth;
+            s.held_results = stats.held;
+            s.held_because = held_because;
             s.last_error = None;
         });
         if answer.assignment_version != version {

@@ -2,9 +2,11 @@
 //! waiting, a result that changes its monitor's status was queued (told at once, not up to a
 //! batch interval late), or every `POLLER_BATCH_INTERVAL`. Each batch is mostly the oldest results (a backlog
 //! drains in order) plus a tenth of the newest (the status view stays fresh meanwhile). A
-//! result leaves the queue only once central has answered for it (stored, already stored, or
-//! refused as invalid: alone, or named in a refusal of its batch, which the uploader halves
-//! until that result is alone).
+//! result leaves the queue only once central has stored it (or had it already). A result
+//! central refuses (named in its answer, or alone in a batch refused for one of its results,
+//! which the uploader halves until that result is alone) is held with central's reason and
+//! offered again every `POLLER_REFUSED_RETRY`: a refusal can end (the monitor restored, central
+//! upgraded to a version that reads the result), and a result deleted for it would be lost.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -26,6 +28,8 @@ pub struct Uploader {
     pub metrics: Arc<AgentMetrics>,
     pub batch_size: u32,
     pub batch_interval: Duration,
+    /// How long a refused result waits before it is offered again.
+    pub refused_retry: Duration,
     pub results: Arc<ResultSignal>,
 }
 
@@ -86,16 +90,33 @@ impl Uploader {
             };
             match self.client.upload(&batch).await {
                 Ok(ack) => {
-                    for rejected in &ack.rejected {
-                        tracing::warn!(result_id = %rejected.id, reason = %rejected.reason, "central refused a result; dropping it");
+                    let refused: Vec<(Uuid, String)> = ack
+                        .rejected
+                        .iter()
+                        .filter_map(|r| Some((Uuid::try_parse(&r.id).ok()?, r.reason.clone())))
+                        .collect();
+                    for (id, reason) in &refused {
+                        tracing::warn!(result_id = %id, %reason, "central refused a result; keeping it to offer again");
                     }
                     self.metrics
                         .results_uploaded
                         .inc_by(ack.accepted + ack.duplicates);
-                    self.metrics
-                        .results_rejected
-                        .inc_by(ack.rejected.len() as u64);
-                    if let Err(e) = self.store.acknowledge(ids).await {
+                    self.metrics.results_rejected.inc_by(refused.len() as u64);
+                    if let Some((_, reason)) = refused.first() {
+                        self.metrics.report_error(format!(
+                            "central refused {} results: {reason}",
+                            refused.len()
+                        ));
+                    }
+                    let delivered: Vec<Uuid> = ids
+                        .into_iter()
+                        .filter(|id| !refused.iter().any(|(r, _)| r == id))
+                        .collect();
+                    if let Err(e) = self.hold(refused, now).await {
+                        tracing::error!("cannot keep refused results aside: {e:#}");
+                        return Err(());
+                    }
+                    if let Err(e) = self.store.acknowledge(delivered).await {
                         // They will be uploaded again and counted as duplicates: nothing is lost.
                         tracing::error!("cannot remove delivered results from the queue: {e:#}");
                         return Err(());
@@ -114,12 +135,16 @@ impl Uploader {
                         size = (ids.len() as u32 / 2).max(1);
                         tracing::warn!(size, "central refused the batch for one of its results ({message}); retrying smaller batches");
                     } else {
-                        // This result alone is refused: it can never be delivered, and must not
-                        // block the rest.
-                        tracing::error!(result_id = %ids[0], "central refuses this result ({message}); dropping it");
-                        let _ = self.store.acknowledge(ids).await;
-                        self.metrics.results_dropped.inc();
-                        let _ = self.store.add_dropped(1).await;
+                        // This result alone is refused. It must not block the rest, and it
+                        // is kept: the central that refuses it may be older than this agent.
+                        tracing::warn!(result_id = %ids[0], "central refuses this result ({message}); keeping it to offer again");
+                        self.metrics.results_rejected.inc();
+                        self.metrics
+                            .report_error(format!("central refused a result: {message}"));
+                        if let Err(e) = self.hold(vec![(ids[0], message)], now).await {
+                            tracing::error!("cannot keep a refused result aside: {e:#}");
+                            return Err(());
+                        }
                     }
                 }
                 Err(e) => {
@@ -140,14 +165,25 @@ impl Uploader {
     }
 }
 
+impl Uploader {
+    /// Keeps refused results aside until `POLLER_REFUSED_RETRY` from `now`.
+    async fn hold(&self, refused: Vec<(Uuid, String)>, now: i64) -> anyhow::Result<()> {
+        if refused.is_empty() {
+            return Ok(());
+        }
+        let retry_at = now.saturating_add(self.refused_retry.as_millis() as i64);
+        self.store.hold(refused, retry_at).await
+    }
+}
+
 /// What a refusal of a whole batch asks of the uploader.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Refusal {
     /// Upload halves: the refusal is about one result (too large, or not well formed), and
     /// a smaller batch delivers the others.
     Split,
-    /// Drop the batch's only result: central will never take it.
-    Drop,
+    /// Hold the batch's only result aside: central does not take it now.
+    Hold,
     /// Keep the results and try again later: the refusal is not about a result.
     Retry,
 }
@@ -159,7 +195,7 @@ fn refusal(status: u16, message: &str, batch_len: usize) -> Refusal {
     let about_a_result = status == 413 || (status == 400 && message.contains("`results["));
     match (about_a_result, batch_len) {
         (false, _) | (_, 0) => Refusal::Retry,
-        (true, 1) => Refusal::Drop,
+        (true, 1) => Refusal::Hold,
         (true, _) => Refusal::Split,
     }
 }
@@ -169,15 +205,15 @@ mod tests {
     use super::{refusal, Refusal};
 
     #[test]
-    fn a_refused_result_is_found_by_halving_and_dropped_alone() {
+    fn a_refused_result_is_found_by_halving_and_held_alone() {
         let named = "`results[3]` is not a result (missing field `ts`)";
         assert_eq!(refusal(400, named, 8), Refusal::Split);
         assert_eq!(
             refusal(400, "`results[0].latency_ms` 9 is beyond", 1),
-            Refusal::Drop
+            Refusal::Hold
         );
         assert_eq!(refusal(413, "over 5,000 results", 8), Refusal::Split);
-        assert_eq!(refusal(413, "body over the limit", 1), Refusal::Drop);
+        assert_eq!(refusal(413, "body over the limit", 1), Refusal::Hold);
     }
 
     #[test]

@@ -37,6 +37,7 @@ mod placement;
 mod poller_limits;
 mod poller_standing;
 mod replicas;
+mod restore;
 mod sso;
 mod ssrf;
 mod store_conflicts;

@@ -12,10 +12,7 @@ const WAIT: Duration = Duration::from_secs(40);
 
 /// `/readyz` of the agent's newest run, next to its `/metrics`.
 async fn readyz(agent: &Agent) -> Option<(u16, serde_json::Value)> {
-    let url = agent.metrics_url()?.replace("/metrics", "/readyz");
-    let response = reqwest::get(url).await.ok()?;
-    let status = response.status().as_u16();
-    Some((status, response.json().await.ok()?))
+    agent.readyz().await
 }
 
 async fn metric(agent: &Agent, name: &str) -> Option<f64> {

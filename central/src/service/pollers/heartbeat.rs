@@ -65,6 +65,7 @@ impl App {
                     queue_depth: beat.queue_depth.min(i64::MAX as u64) as i64,
                     oldest_queued_at: beat.oldest_queued_at.map(|t| t.timestamp_millis()),
                     dropped_results: beat.dropped_results.min(i64::MAX as u64) as i64,
+                    held_results: beat.held_results.min(i64::MAX as u64) as i64,
                     assignment_version: beat.assignment_version,
                     scheduler_health: beat
                         .scheduler

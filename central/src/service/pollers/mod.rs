@@ -150,6 +150,7 @@ impl App {
             queue_depth: row.queue_depth.max(0) as u64,
             oldest_queued_at: row.oldest_queued_at.map(time_of),
             dropped_results: row.dropped_results.max(0) as u64,
+            held_results: row.held_results.max(0) as u64,
             assignment_version: row.assignment_version,
             assigned_monitors: assigned.max(0) as u64,
             scheduler: row

@@ -48,6 +48,7 @@ impl App {
             queue_depth: 0,
             oldest_queued_at: None,
             dropped_results: 0,
+            held_results: 0,
             assignment_version: None,
             deleted_at: None,
             scheduler_health: None,

@@ -1,0 +1,119 @@
+//! A central that refuses results does not make the agent lose them. Central dies, and is
+//! started on an older copy of its database (the wrong backup restored): it refuses the
+//! results the agent queued meanwhile for a monitor the copy does not have. The agent keeps
+//! them, says so in `/readyz` and in its heartbeats
+//! (central shows them beside the poller), and delivers them, each once, when central is back
+//! on the database that has the monitor.
+//!
+//! SQLite only: the copy is SQLite's `VACUUM INTO` of the running database (on PostgreSQL an
+//! operator restores with `pg_dump`/PITR; the agent's side is the same).
+
+use std::time::Duration;
+
+use e2e::{eventually, Agent, Central, Target};
+use reqwest::Method;
+use serde_json::json;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_results_are_held_and_delivered_once_central_takes_them() -> anyhow::Result<()> {
+    if e2e::postgres::suite_uses_postgres() {
+        return Ok(());
+    }
+    let mut central = Central::start().await?;
+    let target = Target::start().await?;
+    let token = central.registration_token().await?;
+    let agent = Agent::start_with(
+        &central.url,
+        Some(token),
+        &central.dir.path().join("agent"),
+        &[("POLLER_REFUSED_RETRY", "2s")],
+    )
+    .await?;
+    let poller = eventually(WAIT, "the agent to register", || async {
+        let (_, body) = central
+            .admin(Method::GET, "/api/v1/pollers", None)
+            .await
+            .ok()?;
+        Some(body["items"][0]["id"].as_str()?.to_string())
+    })
+    .await?;
+
+    // The copy: the poller is in it, the monitor is not.
+    let original = central.dir.path().join("central.db");
+    let copy = central.dir.path().join("copy.db");
+    rusqlite::Connection::open(&original)?
+        .execute("VACUUM INTO ?1", [copy.display().to_string()])?;
+
+    let monitor = central
+        .create_monitor(
+            json!({"name": "m", "kind": "http", "target": target.url, "interval_ms": 5000}),
+        )
+        .await?;
+    central.wait_for_status(&monitor, "up", WAIT).await?;
+
+    // Central dies; the agent queues what it checks meanwhile. Then central is started on
+    // the copy, which does not know the monitor those results are for.
+    central.kill().await;
+    let before = agent.queued_ids().len();
+    eventually(WAIT, "results queued while central is away", || async {
+        (agent.queued_ids().len() >= before + 2).then_some(())
+    })
+    .await?;
+    central.set_env(
+        "CENTRAL_DATABASE_URL",
+        Some(&format!("sqlite://{}", copy.display())),
+    );
+    central.restart().await?;
+    let held = eventually(WAIT, "the agent to hold refused results", || async {
+        let (status, body) = agent.readyz().await?;
+        let held = body["state"]["held_results"].as_u64()?;
+        (status == 200 && held >= 2).then_some(body)
+    })
+    .await
+    .map_err(|e| {
+        let log = agent.log();
+        let tail: Vec<&str> = log.lines().rev().take(30).collect();
+        e.context(format!("agent log (newest first):\n{}", tail.join("\n")))
+    })?;
+    let reason = held["state"]["held_because"].as_str().unwrap_or_default();
+    assert!(reason.contains("does not exist"), "{held}");
+    let shown = eventually(WAIT, "central to show the held results", || async {
+        let (_, view) = central
+            .admin(Method::GET, &format!("/api/v1/pollers/{poller}"), None)
+            .await
+            .ok()?;
+        (view["held_results"].as_u64()? > 0).then_some(view)
+    })
+    .await?;
+    assert!(
+        shown["last_error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("refused"),
+        "the poller says why: {shown}"
+    );
+
+    // Central back on the database that has the monitor: the held results arrive, once each.
+    central.set_env(
+        "CENTRAL_DATABASE_URL",
+        Some(&format!("sqlite://{}", original.display())),
+    );
+    central.restart().await?;
+    let made = agent.queued_ids();
+    let stored = eventually(WAIT, "every result the agent made to be stored", || async {
+        let stored = central.result_ids(&monitor).await.ok()?;
+        made.iter().all(|id| stored.contains(id)).then_some(stored)
+    })
+    .await?;
+    let unique: std::collections::HashSet<&String> = stored.iter().collect();
+    assert_eq!(unique.len(), stored.len(), "each result stored once");
+    let (_, body) = eventually(WAIT, "nothing held any more", || async {
+        let (status, body) = agent.readyz().await?;
+        (body["state"]["held_results"].as_u64()? == 0).then_some((status, body))
+    })
+    .await?;
+    assert_eq!(body["ready"], true);
+    Ok(())
+}
