@@ -269,6 +269,14 @@ impl App {
         self.clock.now_ms()
     }
 
+    /// Now, as the rules see it: what pages measure "ago" and "late" from, so that what they
+    /// say agrees with the statuses beside it.
+    pub fn now(&self) -> DateTime<Utc> {
+        Utc.timestamp_millis_opt(self.now_ms())
+            .single()
+            .unwrap_or_else(Utc::now)
+    }
+
     /// Reads the current assignment version after announcements may have been lost: what
     /// the missed versions changed is unknown, so every long poll looks.
     pub(crate) async fn refresh_assignment_version(&self) -> anyhow::Result<()> {

@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
-use chrono::Utc;
 use maud::html;
 use serde::Deserialize;
 use shared_proto::audit::AuditFilter;
@@ -39,7 +38,7 @@ pub async fn list(
         ..AuditFilter::default()
     };
     let entries = app.audit_log(&filter, &Cursor::start(), SHOWN).await?.items;
-    let now = Utc::now();
+    let now = app.now();
     let body = html! {
         div.heading { h1 { "Audit log" } }
         p.hint { "Every change made through the API or this page, newest first (the "

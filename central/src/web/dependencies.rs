@@ -74,7 +74,7 @@ pub fn monitor_section(deps: &MonitorDependencies, now: DateTime<Utc>) -> Markup
 async fn page(app: &App, session: &Session, error: Option<String>) -> WebResult<Markup> {
     let list = app.all_dependencies().await?;
     let aliases = app.dependency_aliases().await?;
-    let now = Utc::now();
+    let now = app.now();
     let body = html! {
         h1 { "Dependencies" }
         p.muted { "What health-json monitors report of the services they depend on, grouped through aliases; "

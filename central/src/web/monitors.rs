@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};
 use axum::http::Uri;
-use chrono::Utc;
 use maud::{html, Markup};
 use serde::Deserialize;
 use shared_proto::history::HistoryResolution;
@@ -78,7 +77,7 @@ pub async fn list(
     };
     let page = app.monitor_overview(&filter, &cursor, PAGE_SIZE).await?;
     let pollers = app.poller_labels().await?;
-    let now = Utc::now();
+    let now = app.now();
     let next = page.next_cursor.as_ref().map(|next| {
         let query = serde_urlencoded::to_string([
             ("status", query.status.as_str()),
@@ -232,15 +231,15 @@ pub async fn detail(
         .iter()
         .find(|r| r.0 == query.range)
         .unwrap_or(&RANGES[0]);
-    let since = crate::service::now_ms() - range.3;
+    let since = app.now_ms() - range.3;
     let history = app.monitor_history(id, range.2, Some(since), None).await?;
     // One read: the newest 500 give the status changes, their first 20 the results table.
     let newest = app.recent_results(&id.to_string(), 500).await?;
     let recent = &newest[..newest.len().min(20)];
     let pollers = app.poller_labels().await?;
     let parents = app.monitor_names(&monitor.spec.parent_ids).await?;
-    let now = Utc::now();
-    let delayed = delay_warning(&monitor, &status, now);
+    let now = app.now();
+    let delayed = delay_warning(monitor.spec.paused, &status);
     let changes = status_changes(&newest);
     let commands = super::commands::named(&app, &query.commands).await?;
     let dependencies = app.monitor_dependencies(id).await?;
@@ -417,26 +416,17 @@ fn recovery_note(monitor: &MonitorView) -> Option<String> {
     ))
 }
 
-/// A sentence when the monitor's data is late: nobody is checking it, or its newest result is
-/// older than two intervals.
-fn delay_warning(
-    monitor: &MonitorView,
-    status: &MonitorStatusView,
-    now: chrono::DateTime<Utc>,
-) -> Option<String> {
-    if monitor.spec.paused {
+/// A sentence when the monitor's data is late: when status derivation (`service::status`)
+/// says it is stale, with its reason. The page has no rule of its own, so the warning and the
+/// status beside it never disagree.
+fn delay_warning(paused: bool, status: &MonitorStatusView) -> Option<String> {
+    if paused || status.status != MonitorStatus::Stale {
         return None;
     }
-    if status.status == MonitorStatus::Stale {
-        return Some(format!(
-            "Data is delayed: {}",
-            status.reason.as_deref().unwrap_or("no recent results")
-        ));
-    }
-    let late = status.last_result_at.is_some_and(|at| {
-        (now - at).num_milliseconds() > 2 * monitor.spec.interval_ms as i64 + 10_000
-    });
-    late.then(|| "Data is delayed: the newest result is older than two check intervals.".into())
+    Some(format!(
+        "Data is delayed: {}",
+        status.reason.as_deref().unwrap_or("no recent results")
+    ))
 }
 
 /// The verdict changes among results given newest first, newest change first, per location:
@@ -464,4 +454,32 @@ fn status_changes(
     }
     changes.reverse();
     changes
+}
+
+#[cfg(test)]
+mod delay_tests {
+    use super::*;
+    use chrono::Utc;
+
+    fn status(status: &str, last_result_ago_ms: i64) -> MonitorStatusView {
+        let at = Utc::now() - chrono::Duration::milliseconds(last_result_ago_ms);
+        serde_json::from_value(serde_json::json!({
+            "monitor_id": uuid::Uuid::nil(), "status": status, "poller_id": null,
+            "last_result_at": at, "latency_ms": 3, "message": "ok", "next_check_at": null,
+            "reason": (status == "stale").then_some("no result for 3m"),
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_page_calls_data_delayed_exactly_when_the_status_is_stale() {
+        // Older than two 5 s intervals plus 10 s, yet within the staleness grace: the status
+        // is up, and the page says nothing else (it once had a rule of its own).
+        assert_eq!(delay_warning(false, &status("up", 25_000)), None);
+        assert_eq!(
+            delay_warning(false, &status("stale", 180_000)).as_deref(),
+            Some("Data is delayed: no result for 3m")
+        );
+        assert_eq!(delay_warning(true, &status("stale", 180_000)), None);
+    }
 }

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
-use chrono::Utc;
 use maud::{html, Markup};
 use uuid::Uuid;
 
@@ -30,7 +29,7 @@ async fn page(app: &App, session: &Session, tested: Option<Tested>) -> WebResult
     let channels = app.list_channels(&Cursor::start(), 1000).await?.items;
     let log = app.recent_notifications(LOG_LENGTH).await?;
     let names: HashMap<Uuid, &str> = channels.iter().map(|c| (c.id, c.name.as_str())).collect();
-    let now = Utc::now();
+    let now = app.now();
     let body = html! {
         div.heading { h1 { "Notifications" } a.button.for-editors href="/notifications/channels/new" { "Add a channel" } }
         @if let Some(tested) = &tested {

@@ -7,7 +7,6 @@ use axum::extract::{Path, Query, State};
 use axum::http::Uri;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
-use chrono::Utc;
 use maud::{html, Markup};
 use serde::Deserialize;
 use shared_proto::settings_api::{PollerPatch, PollerStatus};
@@ -51,7 +50,7 @@ pub async fn list(
         .list_pollers(&filter, &Cursor::start(), 1000)
         .await?
         .items;
-    let now = Utc::now();
+    let now = app.now();
     let body = html! {
         div.heading { h1 { "Pollers" } a.button href="/tokens" { "Add a poller" } }
         form.filters method="get" action="/pollers" role="search" {

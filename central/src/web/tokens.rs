@@ -8,7 +8,6 @@ use axum::http::StatusCode;
 use axum::response::Redirect;
 use axum::response::{IntoResponse, Response};
 use axum::Form;
-use chrono::Utc;
 use maud::{html, Markup};
 use serde::Deserialize;
 use shared_proto::settings_api::{
@@ -52,7 +51,7 @@ async fn tokens_page(
         .list_registration_tokens(&Cursor::start(), 1000)
         .await?
         .items;
-    let now = Utc::now();
+    let now = app.now();
     let body = html! {
         h1 { "Registration tokens" }
         p { "An agent registers once with a token, then uses credentials of its own. Each token can be limited in uses and time, and tied to a region." }

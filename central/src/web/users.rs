@@ -8,7 +8,6 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
-use chrono::Utc;
 use maud::{html, Markup};
 use serde::Deserialize;
 use shared_proto::users::{CreateApiKey, CreateUser, Role, UpdateUser};
@@ -187,7 +186,7 @@ async fn keys_page(
         .list_api_keys(principal, &Cursor::start(), 1000)
         .await?
         .items;
-    let now = Utc::now();
+    let now = app.now();
     let body = html! {
         h1 { "API keys" }
         p { "For scripts and pipelines: " code { "Authorization: Bearer <key>" } " on the settings API. A key acts with its role, never above yours." }

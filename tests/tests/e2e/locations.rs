@@ -114,7 +114,7 @@ async fn a_quorum_of_locations_decides_down_and_a_lone_failure_is_degraded() -> 
             .collect()
     };
     // The list filters by the stored status, which alerting's look writes just after the
-    // result's ingest (`docs/architecture.md`), while the status answer derives from the
+    // result's ingest (`docs/alerting.md`), while the status answer derives from the
     // newest results: on a slow machine the list may follow a moment later, never otherwise.
     eventually(
         Duration::from_secs(10),

@@ -1,0 +1,136 @@
+//! The shape of central's code, checked on every run so that it cannot drift back unnoticed
+//! (issue 69; `../shared/tools/shape` prints the same figures). Lines that are met are held;
+//! figures still above their line are ratchets: they may fall, never rise. Lower a ratchet
+//! when the work lowers the figure. Test code (from a `#[cfg(test)]` line on) is not counted.
+
+use std::path::{Path, PathBuf};
+
+/// Figures met: held at their line.
+const LARGEST_FILE_LINES: usize = 600;
+const APP_FIELDS: usize = 12;
+/// Ratchets: today's figures, above their line (10 and 0).
+const BACKEND_BRANCHES_OUTSIDE_THE_DIALECT: usize = 81;
+const UNSAFE_BLOCKS: usize = 2;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Every `.rs` file under `dir`, with its code lines (up to its first `#[cfg(test)]`).
+fn sources(dir: &Path) -> Vec<(PathBuf, Vec<String>)> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                let code = text
+                    .lines()
+                    .take_while(|l| !l.trim_start().starts_with("#[cfg(test)]"))
+                    .map(str::to_string)
+                    .collect();
+                found.push((path, code));
+            }
+        }
+    }
+    found
+}
+
+fn count(lines: &[String], pattern: &str) -> usize {
+    lines.iter().map(|l| l.matches(pattern).count()).sum()
+}
+
+#[test]
+fn central_keeps_its_shape() {
+    let central = sources(&root().join("central/src"));
+    let mut over = Vec::new();
+
+    for (path, code) in &central {
+        if code.len() > LARGEST_FILE_LINES {
+            over.push(format!(
+                "{} has {} code lines (at most {LARGEST_FILE_LINES}): split it by concern",
+                path.display(),
+                code.len()
+            ));
+        }
+    }
+
+    let (_, service) = central
+        .iter()
+        .find(|(p, _)| p.ends_with("service/mod.rs"))
+        .expect("service/mod.rs");
+    let start = service
+        .iter()
+        .position(|l| l.starts_with("pub struct App {"))
+        .expect("App");
+    let fields = service[start + 1..]
+        .iter()
+        .take_while(|l| !l.starts_with('}'))
+        .filter(|l| {
+            let l = l.trim_start();
+            let l = l
+                .strip_prefix("pub(crate) ")
+                .or_else(|| l.strip_prefix("pub "))
+                .unwrap_or(l);
+            !l.starts_with("//")
+                && l.split_once(':').is_some_and(|(name, _)| {
+                    !name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+                })
+        })
+        .count();
+    if fields > APP_FIELDS {
+        over.push(format!("App has {fields} fields (at most {APP_FIELDS})"));
+    }
+
+    let dialect = |p: &Path| {
+        let p = p.to_string_lossy();
+        p.ends_with("store/dialect.rs")
+            || p.contains("store/sqlite/")
+            || p.contains("store/postgres/")
+    };
+    let branches: usize = central
+        .iter()
+        .filter(|(p, _)| !dialect(p))
+        .map(|(_, code)| count(code, "Backend::Sqlite") + count(code, "Backend::Postgres"))
+        .sum();
+    if branches > BACKEND_BRANCHES_OUTSIDE_THE_DIALECT {
+        over.push(format!(
+            "{branches} Backend::Sqlite/Postgres branches outside the store's dialect \
+             (at most {BACKEND_BRANCHES_OUTSIDE_THE_DIALECT}): put the difference in the dialect"
+        ));
+    }
+    let unsafe_blocks: usize = central
+        .iter()
+        .map(|(_, code)| code.iter().filter(|l| l.contains("unsafe {")).count())
+        .sum();
+    if unsafe_blocks > UNSAFE_BLOCKS {
+        over.push(format!(
+            "{unsafe_blocks} unsafe blocks (at most {UNSAFE_BLOCKS})"
+        ));
+    }
+
+    let loose_tests: Vec<String> = std::fs::read_dir(root().join("tests/tests"))
+        .unwrap()
+        .filter_map(|e| {
+            let path = e.ok()?.path();
+            path.extension()
+                .is_some_and(|e| e == "rs")
+                .then(|| path.display().to_string())
+        })
+        .collect();
+    if !loose_tests.is_empty() {
+        over.push(format!(
+            "{loose_tests:?} would each be a test binary linking central: make them modules of \
+             tests/tests/e2e/"
+        ));
+    }
+
+    assert!(
+        over.is_empty(),
+        "central's shape slipped:\n{}",
+        over.join("\n")
+    );
+}
