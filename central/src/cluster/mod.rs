@@ -29,9 +29,9 @@ pub struct Cluster {
 
 impl Cluster {
     /// At `version` of the assignments, with this process started at `started_at`.
-    pub fn new(version: i64, started_at: i64) -> Cluster {
+    pub fn new(version: i64, never_issued: Vec<(i64, i64)>, started_at: i64) -> Cluster {
         Cluster {
-            versions: versions::Versions::new(version),
+            versions: versions::Versions::new(version, never_issued),
             wakes: wakeups::Wakes::default(),
             bells: bells::Bells::default(),
             watching_since: AtomicI64::new(started_at),

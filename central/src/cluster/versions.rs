@@ -17,6 +17,9 @@ use tokio::sync::watch;
 pub struct Versions {
     newest: watch::Sender<i64>,
     concerns: Mutex<Concerns>,
+    /// Ranges of versions this database never issued, (after, before) with both ends
+    /// excluded, as they were when this replica started (`Store::begin_assignment_versions`).
+    never_issued: Vec<(i64, i64)>,
 }
 
 struct Concerns {
@@ -27,15 +30,29 @@ struct Concerns {
 }
 
 impl Versions {
-    /// Starts at `version`, which (like every earlier one) may concern anyone.
-    pub fn new(version: i64) -> Self {
+    /// Starts at `version`, which (like every earlier one) may concern anyone, knowing the
+    /// ranges of versions the database never issued.
+    pub fn new(version: i64, never_issued: Vec<(i64, i64)>) -> Self {
         Versions {
             newest: watch::Sender::new(version),
             concerns: Mutex::new(Concerns {
                 everyone: version,
                 pollers: HashMap::new(),
             }),
+            never_issued,
         }
+    }
+
+    /// Whether this database never issued `version`: an agent that has it got it from another
+    /// history (the original of a restored copy) and needs its full set. A range made by a
+    /// replica that started after this one is not known here; no agent of this database's
+    /// history can hold a version in it, and a restored copy's agents hold versions from the
+    /// range its first start made, which every replica started on it knows. Cost: the ranges
+    /// (one per start of central).
+    pub fn never_issued(&self, version: i64) -> bool {
+        self.never_issued
+            .iter()
+            .any(|&(after, before)| after < version && version < before)
     }
 
     /// A receiver that sees the newest version and wakes on every publication: subscribe
@@ -104,7 +121,7 @@ mod tests {
 
     #[test]
     fn a_version_concerns_only_the_pollers_it_names() {
-        let versions = Versions::new(10);
+        let versions = Versions::new(10, Vec::new());
         assert_eq!(versions.last_change_for("a"), 10, "before start: anyone");
         versions.publish(11, ["a"]);
         versions.publish(12, ["b"]);
@@ -118,7 +135,7 @@ mod tests {
 
     #[test]
     fn an_older_version_published_late_still_counts_and_wakes() {
-        let versions = Versions::new(1);
+        let versions = Versions::new(1, Vec::new());
         versions.publish(3, ["a"]);
         let mut waiting = versions.subscribe();
         waiting.borrow_and_update();
@@ -127,5 +144,14 @@ mod tests {
         assert_eq!(versions.newest(), 3, "the newest stays");
         assert_eq!(versions.last_change_for("b"), 2);
         assert_eq!(versions.last_change_for("a"), 3);
+    }
+
+    #[test]
+    fn a_skipped_range_excludes_both_ends() {
+        let versions = Versions::new(5_000, vec![(3, 5_000)]);
+        assert!(!versions.never_issued(3), "issued before the start");
+        assert!(versions.never_issued(4) && versions.never_issued(4_999));
+        assert!(!versions.never_issued(5_000), "the version at the start");
+        assert!(!versions.never_issued(5_001));
     }
 }

@@ -213,7 +213,9 @@ impl App {
 
     /// A poller's assignments since `since_version`: only what changed (from the assignment
     /// log), or the full set when it asks from 0, from before the compacted log, or from a
-    /// version this database never had. The cost is proportional to the changes.
+    /// version this database never issued (above its newest, or one it skipped at a start:
+    /// the agent's history is not this database's, as after a restore). The cost is
+    /// proportional to the changes.
     pub async fn assignments_for(
         &self,
         poller: &PollerRow,
@@ -222,7 +224,11 @@ impl App {
         // Version first, then the changes: the answer is then at least as new as the version.
         let version = self.store.assignment_version().await?;
         let floor = self.store.assignment_log_floor().await?;
-        if since_version <= 0 || since_version < floor || since_version > version {
+        if since_version <= 0
+            || since_version < floor
+            || since_version > version
+            || self.cluster.versions.never_issued(since_version)
+        {
             let rows = self.store.monitors_assigned_to(&poller.id).await?;
             let ids: Vec<String> = rows.iter().map(|m| m.id.clone()).collect();
             let located_here = self.locations_on(poller, &ids).await?;
@@ -309,6 +315,7 @@ impl App {
             let newest = *changed.borrow_and_update();
             let up_to_date = since_version > 0
                 && since_version <= newest
+                && !self.cluster.versions.never_issued(since_version)
                 && self.cluster.versions.last_change_for(&poller.id) <= since_version;
             let timed_out = tokio::time::Instant::now() >= deadline;
             let to_send = self.commands_to_send(poller).await?;

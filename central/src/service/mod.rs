@@ -116,14 +116,17 @@ impl App {
             .await?;
         let jwt = JwtKeys::from_stored_form(&jwt_key)?;
         let sso = sso::Sso::open(&args.sso, args.public_url.as_deref(), &store).await?;
-        let version = store.assignment_version().await?;
+        // Versions from the start's time on: a restored copy never reissues its original's.
+        let (version, never_issued) = store
+            .begin_assignment_versions(clock.now_ms().saturating_mul(1000), clock.now_ms())
+            .await?;
         let access_ttl = args.access_token_ttl.min(MAX_ACCESS_TTL);
         let started_at = clock.now_ms();
         Ok(std::sync::Arc::new(App {
             clock,
             store,
             metrics: Metrics::new(),
-            cluster: crate::cluster::Cluster::new(version, started_at),
+            cluster: crate::cluster::Cluster::new(version, never_issued, started_at),
             notifier: crate::notify::Notifier::new(
                 crate::notify::Destinations::new(
                     args.notify_allowed_networks.clone(),

@@ -73,6 +73,54 @@ impl Store {
         Ok(version)
     }
 
+    /// Marks a start of central on this database: the assignment version moves up to at
+    /// least `floor` (the start's time in microseconds, which no history of this database can
+    /// have reached by issuing one version per change), and the versions skipped are recorded
+    /// as never issued. Returns the version and every range of versions never issued, as
+    /// (after, before), both ends excluded: one per start that moved the version, so few.
+    ///
+    /// A copy of this database started after its original went on has skipped the versions
+    /// the original issued since the copy: an agent that names one is told its full set.
+    pub async fn begin_assignment_versions(
+        &self,
+        floor: i64,
+        now: i64,
+    ) -> anyhow::Result<(i64, Vec<(i64, i64)>)> {
+        let _guard = self.write_lock().await;
+        let mut tx = self.writer.begin().await?;
+        // Read, then raised only upward: a replica starting at the same moment on PostgreSQL
+        // may issue versions in between, which the recorded range then covers too; that only
+        // costs its pollers a full set, never a missed change.
+        let (before,): (i64,) = sqlx::query_as("SELECT version FROM assignment_state WHERE id = 1")
+            .fetch_one(&mut *tx)
+            .await?;
+        let (after,): (i64,) = sqlx::query_as(
+            "UPDATE assignment_state SET version = CASE WHEN version < $1 THEN $1 ELSE version END \
+             WHERE id = 1 RETURNING version",
+        )
+        .bind(floor)
+        .fetch_one(&mut *tx)
+        .await?;
+        if after > before + 1 {
+            sqlx::query(
+                "INSERT INTO assignment_skips (after_version, before_version, at) \
+                 VALUES ($1, $2, $3)",
+            )
+            .bind(before)
+            .bind(after)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        }
+        let skipped: Vec<(i64, i64)> = sqlx::query_as(
+            "SELECT after_version, before_version FROM assignment_skips ORDER BY after_version",
+        )
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok((after, skipped))
+    }
+
     /// Stores placement decisions under one new assignment version, which it returns.
     ///
     /// Run again if PostgreSQL aborts it as a conflict (`conflicts`).
@@ -288,5 +336,19 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(assigned(&store, "m1").await.0.as_deref(), Some("b"));
+    }
+
+    #[tokio::test]
+    async fn each_start_moves_the_version_to_its_time_and_records_what_it_skipped() {
+        let (store, _dir) = sqlite_store().await;
+        let before = store.assignment_version().await.unwrap();
+        let (version, skipped) = store.begin_assignment_versions(1_000, 1).await.unwrap();
+        assert_eq!((version, skipped.clone()), (1_000, vec![(before, 1_000)]));
+        // A start whose clock is behind the version moves nothing and records nothing.
+        let (version, again) = store.begin_assignment_versions(500, 2).await.unwrap();
+        assert_eq!((version, again), (1_000, skipped));
+        let (version, skipped) = store.begin_assignment_versions(9_000, 3).await.unwrap();
+        assert_eq!(version, 9_000);
+        assert_eq!(skipped, vec![(before, 1_000), (1_000, 9_000)]);
     }
 }

@@ -241,6 +241,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "held_results",
         include_str!("../../../migrations/sqlite/20261220000047_held_results.sql"),
     ),
+    (
+        20261220000048,
+        "assignment_skips",
+        include_str!("../../../migrations/sqlite/20261220000048_assignment_skips.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -473,6 +478,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261220000047,
         "held_results",
         include_str!("../../../migrations/postgres/20261220000047_held_results.sql"),
+    ),
+    (
+        20261220000048,
+        "assignment_skips",
+        include_str!("../../../migrations/postgres/20261220000048_assignment_skips.sql"),
     ),
 ];
 

@@ -5,6 +5,10 @@
 //! (central shows them beside the poller), and delivers them, each once, when central is back
 //! on the database that has the monitor.
 //!
+//! And a central restored from an older copy stops the monitors the copy does not have on
+//! the agents that run them (a ghost would go on checking a target nobody asked for), even
+//! when its versions moved past the agents' before they asked.
+//!
 //! SQLite only: the copy is SQLite's `VACUUM INTO` of the running database (on PostgreSQL an
 //! operator restores with `pg_dump`/PITR; the agent's side is the same).
 
@@ -115,5 +119,80 @@ async fn refused_results_are_held_and_delivered_once_central_takes_them() -> any
     })
     .await?;
     assert_eq!(body["ready"], true);
+    Ok(())
+}
+
+/// Sends `signal` (`STOP`, `CONT`) to a process.
+fn signal(pid: u32, signal: &str) -> anyhow::Result<()> {
+    let status = std::process::Command::new("kill")
+        .args([format!("-{signal}"), pid.to_string()])
+        .status()?;
+    anyhow::ensure!(status.success(), "kill -{signal} {pid}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restored_central_stops_the_monitors_it_does_not_have() -> anyhow::Result<()> {
+    if e2e::postgres::suite_uses_postgres() {
+        return Ok(());
+    }
+    let mut central = Central::start().await?;
+    let target = Target::start().await?;
+    let token = central.registration_token().await?;
+    let agent = Agent::start(&central.url, Some(token), &central.dir.path().join("agent")).await?;
+    eventually(WAIT, "the agent to register", || async {
+        let (_, body) = central
+            .admin(Method::GET, "/api/v1/pollers", None)
+            .await
+            .ok()?;
+        body["items"][0]["id"].as_str().map(str::to_string)
+    })
+    .await?;
+    let original = central.dir.path().join("central.db");
+    let copy = central.dir.path().join("copy.db");
+    rusqlite::Connection::open(&original)?
+        .execute("VACUUM INTO ?1", [copy.display().to_string()])?;
+    let ghost = central
+        .create_monitor(
+            json!({"name": "ghost", "kind": "http", "target": target.url, "interval_ms": 5000}),
+        )
+        .await?;
+    central.wait_for_status(&ghost, "up", WAIT).await?;
+
+    // The agent stands still while central restarts on the copy and is changed: when it asks
+    // again, the restored central's versions are past the one it has.
+    let pid = agent.pid().expect("the agent runs");
+    signal(pid, "STOP")?;
+    central.kill().await;
+    central.set_env(
+        "CENTRAL_DATABASE_URL",
+        Some(&format!("sqlite://{}", copy.display())),
+    );
+    central.restart().await?;
+    for i in 0..5 {
+        central
+            .create_monitor(json!({"name": format!("after {i}"), "kind": "http",
+                                   "target": "http://127.0.0.1:9/", "interval_ms": 60000}))
+            .await?;
+    }
+    signal(pid, "CONT")?;
+
+    // Within a long poll the agent hears that the ghost is not its own any more.
+    eventually(WAIT, "the ghost's checks to stop", || async {
+        let before = target.hits();
+        tokio::time::sleep(Duration::from_secs(7)).await;
+        (target.hits() == before).then_some(())
+    })
+    .await
+    .map_err(|e| {
+        let log = agent.log();
+        let tail: Vec<&str> = log
+            .lines()
+            .rev()
+            .filter(|l| l.contains("assignments"))
+            .take(10)
+            .collect();
+        e.context(format!("agent log (newest first):\n{}", tail.join("\n")))
+    })?;
     Ok(())
 }
