@@ -65,6 +65,8 @@ pub struct AgentState {
     /// newest reason it gave.
     pub held_results: u64,
     pub held_because: Option<String>,
+    /// The version of the central this agent talks to, as its newest answer named it.
+    pub central_version: Option<String>,
     /// Set while central has disabled or deleted this poller: why its checks are stopped.
     pub checks_stopped: Option<String>,
     /// Set when one of the agent's tasks died: the agent is exiting.

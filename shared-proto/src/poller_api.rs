@@ -32,6 +32,10 @@ pub const MAX_REPORTED_MONITORS: usize = 1_000;
 pub const MAX_CAPABILITIES: usize = 64;
 /// Longest `version`, and longest text kept of an error, event reason or dead-letter reason.
 pub const MAX_VERSION_LEN: usize = 64;
+/// Sent by the agent with every request to central: its version (semver).
+pub const POLLER_VERSION_HEADER: &str = "x-poller-version";
+/// Sent by central with every poller-API answer: its version (semver).
+pub const CENTRAL_VERSION_HEADER: &str = "x-central-version";
 pub const MAX_REPORTED_TEXT_LEN: usize = 1_024;
 
 /// `POST /api/poller/register`

@@ -446,6 +446,17 @@ pub struct LocationView {
     pub reason: Option<String>,
 }
 
+/// `GET /api/v1/version`: which central answers, and what it knows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct VersionView {
+    /// This central's version (semver, from its build); poller-API answers carry it as
+    /// `X-Central-Version`.
+    pub version: String,
+    /// The check kinds it knows: a monitor of any other kind is refused when it is saved.
+    pub check_kinds: Vec<String>,
+}
+
 /// `GET /api/v1/monitors/{id}/status`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

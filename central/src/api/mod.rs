@@ -120,6 +120,7 @@ pub fn router(app: Arc<App>, options: &HttpOptions, long_polls: Arc<pools::LongP
         // Agents gzip their uploads; the body limit applies to the decompressed body too.
         .layer(RequestDecompressionLayer::new())
         .layer(DefaultBodyLimit::max(POLLER_BODY_LIMIT))
+        .layer(middleware::map_response(with_central_version))
         .layer(Extension(long_polls));
     if options.require_client_certificate {
         poller_api = poller_api.layer(middleware::from_fn(require_client_certificate));
@@ -141,6 +142,7 @@ pub fn router(app: Arc<App>, options: &HttpOptions, long_polls: Arc<pools::LongP
             "/registration-tokens/{id}/rotate",
             post(settings::rotate_registration_token),
         )
+        .route("/version", get(ops::version))
         .route("/pollers", get(settings::list_pollers))
         .route(
             "/pollers/{id}",
@@ -322,6 +324,16 @@ async fn require_client_certificate(request: Request, next: Next) -> Response {
         )
         .into_response()
     }
+}
+
+/// Every poller-API answer names central's version, so an agent can say which central it
+/// talks to (`/readyz`) and tell an older one from a newer.
+async fn with_central_version(mut response: Response) -> Response {
+    response.headers_mut().insert(
+        shared_proto::poller_api::CENTRAL_VERSION_HEADER,
+        axum::http::HeaderValue::from_static(env!("CARGO_PKG_VERSION")),
+    );
+    response
 }
 
 async fn not_found(uri: axum::http::Uri) -> ApiError {

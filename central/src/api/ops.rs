@@ -100,3 +100,15 @@ pub async fn openapi() -> impl IntoResponse {
         super::openapi::DOCUMENT.as_str(),
     )
 }
+
+#[utoipa::path(get, path = "/api/v1/version", tag = "ops", operation_id = "version",
+    responses((status = 200, description = "This central's version and the check kinds it knows.", body = shared_proto::settings_api::VersionView)))]
+pub async fn version() -> Json<shared_proto::settings_api::VersionView> {
+    Json(shared_proto::settings_api::VersionView {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        check_kinds: shared_proto::CheckKind::ALL
+            .iter()
+            .map(|kind| kind.as_str().to_string())
+            .collect(),
+    })
+}

@@ -77,7 +77,8 @@ impl Store {
     /// least `floor` (the start's time in microseconds, which no history of this database can
     /// have reached by issuing one version per change), and the versions skipped are recorded
     /// as never issued. Returns the version and every range of versions never issued, as
-    /// (after, before), both ends excluded: one per start that moved the version, so few.
+    /// (after, before), both ends excluded: one per start that moved the version since the
+    /// compacted log's floor (`compact_assignment_log` drops older ones), so few.
     ///
     /// A copy of this database started after its original went on has skipped the versions
     /// the original issued since the copy: an agent that names one is told its full set.
@@ -88,9 +89,12 @@ impl Store {
     ) -> anyhow::Result<(i64, Vec<(i64, i64)>)> {
         let _guard = self.write_lock().await;
         let mut tx = self.writer.begin().await?;
-        // Read, then raised only upward: a replica starting at the same moment on PostgreSQL
-        // may issue versions in between, which the recorded range then covers too; that only
-        // costs its pollers a full set, never a missed change.
+        // The row is taken first (an update that changes nothing holds it on PostgreSQL until
+        // the commit; SQLite has one writer), so no other replica issues a version between the
+        // read and the raise.
+        sqlx::query("UPDATE assignment_state SET version = version WHERE id = 1")
+            .execute(&mut *tx)
+            .await?;
         let (before,): (i64,) = sqlx::query_as("SELECT version FROM assignment_state WHERE id = 1")
             .fetch_one(&mut *tx)
             .await?;
@@ -269,6 +273,12 @@ impl Store {
             return Ok(0);
         };
         let done = sqlx::query("DELETE FROM assignment_log WHERE version <= $1")
+            .bind(floor)
+            .execute(&mut *tx)
+            .await?;
+        // A version below the floor gets a full set anyway: the ranges skipped below it need
+        // not be kept (so they stay as few as the starts of the last day).
+        sqlx::query("DELETE FROM assignment_skips WHERE before_version <= $1")
             .bind(floor)
             .execute(&mut *tx)
             .await?;

@@ -10,11 +10,16 @@ use uuid::Uuid;
 
 use super::LocalStore;
 
+/// `poller_state` key of the reason central gave for its newest refusal.
+const NEWEST_REFUSAL: &str = "newest_refusal";
+
 /// A queued result and its delivery bookkeeping.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueuedResult {
     pub result: CheckResult,
     pub attempts: u32,
+    /// Central refused it before: it is held, and offered again.
+    pub refused: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -90,7 +95,8 @@ impl LocalStore {
         let rows = self
             .with_conn(move |c| {
                 let mut select = c.prepare_cached(&format!(
-                    "SELECT result_id, monitor_id, ts, status, latency_ms, msg, meta, attempts \
+                    "SELECT result_id, monitor_id, ts, status, latency_ms, msg, meta, attempts, \
+                     refused IS NOT NULL \
                      FROM poller_queue WHERE next_retry_at <= ?1 ORDER BY id {order} LIMIT ?2"
                 ))?;
                 let rows = select
@@ -104,6 +110,7 @@ impl LocalStore {
                             r.get::<_, String>(5)?,
                             r.get::<_, String>(6)?,
                             r.get::<_, u32>(7)?,
+                            r.get::<_, bool>(8)?,
                         ))
                     })?
                     .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -112,7 +119,7 @@ impl LocalStore {
             .await?;
         rows.into_iter()
             .map(
-                |(id, monitor_id, ts, status, latency_ms, msg, meta, attempts)| {
+                |(id, monitor_id, ts, status, latency_ms, msg, meta, attempts, refused)| {
                     Ok(QueuedResult {
                         result: CheckResult {
                             id: Uuid::try_parse(&id)?,
@@ -125,6 +132,7 @@ impl LocalStore {
                             meta: serde_json::from_str(&meta)?,
                         },
                         attempts,
+                        refused,
                     })
                 },
             )
@@ -178,18 +186,28 @@ impl LocalStore {
                 for (id, reason) in &refused {
                     update.execute(params![id.to_string(), retry_at_ms, reason])?;
                 }
+                if let Some((_, reason)) = refused.last() {
+                    tx.execute(
+                        "INSERT INTO poller_state (key, value) VALUES (?1, ?2) \
+                         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                        params![NEWEST_REFUSAL, reason],
+                    )?;
+                }
             }
             tx.commit()
         })
         .await
     }
 
-    /// Depth, oldest result and how many are held; one pass over the queue (its size is
-    /// bounded by `POLLER_MAX_QUEUE_BYTES` and retention).
+    /// Depth, the oldest result waiting for delivery (a held one is not waiting: it was
+    /// delivered and refused, and central's backlog alarm is not about it) and how many are
+    /// held; one pass over the queue (its size is bounded by `POLLER_QUEUE_MAX_BYTES` and
+    /// retention).
     pub async fn queue_stats(&self) -> anyhow::Result<QueueStats> {
         self.with_conn(|c| {
             c.query_row(
-                "SELECT COUNT(*), MIN(ts_ms), COUNT(refused) FROM poller_queue",
+                "SELECT COUNT(*), MIN(CASE WHEN refused IS NULL THEN ts_ms END), COUNT(refused) \
+                 FROM poller_queue",
                 [],
                 |r| {
                     Ok(QueueStats {
@@ -203,21 +221,9 @@ impl LocalStore {
         .await
     }
 
-    /// The reason central gave for the newest refusal of a held result, if any is held.
+    /// The reason central gave for its newest refusal (kept with the queue's state).
     pub async fn newest_refusal(&self) -> anyhow::Result<Option<String>> {
-        self.with_conn(|c| {
-            c.query_row(
-                "SELECT refused FROM poller_queue WHERE refused IS NOT NULL \
-                 ORDER BY next_retry_at DESC LIMIT 1",
-                [],
-                |r| r.get(0),
-            )
-            .or_else(|e| match e {
-                rusqlite::Error::QueryReturnedNoRows => Ok(None),
-                e => Err(e),
-            })
-        })
-        .await
+        self.state_value(NEWEST_REFUSAL).await
     }
 
     /// Bytes the queue file holds in live pages (free pages are reused, so they do not count).

@@ -9,6 +9,7 @@ use serde::Serialize;
 use shared_proto::poller_api::{
     AssignmentsResponse, CommandAck, CommandAckResponse, HeartbeatRequest, HeartbeatResponse,
     RegisterRequest, RegisterResponse, ResultsAck, ResultsBatch, TokenRequest, TokenResponse,
+    CENTRAL_VERSION_HEADER, MAX_VERSION_LEN, POLLER_VERSION_HEADER,
 };
 use shared_proto::ErrorBody;
 use tokio::sync::Mutex;
@@ -85,6 +86,8 @@ pub struct CentralClient {
     store: LocalStore,
     credentials: Mutex<Option<Credentials>>,
     standing: tokio::sync::watch::Sender<Standing>,
+    /// The version central named in its newest answer (`X-Central-Version`).
+    central_version: std::sync::Mutex<Option<String>>,
 }
 
 /// Refresh when the access token has less than this left.
@@ -130,6 +133,10 @@ impl CentralClient {
             // default); letting them go sooner means no request is sent on one it is closing.
             .pool_idle_timeout(std::time::Duration::from_secs(15))
             .user_agent(concat!("poller-agent/", env!("CARGO_PKG_VERSION")))
+            .default_headers(reqwest::header::HeaderMap::from_iter([(
+                reqwest::header::HeaderName::from_static(POLLER_VERSION_HEADER),
+                reqwest::header::HeaderValue::from_static(env!("CARGO_PKG_VERSION")),
+            )]))
             .build()?;
         Ok(Self {
             http,
@@ -137,6 +144,7 @@ impl CentralClient {
             store,
             credentials: Mutex::new(None),
             standing: tokio::sync::watch::Sender::new(Standing::Active),
+            central_version: std::sync::Mutex::new(None),
         })
     }
 
@@ -253,15 +261,43 @@ impl CentralClient {
         build: impl Fn(&reqwest::Client, &str) -> reqwest::RequestBuilder,
     ) -> Result<T, UplinkError> {
         let token = self.access_token(None).await?;
-        let outcome = match decode(build(&self.http, &token).send().await).await {
+        let outcome = match decode(self.send(build(&self.http, &token)).await).await {
             Err(UplinkError::Refused { status: 401, .. }) => {
                 let token = self.access_token(Some(&token)).await?;
-                decode(build(&self.http, &token).send().await).await
+                decode(self.send(build(&self.http, &token)).await).await
             }
             other => other,
         };
         self.observe(&outcome);
         outcome
+    }
+
+    /// Sends a request and notes the version central names in its answer.
+    async fn send(&self, request: reqwest::RequestBuilder) -> reqwest::Result<reqwest::Response> {
+        let response = request.send().await?;
+        let named = response
+            .headers()
+            .get(CENTRAL_VERSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .filter(|v| v.len() <= MAX_VERSION_LEN);
+        if let Some(version) = named {
+            let mut known = self
+                .central_version
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if known.as_deref() != Some(version) {
+                *known = Some(version.to_string());
+            }
+        }
+        Ok(response)
+    }
+
+    /// The version central named in its newest answer; `None` from a central too old to say.
+    pub fn central_version(&self) -> Option<String> {
+        self.central_version
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     fn post<'a, B: Serialize>(

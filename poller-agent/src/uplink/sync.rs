@@ -91,6 +91,7 @@ impl Heartbeats {
             s.last_heartbeat_at = Some(now);
             s.queue_depth = stats.depth;
             s.held_results = stats.held;
+            s.central_version = self.client.central_version();
             s.held_because = held_because;
             s.last_error = None;
         });

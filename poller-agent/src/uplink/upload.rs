@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use shared_proto::poller_api::ResultsBatch;
+use shared_proto::poller_api::{RejectedResult, ResultsBatch};
 use tokio::sync::watch;
 use uuid::Uuid;
 
@@ -84,17 +84,25 @@ impl Uploader {
                 .produced_since_upload
                 .store(0, Ordering::Relaxed);
             let ids: Vec<Uuid> = queued.iter().map(|q| q.result.id).collect();
+            // Refused before: offered again, not news (told once, when first refused).
+            let refused_before: std::collections::HashSet<Uuid> = queued
+                .iter()
+                .filter(|q| q.refused)
+                .map(|q| q.result.id)
+                .collect();
             let batch = ResultsBatch {
                 batch_id: Uuid::new_v4(),
                 results: queued.into_iter().map(|q| q.result).collect(),
             };
             match self.client.upload(&batch).await {
                 Ok(ack) => {
-                    let refused: Vec<(Uuid, String)> = ack
-                        .rejected
-                        .iter()
-                        .filter_map(|r| Some((Uuid::try_parse(&r.id).ok()?, r.reason.clone())))
-                        .collect();
+                    let Some(refused) = named_refusals(&ack.rejected, &ids) else {
+                        // An answer that does not say which results it refused: keep them all.
+                        tracing::error!("central's answer names refused results this batch does not hold; keeping the batch");
+                        let retry_at = now + retry_delay(1).as_millis() as i64;
+                        let _ = self.store.defer(ids, retry_at).await;
+                        return Err(());
+                    };
                     for (id, reason) in &refused {
                         tracing::warn!(result_id = %id, %reason, "central refused a result; keeping it to offer again");
                     }
@@ -102,10 +110,14 @@ impl Uploader {
                         .results_uploaded
                         .inc_by(ack.accepted + ack.duplicates);
                     self.metrics.results_rejected.inc_by(refused.len() as u64);
-                    if let Some((_, reason)) = refused.first() {
+                    let news: Vec<&(Uuid, String)> = refused
+                        .iter()
+                        .filter(|(id, _)| !refused_before.contains(id))
+                        .collect();
+                    if let Some((_, reason)) = news.first() {
                         self.metrics.report_error(format!(
                             "central refused {} results: {reason}",
-                            refused.len()
+                            news.len()
                         ));
                     }
                     let delivered: Vec<Uuid> = ids
@@ -139,12 +151,16 @@ impl Uploader {
                         // is kept: the central that refuses it may be older than this agent.
                         tracing::warn!(result_id = %ids[0], "central refuses this result ({message}); keeping it to offer again");
                         self.metrics.results_rejected.inc();
-                        self.metrics
-                            .report_error(format!("central refused a result: {message}"));
+                        if !refused_before.contains(&ids[0]) {
+                            self.metrics
+                                .report_error(format!("central refused a result: {message}"));
+                        }
                         if let Err(e) = self.hold(vec![(ids[0], message)], now).await {
                             tracing::error!("cannot keep a refused result aside: {e:#}");
                             return Err(());
                         }
+                        // The others of the halves go on in full batches.
+                        size = self.batch_size;
                     }
                 }
                 Err(e) => {
@@ -166,14 +182,32 @@ impl Uploader {
 }
 
 impl Uploader {
-    /// Keeps refused results aside until `POLLER_REFUSED_RETRY` from `now`.
+    /// Keeps refused results aside until `POLLER_REFUSED_RETRY` from `now` (at least a
+    /// second, so that a refusal never becomes a tight loop).
     async fn hold(&self, refused: Vec<(Uuid, String)>, now: i64) -> anyhow::Result<()> {
         if refused.is_empty() {
             return Ok(());
         }
-        let retry_at = now.saturating_add(self.refused_retry.as_millis() as i64);
+        let wait = self.refused_retry.max(Duration::from_secs(1));
+        let retry_at = now.saturating_add(wait.as_millis() as i64);
         self.store.hold(refused, retry_at).await
     }
+}
+
+/// The results of the batch `ids` that central's answer refused, with its reasons. Central
+/// names each by its id, or by `#<position>` when it could not read one; `None` when the
+/// answer names one the batch does not hold (nothing is then taken as delivered).
+fn named_refusals(rejected: &[RejectedResult], ids: &[Uuid]) -> Option<Vec<(Uuid, String)>> {
+    rejected
+        .iter()
+        .map(|r| {
+            let id = match r.id.strip_prefix('#') {
+                Some(position) => *ids.get(position.parse::<usize>().ok()?)?,
+                None => Uuid::try_parse(&r.id).ok().filter(|id| ids.contains(id))?,
+            };
+            Some((id, r.reason.clone()))
+        })
+        .collect()
 }
 
 /// What a refusal of a whole batch asks of the uploader.
@@ -223,5 +257,28 @@ mod tests {
         assert_eq!(refusal(400, "`results[0]` …", 0), Refusal::Retry);
         assert_eq!(refusal(415, "send application/json", 1), Refusal::Retry);
         assert_eq!(refusal(422, "`results[0]` …", 1), Refusal::Retry);
+    }
+
+    #[test]
+    fn a_refusal_is_taken_only_for_a_result_of_the_batch() {
+        use super::named_refusals;
+        use shared_proto::poller_api::RejectedResult;
+        use uuid::Uuid;
+        let ids = [Uuid::new_v4(), Uuid::new_v4()];
+        let refusal = |id: String| RejectedResult {
+            id,
+            reason: "no".into(),
+        };
+        assert_eq!(
+            named_refusals(&[refusal(ids[1].to_string()), refusal("#0".into())], &ids),
+            Some(vec![(ids[1], "no".into()), (ids[0], "no".into())])
+        );
+        // A stranger or a position past the batch: nothing is taken as delivered.
+        assert_eq!(
+            named_refusals(&[refusal(Uuid::new_v4().to_string())], &ids),
+            None
+        );
+        assert_eq!(named_refusals(&[refusal("#2".into())], &ids), None);
+        assert_eq!(named_refusals(&[refusal("garbled".into())], &ids), None);
     }
 }

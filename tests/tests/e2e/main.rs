@@ -47,5 +47,6 @@ mod store_reads;
 mod tags;
 mod uptime;
 mod users;
+mod versions;
 mod walking_skeleton;
 mod web_ui;

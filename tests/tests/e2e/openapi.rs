@@ -22,6 +22,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/v1/registration-tokens"),
     ("delete", "/api/v1/registration-tokens/{id}"),
     ("post", "/api/v1/registration-tokens/{id}/rotate"),
+    ("get", "/api/v1/version"),
     ("get", "/api/v1/pollers"),
     ("get", "/api/v1/pollers/{id}"),
     ("patch", "/api/v1/pollers/{id}"),

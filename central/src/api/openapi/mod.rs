@@ -30,7 +30,7 @@ pub use errors::*;
                        machine code and what to fix (docs/protocol.md lists every code)."
     ),
     paths(
-        ops::healthz, ops::readyz, ops::metrics, ops::openapi,
+        ops::healthz, ops::readyz, ops::metrics, ops::openapi, ops::version,
         poller::register, poller::token, poller::heartbeat, poller::assignments, poller::results,
         commands::acknowledge,
         settings::create_registration_token, settings::list_registration_tokens,

@@ -85,7 +85,7 @@ impl App {
         for (index, raw) in batch.results.kept.iter().enumerate() {
             // What the document's schema states about a result is checked for the whole batch:
             // a result that breaks it refuses the batch, naming the result, and the agent
-            // splits the batch until it can drop that one result (uplink::upload). Rules the
+            // splits the batch until it can hold that one result aside (uplink::upload). Rules the
             // schema cannot state (a clock ahead of central's) refuse only their result.
             let result =
                 shared_proto::lenient::from_str::<CheckResult>(raw.get()).map_err(|e| {
