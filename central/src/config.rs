@@ -38,6 +38,23 @@ pub enum Command {
     Export(crate::cli::ExportArgs),
     /// Print the JSON Schema of the configuration file.
     ConfigSchema,
+    /// Write a consistent copy of central's SQLite database while it runs; restore by starting
+    /// central on the copy. (PostgreSQL: use pg_dump or continuous archiving.)
+    Backup(BackupArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BackupArgs {
+    /// The database to copy, as central runs on it.
+    #[arg(
+        long,
+        env = "CENTRAL_DATABASE_URL",
+        default_value = "sqlite://central.db"
+    )]
+    pub database_url: String,
+    /// The file to write; it must not exist.
+    #[arg(long)]
+    pub to: std::path::PathBuf,
 }
 
 fn parse_public_url(text: &str) -> Result<String, String> {

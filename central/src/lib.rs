@@ -44,6 +44,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             _ => Ok(()),
         },
         Command::Export(args) => cli::export(&args).await,
+        Command::Backup(args) => {
+            let (url, to) = (args.database_url.clone(), args.to.clone());
+            let bytes =
+                tokio::task::spawn_blocking(move || store::backup_sqlite(&url, &to)).await??;
+            println!(
+                "copied the database to {} ({bytes} bytes); to restore, start central on the copy",
+                args.to.display()
+            );
+            Ok(())
+        }
         Command::ConfigSchema => {
             let openapi: serde_json::Value = serde_json::from_str(api::openapi::DOCUMENT.as_str())?;
             println!(

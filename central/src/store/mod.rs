@@ -6,6 +6,7 @@
 
 mod assignments;
 mod audit;
+mod backup;
 mod batches;
 mod commands;
 mod conflicts;
@@ -52,6 +53,7 @@ mod users;
 mod wakeups;
 
 pub use assignments::{AssignmentChange, Versioned};
+pub use backup::backup_sqlite;
 pub use commands::{Acked, CommandRow, NewCommand};
 pub use conflicts::is_conflict;
 pub use cursor::Cursor;

@@ -9,7 +9,7 @@
 //! the agents that run them (a ghost would go on checking a target nobody asked for), even
 //! when its versions moved past the agents' before they asked.
 //!
-//! SQLite only: the copy is SQLite's `VACUUM INTO` of the running database (on PostgreSQL an
+//! SQLite only: the copy is `central backup` of the running database (on PostgreSQL an
 //! operator restores with `pg_dump`/PITR; the agent's side is the same).
 
 use std::time::Duration;
@@ -47,8 +47,7 @@ async fn refused_results_are_held_and_delivered_once_central_takes_them() -> any
     // The copy: the poller is in it, the monitor is not.
     let original = central.dir.path().join("central.db");
     let copy = central.dir.path().join("copy.db");
-    rusqlite::Connection::open(&original)?
-        .execute("VACUUM INTO ?1", [copy.display().to_string()])?;
+    backup(&central, &copy)?;
 
     let monitor = central
         .create_monitor(
@@ -122,6 +121,22 @@ async fn refused_results_are_held_and_delivered_once_central_takes_them() -> any
     Ok(())
 }
 
+/// `central backup --to <to>` of the running central's database.
+fn backup(central: &Central, to: &std::path::Path) -> anyhow::Result<()> {
+    let done = std::process::Command::new(e2e::binary("central"))
+        .arg("backup")
+        .arg("--to")
+        .arg(to)
+        .env("CENTRAL_DATABASE_URL", central.database_url())
+        .output()?;
+    anyhow::ensure!(
+        done.status.success(),
+        "central backup: {}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    Ok(())
+}
+
 /// Sends `signal` (`STOP`, `CONT`) to a process.
 fn signal(pid: u32, signal: &str) -> anyhow::Result<()> {
     let status = std::process::Command::new("kill")
@@ -148,10 +163,8 @@ async fn a_restored_central_stops_the_monitors_it_does_not_have() -> anyhow::Res
         body["items"][0]["id"].as_str().map(str::to_string)
     })
     .await?;
-    let original = central.dir.path().join("central.db");
     let copy = central.dir.path().join("copy.db");
-    rusqlite::Connection::open(&original)?
-        .execute("VACUUM INTO ?1", [copy.display().to_string()])?;
+    backup(&central, &copy)?;
     let ghost = central
         .create_monitor(
             json!({"name": "ghost", "kind": "http", "target": target.url, "interval_ms": 5000}),
