@@ -105,8 +105,8 @@ echo "fuzz-api: central $CENTRAL_BIN on $BASE (work dir $WORK)"
 
 # json_field FIELD: prints FIELD of the JSON object on stdin.
 json_field() { python3 -c 'import json, sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
-# new_poller NAME: makes a registration token with the admin token, registers a poller NAME with
-# it, and prints the poller's access token.
+# new_poller NAME [FIELD]: makes a registration token with the admin token, registers a poller
+# NAME with it, and prints the poller's access token (or FIELD of the answer: `poller_id`).
 new_poller() {
   local reg
   reg=$(curl -sS --fail-with-body -X POST "$BASE/api/v1/registration-tokens" \
@@ -114,11 +114,26 @@ new_poller() {
       -d '{"name":"fuzz","max_uses":1000}' | json_field token)
   curl -sS --fail-with-body -X POST "$BASE/api/poller/register" -H 'Content-Type: application/json' \
       -d "{\"registration_token\":\"$reg\",\"name\":\"$1\",\"capabilities\":[\"http\"],\"version\":\"fuzz\"}" \
-    | json_field access_token
+    | json_field "${2:-access_token}"
 }
 
-# A poller exists during the settings run, so that /api/v1/pollers/... has something to work on.
-new_poller fuzz-poller >/dev/null
+# A poller and a monitor exist during the settings run, so that /api/v1/pollers/... has
+# something to work on, and bodies that must name an existing object (a maintenance window's
+# monitors and pollers, a managed object's id) can: their ids go into the run's configuration
+# as dictionaries (scripts/schemathesis.toml binds them to those fields, half the time).
+POLLER_ID=$(new_poller fuzz-poller poller_id)
+MONITOR_ID=$(curl -sS --fail-with-body -X POST "$BASE/api/v1/monitors" \
+    -H "Authorization: Bearer $ADMIN" -H 'Content-Type: application/json' \
+    -d '{"name":"fuzz","kind":"tcp","target":"127.0.0.1:9","interval_ms":60000,"timeout_ms":1000}' \
+  | json_field id)
+RUN_CONFIG=$WORK/schemathesis.toml
+{
+  cat "$CONFIG"
+  printf '\n# Added by scripts/fuzz-api.sh for this run: objects that exist.\n'
+  printf '[dictionaries.existing_monitor]\nvalues = ["%s"]\n' "$MONITOR_ID"
+  printf '[dictionaries.existing_poller]\nvalues = ["%s"]\n' "$POLLER_ID"
+} >"$RUN_CONFIG"
+CONFIG=$RUN_CONFIG
 
 mkdir -p "$REPORTS"
 # run_st NAME PATH_REGEX TOKEN PHASES: one schemathesis run; records its exit code and duration.

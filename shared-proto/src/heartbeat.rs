@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::monitor::{has_control, MIN_INTERVAL_MS};
+use crate::monitor::{has_control, is_blank, MIN_INTERVAL_MS};
 use crate::ValidationError;
 
 /// The longest period (and grace) a heartbeat may have: a monthly job's.
@@ -39,11 +39,25 @@ pub struct HeartbeatSettings {
     /// A cron expression (five fields: minute hour day-of-month month day-of-week, as crontab
     /// has them) naming when the job runs, instead of a period.
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 120))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            min_length = 1,
+            max_length = 120,
+            pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+        )
+    )]
     pub cron: Option<String>,
     /// The IANA time zone `cron` is read in (`Europe/Paris`); default `UTC`.
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 64))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            min_length = 1,
+            max_length = 64,
+            pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+        )
+    )]
     pub time_zone: Option<String>,
 }
 
@@ -75,7 +89,8 @@ impl HeartbeatSettings {
         ];
         for (field, text, max) in texts {
             if let Some(text) = text {
-                if text.trim().is_empty() || text.len() > max || has_control(text) {
+                // Characters, not bytes, as the OpenAPI document's `maxLength` counts them.
+                if is_blank(text) || text.chars().count() > max || has_control(text) {
                     return Err(ValidationError::new(
                         format!("settings.{field}"),
                         format!("must be 1 to {max} characters of text"),
@@ -227,5 +242,26 @@ mod tests {
         };
         assert_eq!(short.validate().unwrap_err().field, "settings.grace_ms");
         assert_eq!(HeartbeatSettings::default().period(30_000), Some(30_000));
+    }
+
+    /// The texts follow the document's rule: characters (not bytes) up to the maximum, no
+    /// control character (C1 included), not blank.
+    #[test]
+    fn texts_are_counted_in_characters_and_refuse_controls() {
+        let with = |time_zone: &str| HeartbeatSettings {
+            cron: Some("0 3 * * *".into()),
+            time_zone: Some(time_zone.into()),
+            ..HeartbeatSettings::default()
+        };
+        assert!(
+            with(&"é".repeat(64)).validate().is_ok(),
+            "64 characters, 128 bytes"
+        );
+        assert!(with(&"é".repeat(65)).validate().is_err());
+        assert!(
+            with("Europe/\u{83}Paris").validate().is_err(),
+            "a C1 control"
+        );
+        assert!(with(" \t").validate().is_err(), "blank");
     }
 }

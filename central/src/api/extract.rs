@@ -122,7 +122,11 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
     }
 }
 
-/// Path parameters.
+/// Path parameters. A segment that does not parse as its type (an id that is not a UUID)
+/// names nothing, so it is `404 not_found` like an id that parses but names nothing: the
+/// answer does not depend on how a wrong id is wrong, and a client that follows a `null` id
+/// out of a list (`/users/None`) is told there is no such object. A segment that is not UTF-8
+/// once percent-decoded is `400 invalid_path`.
 pub struct ApiPath<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath<T> {
@@ -132,10 +136,30 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath
         axum::extract::Path::<T>::from_request_parts(parts, state)
             .await
             .map(|p| ApiPath(p.0))
-            .map_err(|e: PathRejection| {
-                ApiError::bad_request("invalid_path", format!("{}; ids are UUIDs", e.body_text()))
-            })
+            .map_err(path_rejection)
     }
+}
+
+fn path_rejection(rejection: PathRejection) -> ApiError {
+    use axum::extract::path::ErrorKind;
+    if let PathRejection::FailedToDeserializePathParams(e) = &rejection {
+        // The value is the caller's: at most 64 characters of it come back, escaped.
+        let shown = |value: &str| format!("{:?}", value.chars().take(64).collect::<String>());
+        let named = match e.kind() {
+            ErrorKind::ParseErrorAtKey { key, value, .. }
+            | ErrorKind::DeserializeError { key, value, .. } => {
+                Some(format!("the {key} {}", shown(value)))
+            }
+            ErrorKind::ParseErrorAtIndex { value, .. } | ErrorKind::ParseError { value, .. } => {
+                Some(format!("the id {}", shown(value)))
+            }
+            _ => None,
+        };
+        if let Some(named) = named {
+            return ApiError::NotFound(format!("nothing has {named}: ids are UUIDs"));
+        }
+    }
+    ApiError::bad_request("invalid_path", rejection.body_text())
 }
 
 /// The `If-Match` header of an edit: the `revision` the client read. `"7"`, `7` and `W/"7"`

@@ -228,10 +228,8 @@ pub fn router(app: Arc<App>, options: &HttpOptions, long_polls: Arc<pools::LongP
                 .patch(users::update_user)
                 .delete(users::delete_user),
         )
-        .route(
-            "/users/{id}/sessions",
-            get(users::list_user_sessions).delete(users::end_user_sessions),
-        )
+        .route("/users/{id}/sessions", get(users::list_user_sessions))
+        .route("/users/{id}/log-out", post(users::log_out_user))
         .route(
             "/users/{id}/sessions/{session}",
             delete(users::end_user_session),

@@ -238,7 +238,7 @@ pub async fn poller_scheduler(
     security(("admin_token" = [])),
     request_body = MonitorSpec,
 
-    responses((status = 201, description = "Created.", body = MonitorView, links(("get" = (operation_id = "get_monitor", parameters(("id" = "$response.body#/id")))), ("status" = (operation_id = "monitor_status", parameters(("id" = "$response.body#/id")))), ("update" = (operation_id = "update_monitor", parameters(("id" = "$response.body#/id")))), ("delete" = (operation_id = "delete_monitor", parameters(("id" = "$response.body#/id")))))), super::openapi::SpecErrors)
+    responses((status = 201, description = "Created.", body = MonitorView, links(("get" = (operation_id = "get_monitor", parameters(("id" = "$response.body#/id")))), ("status" = (operation_id = "monitor_status", parameters(("id" = "$response.body#/id")))), ("update" = (operation_id = "update_monitor", parameters(("id" = "$response.body#/id")))), ("check" = (operation_id = "check_monitor", parameters(("id" = "$response.body#/id")))), ("reset" = (operation_id = "reset_monitor", parameters(("id" = "$response.body#/id")))), ("delete" = (operation_id = "delete_monitor", parameters(("id" = "$response.body#/id")))))), super::openapi::SpecErrors)
 )]
 pub async fn create_monitor(
     State(app): State<Arc<App>>,

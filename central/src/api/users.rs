@@ -86,7 +86,7 @@ pub async fn update_user(
 
 #[utoipa::path(
     delete, path = "/api/v1/users/{id}", tag = "users", operation_id = "delete_user",
-    summary = "Remove a user, their API keys and sessions (admin)",
+    summary = "Remove a user: their sessions end, their API keys are revoked (admin)",
     security(("admin_token" = [])),
     params(("id" = Uuid, Path, description = "User id")),
     responses(
@@ -118,14 +118,16 @@ pub async fn list_user_sessions(
     app.user_sessions(id).await.map(Json)
 }
 
+// A `POST` to a verb rather than `DELETE /users/{id}/sessions`: the list of sessions is still
+// there after (empty), and a `DELETE` says the resource at its path is gone.
 #[utoipa::path(
-    delete, path = "/api/v1/users/{id}/sessions", tag = "users", operation_id = "end_user_sessions",
+    post, path = "/api/v1/users/{id}/log-out", tag = "users", operation_id = "log_out_user",
     summary = "End every web session of a user (admin); their next page asks for a login",
     security(("admin_token" = [])),
     params(("id" = Uuid, Path, description = "User id")),
     responses((status = 204, description = "Ended."), super::openapi::IdErrors)
 )]
-pub async fn end_user_sessions(
+pub async fn log_out_user(
     State(app): State<Arc<App>>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<StatusCode> {

@@ -268,14 +268,16 @@ impl Store {
         Ok(count)
     }
 
-    /// Deletes a user with their API keys and web sessions, in one transaction: nothing they
-    /// held works after. `false` if there is no such user.
+    /// Deletes a user with their web sessions and revokes their API keys and the keys they
+    /// made, in one transaction: nothing they held works after. The keys stay listed, revoked,
+    /// so a key's id never turns into "no such key" behind its holder's back. `false` if there
+    /// is no such user.
     pub async fn delete_user(&self, id: &str, now: i64) -> Result<bool, UserConflict> {
         let _guard = self.write_lock().await;
         let mut tx = self.writer.begin().await?;
         self.keep_an_admin(&mut tx, id).await?;
-        // The keys they made for others go too (their own are deleted below).
         revoke_keys_of_and_by(&mut tx, id, now).await?;
+        // Where their keys were used from matters only to a key that can still be used.
         sqlx::query(
             "DELETE FROM api_key_addresses WHERE key_id IN \
              (SELECT id FROM api_keys WHERE user_id = $1)",
@@ -283,10 +285,6 @@ impl Store {
         .bind(id)
         .execute(&mut *tx)
         .await?;
-        sqlx::query("DELETE FROM api_keys WHERE user_id = $1")
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
         sqlx::query("DELETE FROM web_sessions WHERE user_id = $1")
             .bind(id)
             .execute(&mut *tx)

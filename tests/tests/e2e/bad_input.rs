@@ -281,6 +281,8 @@ async fn every_bad_request_gets_a_named_4xx() {
         401,
         &[],
     );
+    // An id that is not a UUID names nothing: 404, as an unknown UUID (a `null` followed
+    // out of a list arrives as `/users/None`).
     assert_error(
         "bad id",
         send(
@@ -291,8 +293,21 @@ async fn every_bad_request_gets_a_named_4xx() {
             None,
         )
         .await,
-        400,
-        &["UUID"],
+        404,
+        &["not-a-uuid", "UUID"],
+    );
+    assert_error(
+        "null id",
+        send(
+            &central,
+            reqwest::Method::DELETE,
+            "/api/v1/users/None",
+            admin,
+            None,
+        )
+        .await,
+        404,
+        &["None", "UUID"],
     );
     assert_error(
         "unknown monitor",

@@ -81,7 +81,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("delete", "/api/v1/api-keys/{id}"),
     ("get", "/api/v1/audit"),
     ("get", "/api/v1/users/{id}/sessions"),
-    ("delete", "/api/v1/users/{id}/sessions"),
+    ("post", "/api/v1/users/{id}/log-out"),
     ("delete", "/api/v1/users/{id}/sessions/{session}"),
     ("get", "/api/v1/managed-objects"),
     ("put", "/api/v1/managed-objects/{kind}/{key}"),

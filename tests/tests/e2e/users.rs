@@ -275,6 +275,27 @@ async fn each_role_does_what_it_allows_and_a_key_never_exceeds_its_owner() -> an
             .await?;
         assert_eq!(status, 401, "a removed user's keys stop");
     }
+    // They stay listed, revoked: a key's id never becomes "no such key" behind its holder.
+    let (_, keys) = central.admin(Method::GET, "/api/v1/api-keys", None).await?;
+    let eds: Vec<&Value> = keys["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|k| k["user_id"] == json!(ed))
+        .collect();
+    assert!(!eds.is_empty(), "{keys}");
+    assert!(eds.iter().all(|k| k["revoked_at"].is_string()), "{keys}");
+    let (status, body) = central
+        .admin(
+            Method::DELETE,
+            &format!(
+                "/api/v1/api-keys/{}",
+                eds[0]["id"].as_str().unwrap_or_default()
+            ),
+            None,
+        )
+        .await?;
+    assert_eq!(status, 409, "revoked already: {body}");
 
     // A key of the right shape with a wrong secret, and garbage, are refused alike.
     let forged = format!("{}wrong", &ana_key[..ana_key.len() - 5]);

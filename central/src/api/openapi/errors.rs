@@ -24,7 +24,8 @@ const POLLER_FORBIDDEN: &str = "`poller_disabled`.";
 const REGISTRATION_FORBIDDEN: &str = "`poller_disabled` (token exchange), or on registration \
     `region_not_allowed` or `capability_not_allowed`: the registration token's region or \
     capabilities do not cover what was asked (no use of the token is counted).";
-const NOT_FOUND: &str = "`not_found`: no object with this id.";
+const NOT_FOUND: &str =
+    "`not_found`: no object with this id (an id that is not a UUID names none).";
 const TOO_LARGE: &str = "`payload_too_large`: body over 256 KiB.";
 const MEDIA_TYPE: &str = "`unsupported_media_type`: send `Content-Type: application/json`.";
 const OVERLOADED: &str = "`overloaded`: retry after `Retry-After` seconds.";
@@ -154,7 +155,7 @@ error_set!(
 error_set!(
     /// Settings-API operations on one object, without a body.
     IdErrors {
-        400 => "`invalid_path`: the id is not a UUID.",
+        400 => "`invalid_path`: the id is not UTF-8 once percent-decoded.",
         401 => ADMIN_UNAUTHORIZED,
         404 => NOT_FOUND,
         503 => OVERLOADED_OR_UNAUDITED,
@@ -164,7 +165,7 @@ error_set!(
 error_set!(
     /// Settings-API lists under one object.
     IdQueryErrors {
-        400 => "`invalid_path` or `invalid_query`.",
+        400 => "`invalid_path` (not UTF-8 once percent-decoded) or `invalid_query`.",
         401 => ADMIN_UNAUTHORIZED,
         404 => NOT_FOUND,
         503 => OVERLOADED,

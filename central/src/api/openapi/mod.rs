@@ -54,7 +54,7 @@ pub use errors::*;
         tagged::pause, tagged::resume,
         ping::ping, ping::ping_signal, ping::new_ping_url, ping::list_pings,
         users::create_user, users::list_users, users::get_user, users::update_user,
-        users::delete_user, users::list_user_sessions, users::end_user_sessions,
+        users::delete_user, users::list_user_sessions, users::log_out_user,
         users::end_user_session, users::create_api_key, users::list_api_keys, users::revoke_api_key,
         audit::list_audit, managed::list_managed, managed::manage, managed::unmanage,
     ),
@@ -124,6 +124,7 @@ pub static DOCUMENT: LazyLock<String> = LazyLock::new(|| {
     let mut document =
         serde_json::to_value(ApiDoc::openapi()).expect("the OpenAPI document serialises");
     tidy::state_item_rules(&mut document);
+    tidy::state_window_rules(&mut document);
     tidy::headers_are_never_null(&mut document);
     kinds::one_of_per_kind(&mut document);
     tidy::tidy_formats(&mut document);

@@ -99,6 +99,47 @@ pub(super) fn state_item_rules(document: &mut serde_json::Value) {
     }
 }
 
+/// Rules between a maintenance window's fields that JSON Schema can state (the server checks
+/// the same in `MaintenanceWindowSpec::validate`): `ends_at` or `recurrence`, not both; a
+/// scope of at least one monitor, poller, region or tag; `stop_checks` only with monitors
+/// named by id or tag. What no schema states (an end a minute to 366 days after the start, a
+/// rule and time zone that read) stays a `422 invalid_combination`/`invalid_value`.
+pub(super) fn state_window_rules(document: &mut serde_json::Value) {
+    use serde_json::{json, Value};
+    let Some(Value::Object(spec)) =
+        document.pointer_mut("/components/schemas/MaintenanceWindowSpec")
+    else {
+        return;
+    };
+    let named = |field: &str| json!({"required": [field], "properties": {field: {"minItems": 1}}});
+    spec.insert(
+        "oneOf".into(),
+        json!([
+            {"required": ["ends_at"],
+             "properties": {"ends_at": {"type": "string"}, "recurrence": {"type": "null"}}},
+            {"required": ["recurrence"],
+             "properties": {"recurrence": {"type": "object"}, "ends_at": {"type": "null"}}},
+        ]),
+    );
+    spec.insert(
+        "anyOf".into(),
+        json!([
+            named("monitor_ids"),
+            named("poller_ids"),
+            named("regions"),
+            named("tags")
+        ]),
+    );
+    spec.insert(
+        "if".into(),
+        json!({"required": ["stop_checks"], "properties": {"stop_checks": {"const": true}}}),
+    );
+    spec.insert(
+        "then".into(),
+        json!({"anyOf": [named("monitor_ids"), named("tags")]}),
+    );
+}
+
 /// The keywords that constrain the string or number itself, as opposed to describing the field.
 const VALUE_KEYWORDS: [&str; 7] = [
     "format",
