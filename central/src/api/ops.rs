@@ -102,7 +102,8 @@ pub async fn openapi() -> impl IntoResponse {
 }
 
 #[utoipa::path(get, path = "/api/v1/version", tag = "ops", operation_id = "version",
-    responses((status = 200, description = "This central's version and the check kinds it knows.", body = shared_proto::settings_api::VersionView)))]
+    security(("admin_token" = [])),
+    responses((status = 200, description = "This central's version and the check kinds it knows.", body = shared_proto::settings_api::VersionView), super::openapi::ReadErrors))]
 pub async fn version() -> Json<shared_proto::settings_api::VersionView> {
     Json(shared_proto::settings_api::VersionView {
         version: env!("CARGO_PKG_VERSION").to_string(),
