@@ -225,3 +225,99 @@ async fn a_quorum_of_locations_decides_down_and_a_lone_failure_is_degraded() -> 
     .await?;
     Ok(())
 }
+
+/// Issue 68 for `multi` monitors: after an outage everywhere of 90 s (past the 10th failure,
+/// where the previous release's breaker opened for five minutes), each location's first check
+/// after the recovery comes within one interval and two seconds of it, the combined status is
+/// `up` at central within one interval and eight seconds, and each location's downtime and
+/// the quorum's are the outage's length within one interval.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_location_sees_a_recovery_within_one_interval() -> anyhow::Result<()> {
+    const INTERVAL_MS: i64 = 5_000;
+    let ms = |at: &Value| {
+        chrono::DateTime::parse_from_rfc3339(at.as_str().unwrap_or_default())
+            .map(|t| t.timestamp_millis())
+            .unwrap_or_default()
+    };
+    let central = Central::start().await?;
+    let target = RegionalTarget::start().await?;
+    let _eu = central.start_agent("eu-1", "eu").await?;
+    let _us = central.start_agent("us-1", "us").await?;
+    let monitor = central
+        .create_monitor(
+            json!({"name": "two places", "kind": "http", "target": target.url,
+            "interval_ms": INTERVAL_MS, "poller_mode": "multi", "poller_regions": ["eu", "us"],
+            "quorum": 2}),
+        )
+        .await?;
+    wait_for(&central, &monitor, "up", &[("eu", "up"), ("us", "up")]).await?;
+
+    let down_from = chrono::Utc::now().timestamp_millis();
+    target.fail_for(&["eu-1", "us-1"]);
+    wait_for(
+        &central,
+        &monitor,
+        "down",
+        &[("eu", "down"), ("us", "down")],
+    )
+    .await?;
+    tokio::time::sleep(
+        Duration::from_millis(90_000).saturating_sub(Duration::from_millis(
+            (chrono::Utc::now().timestamp_millis() - down_from) as u64,
+        )),
+    )
+    .await;
+    target.fail_for(&[]);
+    let recovered = chrono::Utc::now().timestamp_millis();
+    let seen = eventually(
+        Duration::from_millis(INTERVAL_MS as u64 + 8_000),
+        "the recovery at central",
+        || async {
+            let status = central.status(&monitor).await.ok()?;
+            (status["status"] == "up").then(|| chrono::Utc::now().timestamp_millis())
+        },
+    )
+    .await?;
+    eprintln!("up at central {} ms after the recovery", seen - recovered);
+
+    let results = central.results(&monitor).await?;
+    for region in ["eu", "us"] {
+        let first_up = results
+            .iter()
+            .filter(|r| r["region"] == region && r["status"] == "up")
+            .map(|r| ms(&r["ts"]))
+            .filter(|ts| *ts >= recovered)
+            .min();
+        let first_up = first_up.unwrap_or_else(|| panic!("{region}: an up result after it"));
+        assert!(
+            first_up - recovered <= INTERVAL_MS + 2_000,
+            "{region}: the first check after the recovery came {} ms after it",
+            first_up - recovered
+        );
+    }
+    let (code, uptime) = central
+        .admin(
+            Method::GET,
+            &format!("/api/v1/monitors/{monitor}/uptime"),
+            None,
+        )
+        .await?;
+    assert_eq!(code, 200, "{uptime}");
+    let truth = recovered - down_from;
+    let down_ms = |window: &Value| window["down_ms"].as_i64().unwrap_or(-1);
+    let mut counted = vec![("quorum".to_string(), down_ms(&uptime["24h"]))];
+    for location in uptime["locations"].as_array().into_iter().flatten() {
+        counted.push((
+            location["region"].as_str().unwrap_or("?").to_string(),
+            down_ms(&location["24h"]),
+        ));
+    }
+    assert_eq!(counted.len(), 3, "{uptime}");
+    for (whose, down) in counted {
+        assert!(
+            (down - truth).abs() <= INTERVAL_MS + 2_000,
+            "{whose}: an outage of {truth} ms counted as {down} ms down"
+        );
+    }
+    Ok(())
+}
