@@ -33,9 +33,9 @@ pub enum Command {
     Openapi,
     /// Apply a configuration file (monitors as code) to a running central: shows the plan,
     /// then makes it so. Exit code 2 with `--dry-run` when the server differs from the file.
-    Apply(crate::cli::ApplyArgs),
+    Apply(ApplyArgs),
     /// Write the running configuration as a file for `apply` (secrets as `${…}` references).
-    Export(crate::cli::ExportArgs),
+    Export(ExportArgs),
     /// Print the JSON Schema of the configuration file.
     ConfigSchema,
     /// Write a consistent copy of central's SQLite database while it runs; restore by starting
@@ -385,4 +385,63 @@ pub struct DemoArgs {
     /// Where the demo keeps central's database and the agent's queue.
     #[arg(long, default_value = "./demo-data")]
     pub data_dir: PathBuf,
+}
+
+// The arguments of `apply` and `export`, the client commands (`cli`): parsed here with the
+// rest of the command line, used there.
+
+/// The prefix of the environment variables a configuration file may name (`${CENTRAL_VAR_…}`).
+pub const DEFAULT_ENV_PREFIX: &str = "CENTRAL_VAR_";
+
+/// Where central is and who is calling.
+#[derive(Debug, Clone, Args)]
+pub struct ServerArgs {
+    /// Central's address.
+    #[arg(long, env = "CENTRAL_URL", default_value = "http://127.0.0.1:8080")]
+    pub server: String,
+    /// An API key (`pkey_…`) or the admin token.
+    #[arg(long, env = "CENTRAL_API_KEY", hide_env_values = true)]
+    pub api_key: String,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ApplyArgs {
+    /// The configuration file (`-`: standard input).
+    #[arg(short = 'f', long = "file")]
+    pub file: String,
+    /// Only show the plan; exit with 2 when the server differs from the file (for CI).
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Delete what an earlier file made and this one no longer has (never without it).
+    #[arg(long)]
+    pub prune: bool,
+    #[command(flatten)]
+    pub variables: VariableArgs,
+    #[command(flatten)]
+    pub server: ServerArgs,
+}
+
+/// Which environment variables a file may name as `${NAME}`.
+#[derive(Debug, Clone, Args)]
+pub struct VariableArgs {
+    /// `apply` takes `${NAME}` only for names that start with this (and `export` writes its
+    /// references with it), so that a file merged from a pull request cannot read CI's
+    /// other secrets; `CENTRAL_API_KEY` and `CENTRAL_ADMIN_TOKEN` are never taken.
+    #[arg(
+        long = "env-prefix",
+        env = "CENTRAL_APPLY_ENV_PREFIX",
+        default_value = DEFAULT_ENV_PREFIX
+    )]
+    pub env_prefix: String,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ExportArgs {
+    /// Where to write the file (default: standard output).
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<String>,
+    #[command(flatten)]
+    pub variables: VariableArgs,
+    #[command(flatten)]
+    pub server: ServerArgs,
 }

@@ -27,8 +27,8 @@ pub enum ApiError {
     /// (`service::access::required_role`).
     #[error("this needs the {needed} role; {who} has the {has} role")]
     RoleRequired {
-        needed: crate::service::access::Role,
-        has: crate::service::access::Role,
+        needed: shared_proto::users::Role,
+        has: shared_proto::users::Role,
         who: String,
     },
     /// The poller behind valid credentials was deleted: its agent should stop probing.

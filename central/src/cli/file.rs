@@ -56,7 +56,7 @@ pub struct WindowEntry {
 }
 
 /// The prefix of the variables `${NAME}` may name, unless `--env-prefix` says another.
-pub const DEFAULT_PREFIX: &str = "CENTRAL_VAR_";
+pub const DEFAULT_PREFIX: &str = crate::config::DEFAULT_ENV_PREFIX;
 
 /// Variables no file may name, whatever the prefix: the credentials `apply` itself runs with.
 const NEVER_TAKEN: [&str; 2] = ["CENTRAL_API_KEY", "CENTRAL_ADMIN_TOKEN"];

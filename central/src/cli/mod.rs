@@ -12,66 +12,14 @@ mod plan;
 
 use std::collections::{BTreeSet, HashMap};
 
-use clap::Args;
 use shared_proto::as_code::ManagedKind;
+
+pub use crate::config::{ApplyArgs, ExportArgs, ServerArgs, VariableArgs};
 
 use self::client::Client;
 use self::file::ConfigFile;
 use self::forms::Keys;
 use self::plan::{Current, Plan};
-
-/// Where central is and who is calling.
-#[derive(Debug, Clone, Args)]
-pub struct ServerArgs {
-    /// Central's address.
-    #[arg(long, env = "CENTRAL_URL", default_value = "http://127.0.0.1:8080")]
-    pub server: String,
-    /// An API key (`pkey_…`) or the admin token.
-    #[arg(long, env = "CENTRAL_API_KEY", hide_env_values = true)]
-    pub api_key: String,
-}
-
-#[derive(Debug, Clone, Args)]
-pub struct ApplyArgs {
-    /// The configuration file (`-`: standard input).
-    #[arg(short = 'f', long = "file")]
-    pub file: String,
-    /// Only show the plan; exit with 2 when the server differs from the file (for CI).
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Delete what an earlier file made and this one no longer has (never without it).
-    #[arg(long)]
-    pub prune: bool,
-    #[command(flatten)]
-    pub variables: VariableArgs,
-    #[command(flatten)]
-    pub server: ServerArgs,
-}
-
-/// Which environment variables a file may name as `${NAME}`.
-#[derive(Debug, Clone, Args)]
-pub struct VariableArgs {
-    /// `apply` takes `${NAME}` only for names that start with this (and `export` writes its
-    /// references with it), so that a file merged from a pull request cannot read CI's
-    /// other secrets; `CENTRAL_API_KEY` and `CENTRAL_ADMIN_TOKEN` are never taken.
-    #[arg(
-        long = "env-prefix",
-        env = "CENTRAL_APPLY_ENV_PREFIX",
-        default_value = file::DEFAULT_PREFIX
-    )]
-    pub env_prefix: String,
-}
-
-#[derive(Debug, Clone, Args)]
-pub struct ExportArgs {
-    /// Where to write the file (default: standard output).
-    #[arg(short = 'o', long = "output")]
-    pub output: Option<String>,
-    #[command(flatten)]
-    pub variables: VariableArgs,
-    #[command(flatten)]
-    pub server: ServerArgs,
-}
 
 /// What `apply` found: the process exits with 2 on `Drift` (a dry run that would change
 /// something).

@@ -1,6 +1,7 @@
-//! Which replica runs the duties that must run once at a time (`crate::duties`): the holder of
-//! the `duties` lease in the database. Every replica runs this loop; whoever holds the lease
-//! renews it, the others try to take it once it has expired. It knows nothing of the duties:
+//! Which replica runs the duties that must run once at a time (the `duties` module): the holder of
+//! the `duties` lease in the database: the lease's timings and what this replica holds. Every
+//! replica runs the loop (`duties::lease`); whoever holds the lease renews it, the others try
+//! to take it once it has expired. It knows nothing of the duties:
 //! the runner waits on [`Leadership::gained`] and [`Leadership::lost`].
 //!
 //! Lease times are the replicas' wall clocks (keep them within `CLOCK_MARGIN` with NTP): a holder
@@ -8,25 +9,22 @@
 //! clock runs ahead takes over no sooner than the holder has stopped.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
 // Tokio's clock, which tests can pause and advance.
 use tokio::time::Instant;
 
-use crate::service::App;
-
-const LEASE: &str = "duties";
+pub(crate) const LEASE: &str = "duties";
 /// How long a taken lease lasts without renewal: also how long duties pause when the leader
 /// dies without a word (`kill -9`), before another replica takes over.
-const TTL: Duration = Duration::from_secs(10);
-const RENEW_EVERY: Duration = Duration::from_secs(2);
-const CLOCK_MARGIN: Duration = Duration::from_secs(2);
+pub(crate) const TTL: Duration = Duration::from_secs(10);
+pub(crate) const RENEW_EVERY: Duration = Duration::from_secs(2);
+pub(crate) const CLOCK_MARGIN: Duration = Duration::from_secs(2);
 /// A lease nobody looked at for longer than this was left alone: central was down in between,
 /// and pollers could not report meanwhile. A shorter gap is told by who looked last: a replica
 /// back from a restart that finds itself the last is a central that was down too.
-const LAPSE: Duration = Duration::from_secs(5);
+pub(crate) const LAPSE: Duration = Duration::from_secs(5);
 
 /// A replica's view of its own leadership: until when it counts itself the lease holder.
 /// Cheap to clone and to ask; a clone can wait for the lease to be gained or lost.
@@ -36,7 +34,7 @@ pub struct Leadership {
 }
 
 impl Leadership {
-    fn new() -> (watch::Sender<Option<Instant>>, Leadership) {
+    pub(crate) fn new() -> (watch::Sender<Option<Instant>>, Leadership) {
         let (tell, until) = watch::channel(None);
         (tell, Leadership { until })
     }
@@ -86,45 +84,6 @@ pub fn replica_name(listening: SocketAddr) -> String {
         .map(|name| name.trim().to_string())
         .unwrap_or_else(|_| "localhost".into());
     format!("{host}/{listening}")
-}
-
-/// Starts the lease loop of this replica.
-pub fn spawn(app: Arc<App>, holder: String) -> Leadership {
-    let (tell, leadership) = Leadership::new();
-    tokio::spawn(async move {
-        let mut ticker = tokio::time::interval(RENEW_EVERY);
-        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut was_leader = false;
-        // Until this process's first look at the lease lands.
-        let mut returning = true;
-        loop {
-            ticker.tick().await;
-            let asked = Instant::now();
-            let held = match app.take_lease(LEASE, &holder, TTL, LAPSE, returning).await {
-                Ok(lease) => {
-                    returning = false;
-                    app.cluster.set_watching_since(lease.held_since);
-                    lease.held
-                }
-                Err(e) => {
-                    // Unknown: the write may or may not have landed. Stop leading at once; the
-                    // lease itself runs out on its own if nobody renews it.
-                    tracing::warn!("renewing the duties lease failed: {e:#}");
-                    false
-                }
-            };
-            tell.send_replace(held.then(|| asked + TTL - CLOCK_MARGIN));
-            if held != was_leader {
-                if held {
-                    tracing::info!(replica = %holder, "this replica now runs the once-only duties");
-                } else {
-                    tracing::info!(replica = %holder, "this replica no longer runs the once-only duties");
-                }
-                was_leader = held;
-            }
-        }
-    });
-    leadership
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! wake-ups from other replicas, following the admin token and the signing keys, flushing the
 //! results head on SQLite, rendering `/metrics` ahead of a steady scraper); the replica that holds the duties lease (`cluster::lease`) runs the
 //! duties that must run once at a time: `liveness` (pollers' status and placement), `alerting`
-//! (looks and the outbox), notification delivery (`notify::dispatch`), `upkeep`
+//! (looks and the outbox), notification delivery (`duties::delivery`), `upkeep`
 //! (compaction, pruning, folding rollups) and `sso_recheck` (linked users checked with the
 //! identity provider). Those are started together when this replica takes
 //! the lease and cancelled together when it loses it, so that none of them asks whether it
@@ -11,10 +11,13 @@
 //! a pause, never silently gone. This module knows nothing of what the duties do.
 
 pub mod alerting;
+pub mod delivery;
+mod lease;
 pub mod liveness;
 pub mod metrics_ahead;
 pub mod sso_recheck;
 pub mod upkeep;
+mod wakeups;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -23,8 +26,7 @@ use std::time::Duration;
 
 use tokio::task::JoinSet;
 
-use crate::cluster::lease::{self, Leadership};
-use crate::cluster::wakeups;
+use crate::cluster::lease::{replica_name, Leadership};
 use crate::service::{self, App};
 
 /// The pause before a duty that panicked starts again: short enough that a lease holder's
@@ -34,7 +36,7 @@ const RESTART_AFTER: Duration = Duration::from_secs(1);
 /// Starts this replica's background work; `listening` names it as a lease holder.
 pub fn start(app: Arc<App>, listening: SocketAddr) {
     wakeups::spawn(app.clone());
-    let leadership = lease::spawn(app.clone(), lease::replica_name(listening));
+    let leadership = lease::spawn(app.clone(), replica_name(listening));
     let a = app.clone();
     tokio::spawn(supervised("admin token", move || {
         service::admin_token::follow(a.clone())
@@ -66,7 +68,7 @@ async fn lead(app: Arc<App>, mut leadership: Leadership) {
         duties.spawn(supervised("alerting", move || alerting::run(a.clone())));
         let a = app.clone();
         duties.spawn(supervised("notification delivery", move || {
-            crate::notify::dispatch::run(a.clone(), a.notifier.clone())
+            delivery::run(a.clone(), a.notifier.clone())
         }));
         let a = app.clone();
         duties.spawn(supervised("upkeep", move || upkeep::run(a.clone())));
@@ -80,7 +82,7 @@ async fn lead(app: Arc<App>, mut leadership: Leadership) {
         }));
         leadership.lost().await;
         // Aborted wherever they are: a delivery under way is not recorded here, and its
-        // claim keeps the next holder off the row until it expires (`notify::dispatch`).
+        // claim keeps the next holder off the row until it expires (`duties::delivery`).
         duties.shutdown().await;
         tracing::info!("the lease holder's duties stopped: the lease was lost");
     }
@@ -168,3 +170,7 @@ mod tests {
         );
     }
 }
+
+// Test builds only; last, so that nothing after it is taken for shipped code.
+#[cfg(test)]
+mod alerting_model_tests;

@@ -1,11 +1,11 @@
-//! Delivery only: one sender per channel kind, and the outbox dispatcher (`dispatch`). It
+//! Delivery only: one sender per channel kind (the outbox's dispatcher, `duties::delivery`,
+//! hands them notices). It
 //! knows nothing about monitors beyond the message it is handed, and decides nothing about
 //! who is told what (that is `service::alerts`).
 
 mod alertmanager;
 mod chat;
 pub mod destination;
-pub mod dispatch;
 mod email;
 mod facts;
 mod incidents;
@@ -134,7 +134,7 @@ impl Notifier {
         channel: &ChannelRow,
         messages: &[Notification],
     ) -> Result<(), String> {
-        let options = crate::service::channels::ChannelOptions::of(channel)
+        let options = crate::store::ChannelOptions::of(channel)
             .map_err(|e| format!("the stored channel options are unreadable: {e}"))?;
         let url = channel.url.as_deref().ok_or("the channel has no url")?;
         let headers = stored_headers(channel);
@@ -171,7 +171,7 @@ impl Notifier {
             .as_deref()
             .or(kind.default_url())
             .ok_or_else(|| "the channel has no url".to_string())?;
-        let options = crate::service::channels::ChannelOptions::of(channel)
+        let options = crate::store::ChannelOptions::of(channel)
             .map_err(|e| format!("the stored channel options are unreadable: {e}"))?;
         let headers = stored_headers(channel);
         let sending = async {
@@ -245,7 +245,7 @@ impl Notifier {
         kind: ChannelKind,
         url: &str,
         channel: &ChannelRow,
-        options: &crate::service::channels::ChannelOptions,
+        options: &crate::store::ChannelOptions,
         message: &Notification,
     ) -> Result<Vec<Outgoing>, String> {
         let facts = Facts::of(message, self.public_url.as_deref());

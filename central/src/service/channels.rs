@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use shared_proto::notifications::{
     ChannelKind, ChannelPatch, ChannelSpec, ChannelTestResult, DeliveryStatus, Notification,
-    NotificationEvent, NotificationView, WebhookFormat,
+    NotificationEvent, NotificationView,
 };
 use shared_proto::settings_api::Page;
 use shared_proto::ValidationError;
@@ -13,7 +13,7 @@ use uuid::Uuid;
 use super::tokens::page;
 use super::{stored_id, time_of, App};
 use crate::error::{ApiError, ApiResult};
-use crate::store::{ChannelRow, Cursor, MonitorRow, OutboxRow};
+use crate::store::{ChannelOptions, ChannelRow, Cursor, MonitorRow, OutboxRow};
 
 pub use shared_proto::notifications::ChannelView;
 
@@ -196,29 +196,6 @@ fn channel_row(id: Uuid, spec: &ChannelSpec, created_at: i64, updated_at: i64) -
         .unwrap_or_else(|_| "{}".into()),
         created_at,
         updated_at,
-    }
-}
-
-/// What the `options` column holds: the fields only some kinds have.
-#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
-pub struct ChannelOptions {
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub urls: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub format: Option<WebhookFormat>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub template: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub chat_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub user_key: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub topic: Option<String>,
-}
-
-impl ChannelOptions {
-    pub fn of(row: &ChannelRow) -> anyhow::Result<Self> {
-        Ok(serde_json::from_str(&row.options)?)
     }
 }
 

@@ -351,3 +351,7 @@ pub(crate) fn patch_does_not_fit(error: ApiError) -> ApiError {
         other => other,
     }
 }
+
+// Test builds only; last, so that nothing after it is taken for shipped code.
+#[cfg(test)]
+pub(crate) mod testing;

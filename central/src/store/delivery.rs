@@ -1,4 +1,4 @@
-//! The outbox's delivery bookkeeping, for `notify::dispatch`: a channel's queue, the claims
+//! The outbox's delivery bookkeeping, for `duties::delivery`: a channel's queue, the claims
 //! that keep other replicas off the rows being sent, and the record of each attempt.
 //!
 //! Claims and records are taken for several rows at once: at 100,000 monitors a fleet coming

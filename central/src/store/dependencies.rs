@@ -474,7 +474,9 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::testing::{sqlite_store, NewestDecides};
+    use crate::store::testing::sqlite_store;
+
+    use crate::service::testing::NewestDecides;
     use crate::store::{AliasInsert, AliasRow, NewResult};
 
     fn document(id: &str, ts: i64, items: &[(&str, &'static str, Option<&str>)]) -> NewResult {

@@ -143,7 +143,9 @@ impl Lent {
 mod tests {
     use std::collections::HashSet;
 
-    use crate::store::testing::{result, sqlite_store, NewestDecides};
+    use crate::store::testing::{result, sqlite_store};
+
+    use crate::service::testing::NewestDecides;
     use crate::store::{
         DependencyDiff, DependencyReport, DependencyRow, IngestRules, StoredVerdict, TimeCredit,
         TimePoint,

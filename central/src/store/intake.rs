@@ -203,8 +203,9 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use super::*;
-    use crate::store::testing::{result, sqlite_store, NewestDecides};
+    use crate::store::testing::{result, sqlite_store};
 
+    use crate::service::testing::NewestDecides;
     /// Lets every result stand, and records whom the placements it was given assign `m1` to.
     struct Recording {
         ids: Vec<String>,

@@ -93,7 +93,9 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::testing::{sqlite_store, NewestDecides};
+    use crate::store::testing::sqlite_store;
+
+    use crate::service::testing::NewestDecides;
     use crate::store::NewResult;
 
     fn result(id: &str, monitor: &str, ts: i64, region: &str) -> NewResult {

@@ -45,8 +45,6 @@ mod sso_links;
 mod statements;
 mod status_moves;
 mod status_rows;
-#[cfg(test)]
-pub(crate) mod testing;
 mod timeline;
 mod tokens;
 mod users;
@@ -75,7 +73,7 @@ pub use managed::ManagedRow;
 pub use minutes::CountedResult;
 pub use monitor_reads::{ListFilter, StatusRow};
 pub use monitors::{LinkConflict, MonitorRow};
-pub use notifications::{AlertStateRow, AlertUpdate, ChannelRow, OutboxRow};
+pub use notifications::{AlertStateRow, AlertUpdate, ChannelOptions, ChannelRow, OutboxRow};
 pub use placement_due::{QueuedPlacement, Reach};
 pub use pollers::{HeartbeatUpdate, PollerRow};
 pub use push::{PingRow, PushState};
@@ -572,3 +570,7 @@ mod redaction_tests {
         assert!(!redacted("postgres://a:s3cret@[bad").contains("s3cret"));
     }
 }
+
+// Test builds only; last, so that nothing after it is taken for shipped code.
+#[cfg(test)]
+pub(crate) mod testing;

@@ -2,6 +2,7 @@
 //! (which is also the delivery log). Alert-state changes and the notifications they cause are
 //! written in one transaction, so a notification is never lost nor made twice by a restart.
 
+use shared_proto::notifications::WebhookFormat;
 use sqlx::any::AnyRow;
 use sqlx::{Any, FromRow, Row, Transaction};
 
@@ -20,12 +21,35 @@ pub struct ChannelRow {
     pub email_from: Option<String>,
     /// JSON array.
     pub email_to: String,
-    /// JSON object of the fields only some kinds have (`service::channels::ChannelOptions`).
+    /// JSON object of the fields only some kinds have (`ChannelOptions`).
     pub options: String,
     /// JSON array: the tags whose monitors tell this channel.
     pub tags: String,
     pub created_at: i64,
     pub updated_at: i64,
+}
+
+/// What the `options` column holds: the fields only some kinds have.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct ChannelOptions {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub urls: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<WebhookFormat>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topic: Option<String>,
+}
+
+impl ChannelOptions {
+    pub fn of(row: &ChannelRow) -> anyhow::Result<Self> {
+        Ok(serde_json::from_str(&row.options)?)
+    }
 }
 
 impl FromRow<'_, AnyRow> for ChannelRow {

@@ -275,7 +275,9 @@ async fn store_cut(tx: &mut sqlx::Transaction<'_, sqlx::Any>, cut: i64) -> anyho
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::testing::{result, sqlite_store, NewestDecides};
+    use crate::store::testing::{result, sqlite_store};
+
+    use crate::service::testing::NewestDecides;
     use crate::store::{Cursor, MonitorRow, NewResult};
 
     fn of(id: &str, monitor: &str, ts: i64) -> NewResult {

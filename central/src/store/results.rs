@@ -388,7 +388,9 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::testing::{result, sqlite_store, NewestDecides};
+    use crate::store::testing::{result, sqlite_store};
+
+    use crate::service::testing::NewestDecides;
     use crate::store::Cursor;
 
     /// On SQLite the head learns each stored result's rowid from the insert itself: a result

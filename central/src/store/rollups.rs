@@ -564,8 +564,9 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::testing::{sqlite_store, NewestDecides};
+    use crate::store::testing::sqlite_store;
 
+    use crate::service::testing::NewestDecides;
     fn result(id: &str, ts: i64, status: &str, latency: i64, region: Option<&str>) -> NewResult {
         NewResult {
             id: id.into(),

@@ -1,12 +1,11 @@
 //! Helpers for the store's unit tests and the service's (test builds only): a SQLite store in a
-//! temporary directory, rows and results to write, simple ingest rules, and a way to place a
+//! temporary directory, rows and results to write, and a way to place a
 //! write among queued ones. Must not be reached from code that ships.
 
-use std::collections::HashSet;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
-use super::{IngestRules, PollerRow, Store, StoredVerdict, TimeCredit, TimePoint};
+use super::{PollerRow, Store};
 
 /// A runtime for a property test's async cases (`proptest!` bodies are not async).
 pub fn runtime() -> tokio::runtime::Runtime {
@@ -91,67 +90,6 @@ pub fn poller_row(created_at: i64, now: i64) -> PollerRow {
         last_error_at: None,
     }
 }
-use crate::service::uptime::Timeline;
-
-/// Confirms every verdict at once (thresholds of 1), and lets every result stand for at
-/// most 2 minutes (a one-minute monitor), for store tests.
-pub struct NewestDecides;
-
-pub const STORE_TEST_TIMELINE: Timeline = Timeline {
-    cap_ms: 120_000,
-    quorum: None,
-    pause: None,
-};
-
-impl IngestRules for NewestDecides {
-    fn advance(&self, _: &str, state: StoredVerdict, result: &str) -> StoredVerdict {
-        let run = match state.status.as_deref() {
-            Some(status) if status == result => state.run_length + 1,
-            _ => 1,
-        };
-        StoredVerdict {
-            confirmed: Some(result.to_string()),
-            status: Some(result.to_string()),
-            run_length: run,
-        }
-    }
-
-    fn unchanged_until(&self, _: &str, ts: i64) -> i64 {
-        crate::service::status::unchanged_until(ts, 60_000)
-    }
-
-    fn interval_ms(&self, _: &str) -> i64 {
-        60_000
-    }
-
-    fn lookback_ms(&self, _: &str) -> i64 {
-        STORE_TEST_TIMELINE.cap_ms
-    }
-
-    fn credit_time(
-        &self,
-        _: &str,
-        _: Option<&str>,
-        history: &[&TimePoint],
-        new: &HashSet<&str>,
-        old_until: Option<i64>,
-        new_until: i64,
-    ) -> Vec<TimeCredit> {
-        STORE_TEST_TIMELINE.credit(history, new, old_until, new_until)
-    }
-
-    fn dependency_diff(
-        &self,
-        monitor_id: &str,
-        region: &str,
-        at: i64,
-        before: &[super::DependencyRow],
-        report: &super::DependencyReport,
-    ) -> super::DependencyDiff {
-        crate::service::dependencies::rules::diff(monitor_id, region, at, before, report, false)
-    }
-}
-
 /// A result of monitor `m1`, checked from one place at `ts`, 5 ms.
 pub fn result(id: &str, ts: i64, status: &str) -> super::NewResult {
     super::NewResult {

@@ -402,7 +402,9 @@ mod tests {
 
     use super::*;
     use crate::service::uptime::Timeline;
-    use crate::store::testing::{sqlite_store, NewestDecides};
+    use crate::store::testing::sqlite_store;
+
+    use crate::service::testing::NewestDecides;
     use crate::store::{StoredVerdict, TimeCredit};
 
     /// A multi-location monitor's rules: a quorum of 2, results standing 25 s at most.

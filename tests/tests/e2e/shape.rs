@@ -1,15 +1,19 @@
 //! The shape of central's code, checked on every run so that it cannot drift back unnoticed
 //! (issue 69; `../shared/tools/shape` prints the same figures). Lines that are met are held;
-//! figures still above their line are ratchets: they may fall, never rise. Lower a ratchet
+//! figures still above their line are ratchets: they may fall, never rise. Top-level modules
+//! of central import one another one way only (no cycle). Lower a ratchet
 //! when the work lowers the figure. Test code (from a `#[cfg(test)]` line on) is not counted.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Figures met: held at their line.
 const LARGEST_FILE_LINES: usize = 600;
 const APP_FIELDS: usize = 12;
-/// Ratchets: today's figures, above their line (10 and 0).
-const BACKEND_BRANCHES_OUTSIDE_THE_DIALECT: usize = 81;
+/// Ratchets: today's figures, above their line (10 and 0). 81 branches were counted until a
+/// test-only `mod testing;` early in `store/mod.rs` was moved to its end: the count stopped
+/// there and missed the 20 branches of the store's connection set-up below it.
+const BACKEND_BRANCHES_OUTSIDE_THE_DIALECT: usize = 101;
 const UNSAFE_BLOCKS: usize = 2;
 
 fn root() -> PathBuf {
@@ -112,6 +116,13 @@ fn central_keeps_its_shape() {
         ));
     }
 
+    if let Some(cycle) = import_cycle(&root().join("central/src"), &central) {
+        over.push(format!(
+            "central's top-level modules import one another in a circle: {}",
+            cycle.join(" -> ")
+        ));
+    }
+
     let loose_tests: Vec<String> = std::fs::read_dir(root().join("tests/tests"))
         .unwrap()
         .filter_map(|e| {
@@ -133,4 +144,65 @@ fn central_keeps_its_shape() {
         "central's shape slipped:\n{}",
         over.join("\n")
     );
+}
+
+/// A circle of imports (`crate::x` named in module `y`'s code) between central's top-level
+/// modules, if there is one: the first found by a depth-first walk.
+fn import_cycle(src: &Path, central: &[(PathBuf, Vec<String>)]) -> Option<Vec<String>> {
+    let top = |path: &Path| -> String {
+        let first = path.strip_prefix(src).unwrap().components().next().unwrap();
+        let name = first.as_os_str().to_string_lossy();
+        name.strip_suffix(".rs").unwrap_or(&name).to_string()
+    };
+    let modules: BTreeSet<String> = central
+        .iter()
+        .map(|(p, _)| top(p))
+        .filter(|m| m != "main" && m != "lib")
+        .collect();
+    let mut imports: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (path, code) in central {
+        let from = top(path);
+        if !modules.contains(&from) {
+            continue;
+        }
+        for line in code {
+            for (at, _) in line.match_indices("crate::") {
+                let name: String = line[at + "crate::".len()..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
+                    .collect();
+                if name != from && modules.contains(&name) {
+                    imports.entry(from.clone()).or_default().insert(name);
+                }
+            }
+        }
+    }
+    // Depth-first, with the path walked so far: meeting a module on it closes a circle.
+    fn walk(
+        at: &str,
+        imports: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(start) = path.iter().position(|m| m == at) {
+            let mut cycle = path[start..].to_vec();
+            cycle.push(at.to_string());
+            return Some(cycle);
+        }
+        if !done.insert(at.to_string()) {
+            return None;
+        }
+        path.push(at.to_string());
+        for next in imports.get(at).into_iter().flatten() {
+            if let Some(cycle) = walk(next, imports, path, done) {
+                return Some(cycle);
+            }
+        }
+        path.pop();
+        None
+    }
+    let mut done = BTreeSet::new();
+    modules
+        .iter()
+        .find_map(|m| walk(m, &imports, &mut Vec::new(), &mut done))
 }

@@ -3,7 +3,7 @@
 //! `step`; the changed alert states, their notifications and each monitor's next look are
 //! written in one transaction, with whether the monitor is steady (`Look::steady`: results
 //! that only confirm it then need no look). Runs on the lease holder
-//! (`crate::duties::alerting`).
+//! (`duties::alerting`).
 //!
 //! Cost: proportional to the monitors due (changed, or reaching an instant `next_look` or
 //! `status::changes_at` named), plus the pollers they run on, and the channels once in a round

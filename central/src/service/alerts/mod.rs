@@ -6,8 +6,6 @@
 //! Delivery is `notify`'s job, never this module's.
 
 mod look;
-#[cfg(test)]
-mod stored_tests;
 
 use shared_proto::notifications::NotificationEvent;
 

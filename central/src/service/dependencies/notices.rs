@@ -6,7 +6,7 @@
 //! notice is queued exactly once, and a crash between the two loses none.
 //!
 //! Alertmanager channels are left out: Alertmanager's alerts end unless re-sent, and only
-//! monitors' and pollers' open problems are re-sent (`notify::dispatch`).
+//! monitors' and pollers' open problems are re-sent (`duties::delivery`).
 //!
 //! Cost: the marked changes (a partial index, empty when there is nothing to tell), their
 //! monitors, and the channels once per round that has some. Must not: deliver (`notify`).

@@ -158,7 +158,7 @@ impl World {
             }
         }
         // The lease holder's work, as its loops would do it at this instant.
-        crate::duties::liveness::step(app, &mut self.last_online).await;
+        super::liveness::step(app, &mut self.last_online).await;
         app.evaluate_alerts().await.unwrap();
     }
 
@@ -286,7 +286,7 @@ fn a_step_that_finds_nothing_changed_wakes_nothing() {
         // Whatever the setup woke has been consumed by now or is consumed here.
         let _ = tokio::time::timeout(Duration::ZERO, world.app.cluster.wakes.placement.notified())
             .await;
-        crate::duties::liveness::step(&world.app, &mut world.last_online).await;
+        super::liveness::step(&world.app, &mut world.last_online).await;
         let woken =
             tokio::time::timeout(Duration::ZERO, world.app.cluster.wakes.placement.notified())
                 .await;

@@ -1,4 +1,4 @@
-//! The outbox dispatcher, a lease holder's duty (`crate::duties`): delivers pending
+//! The outbox dispatcher, a lease holder's duty (the `duties` module): delivers pending
 //! notifications, each channel in order and apart from the others, retrying with exponential
 //! backoff and jitter until delivered or a day has passed.
 //!
@@ -30,7 +30,7 @@ use rand::Rng;
 use shared_proto::notifications::{ChannelKind, Notification};
 use tokio::task::JoinHandle;
 
-use super::{Notifier, SEND_TIMEOUT};
+use crate::notify::{Notifier, SEND_TIMEOUT};
 use crate::service::channels::tells;
 use crate::service::App;
 use crate::store::{Attempt, OutboxRow};
