@@ -33,6 +33,7 @@ mod notifications;
 mod packed;
 mod placement_due;
 mod pollers;
+mod postgres;
 mod push;
 mod result_history;
 pub mod result_index;
@@ -41,6 +42,7 @@ mod results;
 mod rollup_folding;
 mod rollups;
 mod sessions;
+mod sqlite;
 mod sso_links;
 mod statements;
 mod status_moves;
@@ -99,12 +101,8 @@ pub use tokens::{RefreshTokenRow, RegistrationTokenRow};
 pub use users::{ApiKeyRow, Ends, KeyScope, UserConflict, UserRow, MADE_WITH_ADMIN_TOKEN};
 pub use wakeups::{VersionListener, Wakeup};
 
-use std::str::FromStr;
-use std::time::Duration;
-
 use anyhow::Context;
-use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
-use sqlx::{AnyPool, Executor};
+use sqlx::AnyPool;
 use tokio::sync::{Mutex, MutexGuard};
 
 /// Which database is behind the pool.
@@ -119,29 +117,6 @@ impl Backend {
     /// are kept as `[_; 2]` and indexed by `backend as usize`.
     pub const BOTH: [Backend; 2] = [Backend::Sqlite, Backend::Postgres];
 }
-
-/// SQLite's page cache of the one writing connection, in KiB: ingest's index pages stay in it
-/// (it is never dropped, since no other connection writes). It is not free: SQLite 3.46 walks
-/// every page this cache holds when a write transaction commits after a B-tree split that
-/// reordered pages (`balance_nonroot` parks a page at the lock-byte page's number, which
-/// `pcache1Truncate` then trims), which ingest's inserts cause in nearly every upload: by
-/// `perf` (a uprobe on `pcache1Truncate`) 40 such walks a second over 15,856 cached pages at
-/// 20,000 monitors, `pcache1TruncateUnsafe` 8 % of central's samples. Only while the database
-/// is smaller than that page's offset (1 GiB at 4 KiB pages): past it the parked number is
-/// inside the database and nothing is trimmed (the same uprobe on a database grown to 1.1 GiB
-/// first: no walk), which 1,667 results/s reach within the first hour. So the cache stays
-/// large; whether a young database would do better with a smaller one is not measured
-/// (docs/benchmarks.md).
-const WRITER_CACHE_KIB: u32 = 65_536;
-/// SQLite's page cache of each reading connection, in KiB (about SQLite's default). SQLite drops
-/// a reader's whole cache, page by page, whenever it begins a read after the writer wrote,
-/// which under ingest is nearly every read: with 64 MiB per reader, `perf` showed
-/// `pcache1TruncateUnsafe` alone in 4 % of central's samples while 100,000 monitors were
-/// created, with the `free`s and `malloc_consolidate` around it, and the creation slowed. A
-/// scrape reads its pages in storage order within one transaction, which a small cache serves
-/// as well (20,000-monitor scale bench: `/metrics` 160 ms, 171 ms before the writer had a
-/// connection of its own).
-const READER_CACHE_KIB: u32 = 2_048;
 
 pub struct Store {
     /// SQLite's writing connection as ingest runs on it directly (`direct`), with the
@@ -160,17 +135,9 @@ pub struct Store {
     /// The database file on SQLite, for reads that open a connection of their own
     /// (`gauges`).
     sqlite_file: Option<std::path::PathBuf>,
-    /// SQLite allows one writer at a time; queueing writers here, rather than letting them
-    /// collide inside SQLite, turns lock contention into a short wait instead of `SQLITE_BUSY`.
-    sqlite_writer: Mutex<()>,
-    /// Ordinary writers queue here before `sqlite_writer`, so that at most one of them waits
-    /// there at a time: a write that must not wait for the whole queue (`write_lock_first`:
-    /// the duties lease's renewal, the outbox's claims and records) waits for the write under
-    /// way and at most one more. Under
-    /// a fleet's recovery at 100,000 monitors the queue held seconds of writes, the renewal
-    /// came too late, and the only replica kept losing its own lease (every duty stopped and
-    /// started again, tens of times a minute).
-    sqlite_queue: Mutex<()>,
+    /// SQLite's writers queue here (`sqlite::WriteLocks`); `None` on PostgreSQL, whose
+    /// writers need no queue of ours.
+    sqlite_locks: Option<sqlite::WriteLocks>,
     /// On SQLite, the rowids of the results stored since the last flush into `result_index`
     /// (`head`, `result_index`); always empty on PostgreSQL.
     head: head::Head,
@@ -185,6 +152,16 @@ impl std::fmt::Debug for Store {
             .field("backend", &self.backend)
             .finish_non_exhaustive()
     }
+}
+
+/// What a backend's `open` hands the store: its pools, and the file on SQLite.
+struct Opened {
+    backend: Backend,
+    /// The URL as opened (SQLite's with `mode=rwc` added).
+    url: String,
+    pool: AnyPool,
+    writer: AnyPool,
+    sqlite_file: Option<std::path::PathBuf>,
 }
 
 /// Guard held by a writer; on PostgreSQL it guards nothing.
@@ -227,85 +204,32 @@ impl Store {
     /// Connects, creating a SQLite file if needed, and applies pending migrations.
     pub async fn connect(url: &str) -> anyhow::Result<Store> {
         sqlx::any::install_default_drivers();
-        let backend = if url.starts_with("sqlite:") {
-            Backend::Sqlite
+        let opened = if url.starts_with("sqlite:") {
+            sqlite::open(url).await?
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
-            Backend::Postgres
+            postgres::open(url).await?
         } else {
             anyhow::bail!(
                 "CENTRAL_DATABASE_URL must start with sqlite:// or postgres://, got `{}`",
                 redacted(url)
             );
         };
-        if backend == Backend::Sqlite {
-            if let Some(why) = sqlite_url_refusal(url) {
-                anyhow::bail!(
-                    "CENTRAL_DATABASE_URL `{}` {why}; central opens the database from several \
-                     connections and from a reader thread of its own (behind /metrics), so it \
-                     must be a file on disk that central can write: `sqlite://<path>`, with no \
-                     mode, `mode=rwc` or `mode=rw`",
-                    redacted(url)
-                );
-            }
-        }
-        let url = match backend {
-            Backend::Sqlite if !url.contains("mode=") => {
-                let sep = if url.contains('?') { '&' } else { '?' };
-                format!("{url}{sep}mode=rwc")
-            }
-            _ => url.to_string(),
-        };
-        let options = AnyConnectOptions::from_str(&url)
-            .with_context(|| format!("invalid CENTRAL_DATABASE_URL `{}`", redacted(&url)))?;
-        let sqlite_file = match backend {
-            Backend::Sqlite => Some(
-                sqlx::sqlite::SqliteConnectOptions::from_str(&url)
-                    .with_context(|| format!("invalid CENTRAL_DATABASE_URL `{}`", redacted(&url)))?
-                    .get_filename()
-                    .to_path_buf(),
-            ),
-            Backend::Postgres => None,
-        };
-        if backend == Backend::Sqlite {
-            // Before the first connection opens: ingest runs on the writer's handle (`direct`).
-            direct::install()?;
-        }
-        let pool = Self::pool_options(
-            backend,
-            match backend {
-                Backend::Sqlite => 4,
-                Backend::Postgres => 16,
-            },
-            READER_CACHE_KIB,
-        )
-        .connect_with(options.clone())
-        .await
-        .with_context(|| format!("cannot open the database at `{}`", redacted(&url)))?;
-        let writer = match backend {
-            Backend::Sqlite => Self::pool_options(backend, 1, WRITER_CACHE_KIB)
-                // Its cache is the point: the connection is never retired while central runs.
-                .idle_timeout(None)
-                .max_lifetime(None)
-                .connect_with(options)
-                .await
-                .with_context(|| format!("cannot open the database at `{}`", redacted(&url)))?,
-            Backend::Postgres => pool.clone(),
-        };
-        let store = Store {
+        let mut store = Store {
             lent: direct::Lent::default(),
-            pool,
-            writer,
-            backend,
-            url: url.clone(),
-            sqlite_file,
-            sqlite_writer: Mutex::new(()),
-            sqlite_queue: Mutex::new(()),
+            pool: opened.pool,
+            writer: opened.writer,
+            backend: opened.backend,
+            url: opened.url,
+            sqlite_locks: opened
+                .sqlite_file
+                .as_ref()
+                .map(|_| sqlite::WriteLocks::default()),
+            sqlite_file: opened.sqlite_file,
             head: head::Head::default(),
             head_flushing: Mutex::new(()),
         };
         store.migrate().await?;
-        let mut store = store;
-        if backend == Backend::Sqlite {
+        if store.sqlite_file.is_some() {
             store.head = store.load_head().await?;
         }
         Ok(store)
@@ -319,60 +243,26 @@ impl Store {
         self.writer.close().await;
     }
 
-    fn pool_options(backend: Backend, connections: u32, cache_kib: u32) -> AnyPoolOptions {
-        AnyPoolOptions::new()
-            .max_connections(connections)
-            .acquire_timeout(Duration::from_secs(10))
-            // A ping before each use finds a PostgreSQL connection the network dropped; a
-            // SQLite connection is a file that cannot drop, and the ping is one more round
-            // trip to its worker thread per transaction.
-            .test_before_acquire(backend == Backend::Postgres)
-            .after_connect(move |conn, _| {
-                Box::pin(async move {
-                    if backend == Backend::Sqlite {
-                        // Sorts and groupings in memory: a temporary file each (an open, a
-                        // write and an unlink) cost a few dozen system calls a second at
-                        // 100,000 monitors (seen with strace in the scale benchmark).
-                        // The page cache's size is the connection's (`WRITER_CACHE_KIB`,
-                        // `READER_CACHE_KIB`). Pages are cached as they are read, so a small
-                        // database costs no more than its pages.
-                        conn.execute(
-                            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
-                             PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON; \
-                             PRAGMA temp_store = MEMORY;",
-                        )
-                        .await?;
-                        conn.execute(&*format!("PRAGMA cache_size = -{cache_kib};"))
-                            .await?;
-                    }
-                    Ok(())
-                })
-            })
-    }
-
     pub fn backend(&self) -> Backend {
         self.backend
     }
 
     /// Serialises writers on SQLite; call before a write transaction.
     pub async fn write_lock(&self) -> WriteGuard<'_> {
-        match self.backend {
-            Backend::Sqlite => {
-                let _queued = self.sqlite_queue.lock().await;
-                WriteGuard(Some(self.sqlite_writer.lock().await))
-            }
-            Backend::Postgres => WriteGuard(None),
+        match &self.sqlite_locks {
+            Some(locks) => WriteGuard(Some(locks.queued().await)),
+            None => WriteGuard(None),
         }
     }
 
     /// `write_lock` ahead of the ordinary writers' queue: waits for the write under way and
-    /// at most one more (`sqlite_queue`). Only for small writes that must happen in time, at a
-    /// rate that cannot keep the others waiting: the lease's renewal (every 2 s) and delivery's
-    /// claims and records (two per chunk of notices sent).
+    /// at most one more (`sqlite::WriteLocks`). Only for small writes that must happen in
+    /// time, at a rate that cannot keep the others waiting: the lease's renewal (every 2 s)
+    /// and delivery's claims and records (two per chunk of notices sent).
     pub async fn write_lock_first(&self) -> WriteGuard<'_> {
-        match self.backend {
-            Backend::Sqlite => WriteGuard(Some(self.sqlite_writer.lock().await)),
-            Backend::Postgres => WriteGuard(None),
+        match &self.sqlite_locks {
+            Some(locks) => WriteGuard(Some(locks.first().await)),
+            None => WriteGuard(None),
         }
     }
 
@@ -441,37 +331,6 @@ impl Store {
 /// A flag column.
 fn flag(value: bool) -> i64 {
     i64::from(value)
-}
-
-/// Why central cannot run on this SQLite URL, if it cannot. The pool and the writer open it
-/// through sqlx, but `/metrics` reads the file it names (`get_filename`) with a plain rusqlite
-/// connection (`gauges`), which knows nothing of the URL's parameters: an in-memory database,
-/// another VFS or an immutable file would have it read another database than the rest of
-/// central, and a read-only one fails at central's first write. Names are read as sqlx reads
-/// them; a URL sqlx cannot read is left for it to refuse.
-fn sqlite_url_refusal(url: &str) -> Option<&'static str> {
-    let options = sqlx::sqlite::SqliteConnectOptions::from_str(url).ok()?;
-    let file = options.get_filename().to_string_lossy();
-    let rest = url
-        .trim_start_matches("sqlite://")
-        .trim_start_matches("sqlite:");
-    let (database, query) = rest.split_once('?').unwrap_or((rest, ""));
-    if database == ":memory:" || file == ":memory:" {
-        return Some("is an in-memory database");
-    }
-    if file.is_empty() {
-        return Some("names no file (SQLite would give each connection a temporary one)");
-    }
-    if file.starts_with("file:") {
-        return Some("names a `file:` URI, whose parameters central does not check");
-    }
-    url::form_urlencoded::parse(query.as_bytes()).find_map(|(key, value)| match (&*key, &*value) {
-        ("mode", "memory") => Some("asks for an in-memory database (`mode=memory`)"),
-        ("mode", "ro") => Some("opens the database read-only (`mode=ro`), and central writes"),
-        ("vfs", _) => Some("names a VFS (`vfs=`)"),
-        ("immutable", _) => Some("declares the file immutable (`immutable=`), and central writes"),
-        _ => None,
-    })
 }
 
 /// The database URL as it may be shown: with its password (and any `password=` parameter)

@@ -12,8 +12,9 @@ const LARGEST_FILE_LINES: usize = 600;
 const APP_FIELDS: usize = 12;
 /// Ratchets: today's figures, above their line (10 and 0). 81 branches were counted until a
 /// test-only `mod testing;` early in `store/mod.rs` was moved to its end: the count stopped
-/// there and missed the 20 branches of the store's connection set-up below it.
-const BACKEND_BRANCHES_OUTSIDE_THE_DIALECT: usize = 101;
+/// there and missed the 20 branches of the store's connection set-up below it; that set-up now
+/// lives in `store/sqlite/` and `store/postgres/` (83).
+const BACKEND_BRANCHES_OUTSIDE_THE_DIALECT: usize = 83;
 const UNSAFE_BLOCKS: usize = 2;
 
 fn root() -> PathBuf {
