@@ -448,6 +448,7 @@ pub struct HeartbeatResponse {
 /// Answer to `GET /api/poller/assignments?since_version=N`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(from = "ReadAssignments")]
 pub struct AssignmentsResponse {
     pub version: i64,
     /// `true`: `upserts` is the whole set and anything not in it is no longer assigned.
@@ -466,6 +467,63 @@ pub struct AssignmentsResponse {
         deserialize_with = "readable_commands"
     )]
     pub commands: Vec<PollerCommand>,
+    /// Monitors of `upserts` this agent could not read (a kind or a field of a newer central),
+    /// left out of `upserts` so that the rest of the answer still applies: the agent runs
+    /// them not, says so, and drops an older copy it held. Never sent; empty at central.
+    #[serde(skip)]
+    pub unreadable: Vec<UnreadableMonitor>,
+}
+
+/// An assigned monitor an agent could not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnreadableMonitor {
+    /// Its id, when that much reads.
+    pub id: Option<Uuid>,
+    /// Its kind as sent (`multihttp`), when it is text.
+    pub kind: Option<String>,
+    /// What did not read.
+    pub why: String,
+}
+
+/// `AssignmentsResponse` as it arrives: each upsert read on its own.
+#[derive(Deserialize)]
+struct ReadAssignments {
+    version: i64,
+    full: bool,
+    upserts: Vec<Value>,
+    removes: Vec<Uuid>,
+    #[serde(default, deserialize_with = "readable_commands")]
+    commands: Vec<PollerCommand>,
+}
+
+impl From<ReadAssignments> for AssignmentsResponse {
+    fn from(read: ReadAssignments) -> Self {
+        let mut upserts = Vec::with_capacity(read.upserts.len());
+        let mut unreadable = Vec::new();
+        for monitor in read.upserts {
+            let id = monitor.get("id").and_then(|i| i.as_str()?.parse().ok());
+            let kind = monitor
+                .get("kind")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            match serde_json::from_value::<AssignedMonitor>(monitor) {
+                Ok(monitor) => upserts.push(monitor),
+                Err(e) => unreadable.push(UnreadableMonitor {
+                    id,
+                    kind,
+                    why: e.to_string(),
+                }),
+            }
+        }
+        AssignmentsResponse {
+            version: read.version,
+            full: read.full,
+            upserts,
+            removes: read.removes,
+            commands: read.commands,
+            unreadable,
+        }
+    }
 }
 
 fn readable_commands<'de, D: serde::Deserializer<'de>>(
@@ -667,6 +725,39 @@ mod tests {
             "version": 3, "full": false, "upserts": [], "removes": []}))
         .unwrap();
         assert!(old.commands.is_empty());
+    }
+
+    /// A monitor of a kind from a newer central is left out alone: the rest of the answer
+    /// (the readable monitor, the removal) still applies, and the agent learns what it skipped.
+    #[test]
+    fn a_monitor_of_an_unknown_kind_is_left_out_and_the_rest_applies() {
+        let answer: AssignmentsResponse = serde_json::from_value(serde_json::json!({
+            "version": 9, "full": false,
+            "upserts": [
+                {"id": "0193a4b2-0000-7000-8000-000000000001", "name": "flow",
+                 "kind": "multihttp", "target": "https://example.com", "interval_ms": 60000,
+                 "timeout_ms": 10000, "revision": 9},
+                {"id": "0193a4b2-0000-7000-8000-000000000002", "name": "api", "kind": "http",
+                 "target": "https://example.com", "interval_ms": 60000, "timeout_ms": 10000,
+                 "revision": 9}
+            ],
+            "removes": ["0193a4b2-0000-7000-8000-000000000003"]
+        }))
+        .unwrap();
+        assert_eq!(answer.upserts.len(), 1);
+        assert_eq!(answer.upserts[0].name, "api");
+        assert_eq!(answer.removes.len(), 1);
+        assert_eq!(answer.unreadable.len(), 1);
+        let skipped = &answer.unreadable[0];
+        assert_eq!(
+            skipped.id,
+            Some("0193a4b2-0000-7000-8000-000000000001".parse().unwrap())
+        );
+        assert_eq!(skipped.kind.as_deref(), Some("multihttp"));
+        assert!(skipped.why.contains("multihttp"), "{}", skipped.why);
+        // What central sends carries no such field.
+        let sent = serde_json::to_value(&answer).unwrap();
+        assert!(sent.get("unreadable").is_none(), "{sent}");
     }
 
     #[test]

@@ -242,6 +242,7 @@ impl App {
                 upserts,
                 removes: Vec::new(),
                 commands: Vec::new(),
+                unreadable: Vec::new(),
             });
         }
         let changed = self
@@ -273,6 +274,7 @@ impl App {
             upserts,
             removes,
             commands: Vec::new(),
+            unreadable: Vec::new(),
         })
     }
 
@@ -327,6 +329,7 @@ impl App {
                     upserts: Vec::new(),
                     removes: Vec::new(),
                     commands,
+                    unreadable: Vec::new(),
                 });
             }
             // With commands the database is read even when this replica thinks the poller is

@@ -250,9 +250,29 @@ impl AssignmentSync {
 
     async fn apply_changes(
         &self,
-        answer: AssignmentsResponse,
+        mut answer: AssignmentsResponse,
         current: &mut BTreeMap<Uuid, AssignedMonitor>,
     ) -> anyhow::Result<()> {
+        // A monitor this agent cannot read (a kind of a newer central) is not run: an older
+        // copy of it goes, and central hears why (the poller shows `degraded` with the reason;
+        // the monitor goes `stale`, which is true: nobody checks it here).
+        for skipped in std::mem::take(&mut answer.unreadable) {
+            let kind = skipped.kind.as_deref().unwrap_or("?");
+            let id = skipped
+                .id
+                .map_or_else(|| "?".to_string(), |id| id.to_string());
+            tracing::warn!(monitor_id = %id, kind, "cannot run an assigned monitor: {}", skipped.why);
+            self.metrics.report_error(format!(
+                "monitor {id} (kind `{kind}`) cannot run on this agent (version {}): {}; upgrade the agent",
+                env!("CARGO_PKG_VERSION"),
+                skipped.why
+            ));
+            if let Some(id) = skipped.id {
+                if !answer.full {
+                    answer.removes.push(id);
+                }
+            }
+        }
         let unchanged = !answer.full && answer.upserts.is_empty() && answer.removes.is_empty();
         if unchanged {
             self.version.send_replace(answer.version);
@@ -306,5 +326,80 @@ pub(super) fn log_uplink_error(what: &str, error: &UplinkError) {
              POLLER_REGISTRATION_TOKEN and remove the credentials from POLLER_DATA_DIR to re-register"
         ),
         _ => tracing::warn!("{what}: {error}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::config::UplinkTls;
+
+    /// A monitor changed to a kind this agent does not know (a newer central's) stops being
+    /// run here (its older copy is removed from the engine and the cache), the rest of the
+    /// answer applies, and the next heartbeat says why.
+    #[tokio::test]
+    async fn a_monitor_this_agent_cannot_read_is_dropped_and_told() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalStore::open(dir.path()).unwrap();
+        let client = CentralClient::new(
+            "http://127.0.0.1:9".parse().unwrap(),
+            store.clone(),
+            &UplinkTls::default(),
+        )
+        .unwrap();
+        let (engine, mut updates) = mpsc::channel(8);
+        let (acks, _acks) = mpsc::channel(8);
+        let metrics = Arc::new(AgentMetrics::new());
+        let sync = AssignmentSync {
+            client: Arc::new(client),
+            acks,
+            store: store.clone(),
+            metrics: metrics.clone(),
+            engine,
+            changed: Arc::new(Notify::new()),
+            version: watch::channel(0).0,
+        };
+        let monitor = |id: &str, kind: &str| {
+            json!({"id": id, "name": id, "kind": kind, "target": "https://example.com",
+                "interval_ms": 60000, "timeout_ms": 10000, "revision": 1})
+        };
+        let flow = "0193a4b2-0000-7000-8000-000000000001";
+        let api = "0193a4b2-0000-7000-8000-000000000002";
+        let mut current = BTreeMap::new();
+        let first: AssignmentsResponse = serde_json::from_value(json!({"version": 1,
+            "full": true, "upserts": [monitor(flow, "http"), monitor(api, "http")],
+            "removes": []}))
+        .unwrap();
+        sync.apply_changes(first, &mut current).await.unwrap();
+        assert_eq!(current.len(), 2);
+        assert!(matches!(updates.recv().await, Some(AssignmentUpdate::Replace(m)) if m.len() == 2));
+
+        let second: AssignmentsResponse = serde_json::from_value(json!({"version": 2,
+            "full": false, "upserts": [monitor(flow, "multihttp")], "removes": []}))
+        .unwrap();
+        sync.apply_changes(second, &mut current).await.unwrap();
+        let flow: Uuid = flow.parse().unwrap();
+        assert_eq!(
+            current.keys().collect::<Vec<_>>(),
+            [&api.parse::<Uuid>().unwrap()]
+        );
+        match updates.recv().await {
+            Some(AssignmentUpdate::Delta { upserts, removes }) => {
+                assert!(upserts.is_empty());
+                assert_eq!(removes, [flow]);
+            }
+            _ => panic!("a delta removing the monitor"),
+        }
+        let cached = store.cached_assignments().await.unwrap().unwrap();
+        assert_eq!(cached.version, 2);
+        assert!(cached.monitors.iter().all(|m| m.id != flow));
+        let told = metrics.take_errors();
+        assert!(
+            told.iter()
+                .any(|e| e.contains(&flow.to_string()) && e.contains("multihttp")),
+            "{told:?}"
+        );
     }
 }
