@@ -34,6 +34,19 @@ async fn wait_for(
     .await
 }
 
+/// `GET /api/v1/monitors/{id}/uptime`.
+async fn uptime_of(central: &Central, monitor: &str) -> anyhow::Result<Value> {
+    let (code, uptime) = central
+        .admin(
+            Method::GET,
+            &format!("/api/v1/monitors/{monitor}/uptime"),
+            None,
+        )
+        .await?;
+    anyhow::ensure!(code == 200, "uptime: {code} {uptime}");
+    Ok(uptime)
+}
+
 async fn listed(central: &Central, query: &str) -> anyhow::Result<Vec<Value>> {
     let (code, page) = central
         .admin(Method::GET, &format!("/api/v1/monitors?{query}"), None)
@@ -164,14 +177,7 @@ async fn a_quorum_of_locations_decides_down_and_a_lone_failure_is_degraded() -> 
 
     // Uptime follows the combined status: down only while the quorum saw it down (degraded is
     // up), each location's own beside it.
-    let (code, uptime) = central
-        .admin(
-            Method::GET,
-            &format!("/api/v1/monitors/{monitor}/uptime"),
-            None,
-        )
-        .await?;
-    assert_eq!(code, 200, "{uptime}");
+    let uptime = uptime_of(&central, &monitor).await?;
     let down_ms = |window: &Value| window["down_ms"].as_u64().unwrap();
     let location = |region: &str| {
         uptime["locations"]
@@ -295,14 +301,7 @@ async fn every_location_sees_a_recovery_within_one_interval() -> anyhow::Result<
             first_up - recovered
         );
     }
-    let (code, uptime) = central
-        .admin(
-            Method::GET,
-            &format!("/api/v1/monitors/{monitor}/uptime"),
-            None,
-        )
-        .await?;
-    assert_eq!(code, 200, "{uptime}");
+    let uptime = uptime_of(&central, &monitor).await?;
     let truth = recovered - down_from;
     let down_ms = |window: &Value| window["down_ms"].as_i64().unwrap_or(-1);
     let mut counted = vec![("quorum".to_string(), down_ms(&uptime["24h"]))];

@@ -35,14 +35,7 @@ async fn refused_results_are_held_and_delivered_once_central_takes_them() -> any
         &[("POLLER_REFUSED_RETRY", "2s")],
     )
     .await?;
-    let poller = eventually(WAIT, "the agent to register", || async {
-        let (_, body) = central
-            .admin(Method::GET, "/api/v1/pollers", None)
-            .await
-            .ok()?;
-        Some(body["items"][0]["id"].as_str()?.to_string())
-    })
-    .await?;
+    let poller = registered(&central).await?;
 
     // The copy: the poller is in it, the monitor is not.
     let original = central.dir.path().join("central.db");
@@ -75,11 +68,7 @@ async fn refused_results_are_held_and_delivered_once_central_takes_them() -> any
         (status == 200 && held >= 2).then_some(body)
     })
     .await
-    .map_err(|e| {
-        let log = agent.log();
-        let tail: Vec<&str> = log.lines().rev().take(30).collect();
-        e.context(format!("agent log (newest first):\n{}", tail.join("\n")))
-    })?;
+    .map_err(|e| with_agent_log(e, &agent, "", 30))?;
     let reason = held["state"]["held_because"].as_str().unwrap_or_default();
     assert!(reason.contains("does not exist"), "{held}");
     let shown = eventually(WAIT, "central to show the held results", || async {
@@ -122,6 +111,35 @@ async fn refused_results_are_held_and_delivered_once_central_takes_them() -> any
 }
 
 /// `central backup --to <to>` of the running central's database.
+/// The id of the first poller central lists, once there is one.
+async fn registered(central: &Central) -> anyhow::Result<String> {
+    eventually(WAIT, "the agent to register", || async {
+        let (_, body) = central
+            .admin(Method::GET, "/api/v1/pollers", None)
+            .await
+            .ok()?;
+        body["items"][0]["id"].as_str().map(str::to_string)
+    })
+    .await
+}
+
+/// `error` with the agent's newest `lines` log lines that contain `containing`, newest first.
+fn with_agent_log(
+    error: anyhow::Error,
+    agent: &Agent,
+    containing: &str,
+    lines: usize,
+) -> anyhow::Error {
+    let log = agent.log();
+    let tail: Vec<&str> = log
+        .lines()
+        .rev()
+        .filter(|l| l.contains(containing))
+        .take(lines)
+        .collect();
+    error.context(format!("agent log (newest first):\n{}", tail.join("\n")))
+}
+
 fn backup(central: &Central, to: &std::path::Path) -> anyhow::Result<()> {
     let done = std::process::Command::new(e2e::binary("central"))
         .arg("backup")
@@ -155,14 +173,7 @@ async fn a_restored_central_stops_the_monitors_it_does_not_have() -> anyhow::Res
     let target = Target::start().await?;
     let token = central.registration_token().await?;
     let agent = Agent::start(&central.url, Some(token), &central.dir.path().join("agent")).await?;
-    eventually(WAIT, "the agent to register", || async {
-        let (_, body) = central
-            .admin(Method::GET, "/api/v1/pollers", None)
-            .await
-            .ok()?;
-        body["items"][0]["id"].as_str().map(str::to_string)
-    })
-    .await?;
+    registered(&central).await?;
     let copy = central.dir.path().join("copy.db");
     backup(&central, &copy)?;
     let ghost = central
@@ -197,15 +208,6 @@ async fn a_restored_central_stops_the_monitors_it_does_not_have() -> anyhow::Res
         (target.hits() == before).then_some(())
     })
     .await
-    .map_err(|e| {
-        let log = agent.log();
-        let tail: Vec<&str> = log
-            .lines()
-            .rev()
-            .filter(|l| l.contains("assignments"))
-            .take(10)
-            .collect();
-        e.context(format!("agent log (newest first):\n{}", tail.join("\n")))
-    })?;
+    .map_err(|e| with_agent_log(e, &agent, "assignments", 10))?;
     Ok(())
 }
