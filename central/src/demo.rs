@@ -78,6 +78,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         batch_size: 50,
         batch_interval: Duration::from_secs(2),
         refused_retry: Duration::from_secs(600),
+        redelivery_window: Duration::from_secs(24 * 3600),
         heartbeat_interval: Duration::from_secs(5),
         listen: "127.0.0.1:0".into(),
         max_concurrency: 64,

@@ -1,7 +1,10 @@
 //! Agent queue benchmark: results committed to the SQLite queue and then acknowledged (read
 //! in upload batches and deleted), as the queue writer and uploader do, on one core.
 //!
-//! cargo bench -p poller-agent --bench queue -- [results] [write batch] [upload batch]
+//! cargo bench -p poller-agent --bench queue -- [results] [write batch] [upload batch] [keep|drop]
+//!
+//! `keep` (the agent's default): acknowledged results move to `poller_delivered` for a restored
+//! central (`POLLER_REDELIVERY_WINDOW`); `drop`: they are deleted (a window of `0s`).
 
 use std::time::Instant;
 
@@ -14,6 +17,7 @@ fn main() {
     let total: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(200_000);
     let write_batch: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(100);
     let upload_batch: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(500);
+    let keep = args.next().is_none_or(|a| a != "drop");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .max_blocking_threads(1)
@@ -49,14 +53,16 @@ fn main() {
                 break;
             }
             acknowledged += batch.len();
-            store.acknowledge(batch.into_iter().map(|q| q.result.id).collect()).await.expect("ack");
+            let kept_at = keep.then(|| chrono::Utc::now().timestamp_millis());
+            store.acknowledge(batch.into_iter().map(|q| q.result.id).collect(), kept_at).await.expect("ack");
         }
         let ack_secs = started.elapsed().as_secs_f64();
         assert_eq!(acknowledged, total);
         println!(
-            "results {total}, {write_batch} per write transaction, {upload_batch} per upload batch\n\
+            "results {total}, {write_batch} per write transaction, {upload_batch} per upload batch, delivered {}\n\
              queued        {:>9.0} results/s  ({:.0} bytes each on disk)\n\
              read + acked  {:>9.0} results/s",
+            if keep { "kept" } else { "deleted" },
             total as f64 / write_secs,
             bytes as f64 / total as f64,
             total as f64 / ack_secs,

@@ -155,11 +155,13 @@ pub async fn run(
         report,
         assignments_changed,
         known_version: version_rx,
+        uploads: signal.clone(),
     };
     let housekeeping = crate::housekeeping::Housekeeping {
         store: store.clone(),
         metrics: metrics.clone(),
         retention: config.retention,
+        redelivery_window: config.redelivery_window,
         max_bytes: config.queue_max_bytes,
     };
     let health_metrics = metrics.clone();
@@ -173,6 +175,7 @@ pub async fn run(
         batch_size: config.batch_size,
         batch_interval: config.batch_interval,
         refused_retry: config.refused_retry,
+        redelivery_window: config.redelivery_window,
         results: signal,
     };
     let mut tasks = JoinSet::new();

@@ -116,6 +116,12 @@ pub struct AgentConfig {
     #[arg(long, env = "POLLER_REFUSED_RETRY", default_value = "10m", value_parser = parse_duration)]
     pub refused_retry: Duration,
 
+    /// A delivered result is kept this long (`0s`: not at all) and sent again when central
+    /// says it was restored from a copy that may lack it; central keeps each result once.
+    /// Make it at least as long as the time between central's backups.
+    #[arg(long, env = "POLLER_REDELIVERY_WINDOW", default_value = "24h", value_parser = parse_duration)]
+    pub redelivery_window: Duration,
+
     #[arg(long, env = "POLLER_HEARTBEAT_INTERVAL", default_value = "10s", value_parser = parse_duration)]
     pub heartbeat_interval: Duration,
 

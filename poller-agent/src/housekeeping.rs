@@ -1,4 +1,5 @@
-//! Keeps the queue within its retention and size limits. Whatever it drops is counted,
+//! Keeps the queue within its retention and size limits, and forgets delivered results kept
+//! for a restored central after `POLLER_REDELIVERY_WINDOW`. Whatever undelivered it drops is counted,
 //! logged and reported to central in heartbeats: loss is never silent.
 
 use std::sync::Arc;
@@ -13,6 +14,8 @@ pub struct Housekeeping {
     pub store: LocalStore,
     pub metrics: Arc<AgentMetrics>,
     pub retention: Duration,
+    /// Delivered results kept for a restored central are forgotten after this.
+    pub redelivery_window: Duration,
     pub max_bytes: u64,
 }
 
@@ -38,7 +41,24 @@ impl Housekeeping {
             tracing::warn!(dropped = expired, retention = ?self.retention, "undelivered results older than POLLER_RETENTION were dropped");
             self.record_dropped(expired).await?;
         }
-        let used = self.store.used_bytes().await?;
+        let now = chrono::Utc::now().timestamp_millis();
+        self.store
+            .forget_delivered_before(now - self.redelivery_window.as_millis() as i64)
+            .await?;
+        let mut used = self.store.used_bytes().await?;
+        if used > self.max_bytes {
+            // The copies kept for a restored central go first: they were delivered.
+            let forgotten = self.store.forget_delivered_before(i64::MAX).await?;
+            if forgotten > 0 {
+                tracing::warn!(
+                    forgotten,
+                    max_bytes = self.max_bytes,
+                    "queue over POLLER_QUEUE_MAX_BYTES: delivered results kept for a restored \
+                     central were forgotten"
+                );
+                used = self.store.used_bytes().await?;
+            }
+        }
         if used > self.max_bytes {
             let depth = self.store.queue_stats().await?.depth;
             // Drop the oldest share that brings the queue back to 90 % of the cap.

@@ -443,6 +443,13 @@ impl EventKind {
 pub struct HeartbeatResponse {
     pub assignment_version: i64,
     pub server_time: DateTime<Utc>,
+    /// When central stored this poller's newest upload, as its database says. An agent that
+    /// had uploads acknowledged well after it knows the database lost them (central runs on a
+    /// restored copy) and sends again the delivered results it kept
+    /// (`POLLER_REDELIVERY_WINDOW`); central keeps each result once. Absent before the
+    /// poller's first upload, and from older centrals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_upload_at: Option<DateTime<Utc>>,
 }
 
 /// Answer to `GET /api/poller/assignments?since_version=N`.

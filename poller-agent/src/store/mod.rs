@@ -47,6 +47,20 @@ CREATE TABLE IF NOT EXISTS poller_state (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
+-- Delivered results kept for a restored central (`POLLER_REDELIVERY_WINDOW`). Appended in
+-- delivery order, so the row id orders them by `delivered_at`; no index, so that keeping one
+-- costs one append (reads walk from either end, a bounded number of rows).
+CREATE TABLE IF NOT EXISTS poller_delivered (
+    result_id    TEXT NOT NULL,
+    monitor_id   TEXT NOT NULL,
+    ts           TEXT NOT NULL,
+    ts_ms        INTEGER NOT NULL,
+    status       TEXT NOT NULL,
+    latency_ms   INTEGER,
+    msg          TEXT NOT NULL,
+    meta         TEXT NOT NULL,
+    delivered_at INTEGER NOT NULL
+);
 ";
 
 /// Columns added after the first release, added to a queue an older agent made. An older agent

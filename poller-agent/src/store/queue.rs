@@ -1,5 +1,7 @@
-//! The result queue: a result is committed here before it counts as produced, and deleted
-//! only after central stored it (or had it already). A result central refused is never
+//! The result queue: a result is committed here before it counts as produced, and leaves it
+//! only after central stored it (or had it already): for `poller_delivered`, where it is kept
+//! `POLLER_REDELIVERY_WINDOW` to be sent again to a central restored from a copy that lacks
+//! it (`redeliver_missing`). A result central refused is never
 //! deleted for that: it is held with central's reason and offered again later (`hold`), and
 //! leaves only when central takes it or `POLLER_RETENTION` ends it, counted as dropped.
 
@@ -139,18 +141,103 @@ impl LocalStore {
             .collect()
     }
 
-    /// Deletes delivered results: central stored them, or had them already.
-    pub async fn acknowledge(&self, ids: Vec<Uuid>) -> anyhow::Result<()> {
+    /// Takes delivered results out of the queue (central stored them, or had them already).
+    /// With `kept_at_ms` they move to `poller_delivered`, stamped with it, to be sent again if
+    /// central turns out to be a restored copy that never got them (`redeliver`); without, they
+    /// are deleted.
+    pub async fn acknowledge(&self, ids: Vec<Uuid>, kept_at_ms: Option<i64>) -> anyhow::Result<()> {
         self.with_conn(move |c| {
             let tx = c.transaction()?;
             {
+                let mut keep = tx.prepare_cached(
+                    "INSERT INTO poller_delivered \
+                     (result_id, monitor_id, ts, ts_ms, status, latency_ms, msg, meta, delivered_at) \
+                     SELECT result_id, monitor_id, ts, ts_ms, status, latency_ms, msg, meta, ?2 \
+                     FROM poller_queue WHERE result_id = ?1",
+                )?;
                 let mut delete =
                     tx.prepare_cached("DELETE FROM poller_queue WHERE result_id = ?1")?;
                 for id in &ids {
+                    if let Some(at) = kept_at_ms {
+                        keep.execute(params![id.to_string(), at])?;
+                    }
                     delete.execute([id.to_string()])?;
                 }
             }
             tx.commit()
+        })
+        .await
+    }
+
+    /// Puts delivered results back in the queue when central's database lacks an upload it
+    /// acknowledged: one delivered before `asked_ms` (when the agent asked, so central had
+    /// stored it before it read its newest upload) yet after `stored_ms + margin_ms` (central's
+    /// newest stored upload, on the agent's clock; `None`: none stored). Then every kept result delivered from `stored_ms - margin_ms` on is queued
+    /// again (central keeps a result once by its id, so what it has costs only the upload);
+    /// returns how many (0: nothing is missing).
+    pub async fn redeliver_missing(
+        &self,
+        stored_ms: Option<i64>,
+        asked_ms: i64,
+        margin_ms: i64,
+    ) -> anyhow::Result<u64> {
+        self.with_conn(move |c| {
+            let tx = c.transaction()?;
+            let (after, from) = match stored_ms {
+                Some(stored) => (stored.saturating_add(margin_ms), stored - margin_ms),
+                None => (i64::MIN, i64::MIN),
+            };
+            // The newest deliveries are the last rows: asked is a heartbeat ago at most, so
+            // the last thousand hold the newest one before it.
+            let missing: bool = tx.query_row(
+                "SELECT EXISTS (SELECT 1 FROM (SELECT delivered_at FROM poller_delivered \
+                 ORDER BY rowid DESC LIMIT 1000) WHERE delivered_at > ?1 AND delivered_at < ?2)",
+                params![after, asked_ms],
+                |r| r.get(0),
+            )?;
+            if !missing {
+                return Ok(0);
+            }
+            let queued = tx.execute(
+                "INSERT OR IGNORE INTO poller_queue \
+                 (result_id, monitor_id, ts, ts_ms, status, latency_ms, msg, meta) \
+                 SELECT result_id, monitor_id, ts, ts_ms, status, latency_ms, msg, meta \
+                 FROM poller_delivered WHERE delivered_at >= ?1 ORDER BY rowid",
+                [from],
+            )?;
+            tx.execute(
+                "DELETE FROM poller_delivered WHERE delivered_at >= ?1",
+                [from],
+            )?;
+            tx.commit()?;
+            Ok(queued as u64)
+        })
+        .await
+    }
+
+    /// Forgets delivered results kept since before `cutoff_ms` (or all, with `i64::MAX`);
+    /// returns how many. They were delivered: nothing is lost but the chance to send them again.
+    /// The oldest are the first rows: each step looks at the next 10,000 at most.
+    pub async fn forget_delivered_before(&self, cutoff_ms: i64) -> anyhow::Result<u64> {
+        self.with_conn(move |c| {
+            if cutoff_ms == i64::MAX {
+                return c
+                    .execute("DELETE FROM poller_delivered", [])
+                    .map(|n| n as u64);
+            }
+            let mut forgotten = 0u64;
+            loop {
+                let n = c.execute(
+                    "DELETE FROM poller_delivered WHERE rowid <= (SELECT max(rowid) FROM \
+                     (SELECT rowid, delivered_at FROM poller_delivered ORDER BY rowid LIMIT 10000) \
+                     WHERE delivered_at < ?1)",
+                    [cutoff_ms],
+                )?;
+                forgotten += n as u64;
+                if n < 10_000 {
+                    return Ok(forgotten);
+                }
+            }
         })
         .await
     }
@@ -289,7 +376,7 @@ mod tests {
         assert_eq!(got, results[..3], "oldest first, intact");
 
         store
-            .acknowledge(vec![results[0].id, results[1].id])
+            .acknowledge(vec![results[0].id, results[1].id], None)
             .await
             .unwrap();
         store.defer(vec![results[2].id], 10_000).await.unwrap();
@@ -318,6 +405,73 @@ mod tests {
         assert!(store.used_bytes().await.unwrap() > 0);
         assert_eq!(store.drop_oldest(5).await.unwrap(), 1);
         assert_eq!(store.queue_stats().await.unwrap().depth, 0);
+    }
+
+    /// Delivered results kept for a restored central come back into the queue whole (same
+    /// ids, same content) when asked, and are forgotten after their window.
+    #[tokio::test]
+    async fn delivered_results_are_kept_to_be_sent_again_and_then_forgotten() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalStore::open(dir.path()).unwrap();
+        let results: Vec<_> = (0..4).map(|i| result(1_000 + i)).collect();
+        store.enqueue(results.clone()).await.unwrap();
+        store
+            .acknowledge(vec![results[0].id, results[1].id], Some(10_000))
+            .await
+            .unwrap();
+        store
+            .acknowledge(vec![results[2].id], Some(20_000))
+            .await
+            .unwrap();
+        assert_eq!(store.queue_stats().await.unwrap().depth, 1);
+
+        assert_eq!(store.forget_delivered_before(15_000).await.unwrap(), 2);
+        // Central stored an upload at 19.5 s: what was delivered at 20 s is within the margin.
+        assert_eq!(
+            store
+                .redeliver_missing(Some(19_500), 90_000, 1_000)
+                .await
+                .unwrap(),
+            0
+        );
+        // Central's newest stored upload is at 5 s, and 20 s was acknowledged: it lost it.
+        assert_eq!(
+            store
+                .redeliver_missing(Some(5_000), 90_000, 1_000)
+                .await
+                .unwrap(),
+            1
+        );
+        let mut again: Vec<CheckResult> = store
+            .next_batch(10, 0)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|q| q.result)
+            .collect();
+        again.sort_by_key(|r| r.ts);
+        assert_eq!(again, vec![results[2].clone(), results[3].clone()]);
+        assert_eq!(
+            store.redeliver_missing(None, 90_000, 1_000).await.unwrap(),
+            0,
+            "taken once"
+        );
+
+        // Not kept: deleted at once. A delivery after the heartbeat was asked for is not
+        // missing (central may have read its newest upload before storing it).
+        store.acknowledge(vec![results[3].id], None).await.unwrap();
+        store.enqueue(vec![result(2_000)]).await.unwrap();
+        let late = store.next_batch(10, 0).await.unwrap();
+        let late: Vec<Uuid> = late.iter().map(|q| q.result.id).collect();
+        store.acknowledge(late, Some(89_500)).await.unwrap();
+        assert_eq!(
+            store.redeliver_missing(None, 89_500, 1_000).await.unwrap(),
+            0
+        );
+        assert_eq!(
+            store.redeliver_missing(None, 89_501, 1_000).await.unwrap(),
+            2
+        );
     }
 
     #[tokio::test]
@@ -378,7 +532,7 @@ mod tests {
         assert_eq!(due, [results[0].id, results[2].id], "held until its retry");
         assert_eq!(store.next_batch(10, 60_000).await.unwrap().len(), 3);
 
-        store.acknowledge(vec![results[1].id]).await.unwrap();
+        store.acknowledge(vec![results[1].id], None).await.unwrap();
         assert_eq!(store.queue_stats().await.unwrap().held, 0);
     }
 

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use shared_proto::poller_api::{AssignmentsResponse, HeartbeatRequest};
+use shared_proto::poller_api::{AssignmentsResponse, HeartbeatRequest, HeartbeatResponse};
 use shared_proto::AssignedMonitor;
 use tokio::sync::{mpsc, watch, Notify};
 use uuid::Uuid;
@@ -12,7 +12,7 @@ use uuid::Uuid;
 use super::client::Standing;
 use super::commands::Taken;
 use super::{retry_delay, CentralClient, UplinkError};
-use crate::engine::runner::{Acknowledgement, AssignmentUpdate, EngineReport};
+use crate::engine::runner::{Acknowledgement, AssignmentUpdate, EngineReport, ResultSignal};
 use crate::metrics::AgentMetrics;
 use crate::store::{CachedAssignments, LocalStore, LAST_HEARTBEAT_AT};
 
@@ -31,6 +31,8 @@ pub struct Heartbeats {
     /// Poked when central reports an assignment version other than ours.
     pub assignments_changed: Arc<Notify>,
     pub known_version: watch::Receiver<i64>,
+    /// Wakes the uploader when delivered results are queued again.
+    pub uploads: Arc<ResultSignal>,
 }
 
 impl Heartbeats {
@@ -72,6 +74,7 @@ impl Heartbeats {
             scheduler: Some(self.report.health()),
             events: self.report.take_events(),
         };
+        let asked = chrono::Utc::now();
         let answer = match self.client.heartbeat(&beat).await {
             Ok(answer) => answer,
             Err(e) => {
@@ -98,7 +101,59 @@ impl Heartbeats {
         if answer.assignment_version != version {
             self.assignments_changed.notify_one();
         }
+        self.resend_what_central_lost(&answer, asked, now).await;
         Ok(())
+    }
+}
+
+impl Heartbeats {
+    /// Central's database lacks uploads it acknowledged when its newest stored upload is well
+    /// before one the agent had acknowledged before it asked: central runs on a restored copy.
+    /// The delivered results kept since then are queued again. Central's time is put on the
+    /// agent's clock through `server_time` (taken at the middle of the exchange); the margin
+    /// covers that estimate and an upload's time in flight, so nothing is sent again while
+    /// central simply has it.
+    async fn resend_what_central_lost(
+        &self,
+        answer: &HeartbeatResponse,
+        asked: chrono::DateTime<chrono::Utc>,
+        answered: chrono::DateTime<chrono::Utc>,
+    ) {
+        // An upload's time from central's receipt to the agent's record of its acknowledgement,
+        // and the error of the clock estimate (half a heartbeat's round trip), stay well within.
+        const MARGIN_MS: i64 = 30_000;
+        let middle = asked + (answered - asked) / 2;
+        let skew = answer.server_time - middle;
+        let stored = answer
+            .last_upload_at
+            .map(|at| (at - skew).timestamp_millis());
+        match self
+            .store
+            .redeliver_missing(stored, asked.timestamp_millis(), MARGIN_MS)
+            .await
+        {
+            Ok(0) => {}
+            Ok(queued) => {
+                tracing::warn!(
+                    queued,
+                    central_newest_upload = ?answer.last_upload_at,
+                    "central lacks uploads it acknowledged (restored from a copy?): delivered \
+                     results are sent again"
+                );
+                self.metrics.report_error(format!(
+                    "central lacked uploads it had acknowledged (its newest stored upload: {}); \
+                     {queued} delivered results were sent again",
+                    answer
+                        .last_upload_at
+                        .map_or_else(|| "none".to_string(), |at| at.to_rfc3339())
+                ));
+                self.uploads
+                    .urgent
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+                self.uploads.notify.notify_one();
+            }
+            Err(e) => tracing::error!("cannot queue delivered results again: {e:#}"),
+        }
     }
 }
 

@@ -30,6 +30,9 @@ pub struct Uploader {
     pub batch_interval: Duration,
     /// How long a refused result waits before it is offered again.
     pub refused_retry: Duration,
+    /// How long a delivered result is kept to be sent again to a restored central
+    /// (`POLLER_REDELIVERY_WINDOW`; zero: not kept).
+    pub redelivery_window: Duration,
     pub results: Arc<ResultSignal>,
 }
 
@@ -128,7 +131,9 @@ impl Uploader {
                         tracing::error!("cannot keep refused results aside: {e:#}");
                         return Err(());
                     }
-                    if let Err(e) = self.store.acknowledge(delivered).await {
+                    let kept_at = (!self.redelivery_window.is_zero())
+                        .then(|| chrono::Utc::now().timestamp_millis());
+                    if let Err(e) = self.store.acknowledge(delivered, kept_at).await {
                         // They will be uploaded again and counted as duplicates: nothing is lost.
                         tracing::error!("cannot remove delivered results from the queue: {e:#}");
                         return Err(());

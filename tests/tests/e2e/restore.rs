@@ -5,6 +5,10 @@
 //! (central shows them beside the poller), and delivers them, each once, when central is back
 //! on the database that has the monitor.
 //!
+//! Results delivered to central after its copy was made reach the restored central: the
+//! agent keeps what it delivered (`POLLER_REDELIVERY_WINDOW`), sees in a heartbeat that
+//! central's database lacks uploads it acknowledged, and sends them again, each stored once.
+//!
 //! And a central restored from an older copy stops the monitors the copy does not have on
 //! the agents that run them (a ghost would go on checking a target nobody asked for), even
 //! when its versions moved past the agents' before they asked.
@@ -110,7 +114,6 @@ async fn refused_results_are_held_and_delivered_once_central_takes_them() -> any
     Ok(())
 }
 
-/// `central backup --to <to>` of the running central's database.
 /// The id of the first poller central lists, once there is one.
 async fn registered(central: &Central) -> anyhow::Result<String> {
     eventually(WAIT, "the agent to register", || async {
@@ -140,6 +143,7 @@ fn with_agent_log(
     error.context(format!("agent log (newest first):\n{}", tail.join("\n")))
 }
 
+/// `central backup --to <to>` of the running central's database.
 fn backup(central: &Central, to: &std::path::Path) -> anyhow::Result<()> {
     let done = std::process::Command::new(e2e::binary("central"))
         .arg("backup")
@@ -209,5 +213,67 @@ async fn a_restored_central_stops_the_monitors_it_does_not_have() -> anyhow::Res
     })
     .await
     .map_err(|e| with_agent_log(e, &agent, "assignments", 10))?;
+    Ok(())
+}
+
+/// Issue 70's hole: an online copy, 20 s and more of checks delivered (and acknowledged) after
+/// it, central killed and started on the copy. Every result the original stored reaches the
+/// restored central, once, though no assignment changed in between (nothing but the results
+/// tells the two histories apart).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn results_delivered_after_the_copy_reach_the_restored_central() -> anyhow::Result<()> {
+    if e2e::postgres::suite_uses_postgres() {
+        return Ok(());
+    }
+    let mut central = Central::start().await?;
+    let target = Target::start().await?;
+    let token = central.registration_token().await?;
+    let agent = Agent::start_with(
+        &central.url,
+        Some(token),
+        &central.dir.path().join("agent"),
+        &[("POLLER_HEARTBEAT_INTERVAL", "2s")],
+    )
+    .await?;
+    registered(&central).await?;
+    let monitor = central
+        .create_monitor(
+            json!({"name": "kept", "kind": "http", "target": target.url, "interval_ms": 5000}),
+        )
+        .await?;
+    central.wait_for_status(&monitor, "up", WAIT).await?;
+    let copy = central.dir.path().join("copy.db");
+    backup(&central, &copy)?;
+    let in_copy = central.result_ids(&monitor).await?;
+    // Past the agent's margin (30 s) for an upload in flight: 50 s of results.
+    tokio::time::sleep(Duration::from_secs(50)).await;
+    let delivered = central.result_ids(&monitor).await?;
+    assert!(
+        delivered.len() >= in_copy.len() + 6,
+        "{} results after the copy",
+        delivered.len() - in_copy.len()
+    );
+
+    central.kill().await;
+    central.set_env(
+        "CENTRAL_DATABASE_URL",
+        Some(&format!("sqlite://{}", copy.display())),
+    );
+    central.restart().await?;
+    let stored = eventually(
+        Duration::from_secs(90),
+        "every delivered result at the restored central",
+        || async {
+            let stored = central.result_ids(&monitor).await.ok()?;
+            delivered
+                .iter()
+                .all(|id| stored.contains(id))
+                .then_some(stored)
+        },
+    )
+    .await
+    .map_err(|e| with_agent_log(e, &agent, "again", 10))?;
+    let unique: std::collections::HashSet<&String> = stored.iter().collect();
+    assert_eq!(unique.len(), stored.len(), "each result stored once");
     Ok(())
 }
