@@ -443,13 +443,17 @@ impl EventKind {
 pub struct HeartbeatResponse {
     pub assignment_version: i64,
     pub server_time: DateTime<Utc>,
-    /// When central stored this poller's newest upload, as its database says. An agent that
-    /// had uploads acknowledged well after it knows the database lost them (central runs on a
-    /// restored copy) and sends again the delivered results it kept
-    /// (`POLLER_REDELIVERY_WINDOW`); central keeps each result once. Absent before the
-    /// poller's first upload, and from older centrals.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_upload_at: Option<DateTime<Utc>>,
+    /// When central stored this poller's newest upload, as its database says (`null` before
+    /// its first). An agent that had uploads acknowledged well after it knows the database
+    /// lost them (central runs on a restored copy) and sends again the delivered results it
+    /// kept (`POLLER_REDELIVERY_WINDOW`); central keeps each result once. Absent (`None` here)
+    /// from centrals older than the field, which tell nothing either way.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::monitor::double_option"
+    )]
+    pub last_upload_at: Option<Option<DateTime<Utc>>>,
 }
 
 /// Answer to `GET /api/poller/assignments?since_version=N`.
@@ -732,6 +736,29 @@ mod tests {
             "version": 3, "full": false, "upserts": [], "removes": []}))
         .unwrap();
         assert!(old.commands.is_empty());
+    }
+
+    /// An older central's heartbeat answer says nothing of uploads (no field: `None`), which an
+    /// agent must not take for "none stored" (`Some(None)`, sent as `null`): it would send
+    /// again everything it delivered at every heartbeat.
+    #[test]
+    fn last_upload_at_tells_an_older_central_from_one_with_no_upload() {
+        let read = |text: &str| serde_json::from_str::<HeartbeatResponse>(text).unwrap();
+        let old = read(r#"{"assignment_version": 1, "server_time": "2026-12-06T10:00:00Z"}"#);
+        assert_eq!(old.last_upload_at, None);
+        let none = read(
+            r#"{"assignment_version": 1, "server_time": "2026-12-06T10:00:00Z",
+                "last_upload_at": null}"#,
+        );
+        assert_eq!(none.last_upload_at, Some(None));
+        assert!(serde_json::to_string(&none)
+            .unwrap()
+            .contains("\"last_upload_at\":null"));
+        let some = read(
+            r#"{"assignment_version": 1, "server_time": "2026-12-06T10:00:00Z",
+                "last_upload_at": "2026-12-06T09:59:58Z"}"#,
+        );
+        assert!(matches!(some.last_upload_at, Some(Some(_))));
     }
 
     /// A monitor of a kind from a newer central is left out alone: the rest of the answer

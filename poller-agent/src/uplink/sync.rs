@@ -122,11 +122,13 @@ impl Heartbeats {
         // An upload's time from central's receipt to the agent's record of its acknowledgement,
         // and the error of the clock estimate (half a heartbeat's round trip), stay well within.
         const MARGIN_MS: i64 = 30_000;
+        // A central older than the field says nothing: no sign of a loss.
+        let Some(newest) = answer.last_upload_at else {
+            return;
+        };
         let middle = asked + (answered - asked) / 2;
         let skew = answer.server_time - middle;
-        let stored = answer
-            .last_upload_at
-            .map(|at| (at - skew).timestamp_millis());
+        let stored = newest.map(|at| (at - skew).timestamp_millis());
         match self
             .store
             .redeliver_missing(stored, asked.timestamp_millis(), MARGIN_MS)
@@ -136,16 +138,14 @@ impl Heartbeats {
             Ok(queued) => {
                 tracing::warn!(
                     queued,
-                    central_newest_upload = ?answer.last_upload_at,
+                    central_newest_upload = ?newest,
                     "central lacks uploads it acknowledged (restored from a copy?): delivered \
                      results are sent again"
                 );
                 self.metrics.report_error(format!(
                     "central lacked uploads it had acknowledged (its newest stored upload: {}); \
                      {queued} delivered results were sent again",
-                    answer
-                        .last_upload_at
-                        .map_or_else(|| "none".to_string(), |at| at.to_rfc3339())
+                    newest.map_or_else(|| "none".to_string(), |at| at.to_rfc3339())
                 ));
                 self.uploads
                     .urgent

@@ -83,7 +83,7 @@ impl App {
         Ok(HeartbeatResponse {
             assignment_version: self.store.assignment_version().await?,
             server_time: time_of(now),
-            last_upload_at: poller.last_upload_at.map(time_of),
+            last_upload_at: Some(poller.last_upload_at.map(time_of)),
         })
     }
 }
