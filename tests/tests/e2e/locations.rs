@@ -288,11 +288,18 @@ async fn every_location_sees_a_recovery_within_one_interval() -> anyhow::Result<
 
     let results = central.results(&monitor).await?;
     for region in ["eu", "us"] {
-        let first_up = results
-            .iter()
-            .filter(|r| r["region"] == region && r["status"] == "up")
+        // The first up after the location's last down: a check started just before the
+        // recovery and answered after it counts (its `ts` is when it started).
+        let here = || results.iter().filter(|r| r["region"] == region);
+        let last_down = here()
+            .filter(|r| r["status"] == "down")
             .map(|r| ms(&r["ts"]))
-            .filter(|ts| *ts >= recovered)
+            .max()
+            .unwrap_or(i64::MAX);
+        let first_up = here()
+            .filter(|r| r["status"] == "up")
+            .map(|r| ms(&r["ts"]))
+            .filter(|ts| *ts > last_down)
             .min();
         let first_up = first_up.unwrap_or_else(|| panic!("{region}: an up result after it"));
         assert!(

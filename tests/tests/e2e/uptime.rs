@@ -135,8 +135,9 @@ async fn day_uptime(central: &Central, monitor: &str) -> anyhow::Result<Value> {
 /// Issue 68, with the default settings: outages of 60 s and 150 s (the second long enough for
 /// the breaker of the previous release to open, at the 10th failure) are each seen over within
 /// one interval and two seconds of the target's recovery, by the agent and at central (the
-/// agent uploads a status change at once, though it batches results for a minute), and
-/// counted as down for their length within one interval; a target that answers `503` with
+/// agent uploads a status change at once, though it batches results for a minute), told
+/// (`monitor.up` at a webhook) within one interval and eight seconds, and counted as down for
+/// their length within one interval; a target that answers `503` with
 /// `Retry-After: 60` is still given its minute.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_recovery_is_seen_within_one_interval_however_long_the_outage() -> anyhow::Result<()> {
@@ -154,6 +155,11 @@ async fn a_recovery_is_seen_within_one_interval_however_long_the_outage() -> any
         ],
     )
     .await?;
+    let told = e2e::receivers::HttpReceiver::start().await?;
+    central
+        .create_channel(json!({"name": "told", "kind": "webhook", "url": told.url,
+            "default": true}))
+        .await?;
     let outages = [Duration::from_secs(60), Duration::from_secs(150)];
     let mut watched = Vec::new();
     for (n, _) in outages.iter().enumerate() {
@@ -190,6 +196,7 @@ async fn a_recovery_is_seen_within_one_interval_however_long_the_outage() -> any
         tokio::time::sleep(outage.saturating_sub(started.elapsed())).await;
         target.answer_with(200);
         let at = Utc::now().timestamp_millis();
+        let back = std::time::Instant::now();
         recovered.push(at);
         // Central shows it up within one interval, the check's time and the upload (1 s).
         let seen = eventually(
@@ -205,6 +212,26 @@ async fn a_recovery_is_seen_within_one_interval_however_long_the_outage() -> any
             "outage of {outage:?}: up at central {} ms after the recovery",
             seen - at
         );
+        // And told: `monitor.up` for this monitor reaches the webhook as fast.
+        let up_told = eventually(
+            Duration::from_millis(INTERVAL_MS as u64 + 8_000),
+            "monitor.up at the webhook",
+            || async {
+                told.received()
+                    .iter()
+                    .find(|r| {
+                        r.json["event"] == "monitor.up"
+                            && r.json["monitor"]["id"] == monitor.as_str()
+                            && r.at >= back
+                    })
+                    .map(|r| r.at)
+            },
+        )
+        .await?;
+        eprintln!(
+            "outage of {outage:?}: monitor.up told {} ms after the recovery",
+            (up_told - back).as_millis()
+        );
         if asked_at.elapsed() > Duration::from_secs(75) {
             asking.answer_with(200);
             asking.retry_after(0);
@@ -213,11 +240,19 @@ async fn a_recovery_is_seen_within_one_interval_however_long_the_outage() -> any
 
     for ((outage, (_, monitor)), recovered) in outages.iter().zip(&watched).zip(&recovered) {
         let results = central.results(monitor).await?;
+        // The first up after the outage's last down: a check started just before the recovery
+        // and answered after it counts (its `ts` is when it started).
+        let last_down = results
+            .iter()
+            .filter(|r| r["status"] == "down")
+            .map(|r| ms(&r["ts"]))
+            .max()
+            .expect("down results");
         let first_up = results
             .iter()
-            .map(|r| (ms(&r["ts"]), r["status"] == "up"))
-            .filter(|(ts, up)| *up && ts >= recovered)
-            .map(|(ts, _)| ts)
+            .filter(|r| r["status"] == "up")
+            .map(|r| ms(&r["ts"]))
+            .filter(|ts| *ts > last_down)
             .min()
             .expect("an up result after the recovery");
         assert!(
@@ -392,11 +427,18 @@ async fn a_twelve_minute_outage_is_seen_over_within_one_interval() -> anyhow::Re
         "{} checks in twelve minutes",
         during.len()
     );
+    // The first up after the last down (a check started just before the recovery counts).
+    let last_down = results
+        .iter()
+        .filter(|r| r["status"] == "down")
+        .map(|r| ms(&r["ts"]))
+        .max()
+        .expect("down results");
     let first_up = results
         .iter()
         .filter(|r| r["status"] == "up")
         .map(|r| ms(&r["ts"]))
-        .filter(|ts| *ts >= recovered)
+        .filter(|ts| *ts > last_down)
         .min()
         .expect("an up result after the recovery");
     assert!(
