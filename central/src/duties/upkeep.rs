@@ -14,7 +14,6 @@ use crate::error::error_chain;
 use crate::service::folding::next_close_in;
 use crate::service::App;
 use crate::store::result_index::FLUSH_EVERY;
-use crate::store::Backend;
 
 const HOURLY: Duration = Duration::from_secs(3600);
 const RELOAD_KEYS_EVERY: Duration = Duration::from_secs(60);
@@ -59,7 +58,7 @@ pub async fn run(app: Arc<App>) {
 /// stores results. Returns at once on PostgreSQL, which has no head. Cost per round:
 /// proportional to the results stored since the last.
 pub async fn flush_results_head(app: Arc<App>) {
-    if app.store.backend() != Backend::Sqlite {
+    if !app.store.backend().keeps_results_head() {
         return;
     }
     loop {

@@ -11,8 +11,8 @@
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::batches::listed;
-use super::{Backend, Store};
+use super::dialect::{listed, notify};
+use super::Store;
 
 /// Announced by a transaction that issues commands (`issued:<poller id>`, one per poller) or
 /// acknowledges one (`done:<command id>`).
@@ -104,17 +104,12 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         }
-        if self.backend() == Backend::Postgres {
-            let mut pollers: Vec<&str> = commands.iter().map(|c| c.poller_id.as_str()).collect();
-            pollers.sort_unstable();
-            pollers.dedup();
-            for poller in pollers {
-                sqlx::query("SELECT pg_notify($1, $2)")
-                    .bind(COMMANDS_CHANNEL)
-                    .bind(format!("issued:{poller}"))
-                    .execute(&mut *tx)
-                    .await?;
-            }
+        let mut pollers: Vec<&str> = commands.iter().map(|c| c.poller_id.as_str()).collect();
+        pollers.sort_unstable();
+        pollers.dedup();
+        for poller in pollers {
+            let payload = format!("issued:{poller}");
+            notify(self.backend(), &mut tx, COMMANDS_CHANNEL, &payload).await?;
         }
         tx.commit().await?;
         Ok(())
@@ -185,13 +180,8 @@ impl Store {
         .rows_affected()
             == 1;
         let outcome = if stored {
-            if self.backend() == Backend::Postgres {
-                sqlx::query("SELECT pg_notify($1, $2)")
-                    .bind(COMMANDS_CHANNEL)
-                    .bind(format!("done:{id}"))
-                    .execute(&mut *tx)
-                    .await?;
-            }
+            let payload = format!("done:{id}");
+            notify(self.backend(), &mut tx, COMMANDS_CHANNEL, &payload).await?;
             Acked::Now
         } else {
             let known =

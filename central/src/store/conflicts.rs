@@ -79,11 +79,11 @@ pub(super) async fn hold_monitors<'a>(
     backend: Backend,
     monitor_ids: impl Iterator<Item = &'a str>,
 ) -> anyhow::Result<()> {
-    if backend == Backend::Postgres {
+    if backend.writes_concurrently() {
         let ids = serde_json::to_string(&monitor_ids.collect::<Vec<_>>())?;
         let sql = format!(
             "SELECT id FROM monitors WHERE {} ORDER BY id FOR NO KEY UPDATE",
-            super::batches::listed(backend, "id", "$1")
+            super::dialect::listed(backend, "id", "$1")
         );
         tx.execute(&sql, &[Arg::from(&ids)]).await?;
     }

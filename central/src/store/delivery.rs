@@ -12,7 +12,7 @@
 
 use std::collections::HashSet;
 
-use super::batches::listed;
+use super::dialect::{listed, without_index};
 use super::notifications::OUTBOX_COLUMNS;
 use super::{Backend, OutboxRow, Store};
 
@@ -31,11 +31,8 @@ pub enum Attempt<'a> {
 /// claim took seconds of the one writer, and delivery fell to 20 notices every 6 s. The
 /// unary `+` keeps the term out of index choice (SQLite's documented way); PostgreSQL plans
 /// by statistics and has no unary `+` for text.
-fn status_term(backend: Backend) -> &'static str {
-    match backend {
-        Backend::Sqlite => "+status",
-        Backend::Postgres => "status",
-    }
+fn status_term(backend: Backend) -> String {
+    without_index(backend, "status")
 }
 
 /// Claims the given ids (`$1`) still pending and due at `$2`, until `$3`.

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::batches::listed;
+use super::dialect::listed;
 use super::{Backend, Resolution, Store};
 
 /// One dependency as a result reports it (read from the result's `meta` by the service).
@@ -143,11 +143,11 @@ fn row_of(row: &AnyRow) -> sqlx::Result<DependencyRow> {
 
 /// Whether the monitor `rm` reads health documents: the rule central records, shows and
 /// forgets dependencies by (with `still_reported`).
-pub(super) fn reads_documents(backend: Backend) -> &'static str {
-    match backend {
-        Backend::Sqlite => "rm.settings ->> 'format' = 'health-json'",
-        Backend::Postgres => "CAST(rm.settings AS jsonb) ->> 'format' = 'health-json'",
-    }
+pub(super) fn reads_documents(backend: Backend) -> String {
+    format!(
+        "{} = 'health-json'",
+        super::dialect::json_text(backend, "rm.settings", "format")
+    )
 }
 
 /// Whether the row `row` (of a table with `monitor_id` and `region`) is one its monitor still
@@ -215,15 +215,13 @@ impl Store {
     pub async fn forget_unreported_dependencies(&self, monitor_id: &str) -> anyhow::Result<()> {
         let _guard = self.write_lock().await;
         let mut tx = self.writer.begin().await?;
-        if self.backend() == Backend::Postgres {
-            sqlx::query(
-                "SELECT 1 FROM dependency_sources WHERE monitor_id = $1 \
-                 ORDER BY monitor_id, region FOR UPDATE",
-            )
-            .bind(monitor_id)
-            .execute(&mut *tx)
-            .await?;
-        }
+        sqlx::query(&format!(
+            "SELECT 1 FROM dependency_sources WHERE monitor_id = $1{}",
+            super::dialect::for_update(self.backend(), "monitor_id, region")
+        ))
+        .bind(monitor_id)
+        .execute(&mut *tx)
+        .await?;
         for table in ["dependencies", "dependency_sources"] {
             sqlx::query(&format!(
                 "DELETE FROM {table} WHERE monitor_id = $1 AND NOT {}",

@@ -2,7 +2,7 @@
 //! reported under, kept one level deep (an alias's canonical name is no alias) and bounded in
 //! number. Must not resolve names in what is read (`store::dependencies` does, when it reads).
 
-use super::{Backend, Store};
+use super::Store;
 
 /// An operator's alias.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,7 +71,7 @@ impl Store {
     ) -> anyhow::Result<AliasInsert> {
         let _guard = self.write_lock().await;
         let mut tx = self.writer.begin().await?;
-        if self.backend() == Backend::Postgres {
+        if self.backend().writes_concurrently() {
             // Conflicts with itself, not with readers.
             sqlx::query("LOCK TABLE dependency_aliases IN SHARE ROW EXCLUSIVE MODE")
                 .execute(&mut *tx)

@@ -7,10 +7,10 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-use super::batches::listed;
 use super::dependencies::{
     reads_documents, DependencyRow, LatencyBucketRow, NewDependencyEvent, ROW_COLUMNS,
 };
+use super::dialect::listed;
 use super::packed::{packed, unpack};
 use super::results::{IngestRules, NewResult};
 use super::statements::{Arg, Statements};
@@ -77,7 +77,7 @@ pub(super) async fn record(
     // location's first document there is none yet to lock, so a placeholder is made first
     // (older than any document; replaced below in this transaction): the second replica's
     // insert waits for the first's commit, and both would otherwise record it `appeared`.
-    if backend == Backend::Postgres {
+    if backend.writes_concurrently() {
         let locations: BTreeSet<Location> = documents
             .iter()
             .map(|r| (r.monitor_id.clone(), r.region.clone().unwrap_or_default()))
@@ -91,10 +91,7 @@ pub(super) async fn record(
             .await?;
         }
     }
-    let lock = match backend {
-        Backend::Sqlite => "",
-        Backend::Postgres => " ORDER BY monitor_id, region FOR UPDATE",
-    };
+    let lock = super::dialect::for_update(backend, "monitor_id, region");
     #[derive(serde::Deserialize)]
     struct Source {
         monitor_id: String,
@@ -298,8 +295,8 @@ pub(super) async fn record(
         )
         .await?;
     }
-    if noticed && backend == Backend::Postgres {
-        super::due::notify_due(tx).await?;
+    if noticed {
+        super::due::notify_due(tx, backend).await?;
     }
     Ok(noticed)
 }

@@ -25,7 +25,7 @@
 
 use sqlx::{Any, Transaction};
 
-use super::batches::{id_source, listed, listed_ids};
+use super::dialect::{id_source, listed, listed_ids};
 use super::statements::{Arg, Statements};
 use super::{Backend, Store};
 
@@ -83,9 +83,10 @@ pub(super) async fn mark_due(
     ids: &str,
     at: i64,
 ) -> anyhow::Result<()> {
-    let sql = match backend {
-        Backend::Sqlite => marked_anew("SELECT DISTINCT value AS id FROM json_each($1)", "true"),
-        Backend::Postgres => format!(
+    let sql = if backend.stores_rows_in_rowid_order() {
+        marked_anew("SELECT DISTINCT value AS id FROM json_each($1)", "true")
+    } else {
+        format!(
             "INSERT INTO alert_due (monitor_id, due_at, marks) \
              SELECT DISTINCT value, CAST($2 AS BIGINT), 1 FROM {} WHERE true ORDER BY 1 \
              ON CONFLICT (monitor_id) DO UPDATE SET \
@@ -93,15 +94,12 @@ pub(super) async fn mark_due(
                       ELSE alert_due.due_at END, \
              marks = alert_due.marks + 1, steady = 0",
             id_source(backend)
-        ),
+        )
     };
     tx.execute(&sql, &[ids.into(), at.into()]).await?;
-    if backend == Backend::Postgres {
-        // Heard by the lease holder when this commits, whichever replica wrote it; PostgreSQL
-        // sends one per transaction however many marks it holds.
-        notify_due(tx).await?;
-    }
-    Ok(())
+    // Heard by the lease holder when this commits, whichever replica wrote it; PostgreSQL
+    // sends one per transaction however many marks it holds.
+    notify_due(tx, backend).await
 }
 
 /// SQLite's mark (see "Where the rows lie" above): the rows of the candidates (`c`, a query
@@ -130,7 +128,7 @@ pub(super) async fn lock_due_rows(
     backend: Backend,
     ids: &[&str],
 ) -> anyhow::Result<()> {
-    if backend == Backend::Postgres && !ids.is_empty() {
+    if backend.writes_concurrently() && !ids.is_empty() {
         let sql = format!(
             "SELECT monitor_id FROM alert_due WHERE {} ORDER BY monitor_id FOR UPDATE",
             listed(backend, "monitor_id", "$1")
@@ -150,26 +148,19 @@ pub(super) async fn mark_each(
     at: i64,
 ) -> anyhow::Result<()> {
     debug_assert!(ids.windows(2).all(|w| w[0] < w[1]), "sorted and unique");
-    match backend {
-        Backend::Sqlite => {
-            let sql = marked_anew("SELECT $1 AS id", "true");
-            let rows: Vec<Vec<Arg>> = ids.iter().map(|&id| vec![id.into(), at.into()]).collect();
-            tx.execute_each(&sql, &rows).await?;
-            Ok(())
-        }
-        Backend::Postgres => mark_due(tx, backend, &serde_json::to_string(ids)?, at).await,
+    if !backend.binds_each_row() {
+        return mark_due(tx, backend, &serde_json::to_string(ids)?, at).await;
     }
+    let sql = marked_anew("SELECT $1 AS id", "true");
+    let rows: Vec<Vec<Arg>> = ids.iter().map(|&id| vec![id.into(), at.into()]).collect();
+    tx.execute_each(&sql, &rows).await?;
+    Ok(())
 }
 
 /// Tells the lease holder's alerting, on PostgreSQL, that monitors were marked due: heard when
-/// the transaction commits, whichever replica wrote it.
-pub(super) async fn notify_due(tx: &mut impl Statements) -> anyhow::Result<()> {
-    tx.execute(
-        "SELECT pg_notify($1, '')",
-        &[super::wakeups::DUE_CHANNEL.into()],
-    )
-    .await?;
-    Ok(())
+/// the transaction commits, whichever replica wrote it (`dialect::notify`).
+pub(super) async fn notify_due(tx: &mut impl Statements, backend: Backend) -> anyhow::Result<()> {
+    super::dialect::notify(backend, tx, super::wakeups::DUE_CHANNEL, "").await
 }
 
 /// A result that confirms its monitor's verdict: the instant before which it keeps the
@@ -222,11 +213,11 @@ pub(super) async fn confirm_due(
     if confirmed.is_empty() {
         return Ok(false);
     }
-    if backend == Backend::Sqlite {
+    if backend.binds_each_row() {
         return confirm_each(tx, confirmed, at).await;
     }
     let rows = serde_json::to_string(confirmed)?;
-    let source = super::batches::json_rows(backend, "$1");
+    let source = super::dialect::json_rows(backend, "$1");
     let probe = listed_ids("alert_due.monitor_id", "$1", "id");
     let moved = tx
         .execute(
@@ -267,7 +258,7 @@ pub(super) async fn confirm_due(
     );
     let marked = tx.execute(&sql, &[Arg::from(&rows), at.into()]).await? > 0;
     if marked {
-        notify_due(tx).await?;
+        notify_due(tx, backend).await?;
     }
     Ok(marked)
 }

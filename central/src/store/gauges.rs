@@ -12,7 +12,7 @@ use std::time::Duration;
 use futures_util::TryStreamExt;
 use rusqlite::{OpenFlags, TransactionBehavior};
 
-use super::{Backend, Store};
+use super::Store;
 
 /// One monitor (`region` `None`) or one location of it, as last shown; borrowed from the row
 /// being read (on SQLite, from SQLite's own buffers: nothing allocated per row).
@@ -114,7 +114,6 @@ impl Store {
         source: &Source<'_>,
         each: &mut impl FnMut(Shown<'_>),
     ) -> anyhow::Result<()> {
-        debug_assert_eq!(self.backend(), Backend::Postgres);
         type Row = (String, Option<String>, String, Option<String>, Option<i64>);
         let sql = source.select();
         let mut rows = sqlx::query_as::<_, Row>(&sql).fetch(&self.pool);

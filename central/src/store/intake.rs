@@ -11,7 +11,7 @@
 //! (`direct`): before, each was a statement of its own handed to sqlx's worker thread and back,
 //! two crossings more per upload.
 
-use super::batches::listed;
+use super::dialect::listed;
 use super::maintenance::windows_not_over_in;
 use super::packed::{columns_of, packed, unpack};
 use super::statements::{Arg, Statements};
@@ -172,30 +172,26 @@ async fn ownership(
              WHERE {multi} AND m.poller_mode = 'multi'"
         )
     };
-    match backend {
-        Backend::Sqlite => {
-            let sql = format!("{} ORDER BY region", owned("id = $1", "l.monitor_id = $1"));
-            let rows: Vec<Vec<Arg>> = monitor_ids.iter().map(|id| vec![id.into()]).collect();
-            tx.read_each(&sql, &rows, OwnershipRow::read).await
-        }
-        Backend::Postgres => {
-            let owned = owned(
-                &listed(backend, "id", "$1"),
-                &listed(backend, "l.monitor_id", "$1"),
-            );
-            let sql = packed(
-                backend,
-                &columns_of(
-                    "id, region, assigned_poller_id, previous_poller_id, assigned_at, kind, \
-                     settings, interval_ms, timeout_ms, quorum, paused_at, resumed_at, tags",
-                ),
-                &format!("FROM ({owned}) AS owned"),
-                "id, region",
-            );
-            let ids = serde_json::to_string(monitor_ids)?;
-            unpack(&tx.read_text(&sql, &[(&ids).into()]).await?)
-        }
+    if backend.binds_each_row() {
+        let sql = format!("{} ORDER BY region", owned("id = $1", "l.monitor_id = $1"));
+        let rows: Vec<Vec<Arg>> = monitor_ids.iter().map(|id| vec![id.into()]).collect();
+        return tx.read_each(&sql, &rows, OwnershipRow::read).await;
     }
+    let owned = owned(
+        &listed(backend, "id", "$1"),
+        &listed(backend, "l.monitor_id", "$1"),
+    );
+    let sql = packed(
+        backend,
+        &columns_of(
+            "id, region, assigned_poller_id, previous_poller_id, assigned_at, kind, \
+             settings, interval_ms, timeout_ms, quorum, paused_at, resumed_at, tags",
+        ),
+        &format!("FROM ({owned}) AS owned"),
+        "id, region",
+    );
+    let ids = serde_json::to_string(monitor_ids)?;
+    unpack(&tx.read_text(&sql, &[(&ids).into()]).await?)
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@
 use sqlx::any::AnyRow;
 use sqlx::{Any, FromRow, Row, Transaction};
 
+use super::dialect::id_list;
 use super::statements::Statements;
 use super::{Backend, Cursor, Store};
 
@@ -65,16 +66,6 @@ impl FromRow<'_, AnyRow> for WindowRow {
     }
 }
 
-/// The values of a JSON array parameter as a column `value`.
-fn values_of(backend: Backend, parameter: &str) -> String {
-    match backend {
-        Backend::Sqlite => format!("json_each({parameter})"),
-        Backend::Postgres => {
-            format!("jsonb_array_elements_text(CAST({parameter} AS jsonb)) AS v(value)")
-        }
-    }
-}
-
 /// Marks due now every existing monitor the windows' scopes cover (a window, or a window
 /// before and after an edit), in one pass in id order, as every marker takes them: named,
 /// placed on one of its pollers (itself or by a location), running from one of its regions
@@ -106,22 +97,22 @@ async fn covered(
     row: &WindowRow,
 ) -> sqlx::Result<Vec<String>> {
     let (ids, pollers, regions, tags) = (
-        values_of(backend, "$1"),
-        values_of(backend, "$2"),
-        values_of(backend, "$3"),
-        values_of(backend, "$4"),
+        id_list(backend, "$1"),
+        id_list(backend, "$2"),
+        id_list(backend, "$3"),
+        id_list(backend, "$4"),
     );
     let sql = format!(
-        "SELECT id FROM monitors WHERE id IN (SELECT value FROM {ids}) \
-         UNION SELECT id FROM monitors WHERE assigned_poller_id IN (SELECT value FROM {pollers}) \
+        "SELECT id FROM monitors WHERE id IN ({ids}) \
+         UNION SELECT id FROM monitors WHERE assigned_poller_id IN ({pollers}) \
          UNION SELECT monitor_id FROM monitor_locations \
-           WHERE assigned_poller_id IN (SELECT value FROM {pollers}) \
-         UNION SELECT monitor_id FROM monitor_locations WHERE region IN (SELECT value FROM {regions}) \
+           WHERE assigned_poller_id IN ({pollers}) \
+         UNION SELECT monitor_id FROM monitor_locations WHERE region IN ({regions}) \
          UNION SELECT id FROM monitors WHERE poller_mode = 'grouped' \
-           AND poller_region IN (SELECT value FROM {regions}) \
+           AND poller_region IN ({regions}) \
          UNION SELECT id FROM monitors WHERE assigned_poller_id IN \
-           (SELECT id FROM pollers WHERE region IN (SELECT value FROM {regions})) \
-         UNION SELECT monitor_id FROM monitor_tags WHERE tag IN (SELECT value FROM {tags})"
+           (SELECT id FROM pollers WHERE region IN ({regions})) \
+         UNION SELECT monitor_id FROM monitor_tags WHERE tag IN ({tags})"
     );
     let covered: Vec<(String,)> = sqlx::query_as(&sql)
         .bind(&row.monitor_ids)

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use sqlx::Row;
 
 use super::result_index::{by_monitor, Order};
-use super::{Backend, Store, TimePoint};
+use super::{Store, TimePoint};
 
 /// A stored result as minute history counts it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,7 +39,7 @@ impl Store {
         } else {
             ""
         };
-        let sqlite = self.backend() == Backend::Sqlite;
+        let sqlite = self.backend().keeps_results_head();
         // Per monitor its id, its start and on SQLite its rowids in the head.
         let per = if sqlite { 3 } else { 2 };
         for chunk in ranges.chunks(MONITORS_PER_READ) {

@@ -7,7 +7,6 @@
 mod assignments;
 mod audit;
 mod backup;
-mod batches;
 mod commands;
 mod conflicts;
 mod cursor;
@@ -15,6 +14,7 @@ mod delivery;
 mod dependencies;
 mod dependency_aliases;
 mod dependency_reports;
+mod dialect;
 mod direct;
 mod due;
 mod events;
@@ -105,17 +105,11 @@ use anyhow::Context;
 use sqlx::AnyPool;
 use tokio::sync::{Mutex, MutexGuard};
 
-/// Which database is behind the pool.
+/// Which database is behind the pool; what differs between them is named in `dialect`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
     Sqlite = 0,
     Postgres = 1,
-}
-
-impl Backend {
-    /// Both, in the order of their discriminants: a statement's texts built once per backend
-    /// are kept as `[_; 2]` and indexed by `backend as usize`.
-    pub const BOTH: [Backend; 2] = [Backend::Sqlite, Backend::Postgres];
 }
 
 pub struct Store {

@@ -7,7 +7,7 @@ use sqlx::any::AnyRow;
 use sqlx::{Any, FromRow, Row, Transaction};
 
 use super::assignments::{bump_version, log_change, Versioned};
-use super::{flag, Backend, Store};
+use super::{flag, Store};
 
 #[derive(Debug, Clone, serde::Deserialize)]
 pub struct MonitorRow {
@@ -522,7 +522,7 @@ impl Store {
         sync_locations(&mut tx, id, &[], &mut versioned, now).await?;
         // Its results: on SQLite found through `result_index` and the head (`results` has no
         // index by monitor there), on PostgreSQL through `results_monitor_ts` below.
-        if self.backend() == Backend::Sqlite {
+        if self.backend().keeps_results_head() {
             sqlx::query(
                 "DELETE FROM results WHERE rowid IN (SELECT value FROM json_each($2)) \
                  AND monitor_id = $1",
@@ -538,10 +538,7 @@ impl Store {
                 sqlx::query(sql).bind(id).execute(&mut *tx).await?;
             }
         }
-        let results = match self.backend() {
-            Backend::Sqlite => None,
-            Backend::Postgres => Some("results"),
-        };
+        let results = (!self.backend().keeps_results_head()).then_some("results");
         let tables = [
             "alert_state",
             "monitor_tags",

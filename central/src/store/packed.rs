@@ -28,16 +28,7 @@ pub(super) fn packed(
         .iter()
         .map(|(name, _)| format!("'{name}', {name}"))
         .collect();
-    let pairs = pairs.join(", ");
-    let packed = match backend {
-        // Text all the way: built as JSONB instead (`json(jsonb_group_array(jsonb_object(…)))`)
-        // a scrape of 100,000 monitors took a fifth longer, since `jsonb_object` writes its
-        // object as text and parses that into JSONB, and `json` writes it all as text again.
-        Backend::Sqlite => format!("json_group_array(json_object({pairs}) ORDER BY {order})"),
-        Backend::Postgres => format!(
-            "CAST(COALESCE(json_agg(json_build_object({pairs}) ORDER BY {order}), '[]') AS TEXT)"
-        ),
-    };
+    let packed = super::dialect::packed_rows(backend, &pairs.join(", "), order);
     format!(
         "SELECT {packed} FROM (SELECT {} {rest}) AS packed",
         inner.join(", ")

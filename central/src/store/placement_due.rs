@@ -12,9 +12,9 @@
 
 use sqlx::{FromRow, Row};
 
-use super::batches::id_source;
+use super::dialect::id_source;
 use super::monitors::MONITOR_COLUMNS;
-use super::{Backend, MonitorRow, Store};
+use super::{MonitorRow, Store};
 
 /// Announced (empty) by every transaction that queues pollers, so the lease holder on any
 /// replica places at once.
@@ -73,12 +73,7 @@ impl Store {
             .bind(now)
             .execute(&mut *tx)
             .await?;
-        if self.backend() == Backend::Postgres {
-            sqlx::query("SELECT pg_notify($1, '')")
-                .bind(PLACEMENT_CHANNEL)
-                .execute(&mut *tx)
-                .await?;
-        }
+        super::dialect::notify(self.backend(), &mut tx, PLACEMENT_CHANNEL, "").await?;
         tx.commit().await?;
         Ok(())
     }

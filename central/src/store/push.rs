@@ -146,7 +146,7 @@ impl Store {
         if ids.is_empty() {
             return Ok(HashMap::new());
         }
-        let listed = super::batches::listed(self.backend(), "monitor_id", "$1");
+        let listed = super::dialect::listed(self.backend(), "monitor_id", "$1");
         type Row = (String, Option<i64>, Option<i64>, Option<i64>);
         let rows: Vec<Row> = sqlx::query_as(&format!(
             "SELECT monitor_id, started_at, last_ping_at, schedule_at FROM heartbeats \

@@ -9,7 +9,7 @@ use sqlx::any::AnyRow;
 use sqlx::{FromRow, Row};
 
 use super::result_index::{by_monitor, Order};
-use super::{Backend, Cursor, Store};
+use super::{Cursor, Store};
 
 #[derive(Debug, Clone)]
 pub struct ResultRow {
@@ -53,7 +53,7 @@ impl Store {
         per_monitor: u32,
     ) -> anyhow::Result<HashMap<String, Vec<ResultRow>>> {
         let mut recent: HashMap<String, Vec<ResultRow>> = HashMap::new();
-        let sqlite = self.backend() == Backend::Sqlite;
+        let sqlite = self.backend().keeps_results_head();
         // Per monitor its id, and on SQLite its rowids in the head.
         let per = if sqlite { 2 } else { 1 };
         for chunk in monitor_ids.chunks(100) {
@@ -114,7 +114,7 @@ impl Store {
             .bind(after.key)
             .bind(&after.id)
             .bind(i64::from(limit));
-        if self.backend() == Backend::Sqlite {
+        if self.backend().keeps_results_head() {
             query = query.bind(self.head_rowids(monitor_id));
         }
         Ok(query.fetch_all(&self.pool).await?)

@@ -68,27 +68,27 @@ pub(super) fn by_monitor(
     order: Order,
     limit: &str,
 ) -> String {
-    match backend {
-        Backend::Postgres => format!(
+    if !backend.keeps_results_head() {
+        return format!(
             "SELECT {columns} FROM results r WHERE r.monitor_id = {monitor}{} \
              ORDER BY {} LIMIT {limit}",
             filter("r"),
             order.by("r"),
-        ),
-        // The head's rows by rowid, then the index's in its order joined to their rows by id;
-        // `UNION` drops a row read from both (its chunk committed after the head was read).
-        Backend::Sqlite => format!(
-            "SELECT {columns} FROM results r WHERE r.rowid IN (SELECT value FROM json_each({head})) \
-             AND r.monitor_id = {monitor}{} \
-             UNION SELECT * FROM (SELECT {columns} FROM result_index x JOIN results r ON r.id = x.id \
-             WHERE x.monitor_id = {monitor}{} ORDER BY {} LIMIT {limit}) \
-             ORDER BY {} LIMIT {limit}",
-            filter("r"),
-            filter("x"),
-            order.by("x"),
-            order.of_result(),
-        ),
+        );
     }
+    // The head's rows by rowid, then the index's in its order joined to their rows by id;
+    // `UNION` drops a row read from both (its chunk committed after the head was read).
+    format!(
+        "SELECT {columns} FROM results r WHERE r.rowid IN (SELECT value FROM json_each({head})) \
+         AND r.monitor_id = {monitor}{} \
+         UNION SELECT * FROM (SELECT {columns} FROM result_index x JOIN results r ON r.id = x.id \
+         WHERE x.monitor_id = {monitor}{} ORDER BY {} LIMIT {limit}) \
+         ORDER BY {} LIMIT {limit}",
+        filter("r"),
+        filter("x"),
+        order.by("x"),
+        order.of_result(),
+    )
 }
 
 impl Store {
@@ -199,7 +199,7 @@ impl Store {
     /// Flushes the head into `result_index` up to its newest rowid, a chunk of whole monitors
     /// per transaction; returns how many rowids it took. A no-op on PostgreSQL.
     pub async fn flush_results_head(&self) -> anyhow::Result<usize> {
-        if self.backend != Backend::Sqlite {
+        if !self.backend.keeps_results_head() {
             return Ok(0);
         }
         // One flush at a time (the duty's and retention's): a second would insert the same

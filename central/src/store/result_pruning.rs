@@ -3,7 +3,7 @@
 //! `result_index` entries on SQLite. Must not decide what expires.
 
 use super::result_index::{by_monitor, Order};
-use super::{Backend, Cursor, Store};
+use super::{Cursor, Store};
 
 /// What pruning needs to know of an old result.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,9 +19,10 @@ impl Store {
     /// pruning can walk monitors, deleted ones included, without reading every result). On
     /// SQLite, results still in the head are not seen: pruning reaches them after a flush.
     pub async fn next_monitor_with_results(&self, after: &str) -> anyhow::Result<Option<String>> {
-        let table = match self.backend() {
-            Backend::Sqlite => "result_index",
-            Backend::Postgres => "results",
+        let table = if self.backend().keeps_results_head() {
+            "result_index"
+        } else {
+            "results"
         };
         let row: Option<(String,)> = sqlx::query_as(&format!(
             "SELECT monitor_id FROM {table} WHERE monitor_id > $1 ORDER BY monitor_id LIMIT 1",
@@ -55,7 +56,7 @@ impl Store {
             .bind(after.key)
             .bind(&after.id)
             .bind(i64::from(limit));
-        if self.backend() == Backend::Sqlite {
+        if self.backend().keeps_results_head() {
             query = query.bind(self.head_rowids(monitor_id));
         }
         let rows: Vec<(String, Option<String>, i64, String)> = query.fetch_all(&self.pool).await?;
@@ -78,12 +79,9 @@ impl Store {
         let mut deleted = 0;
         for chunk in ids.chunks(500) {
             let ids = serde_json::to_string(chunk)?;
-            let listed = match self.backend() {
-                Backend::Sqlite => "SELECT value FROM json_each($1)",
-                Backend::Postgres => "SELECT jsonb_array_elements_text(CAST($1 AS jsonb))",
-            };
+            let listed = super::dialect::id_list(self.backend(), "$1");
             let mut tx = self.writer.begin().await?;
-            if self.backend() == Backend::Sqlite {
+            if self.backend().keeps_results_head() {
                 sqlx::query(&format!(
                     "DELETE FROM result_index WHERE (monitor_id, ts, id) IN \
                      (SELECT monitor_id, ts, id FROM results WHERE id IN ({listed}))"
@@ -110,7 +108,7 @@ impl Store {
         limit: u32,
     ) -> anyhow::Result<u64> {
         let _guard = self.write_lock().await;
-        if self.backend() == Backend::Postgres {
+        if !self.backend().keeps_results_head() {
             return Ok(sqlx::query(
                 "DELETE FROM results WHERE id IN (SELECT id FROM results \
                  WHERE monitor_id = $1 AND ts < $2 LIMIT $3)",

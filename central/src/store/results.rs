@@ -4,13 +4,13 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use super::batches::json_rows;
+use super::dialect::json_rows;
 use super::intake::{Given, Intake};
 use super::packed::{packed, unpack};
 use super::statements::{Arg, Columns, Direct, Statements};
 use super::status_moves::StoredVerdict;
 use super::timeline::{TimeCredit, TimePoint};
-use super::{Backend, Store};
+use super::Store;
 
 /// A validated result, ready to store. Serialises to the row shape PostgreSQL's insert unpacks.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -149,34 +149,30 @@ impl Store {
         received_at: i64,
     ) -> anyhow::Result<(Ingested, I::Decision)> {
         let _guard = self.write_lock().await;
-        match self.backend() {
-            Backend::Sqlite => {
-                let mut connection = self.writer.acquire().await?;
-                let (ingested, fresh, decision) = self
-                    .lent
-                    .transaction(&mut connection, |tx| {
-                        futures_executor::block_on(self.decide_and_ingest(
-                            &mut Direct(tx),
-                            poller_id,
-                            intake,
-                            received_at,
-                        ))
-                    })
-                    .await?;
-                // Committed, and still under the write lock: the head gets them in commit
-                // order, which is rowid order (`head`).
-                self.head.append(fresh);
-                Ok((ingested, decision))
-            }
-            Backend::Postgres => {
-                let mut tx = self.writer.begin().await?;
-                let (ingested, _, decision) = self
-                    .decide_and_ingest(&mut tx, poller_id, intake, received_at)
-                    .await?;
-                tx.commit().await?;
-                Ok((ingested, decision))
-            }
+        if !self.backend().binds_each_row() {
+            let mut tx = self.writer.begin().await?;
+            let (ingested, _, decision) = self
+                .decide_and_ingest(&mut tx, poller_id, intake, received_at)
+                .await?;
+            tx.commit().await?;
+            return Ok((ingested, decision));
         }
+        let mut connection = self.writer.acquire().await?;
+        let (ingested, fresh, decision) = self
+            .lent
+            .transaction(&mut connection, |tx| {
+                futures_executor::block_on(self.decide_and_ingest(
+                    &mut Direct(tx),
+                    poller_id,
+                    intake,
+                    received_at,
+                ))
+            })
+            .await?;
+        // Committed, and still under the write lock: the head gets them in commit order,
+        // which is rowid order (`head`).
+        self.head.append(fresh);
+        Ok((ingested, decision))
     }
 
     /// `intake`'s reads and decision, then `ingest` of the results that stand.
@@ -307,78 +303,75 @@ impl Store {
     ) -> anyhow::Result<(HashSet<String>, Vec<(String, i64)>)> {
         let mut inserted = HashSet::with_capacity(results.len());
         let mut fresh: Vec<(String, i64)> = Vec::new();
-        match self.backend() {
+        if self.backend().keeps_results_head() {
             // One result a statement (`statements` says why), each given its rowid: the head's
             // newest plus its place in the batch, so that the head knows them without reading
             // them back, and a rowid is never taken again after the newest rows were deleted
             // (SQLite would reuse it: the head's order and the flush's cut rely on rowids only
             // growing). The insert says which rows it stored, and at which rowid.
-            Backend::Sqlite => {
-                const INSERT: &str = "INSERT INTO results (rowid, id, monitor_id, poller_id, ts, \
-                    status, latency_ms, msg, meta, received_at, region) \
-                    VALUES ($3, $4, $5, $1, $6, $7, $8, $9, $10, $2, $11) \
-                    ON CONFLICT (id) DO NOTHING RETURNING id, rowid";
-                let newest = self.head.newest();
-                let rows: Vec<Vec<Arg>> = (newest + 1..)
-                    .zip(results)
-                    .map(|(rowid, r)| {
-                        vec![
-                            poller_id.into(),
-                            received_at.into(),
-                            rowid.into(),
-                            r.id.as_str().into(),
-                            r.monitor_id.as_str().into(),
-                            r.ts.into(),
-                            r.status.as_str().into(),
-                            r.latency_ms.into(),
-                            r.msg.as_str().into(),
-                            r.meta.as_str().into(),
-                            r.region.as_deref().into(),
-                        ]
-                    })
-                    .collect();
-                let pair = |row: &dyn Columns| Ok((row.text(0)?, row.int(1)?));
-                for (id, rowid) in tx.read_each(INSERT, &rows, pair).await? {
-                    // Its rowid is its place in the batch after the newest before it.
-                    let result = usize::try_from(rowid - newest - 1)
-                        .ok()
-                        .and_then(|place| results.get(place))
-                        .ok_or_else(|| anyhow::anyhow!("rowid {rowid} is not the batch's"))?;
-                    fresh.push((result.monitor_id.clone(), rowid));
-                    inserted.insert(id);
-                }
+            const INSERT: &str = "INSERT INTO results (rowid, id, monitor_id, poller_id, ts, \
+                status, latency_ms, msg, meta, received_at, region) \
+                VALUES ($3, $4, $5, $1, $6, $7, $8, $9, $10, $2, $11) \
+                ON CONFLICT (id) DO NOTHING RETURNING id, rowid";
+            let newest = self.head.newest();
+            let rows: Vec<Vec<Arg>> = (newest + 1..)
+                .zip(results)
+                .map(|(rowid, r)| {
+                    vec![
+                        poller_id.into(),
+                        received_at.into(),
+                        rowid.into(),
+                        r.id.as_str().into(),
+                        r.monitor_id.as_str().into(),
+                        r.ts.into(),
+                        r.status.as_str().into(),
+                        r.latency_ms.into(),
+                        r.msg.as_str().into(),
+                        r.meta.as_str().into(),
+                        r.region.as_deref().into(),
+                    ]
+                })
+                .collect();
+            let pair = |row: &dyn Columns| Ok((row.text(0)?, row.int(1)?));
+            for (id, rowid) in tx.read_each(INSERT, &rows, pair).await? {
+                // Its rowid is its place in the batch after the newest before it.
+                let result = usize::try_from(rowid - newest - 1)
+                    .ok()
+                    .and_then(|place| results.get(place))
+                    .ok_or_else(|| anyhow::anyhow!("rowid {rowid} is not the batch's"))?;
+                fresh.push((result.monitor_id.clone(), rowid));
+                inserted.insert(id);
             }
+        } else {
             // The batch travels as one JSON parameter that the database unpacks itself:
             // binding thousands of parameters one by one costs more than the insert.
             // Concurrent transactions of other replicas may store the same ids: the insert
             // says which rows it stored (packed, `packed`).
-            Backend::Postgres => {
-                #[derive(serde::Deserialize)]
-                struct Stored {
-                    id: String,
-                }
-                let insert = format!(
-                    "INSERT INTO results (id, monitor_id, poller_id, ts, status, latency_ms, \
-                     msg, meta, received_at, region) \
-                     SELECT r.value ->> 'id', r.value ->> 'monitor_id', $1, \
-                     CAST(r.value ->> 'ts' AS BIGINT), r.value ->> 'status', \
-                     CAST(r.value ->> 'latency_ms' AS BIGINT), r.value ->> 'msg', \
-                     r.value ->> 'meta', $2, r.value ->> 'region' FROM {} WHERE true \
-                     ON CONFLICT (id) DO NOTHING",
-                    json_rows(Backend::Postgres, "$3")
-                );
-                let sql = packed(Backend::Postgres, &[("id", "id")], "FROM stored", "id");
-                let sql = format!("WITH stored AS ({insert} RETURNING id) {sql}");
-                for chunk in results.chunks(INSERT_CHUNK) {
-                    let rows = serde_json::to_string(chunk)?;
-                    let text = tx
-                        .read_text(
-                            &sql,
-                            &[poller_id.into(), received_at.into(), Arg::from(&rows)],
-                        )
-                        .await?;
-                    inserted.extend(unpack::<Stored>(&text)?.into_iter().map(|s| s.id));
-                }
+            #[derive(serde::Deserialize)]
+            struct Stored {
+                id: String,
+            }
+            let insert = format!(
+                "INSERT INTO results (id, monitor_id, poller_id, ts, status, latency_ms, \
+                 msg, meta, received_at, region) \
+                 SELECT r.value ->> 'id', r.value ->> 'monitor_id', $1, \
+                 CAST(r.value ->> 'ts' AS BIGINT), r.value ->> 'status', \
+                 CAST(r.value ->> 'latency_ms' AS BIGINT), r.value ->> 'msg', \
+                 r.value ->> 'meta', $2, r.value ->> 'region' FROM {} WHERE true \
+                 ON CONFLICT (id) DO NOTHING",
+                json_rows(self.backend(), "$3")
+            );
+            let sql = packed(self.backend(), &[("id", "id")], "FROM stored", "id");
+            let sql = format!("WITH stored AS ({insert} RETURNING id) {sql}");
+            for chunk in results.chunks(INSERT_CHUNK) {
+                let rows = serde_json::to_string(chunk)?;
+                let text = tx
+                    .read_text(
+                        &sql,
+                        &[poller_id.into(), received_at.into(), Arg::from(&rows)],
+                    )
+                    .await?;
+                inserted.extend(unpack::<Stored>(&text)?.into_iter().map(|s| s.id));
             }
         }
         Ok((inserted, fresh))

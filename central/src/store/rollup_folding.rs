@@ -12,9 +12,9 @@
 
 use sqlx::Row;
 
-use super::batches::json_rows;
+use super::dialect::json_rows;
 use super::rollups::{adding_on_conflict, summed_columns};
-use super::{Backend, Resolution, Store};
+use super::{Resolution, Store};
 
 /// An hour row's key: where a round of folding has got to, so that its next step starts after
 /// it instead of walking again the unfolded rows of the open hour it passed (`fold_hours`).
@@ -53,10 +53,7 @@ impl Store {
         let mut tx = self.writer.begin().await?;
         // In key order, locked on PostgreSQL: ingest locks hour rows in the same order, and
         // then waits for this step (or this step for it) instead of crossing it.
-        let lock = match self.backend() {
-            Backend::Postgres => " FOR UPDATE",
-            Backend::Sqlite => "",
-        };
+        let lock = super::dialect::row_lock(self.backend());
         let rows = sqlx::query(&format!(
             "SELECT monitor_id, region, bucket_start FROM rollups \
              WHERE folded = 0 AND bucket_start < $1 \

@@ -17,7 +17,7 @@ use sqlx::Row;
 
 use super::statements::{Arg, Columns, Statements};
 
-use super::batches::json_rows;
+use super::dialect::json_rows;
 use super::results::NewResult;
 use super::timeline::Credits;
 use super::{monitors::placeholders, Store};
@@ -310,22 +310,19 @@ fn upsert(backend: super::Backend, resolution: Resolution) -> &'static str {
 fn build_upsert(backend: super::Backend, resolution: Resolution) -> String {
     let summed = summed_columns();
     let count = DELTA_KEY.len() + summed.len();
-    let source = match backend {
-        super::Backend::Sqlite => {
-            let values: Vec<String> = (1..=count).map(|n| format!("${n}")).collect();
-            format!("VALUES ({}, FOLDED)", values.join(", "))
-        }
-        super::Backend::Postgres => {
-            // By position: the key, then the sums.
-            let at = |position: usize| format!("r.value ->> {position}");
-            let texts = (0..3).map(at);
-            let numbers = (3..count).map(|position| format!("CAST({} AS BIGINT)", at(position)));
-            format!(
-                "SELECT {}, FOLDED FROM {} WHERE true",
-                texts.chain(numbers).collect::<Vec<_>>().join(", "),
-                json_rows(backend, "$1"),
-            )
-        }
+    let source = if backend.binds_each_row() {
+        let values: Vec<String> = (1..=count).map(|n| format!("${n}")).collect();
+        format!("VALUES ({}, FOLDED)", values.join(", "))
+    } else {
+        // By position: the key, then the sums.
+        let at = |position: usize| format!("r.value ->> {position}");
+        let texts = (0..3).map(at);
+        let numbers = (3..count).map(|position| format!("CAST({} AS BIGINT)", at(position)));
+        format!(
+            "SELECT {}, FOLDED FROM {} WHERE true",
+            texts.chain(numbers).collect::<Vec<_>>().join(", "),
+            json_rows(backend, "$1"),
+        )
     };
     let (folded, returning) = match resolution {
         HOUR => (
@@ -352,11 +349,8 @@ fn day_at_or_after(ts: i64) -> i64 {
 
 /// On SQLite, the hint that reads of unfolded hours take the small partial index
 /// (`rollups_unfolded`) rather than the key, which would walk every hour of the window.
-fn unfolded_index(backend: super::Backend) -> &'static str {
-    match backend {
-        super::Backend::Sqlite => " INDEXED BY rollups_unfolded",
-        super::Backend::Postgres => "",
-    }
+fn unfolded_index(backend: super::Backend) -> String {
+    super::dialect::indexed_by(backend, "rollups_unfolded")
 }
 
 impl Store {
@@ -412,22 +406,20 @@ impl Store {
         let sql = upsert(self.backend(), resolution);
         let key = |row: &dyn Columns| Ok((row.text(0)?, row.text(1)?, row.int(2)?, row.int(3)?));
         let rows: Vec<Vec<Arg>> = deltas.iter().map(|(key, sums)| sums.values(key)).collect();
-        match self.backend() {
-            super::Backend::Sqlite => tx.read_each(sql, &rows, key).await,
-            super::Backend::Postgres => {
-                let mut written = Vec::new();
-                for chunk in rows.chunks(ROLLUP_CHUNK) {
-                    let chunk: Vec<Vec<serde_json::Value>> = chunk
-                        .iter()
-                        .map(|row| row.iter().copied().map(Arg::to_json).collect())
-                        .collect();
-                    let chunk = serde_json::to_string(&chunk)?;
-                    let args = [vec![Arg::from(&chunk)]];
-                    written.extend(tx.read_each(sql, &args, key).await?);
-                }
-                Ok(written)
-            }
+        if self.backend().binds_each_row() {
+            return tx.read_each(sql, &rows, key).await;
         }
+        let mut written = Vec::new();
+        for chunk in rows.chunks(ROLLUP_CHUNK) {
+            let chunk: Vec<Vec<serde_json::Value>> = chunk
+                .iter()
+                .map(|row| row.iter().copied().map(Arg::to_json).collect())
+                .collect();
+            let chunk = serde_json::to_string(&chunk)?;
+            let args = [vec![Arg::from(&chunk)]];
+            written.extend(tx.read_each(sql, &args, key).await?);
+        }
+        Ok(written)
     }
 
     /// The sums of each monitor's buckets of `resolution` starting in `[from, until)`, for the

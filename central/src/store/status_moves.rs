@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::LazyLock;
 
-use super::batches::json_rows;
+use super::dialect::json_rows;
 use super::results::{IngestRules, NewResult};
 use super::statements::{Arg, Statements};
 use super::status_rows::StatusRows;
@@ -46,16 +46,13 @@ pub(super) async fn move_status_rows(
             continue;
         }
         let sql = status_upsert(backend, table);
-        match backend {
-            Backend::Sqlite => {
-                let rows: Vec<Vec<Arg>> = moves.iter().map(|m| m.values(poller_id)).collect();
-                tx.execute_each(sql, &rows).await?;
-            }
-            Backend::Postgres => {
-                let moves = serde_json::to_string(&moves)?;
-                tx.execute(sql, &[poller_id.into(), Arg::from(&moves)])
-                    .await?;
-            }
+        if backend.binds_each_row() {
+            let rows: Vec<Vec<Arg>> = moves.iter().map(|m| m.values(poller_id)).collect();
+            tx.execute_each(sql, &rows).await?;
+        } else {
+            let moves = serde_json::to_string(&moves)?;
+            tx.execute(sql, &[poller_id.into(), Arg::from(&moves)])
+                .await?;
         }
     }
     Ok(flipped)
@@ -144,16 +141,16 @@ fn build_status_upsert(backend: Backend, table: StatusTable) -> String {
         .replace("KEY_COLUMNS", key_columns)
         .replace("KEY_VALUES", key_values)
         .replace("KEY_CONFLICT", key_conflict);
-    match backend {
-        // One move a statement, its fields bound (`StatusMove::values`; `statements` says why).
-        Backend::Sqlite => StatusMove::FIELDS.iter().enumerate().fold(
-            sql.replace("FROM ROWS_SOURCE ", ""),
-            |sql, (i, field)| {
-                sql.replace(&format!("r.value ->> '{field}'"), &format!("${}", i + 2))
-            },
-        ),
-        Backend::Postgres => sql.replace("ROWS_SOURCE", &json_rows(backend, "$2")),
+    if !backend.binds_each_row() {
+        return sql.replace("ROWS_SOURCE", &json_rows(backend, "$2"));
     }
+    // One move a statement, its fields bound (`StatusMove::values`; `statements` says why).
+    StatusMove::FIELDS
+        .iter()
+        .enumerate()
+        .fold(sql.replace("FROM ROWS_SOURCE ", ""), |sql, (i, field)| {
+            sql.replace(&format!("r.value ->> '{field}'"), &format!("${}", i + 2))
+        })
 }
 
 /// One status row's move in `status_upsert`: the newest stored result of the batch for that

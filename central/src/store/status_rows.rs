@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use super::packed::{packed, unpack};
 use super::results::NewResult;
 use super::statements::{Arg, Columns, Statements};
-use super::{Backend, Store};
+use super::Store;
 
 /// A status row's key: the monitor, and the location for `location_status` (`None` for the
 /// monitor's own row in `monitor_status`).
@@ -135,35 +135,30 @@ impl Store {
                 continue;
             }
             let columns = columns(region);
-            match self.backend() {
+            if self.backend().binds_each_row() {
                 // One monitor a statement, read by column (`statements` says why).
-                Backend::Sqlite => {
-                    let list: Vec<String> = columns
-                        .iter()
-                        .map(|(name, expression)| format!("{expression} AS {name}"))
-                        .collect();
-                    let sql = format!(
-                        "SELECT {} FROM {table} WHERE monitor_id = $1",
-                        list.join(", ")
-                    );
-                    let args: Vec<Vec<Arg>> = ids.iter().map(|&id| vec![id.into()]).collect();
-                    rows.extend(tx.read_each(&sql, &args, read_row).await?);
-                }
+                let list: Vec<String> = columns
+                    .iter()
+                    .map(|(name, expression)| format!("{expression} AS {name}"))
+                    .collect();
+                let sql = format!(
+                    "SELECT {} FROM {table} WHERE monitor_id = $1",
+                    list.join(", ")
+                );
+                let args: Vec<Vec<Arg>> = ids.iter().map(|&id| vec![id.into()]).collect();
+                rows.extend(tx.read_each(&sql, &args, read_row).await?);
+            } else {
                 // One packed read (`packed`) of every row, locked in key order.
-                Backend::Postgres => {
-                    let listed = super::batches::listed(self.backend(), "monitor_id", "$1");
-                    let sql = packed(
-                        self.backend(),
-                        &columns,
-                        &format!(
-                            "FROM {table} WHERE {listed} ORDER BY monitor_id, region FOR UPDATE"
-                        ),
-                        "monitor_id, region",
-                    );
-                    let ids = serde_json::to_string(&ids)?;
-                    let text = tx.read_text(&sql, &[Arg::from(&ids)]).await?;
-                    rows.extend(unpack::<Packed>(&text)?.into_iter().map(Packed::keyed));
-                }
+                let listed = super::dialect::listed(self.backend(), "monitor_id", "$1");
+                let sql = packed(
+                    self.backend(),
+                    &columns,
+                    &format!("FROM {table} WHERE {listed} ORDER BY monitor_id, region FOR UPDATE"),
+                    "monitor_id, region",
+                );
+                let ids = serde_json::to_string(&ids)?;
+                let text = tx.read_text(&sql, &[Arg::from(&ids)]).await?;
+                rows.extend(unpack::<Packed>(&text)?.into_iter().map(Packed::keyed));
             }
         }
         Ok(rows)

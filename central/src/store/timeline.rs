@@ -6,13 +6,13 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use super::batches::json_rows;
+use super::dialect::json_rows;
 use super::packed::{packed, unpack};
 use super::result_index::{by_monitor, Order};
 use super::results::{IngestRules, NewResult};
 use super::statements::{Arg, Statements};
 use super::status_rows::StatusRows;
-use super::{Backend, Resolution, Store};
+use super::{Resolution, Store};
 
 /// A stored result as it stands for time.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
@@ -227,7 +227,7 @@ impl Store {
                 next += 1;
                 format!("${next}")
             };
-            let sqlite = self.backend() == Backend::Sqlite;
+            let sqlite = self.backend().keeps_results_head();
             let sql = chunk
                 .iter()
                 .enumerate()
@@ -316,9 +316,10 @@ impl Store {
             .map(|(id, (from, until))| {
                 // On SQLite each monitor's rowids not in `result_index`: the head's and this
                 // batch's own.
-                let head = match self.backend() {
-                    Backend::Sqlite => self.unflushed_rowids(id, fresh),
-                    Backend::Postgres => Vec::new(),
+                let head = if self.backend().keeps_results_head() {
+                    self.unflushed_rowids(id, fresh)
+                } else {
+                    Vec::new()
                 };
                 serde_json::json!({ "monitor_id": id, "from": from, "until": until, "head": head })
             })
@@ -374,25 +375,23 @@ impl Store {
                  AND {t}.ts <= CAST(r.value ->> 'until' AS BIGINT)"
             )
         };
-        match self.backend() {
-            Backend::Postgres => {
-                format!(
-                    "SELECT {columns} FROM {rows} JOIN results res ON {}",
-                    within("res")
-                )
-            }
-            // `UNION`: a row read from both (its chunk committed after the head was read)
-            // counts once.
-            Backend::Sqlite => format!(
-                "SELECT {columns} FROM {rows} JOIN result_index x ON {} \
-                 JOIN results res ON res.id = x.id \
-                 UNION SELECT {columns} FROM {rows} \
-                 JOIN results res ON res.rowid IN (SELECT value FROM json_each(r.value -> 'head')) \
-                 AND {}",
-                within("x"),
-                within("res"),
-            ),
+        if !self.backend().keeps_results_head() {
+            return format!(
+                "SELECT {columns} FROM {rows} JOIN results res ON {}",
+                within("res")
+            );
         }
+        // `UNION`: a row read from both (its chunk committed after the head was read) counts
+        // once.
+        format!(
+            "SELECT {columns} FROM {rows} JOIN result_index x ON {} \
+             JOIN results res ON res.id = x.id \
+             UNION SELECT {columns} FROM {rows} \
+             JOIN results res ON res.rowid IN (SELECT value FROM json_each(r.value -> 'head')) \
+             AND {}",
+            within("x"),
+            within("res"),
+        )
     }
 }
 

@@ -4,7 +4,7 @@
 use sqlx::any::AnyRow;
 use sqlx::{FromRow, Row};
 
-use super::{Backend, Cursor, Store};
+use super::{Cursor, Store};
 
 #[derive(Debug, Clone)]
 pub struct UserRow {
@@ -204,10 +204,7 @@ impl Store {
         tx: &mut sqlx::Transaction<'_, sqlx::Any>,
         id: &str,
     ) -> Result<(), UserConflict> {
-        let lock = match self.backend() {
-            Backend::Sqlite => "",
-            Backend::Postgres => " ORDER BY id FOR UPDATE",
-        };
+        let lock = super::dialect::for_update(self.backend(), "id");
         let admins: Vec<(String,)> =
             sqlx::query_as(&format!("SELECT id FROM users WHERE role = $1{lock}"))
                 .bind(ADMIN)

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use sqlx::postgres::PgListener;
 
-use super::{Backend, Store};
+use super::Store;
 
 const CHANNEL: &str = "central_assignment_version";
 /// Announced (empty) by every transaction that marks monitors due for alerting.
@@ -44,7 +44,7 @@ impl Store {
     /// A listener for versions written by any replica; `None` on SQLite, where every writer is
     /// this process.
     pub fn listen_for_versions(&self) -> Option<VersionListener> {
-        (self.backend == Backend::Postgres).then(|| VersionListener {
+        self.backend.writes_concurrently().then(|| VersionListener {
             url: self.url.clone(),
             listener: None,
         })

@@ -10,11 +10,10 @@ use std::path::{Path, PathBuf};
 /// Figures met: held at their line.
 const LARGEST_FILE_LINES: usize = 600;
 const APP_FIELDS: usize = 12;
-/// Ratchets: today's figures, above their line (10 and 0). 81 branches were counted until a
-/// test-only `mod testing;` early in `store/mod.rs` was moved to its end: the count stopped
-/// there and missed the 20 branches of the store's connection set-up below it; that set-up now
-/// lives in `store/sqlite/` and `store/postgres/` (83).
-const BACKEND_BRANCHES_OUTSIDE_THE_DIALECT: usize = 83;
+/// Met since the store names its differences in `store/dialect.rs` (83 branches before, 2
+/// left: the choice of migration set). Counted up to a file's first `#[cfg(test)]`.
+const BACKEND_BRANCHES_OUTSIDE_THE_DIALECT: usize = 10;
+/// A ratchet: today's figure, above its line (0). It may fall, never rise.
 const UNSAFE_BLOCKS: usize = 2;
 
 fn root() -> PathBuf {
