@@ -52,12 +52,52 @@ pub async fn run(
     config: AgentConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let (stop_tx, stop_rx) = watch::channel(false);
-    tokio::spawn(async move {
-        shutdown.await;
-        let _ = stop_tx.send(true);
-    });
+    run_until_handover(config, shutdown, std::future::pending()).await
+}
 
+/// `run`, handing over to a successor when `handover` resolves (`crate::handover`): no
+/// check is started after it, the checks under way finish and are queued, the queue is
+/// uploaded, and the agent returns, which lets its successor take the data directory.
+pub async fn run_until_handover(
+    config: AgentConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    handover: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let (handover_tx, handover_rx) = watch::channel(false);
+    let running = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let queue_written = Arc::new(Notify::new());
+    let uploaded = Arc::new(Notify::new());
+    {
+        let (running, uploaded) = (running.clone(), uploaded.clone());
+        tokio::spawn(async move {
+            tokio::pin!(shutdown);
+            tokio::select! {
+                _ = &mut shutdown => {}
+                _ = handover => {
+                    // Before its tasks run, an agent has nothing to hand over: it stops.
+                    if running.load(std::sync::atomic::Ordering::SeqCst) {
+                        tracing::info!(
+                            "handing over: no check is started from now on; the checks under \
+                             way finish, the queue is uploaded, then this agent exits"
+                        );
+                        let _ = handover_tx.send(true);
+                        tokio::select! {
+                            _ = uploaded.notified() => {}
+                            _ = &mut shutdown => {}
+                        }
+                    }
+                }
+            }
+            let _ = stop_tx.send(true);
+        });
+    }
+
+    // Held until the agent returns (the process ends just after).
+    let Some(_lock) = crate::handover::DataDirLock::take(&config.data_dir, stop_rx.clone()).await?
+    else {
+        return Ok(());
+    };
     let metrics = Arc::new(AgentMetrics::new());
     let listener = tokio::net::TcpListener::bind(&config.listen)
         .await
@@ -180,8 +220,20 @@ pub async fn run(
     };
     let mut tasks = JoinSet::new();
     let stopping = stop_rx.clone();
-    tasks.spawn(named("runner", runner.run(engine_rx, stop_rx.clone())));
-    tasks.spawn(named("queue writer", writer.run(results_rx)));
+    let hand_over = crate::uplink::upload::HandOver {
+        asked: handover_rx.clone(),
+        queue_written: queue_written.clone(),
+        uploaded,
+    };
+    running.store(true, std::sync::atomic::Ordering::SeqCst);
+    tasks.spawn(named(
+        "runner",
+        runner.run_until_handover(engine_rx, stop_rx.clone(), handover_rx.clone()),
+    ));
+    tasks.spawn(named("queue writer", async move {
+        writer.run(results_rx).await;
+        queue_written.notify_one();
+    }));
     tasks.spawn(named("housekeeping", housekeeping.run(stop_rx.clone())));
     tasks.spawn(named("assignment sync", sync.run(stop_rx.clone())));
     tasks.spawn(named("heartbeats", heartbeats.run(stop_rx.clone())));
@@ -189,8 +241,11 @@ pub async fn run(
         "acknowledgements",
         acknowledgements.run(acks_rx, stop_rx.clone()),
     ));
-    tasks.spawn(named("uploader", uploader.run(stop_rx)));
-    supervise(tasks, stopping, &health_metrics).await?;
+    tasks.spawn(named(
+        "uploader",
+        uploader.run_until_handover(stop_rx, hand_over),
+    ));
+    supervise(tasks, stopping, handover_rx, &health_metrics).await?;
     tracing::info!("agent stopped");
     Ok(())
 }
@@ -201,17 +256,18 @@ async fn named(name: &'static str, task: impl Future<Output = ()>) -> &'static s
     name
 }
 
-/// Waits for the agent's tasks. They end only when asked to stop: one that ends before (it
-/// returned, or panicked) leaves the agent unable to do its work, so the agent says which,
-/// fails `/healthz`, and exits with an error for its supervisor (Docker's restart policy) to
-/// start it afresh. Results already queued are safe in SQLite.
+/// Waits for the agent's tasks. They end only when asked to stop or to hand over: one that
+/// ends before (it returned, or panicked) leaves the agent unable to do its work, so the agent
+/// says which, fails `/healthz`, and exits with an error for its supervisor (Docker's restart
+/// policy) to start it afresh. Results already queued are safe in SQLite.
 async fn supervise(
     mut tasks: JoinSet<&'static str>,
     stopping: watch::Receiver<bool>,
+    handing_over: watch::Receiver<bool>,
     metrics: &AgentMetrics,
 ) -> anyhow::Result<()> {
     while let Some(ended) = tasks.join_next().await {
-        if *stopping.borrow() {
+        if *stopping.borrow() || *handing_over.borrow() {
             continue;
         }
         let what = match ended {

@@ -10,7 +10,9 @@ async fn main() -> std::process::ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    match poller_agent::run(config, shutdown_signal()).await {
+    match poller_agent::agent::run_until_handover(config, shutdown_signal(), handover_signal())
+        .await
+    {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(error) => {
             tracing::error!("{error:#}");
@@ -39,4 +41,20 @@ async fn shutdown_signal() {
     {
         let _ = tokio::signal::ctrl_c().await;
     }
+}
+
+/// SIGUSR1: hand over to an agent started on the same data directory (`handover`).
+async fn handover_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::user_defined1()) {
+            Ok(mut usr1) => {
+                usr1.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    }
+    #[cfg(not(unix))]
+    std::future::pending::<()>().await
 }

@@ -828,6 +828,16 @@ impl Agent {
         peak_rss_bytes(self.pid()?)
     }
 
+    /// Sends the process a signal by name (`USR1`, `TERM`).
+    pub fn signal(&self, name: &str) -> anyhow::Result<()> {
+        let pid = self.pid().context("the agent is not running")?;
+        let status = std::process::Command::new("kill")
+            .args(["-s", name, &pid.to_string()])
+            .status()?;
+        anyhow::ensure!(status.success(), "kill -s {name} {pid} failed");
+        Ok(())
+    }
+
     /// Waits for the process to exit by itself; `None` if it is still running after `timeout`.
     pub async fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
         let child = self.child.as_mut()?;

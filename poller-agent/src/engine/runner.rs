@@ -147,8 +147,22 @@ const HEALTH_REFRESH: Duration = Duration::from_secs(1);
 impl Runner {
     pub async fn run(
         self,
+        updates: mpsc::Receiver<AssignmentUpdate>,
+        shutdown: watch::Receiver<bool>,
+    ) {
+        let (_never, handing_over) = watch::channel(false);
+        self.run_until_handover(updates, shutdown, handing_over)
+            .await
+    }
+
+    /// `run`, and on `handing_over` (`crate::handover`): starts no check more, lets the
+    /// checks under way finish and queues their results, then returns. Cost of the wait:
+    /// the checks under way, each bounded by its `hard_limit`.
+    pub async fn run_until_handover(
+        self,
         mut updates: mpsc::Receiver<AssignmentUpdate>,
         mut shutdown: watch::Receiver<bool>,
+        mut handing_over: watch::Receiver<bool>,
     ) {
         let mut engine = Engine::new(self.config.clone());
         let permits = Arc::new(Semaphore::new(self.max_concurrency.max(1)));
@@ -225,25 +239,28 @@ impl Runner {
             tokio::select! {
                 _ = tokio::time::sleep_until(tokio::time::Instant::from_std(wake)) => {}
                 Some(first) = done_rx.recv() => {
-                    let mut finished = self.complete(&mut engine, first);
-                    while let Ok(more) = done_rx.try_recv() {
-                        finished.extend(self.complete(&mut engine, more));
+                    if !self.queue_finished(&mut engine, first, &mut done_rx).await {
+                        return;
                     }
-                    for (queued, answers) in finished {
-                        let result = queued.result.clone();
-                        // Queued first: the acknowledgement's copy is a courtesy, the queued
-                        // one is what must reach central.
-                        if self.results.send(queued).await.is_err() {
-                            return;
+                }
+                Ok(()) = handing_over.changed() => {
+                    // Every check under way holds a sender: the channel closes when the last
+                    // one has finished.
+                    drop(done_tx);
+                    let under_way = async {
+                        while let Some(first) = done_rx.recv().await {
+                            if !self.queue_finished(&mut engine, first, &mut done_rx).await {
+                                return;
+                            }
                         }
-                        for command in answers {
-                            self.acknowledge(command, CommandAck {
-                                done: true,
-                                message: "checked now".into(),
-                                result: Some(result.clone()),
-                            });
-                        }
+                    };
+                    if tokio::time::timeout(crate::handover::CHECKS_UNDER_WAY, under_way)
+                        .await
+                        .is_err()
+                    {
+                        tracing::warn!("handing over: checks still under way are left unfinished");
                     }
+                    return;
                 }
                 update = updates.recv() => {
                     let now = self.clock.now();
@@ -270,6 +287,39 @@ impl Runner {
                 _ = shutdown.changed() => return,
             }
         }
+    }
+
+    /// Queues the results of `first` and of whatever else has finished, and acknowledges the
+    /// `check` commands they answer; `false` once the queue writer is gone.
+    async fn queue_finished(
+        &self,
+        engine: &mut Engine,
+        first: Done,
+        done_rx: &mut mpsc::UnboundedReceiver<Done>,
+    ) -> bool {
+        let mut finished = self.complete(engine, first);
+        while let Ok(more) = done_rx.try_recv() {
+            finished.extend(self.complete(engine, more));
+        }
+        for (queued, answers) in finished {
+            let result = queued.result.clone();
+            // Queued first: the acknowledgement's copy is a courtesy, the queued one is what
+            // must reach central.
+            if self.results.send(queued).await.is_err() {
+                return false;
+            }
+            for command in answers {
+                self.acknowledge(
+                    command,
+                    CommandAck {
+                        done: true,
+                        message: "checked now".into(),
+                        result: Some(result.clone()),
+                    },
+                );
+            }
+        }
+        true
     }
 
     /// Each result, with the `check` commands it answers.

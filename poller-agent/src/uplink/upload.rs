@@ -36,8 +36,35 @@ pub struct Uploader {
     pub results: Arc<ResultSignal>,
 }
 
+/// What a handing-over agent's uploader waits for and tells (`crate::handover`).
+pub struct HandOver {
+    /// Set when the agent hands over.
+    pub asked: watch::Receiver<bool>,
+    /// Notified when the queue writer has written the last results (the checks under way).
+    pub queue_written: Arc<tokio::sync::Notify>,
+    /// Notified by the uploader once it has uploaded what it could.
+    pub uploaded: Arc<tokio::sync::Notify>,
+}
+
 impl Uploader {
-    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+    pub async fn run(self, shutdown: watch::Receiver<bool>) {
+        let (_never, asked) = watch::channel(false);
+        let hand_over = HandOver {
+            asked,
+            queue_written: Default::default(),
+            uploaded: Default::default(),
+        };
+        self.run_until_handover(shutdown, hand_over).await
+    }
+
+    /// `run`, and on a hand-over: once the queue holds the last results, one more upload of
+    /// everything queued (for at most `handover::FINAL_UPLOAD`; what is left stays queued for
+    /// the successor), then `uploaded` and return.
+    pub async fn run_until_handover(
+        self,
+        mut shutdown: watch::Receiver<bool>,
+        mut hand_over: HandOver,
+    ) {
         let mut failures = 0u32;
         loop {
             let wait = if failures == 0 {
@@ -58,6 +85,23 @@ impl Uploader {
                         }
                     }
                     _ = shutdown.changed() => return,
+                    Ok(()) = hand_over.asked.changed() => {
+                        tokio::select! {
+                            _ = hand_over.queue_written.notified() => {}
+                            _ = shutdown.changed() => return,
+                        }
+                        let uploading = tokio::time::timeout(
+                            crate::handover::FINAL_UPLOAD,
+                            self.drain(),
+                        );
+                        if !matches!(uploading.await, Ok(Ok(()))) {
+                            tracing::warn!(
+                                "handing over: results left in the queue for the next agent"
+                            );
+                        }
+                        hand_over.uploaded.notify_one();
+                        return;
+                    }
                 }
             }
             match self.drain().await {

@@ -9,6 +9,7 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
+use anyhow::Context;
 use e2e::{eventually, Agent, Central, Target};
 use reqwest::Method;
 use serde_json::json;
@@ -194,6 +195,88 @@ async fn repeated_kill_9_of_the_agent_loses_nothing() -> anyhow::Result<()> {
         pollers["items"].as_array().unwrap().len(),
         1,
         "restarts never re-register"
+    );
+    Ok(())
+}
+
+/// An agent upgraded by hand-over (`poller-agent/src/handover.rs`): a second agent started on
+/// the running one's data directory waits for it, without checking or uploading; `SIGUSR1`
+/// makes the first finish and exit cleanly, the second takes over with the same identity, the
+/// target sees no gap wider than one interval (plus scheduling slack), and every result of
+/// both reaches central once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_hands_over_to_its_successor_without_a_gap() -> anyhow::Result<()> {
+    const INTERVAL: Duration = Duration::from_secs(5);
+    let central = Central::start().await?;
+    let target = Target::start().await?;
+    let token = central.registration_token().await?;
+    let spec = json!({"name": "handed", "kind": "http", "target": target.url,
+                      "interval_ms": INTERVAL.as_millis() as u64});
+    let monitors = vec![central.create_monitor(spec).await?];
+    let dir = central.dir.path().join("agent");
+    let mut old = Agent::start(&central.url, Some(token), &dir).await?;
+    central.wait_for_status(&monitors[0], "up", TIMEOUT).await?;
+    eventually(TIMEOUT, "three checks by the first agent", || async {
+        (target.hits() >= 3).then_some(())
+    })
+    .await?;
+
+    let mut new = Agent::start(&central.url, None, &dir).await?;
+    eventually(
+        TIMEOUT,
+        "the second agent to wait for the first",
+        || async {
+            new.log()
+                .contains("waiting for it to hand over")
+                .then_some(())
+        },
+    )
+    .await?;
+    // Both alive, one checking: two intervals show two or three checks, not four to six.
+    let before = target.hits();
+    tokio::time::sleep(2 * INTERVAL + Duration::from_secs(1)).await;
+    assert!(old.is_running() && new.exit_status().is_none());
+    let during = target.hits() - before;
+    assert!(
+        during <= 3,
+        "{during} checks in 11 s at a 5 s interval: both agents checked"
+    );
+
+    old.signal("USR1")?;
+    let exited = old
+        .wait_exit(TIMEOUT)
+        .await
+        .context("the first agent did not exit after SIGUSR1")?;
+    assert!(exited.success(), "the hand-over ends cleanly: {exited}");
+    let handed_at = std::time::Instant::now();
+    eventually(TIMEOUT, "the second agent to take over", || async {
+        new.log().contains("this one takes over").then_some(())
+    })
+    .await?;
+    // Three intervals after the hand-over, checked by the second agent alone.
+    eventually(TIMEOUT, "three checks after the hand-over", || async {
+        let after = target.hit_times().into_iter().filter(|at| *at > handed_at);
+        (after.count() >= 3).then_some(())
+    })
+    .await?;
+
+    let hits = target.hit_times();
+    let widest = hits
+        .windows(2)
+        .map(|pair| pair[1] - pair[0])
+        .max()
+        .unwrap_or_default();
+    println!("widest gap between checks across the hand-over: {widest:?}");
+    assert!(
+        widest <= INTERVAL + Duration::from_millis(1_500),
+        "a gap of {widest:?} between checks at a {INTERVAL:?} interval across the hand-over"
+    );
+    assert_all_delivered_once(&central, &new, &monitors).await?;
+    let (_, pollers) = central.admin(Method::GET, "/api/v1/pollers", None).await?;
+    assert_eq!(
+        pollers["items"].as_array().unwrap().len(),
+        1,
+        "the successor is the same poller"
     );
     Ok(())
 }
