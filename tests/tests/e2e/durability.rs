@@ -73,6 +73,13 @@ async fn assert_all_delivered_once(
     Ok(produced.len())
 }
 
+/// Central knows one poller: the agent never registered again.
+async fn assert_one_poller(central: &Central, why: &str) -> anyhow::Result<()> {
+    let (_, pollers) = central.admin(Method::GET, "/api/v1/pollers", None).await?;
+    assert_eq!(pollers["items"].as_array().unwrap().len(), 1, "{why}");
+    Ok(())
+}
+
 fn tail(log: &str) -> String {
     let lines: Vec<&str> = log.lines().collect();
     lines[lines.len().saturating_sub(30)..].join("\n")
@@ -190,13 +197,7 @@ async fn repeated_kill_9_of_the_agent_loses_nothing() -> anyhow::Result<()> {
     )
     .await?;
     assert_all_delivered_once(&central, &agent, &monitors).await?;
-    let (_, pollers) = central.admin(Method::GET, "/api/v1/pollers", None).await?;
-    assert_eq!(
-        pollers["items"].as_array().unwrap().len(),
-        1,
-        "restarts never re-register"
-    );
-    Ok(())
+    assert_one_poller(&central, "restarts never re-register").await
 }
 
 /// An agent upgraded by hand-over (`poller-agent/src/handover.rs`): a second agent started on
@@ -272,13 +273,7 @@ async fn an_agent_hands_over_to_its_successor_without_a_gap() -> anyhow::Result<
         "a gap of {widest:?} between checks at a {INTERVAL:?} interval across the hand-over"
     );
     assert_all_delivered_once(&central, &new, &monitors).await?;
-    let (_, pollers) = central.admin(Method::GET, "/api/v1/pollers", None).await?;
-    assert_eq!(
-        pollers["items"].as_array().unwrap().len(),
-        1,
-        "the successor is the same poller"
-    );
-    Ok(())
+    assert_one_poller(&central, "the successor is the same poller").await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
