@@ -25,9 +25,11 @@ phase() {
   phase_started=$SECONDS
 }
 long_pid=
+previous_pid=
+upgrade_pid=
 summary() {
   local rc=$?
-  [[ -n $long_pid ]] && kill "$long_pid" 2>/dev/null
+  for pid in $long_pid $previous_pid $upgrade_pid; do kill "$pid" 2>/dev/null; done
   echo "== phases (exit $rc):" >&2
   for line in "${phases[@]}"; do echo "   $line" >&2; done
   echo "   $(printf '%-40s %4d s' total $(( SECONDS - started_all )))" >&2
@@ -88,6 +90,10 @@ for line in sys.stdin:
   (cd tests && E2E_LONG=1 exec "$e2e_bin" --exact \
     uptime::a_twelve_minute_outage_is_seen_over_within_one_interval) >target/long-outage.log 2>&1 &
   long_pid=$!
+  # The previous release's binaries for the upgrade test (upgrade.rs), built from its tag
+  # beside the suites at the lowest priority (the suites mostly wait), cached in target/.
+  nice -n 19 scripts/previous-release.sh >target/previous-release.out 2>target/previous-release.log &
+  previous_pid=$!
 fi
 cargo test --workspace
 phase "unit and end-to-end tests (SQLite)"
@@ -98,6 +104,22 @@ $quick && exit 0
 # `--workspace` as above, so the features match and nothing is built again.
 E2E_DATABASE=postgres cargo test --workspace --test e2e -- --include-ignored
 phase "end-to-end tests (PostgreSQL, replicas)"
+
+# The upgrade from the previous release (upgrade.rs), once its binaries are built; it runs
+# beside the deploy files' check and the fuzzer and is waited for after them.
+if ! wait "$previous_pid"; then
+  previous_pid=
+  cat target/previous-release.log >&2
+  echo "building the previous release failed (target/previous-release.log)" >&2
+  exit 1
+fi
+previous_pid=
+grep -h "built in" target/previous-release.log >&2 || true
+phase "previous release built (waited for; built beside the suites)"
+(cd tests && E2E_PREVIOUS_RELEASE_BIN=$(cat ../target/previous-release.out) exec "$e2e_bin" --exact \
+  upgrade::a_fleet_of_the_previous_release_upgrades_without_losing_a_result --nocapture) \
+  >target/upgrade.log 2>&1 &
+upgrade_pid=$!
 
 # The compose files must interpolate with the secrets set, and refuse to without them; the
 # proxy's configuration must be valid HAProxy.
@@ -122,6 +144,16 @@ if ! "$VENV/bin/st" --version >/dev/null 2>&1; then
 fi
 ST="$VENV/bin/st" CENTRAL_BIN=target/debug/central scripts/fuzz-api.sh
 phase "API fuzzer"
+
+if ! wait "$upgrade_pid"; then
+  upgrade_pid=
+  cat target/upgrade.log >&2
+  echo "the upgrade from the previous release failed (target/upgrade.log)" >&2
+  exit 1
+fi
+upgrade_pid=
+grep -h "stored once\|test result" target/upgrade.log >&2 || true
+phase "upgrade from the previous release (beside the fuzzer)"
 
 if ! wait "$long_pid"; then
   long_pid=

@@ -685,6 +685,8 @@ impl RegisteredPoller {
 pub struct Agent {
     child: Option<Child>,
     pub data_dir: PathBuf,
+    /// The `poller-agent` executable: this workspace's, or another build (an older release).
+    program: PathBuf,
     central_url: String,
     token: Option<String>,
     extra_env: Vec<(String, String)>,
@@ -706,9 +708,21 @@ impl Agent {
         data_dir: &Path,
         env: &[(&str, &str)],
     ) -> anyhow::Result<Agent> {
+        Self::start_program(&binary("poller-agent"), central_url, token, data_dir, env).await
+    }
+
+    /// `start_with`, running another build of `poller-agent` (an older release).
+    pub async fn start_program(
+        program: &Path,
+        central_url: &str,
+        token: Option<String>,
+        data_dir: &Path,
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Agent> {
         let mut agent = Agent {
             child: None,
             data_dir: data_dir.to_path_buf(),
+            program: program.to_path_buf(),
             central_url: central_url.to_string(),
             token,
             extra_env: env
@@ -726,7 +740,7 @@ impl Agent {
             .create(true)
             .append(true)
             .open(self.data_dir.join("agent.log"))?;
-        let mut command = Command::new(binary("poller-agent"));
+        let mut command = Command::new(&self.program);
         command
             .env("POLLER_CENTRAL_URL", &self.central_url)
             .env("POLLER_DATA_DIR", &self.data_dir)
@@ -758,6 +772,11 @@ impl Agent {
     pub async fn restart(&mut self) -> anyhow::Result<()> {
         self.kill().await;
         self.spawn()
+    }
+
+    /// Runs `program` from the next `restart` on (an upgrade).
+    pub fn set_program(&mut self, program: &Path) {
+        self.program = program.to_path_buf();
     }
 
     pub fn log(&self) -> String {

@@ -45,6 +45,7 @@ mod ssrf;
 mod store_conflicts;
 mod store_reads;
 mod tags;
+mod upgrade;
 mod uptime;
 mod users;
 mod versions;
