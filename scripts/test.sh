@@ -116,8 +116,12 @@ fi
 previous_pid=
 grep -h "built in" target/previous-release.log >&2 || true
 phase "previous release built (waited for; built beside the suites)"
-(cd tests && E2E_PREVIOUS_RELEASE_BIN=$(cat ../target/previous-release.out) exec "$e2e_bin" --exact \
-  upgrade::a_fleet_of_the_previous_release_upgrades_without_losing_a_result --nocapture) \
+# The fleet's upgrade on SQLite, then the replicas' rolling upgrade on PostgreSQL.
+(cd tests && export E2E_PREVIOUS_RELEASE_BIN=$(cat ../target/previous-release.out) &&
+  "$e2e_bin" --exact upgrade::a_fleet_of_the_previous_release_upgrades_without_losing_a_result \
+    --nocapture &&
+  E2E_DATABASE=postgres "$e2e_bin" --exact --include-ignored --nocapture \
+    upgrade::a_rolling_upgrade_of_two_replicas_loses_nothing_and_tells_each_change_once) \
   >target/upgrade.log 2>&1 &
 upgrade_pid=$!
 
@@ -153,7 +157,7 @@ if ! wait "$upgrade_pid"; then
 fi
 upgrade_pid=
 grep -h "stored once\|test result" target/upgrade.log >&2 || true
-phase "upgrade from the previous release (beside the fuzzer)"
+phase "upgrades from the previous release (beside the fuzzer)"
 
 if ! wait "$long_pid"; then
   long_pid=

@@ -38,9 +38,26 @@ pub enum Command {
     Export(ExportArgs),
     /// Print the JSON Schema of the configuration file.
     ConfigSchema,
-    /// Write a consistent copy of central's SQLite database while it runs; restore by starting
-    /// central on the copy. (PostgreSQL: use pg_dump or continuous archiving.)
+    /// Write a consistent copy of central's SQLite database while it runs. (PostgreSQL: use
+    /// pg_dump or continuous archiving.)
     Backup(BackupArgs),
+    /// Put a copy made by `backup` in the place of central's SQLite database; refused while a
+    /// central runs on it. (PostgreSQL: use pg_restore or point-in-time recovery.)
+    Restore(RestoreArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// The database to replace, as central runs on it.
+    #[arg(
+        long,
+        env = "CENTRAL_DATABASE_URL",
+        default_value = "sqlite://central.db"
+    )]
+    pub database_url: String,
+    /// The copy to put back (made by `central backup`).
+    #[arg(long)]
+    pub from: std::path::PathBuf,
 }
 
 #[derive(Debug, Args)]

@@ -49,8 +49,24 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let bytes =
                 tokio::task::spawn_blocking(move || store::backup_sqlite(&url, &to)).await??;
             println!(
-                "copied the database to {} ({bytes} bytes); to restore, start central on the copy",
+                "copied the database to {} ({bytes} bytes); to restore, stop central and run \
+                 `central restore --from {}`",
+                args.to.display(),
                 args.to.display()
+            );
+            Ok(())
+        }
+        Command::Restore(args) => {
+            let (url, from) = (args.database_url.clone(), args.from.clone());
+            let now_ms = chrono::Utc::now().timestamp_millis();
+            let bytes =
+                tokio::task::spawn_blocking(move || store::restore_sqlite(&url, &from, now_ms))
+                    .await??;
+            println!(
+                "restored the database from {} ({bytes} bytes); start central: agents stop \
+                 the monitors it does not have within a long poll and send again what they \
+                 delivered after the copy",
+                args.from.display()
             );
             Ok(())
         }

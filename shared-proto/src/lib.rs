@@ -9,6 +9,7 @@ pub mod bounded;
 pub mod channel_fields;
 pub mod dependencies;
 pub mod duration;
+pub mod engine_meta;
 pub mod error;
 pub mod health;
 pub mod heartbeat;

@@ -226,8 +226,18 @@ impl Central {
         database_url: &str,
         env: &[(&str, &str)],
     ) -> anyhow::Result<Central> {
+        Self::start_replica_program(&binary("central"), database_url, env).await
+    }
+
+    /// `start_replica`, running another build of `central` (an older release).
+    pub async fn start_replica_program(
+        program: &Path,
+        database_url: &str,
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Central> {
         let mut central =
             Self::unstarted(tempfile::tempdir()?, database_url.to_string(), None, env);
+        central.program = program.to_path_buf();
         central.spawn().await?;
         Ok(central)
     }
@@ -321,13 +331,26 @@ impl Central {
                 command.env(key, value);
             }
         }
-        self.child = Some(command.spawn().context("starting central")?);
-        self.addr = eventually(Duration::from_secs(30), "central's port file", || async {
-            std::fs::read_to_string(&port_file)
+        let mut child = command.spawn().context("starting central")?;
+        // Until it writes its port file; one that exits first (it refused to start) says so
+        // at once rather than after the wait.
+        let started = std::time::Instant::now();
+        self.addr = loop {
+            if let Some(addr) = std::fs::read_to_string(&port_file)
                 .ok()
                 .filter(|s| !s.is_empty())
-        })
-        .await?;
+            {
+                break addr;
+            }
+            if let Some(status) = child.try_wait()? {
+                bail!("central exited ({status}) before it listened");
+            }
+            if started.elapsed() > Duration::from_secs(30) {
+                bail!("timed out after 30s waiting for central's port file");
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        self.child = Some(child);
         self.url = format!("{}://{}", self.scheme, self.addr);
         Ok(())
     }

@@ -143,6 +143,48 @@ impl Postgres {
         format!("postgres://postgres@127.0.0.1:{}/{database}", self.port)
     }
 
+    /// `pg_dump` of `database` in the custom format, into a file of the server's directory;
+    /// returns its path (for `restore`).
+    pub async fn dump(&self, database: &str, name: &str) -> anyhow::Result<PathBuf> {
+        let file = self._dir.path().join(name);
+        let output = Command::new(self.bin.join("pg_dump"))
+            .args(["-h", "127.0.0.1", "-U", "postgres", "-Fc", "-f"])
+            .arg(&file)
+            .arg("-p")
+            .arg(self.port.to_string())
+            .arg(database)
+            .uid(self.user.0)
+            .gid(self.user.1)
+            .output()
+            .await?;
+        if !output.status.success() {
+            bail!("pg_dump: {}", String::from_utf8_lossy(&output.stderr));
+        }
+        Ok(file)
+    }
+
+    /// Replaces `database` with the dump `file` (`dump`): dropped (its connections ended),
+    /// created anew and restored with `pg_restore`, as an operator restores a backup.
+    pub async fn restore(&self, database: &str, file: &Path) -> anyhow::Result<()> {
+        self.psql(&format!("DROP DATABASE \"{database}\" WITH (FORCE)"))
+            .await?;
+        self.psql(&format!("CREATE DATABASE \"{database}\""))
+            .await?;
+        let output = Command::new(self.bin.join("pg_restore"))
+            .args(["-h", "127.0.0.1", "-U", "postgres", "-d", database])
+            .arg("-p")
+            .arg(self.port.to_string())
+            .arg(file)
+            .uid(self.user.0)
+            .gid(self.user.1)
+            .output()
+            .await?;
+        if !output.status.success() {
+            bail!("pg_restore: {}", String::from_utf8_lossy(&output.stderr));
+        }
+        Ok(())
+    }
+
     /// Runs one statement as the superuser.
     pub async fn psql(&self, sql: &str) -> anyhow::Result<String> {
         let output = Command::new(self.bin.join("psql"))

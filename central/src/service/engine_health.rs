@@ -8,6 +8,7 @@
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
+use shared_proto::engine_meta::{BreakerState, EngineMeta};
 use shared_proto::poller_api::SchedulerHealth;
 use shared_proto::settings_api::{
     EngineView, HealthClass, MonitorStatusView, RateLimitView, SchedulerView,
@@ -88,36 +89,33 @@ pub fn health_class(newest_first: &[bool]) -> Option<HealthClass> {
 /// What a result's `meta.engine` says; none for a result without one.
 fn engine_view(newest: &ResultRow) -> anyhow::Result<Option<EngineView>> {
     let meta: Value = serde_json::from_str(&newest.meta).unwrap_or(Value::Null);
-    let Some(engine) = meta.get("engine").filter(|e| e.is_object()) else {
+    let Some(engine) = EngineMeta::of(&meta) else {
         return Ok(None);
     };
-    let time = |v: &Value| v.as_str().and_then(|t| t.parse::<DateTime<Utc>>().ok());
-    let breaker = engine["breaker"].as_str().unwrap_or("closed").to_string();
-    let next_due = time(&engine["next_due_at"]);
-    let paused_until = time(&engine["paused_until"]);
-    let dead_letter = (engine["dead_letter"] == true).then(|| newest.msg.clone());
+    let paused_until = engine.paused_until;
+    let dead_letter = engine.dead_letter.then(|| newest.msg.clone());
     // An open breaker's next run is its probe, unless a dead letter or a pause holds the
     // monitor longer: then its next run is the recheck, not the breaker's doing.
-    let breaker_until = (breaker == "open" && dead_letter.is_none() && paused_until.is_none())
-        .then_some(next_due)
-        .flatten();
-    let rate_limit = engine.get("rate_limit").and_then(|r| {
-        Some(RateLimitView {
-            limit: r["limit"].as_u64(),
-            remaining: r["remaining"].as_u64()?,
-            reset_at: time(&r["reset_at"]),
-            low: r["low"] == true,
-        })
+    let breaker = engine.breaker;
+    let breaker_until =
+        (breaker == BreakerState::Open && dead_letter.is_none() && paused_until.is_none())
+            .then_some(engine.next_due_at)
+            .flatten();
+    let rate_limit = engine.rate_limit.map(|r| RateLimitView {
+        limit: r.limit,
+        remaining: r.remaining,
+        reset_at: r.reset_at,
+        low: r.low,
     });
     let stamp = |t: DateTime<Utc>| t.format("%Y-%m-%d %H:%M:%SZ").to_string();
     let mut notes = Vec::new();
     if let Some(until) = paused_until {
         notes.push(format!("auto-paused until {}", stamp(until)));
     }
-    match (breaker.as_str(), breaker_until) {
-        ("closed", _) => {}
+    match (breaker, breaker_until) {
+        (BreakerState::Closed, _) => {}
         (_, Some(until)) => notes.push(format!("breaker open until {}", stamp(until))),
-        (state, None) => notes.push(format!("breaker {}", state.replace('_', "-"))),
+        (state, None) => notes.push(format!("breaker {}", state.as_str().replace('_', "-"))),
     }
     if let Some(reason) = &dead_letter {
         notes.push(format!("dead-lettered: {reason}"));
@@ -135,12 +133,12 @@ fn engine_view(newest: &ResultRow) -> anyhow::Result<Option<EngineView>> {
     }
     Ok(Some(EngineView {
         poller_id: stored_id(&newest.poller_id)?,
-        breaker,
+        breaker: breaker.as_str().to_string(),
         breaker_until,
         paused_until,
         dead_letter,
-        consecutive_failures: engine["consecutive_failures"].as_u64(),
-        success_rate: engine["success_rate"].as_f64(),
+        consecutive_failures: Some(u64::from(engine.consecutive_failures)),
+        success_rate: engine.success_rate,
         rate_limit,
         notes,
     }))

@@ -29,6 +29,7 @@ mod migrations;
 mod minutes;
 mod monitor_reads;
 mod monitors;
+mod newer_schema;
 mod notifications;
 mod packed;
 mod placement_due;
@@ -53,7 +54,7 @@ mod users;
 mod wakeups;
 
 pub use assignments::{AssignmentChange, Versioned};
-pub use backup::backup_sqlite;
+pub use backup::{backup_sqlite, restore_sqlite};
 pub use commands::{Acked, CommandRow, NewCommand};
 pub use conflicts::is_conflict;
 pub use cursor::Cursor;

@@ -5,22 +5,8 @@
 
 use std::time::{Duration, Instant};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BreakerState {
-    Closed,
-    Open,
-    HalfOpen,
-}
-
-impl BreakerState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BreakerState::Closed => "closed",
-            BreakerState::Open => "open",
-            BreakerState::HalfOpen => "half_open",
-        }
-    }
-}
+/// As results carry it (`meta.engine.breaker`).
+pub use shared_proto::engine_meta::BreakerState;
 
 /// Whether a check may run now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

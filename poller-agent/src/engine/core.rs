@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
-use serde_json::{json, Value};
+use serde_json::Value;
+use shared_proto::engine_meta::{EngineMeta, RateLimitMeta};
 use shared_proto::poller_api::{DeadLetter, EngineEvent, EventKind, ResultStatus};
 use shared_proto::settings::{CommonSettings, MonitorSettings};
 use shared_proto::AssignedMonitor;
@@ -855,30 +856,21 @@ fn with_engine_meta(
     now: Instant,
     wall: DateTime<Utc>,
 ) -> Value {
-    let mut meta = match meta {
-        Value::Object(map) => Value::Object(map),
-        Value::Null => json!({}),
-        other => json!({ "check": other }),
-    };
-    meta["engine"] = json!({
-        "next_due_at": wall_of(next_due, now, wall),
-        "consecutive_failures": state.health.consecutive_failures(),
-        "success_rate": state.health.success_rate(),
-        "improving": state.health.improving(),
-        "breaker": state.breaker.state().as_str(),
-        "paused_until": state.health.paused_until().map(|u| wall_of(u, now, wall)),
-        "dead_letter": state.dead_letter.is_some(),
-    });
-    if let Some(adaptive) = &state.adaptive {
-        meta["engine"]["interval_ms"] = json!(adaptive.current().as_millis() as u64);
+    EngineMeta {
+        next_due_at: Some(wall_of(next_due, now, wall)),
+        consecutive_failures: state.health.consecutive_failures(),
+        success_rate: state.health.success_rate(),
+        improving: state.health.improving(),
+        breaker: state.breaker.state(),
+        paused_until: state.health.paused_until().map(|u| wall_of(u, now, wall)),
+        dead_letter: state.dead_letter.is_some(),
+        interval_ms: (state.adaptive.as_ref()).map(|a| a.current().as_millis() as u64),
+        rate_limit: state.budget.as_ref().map(|budget| RateLimitMeta {
+            limit: budget.limit,
+            remaining: budget.remaining,
+            reset_at: budget.reset.map(|r| wall_of(later(now, r), now, wall)),
+            low: state.budget_low,
+        }),
     }
-    if let Some(budget) = &state.budget {
-        meta["engine"]["rate_limit"] = json!({
-            "limit": budget.limit,
-            "remaining": budget.remaining,
-            "reset_at": budget.reset.map(|r| wall_of(later(now, r), now, wall)),
-            "low": state.budget_low,
-        });
-    }
-    meta
+    .added_to(meta)
 }

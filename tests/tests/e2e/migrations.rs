@@ -62,3 +62,44 @@ async fn both_backends_migrate_to_the_same_tables_and_columns() -> anyhow::Resul
     );
     Ok(())
 }
+
+/// A database a newer central migrated: this central runs on it while the newer migrations
+/// only added (the replica not upgraded yet, restarting during a rolling upgrade), and refuses
+/// to start, naming the version it needs, once one of them says it removed something older
+/// centrals rely on (`schema_requirements`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_newer_schema_is_run_on_while_it_only_added_and_refused_once_it_needs_a_newer_central(
+) -> anyhow::Result<()> {
+    const NEWER: i64 = 29_991_231_000_001;
+    let dir = tempfile::tempdir()?;
+    let file = dir.path().join("central.db");
+    let mut central = Central::start_replica(&format!("sqlite://{}", file.display()), &[]).await?;
+    central.kill().await;
+    rusqlite::Connection::open(&file)?.execute(
+        "INSERT INTO _sqlx_migrations (version, description, installed_on, success, checksum, \
+         execution_time) VALUES (?1, 'added by a newer central', CURRENT_TIMESTAMP, 1, X'00', 0)",
+        [NEWER],
+    )?;
+    central.restart().await?;
+    let (status, _) = central
+        .admin(reqwest::Method::GET, "/api/v1/monitors", None)
+        .await?;
+    assert_eq!(status, 200, "{}", central.log());
+    assert!(central.log().contains("only add to the schema"));
+
+    central.kill().await;
+    rusqlite::Connection::open(&file)?.execute(
+        "INSERT INTO schema_requirements (migration, min_central) VALUES (?1, '99.0.0')",
+        [NEWER],
+    )?;
+    let refused = central.restart().await;
+    assert!(refused.is_err(), "it started on a schema it cannot run");
+    assert!(
+        central
+            .log()
+            .contains("its schema needs central 99.0.0 or newer"),
+        "{}",
+        central.log()
+    );
+    Ok(())
+}

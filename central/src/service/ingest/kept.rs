@@ -4,6 +4,7 @@
 //! (`upload`) or store it.
 
 use serde_json::{json, Value};
+use shared_proto::engine_meta::EngineMeta;
 use shared_proto::poller_api::{CheckResult, MAX_RESULT_META_BYTES, MAX_RESULT_MSG_LEN};
 use shared_proto::settings::MAX_DELIBERATE_DELAY_MS;
 
@@ -49,10 +50,8 @@ pub(super) fn new_result(result: CheckResult, region: Option<String>) -> NewResu
         latency_ms: result.latency_ms.map(|l| l as i64),
         // The agent's word for when it checks next, believed up to the longest delay a setting
         // allows: a later one would keep a silent monitor from ever turning stale.
-        next_due_at: meta
-            .pointer("/engine/next_due_at")
-            .and_then(|v| v.as_str())
-            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+        next_due_at: EngineMeta::of(&meta)
+            .and_then(|engine| engine.next_due_at)
             .map(|t| {
                 t.timestamp_millis()
                     .min(ts.saturating_add(MAX_DELIBERATE_DELAY_MS as i64))
