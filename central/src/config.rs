@@ -49,12 +49,8 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct RestoreArgs {
     /// The database to replace, as central runs on it.
-    #[arg(
-        long,
-        env = "CENTRAL_DATABASE_URL",
-        default_value = "sqlite://central.db"
-    )]
-    pub database_url: String,
+    #[command(flatten)]
+    pub database: DatabaseArg,
     /// The copy to put back (made by `central backup`).
     #[arg(long)]
     pub from: std::path::PathBuf,
@@ -63,15 +59,22 @@ pub struct RestoreArgs {
 #[derive(Debug, Args)]
 pub struct BackupArgs {
     /// The database to copy, as central runs on it.
+    #[command(flatten)]
+    pub database: DatabaseArg,
+    /// The file to write; it must not exist.
+    #[arg(long)]
+    pub to: std::path::PathBuf,
+}
+
+/// The database a maintenance command works on, named as `serve` takes it.
+#[derive(Debug, Args)]
+pub struct DatabaseArg {
     #[arg(
         long,
         env = "CENTRAL_DATABASE_URL",
         default_value = "sqlite://central.db"
     )]
     pub database_url: String,
-    /// The file to write; it must not exist.
-    #[arg(long)]
-    pub to: std::path::PathBuf,
 }
 
 fn parse_public_url(text: &str) -> Result<String, String> {

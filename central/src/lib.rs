@@ -45,7 +45,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         },
         Command::Export(args) => cli::export(&args).await,
         Command::Backup(args) => {
-            let (url, to) = (args.database_url.clone(), args.to.clone());
+            let (url, to) = (args.database.database_url.clone(), args.to.clone());
             let bytes =
                 tokio::task::spawn_blocking(move || store::backup_sqlite(&url, &to)).await??;
             println!(
@@ -57,7 +57,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Restore(args) => {
-            let (url, from) = (args.database_url.clone(), args.from.clone());
+            let (url, from) = (args.database.database_url.clone(), args.from.clone());
             let now_ms = chrono::Utc::now().timestamp_millis();
             let bytes =
                 tokio::task::spawn_blocking(move || store::restore_sqlite(&url, &from, now_ms))

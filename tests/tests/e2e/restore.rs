@@ -262,11 +262,22 @@ async fn results_delivered_after_the_copy_reach_the_restored_central() -> anyhow
         Some(&format!("sqlite://{}", copy.display())),
     );
     central.restart().await?;
+    all_stored_once(&central, &monitor, &delivered, &agent).await
+}
+
+/// Waits until the restored central holds every result of `delivered`, then checks that it
+/// holds each once.
+async fn all_stored_once(
+    central: &Central,
+    monitor: &str,
+    delivered: &[String],
+    agent: &Agent,
+) -> anyhow::Result<()> {
     let stored = eventually(
         Duration::from_secs(90),
         "every delivered result at the restored central",
         || async {
-            let stored = central.result_ids(&monitor).await.ok()?;
+            let stored = central.result_ids(monitor).await.ok()?;
             delivered
                 .iter()
                 .all(|id| stored.contains(id))
@@ -274,7 +285,7 @@ async fn results_delivered_after_the_copy_reach_the_restored_central() -> anyhow
         },
     )
     .await
-    .map_err(|e| with_agent_log(e, &agent, "again", 10))?;
+    .map_err(|e| with_agent_log(e, agent, "again", 10))?;
     let unique: std::collections::HashSet<&String> = stored.iter().collect();
     assert_eq!(unique.len(), stored.len(), "each result stored once");
     Ok(())
@@ -380,18 +391,7 @@ async fn restore_drill(on_postgres: bool) -> anyhow::Result<()> {
         (deleted_target.hits() >= hits + 2).then_some(())
     })
     .await?;
-    let stored = eventually(WAIT, "every result stored after the backup", || async {
-        let stored = central.result_ids(&kept).await.ok()?;
-        delivered
-            .iter()
-            .all(|id| stored.contains(id))
-            .then_some(stored)
-    })
-    .await
-    .map_err(|e| with_agent_log(e, &agent, "again", 10))?;
-    let unique: std::collections::HashSet<&String> = stored.iter().collect();
-    assert_eq!(unique.len(), stored.len(), "each result stored once");
-    Ok(())
+    all_stored_once(&central, &kept, &delivered, &agent).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
