@@ -690,6 +690,21 @@ pub struct ResultsAck {
     pub accepted: u64,
     pub duplicates: u64,
     pub rejected: Vec<RejectedResult>,
+    /// How long before this upload central had stored this poller's previous one, as its
+    /// database said while storing this one (`null`: none before). Read in the transaction
+    /// that stores this upload, so a central restored from a copy is noticed at the first
+    /// upload it takes, before what it stores moves its record on: an agent that had an
+    /// upload acknowledged well after that sends again the delivered results it kept
+    /// (`POLLER_REDELIVERY_WINDOW`), as for the heartbeat's `last_upload_at`. A duration, not
+    /// an instant, so the agent's clock need not agree with central's. Absent from centrals
+    /// older than the field, and when nothing of the batch was to be stored.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::monitor::double_option"
+    )]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<u64>))]
+    pub since_previous_upload_ms: Option<Option<u64>>,
 }
 
 #[cfg(test)]

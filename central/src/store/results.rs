@@ -99,6 +99,9 @@ pub struct Ingested {
     pub marked: bool,
     /// Whether a dependency's change awaits a notice (`service::dependencies::notices`).
     pub dependency_notices: bool,
+    /// When the poller's previous upload was stored, as the database said before this one
+    /// (`Some(None)`: none before; `None`: nothing was stored, so it was not read).
+    pub previous_upload_at: Option<Option<i64>>,
 }
 
 /// Rows per INSERT statement (PostgreSQL).
@@ -276,6 +279,18 @@ impl Store {
                 marked = true;
             }
         }
+        // Read in this transaction: what the database held before this upload, whatever
+        // stores after it (a restored copy's record, before its first upload moves it on).
+        let previous = tx
+            .read_each(
+                "SELECT last_upload_at FROM pollers WHERE id = $1",
+                &[vec![poller_id.into()]],
+                |row: &dyn Columns| row.int_or_null(0),
+            )
+            .await?
+            .into_iter()
+            .next()
+            .flatten();
         tx.execute(
             "UPDATE pollers SET last_upload_at = $2 WHERE id = $1",
             &[poller_id.into(), received_at.into()],
@@ -286,6 +301,7 @@ impl Store {
                 stored: inserted,
                 marked,
                 dependency_notices,
+                previous_upload_at: Some(previous),
             },
             fresh,
         ))

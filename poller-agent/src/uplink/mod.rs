@@ -4,6 +4,7 @@
 
 pub mod client;
 pub mod commands;
+pub mod redelivery;
 pub mod sync;
 pub mod upload;
 

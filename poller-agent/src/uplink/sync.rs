@@ -119,41 +119,23 @@ impl Heartbeats {
         asked: chrono::DateTime<chrono::Utc>,
         answered: chrono::DateTime<chrono::Utc>,
     ) {
-        // An upload's time from central's receipt to the agent's record of its acknowledgement,
-        // and the error of the clock estimate (half a heartbeat's round trip), stay well within.
-        const MARGIN_MS: i64 = 30_000;
         // A central older than the field says nothing: no sign of a loss.
         let Some(newest) = answer.last_upload_at else {
             return;
         };
+        // Central's time on the agent's clock, through `server_time` taken at the middle of
+        // the exchange (its error, half a round trip, is within the margin).
         let middle = asked + (answered - asked) / 2;
         let skew = answer.server_time - middle;
         let stored = newest.map(|at| (at - skew).timestamp_millis());
-        match self
-            .store
-            .redeliver_missing(stored, asked.timestamp_millis(), MARGIN_MS)
-            .await
-        {
-            Ok(0) => {}
-            Ok(queued) => {
-                tracing::warn!(
-                    queued,
-                    central_newest_upload = ?newest,
-                    "central lacks uploads it acknowledged (restored from a copy?): delivered \
-                     results are sent again"
-                );
-                self.metrics.report_error(format!(
-                    "central lacked uploads it had acknowledged (its newest stored upload: {}); \
-                     {queued} delivered results were sent again",
-                    newest.map_or_else(|| "none".to_string(), |at| at.to_rfc3339())
-                ));
-                self.uploads
-                    .urgent
-                    .store(true, std::sync::atomic::Ordering::Relaxed);
-                self.uploads.notify.notify_one();
-            }
-            Err(e) => tracing::error!("cannot queue delivered results again: {e:#}"),
-        }
+        super::redelivery::resend_if_lost(
+            &self.store,
+            &self.metrics,
+            &self.uploads,
+            stored,
+            asked.timestamp_millis(),
+        )
+        .await;
     }
 }
 

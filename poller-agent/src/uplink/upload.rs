@@ -141,6 +141,7 @@ impl Uploader {
                 batch_id: Uuid::new_v4(),
                 results: queued.into_iter().map(|q| q.result).collect(),
             };
+            let sent_ms = chrono::Utc::now().timestamp_millis();
             match self.client.upload(&batch).await {
                 Ok(ack) => {
                     let Some(refused) = named_refusals(&ack.rejected, &ids) else {
@@ -185,6 +186,21 @@ impl Uploader {
                     let at = chrono::Utc::now();
                     let _ = self.store.set_state(LAST_UPLOAD_AT, at.to_rfc3339()).await;
                     self.metrics.update_state(|s| s.last_upload_at = Some(at));
+                    // When central's database had stored the upload before this one: before
+                    // the one it says (on the agent's clock, from when this one was sent).
+                    if let Some(since) = ack.since_previous_upload_ms {
+                        let stored = since.map(|ms| {
+                            sent_ms.saturating_sub(i64::try_from(ms).unwrap_or(i64::MAX))
+                        });
+                        super::redelivery::resend_if_lost(
+                            &self.store,
+                            &self.metrics,
+                            &self.results,
+                            stored,
+                            sent_ms,
+                        )
+                        .await;
+                    }
                     if batch.results.len() < size as usize {
                         return Ok(());
                     }

@@ -218,23 +218,39 @@ async fn a_restored_central_stops_the_monitors_it_does_not_have() -> anyhow::Res
     Ok(())
 }
 
+/// What tells the agent first that central lost uploads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Told {
+    /// A heartbeat's `last_upload_at`: the agent uploads nothing until it was told.
+    ByHeartbeat,
+    /// An upload's `since_previous_upload_ms`: heartbeats are 45 s apart, so an upload comes
+    /// first, and by the next heartbeat central's record has moved on to it (this failed in
+    /// CI before uploads said it: the loss went unnoticed).
+    ByUpload,
+}
+
 /// Issue 70's hole: an online copy, 20 s and more of checks delivered (and acknowledged) after
 /// it, central killed and started on the copy. Every result the original stored reaches the
 /// restored central, once, though no assignment changed in between (nothing but the results
-/// tells the two histories apart).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn results_delivered_after_the_copy_reach_the_restored_central() -> anyhow::Result<()> {
+/// tells the two histories apart), whichever answer tells the agent first.
+async fn results_delivered_after_the_copy_reach_the_restored_central(
+    told: Told,
+) -> anyhow::Result<()> {
     if e2e::postgres::suite_uses_postgres() {
         return Ok(());
     }
     let mut central = Central::start().await?;
     let target = Target::start().await?;
     let token = central.registration_token().await?;
-    let agent = Agent::start_with(
+    let heartbeats = match told {
+        Told::ByHeartbeat => "2s",
+        Told::ByUpload => "45s",
+    };
+    let mut agent = Agent::start_with(
         &central.url,
         Some(token),
         &central.dir.path().join("agent"),
-        &[("POLLER_HEARTBEAT_INTERVAL", "2s")],
+        &[("POLLER_HEARTBEAT_INTERVAL", heartbeats)],
     )
     .await?;
     registered(&central).await?;
@@ -257,12 +273,30 @@ async fn results_delivered_after_the_copy_reach_the_restored_central() -> anyhow
     );
 
     central.kill().await;
+    if told == Told::ByHeartbeat {
+        // Nothing is uploaded unless it is urgent: a heartbeat comes first.
+        agent.set_env("POLLER_BATCH_INTERVAL", "10m");
+        agent.set_env("POLLER_BATCH_SIZE", "5000");
+        agent.restart().await?;
+    }
     central.set_env(
         "CENTRAL_DATABASE_URL",
         Some(&format!("sqlite://{}", copy.display())),
     );
     central.restart().await?;
     all_stored_once(&central, &monitor, &delivered, &agent).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn results_delivered_after_the_copy_reach_the_restored_central_told_by_a_heartbeat(
+) -> anyhow::Result<()> {
+    results_delivered_after_the_copy_reach_the_restored_central(Told::ByHeartbeat).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn results_delivered_after_the_copy_reach_the_restored_central_told_by_an_upload(
+) -> anyhow::Result<()> {
+    results_delivered_after_the_copy_reach_the_restored_central(Told::ByUpload).await
 }
 
 /// Waits until the restored central holds every result of `delivered`, then checks that it

@@ -137,6 +137,9 @@ impl App {
         let (ingested, decision) = self.store_upload(&upload).await?;
         let stored = ingested.stored.len();
         ack.accepted = stored as u64;
+        ack.since_previous_upload_ms = ingested
+            .previous_upload_at
+            .map(|previous| previous.map(|at| now.saturating_sub(at).max(0) as u64));
         ack.duplicates = (decision.results.len() - stored) as u64 + repeated;
         ack.rejected.extend(decision.rejected);
         self.metrics.results_accepted.inc_by(ack.accepted);
