@@ -393,6 +393,21 @@ pub enum MonitorStatus {
 }
 
 impl MonitorStatus {
+    pub const ALL: [MonitorStatus; 7] = [
+        MonitorStatus::Pending,
+        MonitorStatus::Up,
+        MonitorStatus::Down,
+        MonitorStatus::Degraded,
+        MonitorStatus::Stale,
+        MonitorStatus::Paused,
+        MonitorStatus::Maintenance,
+    ];
+
+    /// The status `as_str` names; `None` for any other text.
+    pub fn parse(text: &str) -> Option<MonitorStatus> {
+        MonitorStatus::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             MonitorStatus::Pending => "pending",

@@ -36,11 +36,14 @@ const FAILOVER_HOLD_MS: i64 = 30_000;
 /// The most monitors one round reads; a round that reads this many is followed by another.
 const ROUND: u32 = 2_000;
 
+/// A stored alert state. Rows hold what `row_of` wrote; a status no central writes (a newer
+/// one's, after a downgrade) is taken as `pending`, which tells nothing.
 fn state_of(row: &AlertStateRow) -> AlertState {
+    let status = |text: &str| MonitorStatus::parse(text).unwrap_or(MonitorStatus::Pending);
     AlertState {
-        status: row.status.clone(),
+        status: status(&row.status),
         since: row.since,
-        notified_status: row.notified_status.clone(),
+        notified_status: row.notified_status.as_deref().map(status),
         notified_at: row.notified_at,
         changes: serde_json::from_str(&row.changes).unwrap_or_default(),
     }
@@ -49,9 +52,9 @@ fn state_of(row: &AlertStateRow) -> AlertState {
 fn row_of(monitor_id: &str, state: &AlertState) -> AlertStateRow {
     AlertStateRow {
         monitor_id: monitor_id.to_string(),
-        status: state.status.clone(),
+        status: state.status.as_str().to_string(),
         since: state.since,
-        notified_status: state.notified_status.clone(),
+        notified_status: state.notified_status.map(|s| s.as_str().to_string()),
         notified_at: state.notified_at,
         changes: serde_json::Value::from(state.changes.clone()).to_string(),
     }
@@ -104,7 +107,7 @@ pub(crate) fn outbox_rows(
 fn message_for(
     monitor: &MonitorRow,
     status: &MonitorStatusView,
-    current: &str,
+    current: MonitorStatus,
     notice: &Notice,
     now: i64,
 ) -> anyhow::Result<Notification> {
@@ -135,8 +138,8 @@ fn message_for(
             name: monitor.name.clone(),
         }),
         poller: None,
-        status: current.to_string(),
-        previous_status: notice.previous.clone(),
+        status: current.as_str().to_string(),
+        previous_status: notice.previous.map(|s| s.as_str().to_string()),
         at: time_of(now),
         message,
         reminder: notice.reminder,
@@ -339,14 +342,14 @@ impl App {
             let (status, changes_at) = (&derived.view, &derived.changes_at);
             let stored = states.get(&monitor.id);
             let previous = stored.map(state_of);
-            let mut current = status.status.as_str();
+            let mut current = status.status;
             // In maintenance, problems are not told and are told when the window ends if
             // they last; a recovery is told during the window unless it says nothing at all.
             if derived.windows.inside.as_ref().is_some_and(|inside| {
                 inside.notify == MaintenanceNotify::Recoveries
                     && derived.beneath == MonitorStatus::Up
             }) {
-                current = "up";
+                current = MonitorStatus::Up;
             }
             // Right after central (all of it) was down, results are overdue because nobody
             // could upload them, not because nobody checks: no `stale` until agents had an
@@ -381,17 +384,17 @@ impl App {
             let never_told = previous
                 .as_ref()
                 .is_none_or(|p| p.notified_status.is_none());
-            if current == "stale" && never_told && now < settled_at {
-                current = "pending";
+            if current == MonitorStatus::Stale && never_told && now < settled_at {
+                current = MonitorStatus::Pending;
                 held_until = Some(settled_at);
-            } else if current == "stale" {
+            } else if current == MonitorStatus::Stale {
                 let hold = if catching_up && !poller_offline {
                     Some(caught_up_at)
                 } else {
                     failover_ends
                 };
                 if let (Some(until), Some(previous)) = (hold, &previous) {
-                    current = previous.status.as_str();
+                    current = previous.status;
                     held_until = Some(until);
                 }
             }
@@ -400,8 +403,10 @@ impl App {
             // Looked at again then, whatever it shows meanwhile (with `confirm_down` it may
             // still show `up`): the failure is stored at that look.
             if let Some(late) = derived.late.as_ref().filter(|l| !settled(l)) {
-                if current == "down" {
-                    current = previous.as_ref().map_or("pending", |p| p.status.as_str());
+                if current == MonitorStatus::Down {
+                    current = previous
+                        .as_ref()
+                        .map_or(MonitorStatus::Pending, |p| p.status);
                 }
                 let until = late.at.saturating_add(push::LATE_SETTLE_MS);
                 held_until = Some(held_until.map_or(until, |h: i64| h.min(until)));
@@ -411,14 +416,21 @@ impl App {
             // marks this monitor due. Failing before its parent was checked again, it waits
             // for that check, at most the parent's interval (`parents::behind`).
             let mut behind_parent = false;
-            if matches!(current, "down" | "degraded" | "stale") {
+            if matches!(
+                current,
+                MonitorStatus::Down | MonitorStatus::Degraded | MonitorStatus::Stale
+            ) {
                 match &derived.behind {
                     Some(Behind::Parent { .. }) => {
                         behind_parent = true;
-                        current = previous.as_ref().map_or("pending", |p| p.status.as_str());
+                        current = previous
+                            .as_ref()
+                            .map_or(MonitorStatus::Pending, |p| p.status);
                     }
                     Some(Behind::Waiting { until }) => {
-                        current = previous.as_ref().map_or("pending", |p| p.status.as_str());
+                        current = previous
+                            .as_ref()
+                            .map_or(MonitorStatus::Pending, |p| p.status);
                         held_until = Some(held_until.map_or(*until, |h: i64| h.min(*until)));
                     }
                     None => {}

@@ -8,6 +8,7 @@
 mod look;
 
 use shared_proto::notifications::NotificationEvent;
+use shared_proto::settings_api::MonitorStatus;
 
 pub(crate) use look::outbox_rows;
 
@@ -23,9 +24,9 @@ pub fn flap_window_ms(interval_ms: i64) -> i64 {
 /// What alerting remembers of a monitor.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AlertState {
-    pub status: String,
+    pub status: MonitorStatus,
     pub since: i64,
-    pub notified_status: Option<String>,
+    pub notified_status: Option<MonitorStatus>,
     pub notified_at: Option<i64>,
     /// When the monitor went from working to not or back, recently (within the flap window).
     pub changes: Vec<i64>,
@@ -35,7 +36,7 @@ pub struct AlertState {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Notice {
     pub event: NotificationEvent,
-    pub previous: Option<String>,
+    pub previous: Option<MonitorStatus>,
     pub reminder: bool,
 }
 
@@ -51,8 +52,8 @@ pub struct Rules {
 /// unchanged: a reminder falling due, or a notice held for flapping let go as the oldest change
 /// leaves the flap window. `None`: only a change of status can.
 pub fn next_look(state: &AlertState, rules: Rules) -> Option<i64> {
-    let event = event_of(&state.status)?;
-    if state.notified_status.as_deref() == Some(state.status.as_str()) {
+    let event = event_of(state.status)?;
+    if state.notified_status == Some(state.status) {
         let reminds = event.is_problem() && rules.repeat_ms > 0;
         return state
             .notified_at
@@ -70,14 +71,24 @@ pub fn next_look(state: &AlertState, rules: Rules) -> Option<i64> {
     None
 }
 
-fn event_of(status: &str) -> Option<NotificationEvent> {
+fn event_of(status: MonitorStatus) -> Option<NotificationEvent> {
     match status {
-        "down" => Some(NotificationEvent::MonitorDown),
-        "degraded" => Some(NotificationEvent::MonitorDegraded),
-        "stale" => Some(NotificationEvent::MonitorStale),
-        "up" => Some(NotificationEvent::MonitorUp),
-        // `pending` and `paused` say nothing about the target: nothing to tell.
-        _ => None,
+        MonitorStatus::Down => Some(NotificationEvent::MonitorDown),
+        MonitorStatus::Degraded => Some(NotificationEvent::MonitorDegraded),
+        MonitorStatus::Stale => Some(NotificationEvent::MonitorStale),
+        MonitorStatus::Up => Some(NotificationEvent::MonitorUp),
+        // `pending`, `paused` and `maintenance` say nothing about the target: nothing to tell.
+        MonitorStatus::Pending | MonitorStatus::Paused | MonitorStatus::Maintenance => None,
+    }
+}
+
+/// Whether a status says the target works (`up`), does not (`down`, `degraded`, `stale`), or
+/// neither.
+fn working(status: MonitorStatus) -> Option<bool> {
+    match status {
+        MonitorStatus::Up => Some(true),
+        MonitorStatus::Down | MonitorStatus::Degraded | MonitorStatus::Stale => Some(false),
+        MonitorStatus::Pending | MonitorStatus::Paused | MonitorStatus::Maintenance => None,
     }
 }
 
@@ -90,12 +101,12 @@ fn event_of(status: &str) -> Option<NotificationEvent> {
 /// - While a problem lasts, it is told again every `repeat_ms` (a reminder).
 pub fn step(
     previous: Option<&AlertState>,
-    current: &str,
+    current: MonitorStatus,
     now: i64,
     rules: Rules,
 ) -> (AlertState, Option<Notice>) {
     let mut state = previous.cloned().unwrap_or_else(|| AlertState {
-        status: current.to_string(),
+        status: current,
         since: now,
         notified_status: None,
         notified_at: None,
@@ -104,17 +115,12 @@ pub fn step(
     if state.status != current {
         // Flapping is going between working and not: a move among problems (`degraded` to
         // `down`) or out of `pending` is not a flap.
-        let working = |status: &str| match status {
-            "up" => Some(true),
-            "down" | "degraded" | "stale" => Some(false),
-            _ => None,
-        };
-        if let (Some(was), Some(is)) = (working(&state.status), working(current)) {
+        if let (Some(was), Some(is)) = (working(state.status), working(current)) {
             if was != is {
                 state.changes.push(now);
             }
         }
-        state.status = current.to_string();
+        state.status = current;
         state.since = now;
     }
     state
@@ -123,20 +129,20 @@ pub fn step(
     let Some(event) = event_of(current) else {
         return (state, None);
     };
-    let told = state.notified_status.as_deref();
+    let told = state.notified_status;
     if told != Some(current) {
-        let resolves = matches!(told, Some("down" | "degraded" | "stale"));
+        let resolves = told.and_then(working) == Some(false);
         if event == NotificationEvent::MonitorUp && !resolves {
-            state.notified_status = Some(current.to_string());
+            state.notified_status = Some(current);
             state.notified_at = Some(now);
             return (state, None);
         }
         // Part of a told outage recovering is no news: `up` resolves it when it is over.
-        let improving = told == Some("down") && current == "degraded";
+        let improving = told == Some(MonitorStatus::Down) && current == MonitorStatus::Degraded;
         if improving || state.changes.len() >= FLAP_CHANGES {
             return (state, None);
         }
-        let previous = state.notified_status.replace(current.to_string());
+        let previous = state.notified_status.replace(current);
         state.notified_at = Some(now);
         return (
             state,
@@ -156,7 +162,7 @@ pub fn step(
             state,
             Some(Notice {
                 event,
-                previous: Some(current.to_string()),
+                previous: Some(current),
                 reminder: true,
             }),
         );
@@ -174,11 +180,16 @@ mod tests {
         flap_window_ms: 600_000,
     };
 
+    /// The status a test names.
+    fn st(name: &str) -> MonitorStatus {
+        MonitorStatus::parse(name).expect("a status")
+    }
+
     fn run(statuses: &[&str], rules: Rules, gap: i64) -> Vec<Notice> {
         let mut state = None;
         let mut told = Vec::new();
         for (i, status) in statuses.iter().enumerate() {
-            let (next, notice) = step(state.as_ref(), status, i as i64 * gap, rules);
+            let (next, notice) = step(state.as_ref(), st(status), i as i64 * gap, rules);
             told.extend(notice);
             state = Some(next);
         }
@@ -193,7 +204,7 @@ mod tests {
             events,
             [NotificationEvent::MonitorDown, NotificationEvent::MonitorUp]
         );
-        assert_eq!(told[1].previous.as_deref(), Some("down"));
+        assert_eq!(told[1].previous, Some(MonitorStatus::Down));
     }
 
     #[test]
@@ -247,10 +258,10 @@ mod tests {
         // Quiet for a whole window, then down: told again.
         let mut state = None;
         for (i, status) in statuses.iter().enumerate() {
-            state = Some(step(state.as_ref(), status, i as i64 * 5_000, RULES).0);
+            state = Some(step(state.as_ref(), st(status), i as i64 * 5_000, RULES).0);
         }
         let later = 13 * 5_000 + RULES.flap_window_ms + 1;
-        let (_, notice) = step(state.as_ref(), "down", later, RULES);
+        let (_, notice) = step(state.as_ref(), MonitorStatus::Down, later, RULES);
         assert_eq!(
             notice.map(|n| n.event),
             Some(NotificationEvent::MonitorDown)
@@ -288,7 +299,7 @@ mod tests {
         let mut reference = Vec::new();
         let mut state = None;
         for t in 0..=end {
-            let (next, notice) = step(state.as_ref(), status_at(t), t, rules);
+            let (next, notice) = step(state.as_ref(), st(status_at(t)), t, rules);
             reference.extend(notice.map(|n| (t, n)));
             state = Some(next);
         }
@@ -296,7 +307,7 @@ mod tests {
         let mut state = None;
         let mut t = 0;
         while t <= end {
-            let (next, notice) = step(state.as_ref(), status_at(t), t, rules);
+            let (next, notice) = step(state.as_ref(), st(status_at(t)), t, rules);
             due_only.extend(notice.map(|n| (t, n)));
             let change = timeline.iter().map(|(at, _)| *at).find(|at| *at > t);
             t = [change, next_look(&next, rules)]
@@ -341,7 +352,7 @@ mod tests {
             }
             for notice in &told {
                 if notice.event == NotificationEvent::MonitorUp {
-                    prop_assert!(matches!(notice.previous.as_deref(), Some("down" | "degraded" | "stale")));
+                    prop_assert!(matches!(notice.previous.map(MonitorStatus::as_str), Some("down" | "degraded" | "stale")));
                 }
             }
         }
@@ -352,17 +363,18 @@ mod tests {
             let mut state = None;
             let mut t = 0;
             for status in &statuses {
-                state = Some(step(state.as_ref(), status, t, RULES).0);
+                state = Some(step(state.as_ref(), st(status), t, RULES).0);
                 t += 5_000;
             }
             for _ in 0..3 {
-                state = Some(step(state.as_ref(), last, t, RULES).0);
+                state = Some(step(state.as_ref(), st(last), t, RULES).0);
                 t += RULES.flap_window_ms;
             }
             let told = state.and_then(|s| s.notified_status);
             // A `degraded` after a told `down` is a recovery under way: `down` stays told.
-            let recovering = last == "degraded" && told.as_deref() == Some("down");
-            prop_assert!(recovering || told.as_deref() == Some(last), "told {:?}", told);
+            let told = told.map(MonitorStatus::as_str);
+            let recovering = last == "degraded" && told == Some("down");
+            prop_assert!(recovering || told == Some(last), "told {:?}", told);
         }
     }
 }
