@@ -36,6 +36,18 @@ summary() {
 }
 trap summary EXIT
 
+# Waits for a job started beside the suites: on failure prints its log and stops the run, else
+# prints the log's lines matching `shown`.
+waited() {
+  local pid=$1 log=$2 what=$3 shown=$4
+  if ! wait "$pid"; then
+    cat "$log" >&2
+    echo "$what failed ($log)" >&2
+    exit 1
+  fi
+  grep -h "$shown" "$log" >&2 || true
+}
+
 # Debian's packages: PostgreSQL (servers started by the tests themselves, as the postgres user,
 # in temp dirs; no system service), HAProxy (started by the tests with a config they
 # write), docker-compose (to validate the deploy files; no Docker engine runs here), Chromium with
@@ -107,14 +119,8 @@ phase "end-to-end tests (PostgreSQL, replicas)"
 
 # The upgrade from the previous release (upgrade.rs), once its binaries are built; it runs
 # beside the deploy files' check and the fuzzer and is waited for after them.
-if ! wait "$previous_pid"; then
-  previous_pid=
-  cat target/previous-release.log >&2
-  echo "building the previous release failed (target/previous-release.log)" >&2
-  exit 1
-fi
+waited "$previous_pid" target/previous-release.log "building the previous release" "built in"
 previous_pid=
-grep -h "built in" target/previous-release.log >&2 || true
 phase "previous release built (waited for; built beside the suites)"
 # The fleet's upgrade on SQLite, then the replicas' rolling upgrade on PostgreSQL.
 (cd tests && export E2E_PREVIOUS_RELEASE_BIN=$(cat ../target/previous-release.out) &&
@@ -149,22 +155,12 @@ fi
 ST="$VENV/bin/st" CENTRAL_BIN=target/debug/central scripts/fuzz-api.sh
 phase "API fuzzer"
 
-if ! wait "$upgrade_pid"; then
-  upgrade_pid=
-  cat target/upgrade.log >&2
-  echo "the upgrade from the previous release failed (target/upgrade.log)" >&2
-  exit 1
-fi
+waited "$upgrade_pid" target/upgrade.log "the upgrades from the previous release" \
+  "stored once\|test result"
 upgrade_pid=
-grep -h "stored once\|test result" target/upgrade.log >&2 || true
 phase "upgrades from the previous release (beside the fuzzer)"
 
-if ! wait "$long_pid"; then
-  long_pid=
-  cat target/long-outage.log >&2
-  echo "the twelve-minute outage test failed (target/long-outage.log)" >&2
-  exit 1
-fi
+waited "$long_pid" target/long-outage.log "the twelve-minute outage test" \
+  "after a 12-minute outage\|test result"
 long_pid=
-grep -h "after a 12-minute outage\|test result" target/long-outage.log >&2 || true
 phase "twelve-minute outage (waited for; ran beside the suites)"

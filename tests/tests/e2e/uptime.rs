@@ -22,6 +22,24 @@ fn ms(at: &Value) -> i64 {
         .expect("a timestamp")
 }
 
+/// When the first up result after an outage's last down was checked: a check started just
+/// before the recovery and answered after it counts (its `ts` is when it started).
+fn first_up_after_last_down(results: &[Value]) -> i64 {
+    let last_down = results
+        .iter()
+        .filter(|r| r["status"] == "down")
+        .map(|r| ms(&r["ts"]))
+        .max()
+        .expect("down results");
+    results
+        .iter()
+        .filter(|r| r["status"] == "up")
+        .map(|r| ms(&r["ts"]))
+        .filter(|ts| *ts > last_down)
+        .min()
+        .expect("an up result after the recovery")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_third_of_the_time_down_is_a_third_down_whatever_the_backoff() -> anyhow::Result<()> {
     let central = Central::start().await?;
@@ -242,19 +260,7 @@ async fn a_recovery_is_seen_within_one_interval_however_long_the_outage() -> any
         let results = central.results(monitor).await?;
         // The first up after the outage's last down: a check started just before the recovery
         // and answered after it counts (its `ts` is when it started).
-        let last_down = results
-            .iter()
-            .filter(|r| r["status"] == "down")
-            .map(|r| ms(&r["ts"]))
-            .max()
-            .expect("down results");
-        let first_up = results
-            .iter()
-            .filter(|r| r["status"] == "up")
-            .map(|r| ms(&r["ts"]))
-            .filter(|ts| *ts > last_down)
-            .min()
-            .expect("an up result after the recovery");
+        let first_up = first_up_after_last_down(&results);
         assert!(
             first_up - recovered <= INTERVAL_MS + 2_000,
             "outage of {outage:?}: the first check after the recovery came {} ms after it",
@@ -428,19 +434,7 @@ async fn a_twelve_minute_outage_is_seen_over_within_one_interval() -> anyhow::Re
         during.len()
     );
     // The first up after the last down (a check started just before the recovery counts).
-    let last_down = results
-        .iter()
-        .filter(|r| r["status"] == "down")
-        .map(|r| ms(&r["ts"]))
-        .max()
-        .expect("down results");
-    let first_up = results
-        .iter()
-        .filter(|r| r["status"] == "up")
-        .map(|r| ms(&r["ts"]))
-        .filter(|ts| *ts > last_down)
-        .min()
-        .expect("an up result after the recovery");
+    let first_up = first_up_after_last_down(&results);
     assert!(
         first_up - recovered <= INTERVAL_MS + 2_000,
         "the first check after the recovery came {} ms after it",
