@@ -1,4 +1,5 @@
-//! The one error type of central's HTTP boundary, and its mapping to responses.
+//! The one error type of central's HTTP boundary, and its mapping to responses: the
+//! services' errors (`ServiceError`) become these here and nowhere else.
 //!
 //! Every failure a client can cause is a 4xx with a machine code and a message that says
 //! what to fix. Only faults of central itself (its database, a bug) become 5xx, and those
@@ -8,6 +9,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use shared_proto::{ErrorBody, Rule, ValidationError};
+
+use crate::service::error::ServiceError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -79,6 +82,44 @@ impl From<anyhow::Error> for ApiError {
             ApiError::WriteConflict(error)
         } else {
             ApiError::Internal(error)
+        }
+    }
+}
+
+/// How each of the services' errors reads over HTTP: the one place that decides it.
+impl From<ServiceError> for ApiError {
+    fn from(error: ServiceError) -> Self {
+        match error {
+            ServiceError::Validation(e) => ApiError::Validation(e),
+            ServiceError::Invalid { code, message } => ApiError::BadRequest { code, message },
+            ServiceError::Unauthorized(m) => ApiError::Unauthorized(m),
+            ServiceError::Forbidden(m) => ApiError::Forbidden(m),
+            ServiceError::Refused { code, message } => ApiError::Refused { code, message },
+            ServiceError::RoleRequired { needed, has, who } => {
+                ApiError::RoleRequired { needed, has, who }
+            }
+            ServiceError::PollerDeleted(m) => ApiError::PollerDeleted(m),
+            ServiceError::PollerDisabled(m) => ApiError::PollerDisabled(m),
+            ServiceError::NotFound(m) => ApiError::NotFound(m),
+            ServiceError::Conflict(m) => ApiError::Conflict(m),
+            ServiceError::TooLarge(m) => ApiError::PayloadTooLarge(m),
+            ServiceError::RateLimited {
+                message,
+                retry_after,
+            } => ApiError::TooManyRequests {
+                message,
+                retry_after,
+            },
+            ServiceError::Busy {
+                message,
+                retry_after,
+            } => ApiError::Overloaded {
+                message,
+                retry_after,
+            },
+            ServiceError::WriteConflict(cause) => ApiError::WriteConflict(cause),
+            ServiceError::AuditUnavailable(cause) => ApiError::AuditUnavailable(cause),
+            ServiceError::Internal(cause) => ApiError::Internal(cause),
         }
     }
 }
@@ -179,19 +220,6 @@ impl IntoResponse for ApiError {
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
-
-/// An error with its causes, for the log (reqwest and others keep `connection refused` and
-/// the like in a cause, not in the error's own words).
-pub fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
 
 #[cfg(test)]
 mod tests {

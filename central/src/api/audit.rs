@@ -240,5 +240,5 @@ pub async fn list_audit(
         })?,
         object_id: bounded("object_id", query.object_id, id_like)?,
     };
-    app.audit_log(&filter, &cursor, limit).await.map(Json)
+    Ok(Json(app.audit_log(&filter, &cursor, limit).await?))
 }

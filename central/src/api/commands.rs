@@ -94,7 +94,7 @@ pub async fn check_monitor(
     ApiQuery(query): ApiQuery<CommandQuery>,
 ) -> ApiResult<(StatusCode, Json<CommandsAnswer>)> {
     let request = query.request()?;
-    app.check_monitor_now(id, request).await.map(answered)
+    Ok(answered(app.check_monitor_now(id, request).await?))
 }
 
 #[utoipa::path(
@@ -116,7 +116,7 @@ pub async fn reset_monitor(
     ApiQuery(query): ApiQuery<CommandQuery>,
 ) -> ApiResult<(StatusCode, Json<CommandsAnswer>)> {
     let request = query.request()?;
-    app.reset_monitor_engine(id, request).await.map(answered)
+    Ok(answered(app.reset_monitor_engine(id, request).await?))
 }
 
 #[utoipa::path(
@@ -163,7 +163,7 @@ pub async fn get_command(
     State(app): State<Arc<App>>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<CommandView>> {
-    app.command(id).await.map(Json)
+    Ok(Json(app.command(id).await?))
 }
 
 #[utoipa::path(
@@ -183,5 +183,5 @@ pub async fn acknowledge(
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(ack): ApiJson<CommandAck>,
 ) -> ApiResult<Json<CommandAckResponse>> {
-    app.acknowledge_command(&poller, id, ack).await.map(Json)
+    Ok(Json(app.acknowledge_command(&poller, id, ack).await?))
 }

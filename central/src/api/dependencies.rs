@@ -30,7 +30,7 @@ pub async fn monitor_dependencies(
     State(app): State<Arc<App>>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<MonitorDependencies>> {
-    app.monitor_dependencies(id).await.map(Json)
+    Ok(Json(app.monitor_dependencies(id).await?))
 }
 
 /// `?name=&resolution=&since=&region=`
@@ -72,9 +72,10 @@ pub async fn dependency_latency(
             "`name` is the dependency's name as reported: 1 to 200 characters",
         ));
     }
-    app.dependency_latency(id, query.name, region, query.resolution, since)
-        .await
-        .map(Json)
+    Ok(Json(
+        app.dependency_latency(id, query.name, region, query.resolution, since)
+            .await?,
+    ))
 }
 
 #[utoipa::path(
@@ -85,7 +86,7 @@ pub async fn dependency_latency(
     responses((status = 200, description = "Grouped through aliases.", body = DependencyList), super::openapi::ReadErrors)
 )]
 pub async fn list_dependencies(State(app): State<Arc<App>>) -> ApiResult<Json<DependencyList>> {
-    app.all_dependencies().await.map(Json)
+    Ok(Json(app.all_dependencies().await?))
 }
 
 #[utoipa::path(
@@ -96,7 +97,7 @@ pub async fn list_dependencies(State(app): State<Arc<App>>) -> ApiResult<Json<De
     responses((status = 200, description = "The aliases.", body = [DependencyAlias]), super::openapi::ReadErrors)
 )]
 pub async fn list_aliases(State(app): State<Arc<App>>) -> ApiResult<Json<Vec<DependencyAlias>>> {
-    app.dependency_aliases().await.map(Json)
+    Ok(Json(app.dependency_aliases().await?))
 }
 
 #[utoipa::path(
@@ -129,7 +130,7 @@ pub async fn get_alias(
     State(app): State<Arc<App>>,
     ApiPath(alias): ApiPath<String>,
 ) -> ApiResult<Json<DependencyAlias>> {
-    app.dependency_alias(&alias).await.map(Json)
+    Ok(Json(app.dependency_alias(&alias).await?))
 }
 
 #[utoipa::path(

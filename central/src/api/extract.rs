@@ -239,7 +239,7 @@ impl FromRequestParts<Arc<App>> for Poller {
         app: &Arc<App>,
     ) -> Result<Self, Self::Rejection> {
         let token = bearer(&parts.headers)?;
-        app.authenticate_poller(token).await.map(Poller)
+        Ok(Poller(app.authenticate_poller(token).await?))
     }
 }
 

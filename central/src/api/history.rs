@@ -35,7 +35,7 @@ pub async fn monitor_uptime(
     ApiQuery(query): ApiQuery<UptimeQuery>,
 ) -> ApiResult<Json<Uptime>> {
     let region = valid_region(query.region)?;
-    app.monitor_uptime(id, region.as_deref()).await.map(Json)
+    Ok(Json(app.monitor_uptime(id, region.as_deref()).await?))
 }
 
 /// `?resolution=&since=&region=`
@@ -68,7 +68,8 @@ pub async fn monitor_history(
 ) -> ApiResult<Json<History>> {
     let since = parse_since(query.since.as_deref())?.map(|since| since.timestamp_millis());
     let region = valid_region(query.region)?;
-    app.monitor_history(id, query.resolution, since, region)
-        .await
-        .map(Json)
+    Ok(Json(
+        app.monitor_history(id, query.resolution, since, region)
+            .await?,
+    ))
 }

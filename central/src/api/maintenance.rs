@@ -43,7 +43,7 @@ pub async fn list_windows(
     ApiQuery(page): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<Page<MaintenanceWindowView>>> {
     let (cursor, limit) = page.parse()?;
-    app.list_windows(&cursor, limit).await.map(Json)
+    Ok(Json(app.list_windows(&cursor, limit).await?))
 }
 
 #[utoipa::path(
@@ -57,7 +57,7 @@ pub async fn get_window(
     State(app): State<Arc<App>>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<MaintenanceWindowView>> {
-    app.get_window(id).await.map(Json)
+    Ok(Json(app.get_window(id).await?))
 }
 
 #[utoipa::path(
@@ -73,7 +73,7 @@ pub async fn update_window(
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(patch): ApiJson<MaintenanceWindowPatch>,
 ) -> ApiResult<Json<MaintenanceWindowView>> {
-    app.update_window(id, patch).await.map(Json)
+    Ok(Json(app.update_window(id, patch).await?))
 }
 
 #[utoipa::path(

@@ -52,7 +52,7 @@ pub async fn list_managed(
     State(app): State<Arc<App>>,
     ApiQuery(query): ApiQuery<ManagedQuery>,
 ) -> ApiResult<Json<Vec<ManagedObject>>> {
-    app.managed_objects(query.kind).await.map(Json)
+    Ok(Json(app.managed_objects(query.kind).await?))
 }
 
 #[utoipa::path(
@@ -75,9 +75,9 @@ pub async fn manage(
     ApiJson(body): ApiJson<ManageObject>,
 ) -> ApiResult<Json<ManagedObject>> {
     let kind = kind_of(&path.kind)?;
-    app.manage_object(kind, &path.key, body.object_id)
-        .await
-        .map(Json)
+    Ok(Json(
+        app.manage_object(kind, &path.key, body.object_id).await?,
+    ))
 }
 
 #[utoipa::path(

@@ -45,7 +45,7 @@ pub async fn list_channels(
     ApiQuery(page): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<Page<ChannelView>>> {
     let (cursor, limit) = page.parse()?;
-    app.list_channels(&cursor, limit).await.map(Json)
+    Ok(Json(app.list_channels(&cursor, limit).await?))
 }
 
 #[utoipa::path(
@@ -59,7 +59,7 @@ pub async fn get_channel(
     State(app): State<Arc<App>>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<ChannelView>> {
-    app.get_channel(id).await.map(Json)
+    Ok(Json(app.get_channel(id).await?))
 }
 
 #[utoipa::path(
@@ -75,7 +75,7 @@ pub async fn update_channel(
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(patch): ApiJson<ChannelPatch>,
 ) -> ApiResult<Json<ChannelView>> {
-    app.update_channel(id, patch).await.map(Json)
+    Ok(Json(app.update_channel(id, patch).await?))
 }
 
 #[utoipa::path(
@@ -104,7 +104,7 @@ pub async fn test_channel(
     State(app): State<Arc<App>>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<ChannelTestResult>> {
-    app.test_channel(id).await.map(Json)
+    Ok(Json(app.test_channel(id).await?))
 }
 
 /// `?monitor_id=&channel_id=&cursor=&limit=`
@@ -138,7 +138,8 @@ pub async fn list_notifications(
         limit: query.limit,
     }
     .parse()?;
-    app.list_notifications(query.monitor_id, query.channel_id, &cursor, limit)
-        .await
-        .map(Json)
+    Ok(Json(
+        app.list_notifications(query.monitor_id, query.channel_id, &cursor, limit)
+            .await?,
+    ))
 }

@@ -155,7 +155,7 @@ pub async fn new_ping_url(
     State(app): State<Arc<App>>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<PingUrl>> {
-    app.new_ping_url(id).await.map(Json)
+    Ok(Json(app.new_ping_url(id).await?))
 }
 
 #[utoipa::path(
@@ -169,5 +169,5 @@ pub async fn list_pings(
     State(app): State<Arc<App>>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<PingList>> {
-    app.pings(id).await.map(Json)
+    Ok(Json(app.pings(id).await?))
 }

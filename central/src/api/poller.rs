@@ -29,7 +29,7 @@ pub async fn register(
     State(app): State<Arc<App>>,
     ApiJson(request): ApiJson<RegisterRequest>,
 ) -> ApiResult<Json<RegisterResponse>> {
-    app.register_poller(request).await.map(Json)
+    Ok(Json(app.register_poller(request).await?))
 }
 
 #[utoipa::path(
@@ -48,7 +48,7 @@ pub async fn token(
     State(app): State<Arc<App>>,
     ApiJson(request): ApiJson<TokenRequest>,
 ) -> ApiResult<Json<TokenResponse>> {
-    app.refresh_poller_token(request).await.map(Json)
+    Ok(Json(app.refresh_poller_token(request).await?))
 }
 
 #[utoipa::path(
@@ -65,7 +65,7 @@ pub async fn heartbeat(
     Poller(poller): Poller,
     ApiJson(beat): ApiJson<HeartbeatRequest>,
 ) -> ApiResult<Json<HeartbeatResponse>> {
-    app.heartbeat(&poller, beat).await.map(Json)
+    Ok(Json(app.heartbeat(&poller, beat).await?))
 }
 
 const MAX_WAIT_SECONDS: u64 = 60;
@@ -127,7 +127,7 @@ pub async fn assignments(
         }
     };
     drop(slot);
-    answer.map(Json)
+    Ok(Json(answer?))
 }
 
 #[utoipa::path(
@@ -144,5 +144,5 @@ pub async fn results(
     Poller(poller): Poller,
     ApiJson(batch): ApiJson<IncomingBatch>,
 ) -> ApiResult<Json<ResultsAck>> {
-    app.ingest(&poller, batch).await.map(Json)
+    Ok(Json(app.ingest(&poller, batch).await?))
 }

@@ -55,7 +55,7 @@ pub async fn list_registration_tokens(
     ApiQuery(page): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<Page<RegistrationTokenView>>> {
     let (cursor, limit) = page.parse()?;
-    app.list_registration_tokens(&cursor, limit).await.map(Json)
+    Ok(Json(app.list_registration_tokens(&cursor, limit).await?))
 }
 
 #[utoipa::path(
@@ -86,7 +86,7 @@ pub async fn rotate_registration_token(
     ApiPath(id): ApiPath<Uuid>,
     OptionalJson(request): OptionalJson<RotateRegistrationToken>,
 ) -> ApiResult<Json<RegistrationTokenView>> {
-    app.rotate_registration_token(id, request).await.map(Json)
+    Ok(Json(app.rotate_registration_token(id, request).await?))
 }
 
 /// `?cursor=&limit=&region=&datacenter=&status=`
@@ -134,7 +134,7 @@ pub async fn list_pollers(
         datacenter: query.datacenter,
         status: query.status,
     };
-    app.list_pollers(&filter, &cursor, limit).await.map(Json)
+    Ok(Json(app.list_pollers(&filter, &cursor, limit).await?))
 }
 
 #[utoipa::path(
@@ -150,7 +150,7 @@ pub async fn update_poller(
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(patch): ApiJson<PollerPatch>,
 ) -> ApiResult<Json<PollerView>> {
-    app.update_poller(id, patch).await.map(Json)
+    Ok(Json(app.update_poller(id, patch).await?))
 }
 
 #[utoipa::path(
@@ -179,7 +179,7 @@ pub async fn get_poller(
     State(app): State<Arc<App>>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<PollerView>> {
-    app.get_poller(id).await.map(Json)
+    Ok(Json(app.get_poller(id).await?))
 }
 
 #[utoipa::path(
@@ -195,7 +195,7 @@ pub async fn poller_events(
     ApiQuery(page): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<Page<EngineEvent>>> {
     let (cursor, limit) = page.parse()?;
-    app.poller_events(id, &cursor, limit).await.map(Json)
+    Ok(Json(app.poller_events(id, &cursor, limit).await?))
 }
 
 #[utoipa::path(
@@ -211,9 +211,7 @@ pub async fn poller_status_changes(
     ApiQuery(page): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<Page<PollerStatusChange>>> {
     let (cursor, limit) = page.parse()?;
-    app.poller_status_changes(id, &cursor, limit)
-        .await
-        .map(Json)
+    Ok(Json(app.poller_status_changes(id, &cursor, limit).await?))
 }
 
 #[utoipa::path(
@@ -229,7 +227,7 @@ pub async fn poller_scheduler(
     State(app): State<Arc<App>>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<SchedulerView>> {
-    app.poller_scheduler(id).await.map(Json)
+    Ok(Json(app.poller_scheduler(id).await?))
 }
 
 #[utoipa::path(
@@ -270,7 +268,7 @@ pub async fn list_monitors(
         name: None,
         tag: valid_tag(query.tag)?,
     };
-    app.list_monitors(&filter, &cursor, limit).await.map(Json)
+    Ok(Json(app.list_monitors(&filter, &cursor, limit).await?))
 }
 
 /// `?cursor=&limit=&status=&region=&tag=`
@@ -304,7 +302,7 @@ pub async fn get_monitor(
     State(app): State<Arc<App>>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<MonitorView>> {
-    app.get_monitor(id).await.map(Json)
+    Ok(Json(app.get_monitor(id).await?))
 }
 
 #[utoipa::path(
@@ -325,7 +323,7 @@ pub async fn update_monitor(
     IfMatch(if_match): IfMatch,
     ApiJson(patch): ApiJson<MonitorPatch>,
 ) -> ApiResult<Json<MonitorView>> {
-    app.update_monitor(id, patch, if_match).await.map(Json)
+    Ok(Json(app.update_monitor(id, patch, if_match).await?))
 }
 
 #[utoipa::path(
@@ -354,7 +352,7 @@ pub async fn monitor_status(
     State(app): State<Arc<App>>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<MonitorStatusView>> {
-    app.monitor_status(id).await.map(Json)
+    Ok(Json(app.monitor_status(id).await?))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -393,5 +391,5 @@ pub async fn monitor_results(
         // Results at exactly `since` are included.
         cursor = Cursor::before_key(since.timestamp_millis());
     }
-    app.monitor_results(id, &cursor, limit).await.map(Json)
+    Ok(Json(app.monitor_results(id, &cursor, limit).await?))
 }

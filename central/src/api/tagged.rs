@@ -22,7 +22,7 @@ pub async fn pause(
     State(app): State<Arc<App>>,
     ApiJson(selection): ApiJson<TagSelection>,
 ) -> ApiResult<Json<TaggedChange>> {
-    app.pause_tagged(selection, true).await.map(Json)
+    Ok(Json(app.pause_tagged(selection, true).await?))
 }
 
 #[utoipa::path(
@@ -36,5 +36,5 @@ pub async fn resume(
     State(app): State<Arc<App>>,
     ApiJson(selection): ApiJson<TagSelection>,
 ) -> ApiResult<Json<TaggedChange>> {
-    app.pause_tagged(selection, false).await.map(Json)
+    Ok(Json(app.pause_tagged(selection, false).await?))
 }

@@ -47,7 +47,7 @@ pub async fn list_users(
     ApiQuery(page): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<Page<User>>> {
     let (cursor, limit) = page.parse()?;
-    app.list_users(&cursor, limit).await.map(Json)
+    Ok(Json(app.list_users(&cursor, limit).await?))
 }
 
 #[utoipa::path(
@@ -61,7 +61,7 @@ pub async fn get_user(
     State(app): State<Arc<App>>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<User>> {
-    app.get_user(id).await.map(Json)
+    Ok(Json(app.get_user(id).await?))
 }
 
 #[utoipa::path(
@@ -81,7 +81,7 @@ pub async fn update_user(
     ApiPath(id): ApiPath<Uuid>,
     ApiObject(body): ApiObject<UpdateUser>,
 ) -> ApiResult<Json<User>> {
-    app.update_user(id, body).await.map(Json)
+    Ok(Json(app.update_user(id, body).await?))
 }
 
 #[utoipa::path(
@@ -115,7 +115,7 @@ pub async fn list_user_sessions(
     State(app): State<Arc<App>>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<Vec<UserSession>>> {
-    app.user_sessions(id).await.map(Json)
+    Ok(Json(app.user_sessions(id).await?))
 }
 
 // A `POST` to a verb rather than `DELETE /users/{id}/sessions`: the list of sessions is still
@@ -191,9 +191,7 @@ pub async fn list_api_keys(
     ApiQuery(page): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<Page<ApiKey>>> {
     let (cursor, limit) = page.parse()?;
-    app.list_api_keys(&principal, &cursor, limit)
-        .await
-        .map(Json)
+    Ok(Json(app.list_api_keys(&principal, &cursor, limit).await?))
 }
 
 #[utoipa::path(

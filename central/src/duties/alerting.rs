@@ -13,8 +13,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::error::error_chain;
 use crate::service::App;
+use crate::telemetry::error_chain;
 
 /// The longest between two looks: how soon marks written by other replicas are seen.
 const PERIOD: Duration = Duration::from_secs(1);

@@ -12,9 +12,9 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::error::error_chain;
 use crate::service::App;
 use crate::store::Reach;
+use crate::telemetry::error_chain;
 
 /// How the online pollers changed between two looks (each list sorted by id).
 #[derive(Debug, Default, PartialEq, Eq)]

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use tokio::time::MissedTickBehavior;
 
-use crate::error::error_chain;
 use crate::service::App;
+use crate::telemetry::error_chain;
 
 pub async fn run(app: Arc<App>) {
     let Some(every) = app.sso_recheck_every() else {

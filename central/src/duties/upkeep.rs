@@ -10,10 +10,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::error::error_chain;
 use crate::service::folding::next_close_in;
 use crate::service::App;
 use crate::store::result_index::FLUSH_EVERY;
+use crate::telemetry::error_chain;
 
 const HOURLY: Duration = Duration::from_secs(3600);
 const RELOAD_KEYS_EVERY: Duration = Duration::from_secs(60);

@@ -80,7 +80,7 @@ pub fn signature(secret: &str, body: &[u8]) -> String {
 
 /// The error with its causes, which reqwest keeps apart (`connection refused` is a cause).
 fn describe(error: &reqwest::Error) -> String {
-    crate::error::error_chain(error)
+    crate::telemetry::error_chain(error)
 }
 
 #[cfg(test)]

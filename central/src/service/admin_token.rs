@@ -26,7 +26,7 @@ use super::auth::{self, Argon2Memory};
 use super::hashing::Lane;
 use super::recent::RecentlyValid;
 use super::App;
-use crate::error::ApiResult;
+use crate::service::error::ServiceResult;
 use crate::store::Store;
 
 const SETTING: &str = "admin_token_hash";
@@ -192,7 +192,7 @@ impl AdminToken {
 impl App {
     /// Whether `token` is the admin token: from memory when it was checked lately, else with
     /// argon2 (bounded by `hashing`; `503` when it is saturated).
-    pub async fn verify_admin_token(&self, token: &str) -> ApiResult<bool> {
+    pub async fn verify_admin_token(&self, token: &str) -> ServiceResult<bool> {
         if self.credentials.admin.is_known(token) {
             return Ok(true);
         }

@@ -13,7 +13,7 @@ use super::access::{Actor, Holder, Principal};
 use super::recent::RecentlyValid;
 use super::tokens::page;
 use super::{auth, time_of, App};
-use crate::error::{ApiError, ApiResult};
+use crate::service::error::{ServiceError, ServiceResult};
 use crate::store::{ApiKeyRow, Cursor, KeyScope};
 
 /// What an API key's secret starts with (`pkey_<id>_<secret>`): scanners that look for leaked
@@ -73,12 +73,12 @@ impl App {
         &self,
         body: CreateApiKey,
         by: &Principal,
-    ) -> ApiResult<CreatedApiKey> {
+    ) -> ServiceResult<CreatedApiKey> {
         let lifetime = body.validate()?;
         // A key made by a key would outlive its parent's revocation and expiry (and, made
         // from a key of the admin token, the token's rotation): keys come from people.
         if let Actor::ApiKey { .. } = by.actor {
-            return Err(ApiError::Refused {
+            return Err(ServiceError::Refused {
                 code: "user_required",
                 message: "an API key cannot make API keys: make them as a user (the page's API \
                           keys, or a session) or with the admin token"
@@ -89,7 +89,7 @@ impl App {
         let (owner, bound, who) = match body.user_id {
             Some(user_id) if Some(user_id) != by.user_id() => {
                 if by.role != Role::Admin {
-                    return Err(ApiError::RoleRequired {
+                    return Err(ServiceError::RoleRequired {
                         needed: Role::Admin,
                         has: by.role,
                         who: by.describe(),
@@ -100,7 +100,7 @@ impl App {
                     .user(&user_id.to_string())
                     .await?
                     .ok_or_else(|| {
-                        ApiError::Validation(ValidationError::reference(
+                        ServiceError::Validation(ValidationError::reference(
                             "user_id",
                             format!("no user with id {user_id}"),
                         ))
@@ -116,7 +116,7 @@ impl App {
         };
         let role = body.role.unwrap_or(bound);
         if role > bound {
-            return Err(ApiError::RoleRequired {
+            return Err(ServiceError::RoleRequired {
                 needed: role,
                 has: bound,
                 who,
@@ -154,7 +154,7 @@ impl App {
         by: &Principal,
         after: &Cursor,
         limit: u32,
-    ) -> ApiResult<Page<ApiKey>> {
+    ) -> ServiceResult<Page<ApiKey>> {
         let scope = match by.role {
             Role::Admin => KeyScope::All,
             _ => own(by),
@@ -173,8 +173,8 @@ impl App {
 
     /// Revokes a key: `by`'s own, or any when `by` is an admin. Another's key is `404` to a
     /// non-admin, as if it did not exist.
-    pub async fn revoke_api_key(&self, id: Uuid, by: &Principal) -> ApiResult<()> {
-        let missing = || ApiError::NotFound(format!("no API key with id {id}"));
+    pub async fn revoke_api_key(&self, id: Uuid, by: &Principal) -> ServiceResult<()> {
+        let missing = || ServiceError::NotFound(format!("no API key with id {id}"));
         let (key, _) = self
             .store
             .api_key(&id.to_string())
@@ -184,7 +184,7 @@ impl App {
             return Err(missing());
         }
         if !self.store.revoke_api_key(&key.id, self.now_ms()).await? {
-            return Err(ApiError::Conflict(format!(
+            return Err(ServiceError::Conflict(format!(
                 "API key {id} is revoked already"
             )));
         }
@@ -193,7 +193,7 @@ impl App {
 
     /// The principal an API key acts as, or `None` when it is unknown, wrong, revoked,
     /// expired, or its maker is gone. One indexed read (two with a maker) per call.
-    pub async fn api_key_principal(&self, token: &str) -> ApiResult<Option<Principal>> {
+    pub async fn api_key_principal(&self, token: &str) -> ServiceResult<Option<Principal>> {
         let Some((id, secret)) = auth::parse_token(KEY_PREFIX, token) else {
             return Ok(None);
         };

@@ -12,14 +12,14 @@ use super::maintenance::{stopped_reason, stopping, tags_of};
 use super::placement::{place, Candidate, Decision, Placement};
 use super::stored_id;
 use super::App;
-use crate::error::ApiResult;
+use crate::service::error::ServiceResult;
 use crate::store::{AssignmentChange, LocationRow, MonitorRow, PollerRow, Reach};
 
 impl App {
     /// Re-decides the poller of every monitor and stores what changed under a new version:
     /// only when this replica takes the duties lease, since while nobody held it changes may
     /// have gone unplaced (cost: every monitor, once per lease taken).
-    pub async fn reconcile(&self) -> ApiResult<()> {
+    pub async fn reconcile(&self) -> ServiceResult<()> {
         let _one_at_a_time = self.reconcile_lock.lock().await;
         let monitors = self.store.all_monitors().await?;
         self.place_and_store(&monitors).await
@@ -29,7 +29,7 @@ impl App {
     /// for a poller that can only lose monitors (gone, deleted), `Reach::Could` for one that
     /// may take some (registered, back, settled, edited, new capabilities). Requests queue
     /// rather than place, so that none costs a pass over the monitors.
-    pub async fn queue_placement(&self, poller_ids: &[String], reach: Reach) -> ApiResult<()> {
+    pub async fn queue_placement(&self, poller_ids: &[String], reach: Reach) -> ServiceResult<()> {
         if poller_ids.is_empty() {
             // Nothing to place; and a wake here would run the liveness step that called this
             // again at once, for ever.
@@ -45,7 +45,7 @@ impl App {
     /// Places the monitors the queued pollers' changes can move (the lease holder's
     /// `liveness` duty calls it); returns how many pollers it handled. Cost: the monitors
     /// `store::placement_due` names, not every monitor.
-    pub async fn place_queued(&self) -> ApiResult<usize> {
+    pub async fn place_queued(&self) -> ServiceResult<usize> {
         let _one_at_a_time = self.reconcile_lock.lock().await;
         let queued = self.store.placement_queue().await?;
         if queued.is_empty() {
@@ -59,19 +59,19 @@ impl App {
 
     /// Re-decides the poller of one monitor (just written by an operator): the cost does not
     /// grow with the number of monitors.
-    pub async fn reconcile_monitor(&self, monitor_id: Uuid) -> ApiResult<()> {
+    pub async fn reconcile_monitor(&self, monitor_id: Uuid) -> ServiceResult<()> {
         self.reconcile_monitors(&[monitor_id.to_string()]).await
     }
 
     /// Re-decides the poller of these monitors (a maintenance window that stops checks began
     /// or ended); cost: these monitors.
-    pub async fn reconcile_monitors(&self, ids: &[String]) -> ApiResult<()> {
+    pub async fn reconcile_monitors(&self, ids: &[String]) -> ServiceResult<()> {
         let _one_at_a_time = self.reconcile_lock.lock().await;
         let monitors = self.store.monitors_by_ids(ids).await?;
         self.place_and_store(&monitors).await
     }
 
-    async fn place_and_store(&self, monitors: &[MonitorRow]) -> ApiResult<()> {
+    async fn place_and_store(&self, monitors: &[MonitorRow]) -> ServiceResult<()> {
         let now = self.now_ms();
         let pollers = self.store.all_pollers().await?;
         let candidates = pollers
@@ -143,7 +143,7 @@ impl App {
     pub(super) async fn where_it_would_run(
         &self,
         monitor: &MonitorRow,
-    ) -> ApiResult<Result<Vec<(Uuid, AssignedMonitor)>, String>> {
+    ) -> ServiceResult<Result<Vec<(Uuid, AssignedMonitor)>, String>> {
         if CheckKind::parse(&monitor.kind).is_some_and(|k| !k.runs_on_agents()) {
             return Ok(Err(
                 "a heartbeat monitor is answered by central: ping its URL to try it".into(),
@@ -198,7 +198,7 @@ impl App {
 
     /// Which pollers are online now, and which of those have settled, for the liveness
     /// watcher to notice changes.
-    pub async fn online_pollers(&self) -> ApiResult<Vec<(String, bool)>> {
+    pub async fn online_pollers(&self) -> ServiceResult<Vec<(String, bool)>> {
         let now = self.now_ms();
         let mut online = Vec::new();
         for poller in self.store.all_pollers().await? {
@@ -220,7 +220,7 @@ impl App {
         &self,
         poller: &PollerRow,
         since_version: i64,
-    ) -> ApiResult<AssignmentsResponse> {
+    ) -> ServiceResult<AssignmentsResponse> {
         // Version first, then the changes: the answer is then at least as new as the version.
         let version = self.store.assignment_version().await?;
         let floor = self.store.assignment_log_floor().await?;
@@ -283,7 +283,7 @@ impl App {
         &self,
         poller: &PollerRow,
         monitor_ids: &[String],
-    ) -> ApiResult<HashMap<String, String>> {
+    ) -> ServiceResult<HashMap<String, String>> {
         Ok(self
             .store
             .locations_of(Some(monitor_ids))
@@ -302,7 +302,7 @@ impl App {
         poller: &PollerRow,
         since_version: i64,
         wait: Duration,
-    ) -> ApiResult<AssignmentsResponse> {
+    ) -> ServiceResult<AssignmentsResponse> {
         let deadline = tokio::time::Instant::now() + wait;
         loop {
             // Subscribe before looking, so that a change in between is not missed.
@@ -364,7 +364,7 @@ impl App {
 
     /// Drops engine events, poller status changes and settled notifications older than 30
     /// days.
-    pub async fn prune_history(&self) -> ApiResult<()> {
+    pub async fn prune_history(&self) -> ServiceResult<()> {
         let before = self.now_ms() - 30 * 24 * 3600 * 1000;
         let pruned = self.store.prune_history(before).await?
             + self.store.prune_notifications(before).await?
@@ -388,7 +388,7 @@ impl App {
     }
 
     /// Drops assignment-log entries older than a day.
-    pub async fn compact_assignment_log(&self) -> ApiResult<()> {
+    pub async fn compact_assignment_log(&self) -> ServiceResult<()> {
         let compacted = self
             .store
             .compact_assignment_log(self.now_ms() - 24 * 3600 * 1000)

@@ -21,7 +21,7 @@ use super::access::{Actor, Principal};
 use super::buckets::Buckets;
 use super::tokens::page;
 use super::{time_of, App};
-use crate::error::ApiResult;
+use crate::service::error::ServiceResult;
 use crate::store::{AuditRow, Cursor};
 
 /// What a change was about: the kind of object (as the settings API names its collection),
@@ -401,7 +401,7 @@ impl App {
         filter: &AuditFilter,
         after: &Cursor,
         limit: u32,
-    ) -> ApiResult<Page<AuditEntry>> {
+    ) -> ServiceResult<Page<AuditEntry>> {
         let rows = self.store.audit_entries(filter, after, limit).await?;
         Ok(page(
             rows,

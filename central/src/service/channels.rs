@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use super::tokens::page;
 use super::{stored_id, time_of, App};
-use crate::error::{ApiError, ApiResult};
+use crate::service::error::{ServiceError, ServiceResult};
 use crate::store::{ChannelOptions, ChannelRow, Cursor, MonitorRow, OutboxRow};
 
 pub use shared_proto::notifications::ChannelView;
@@ -39,7 +39,7 @@ pub fn tells(channel: &ChannelRow, monitor: &MonitorRow) -> bool {
 }
 
 impl App {
-    pub async fn create_channel(&self, spec: ChannelSpec) -> ApiResult<ChannelView> {
+    pub async fn create_channel(&self, spec: ChannelSpec) -> ServiceResult<ChannelView> {
         spec.validate()?;
         check_template(&spec)?;
         let now = self.now_ms();
@@ -48,18 +48,22 @@ impl App {
         Ok(channel_view(&row)?)
     }
 
-    pub async fn get_channel(&self, id: Uuid) -> ApiResult<ChannelView> {
+    pub async fn get_channel(&self, id: Uuid) -> ServiceResult<ChannelView> {
         Ok(channel_view(&self.channel_row(id).await?)?)
     }
 
-    async fn channel_row(&self, id: Uuid) -> ApiResult<ChannelRow> {
+    async fn channel_row(&self, id: Uuid) -> ServiceResult<ChannelRow> {
         self.store
             .channel(&id.to_string())
             .await?
-            .ok_or_else(|| ApiError::NotFound(format!("no notification channel with id {id}")))
+            .ok_or_else(|| ServiceError::NotFound(format!("no notification channel with id {id}")))
     }
 
-    pub async fn list_channels(&self, after: &Cursor, limit: u32) -> ApiResult<Page<ChannelView>> {
+    pub async fn list_channels(
+        &self,
+        after: &Cursor,
+        limit: u32,
+    ) -> ServiceResult<Page<ChannelView>> {
         let rows = self.store.list_channels(after, limit).await?;
         Ok(page(
             rows,
@@ -72,7 +76,11 @@ impl App {
         )?)
     }
 
-    pub async fn update_channel(&self, id: Uuid, patch: ChannelPatch) -> ApiResult<ChannelView> {
+    pub async fn update_channel(
+        &self,
+        id: Uuid,
+        patch: ChannelPatch,
+    ) -> ServiceResult<ChannelView> {
         patch.validate_fields()?;
         let current = self.channel_row(id).await?;
         let stored = channel_spec(&current)?;
@@ -84,25 +92,25 @@ impl App {
         check_template(&spec)?;
         let row = channel_row(id, &spec, current.created_at, self.now_ms());
         if !self.store.update_channel(&row).await? {
-            return Err(ApiError::NotFound(format!(
+            return Err(ServiceError::NotFound(format!(
                 "no notification channel with id {id}"
             )));
         }
         Ok(channel_view(&row)?)
     }
 
-    pub async fn delete_channel(&self, id: Uuid) -> ApiResult<()> {
+    pub async fn delete_channel(&self, id: Uuid) -> ServiceResult<()> {
         if self.store.delete_channel(&id.to_string()).await? {
             Ok(())
         } else {
-            Err(ApiError::NotFound(format!(
+            Err(ServiceError::NotFound(format!(
                 "no notification channel with id {id}"
             )))
         }
     }
 
     /// Sends a `test` message now, outside the outbox, and says how it went.
-    pub async fn test_channel(&self, id: Uuid) -> ApiResult<ChannelTestResult> {
+    pub async fn test_channel(&self, id: Uuid) -> ServiceResult<ChannelTestResult> {
         let channel = self.channel_row(id).await?;
         let message = Notification {
             id: Uuid::now_v7(),
@@ -126,7 +134,7 @@ impl App {
     }
 
     /// The newest `limit` deliveries, newest first.
-    pub async fn recent_notifications(&self, limit: u32) -> ApiResult<Vec<NotificationView>> {
+    pub async fn recent_notifications(&self, limit: u32) -> ServiceResult<Vec<NotificationView>> {
         let rows = self.store.recent_notifications(limit).await?;
         Ok(rows
             .iter()
@@ -141,7 +149,7 @@ impl App {
         channel_id: Option<Uuid>,
         after: &Cursor,
         limit: u32,
-    ) -> ApiResult<Page<NotificationView>> {
+    ) -> ServiceResult<Page<NotificationView>> {
         let rows = self
             .store
             .list_notifications(

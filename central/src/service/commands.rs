@@ -26,7 +26,7 @@ use uuid::Uuid;
 use super::ingest::{bounded_result, CappedResults, IncomingBatch};
 use super::monitors::monitor_row;
 use super::{stored_id, time_of, App};
-use crate::error::{ApiError, ApiResult};
+use crate::service::error::{ServiceError, ServiceResult};
 use crate::store::{Acked, CommandRow, MonitorRow, NewCommand, PollerRow};
 
 /// How long a command is offered to its poller; after it, nobody waits for its answer.
@@ -77,7 +77,7 @@ impl App {
         &self,
         id: Uuid,
         request: CommandRequest,
-    ) -> ApiResult<CommandsAnswer> {
+    ) -> ServiceResult<CommandsAnswer> {
         self.command_monitor(id, Kind::Check, request).await
     }
 
@@ -86,7 +86,7 @@ impl App {
         &self,
         id: Uuid,
         request: CommandRequest,
-    ) -> ApiResult<CommandsAnswer> {
+    ) -> ServiceResult<CommandsAnswer> {
         self.command_monitor(id, Kind::Reset, request).await
     }
 
@@ -96,14 +96,14 @@ impl App {
         &self,
         spec: MonitorSpec,
         wait: Duration,
-    ) -> ApiResult<CommandsAnswer> {
+    ) -> ServiceResult<CommandsAnswer> {
         self.validate_monitor(None, &spec).await?;
         let now = self.now_ms();
         let row = monitor_row(Uuid::new_v4(), &spec, now, now);
         let runs = match self.where_it_would_run(&row).await? {
             Ok(runs) => runs,
             Err(reason) => {
-                return Err(ApiError::Conflict(format!(
+                return Err(ServiceError::Conflict(format!(
                     "no poller could run this monitor: {reason}"
                 )))
             }
@@ -129,7 +129,7 @@ impl App {
         id: Uuid,
         mut spec: MonitorSpec,
         wait: Duration,
-    ) -> ApiResult<CommandsAnswer> {
+    ) -> ServiceResult<CommandsAnswer> {
         let stored = super::monitors::monitor_spec(&self.monitor_row(id).await?)?;
         super::monitor_secrets::keep(&mut spec, &stored)?;
         self.test_monitor(spec, wait).await
@@ -140,15 +140,15 @@ impl App {
         id: Uuid,
         kind: Kind,
         request: CommandRequest,
-    ) -> ApiResult<CommandsAnswer> {
+    ) -> ServiceResult<CommandsAnswer> {
         let row = self.monitor_row(id).await?;
         if row.kind == shared_proto::CheckKind::Heartbeat.as_str() {
-            return Err(ApiError::Conflict(format!(
+            return Err(ServiceError::Conflict(format!(
                 "monitor {id} is a heartbeat monitor: no poller checks it, its job pings it"
             )));
         }
         if row.paused {
-            return Err(ApiError::Conflict(format!(
+            return Err(ServiceError::Conflict(format!(
                 "monitor {id} is paused, so no poller runs it; resume it first \
                  (PATCH /api/v1/monitors/{id} with {{\"paused\": false}})"
             )));
@@ -177,7 +177,7 @@ impl App {
                 .placement_reason
                 .clone()
                 .unwrap_or_else(|| "it is not placed yet".into());
-            return Err(ApiError::Conflict(format!(
+            return Err(ServiceError::Conflict(format!(
                 "no poller runs monitor {id} now: {why}"
             )));
         }
@@ -197,7 +197,7 @@ impl App {
     }
 
     /// The pollers that run a monitor now: its own, and each location's.
-    async fn runners_of(&self, row: &MonitorRow) -> ApiResult<Vec<String>> {
+    async fn runners_of(&self, row: &MonitorRow) -> ServiceResult<Vec<String>> {
         let mut runners: Vec<String> = row.assigned_poller_id.iter().cloned().collect();
         let ids = [row.id.clone()];
         for location in self.store.locations_of(Some(&ids)).await? {
@@ -210,20 +210,20 @@ impl App {
 
     /// The poller, if it can hear a command soon: a command to an offline poller would only
     /// expire.
-    async fn online_poller(&self, id: &str) -> ApiResult<PollerRow> {
+    async fn online_poller(&self, id: &str) -> ServiceResult<PollerRow> {
         let poller = self
             .store
             .poller(id)
             .await?
-            .ok_or_else(|| ApiError::Conflict(format!("poller {id} no longer exists")))?;
+            .ok_or_else(|| ServiceError::Conflict(format!("poller {id} no longer exists")))?;
         if !poller.enabled {
-            return Err(ApiError::Conflict(format!(
+            return Err(ServiceError::Conflict(format!(
                 "poller {} ({id}) is disabled; enable it first",
                 poller.name
             )));
         }
         if self.poller_status(&poller, self.now_ms()) == PollerStatus::Offline {
-            return Err(ApiError::Conflict(format!(
+            return Err(ServiceError::Conflict(format!(
                 "poller {} ({id}) is offline, so it cannot hear the command",
                 poller.name
             )));
@@ -231,7 +231,11 @@ impl App {
         Ok(poller)
     }
 
-    async fn issue(&self, commands: Vec<NewCommand>, wait: Duration) -> ApiResult<CommandsAnswer> {
+    async fn issue(
+        &self,
+        commands: Vec<NewCommand>,
+        wait: Duration,
+    ) -> ServiceResult<CommandsAnswer> {
         // Subscribed before anything is issued, so an answer cannot slip in unheard.
         let mut answered = self.cluster.bells.subscribe_answered();
         self.store.insert_commands(&commands).await?;
@@ -265,13 +269,13 @@ impl App {
     }
 
     /// One command as it stands.
-    pub async fn command(&self, id: Uuid) -> ApiResult<CommandView> {
+    pub async fn command(&self, id: Uuid) -> ServiceResult<CommandView> {
         let row = self
             .store
             .commands_by_ids(&[id.to_string()])
             .await?
             .pop()
-            .ok_or_else(|| ApiError::NotFound(format!("no command with id {id}")))?;
+            .ok_or_else(|| ServiceError::NotFound(format!("no command with id {id}")))?;
         Ok(command_view(&row, self.now_ms())?)
     }
 
@@ -280,7 +284,7 @@ impl App {
     /// may have been lost); and when the next one handed over without an answer is due to be
     /// offered again. Reads the database only when this replica heard of a command for it
     /// since it last found none open. A row that cannot be read is left out (it expires).
-    pub async fn commands_to_send(&self, poller: &PollerRow) -> ApiResult<ToSend> {
+    pub async fn commands_to_send(&self, poller: &PollerRow) -> ServiceResult<ToSend> {
         let bells = &self.cluster.bells;
         let Some(generation) = bells.unread(&poller.id) else {
             return Ok(ToSend::default());
@@ -321,9 +325,9 @@ impl App {
         poller: &PollerRow,
         id: Uuid,
         mut ack: CommandAck,
-    ) -> ApiResult<CommandAckResponse> {
+    ) -> ServiceResult<CommandAckResponse> {
         ack.trim();
-        let unknown = || ApiError::NotFound(format!("no command {id} for this poller"));
+        let unknown = || ServiceError::NotFound(format!("no command {id} for this poller"));
         let row = self
             .store
             .commands_by_ids(&[id.to_string()])
@@ -384,7 +388,7 @@ impl App {
         poller: &PollerRow,
         row: &CommandRow,
         result: CheckResult,
-    ) -> ApiResult<Accepted> {
+    ) -> ServiceResult<Accepted> {
         let expected = match row.kind.as_str() {
             "test" => test_spec(row)?.map(|m| m.id),
             _ => row.monitor_id.as_deref().map(stored_id).transpose()?,
@@ -416,7 +420,7 @@ impl App {
                         return Ok(Accepted::Refused(rejected.reason.clone()));
                     }
                 }
-                Err(ApiError::Validation(e)) => {
+                Err(ServiceError::Validation(e)) => {
                     return Ok(Accepted::Refused(format!("`{}` {}", e.field, e.message)))
                 }
                 Err(e) => return Err(e),

@@ -16,7 +16,7 @@ use shared_proto::settings_api::{
 use uuid::Uuid;
 
 use super::{stored_id, time_of, App};
-use crate::error::{ApiError, ApiResult};
+use crate::service::error::{ServiceError, ServiceResult};
 use crate::store::ResultRow;
 
 /// The results a health class is judged over (SourceMonitor's window).
@@ -24,7 +24,10 @@ pub const HEALTH_WINDOW: u32 = 20;
 
 impl App {
     /// Adds the engine's word and the health class to one monitor's status.
-    pub(super) async fn add_engine_health(&self, view: &mut MonitorStatusView) -> ApiResult<()> {
+    pub(super) async fn add_engine_health(
+        &self,
+        view: &mut MonitorStatusView,
+    ) -> ServiceResult<()> {
         let newest = self
             .recent_results(&view.monitor_id.to_string(), HEALTH_WINDOW)
             .await?;
@@ -42,12 +45,12 @@ impl App {
     }
 
     /// A poller's scheduler as its last heartbeat described it.
-    pub async fn poller_scheduler(&self, id: Uuid) -> ApiResult<SchedulerView> {
+    pub async fn poller_scheduler(&self, id: Uuid) -> ServiceResult<SchedulerView> {
         let row = self
             .store
             .poller(&id.to_string())
             .await?
-            .ok_or_else(|| ApiError::NotFound(format!("no poller with id {id}")))?;
+            .ok_or_else(|| ServiceError::NotFound(format!("no poller with id {id}")))?;
         let scheduler: Option<SchedulerHealth> = row
             .scheduler_health
             .as_deref()

@@ -23,7 +23,7 @@ use std::time::Duration;
 use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 
 use super::auth::{hash_secret, verify_secret, Argon2Memory};
-use crate::error::{ApiError, ApiResult};
+use crate::service::error::{ServiceError, ServiceResult};
 
 const HASHING_WAIT: Duration = Duration::from_secs(5);
 
@@ -90,7 +90,7 @@ impl Hashing {
         }
     }
 
-    async fn permit(&self, lane: Lane) -> ApiResult<OwnedSemaphorePermit> {
+    async fn permit(&self, lane: Lane) -> ServiceResult<OwnedSemaphorePermit> {
         let (shared, reserved) = (self.shared.clone(), self.reserved.clone());
         let either = async move {
             match lane {
@@ -103,7 +103,7 @@ impl Hashing {
         };
         match tokio::time::timeout(self.wait, either).await {
             Ok(Ok(permit)) => Ok(permit),
-            _ => Err(ApiError::Overloaded {
+            _ => Err(ServiceError::Busy {
                 message: "central is busy checking other credentials; retry in a second".into(),
                 retry_after: 1,
             }),
@@ -115,7 +115,7 @@ impl Hashing {
         &self,
         lane: Lane,
         work: impl FnOnce(&mut Argon2Memory) -> T + Send + 'static,
-    ) -> ApiResult<T> {
+    ) -> ServiceResult<T> {
         let permit = self.permit(lane).await?;
         let (done, answer) = oneshot::channel();
         let job: Job = Box::new(move |memory| {
@@ -133,13 +133,18 @@ impl Hashing {
     }
 
     /// Hashes a secret central made (or an operator's token, already checked): `Lane::Enrolled`.
-    pub async fn hash(&self, secret: String) -> ApiResult<String> {
+    pub async fn hash(&self, secret: String) -> ServiceResult<String> {
         Ok(self
             .run(Lane::Enrolled, move |memory| hash_secret(&secret, memory))
             .await??)
     }
 
-    pub async fn verify(&self, lane: Lane, secret: String, stored_hash: String) -> ApiResult<bool> {
+    pub async fn verify(
+        &self,
+        lane: Lane,
+        secret: String,
+        stored_hash: String,
+    ) -> ServiceResult<bool> {
         self.run(lane, move |memory| {
             verify_secret(&secret, &stored_hash, memory)
         })
@@ -168,7 +173,7 @@ mod tests {
             let shed = hashing
                 .verify(lane, "secret".into(), "$argon2id$x".into())
                 .await;
-            assert!(matches!(shed, Err(ApiError::Overloaded { .. })), "{shed:?}");
+            assert!(matches!(shed, Err(ServiceError::Busy { .. })), "{shed:?}");
         }
         drop(held);
         let hash = hashing.hash("secret".into()).await.unwrap();
@@ -187,7 +192,7 @@ mod tests {
         let shed = hashing
             .verify(Lane::Anyone, "guess".into(), "$argon2id$x".into())
             .await;
-        assert!(matches!(shed, Err(ApiError::Overloaded { .. })), "{shed:?}");
+        assert!(matches!(shed, Err(ServiceError::Busy { .. })), "{shed:?}");
         let hash = hashing.hash("refresh".into()).await.unwrap();
         assert!(hashing
             .verify(Lane::Enrolled, "refresh".into(), hash)

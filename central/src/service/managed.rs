@@ -7,14 +7,14 @@ use shared_proto::ValidationError;
 use uuid::Uuid;
 
 use super::{stored_id, time_of, App};
-use crate::error::{ApiError, ApiResult};
+use crate::service::error::{ServiceError, ServiceResult};
 
 impl App {
     /// Every mark, or those of one kind.
     pub async fn managed_objects(
         &self,
         kind: Option<ManagedKind>,
-    ) -> ApiResult<Vec<ManagedObject>> {
+    ) -> ServiceResult<Vec<ManagedObject>> {
         let rows = self
             .store
             .managed_objects(kind.map(ManagedKind::as_str))
@@ -31,7 +31,7 @@ impl App {
                 }))
             })
             .collect::<anyhow::Result<_>>()
-            .map_err(ApiError::from)
+            .map_err(ServiceError::from)
     }
 
     /// Marks `object_id` as the file's `key`; `422 unknown_reference` when no such object exists.
@@ -40,7 +40,7 @@ impl App {
         kind: ManagedKind,
         key: &str,
         object_id: Uuid,
-    ) -> ApiResult<ManagedObject> {
+    ) -> ServiceResult<ManagedObject> {
         validate_key("key", key)?;
         let exists = match kind {
             ManagedKind::Monitors => self.get_monitor(object_id).await.is_ok(),
@@ -67,9 +67,9 @@ impl App {
     }
 
     /// Removes the mark (the object stays); `404` when there was none.
-    pub async fn unmanage_object(&self, kind: ManagedKind, key: &str) -> ApiResult<()> {
+    pub async fn unmanage_object(&self, kind: ManagedKind, key: &str) -> ServiceResult<()> {
         if !self.store.delete_managed(kind.as_str(), key).await? {
-            return Err(ApiError::NotFound(format!(
+            return Err(ServiceError::NotFound(format!(
                 "no {} is managed under the key `{key}`",
                 kind.as_str()
             )));
@@ -82,7 +82,7 @@ impl App {
         &self,
         kind: ManagedKind,
         object_id: Uuid,
-    ) -> ApiResult<Option<String>> {
+    ) -> ServiceResult<Option<String>> {
         Ok(self
             .store
             .managed_key(kind.as_str(), &object_id.to_string())

@@ -1,7 +1,7 @@
 //! Domain services: the rules of registration, placement, ingestion and derived status.
 //!
-//! Handlers call these; these call the store. Nothing here knows about HTTP beyond returning
-//! `ApiError`, and nothing here writes SQL.
+//! Handlers call these; these call the store. Nothing here knows about HTTP (failures are
+//! `ServiceError`s, which the HTTP boundary maps), and nothing here writes SQL.
 
 pub mod access;
 pub mod admin_token;
@@ -19,6 +19,7 @@ pub mod commands;
 pub mod credentials;
 pub mod dependencies;
 pub mod engine_health;
+pub mod error;
 pub mod folding;
 pub mod hashing;
 pub mod history;
@@ -54,8 +55,8 @@ use chrono::{DateTime, TimeZone, Utc};
 use tokio::sync::Mutex;
 
 use crate::config::ServeArgs;
-use crate::error::ApiError;
 use crate::metrics::Metrics;
+use crate::service::error::ServiceError;
 use crate::store::{LeaseState, Store};
 use auth::JwtKeys;
 
@@ -345,9 +346,11 @@ pub fn time_of(ms: i64) -> DateTime<Utc> {
 /// as it is (a monitor's target not of its kind, a timeout beyond its interval): `422`, never
 /// `400`, which is kept for what the patch's own schema states. RFC 5789 §2.2 calls this a
 /// conflicting state; 422 is also what a rule between fields of a create gets.
-pub(crate) fn patch_does_not_fit(error: ApiError) -> ApiError {
+pub(crate) fn patch_does_not_fit(error: ServiceError) -> ServiceError {
     match error {
-        ApiError::Validation(e) if e.rule == shared_proto::Rule::Field => e.in_combination().into(),
+        ServiceError::Validation(e) if e.rule == shared_proto::Rule::Field => {
+            e.in_combination().into()
+        }
         other => other,
     }
 }

@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 use super::tokens::page;
 use super::{stored_id, time_of, App};
-use crate::error::{ApiError, ApiResult};
+use crate::service::error::{ServiceError, ServiceResult};
 use crate::store::{Cursor, ListFilter, MonitorRow};
 
 /// Rows read per step of a filtered list.
@@ -24,7 +24,7 @@ pub struct MonitorFilter {
 }
 
 impl App {
-    pub async fn create_monitor(&self, spec: MonitorSpec) -> ApiResult<MonitorView> {
+    pub async fn create_monitor(&self, spec: MonitorSpec) -> ServiceResult<MonitorView> {
         self.validate_monitor(None, &spec).await?;
         let id = Uuid::new_v4();
         let now = self.now_ms();
@@ -46,7 +46,7 @@ impl App {
         &self,
         id: Option<Uuid>,
         spec: &MonitorSpec,
-    ) -> ApiResult<()> {
+    ) -> ServiceResult<()> {
         spec.validate()?;
         if spec.kind == CheckKind::Heartbeat {
             super::push::validate_spec(spec)?;
@@ -73,7 +73,7 @@ impl App {
         Ok(())
     }
 
-    pub async fn get_monitor(&self, id: Uuid) -> ApiResult<MonitorView> {
+    pub async fn get_monitor(&self, id: Uuid) -> ServiceResult<MonitorView> {
         let row = self.monitor_row(id).await?;
         let mut view = monitor_view(&row)?;
         view.status = self
@@ -84,11 +84,11 @@ impl App {
         Ok(view)
     }
 
-    pub(super) async fn monitor_row(&self, id: Uuid) -> ApiResult<MonitorRow> {
+    pub(super) async fn monitor_row(&self, id: Uuid) -> ServiceResult<MonitorRow> {
         self.store
             .monitor(&id.to_string())
             .await?
-            .ok_or_else(|| ApiError::NotFound(format!("no monitor with id {id}")))
+            .ok_or_else(|| ServiceError::NotFound(format!("no monitor with id {id}")))
     }
 
     /// A page of monitors with their status now, optionally only those in a status or running
@@ -99,7 +99,7 @@ impl App {
         filter: &MonitorFilter,
         after: &Cursor,
         limit: u32,
-    ) -> ApiResult<Page<MonitorView>> {
+    ) -> ServiceResult<Page<MonitorView>> {
         let page = self.list_monitors_with_status(filter, after, limit).await?;
         Ok(Page {
             items: page.items.into_iter().map(|(view, _)| view).collect(),
@@ -113,7 +113,7 @@ impl App {
         filter: &MonitorFilter,
         after: &Cursor,
         limit: u32,
-    ) -> ApiResult<Page<(MonitorView, MonitorStatusView)>> {
+    ) -> ServiceResult<Page<(MonitorView, MonitorStatusView)>> {
         let filtered = filter.status.is_some()
             || filter.region.is_some()
             || filter.name.is_some()
@@ -178,7 +178,7 @@ impl App {
         id: Uuid,
         patch: MonitorPatch,
         if_match: Option<u64>,
-    ) -> ApiResult<MonitorView> {
+    ) -> ServiceResult<MonitorView> {
         const ATTEMPTS: usize = 5;
         patch.validate_fields()?;
         for _ in 0..ATTEMPTS {
@@ -229,17 +229,17 @@ impl App {
                 }
             }
         }
-        Err(ApiError::Conflict(format!(
+        Err(ServiceError::Conflict(format!(
             "monitor {id} kept changing while this change was applied ({ATTEMPTS} tries); retry"
         )))
     }
 
-    pub async fn delete_monitor(&self, id: Uuid) -> ApiResult<()> {
+    pub async fn delete_monitor(&self, id: Uuid) -> ServiceResult<()> {
         let versioned = self
             .store
             .delete_monitor(&id.to_string(), self.now_ms())
             .await?
-            .ok_or_else(|| ApiError::NotFound(format!("no monitor with id {id}")))?;
+            .ok_or_else(|| ServiceError::NotFound(format!("no monitor with id {id}")))?;
         self.publish_version(&versioned);
         Ok(())
     }
@@ -247,12 +247,12 @@ impl App {
     /// The monitor's status: `paused`, `stale` (nobody can be polling it), else its newest
     /// verdict (`up`/`down`, or for several locations `up`/`degraded`/`down` by quorum), else
     /// `pending`.
-    pub async fn monitor_status(&self, id: Uuid) -> ApiResult<MonitorStatusView> {
+    pub async fn monitor_status(&self, id: Uuid) -> ServiceResult<MonitorStatusView> {
         let monitor = self.monitor_row(id).await?;
         let mut statuses = self.statuses_of(std::slice::from_ref(&monitor)).await?;
         let mut status = statuses
             .pop()
-            .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("no status derived for {id}")))?;
+            .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("no status derived for {id}")))?;
         self.add_engine_health(&mut status).await?;
         Ok(status)
     }
@@ -262,7 +262,7 @@ impl App {
         id: Uuid,
         after: &Cursor,
         limit: u32,
-    ) -> ApiResult<Page<StoredResult>> {
+    ) -> ServiceResult<Page<StoredResult>> {
         self.monitor_row(id).await?;
         let rows = self
             .store
@@ -352,8 +352,8 @@ pub(super) fn monitor_row(
     }
 }
 
-fn stale_revision(expected: u64, now: u64) -> ApiError {
-    ApiError::Conflict(format!(
+fn stale_revision(expected: u64, now: u64) -> ServiceError {
+    ServiceError::Conflict(format!(
         "the monitor changed since revision {expected} was read (it is at revision {now} now): \
          read it again, then make the change on what it is now"
     ))

@@ -9,7 +9,7 @@ use shared_proto::settings_api::{MonitorStatusView, MonitorView, Page};
 
 use super::monitors::MonitorFilter;
 use super::App;
-use crate::error::ApiResult;
+use crate::service::error::ServiceResult;
 use crate::store::{Cursor, ResultRow};
 
 /// Results in a heartbeat bar.
@@ -32,7 +32,7 @@ impl App {
         filter: &MonitorFilter,
         after: &Cursor,
         limit: u32,
-    ) -> ApiResult<Page<MonitorOverview>> {
+    ) -> ServiceResult<Page<MonitorOverview>> {
         let page = self.list_monitors_with_status(filter, after, limit).await?;
         let ids: Vec<String> = page
             .items
@@ -66,7 +66,11 @@ impl App {
     }
 
     /// A monitor's newest results, newest first.
-    pub async fn recent_results(&self, monitor_id: &str, count: u32) -> ApiResult<Vec<ResultRow>> {
+    pub async fn recent_results(
+        &self,
+        monitor_id: &str,
+        count: u32,
+    ) -> ServiceResult<Vec<ResultRow>> {
         let ids = [monitor_id.to_string()];
         Ok(self
             .store
@@ -86,7 +90,7 @@ pub struct PollerLabel {
 
 impl App {
     /// Every live poller's display name (its alias, else its name) and region, by id.
-    pub async fn poller_labels(&self) -> ApiResult<HashMap<String, PollerLabel>> {
+    pub async fn poller_labels(&self) -> ServiceResult<HashMap<String, PollerLabel>> {
         Ok(self
             .store
             .all_pollers()

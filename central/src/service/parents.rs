@@ -27,7 +27,7 @@ use shared_proto::ValidationError;
 use uuid::Uuid;
 
 use super::{stored_id, App};
-use crate::error::{ApiError, ApiResult};
+use crate::service::error::{ServiceError, ServiceResult};
 use crate::store::{LinkConflict, MonitorRow, StatusRow};
 
 /// How long past a monitor's expected next result (its interval and timeout after its newest)
@@ -171,9 +171,9 @@ pub fn parents_by_child(
 
 /// A store write refused for links changed meanwhile (`LinkConflict`) is `409`: the caller
 /// reads again and retries; anything else is the store's failure.
-pub(super) fn link_conflict(error: anyhow::Error) -> ApiError {
+pub(super) fn link_conflict(error: anyhow::Error) -> ServiceError {
     match error.downcast_ref::<LinkConflict>() {
-        Some(conflict) => ApiError::Conflict(conflict.to_string()),
+        Some(conflict) => ServiceError::Conflict(conflict.to_string()),
         None => error.into(),
     }
 }
@@ -182,7 +182,11 @@ impl App {
     /// `parent_ids` of monitor `id` (`None` for a new one): every parent exists, none is the
     /// monitor itself, and none depends on it (a cycle would hold both forever). The store
     /// checks the same again in its write (`LinkConflict`), against edits made meanwhile.
-    pub(super) async fn check_parents(&self, id: Option<Uuid>, parents: &[Uuid]) -> ApiResult<()> {
+    pub(super) async fn check_parents(
+        &self,
+        id: Option<Uuid>,
+        parents: &[Uuid],
+    ) -> ServiceResult<()> {
         if parents.is_empty() {
             return Ok(());
         }
@@ -223,7 +227,7 @@ impl App {
 
     /// The names of the monitors `ids` (the parents a monitor's page links to), in the order
     /// given; one deleted since is left out.
-    pub async fn monitor_names(&self, ids: &[Uuid]) -> ApiResult<Vec<(Uuid, String)>> {
+    pub async fn monitor_names(&self, ids: &[Uuid]) -> ServiceResult<Vec<(Uuid, String)>> {
         let wanted: Vec<String> = ids.iter().map(Uuid::to_string).collect();
         let rows = self.store.monitors_by_ids(&wanted).await?;
         Ok(ids
@@ -237,7 +241,7 @@ impl App {
 
     /// The monitors that depend on `parent`, as its notice names them (at most `MAX_NAMED`),
     /// and how many there are.
-    pub(super) async fn dependents_of(&self, parent: &str) -> ApiResult<(Vec<Subject>, usize)> {
+    pub(super) async fn dependents_of(&self, parent: &str) -> ServiceResult<(Vec<Subject>, usize)> {
         let (children, count) = self.store.children_of(parent, MAX_NAMED as u32).await?;
         let named = children
             .into_iter()

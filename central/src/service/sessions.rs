@@ -15,7 +15,7 @@ use super::access::{Actor, Holder, Principal, Role};
 use super::hashing::Lane;
 use super::recent::RecentlyValid;
 use super::{auth, App};
-use crate::error::{ApiError, ApiResult};
+use crate::service::error::{ServiceError, ServiceResult};
 
 /// A session lasts this long from login, however active.
 pub const SESSION_TTL: Duration = Duration::from_secs(12 * 3600);
@@ -64,9 +64,9 @@ const NOBODY_HASH: &str =
 
 impl App {
     /// Starts a session for whoever shows the admin token; returns the cookie's secret.
-    pub async fn log_in(&self, admin_token: &str) -> ApiResult<String> {
+    pub async fn log_in(&self, admin_token: &str) -> ServiceResult<String> {
         if !self.verify_admin_token(admin_token.trim()).await? {
-            return Err(ApiError::Unauthorized(
+            return Err(ServiceError::Unauthorized(
                 "that is not the admin token: use CENTRAL_ADMIN_TOKEN or the token central \
                  printed on its first start"
                     .into(),
@@ -77,8 +77,8 @@ impl App {
 
     /// Starts a session for the user with this email and password; returns the cookie's
     /// secret. A wrong email and a wrong password are told alike, and cost alike.
-    pub async fn log_in_user(&self, email: &str, password: &str) -> ApiResult<String> {
-        let wrong = || ApiError::Unauthorized("wrong email or password".into());
+    pub async fn log_in_user(&self, email: &str, password: &str) -> ServiceResult<String> {
+        let wrong = || ServiceError::Unauthorized("wrong email or password".into());
         let user = match shared_proto::users::normalized_email(email) {
             Ok(email) => self.store.user_by_email(&email).await?,
             Err(_) => None,
@@ -95,7 +95,7 @@ impl App {
         match user {
             // Linked to the identity provider: the provider decides whether they may still
             // come in, so a password (set before the link, or since) does not.
-            Some(user) if opened && user.oidc_subject.is_some() => Err(ApiError::Unauthorized(
+            Some(user) if opened && user.oidc_subject.is_some() => Err(ServiceError::Unauthorized(
                 "this account signs in with single sign-on: use it".into(),
             )),
             Some(user) if opened && user.password_hash.is_some() => {
@@ -105,7 +105,7 @@ impl App {
         }
     }
 
-    pub(super) async fn open_session(&self, user_id: Option<&str>) -> ApiResult<String> {
+    pub(super) async fn open_session(&self, user_id: Option<&str>) -> ServiceResult<String> {
         let secret = auth::new_secret();
         let now = self.now_ms();
         let ttl = i64::try_from(SESSION_TTL.as_millis()).unwrap_or(i64::MAX);
@@ -130,7 +130,7 @@ impl App {
     }
 
     /// The live session whose cookie secret this is.
-    pub async fn web_session(&self, secret: &str) -> ApiResult<Option<WebSession>> {
+    pub async fn web_session(&self, secret: &str) -> ServiceResult<Option<WebSession>> {
         let Some(row) = self
             .store
             .session(&auth::sha256_hex(secret), self.now_ms())
@@ -208,7 +208,7 @@ impl App {
         Ok(())
     }
 
-    pub async fn log_out(&self, secret: &str) -> ApiResult<()> {
+    pub async fn log_out(&self, secret: &str) -> ServiceResult<()> {
         self.credentials.sessions.recent.forget(secret);
         self.store.delete_session(&auth::sha256_hex(secret)).await?;
         Ok(())

@@ -17,7 +17,7 @@ use super::parents::{behind, parents_by_child, run_since, Behind, Child};
 use super::push::{self, schedule::Schedule};
 use super::status::{self, Lateness, StatusInputs, Verdict, VerdictState};
 use super::{quorum, stored_id, time_of, App};
-use crate::error::ApiResult;
+use crate::service::error::ServiceResult;
 use crate::store::{LocationRow, MonitorRow, PollerRow, PushState, StatusRow};
 
 /// What the derivation of a batch of monitors reads once.
@@ -77,7 +77,10 @@ pub(super) fn common_settings_of(
 
 impl App {
     /// The status of each monitor, in the order given.
-    pub async fn statuses_of(&self, monitors: &[MonitorRow]) -> ApiResult<Vec<MonitorStatusView>> {
+    pub async fn statuses_of(
+        &self,
+        monitors: &[MonitorRow],
+    ) -> ServiceResult<Vec<MonitorStatusView>> {
         Ok(self
             .derived_of(monitors)
             .await?
@@ -87,7 +90,7 @@ impl App {
     }
 
     /// The status of each monitor, in the order given, with what alerting needs beside it.
-    pub async fn derived_of(&self, monitors: &[MonitorRow]) -> ApiResult<Vec<Derived>> {
+    pub async fn derived_of(&self, monitors: &[MonitorRow]) -> ServiceResult<Vec<Derived>> {
         // By id, however many: a caller with every monitor would be reading every row, and none
         // does (`/metrics` renders from stored status).
         let ids: Vec<String> = monitors.iter().map(|m| m.id.clone()).collect();
@@ -150,7 +153,7 @@ impl App {
         monitors: &[MonitorRow],
         views: &mut [Derived],
         known: &Known,
-    ) -> ApiResult<()> {
+    ) -> ServiceResult<()> {
         let failing: Vec<MonitorRow> = monitors
             .iter()
             .zip(views.iter())
@@ -209,7 +212,7 @@ impl App {
         Ok(())
     }
 
-    async fn status_of(&self, monitor: &MonitorRow, known: &Known) -> ApiResult<Derived> {
+    async fn status_of(&self, monitor: &MonitorRow, known: &Known) -> ServiceResult<Derived> {
         let latest = known.latest.get(&monitor.id);
         let regions = monitor.regions()?;
         let mut changes_at = None;
@@ -298,7 +301,7 @@ impl App {
         region: &str,
         known: &Known,
         changes_at: &mut Option<i64>,
-    ) -> ApiResult<LocationView> {
+    ) -> ServiceResult<LocationView> {
         let key = (monitor.id.clone(), region.to_string());
         let location = known.locations.get(&key);
         let latest = known.location_latest.get(&key);
@@ -350,7 +353,7 @@ impl App {
         known: &Known,
         late: Option<Lateness>,
         changes_at: &mut Option<i64>,
-    ) -> ApiResult<(MonitorStatus, Option<String>)> {
+    ) -> ServiceResult<(MonitorStatus, Option<String>)> {
         let (confirm_down, confirm_up) = thresholds(monitor);
         let verdict = latest.map_or(VerdictState::default(), |l| VerdictState {
             confirmed: l.confirmed.as_deref().and_then(Verdict::parse),

@@ -10,7 +10,7 @@ use shared_proto::tags::{TagSelection, TaggedChange};
 use shared_proto::{MonitorPatch, ValidationError};
 
 use super::{stored_id, App};
-use crate::error::ApiResult;
+use crate::service::error::ServiceResult;
 
 /// The most monitors one pause or resume by tag changes: a request's work stays bounded, and
 /// a tag on more monitors is most likely a mistake (pause them by region with a maintenance
@@ -24,7 +24,7 @@ impl App {
         &self,
         selection: TagSelection,
         paused: bool,
-    ) -> ApiResult<TaggedChange> {
+    ) -> ServiceResult<TaggedChange> {
         selection.validate()?;
         let ids = self.store.monitors_tagged(&selection.tag).await?;
         if ids.len() > MAX_TAGGED {
@@ -53,7 +53,7 @@ impl App {
             match self.update_monitor(stored_id(id)?, patch, None).await {
                 Ok(_) => changed += 1,
                 // Deleted between the read and the edit: nothing to change.
-                Err(crate::error::ApiError::NotFound(_)) => {}
+                Err(crate::service::error::ServiceError::NotFound(_)) => {}
                 Err(e) => return Err(e),
             }
         }

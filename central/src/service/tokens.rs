@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::hashing::Lane;
 use super::{auth, stored_id, time_of, App};
-use crate::error::{ApiError, ApiResult};
+use crate::service::error::{ServiceError, ServiceResult};
 use crate::store::{Cursor, RegistrationTokenRow, Store};
 
 /// The id of the registration token that `CENTRAL_REGISTRATION_TOKEN` stands for.
@@ -80,7 +80,7 @@ impl App {
     pub async fn create_registration_token(
         &self,
         request: CreateRegistrationToken,
-    ) -> ApiResult<RegistrationTokenView> {
+    ) -> ServiceResult<RegistrationTokenView> {
         let expires_in = request.validate()?;
         let id = Uuid::new_v4();
         let secret = auth::new_secret();
@@ -109,7 +109,7 @@ impl App {
         &self,
         after: &Cursor,
         limit: u32,
-    ) -> ApiResult<Page<RegistrationTokenView>> {
+    ) -> ServiceResult<Page<RegistrationTokenView>> {
         let rows = self.store.list_registration_tokens(after, limit).await?;
         Ok(page(
             rows,
@@ -122,13 +122,13 @@ impl App {
         )?)
     }
 
-    pub async fn revoke_registration_token(&self, id: Uuid) -> ApiResult<()> {
+    pub async fn revoke_registration_token(&self, id: Uuid) -> ServiceResult<()> {
         if !self
             .store
             .revoke_registration_token(&id.to_string(), self.now_ms())
             .await?
         {
-            return Err(ApiError::NotFound(format!(
+            return Err(ServiceError::NotFound(format!(
                 "no registration token with id {id}"
             )));
         }
@@ -142,7 +142,7 @@ impl App {
         &self,
         id: Uuid,
         request: RotateRegistrationToken,
-    ) -> ApiResult<RegistrationTokenView> {
+    ) -> ServiceResult<RegistrationTokenView> {
         let overlap = request.validate()?;
         let old_valid_until =
             (!overlap.is_zero()).then(|| self.now_ms().saturating_add(overlap.as_millis() as i64));
@@ -153,7 +153,7 @@ impl App {
             .rotate_registration_token(&id.to_string(), &hash, old_valid_until)
             .await?
         {
-            return Err(ApiError::NotFound(format!(
+            return Err(ServiceError::NotFound(format!(
                 "no usable registration token with id {id} (revoked tokens cannot be rotated)"
             )));
         }
@@ -161,7 +161,7 @@ impl App {
             .store
             .registration_token(&id.to_string())
             .await?
-            .ok_or_else(|| ApiError::NotFound(format!("no registration token with id {id}")))?;
+            .ok_or_else(|| ServiceError::NotFound(format!("no registration token with id {id}")))?;
         let mut view = registration_view(&row)?;
         view.token = Some(auth::format_token(auth::REGISTRATION_PREFIX, id, &secret));
         Ok(view)
@@ -173,9 +173,9 @@ impl App {
         &self,
         token: &str,
         asked: &Enrolment,
-    ) -> ApiResult<(RegistrationTokenRow, Enrolment)> {
+    ) -> ServiceResult<(RegistrationTokenRow, Enrolment)> {
         let invalid = || {
-            ApiError::Unauthorized(
+            ServiceError::Unauthorized(
                 "registration token is not valid; create one with POST /api/v1/registration-tokens"
                     .into(),
             )
@@ -210,7 +210,7 @@ impl App {
             .use_registration_token(&row.id, self.now_ms())
             .await?
         {
-            return Err(ApiError::Unauthorized(
+            return Err(ServiceError::Unauthorized(
                 "registration token is expired, revoked or used up; create a new one".into(),
             ));
         }
@@ -224,7 +224,7 @@ impl App {
         &self,
         row: &RegistrationTokenRow,
         secret: String,
-    ) -> ApiResult<bool> {
+    ) -> ServiceResult<bool> {
         if self
             .credentials
             .hashing
@@ -265,10 +265,10 @@ pub struct Enrolment {
 impl Enrolment {
     /// What `row` grants of this request: its region and capabilities are limits, not
     /// defaults, so that a token handed to one region's operators enrols nothing elsewhere.
-    fn within(&self, row: &RegistrationTokenRow) -> ApiResult<Enrolment> {
+    fn within(&self, row: &RegistrationTokenRow) -> ServiceResult<Enrolment> {
         let region = match (&row.region, &self.region) {
             (Some(allowed), Some(asked)) if allowed != asked => {
-                return Err(ApiError::Refused {
+                return Err(ServiceError::Refused {
                     code: "region_not_allowed",
                     message: format!(
                         "`region`: this registration token enrols pollers in region \
@@ -291,7 +291,7 @@ impl Enrolment {
                 .map(String::as_str)
                 .collect();
             if !outside.is_empty() {
-                return Err(ApiError::Refused {
+                return Err(ServiceError::Refused {
                     code: "capability_not_allowed",
                     message: format!(
                         "`capabilities`: this registration token allows {} only, not {}",
@@ -376,9 +376,9 @@ mod tests {
         }
     }
 
-    fn code(result: ApiResult<Enrolment>) -> &'static str {
+    fn code(result: ServiceResult<Enrolment>) -> &'static str {
         match result {
-            Err(ApiError::Refused { code, .. }) => code,
+            Err(ServiceError::Refused { code, .. }) => code,
             other => panic!("refused expected, got {other:?}"),
         }
     }

@@ -10,7 +10,7 @@ use shared_proto::ValidationError;
 use super::access::Principal;
 use super::tokens::page;
 use super::{time_of, App};
-use crate::error::{ApiError, ApiResult};
+use crate::service::error::{ServiceError, ServiceResult};
 use crate::store::{Cursor, Ends, UserConflict, UserRow};
 
 /// The fewest guesses (log10) zxcvbn must estimate for a password: 10^10 is what its authors
@@ -51,18 +51,18 @@ pub fn user_of(row: &UserRow) -> User {
     }
 }
 
-fn conflict(error: UserConflict) -> ApiError {
+fn conflict(error: UserConflict) -> ServiceError {
     match error {
-        UserConflict::Email => ApiError::Conflict("another user has this email".into()),
+        UserConflict::Email => ServiceError::Conflict("another user has this email".into()),
         UserConflict::LastAdmin => {
-            ApiError::Conflict("this is the last admin user; make another admin first".into())
+            ServiceError::Conflict("this is the last admin user; make another admin first".into())
         }
         UserConflict::Store(e) => e.into(),
     }
 }
 
 impl App {
-    pub async fn create_user(&self, body: CreateUser) -> ApiResult<User> {
+    pub async fn create_user(&self, body: CreateUser) -> ServiceResult<User> {
         let email = body.validate()?;
         let password_hash = match &body.password {
             Some(password) => {
@@ -86,7 +86,7 @@ impl App {
         Ok(user_of(&row))
     }
 
-    pub async fn list_users(&self, after: &Cursor, limit: u32) -> ApiResult<Page<User>> {
+    pub async fn list_users(&self, after: &Cursor, limit: u32) -> ServiceResult<Page<User>> {
         let rows = self.store.list_users(after, limit).await?;
         Ok(page(
             rows,
@@ -99,22 +99,22 @@ impl App {
         )?)
     }
 
-    pub async fn get_user(&self, id: Uuid) -> ApiResult<User> {
+    pub async fn get_user(&self, id: Uuid) -> ServiceResult<User> {
         Ok(user_of(&self.existing_user(id).await?))
     }
 
-    async fn existing_user(&self, id: Uuid) -> ApiResult<UserRow> {
+    async fn existing_user(&self, id: Uuid) -> ServiceResult<UserRow> {
         self.store
             .user(&id.to_string())
             .await?
-            .ok_or_else(|| ApiError::NotFound(format!("no user with id {id}")))
+            .ok_or_else(|| ServiceError::NotFound(format!("no user with id {id}")))
     }
 
     /// Changes a user. The last admin cannot be made less, so that someone can always manage
     /// users without the break-glass admin token. A demotion ends the user's sessions, their
     /// API keys and the keys they made for others (whoever relied on their old role starts
     /// again with the new one); a new password ends their sessions.
-    pub async fn update_user(&self, id: Uuid, body: UpdateUser) -> ApiResult<User> {
+    pub async fn update_user(&self, id: Uuid, body: UpdateUser) -> ServiceResult<User> {
         const ATTEMPTS: usize = 5;
         let email = body.validate()?;
         let mut password_hash = None;
@@ -160,17 +160,17 @@ impl App {
             // Removed, or changed since it was read: read it again (a change made meanwhile,
             // say a demotion, is never written over with what was read before it).
         }
-        Err(ApiError::Conflict(format!(
+        Err(ServiceError::Conflict(format!(
             "user {id} kept changing while this change was applied ({ATTEMPTS} tries); retry"
         )))
     }
 
     /// Removes a user with their API keys and sessions (they stop working at once), and
     /// revokes the keys they made for others.
-    pub async fn delete_user(&self, id: Uuid, by: &Principal) -> ApiResult<()> {
+    pub async fn delete_user(&self, id: Uuid, by: &Principal) -> ServiceResult<()> {
         let row = self.existing_user(id).await?;
         if by.user_id() == Some(id) {
-            return Err(ApiError::Conflict(
+            return Err(ServiceError::Conflict(
                 "you cannot remove yourself; ask another admin".into(),
             ));
         }
@@ -180,13 +180,13 @@ impl App {
             .await
             .map_err(conflict)?
         {
-            return Err(ApiError::NotFound(format!("no user with id {id}")));
+            return Err(ServiceError::NotFound(format!("no user with id {id}")));
         }
         Ok(())
     }
 
     /// A user's live web sessions, newest first.
-    pub async fn user_sessions(&self, id: Uuid) -> ApiResult<Vec<UserSession>> {
+    pub async fn user_sessions(&self, id: Uuid) -> ServiceResult<Vec<UserSession>> {
         let user = self.existing_user(id).await?;
         let rows = self.store.sessions_of_user(&user.id, self.now_ms()).await?;
         Ok(rows
@@ -201,11 +201,13 @@ impl App {
 
     /// Ends one of a user's sessions, or every one (`None`): the next page asks for a login,
     /// on every replica (each page reads its session). `404` for a session not theirs.
-    pub async fn end_user_sessions(&self, id: Uuid, session: Option<&str>) -> ApiResult<u64> {
+    pub async fn end_user_sessions(&self, id: Uuid, session: Option<&str>) -> ServiceResult<u64> {
         let user = self.existing_user(id).await?;
         let ended = self.store.delete_user_sessions(&user.id, session).await?;
         if session.is_some() && ended == 0 {
-            return Err(ApiError::NotFound(format!("user {id} has no such session")));
+            return Err(ServiceError::NotFound(format!(
+                "user {id} has no such session"
+            )));
         }
         Ok(ended)
     }

@@ -2,6 +2,7 @@
 //! changes) on the monitor's page, and the Dependencies page, which shows which services share
 //! a failing dependency and manages aliases. What is shown is `service::dependencies`'.
 
+use crate::service::error::ServiceError;
 use std::sync::Arc;
 
 use axum::extract::State;
@@ -16,7 +17,6 @@ use shared_proto::dependencies::{MonitorDependencies, NewDependencyAlias};
 use super::layout::{self, ago, badge, csrf_field, wire_name, Section};
 use super::session::Session;
 use super::WebResult;
-use crate::error::ApiError;
 use crate::service::App;
 
 /// How many changes a monitor's page lists.
@@ -168,12 +168,12 @@ pub async fn create_alias(
         Ok(alias) => Ok(super::made(Redirect::to("/dependencies"), alias.alias)),
         // Refused: the page again with why, answered as the refusal it is (so the audit
         // layer records no change).
-        Err(ApiError::Validation(e)) => {
+        Err(ServiceError::Validation(e)) => {
             let message = format!("`{}` {}", e.field, e.message);
             let page = page(&app, &session, Some(message)).await?;
             Ok((StatusCode::BAD_REQUEST, page).into_response())
         }
-        Err(ApiError::Conflict(message)) => {
+        Err(ServiceError::Conflict(message)) => {
             let page = page(&app, &session, Some(message)).await?;
             Ok((StatusCode::CONFLICT, page).into_response())
         }

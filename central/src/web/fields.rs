@@ -2,11 +2,10 @@
 //! the error that names it; how a service error finds that field; and `Name: value` lines for
 //! HTTP headers. Forms keep what was typed as text, so a refused form comes back as it was left.
 
+use crate::service::error::ServiceError;
 use std::collections::BTreeMap;
 
 use maud::{html, Markup};
-
-use crate::error::ApiError;
 
 /// A message for one field (or for the whole form, `field` empty).
 #[derive(Debug, Clone)]
@@ -25,16 +24,16 @@ impl FieldError {
 
     /// The field a service error names, as a form field: `to[1]` is the `to` box, a nested
     /// `settings.confirm_down` the `settings` box. `None` when the error is not about input.
-    pub fn of_service(error: &ApiError) -> Option<FieldError> {
+    pub fn of_service(error: &ServiceError) -> Option<FieldError> {
         match error {
-            ApiError::Validation(e) => {
+            ServiceError::Validation(e) => {
                 let base = e.field.split(['.', '[']).next().unwrap_or_default();
                 Some(FieldError::new(
                     base,
                     format!("`{}` {}", e.field, e.message),
                 ))
             }
-            ApiError::BadRequest { message, .. } => Some(FieldError::new("", message.clone())),
+            ServiceError::Invalid { message, .. } => Some(FieldError::new("", message.clone())),
             _ => None,
         }
     }
@@ -150,7 +149,7 @@ mod tests {
 
     #[test]
     fn a_service_error_names_its_form_field() {
-        let error = ApiError::Validation(shared_proto::ValidationError::new(
+        let error = ServiceError::Validation(shared_proto::ValidationError::new(
             "to[1]",
             "is not a mail address",
         ));

@@ -3,6 +3,7 @@
 //! ids), deleting one, and "Mute for" from a monitor's page. The form's local time is read
 //! in its time zone here; everything else is `service::maintenance`'s.
 
+use crate::service::error::ServiceError;
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
@@ -288,7 +289,7 @@ pub async fn create(
     };
     match app.create_window(spec).await {
         Ok(window) => Ok(super::made(Redirect::to("/maintenance"), window.id)),
-        Err(ApiError::Validation(e)) => refused(format!("`{}` {}", e.field, e.message)).await,
+        Err(ServiceError::Validation(e)) => refused(format!("`{}` {}", e.field, e.message)).await,
         Err(e) => Err(e.into()),
     }
 }

@@ -146,6 +146,12 @@ impl From<ApiError> for WebError {
     }
 }
 
+impl From<crate::service::error::ServiceError> for WebError {
+    fn from(error: crate::service::error::ServiceError) -> Self {
+        WebError::Api(error.into())
+    }
+}
+
 impl From<anyhow::Error> for WebError {
     fn from(error: anyhow::Error) -> Self {
         WebError::Api(error.into())

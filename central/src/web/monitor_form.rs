@@ -3,6 +3,7 @@
 //! nothing), pause, resume, delete. What the form holds and how it becomes a spec is
 //! `monitor_input`'s.
 
+use crate::service::error::ServiceError;
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
@@ -24,7 +25,6 @@ use super::layout::{self, Section};
 use super::monitor_input::{field_of, full_patch, is_form_field, MonitorForm};
 use super::session::Session;
 use super::WebResult;
-use crate::error::ApiError;
 use crate::service::pollers::PollerFilter;
 use crate::service::App;
 use crate::store::Cursor;
@@ -263,7 +263,9 @@ async fn tested(
     };
     let answer = match tried {
         Ok(answer) => answer,
-        Err(e @ (ApiError::Internal(_) | ApiError::WriteConflict(_))) => return Err(e.into()),
+        Err(e @ (ServiceError::Internal(_) | ServiceError::WriteConflict(_))) => {
+            return Err(e.into())
+        }
         Err(e) => {
             return match field_of(&e) {
                 Some(error) => rejected(app, session, mode, form, error).await,
@@ -334,7 +336,7 @@ pub async fn update(
     let if_match = form.revision.trim().parse::<u64>().ok();
     match app.update_monitor(id, full_patch(spec), if_match).await {
         Ok(_) => Ok(Redirect::to(&format!("/monitors/{id}")).into_response()),
-        Err(ApiError::Conflict(_)) => {
+        Err(ServiceError::Conflict(_)) => {
             let error = FieldError::new(
                 "revision",
                 "This monitor was changed since this form was opened (edited, paused or \

@@ -2,6 +2,7 @@
 //! text until the service judges it, so a refused form comes back as the operator left it. The
 //! fields are the API's own names, so a service error finds the field it names.
 
+use crate::service::error::ServiceError;
 use serde_json::{Map, Value};
 use shared_proto::monitor::{DEFAULT_INTERVAL_MS, DEFAULT_TIMEOUT_MS};
 use shared_proto::settings_api::MonitorView;
@@ -10,7 +11,6 @@ use uuid::Uuid;
 
 use super::check_settings::{self, FieldValues};
 use super::fields::{optional, FieldError};
-use crate::error::ApiError;
 
 /// What the form holds, as typed (so a rejected form comes back as the operator left it).
 #[derive(Debug, Clone, Default)]
@@ -265,9 +265,9 @@ pub fn split_tags(text: &str) -> Vec<String> {
 
 /// The form field a service error names: `settings.expected_status` has its own field,
 /// `settings.confirm_down` is in the JSON box, `poller_regions[1]` is the regions box.
-pub fn field_of(error: &ApiError) -> Option<FieldError> {
+pub fn field_of(error: &ServiceError) -> Option<FieldError> {
     let own = match error {
-        ApiError::Validation(e) if check_settings::has_field(&e.field) => e.field.as_str(),
+        ServiceError::Validation(e) if check_settings::has_field(&e.field) => e.field.as_str(),
         _ => return FieldError::of_service(error),
     };
     FieldError::of_service(error).map(|e| FieldError::new(own, e.message))
@@ -305,12 +305,12 @@ mod tests {
 
     #[test]
     fn a_service_error_lands_beside_its_field() {
-        let error = ApiError::Validation(shared_proto::ValidationError::new(
+        let error = ServiceError::Validation(shared_proto::ValidationError::new(
             "settings.expected_status",
             "must list status codes",
         ));
         assert_eq!(field_of(&error).unwrap().field, "settings.expected_status");
-        let error = ApiError::Validation(shared_proto::ValidationError::new(
+        let error = ServiceError::Validation(shared_proto::ValidationError::new(
             "settings.confirm_down",
             "must be between 1 and 10",
         ));

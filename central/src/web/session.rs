@@ -1,6 +1,7 @@
 //! Login with a password or the admin token (single sign-on is `web::sso`'s), the session
 //! cookie, CSRF checks and logout.
 
+use crate::service::error::ServiceError;
 use std::sync::Arc;
 
 use axum::extract::{FromRequestParts, MatchedPath, State};
@@ -174,7 +175,7 @@ pub async fn log_in(
             )
                 .into_response())
         }
-        Err(ApiError::Unauthorized(message)) => {
+        Err(ServiceError::Unauthorized(message)) => {
             app.record_session_event(SessionEvent::Failed { tried }, method, origin.client)
                 .await;
             Ok(login_form(&app, StatusCode::UNAUTHORIZED, Some(&message)))

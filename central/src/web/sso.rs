@@ -2,6 +2,7 @@
 //! pending sign-in in a cookie; the provider sends it back to `/login/sso/callback`, which
 //! opens a session. The rules (state, nonce, PKCE, who the user is) are `service::sso`'s.
 
+use crate::service::error::ServiceError;
 use std::sync::Arc;
 
 use axum::extract::{Query, State};
@@ -14,7 +15,6 @@ use serde::Deserialize;
 use super::layout;
 use super::session::{login_form, session_cookie};
 use super::WebError;
-use crate::error::ApiError;
 use crate::service::audit::SessionEvent;
 use crate::service::sso::{CALLBACK_PATH, PENDING_FOR};
 use crate::service::App;
@@ -44,7 +44,7 @@ pub async fn start(
             Ok((jar.add(pending), Redirect::to(&sign_in.url)).into_response())
         }
         // The provider is not answering: not the person's failure to authenticate.
-        Err(ApiError::Unauthorized(message)) => {
+        Err(ServiceError::Unauthorized(message)) => {
             Ok(login_form(&app, StatusCode::BAD_GATEWAY, Some(&message)))
         }
         Err(other) => Err(other.into()),
@@ -80,12 +80,12 @@ pub async fn callback(
     let finished = match (&answer.error, &answer.code, &answer.state) {
         (Some(error), _, _) => {
             let error: String = error.chars().take(MAX_SHOWN_ERROR).collect();
-            Err(ApiError::Unauthorized(
+            Err(ServiceError::Unauthorized(
                 crate::service::sso::SsoRefusal::Provider(error).to_string(),
             ))
         }
         (None, Some(code), Some(state)) => app.sso_finish(Some(&pending), state, code).await,
-        _ => Err(ApiError::Unauthorized(
+        _ => Err(ServiceError::Unauthorized(
             crate::service::sso::SsoRefusal::WrongState.to_string(),
         )),
     };
@@ -111,7 +111,7 @@ pub async fn callback(
             let jar = jar.add(session_cookie(secret, origin.https));
             Ok((jar, layout::bare("Signed in", body)).into_response())
         }
-        Err(ApiError::Unauthorized(message)) => {
+        Err(ServiceError::Unauthorized(message)) => {
             app.record_session_event(
                 SessionEvent::Failed {
                     tried: "single sign-on",

@@ -1,6 +1,7 @@
 //! Registration tokens: create (the secret shown once, with a copy button and the `docker run`
 //! line that starts an agent with it), list, revoke, rotate.
 
+use crate::service::error::ServiceError;
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
@@ -19,7 +20,6 @@ use super::fields::optional;
 use super::layout::{self, ago, badge, csrf_field, Section};
 use super::session::{CsrfForm, Session};
 use super::WebResult;
-use crate::error::ApiError;
 use crate::service::App;
 use crate::store::Cursor;
 
@@ -178,9 +178,9 @@ pub async fn create_token(
                 id,
             ))
         }
-        Err(e @ (ApiError::Validation(_) | ApiError::BadRequest { .. })) => {
+        Err(e @ (ServiceError::Validation(_) | ServiceError::Invalid { .. })) => {
             let message = match &e {
-                ApiError::Validation(v) => format!("`{}` {}", v.field, v.message),
+                ServiceError::Validation(v) => format!("`{}` {}", v.field, v.message),
                 other => other.to_string(),
             };
             let page = tokens_page(&app, &session, None, Some(message)).await?;

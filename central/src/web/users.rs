@@ -2,6 +2,7 @@
 //! at most at your own role, shown once; revoke). The rules are `service::users`' and
 //! `service::api_keys`'; who may open which page is `access::required_role_on_page`'s.
 
+use crate::service::error::ServiceError;
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
@@ -17,19 +18,18 @@ use super::fields::optional;
 use super::layout::{self, ago, badge, csrf_field, Section};
 use super::session::{CsrfForm, Session};
 use super::WebResult;
-use crate::error::ApiError;
 use crate::service::App;
 use crate::store::Cursor;
 
 const ROLES: [Role; 3] = [Role::Viewer, Role::Editor, Role::Admin];
 
 /// A refusal the form shows beside itself; anything else is an error page.
-fn shown(error: ApiError) -> Result<String, ApiError> {
+fn shown(error: ServiceError) -> Result<String, ServiceError> {
     match error {
-        ApiError::Validation(v) => Ok(format!("`{}` {}", v.field, v.message)),
-        e @ (ApiError::Conflict(_)
-        | ApiError::RoleRequired { .. }
-        | ApiError::BadRequest { .. }) => Ok(e.to_string()),
+        ServiceError::Validation(v) => Ok(format!("`{}` {}", v.field, v.message)),
+        e @ (ServiceError::Conflict(_)
+        | ServiceError::RoleRequired { .. }
+        | ServiceError::Invalid { .. }) => Ok(e.to_string()),
         other => Err(other),
     }
 }

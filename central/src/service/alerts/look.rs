@@ -19,8 +19,8 @@ use shared_proto::CheckKind;
 use uuid::Uuid;
 
 use super::{flap_window_ms, next_look, step, AlertState, Notice, Rules};
-use crate::error::ApiResult;
 use crate::service::channels::tells;
+use crate::service::error::ServiceResult;
 use crate::service::maintenance::{stopping, tags_of, STOPPED_PREFIX};
 use crate::service::parents::Behind;
 use crate::service::push;
@@ -152,7 +152,11 @@ fn message_for(
 impl App {
     /// A problem of a monitor others depend on names them: their own problems are held
     /// behind it (`parents`). Cost: a read of its children, for a monitor that has some.
-    async fn name_dependents(&self, message: &mut Notification, monitor_id: &str) -> ApiResult<()> {
+    async fn name_dependents(
+        &self,
+        message: &mut Notification,
+        monitor_id: &str,
+    ) -> ServiceResult<()> {
         let (named, count) = self.dependents_of(monitor_id).await?;
         if count == 0 {
             return Ok(());
@@ -176,7 +180,7 @@ impl App {
 
     /// Has alerting look again at every monitor placed on these pollers, whose going offline
     /// or coming back changes their status (cost: those monitors).
-    pub async fn look_again_on_pollers(&self, poller_ids: &[String]) -> ApiResult<()> {
+    pub async fn look_again_on_pollers(&self, poller_ids: &[String]) -> ServiceResult<()> {
         self.store
             .mark_due_on_pollers(poller_ids, self.now_ms())
             .await?;
@@ -185,7 +189,7 @@ impl App {
 
     /// Has alerting look again at the monitors it last saw stale: for a new lease holder,
     /// whose first look at the pollers cannot tell which came back meanwhile.
-    pub async fn look_again_at_stale(&self) -> ApiResult<()> {
+    pub async fn look_again_at_stale(&self) -> ServiceResult<()> {
         self.store.mark_stale_due(self.now_ms()).await?;
         Ok(())
     }
@@ -198,7 +202,7 @@ impl App {
         monitors: &[MonitorRow],
         derived: &[Derived],
         now: i64,
-    ) -> ApiResult<Vec<String>> {
+    ) -> ServiceResult<Vec<String>> {
         let stopped_placement = |m: &MonitorRow, d: &Derived| {
             let stopped = |r: Option<&str>| r.is_some_and(|r| r.contains(STOPPED_PREFIX));
             stopped(m.placement_reason.as_deref())
@@ -227,7 +231,7 @@ impl App {
     }
 
     /// Looks at every monitor due by now; returns how many notifications it queued.
-    pub async fn evaluate_alerts(&self) -> ApiResult<usize> {
+    pub async fn evaluate_alerts(&self) -> ServiceResult<usize> {
         // The clock stepped back (a wall clock set back by hand or by NTP): a status a look
         // found at a later time may not hold at this one, and the instants it left are
         // later still. Every monitor is looked at again (cost: every monitor, once per step
@@ -255,7 +259,7 @@ impl App {
     }
 
     /// One round over `due` (ids with the `marks` read).
-    async fn look_at(&self, due: &[(String, i64)], now: i64) -> ApiResult<usize> {
+    async fn look_at(&self, due: &[(String, i64)], now: i64) -> ServiceResult<usize> {
         if due.is_empty() {
             return Ok(0);
         }

@@ -19,7 +19,7 @@ use shared_proto::ValidationError;
 use uuid::Uuid;
 
 use super::{time_of, App};
-use crate::error::{ApiError, ApiResult};
+use crate::service::error::{ServiceError, ServiceResult};
 use crate::store::{AliasInsert, AliasRow, DependencyRow, Resolution};
 
 /// The changes one monitor's answer holds.
@@ -52,7 +52,7 @@ fn alias_of(row: AliasRow) -> DependencyAlias {
 
 impl App {
     /// `GET /api/v1/monitors/{id}/dependencies`.
-    pub async fn monitor_dependencies(&self, id: Uuid) -> ApiResult<MonitorDependencies> {
+    pub async fn monitor_dependencies(&self, id: Uuid) -> ServiceResult<MonitorDependencies> {
         self.existing_monitor(id).await?;
         let monitor_id = id.to_string();
         let rows = self.store.monitor_dependencies(&monitor_id).await?;
@@ -143,7 +143,7 @@ impl App {
         region: Option<String>,
         resolution: LatencyResolution,
         since: Option<i64>,
-    ) -> ApiResult<DependencyLatency> {
+    ) -> ServiceResult<DependencyLatency> {
         self.existing_monitor(id).await?;
         let (bucket, span) = match resolution {
             LatencyResolution::Hour => (Resolution::Hour, 86_400_000),
@@ -178,7 +178,7 @@ impl App {
     }
 
     /// `GET /api/v1/dependencies`: each canonical dependency, unhealthy ones first.
-    pub async fn all_dependencies(&self) -> ApiResult<DependencyList> {
+    pub async fn all_dependencies(&self) -> ServiceResult<DependencyList> {
         let rows = self.store.all_dependencies(LIST_LIMIT + 1).await?;
         let truncated = rows.len() > LIST_LIMIT as usize;
         let mut grouped: BTreeMap<String, Vec<DependencyReporter>> = BTreeMap::new();
@@ -220,7 +220,7 @@ impl App {
     /// After an edit of monitor `id`: forgets the dependencies that no location of it reports
     /// any more (every one when it no longer reads a health document, a dropped region's
     /// otherwise), so that no page shows a state nobody reports.
-    pub(crate) async fn forget_unreported_dependencies(&self, id: Uuid) -> ApiResult<()> {
+    pub(crate) async fn forget_unreported_dependencies(&self, id: Uuid) -> ServiceResult<()> {
         self.store
             .forget_unreported_dependencies(&id.to_string())
             .await?;
@@ -228,7 +228,7 @@ impl App {
     }
 
     /// `GET /api/v1/dependency-aliases`.
-    pub async fn dependency_aliases(&self) -> ApiResult<Vec<DependencyAlias>> {
+    pub async fn dependency_aliases(&self) -> ServiceResult<Vec<DependencyAlias>> {
         Ok(self
             .store
             .dependency_aliases()
@@ -243,7 +243,7 @@ impl App {
     pub async fn create_dependency_alias(
         &self,
         new: NewDependencyAlias,
-    ) -> ApiResult<DependencyAlias> {
+    ) -> ServiceResult<DependencyAlias> {
         new.validate()?;
         let row = AliasRow {
             alias: new.alias,
@@ -277,12 +277,12 @@ impl App {
                 .into())
             }
             AliasInsert::Full => {
-                return Err(ApiError::Conflict(format!(
+                return Err(ServiceError::Conflict(format!(
                     "central keeps at most {MAX_ALIASES} aliases; delete some first"
                 )))
             }
             AliasInsert::Exists => {
-                return Err(ApiError::Conflict(format!(
+                return Err(ServiceError::Conflict(format!(
                     "an alias `{}` exists; delete it first to point it elsewhere",
                     row.alias
                 )))
@@ -292,20 +292,20 @@ impl App {
     }
 
     /// `GET /api/v1/dependency-aliases/{alias}`.
-    pub async fn dependency_alias(&self, alias: &str) -> ApiResult<DependencyAlias> {
+    pub async fn dependency_alias(&self, alias: &str) -> ServiceResult<DependencyAlias> {
         self.store
             .dependency_alias(alias)
             .await?
             .map(alias_of)
-            .ok_or_else(|| ApiError::NotFound(format!("no alias `{alias}`")))
+            .ok_or_else(|| ServiceError::NotFound(format!("no alias `{alias}`")))
     }
 
     /// `DELETE /api/v1/dependency-aliases/{alias}`.
-    pub async fn delete_dependency_alias(&self, alias: &str) -> ApiResult<()> {
+    pub async fn delete_dependency_alias(&self, alias: &str) -> ServiceResult<()> {
         if self.store.delete_dependency_alias(alias).await? {
             Ok(())
         } else {
-            Err(ApiError::NotFound(format!("no alias `{alias}`")))
+            Err(ServiceError::NotFound(format!("no alias `{alias}`")))
         }
     }
 }

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::super::maintenance::{placement_of, quiet_of};
 use super::super::uptime::{self, Timeline};
 use super::App;
-use crate::error::ApiResult;
+use crate::service::error::ServiceResult;
 use crate::store::{CountedResult, MonitorRow, Resolution, RollupSums, TimePoint};
 
 /// The most results one monitor's minute history reads per answer. A chart's 5,000 minutes at
@@ -68,7 +68,7 @@ impl App {
         region: &str,
         (from, until): (i64, i64),
         limit: u32,
-    ) -> ApiResult<HashMap<String, Minutes>> {
+    ) -> ServiceResult<HashMap<String, Minutes>> {
         if monitors.is_empty() {
             return Ok(HashMap::new());
         }
@@ -125,7 +125,7 @@ impl App {
         monitors: &[MonitorRow],
         from: i64,
         until: i64,
-    ) -> ApiResult<HashMap<String, Vec<(i64, i64)>>> {
+    ) -> ServiceResult<HashMap<String, Vec<(i64, i64)>>> {
         let windows = self.window_spans(from, until).await?;
         if windows.is_empty() {
             return Ok(HashMap::new());

@@ -16,7 +16,7 @@ pub use minutes::{Minutes, MAX_EDGE_RESULTS, MAX_MINUTE_RESULTS};
 
 use super::uptime::{self, Span, Timeline};
 use super::{time_of, App};
-use crate::error::{ApiError, ApiResult};
+use crate::service::error::{ServiceError, ServiceResult};
 use crate::store::{MonitorRow, Resolution, RollupSums, StatusRow, TimePoint, LATENCY_BOUNDS_MS};
 
 /// The most buckets one history answer holds.
@@ -76,7 +76,7 @@ impl App {
         monitors: &[MonitorRow],
         region: &str,
         windows_ms: &[i64],
-    ) -> ApiResult<Vec<HashMap<String, UptimeWindow>>> {
+    ) -> ServiceResult<Vec<HashMap<String, UptimeWindow>>> {
         let now = self.now_ms();
         let ids: Vec<String> = monitors.iter().map(|m| m.id.clone()).collect();
         let open = self.open_spans(monitors, region, now).await?;
@@ -152,7 +152,7 @@ impl App {
         monitors: &[MonitorRow],
         region: &str,
         now: i64,
-    ) -> ApiResult<HashMap<String, Vec<Span>>> {
+    ) -> ServiceResult<HashMap<String, Vec<Span>>> {
         let ids: Vec<String> = monitors.iter().map(|m| m.id.clone()).collect();
         let newest = self.store.monitor_statuses(Some(&ids)).await?;
         let mut located: HashMap<String, Vec<(String, StatusRow)>> = HashMap::new();
@@ -221,9 +221,9 @@ impl App {
 
     /// A monitor's uptime over the fixed windows; a multi-location monitor's with each
     /// location's beside it (unless one location was asked for).
-    pub async fn monitor_uptime(&self, id: Uuid, region: Option<&str>) -> ApiResult<Uptime> {
+    pub async fn monitor_uptime(&self, id: Uuid, region: Option<&str>) -> ServiceResult<Uptime> {
         let Some(monitor) = self.store.monitor(&id.to_string()).await? else {
-            return Err(ApiError::NotFound(format!("no monitor with id {id}")));
+            return Err(ServiceError::NotFound(format!("no monitor with id {id}")));
         };
         let monitors = [monitor];
         let windows = |mut sums: Vec<HashMap<String, UptimeWindow>>| {
@@ -265,9 +265,9 @@ impl App {
         resolution: HistoryResolution,
         since: Option<i64>,
         region: Option<String>,
-    ) -> ApiResult<History> {
+    ) -> ServiceResult<History> {
         let Some(monitor) = self.store.monitor(&id.to_string()).await? else {
-            return Err(ApiError::NotFound(format!("no monitor with id {id}")));
+            return Err(ServiceError::NotFound(format!("no monitor with id {id}")));
         };
         let bucket = resolution_of(resolution);
         // By default, as far back as a chart of this resolution usually shows.
@@ -316,7 +316,7 @@ impl App {
         monitor: MonitorRow,
         region: &str,
         since: i64,
-    ) -> ApiResult<(Vec<(i64, RollupSums)>, bool)> {
+    ) -> ServiceResult<(Vec<(i64, RollupSums)>, bool)> {
         let minute = Resolution::Minute;
         let reach = self.minute_reach(self.now_ms(), Timeline::of_monitor(&monitor).cap_ms);
         // The first whole minute within reach.
@@ -334,10 +334,10 @@ impl App {
         Ok((minutes.buckets.into_iter().collect(), minutes.cut.is_some()))
     }
 
-    pub(super) async fn existing_monitor(&self, id: Uuid) -> ApiResult<()> {
+    pub(super) async fn existing_monitor(&self, id: Uuid) -> ServiceResult<()> {
         match self.store.monitor(&id.to_string()).await? {
             Some(_) => Ok(()),
-            None => Err(ApiError::NotFound(format!("no monitor with id {id}"))),
+            None => Err(ServiceError::NotFound(format!("no monitor with id {id}"))),
         }
     }
 }

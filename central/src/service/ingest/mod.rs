@@ -17,7 +17,7 @@ use shared_proto::ValidationError;
 use uuid::Uuid;
 
 use super::App;
-use crate::error::{ApiError, ApiResult};
+use crate::service::error::{ServiceError, ServiceResult};
 use crate::store::{Ingested, PollerRow};
 pub(super) use kept::bounded_result;
 use kept::new_result;
@@ -72,9 +72,13 @@ impl<'de> Deserialize<'de> for CappedResults {
 }
 
 impl App {
-    pub async fn ingest(&self, poller: &PollerRow, batch: IncomingBatch) -> ApiResult<ResultsAck> {
+    pub async fn ingest(
+        &self,
+        poller: &PollerRow,
+        batch: IncomingBatch,
+    ) -> ServiceResult<ResultsAck> {
         if batch.results.total > MAX_BATCH_RESULTS {
-            return Err(ApiError::PayloadTooLarge(format!(
+            return Err(ServiceError::TooLarge(format!(
                 "`results`: a batch holds at most {MAX_BATCH_RESULTS} results, got {}; split it",
                 batch.results.total
             )));
@@ -160,7 +164,7 @@ impl App {
     pub(super) async fn store_upload(
         &self,
         upload: &Upload<'_>,
-    ) -> ApiResult<(Ingested, Decision)> {
+    ) -> ServiceResult<(Ingested, Decision)> {
         let (ingested, decision) = self
             .store
             .ingest_upload(upload.poller_id, upload, upload.now)

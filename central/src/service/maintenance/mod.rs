@@ -23,7 +23,7 @@ use uuid::Uuid;
 use self::schedule::{Placement, Schedule, Scope, Window};
 use super::tokens::page;
 use super::{stored_id, time_of, App};
-use crate::error::{ApiError, ApiResult};
+use crate::service::error::{ServiceError, ServiceResult};
 use crate::store::{Cursor, MonitorRow, WindowRow};
 
 /// How far back from a result uptime reads the windows that cut the time it stands for: a
@@ -235,24 +235,24 @@ fn notify_text(notify: MaintenanceNotify) -> &'static str {
 
 impl App {
     /// The windows that can cover a monitor at `at` or later.
-    async fn windows_from(&self, at: i64) -> ApiResult<Vec<Window>> {
+    async fn windows_from(&self, at: i64) -> ServiceResult<Vec<Window>> {
         Ok(windows_of(&self.store.windows_not_over(at).await?))
     }
 
     /// The windows not over by `now`, as they stand then (`now_of`).
-    pub async fn windows_now(&self, now: i64) -> ApiResult<Vec<WindowNow>> {
+    pub async fn windows_now(&self, now: i64) -> ServiceResult<Vec<WindowNow>> {
         Ok(now_of(self.windows_from(now).await?, now))
     }
 
     /// What the windows cover within `[from, until)` (`spans_of`).
-    pub async fn window_spans(&self, from: i64, until: i64) -> ApiResult<Vec<WindowSpans>> {
+    pub async fn window_spans(&self, from: i64, until: i64) -> ServiceResult<Vec<WindowSpans>> {
         Ok(spans_of(self.windows_from(from).await?, from, until))
     }
 
     pub async fn create_window(
         &self,
         spec: MaintenanceWindowSpec,
-    ) -> ApiResult<MaintenanceWindowView> {
+    ) -> ServiceResult<MaintenanceWindowView> {
         spec.validate()?;
         let now = self.now_ms();
         let row = self.window_row(Uuid::new_v4(), &spec, now, now).await?;
@@ -265,7 +265,7 @@ impl App {
         &self,
         id: Uuid,
         request: MuteRequest,
-    ) -> ApiResult<MaintenanceWindowView> {
+    ) -> ServiceResult<MaintenanceWindowView> {
         request.validate()?;
         let monitor = self.monitor_row(id).await?;
         let now = self.now_ms();
@@ -287,22 +287,22 @@ impl App {
         self.create_window(spec).await
     }
 
-    pub async fn get_window(&self, id: Uuid) -> ApiResult<MaintenanceWindowView> {
+    pub async fn get_window(&self, id: Uuid) -> ServiceResult<MaintenanceWindowView> {
         Ok(window_view(&self.stored_window(id).await?, self.now_ms())?)
     }
 
-    async fn stored_window(&self, id: Uuid) -> ApiResult<WindowRow> {
+    async fn stored_window(&self, id: Uuid) -> ServiceResult<WindowRow> {
         self.store
             .window(&id.to_string())
             .await?
-            .ok_or_else(|| ApiError::NotFound(format!("no maintenance window with id {id}")))
+            .ok_or_else(|| ServiceError::NotFound(format!("no maintenance window with id {id}")))
     }
 
     pub async fn list_windows(
         &self,
         after: &Cursor,
         limit: u32,
-    ) -> ApiResult<Page<MaintenanceWindowView>> {
+    ) -> ServiceResult<Page<MaintenanceWindowView>> {
         let rows = self.store.list_windows(after, limit).await?;
         let now = self.now_ms();
         Ok(page(
@@ -320,7 +320,7 @@ impl App {
         &self,
         id: Uuid,
         patch: MaintenanceWindowPatch,
-    ) -> ApiResult<MaintenanceWindowView> {
+    ) -> ServiceResult<MaintenanceWindowView> {
         patch.validate_fields()?;
         let current = self.stored_window(id).await?;
         let mut spec = spec_of(&current)?;
@@ -330,14 +330,14 @@ impl App {
         let now = self.now_ms();
         let row = self.window_row(id, &spec, current.created_at, now).await?;
         if !self.store.save_window(&row, Some(&current), now).await? {
-            return Err(ApiError::NotFound(format!(
+            return Err(ServiceError::NotFound(format!(
                 "no maintenance window with id {id}"
             )));
         }
         Ok(window_view(&row, now)?)
     }
 
-    pub async fn delete_window(&self, id: Uuid) -> ApiResult<()> {
+    pub async fn delete_window(&self, id: Uuid) -> ServiceResult<()> {
         if self
             .store
             .delete_window(&id.to_string(), self.now_ms())
@@ -345,7 +345,7 @@ impl App {
         {
             Ok(())
         } else {
-            Err(ApiError::NotFound(format!(
+            Err(ServiceError::NotFound(format!(
                 "no maintenance window with id {id}"
             )))
         }
@@ -359,7 +359,7 @@ impl App {
         spec: &MaintenanceWindowSpec,
         created_at: i64,
         now: i64,
-    ) -> ApiResult<WindowRow> {
+    ) -> ServiceResult<WindowRow> {
         let starts_at = spec.starts_at.timestamp_millis();
         let schedule = match (&spec.recurrence, spec.ends_at) {
             (Some(recurrence), _) => Schedule::recurring(starts_at, recurrence)?,

@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::super::tokens::capability_limit;
 use super::super::{stored_id, time_of, App};
-use crate::error::ApiResult;
+use crate::service::error::ServiceResult;
 use crate::store::{EventRow, HeartbeatUpdate, PollerRow, Reach};
 use shared_proto::settings_api::PollerStatus;
 
@@ -19,7 +19,7 @@ impl App {
         &self,
         poller: &PollerRow,
         mut beat: HeartbeatRequest,
-    ) -> ApiResult<HeartbeatResponse> {
+    ) -> ServiceResult<HeartbeatResponse> {
         let poller_id = stored_id(&poller.id)?;
         self.limits.poller.heartbeat(poller_id, Instant::now())?;
         beat.validate_and_trim()?;

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 use super::super::buckets::Buckets;
-use crate::error::ApiError;
+use crate::service::error::ServiceError;
 
 /// Capability changes a poller may make in a burst, then one a minute.
 const CAPABILITY_CHANGES_BURST: f64 = 2.0;
@@ -40,13 +40,13 @@ impl PollerLimits {
     }
 
     /// Counts one heartbeat of `poller`; refused with `429` beyond its rate.
-    pub fn heartbeat(&self, poller: Uuid, now: Instant) -> Result<(), ApiError> {
+    pub fn heartbeat(&self, poller: Uuid, now: Instant) -> Result<(), ServiceError> {
         let Some(buckets) = &self.heartbeats else {
             return Ok(());
         };
         buckets.take(poller, now).map(drop).map_err(|wait| {
             let seconds = wait.as_secs().max(1);
-            ApiError::TooManyRequests {
+            ServiceError::RateLimited {
                 message: format!(
                     "this poller sends heartbeats faster than CENTRAL_POLLER_HEARTBEATS_PER_MINUTE \
                      allows; retry in {seconds} s (POLLER_HEARTBEAT_INTERVAL sets the agent's pace)"
@@ -77,7 +77,7 @@ mod tests {
         let refused = limits.heartbeat(a, t0).unwrap_err();
         assert!(matches!(
             refused,
-            ApiError::TooManyRequests {
+            ServiceError::RateLimited {
                 retry_after: 10,
                 ..
             }

@@ -7,7 +7,7 @@ use shared_proto::settings_api::PollerStatus;
 use uuid::Uuid;
 
 use super::super::{stored_id, time_of, App};
-use crate::error::ApiResult;
+use crate::service::error::ServiceResult;
 use crate::store::{ChannelRow, PollerRow};
 
 /// A backlog above either figure marks a poller `degraded`.
@@ -40,7 +40,7 @@ impl App {
 
     /// Records each poller whose liveness changed since last recorded (called by the liveness
     /// watcher); returns how many changed.
-    pub async fn record_status_changes(&self) -> ApiResult<usize> {
+    pub async fn record_status_changes(&self) -> ServiceResult<usize> {
         let now = self.now_ms();
         let mut changed = 0;
         let mut defaults: Option<Vec<ChannelRow>> = None;

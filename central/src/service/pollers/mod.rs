@@ -16,7 +16,7 @@ use uuid::Uuid;
 use super::stored_id;
 use super::tokens::page;
 use super::{time_of, App};
-use crate::error::{ApiError, ApiResult};
+use crate::service::error::{ServiceError, ServiceResult};
 use crate::store::{Cursor, PollerRow, Reach};
 
 /// `GET /api/v1/pollers` filters.
@@ -30,13 +30,13 @@ pub struct PollerFilter {
 impl App {
     /// Operator changes: alias, placement labels, enabled. The poller is queued for placement,
     /// which the lease holder runs within moments.
-    pub async fn update_poller(&self, id: Uuid, patch: PollerPatch) -> ApiResult<PollerView> {
+    pub async fn update_poller(&self, id: Uuid, patch: PollerPatch) -> ServiceResult<PollerView> {
         patch.validate()?;
         let mut row = self
             .store
             .poller(&id.to_string())
             .await?
-            .ok_or_else(|| ApiError::NotFound(format!("no poller with id {id}")))?;
+            .ok_or_else(|| ServiceError::NotFound(format!("no poller with id {id}")))?;
         let PollerPatch {
             alias,
             region,
@@ -62,10 +62,10 @@ impl App {
     }
 
     /// Deletes a poller: its tokens stop working on its next call, its monitors fail over.
-    pub async fn delete_poller(&self, id: Uuid) -> ApiResult<()> {
+    pub async fn delete_poller(&self, id: Uuid) -> ServiceResult<()> {
         let now = self.now_ms();
         if !self.store.delete_poller(&id.to_string(), now).await? {
-            return Err(ApiError::NotFound(format!("no poller with id {id}")));
+            return Err(ServiceError::NotFound(format!("no poller with id {id}")));
         }
         self.store
             .revoke_poller_refresh_tokens(&id.to_string(), now)
@@ -79,7 +79,7 @@ impl App {
         filter: &PollerFilter,
         after: &Cursor,
         limit: u32,
-    ) -> ApiResult<Page<PollerView>> {
+    ) -> ServiceResult<Page<PollerView>> {
         let rows = self
             .store
             .list_pollers(
@@ -115,12 +115,12 @@ impl App {
         Ok(listed)
     }
 
-    pub async fn get_poller(&self, id: Uuid) -> ApiResult<PollerView> {
+    pub async fn get_poller(&self, id: Uuid) -> ServiceResult<PollerView> {
         let row = self
             .store
             .poller(&id.to_string())
             .await?
-            .ok_or_else(|| ApiError::NotFound(format!("no poller with id {id}")))?;
+            .ok_or_else(|| ServiceError::NotFound(format!("no poller with id {id}")))?;
         let count = self
             .store
             .assigned_counts(std::slice::from_ref(&row.id))
@@ -166,7 +166,7 @@ impl App {
         id: Uuid,
         after: &Cursor,
         limit: u32,
-    ) -> ApiResult<Page<EngineEvent>> {
+    ) -> ServiceResult<Page<EngineEvent>> {
         self.get_poller(id).await?;
         let rows = self
             .store
@@ -199,7 +199,7 @@ impl App {
         id: Uuid,
         after: &Cursor,
         limit: u32,
-    ) -> ApiResult<Page<PollerStatusChange>> {
+    ) -> ServiceResult<Page<PollerStatusChange>> {
         self.get_poller(id).await?;
         let rows = self
             .store

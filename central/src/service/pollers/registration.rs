@@ -8,7 +8,7 @@ use uuid::Uuid;
 use super::super::hashing::Lane;
 use super::super::tokens::Enrolment;
 use super::super::{auth, time_of, App};
-use crate::error::{ApiError, ApiResult};
+use crate::service::error::{ServiceError, ServiceResult};
 use crate::store::{PollerRow, Reach, RefreshTokenRow};
 
 /// Refresh tokens outlive any outage an agent should ride out while still holding one.
@@ -19,7 +19,10 @@ const REFRESH_RETRY_GRACE_MS: i64 = 60_000;
 const SUPERSEDED: &str = "superseded";
 
 impl App {
-    pub async fn register_poller(&self, request: RegisterRequest) -> ApiResult<RegisterResponse> {
+    pub async fn register_poller(
+        &self,
+        request: RegisterRequest,
+    ) -> ServiceResult<RegisterResponse> {
         request.validate()?;
         let asked = Enrolment {
             region: request.region,
@@ -79,7 +82,7 @@ impl App {
         &self,
         poller_id: &str,
         family_id: &str,
-    ) -> ApiResult<(String, String)> {
+    ) -> ServiceResult<(String, String)> {
         let id = Uuid::new_v4();
         let secret = auth::new_secret();
         let now = self.now_ms();
@@ -107,9 +110,13 @@ impl App {
     /// retries and gets a fresh successor, the unused one being revoked as `superseded`. Whoever
     /// later presents a superseded token held the lost answer, so one of the two presenters was
     /// a replayer: that too revokes the family, and the legitimate agent's next refresh tells it.
-    pub async fn refresh_poller_token(&self, request: TokenRequest) -> ApiResult<TokenResponse> {
-        let invalid =
-            || ApiError::Unauthorized("refresh token is not valid; re-register the poller".into());
+    pub async fn refresh_poller_token(
+        &self,
+        request: TokenRequest,
+    ) -> ServiceResult<TokenResponse> {
+        let invalid = || {
+            ServiceError::Unauthorized("refresh token is not valid; re-register the poller".into())
+        };
         let (id, secret) =
             auth::parse_token(auth::REFRESH_PREFIX, &request.refresh_token).ok_or_else(invalid)?;
         let row = self
@@ -144,7 +151,7 @@ impl App {
             return Err(self.revoke_family(&row, now).await?);
         }
         if row.revoked_at.is_some() || row.expires_at <= now {
-            return Err(ApiError::Unauthorized(
+            return Err(ServiceError::Unauthorized(
                 "refresh token is revoked or expired; re-register the poller with a new registration token".into(),
             ));
         }
@@ -180,7 +187,7 @@ impl App {
         row: RefreshTokenRow,
         poller: &PollerRow,
         now: i64,
-    ) -> ApiResult<TokenResponse> {
+    ) -> ServiceResult<TokenResponse> {
         let within_grace = row
             .spent_at
             .is_some_and(|at| now - at <= REFRESH_RETRY_GRACE_MS);
@@ -206,11 +213,11 @@ impl App {
     }
 
     /// Revokes every refresh token descended from the same registration; the error to answer.
-    async fn revoke_family(&self, row: &RefreshTokenRow, now: i64) -> ApiResult<ApiError> {
+    async fn revoke_family(&self, row: &RefreshTokenRow, now: i64) -> ServiceResult<ServiceError> {
         self.store
             .revoke_refresh_family(&row.family_id, now)
             .await?;
-        Ok(ApiError::Unauthorized(
+        Ok(ServiceError::Unauthorized(
             "refresh token was already used, so every token of this poller is revoked; \
              re-register the poller with a new registration token"
                 .into(),
@@ -223,7 +230,7 @@ impl App {
         poller: &PollerRow,
         refresh_token: String,
         now: i64,
-    ) -> ApiResult<TokenResponse> {
+    ) -> ServiceResult<TokenResponse> {
         let poller_id = Uuid::try_parse(&poller.id).map_err(anyhow::Error::from)?;
         let (access_token, access_expires_at) = self.issue_access_token(poller_id, time_of(now))?;
         Ok(TokenResponse {
@@ -235,24 +242,24 @@ impl App {
 
     /// The poller behind an access token; a deleted or disabled poller is refused at once,
     /// not when its token expires.
-    pub async fn authenticate_poller(&self, access_token: &str) -> ApiResult<PollerRow> {
+    pub async fn authenticate_poller(&self, access_token: &str) -> ServiceResult<PollerRow> {
         let id = self
             .verify_access_token(access_token)
             .await
-            .map_err(ApiError::Unauthorized)?;
+            .map_err(ServiceError::Unauthorized)?;
         self.live_poller(&id.to_string()).await
     }
 
-    async fn live_poller(&self, id: &str) -> ApiResult<PollerRow> {
+    async fn live_poller(&self, id: &str) -> ServiceResult<PollerRow> {
         let poller = self.store.poller(id).await?.ok_or_else(|| {
-            ApiError::PollerDeleted(
+            ServiceError::PollerDeleted(
                 "this poller was deleted, so it must stop checking; to bring it back, register it \
                  again with a new registration token"
                     .into(),
             )
         })?;
         if !poller.enabled {
-            return Err(ApiError::PollerDisabled(
+            return Err(ServiceError::PollerDisabled(
                 "this poller is disabled, so it must pause its checks; an operator can enable it \
                  with PATCH /api/v1/pollers/{id}"
                     .into(),
@@ -323,7 +330,10 @@ mod tests {
             })
             .await
             .unwrap_err();
-        assert!(matches!(refused, ApiError::Unauthorized(_)), "{refused}");
+        assert!(
+            matches!(refused, ServiceError::Unauthorized(_)),
+            "{refused}"
+        );
 
         // A row written by a central that hashed refresh tokens with argon2.
         let secret = auth::new_secret();

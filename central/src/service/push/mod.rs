@@ -27,7 +27,7 @@ use self::schedule::Schedule;
 use super::ingest::{Sender, Upload};
 use super::status::Lateness;
 use super::{auth, time_of, App};
-use crate::error::{ApiError, ApiResult};
+use crate::service::error::{ServiceError, ServiceResult};
 use crate::store::{MonitorRow, NewResult, PingRow, PushState, StatusRow};
 
 /// The pings kept per monitor (the oldest gives way).
@@ -193,10 +193,10 @@ fn kept_body(body: &[u8]) -> String {
 
 impl App {
     /// A new ping URL for a heartbeat monitor; the previous one stops working.
-    pub async fn new_ping_url(&self, id: Uuid) -> ApiResult<PingUrl> {
+    pub async fn new_ping_url(&self, id: Uuid) -> ServiceResult<PingUrl> {
         let monitor = self.monitor_row(id).await?;
         if monitor.kind != CheckKind::Heartbeat.as_str() {
-            return Err(ApiError::Conflict(format!(
+            return Err(ServiceError::Conflict(format!(
                 "monitor {id} is a `{}` monitor; only heartbeat monitors have a ping URL",
                 monitor.kind
             )));
@@ -222,8 +222,8 @@ impl App {
     /// A ping: kept in the monitor's ring, and, unless it only says the job started, stored
     /// as the monitor's result (`up`, or `down` for `/fail` and a non-zero exit code). A
     /// paused monitor keeps the ping and shows nothing of it.
-    pub async fn ping(&self, token: &str, ping: Ping) -> ApiResult<()> {
-        let unknown = || ApiError::NotFound("no heartbeat monitor has this ping URL".into());
+    pub async fn ping(&self, token: &str, ping: Ping) -> ServiceResult<()> {
+        let unknown = || ServiceError::NotFound("no heartbeat monitor has this ping URL".into());
         let monitor_id = self
             .store
             .monitor_of_ping_token(&auth::sha256_hex(token))
@@ -291,7 +291,7 @@ impl App {
     }
 
     /// The kept pings of a heartbeat monitor, newest first.
-    pub async fn pings(&self, id: Uuid) -> ApiResult<PingList> {
+    pub async fn pings(&self, id: Uuid) -> ServiceResult<PingList> {
         let monitor = self.monitor_row(id).await?;
         let pings = self.store.pings_of(&monitor.id).await?;
         Ok(PingList {
@@ -315,7 +315,7 @@ impl App {
         monitors: &[MonitorRow],
         late: &HashMap<String, Lateness>,
         now: i64,
-    ) -> ApiResult<()> {
+    ) -> ServiceResult<()> {
         let mut results = Vec::new();
         for monitor in monitors {
             let (Some(late), Some(schedule)) = (
@@ -349,7 +349,7 @@ impl App {
     }
 
     /// Central's own results (poller id nil) for these monitors.
-    async fn store_own_results(&self, results: Vec<NewResult>, now: i64) -> ApiResult<()> {
+    async fn store_own_results(&self, results: Vec<NewResult>, now: i64) -> ServiceResult<()> {
         if results.is_empty() {
             return Ok(());
         }

@@ -27,9 +27,10 @@ use tokio::time::Instant;
 use shared_proto::settings_api::PollerStatus;
 
 use super::{admin_token, auth, App};
-use crate::error::{error_chain, ApiResult};
 use crate::metrics::{MonitorSample, PollerSample, StateParts, StateText};
+use crate::service::error::ServiceResult;
 use crate::store::Shown;
+use crate::telemetry::error_chain;
 use cadence::Cadence;
 
 /// The longest a scrape's text may be old; below Prometheus' usual 15 s interval.
@@ -133,7 +134,7 @@ impl App {
     }
 
     /// Whether `token` may read `/metrics` on the public listener.
-    pub async fn may_scrape(&self, token: &str) -> ApiResult<bool> {
+    pub async fn may_scrape(&self, token: &str) -> ServiceResult<bool> {
         Ok(self.is_metrics_token(token) || self.verify_admin_token(token).await?)
     }
 
@@ -220,7 +221,7 @@ impl App {
 
     /// Each monitor's series are written as its row is read (`StateText`): the rows are not
     /// kept. `family_lens`: the last rendering's, reserved.
-    async fn state_metrics(&self, family_lens: [usize; 3]) -> ApiResult<StateParts> {
+    async fn state_metrics(&self, family_lens: [usize; 3]) -> ServiceResult<StateParts> {
         let text = self
             .store
             .fold_shown(StateText::new(family_lens), |text, row| {

@@ -26,7 +26,7 @@ use super::access::{Actor, Principal, Role};
 use super::audit::Subject;
 use super::App;
 use crate::config::SsoArgs;
-use crate::error::{ApiError, ApiResult};
+use crate::service::error::{ServiceError, ServiceResult};
 use crate::store::{Ends, Store, UserConflict, UserRow};
 
 /// The setting holding the key pending sign-ins are sealed with.
@@ -242,11 +242,11 @@ impl App {
     }
 
     /// The first leg: where to send the browser, and the pending sign-in for its cookie.
-    pub async fn sso_start(&self) -> ApiResult<SignIn> {
+    pub async fn sso_start(&self) -> ServiceResult<SignIn> {
         let sso = self.credentials.sso.as_ref().ok_or_else(not_configured)?;
         let started = sso.provider.start().await.map_err(|e| {
             tracing::warn!("single sign-on cannot start: {e}");
-            ApiError::Unauthorized(SsoRefusal::Failed.to_string())
+            ServiceError::Unauthorized(SsoRefusal::Failed.to_string())
         })?;
         let expires_at = self
             .now_ms()
@@ -271,9 +271,9 @@ impl App {
         pending: Option<&str>,
         state: &str,
         code: &str,
-    ) -> ApiResult<String> {
+    ) -> ServiceResult<String> {
         let sso = self.credentials.sso.as_ref().ok_or_else(not_configured)?;
-        let refused = |why: SsoRefusal| ApiError::Unauthorized(why.to_string());
+        let refused = |why: SsoRefusal| ServiceError::Unauthorized(why.to_string());
         let now = self.now_ms();
         let pending = pending
             .and_then(|text| unseal(&sso.seal_key, text, now))
@@ -300,9 +300,9 @@ impl App {
     /// The user `identity` is: found by subject, else an existing user with the same verified
     /// email (linked), else a new one; with the role the claims map to now. Each change is in
     /// the audit log, made by the user signing in.
-    pub(super) async fn sso_user(&self, sso: &Sso, identity: &Identity) -> ApiResult<UserRow> {
+    pub(super) async fn sso_user(&self, sso: &Sso, identity: &Identity) -> ServiceResult<UserRow> {
         const ATTEMPTS: usize = 5;
-        let refused = |why: SsoRefusal| ApiError::Unauthorized(why.to_string());
+        let refused = |why: SsoRefusal| ServiceError::Unauthorized(why.to_string());
         let role = sso.role_of(identity.other.get(&sso.role_claim));
         let subject = format!("{}#{}", identity.issuer, identity.subject);
         let email = identity
@@ -385,10 +385,10 @@ impl App {
                             {
                                 Ok(true) => Some((Some(before), user)),
                                 Ok(false) => None,
-                                Err(e) => return Err(ApiError::Internal(e.into())),
+                                Err(e) => return Err(ServiceError::Internal(e.into())),
                             }
                         }
-                        Err(e) => return Err(ApiError::Internal(e.into())),
+                        Err(e) => return Err(ServiceError::Internal(e.into())),
                     }
                 }
                 None => {
@@ -407,7 +407,7 @@ impl App {
                         Ok(()) => Some((None, user)),
                         // Made meanwhile (a second tab finishing the same first sign-in).
                         Err(UserConflict::Email) => None,
-                        Err(e) => return Err(ApiError::Internal(e.into())),
+                        Err(e) => return Err(ServiceError::Internal(e.into())),
                     }
                 }
             };
@@ -438,14 +438,14 @@ impl App {
             .await;
             return Ok(user);
         }
-        Err(ApiError::Conflict(
+        Err(ServiceError::Conflict(
             "your user kept changing while you signed in; try again".into(),
         ))
     }
 }
 
-fn not_configured() -> ApiError {
-    ApiError::NotFound("single sign-on is not configured (CENTRAL_OIDC_ISSUER)".into())
+fn not_configured() -> ServiceError {
+    ServiceError::NotFound("single sign-on is not configured (CENTRAL_OIDC_ISSUER)".into())
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ use openidconnect::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::error::error_chain;
+use crate::telemetry::error_chain;
 use tokio::sync::Mutex;
 
 /// The largest answer read from the provider (a discovery document or key set is a few KiB).

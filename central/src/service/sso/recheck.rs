@@ -11,9 +11,9 @@
 
 use super::provider::Recheck;
 use super::{Sso, SsoRefusal};
-use crate::error::{ApiError, ApiResult};
 use crate::service::access::{Actor, Principal, Role};
 use crate::service::audit::Subject;
+use crate::service::error::{ServiceError, ServiceResult};
 use crate::service::App;
 use crate::store::{Ends, UserRow};
 
@@ -40,7 +40,7 @@ impl App {
         sso: &Sso,
         user: &UserRow,
         refresh: Option<&str>,
-    ) -> ApiResult<()> {
+    ) -> ServiceResult<()> {
         if sso.recheck.is_zero() {
             return Ok(());
         }
@@ -120,7 +120,8 @@ impl App {
                 match self.sso_user(sso, &identity).await {
                     Ok(_) => {}
                     // `sso_user` ended their access already.
-                    Err(ApiError::Unauthorized(why)) if why == SsoRefusal::NoRole.to_string() => {}
+                    Err(ServiceError::Unauthorized(why))
+                        if why == SsoRefusal::NoRole.to_string() => {}
                     Err(e) => tracing::warn!(user = %user.id, "checking a linked user: {e}"),
                 }
             }
@@ -135,7 +136,7 @@ impl App {
     /// Ends everything `user` held here: sessions, API keys (and those they made for others)
     /// and their password, so that no way in is left; recorded in the audit log as `action`
     /// on the user, by the user (the provider's word, carried by their own sign-in).
-    pub(crate) async fn end_access(&self, user: &UserRow, action: &str) -> ApiResult<()> {
+    pub(crate) async fn end_access(&self, user: &UserRow, action: &str) -> ServiceResult<()> {
         const ATTEMPTS: usize = 5;
         for _ in 0..ATTEMPTS {
             let Some(before) = self.store.user(&user.id).await? else {
@@ -180,10 +181,10 @@ impl App {
                     return Ok(());
                 }
                 Ok(false) => continue,
-                Err(e) => return Err(ApiError::Internal(e.into())),
+                Err(e) => return Err(ServiceError::Internal(e.into())),
             }
         }
-        Err(ApiError::Conflict(format!(
+        Err(ServiceError::Conflict(format!(
             "user {} kept changing while their access was ended; try again",
             user.id
         )))
