@@ -20,6 +20,7 @@ pub mod maintenance;
 pub mod monitor;
 pub mod notifications;
 pub mod poller_api;
+pub mod redaction;
 pub mod settings;
 pub mod settings_api;
 pub mod tags;

@@ -140,7 +140,7 @@ pub async fn test_monitor(
 ) -> ApiResult<Response> {
     let wait = wait_of(query.wait)?;
     let mut shown = spec.clone();
-    crate::service::monitor_secrets::hide(&mut shown);
+    shared_proto::redaction::hide_monitor(&mut shown);
     let answer = app.test_monitor(spec, wait).await.map(answered)?;
     // For the audit layer: what was tested, as views show it.
     let mut response = answer.into_response();

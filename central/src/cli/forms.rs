@@ -13,7 +13,7 @@ use shared_proto::MonitorSpec;
 use uuid::Uuid;
 
 use super::file::{ChannelEntry, MonitorEntry, WindowEntry};
-use crate::service::channel_secrets::address_shown;
+use shared_proto::redaction::address_shown;
 
 /// Keys by id, of the objects the server has that a file names (or that an export names).
 #[derive(Debug, Default, Clone)]
@@ -88,7 +88,7 @@ pub fn monitor_body(
 
 pub fn monitor_wanted(key: &str, entry: &MonitorEntry) -> anyhow::Result<Map<String, Value>> {
     let mut spec: MonitorSpec = typed("monitors", key, &entry.spec)?;
-    crate::service::monitor_secrets::hide(&mut spec);
+    shared_proto::redaction::hide_monitor(&mut spec);
     let mut map = object(serde_json::to_value(spec)?);
     map.remove("notification_channel_ids");
     map.remove("parent_ids");

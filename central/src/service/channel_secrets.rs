@@ -1,51 +1,18 @@
 //! What a notification channel's views keep from their readers, and where its secrets may go.
 //!
-//! Owns which fields of a channel hold a credential, how a view shows them (`HIDDEN`), how an
-//! edit that sends a view back keeps the stored values, and the rule that a kept value never
-//! follows the channel to a new destination. The credentials: `secret`, every header value,
-//! Pushover's `user_key`, ntfy's `topic` (whoever knows it may read it), and the parts of an
-//! address that carry one (`address_shown`, through `url_secrets`). Storage and delivery never pass through here:
-//! the senders need the real values.
+//! Owns how an edit that sends a view back keeps the stored values, and the rule that a kept
+//! value never follows the channel to a new destination. Which fields hold a credential and
+//! how a view shows them (`HIDDEN`) is `shared_proto::redaction`'s (`central export` needs it
+//! too): `secret`, every header value, Pushover's `user_key`, ntfy's `topic` (whoever knows it
+//! may read it), and the parts of an address that carry one (`address_shown`). Storage and
+//! delivery never pass through here: the senders need the real values.
 
 use std::collections::BTreeSet;
 
-use shared_proto::notifications::{ChannelKind, ChannelPatch, ChannelSpec, ChannelView, HIDDEN};
+use shared_proto::notifications::{ChannelKind, ChannelPatch, ChannelSpec, HIDDEN};
 use shared_proto::ValidationError;
 
-use super::url_secrets::{self, Hide};
-
-/// `url` as a view shows it (`url_secrets`): for the kinds whose address is itself the
-/// credential (a Slack, Discord or Teams webhook: whoever has it can post) everything after
-/// the host; for email the password only (its query holds how to connect, `?tls=required`);
-/// for the others the password, the whole query and token-like path segments.
-pub(crate) fn address_shown(kind: ChannelKind, url: &str) -> String {
-    let hide = match kind {
-        ChannelKind::Slack | ChannelKind::Discord | ChannelKind::Teams => Hide::Path,
-        ChannelKind::Email => Hide::PasswordOnly,
-        _ => Hide::QueryAndTokens,
-    };
-    url_secrets::shown(url, hide)
-}
-
-/// `view` with its credentials as `HIDDEN`: addresses as `address_shown`, header values, the
-/// user key and the topic (`secret` is never in a view; `has_secret` says whether one is set).
-pub fn hide(view: &mut ChannelView) {
-    let kind = view.kind;
-    if let Some(url) = view.url.as_mut() {
-        *url = address_shown(kind, url);
-    }
-    for url in &mut view.urls {
-        *url = address_shown(kind, url);
-    }
-    for value in view.headers.values_mut() {
-        *value = HIDDEN.to_string();
-    }
-    for field in [&mut view.user_key, &mut view.topic] {
-        if let Some(value) = field.as_mut() {
-            *value = HIDDEN.to_string();
-        }
-    }
-}
+use shared_proto::redaction::address_shown;
 
 /// An edit (`patch`, already applied to `spec`) of the channel `stored`.
 ///
@@ -187,6 +154,8 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
+    use shared_proto::notifications::ChannelView;
+    use shared_proto::redaction::hide_channel;
 
     fn spec(kind: ChannelKind, url: &str) -> ChannelSpec {
         ChannelSpec {
@@ -409,7 +378,7 @@ mod tests {
             updated_at: chrono::DateTime::UNIX_EPOCH,
         };
         let mut shown = view.clone();
-        hide(&mut shown);
+        hide_channel(&mut shown);
         let text = serde_json::to_string(&shown).unwrap();
         for secret in ["abc", "Bearer x", "private-topic"] {
             assert!(!text.contains(secret), "{secret} in {text}");

@@ -229,7 +229,7 @@ fn channel_spec(row: &ChannelRow) -> anyhow::Result<ChannelSpec> {
     })
 }
 
-/// A channel as views show it: its credentials as `HIDDEN` (`channel_secrets::hide`).
+/// A channel as views show it: its credentials as `HIDDEN` (`shared_proto::redaction::hide_channel`).
 fn channel_view(row: &ChannelRow) -> anyhow::Result<ChannelView> {
     let spec = channel_spec(row)?;
     let mut view = ChannelView {
@@ -252,7 +252,7 @@ fn channel_view(row: &ChannelRow) -> anyhow::Result<ChannelView> {
         created_at: time_of(row.created_at),
         updated_at: time_of(row.updated_at),
     };
-    super::channel_secrets::hide(&mut view);
+    shared_proto::redaction::hide_channel(&mut view);
     Ok(view)
 }
 

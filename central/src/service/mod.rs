@@ -45,7 +45,6 @@ pub mod statuses;
 pub mod tagged;
 pub mod tokens;
 pub mod uptime;
-pub mod url_secrets;
 pub mod users;
 
 use std::time::Duration;

@@ -1,44 +1,16 @@
-//! What a monitor's views keep from their readers: the values of an `http` monitor's request
-//! headers, its request body and the parts of its target URL that carry a credential (a
-//! password, the query, token-like path segments: `url_secrets`), where its credentials to the
-//! target live (an `Authorization`, an API key, a login form, `?key=`). Views show them as
-//! `REDACTED` (`HIDDEN`, as a channel's); an edit that sends a view back keeps what is
-//! stored, but only while the monitor still goes to the same server from the same pollers. Owns only that mapping:
-//! storage and the poller's copy (which needs the real values) never pass through here.
+//! How an edit of a monitor keeps the secrets its views hid: the values of an `http` monitor's
+//! request headers, its request body and the parts of its target URL that carry a credential,
+//! where its credentials to the target live (an `Authorization`, an API key, a login form,
+//! `?key=`). Views show them as `REDACTED` (`shared_proto::redaction::hide_monitor`); an edit
+//! that sends a view back keeps what is stored, but only while the monitor still goes to the
+//! same server from the same pollers. Owns only that rule: storage and the poller's copy
+//! (which needs the real values) never pass through here.
 
 use serde_json::{Map, Value};
 use shared_proto::notifications::HIDDEN;
 use shared_proto::{MonitorSpec, ValidationError};
 
-use super::url_secrets::{self, Hide};
-
-/// The settings key whose object's values are secret.
-const HEADERS: &str = "headers";
-/// The settings key whose text is secret.
-const BODY: &str = "body";
-
-/// An `http` monitor's target as a view shows it.
-fn target_shown(spec: &MonitorSpec) -> String {
-    if spec.kind == shared_proto::CheckKind::Http {
-        url_secrets::shown(&spec.target, Hide::QueryAndTokens)
-    } else {
-        spec.target.clone()
-    }
-}
-
-/// `spec` as a view shows it: every header value, the body and the target's credentials
-/// replaced by `HIDDEN`.
-pub fn hide(spec: &mut MonitorSpec) {
-    spec.target = target_shown(spec);
-    if let Some(Value::Object(headers)) = spec.settings.get_mut(HEADERS) {
-        for value in headers.values_mut() {
-            *value = Value::from(HIDDEN);
-        }
-    }
-    if let Some(body @ Value::String(_)) = spec.settings.get_mut(BODY) {
-        *body = Value::from(HIDDEN);
-    }
-}
+use shared_proto::redaction::{target_shown, BODY, HEADERS};
 
 /// An edit of `stored` that sends a header or the body back as `HIDDEN` keeps the stored value
 /// (header names compared as HTTP does, ignoring case). Refused (`422`, naming the field): a
@@ -210,6 +182,7 @@ fn origin(target: &str) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+    use shared_proto::redaction::hide_monitor;
 
     fn spec(settings: Value) -> MonitorSpec {
         serde_json::from_value(json!({
@@ -224,7 +197,7 @@ mod tests {
         let mut shown = spec(
             json!({"headers": {"Authorization": "Bearer s3cret", "X-A": "b"}, "keyword": "ok"}),
         );
-        hide(&mut shown);
+        hide_monitor(&mut shown);
         assert_eq!(
             Value::Object(shown.settings),
             json!({"headers": {"Authorization": HIDDEN, "X-A": HIDDEN}, "keyword": "ok"})
@@ -272,7 +245,7 @@ mod tests {
         let mut stored = spec(json!({}));
         stored.target = "https://probe:pw@api.example.com/health?key=s3cret".into();
         let mut shown = stored.clone();
-        hide(&mut shown);
+        hide_monitor(&mut shown);
         assert_eq!(
             shown.target,
             "https://probe:REDACTED@api.example.com/health?REDACTED"
@@ -303,7 +276,7 @@ mod tests {
         moved.poller_region = Some("elsewhere".into());
         assert!(not_carried_elsewhere(&moved, &stored, false, false).is_ok());
         let mut shown = moved.clone();
-        hide(&mut shown);
+        hide_monitor(&mut shown);
         assert_eq!(shown.target, "https://Example.com");
         keep(&mut shown, &stored).unwrap();
     }
@@ -312,7 +285,7 @@ mod tests {
     fn a_body_is_hidden_and_kept_like_a_header() {
         let stored = spec(json!({"method": "POST", "body": "user=a&password=s3cret"}));
         let mut shown = stored.clone();
-        hide(&mut shown);
+        hide_monitor(&mut shown);
         assert_eq!(shown.settings["body"], HIDDEN);
         let mut edit = shown.clone();
         keep(&mut edit, &stored).unwrap();
@@ -330,12 +303,12 @@ mod tests {
         let refused = not_carried_elsewhere(&moved, &stored, false, false).unwrap_err();
         assert_eq!(refused.field, "settings.headers, settings.body");
         let mut sent_back = moved.clone();
-        hide(&mut sent_back);
+        hide_monitor(&mut sent_back);
         let refused = keep(&mut sent_back, &stored).unwrap_err();
         assert_eq!(refused.field, "settings.headers, settings.body");
         let mut renamed = stored.clone();
         renamed.name = "other".into();
-        hide(&mut renamed);
+        hide_monitor(&mut renamed);
         keep(&mut renamed, &stored).unwrap();
         assert!(not_carried_elsewhere(&renamed, &stored, false, false).is_ok());
     }

@@ -400,7 +400,7 @@ pub(super) fn monitor_spec(row: &MonitorRow) -> anyhow::Result<MonitorSpec> {
 /// The monitor as its readers see it: header values hidden (`monitor_secrets`).
 fn monitor_view(row: &MonitorRow) -> anyhow::Result<MonitorView> {
     let mut spec = monitor_spec(row)?;
-    super::monitor_secrets::hide(&mut spec);
+    shared_proto::redaction::hide_monitor(&mut spec);
     Ok(MonitorView {
         id: Uuid::try_parse(&row.id)?,
         spec,

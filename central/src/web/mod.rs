@@ -207,7 +207,7 @@ pub(crate) fn made(answer: impl IntoResponse, id: impl std::fmt::Display) -> Res
 pub(crate) fn tested(answer: impl IntoResponse, spec: &shared_proto::MonitorSpec) -> Response {
     let mut response = answer.into_response();
     let mut shown = spec.clone();
-    crate::service::monitor_secrets::hide(&mut shown);
+    shared_proto::redaction::hide_monitor(&mut shown);
     response
         .extensions_mut()
         .insert(crate::service::audit::FormOutcome::Tested(

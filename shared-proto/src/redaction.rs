@@ -1,10 +1,15 @@
-//! The parts of a URL that carry a credential, as views show them: a password, the whole query
-//! (`?token=…` is how many services take a key, and a parameter's name may be the key too),
-//! and each path segment that looks like a token (`is_token_like`). Used for channels'
-//! addresses (`channel_secrets`) and `http` monitors' targets (`monitor_secrets`); owns only
-//! that mapping, never what is stored or sent.
+//! What views keep from their readers, shared by central (its API and page) and `central
+//! export` (which writes files people commit): the parts of a URL that carry a credential
+//! (a password, the whole query: `?token=…` is how many services take a key, and a
+//! parameter's name may be the key too; each path segment that looks like a token,
+//! `is_token_like`), a channel's credentials and an `http` monitor's. Owns only how a view
+//! shows them; what is stored or sent, and how an edit that sends a view back keeps the
+//! stored values, are central's (`service::channel_secrets`, `service::monitor_secrets`).
 
-use shared_proto::notifications::HIDDEN;
+use serde_json::Value;
+
+use crate::notifications::{ChannelKind, ChannelView, HIDDEN};
+use crate::{CheckKind, MonitorSpec};
 
 /// What of `url` a view hides besides its password.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,6 +66,67 @@ pub fn shown(url: &str, hide: Hide) -> String {
 fn is_token_like(segment: &str) -> bool {
     let len = segment.chars().count();
     len >= 24 || (len >= 16 && segment.chars().any(|c| c.is_ascii_digit()))
+}
+
+/// `url` as a view shows it (`shown`): for the kinds whose address is itself the
+/// credential (a Slack, Discord or Teams webhook: whoever has it can post) everything after
+/// the host; for email the password only (its query holds how to connect, `?tls=required`);
+/// for the others the password, the whole query and token-like path segments.
+pub fn address_shown(kind: ChannelKind, url: &str) -> String {
+    let hide = match kind {
+        ChannelKind::Slack | ChannelKind::Discord | ChannelKind::Teams => Hide::Path,
+        ChannelKind::Email => Hide::PasswordOnly,
+        _ => Hide::QueryAndTokens,
+    };
+    shown(url, hide)
+}
+
+/// `view` with its credentials as `HIDDEN`: addresses as `address_shown`, header values, the
+/// user key and the topic (`secret` is never in a view; `has_secret` says whether one is set).
+pub fn hide_channel(view: &mut ChannelView) {
+    let kind = view.kind;
+    if let Some(url) = view.url.as_mut() {
+        *url = address_shown(kind, url);
+    }
+    for url in &mut view.urls {
+        *url = address_shown(kind, url);
+    }
+    for value in view.headers.values_mut() {
+        *value = HIDDEN.to_string();
+    }
+    for field in [&mut view.user_key, &mut view.topic] {
+        if let Some(value) = field.as_mut() {
+            *value = HIDDEN.to_string();
+        }
+    }
+}
+
+/// The settings key whose object's values are secret.
+pub const HEADERS: &str = "headers";
+/// The settings key whose text is secret.
+pub const BODY: &str = "body";
+
+/// An `http` monitor's target as a view shows it.
+pub fn target_shown(spec: &MonitorSpec) -> String {
+    if spec.kind == CheckKind::Http {
+        shown(&spec.target, Hide::QueryAndTokens)
+    } else {
+        spec.target.clone()
+    }
+}
+
+/// `spec` as a view shows it: every header value, the body and the target's credentials
+/// replaced by `HIDDEN`.
+pub fn hide_monitor(spec: &mut MonitorSpec) {
+    spec.target = target_shown(spec);
+    if let Some(Value::Object(headers)) = spec.settings.get_mut(HEADERS) {
+        for value in headers.values_mut() {
+            *value = Value::from(HIDDEN);
+        }
+    }
+    if let Some(body @ Value::String(_)) = spec.settings.get_mut(BODY) {
+        *body = Value::from(HIDDEN);
+    }
 }
 
 #[cfg(test)]
