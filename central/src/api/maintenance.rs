@@ -1,7 +1,5 @@
-//! Settings-API handlers for maintenance windows and "mute for" (thin: parse, call
-//! `service::maintenance`, answer).
-
-use std::sync::Arc;
+//! Settings-API handlers for maintenance windows and "mute for" (thin: parse, call the
+//! `Maintenance` service, which they take from the router's state, answer).
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -14,7 +12,7 @@ use uuid::Uuid;
 
 use super::extract::{ApiJson, ApiPath, ApiQuery, PageQuery};
 use crate::error::ApiResult;
-use crate::service::App;
+use crate::service::maintenance::Maintenance;
 
 #[utoipa::path(
     post, path = "/api/v1/maintenance-windows", tag = "maintenance", operation_id = "create_maintenance_window",
@@ -24,10 +22,10 @@ use crate::service::App;
     responses((status = 201, description = "Created; the monitors it covers show `maintenance` while it is under way.", body = MaintenanceWindowView), super::openapi::SpecErrors)
 )]
 pub async fn create_window(
-    State(app): State<Arc<App>>,
+    State(maintenance): State<Maintenance>,
     ApiJson(spec): ApiJson<MaintenanceWindowSpec>,
 ) -> ApiResult<(StatusCode, Json<MaintenanceWindowView>)> {
-    let view = app.create_window(spec).await?;
+    let view = maintenance.create_window(spec).await?;
     Ok((StatusCode::CREATED, Json(view)))
 }
 
@@ -39,11 +37,11 @@ pub async fn create_window(
     responses((status = 200, description = "A page of windows.", body = Page<MaintenanceWindowView>), super::openapi::QueryErrors)
 )]
 pub async fn list_windows(
-    State(app): State<Arc<App>>,
+    State(maintenance): State<Maintenance>,
     ApiQuery(page): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<Page<MaintenanceWindowView>>> {
     let (cursor, limit) = page.parse()?;
-    Ok(Json(app.list_windows(&cursor, limit).await?))
+    Ok(Json(maintenance.list_windows(&cursor, limit).await?))
 }
 
 #[utoipa::path(
@@ -54,10 +52,10 @@ pub async fn list_windows(
     responses((status = 200, description = "The window.", body = MaintenanceWindowView), super::openapi::IdErrors)
 )]
 pub async fn get_window(
-    State(app): State<Arc<App>>,
+    State(maintenance): State<Maintenance>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<MaintenanceWindowView>> {
-    Ok(Json(app.get_window(id).await?))
+    Ok(Json(maintenance.get_window(id).await?))
 }
 
 #[utoipa::path(
@@ -69,11 +67,11 @@ pub async fn get_window(
     responses((status = 200, description = "The window as changed.", body = MaintenanceWindowView), super::openapi::PatchErrors)
 )]
 pub async fn update_window(
-    State(app): State<Arc<App>>,
+    State(maintenance): State<Maintenance>,
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(patch): ApiJson<MaintenanceWindowPatch>,
 ) -> ApiResult<Json<MaintenanceWindowView>> {
-    Ok(Json(app.update_window(id, patch).await?))
+    Ok(Json(maintenance.update_window(id, patch).await?))
 }
 
 #[utoipa::path(
@@ -84,10 +82,10 @@ pub async fn update_window(
     responses((status = 204, description = "Deleted."), super::openapi::IdErrors)
 )]
 pub async fn delete_window(
-    State(app): State<Arc<App>>,
+    State(maintenance): State<Maintenance>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<StatusCode> {
-    app.delete_window(id).await?;
+    maintenance.delete_window(id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -100,10 +98,10 @@ pub async fn delete_window(
     responses((status = 201, description = "The window made; delete it to unmute early.", body = MaintenanceWindowView), super::openapi::IdBodyErrors)
 )]
 pub async fn mute_monitor(
-    State(app): State<Arc<App>>,
+    State(maintenance): State<Maintenance>,
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(request): ApiJson<MuteRequest>,
 ) -> ApiResult<(StatusCode, Json<MaintenanceWindowView>)> {
-    let view = app.mute_monitor(id, request).await?;
+    let view = maintenance.mute_monitor(id, request).await?;
     Ok((StatusCode::CREATED, Json(view)))
 }

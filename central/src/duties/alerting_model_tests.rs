@@ -152,7 +152,8 @@ impl World {
                 spec.as_object_mut()
                     .unwrap()
                     .extend(schedule.as_object().unwrap().clone());
-                app.create_window(serde_json::from_value(spec).unwrap())
+                app.maintenance()
+                    .create_window(serde_json::from_value(spec).unwrap())
                     .await
                     .unwrap();
             }
@@ -309,7 +310,7 @@ fn a_daily_window_opens_at_its_local_time_after_a_daylight_saving_change() {
             "monitor_ids": [world.monitors[1]],
         }))
         .unwrap();
-        world.app.create_window(spec).await.unwrap();
+        world.app.maintenance().create_window(spec).await.unwrap();
         let at = |text: &str| {
             text.parse::<chrono::DateTime<chrono::Utc>>()
                 .unwrap()

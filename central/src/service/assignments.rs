@@ -93,7 +93,7 @@ impl App {
             .filter(|m| CheckKind::parse(&m.kind).is_none_or(CheckKind::runs_on_agents));
         // Maintenance windows that stop checks leave the monitors they name unplaced while
         // under way (alerting places them again at the window's end: `alerts::look`).
-        let windows = self.windows_now(now).await?;
+        let windows = self.maintenance().windows_now(now).await?;
         for monitor in polled {
             let placement = placement_of(monitor)?;
             let stopped = stopping(&windows, &monitor.id, &tags_of(monitor.tags.as_deref()))

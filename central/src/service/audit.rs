@@ -261,7 +261,9 @@ impl App {
         let view = match subject.kind {
             "monitors" => serde_json::to_value(self.get_monitor(id).await.ok()?),
             "notification-channels" => serde_json::to_value(self.get_channel(id).await.ok()?),
-            "maintenance-windows" => serde_json::to_value(self.get_window(id).await.ok()?),
+            "maintenance-windows" => {
+                serde_json::to_value(self.maintenance().get_window(id).await.ok()?)
+            }
             "pollers" => serde_json::to_value(self.get_poller(id).await.ok()?),
             "users" => serde_json::to_value(self.get_user(id).await.ok()?),
             _ => return None,

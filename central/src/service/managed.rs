@@ -45,7 +45,9 @@ impl App {
         let exists = match kind {
             ManagedKind::Monitors => self.get_monitor(object_id).await.is_ok(),
             ManagedKind::NotificationChannels => self.get_channel(object_id).await.is_ok(),
-            ManagedKind::MaintenanceWindows => self.get_window(object_id).await.is_ok(),
+            ManagedKind::MaintenanceWindows => {
+                self.maintenance().get_window(object_id).await.is_ok()
+            }
         };
         if !exists {
             return Err(ValidationError::reference(

@@ -66,7 +66,7 @@ const MAX_ACCESS_TTL: Duration = Duration::from_secs(15 * 60);
 pub struct App {
     /// What the rules read as now (`clock`).
     clock: clock::Clock,
-    pub store: Store,
+    pub store: std::sync::Arc<Store>,
     pub metrics: Metrics,
     /// Versions, wake-ups, and the instants the lease holder's duties keep (`cluster`).
     pub cluster: crate::cluster::Cluster,
@@ -124,7 +124,7 @@ impl App {
         let started_at = clock.now_ms();
         Ok(std::sync::Arc::new(App {
             clock,
-            store,
+            store: std::sync::Arc::new(store),
             metrics: Metrics::new(),
             cluster: crate::cluster::Cluster::new(version, never_issued, started_at),
             notifier: crate::notify::Notifier::new(

@@ -127,7 +127,7 @@ impl App {
                 .map(|l| ((l.monitor_id, l.region), l.status))
                 .collect(),
             pollers: pollers.into_iter().map(|p| (p.id.clone(), p)).collect(),
-            windows: self.windows_now(now).await?,
+            windows: self.maintenance().windows_now(now).await?,
             push: {
                 let heartbeats: Vec<String> = monitors
                     .iter()

@@ -181,7 +181,11 @@ async fn page(
     form: &WindowForm,
     error: Option<String>,
 ) -> WebResult<Markup> {
-    let windows = app.list_windows(&Cursor::start(), 1000).await?.items;
+    let windows = app
+        .maintenance()
+        .list_windows(&Cursor::start(), 1000)
+        .await?
+        .items;
     let managed: std::collections::HashMap<uuid::Uuid, String> = app
         .managed_objects(Some(ManagedKind::MaintenanceWindows))
         .await?
@@ -287,7 +291,7 @@ pub async fn create(
         Ok(spec) => spec,
         Err(message) => return refused(message).await,
     };
-    match app.create_window(spec).await {
+    match app.maintenance().create_window(spec).await {
         Ok(window) => Ok(super::made(Redirect::to("/maintenance"), window.id)),
         Err(ServiceError::Validation(e)) => refused(format!("`{}` {}", e.field, e.message)).await,
         Err(e) => Err(e.into()),
@@ -301,7 +305,7 @@ pub async fn delete(
     Form(form): Form<CsrfForm>,
 ) -> WebResult<Response> {
     session.check(&form.csrf)?;
-    app.delete_window(id).await?;
+    app.maintenance().delete_window(id).await?;
     Ok(Redirect::to("/maintenance").into_response())
 }
 
@@ -331,7 +335,7 @@ pub async fn mute(
         duration_ms: duration.as_millis().min(u64::MAX as u128) as u64,
         notify: MaintenanceNotify::Recoveries,
     };
-    app.mute_monitor(id, request).await?;
+    app.maintenance().mute_monitor(id, request).await?;
     Ok(Redirect::to(&format!("/monitors/{id}")).into_response())
 }
 

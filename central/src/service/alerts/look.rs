@@ -220,7 +220,7 @@ impl App {
         if candidates.is_empty() {
             return Ok(Vec::new());
         }
-        let windows = self.windows_now(now).await?;
+        let windows = self.maintenance().windows_now(now).await?;
         Ok(candidates
             .into_iter()
             .filter(|(m, stopped)| {

@@ -126,7 +126,7 @@ impl App {
         from: i64,
         until: i64,
     ) -> ServiceResult<HashMap<String, Vec<(i64, i64)>>> {
-        let windows = self.window_spans(from, until).await?;
+        let windows = self.maintenance().window_spans(from, until).await?;
         if windows.is_empty() {
             return Ok(HashMap::new());
         }

@@ -3,6 +3,9 @@
 //! (`alerts::look`) and uptime (`ingest`, `history`) all read through here, so they never
 //! disagree.
 //!
+//! A service of its own (`Maintenance`), holding only the store and the clock; handlers take
+//! it from the router's state (`FromRef`), and the rest of central through `App::maintenance`.
+//!
 //! A write marks the monitors covered due (`store::maintenance`); each look then carries the
 //! monitor's next window boundary as an instant of its own, so a window starts and ends on
 //! time without any timer over windows or monitors. Cost: per batch of monitors derived (or
@@ -22,9 +25,12 @@ use uuid::Uuid;
 
 use self::schedule::{Placement, Schedule, Scope, Window};
 use super::tokens::page;
+use std::sync::Arc;
+
+use super::clock::Clock;
 use super::{stored_id, time_of, App};
 use crate::service::error::{ServiceError, ServiceResult};
-use crate::store::{Cursor, MonitorRow, WindowRow};
+use crate::store::{Cursor, MonitorRow, Store, WindowRow};
 
 /// How far back from a result uptime reads the windows that cut the time it stands for: a
 /// result stands for at most its interval and grace (about an hour at most).
@@ -233,7 +239,34 @@ fn notify_text(notify: MaintenanceNotify) -> &'static str {
     }
 }
 
+/// The maintenance windows' service.
+#[derive(Clone)]
+pub struct Maintenance {
+    store: Arc<Store>,
+    clock: Clock,
+}
+
 impl App {
+    /// The maintenance windows' service, on this central's store and clock.
+    pub fn maintenance(&self) -> Maintenance {
+        Maintenance {
+            store: self.store.clone(),
+            clock: self.clock.clone(),
+        }
+    }
+}
+
+impl axum::extract::FromRef<Arc<App>> for Maintenance {
+    fn from_ref(app: &Arc<App>) -> Self {
+        app.maintenance()
+    }
+}
+
+impl Maintenance {
+    fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
     /// The windows that can cover a monitor at `at` or later.
     async fn windows_from(&self, at: i64) -> ServiceResult<Vec<Window>> {
         Ok(windows_of(&self.store.windows_not_over(at).await?))
@@ -267,7 +300,11 @@ impl App {
         request: MuteRequest,
     ) -> ServiceResult<MaintenanceWindowView> {
         request.validate()?;
-        let monitor = self.monitor_row(id).await?;
+        let monitor = self
+            .store
+            .monitor(&id.to_string())
+            .await?
+            .ok_or_else(|| ServiceError::NotFound(format!("no monitor with id {id}")))?;
         let now = self.now_ms();
         let spec = MaintenanceWindowSpec {
             name: format!("{} muted", monitor.name)

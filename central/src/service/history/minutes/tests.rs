@@ -407,7 +407,7 @@ async fn a_window_on_a_locations_poller_quiets_the_monitors_minutes() {
         "poller_ids": [poller.id],
     }))
     .unwrap();
-    app.create_window(window).await.unwrap();
+    app.maintenance().create_window(window).await.unwrap();
     let row = app.store.monitor(&id).await.unwrap().unwrap();
     let quiet = app.quiet_time(&[row], now - HOUR, now).await.unwrap();
     assert_eq!(quiet[&id], [(now - 10 * MIN, now)]);
