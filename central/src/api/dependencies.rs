@@ -1,8 +1,6 @@
 //! Dependency handlers: what `health-json` monitors report of the services they depend on
 //! (`service::dependencies`), and operators' aliases that group reported names.
 
-use std::sync::Arc;
-
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
@@ -16,7 +14,7 @@ use uuid::Uuid;
 
 use super::extract::{parse_since, valid_region, ApiJson, ApiPath, ApiQuery};
 use crate::error::{ApiError, ApiResult};
-use crate::service::App;
+use crate::service::dependencies::Dependencies;
 
 #[utoipa::path(
     get, path = "/api/v1/monitors/{id}/dependencies", tag = "dependencies",
@@ -27,10 +25,10 @@ use crate::service::App;
     responses((status = 200, description = "Empty lists for a monitor that reads no health document.", body = MonitorDependencies), super::openapi::IdErrors)
 )]
 pub async fn monitor_dependencies(
-    State(app): State<Arc<App>>,
+    State(dependencies): State<Dependencies>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<MonitorDependencies>> {
-    Ok(Json(app.monitor_dependencies(id).await?))
+    Ok(Json(dependencies.monitor_dependencies(id).await?))
 }
 
 /// `?name=&resolution=&since=&region=`
@@ -60,7 +58,7 @@ pub struct LatencyQuery {
     responses((status = 200, description = "Buckets that hold a latency.", body = DependencyLatency), super::openapi::IdQueryErrors)
 )]
 pub async fn dependency_latency(
-    State(app): State<Arc<App>>,
+    State(dependencies): State<Dependencies>,
     ApiPath(id): ApiPath<Uuid>,
     ApiQuery(query): ApiQuery<LatencyQuery>,
 ) -> ApiResult<Json<DependencyLatency>> {
@@ -73,7 +71,8 @@ pub async fn dependency_latency(
         ));
     }
     Ok(Json(
-        app.dependency_latency(id, query.name, region, query.resolution, since)
+        dependencies
+            .dependency_latency(id, query.name, region, query.resolution, since)
             .await?,
     ))
 }
@@ -85,8 +84,10 @@ pub async fn dependency_latency(
     security(("admin_token" = [])),
     responses((status = 200, description = "Grouped through aliases.", body = DependencyList), super::openapi::ReadErrors)
 )]
-pub async fn list_dependencies(State(app): State<Arc<App>>) -> ApiResult<Json<DependencyList>> {
-    Ok(Json(app.all_dependencies().await?))
+pub async fn list_dependencies(
+    State(dependencies): State<Dependencies>,
+) -> ApiResult<Json<DependencyList>> {
+    Ok(Json(dependencies.all_dependencies().await?))
 }
 
 #[utoipa::path(
@@ -96,8 +97,10 @@ pub async fn list_dependencies(State(app): State<Arc<App>>) -> ApiResult<Json<De
     security(("admin_token" = [])),
     responses((status = 200, description = "The aliases.", body = [DependencyAlias]), super::openapi::ReadErrors)
 )]
-pub async fn list_aliases(State(app): State<Arc<App>>) -> ApiResult<Json<Vec<DependencyAlias>>> {
-    Ok(Json(app.dependency_aliases().await?))
+pub async fn list_aliases(
+    State(dependencies): State<Dependencies>,
+) -> ApiResult<Json<Vec<DependencyAlias>>> {
+    Ok(Json(dependencies.dependency_aliases().await?))
 }
 
 #[utoipa::path(
@@ -111,10 +114,10 @@ pub async fn list_aliases(State(app): State<Arc<App>>) -> ApiResult<Json<Vec<Dep
     responses((status = 201, description = "Created.", body = DependencyAlias), super::openapi::AliasCreateErrors)
 )]
 pub async fn create_alias(
-    State(app): State<Arc<App>>,
+    State(dependencies): State<Dependencies>,
     ApiJson(new): ApiJson<NewDependencyAlias>,
 ) -> ApiResult<(StatusCode, Json<DependencyAlias>)> {
-    let alias = app.create_dependency_alias(new).await?;
+    let alias = dependencies.create_dependency_alias(new).await?;
     Ok((StatusCode::CREATED, Json(alias)))
 }
 
@@ -127,10 +130,10 @@ pub async fn create_alias(
     responses((status = 200, description = "The alias.", body = DependencyAlias), super::openapi::AliasErrors)
 )]
 pub async fn get_alias(
-    State(app): State<Arc<App>>,
+    State(dependencies): State<Dependencies>,
     ApiPath(alias): ApiPath<String>,
 ) -> ApiResult<Json<DependencyAlias>> {
-    Ok(Json(app.dependency_alias(&alias).await?))
+    Ok(Json(dependencies.dependency_alias(&alias).await?))
 }
 
 #[utoipa::path(
@@ -142,9 +145,9 @@ pub async fn get_alias(
     responses((status = 204, description = "Deleted."), super::openapi::AliasErrors)
 )]
 pub async fn delete_alias(
-    State(app): State<Arc<App>>,
+    State(dependencies): State<Dependencies>,
     ApiPath(alias): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
-    app.delete_dependency_alias(&alias).await?;
+    dependencies.delete_dependency_alias(&alias).await?;
     Ok(StatusCode::NO_CONTENT)
 }

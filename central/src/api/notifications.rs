@@ -1,8 +1,6 @@
 //! Settings-API handlers for notification channels and the delivery log (thin: parse, call
 //! `service::channels`, answer).
 
-use std::sync::Arc;
-
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
@@ -16,7 +14,7 @@ use uuid::Uuid;
 
 use super::extract::{ApiJson, ApiPath, ApiQuery, PageQuery};
 use crate::error::ApiResult;
-use crate::service::App;
+use crate::service::channels::Channels;
 
 #[utoipa::path(
     post, path = "/api/v1/notification-channels", tag = "notifications", operation_id = "create_notification_channel",
@@ -26,10 +24,10 @@ use crate::service::App;
     responses((status = 201, description = "Created (the secret is never shown again).", body = ChannelView), super::openapi::SpecErrors)
 )]
 pub async fn create_channel(
-    State(app): State<Arc<App>>,
+    State(channels): State<Channels>,
     ApiJson(spec): ApiJson<ChannelSpec>,
 ) -> ApiResult<(StatusCode, Json<ChannelView>)> {
-    let view = app.create_channel(spec).await?;
+    let view = channels.create_channel(spec).await?;
     Ok((StatusCode::CREATED, Json(view)))
 }
 
@@ -41,11 +39,11 @@ pub async fn create_channel(
     responses((status = 200, description = "A page of channels.", body = Page<ChannelView>), super::openapi::QueryErrors)
 )]
 pub async fn list_channels(
-    State(app): State<Arc<App>>,
+    State(channels): State<Channels>,
     ApiQuery(page): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<Page<ChannelView>>> {
     let (cursor, limit) = page.parse()?;
-    Ok(Json(app.list_channels(&cursor, limit).await?))
+    Ok(Json(channels.list_channels(&cursor, limit).await?))
 }
 
 #[utoipa::path(
@@ -56,10 +54,10 @@ pub async fn list_channels(
     responses((status = 200, description = "The channel.", body = ChannelView), super::openapi::IdErrors)
 )]
 pub async fn get_channel(
-    State(app): State<Arc<App>>,
+    State(channels): State<Channels>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<ChannelView>> {
-    Ok(Json(app.get_channel(id).await?))
+    Ok(Json(channels.get_channel(id).await?))
 }
 
 #[utoipa::path(
@@ -71,11 +69,11 @@ pub async fn get_channel(
     responses((status = 200, description = "The channel as changed.", body = ChannelView), super::openapi::PatchErrors)
 )]
 pub async fn update_channel(
-    State(app): State<Arc<App>>,
+    State(channels): State<Channels>,
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(patch): ApiJson<ChannelPatch>,
 ) -> ApiResult<Json<ChannelView>> {
-    Ok(Json(app.update_channel(id, patch).await?))
+    Ok(Json(channels.update_channel(id, patch).await?))
 }
 
 #[utoipa::path(
@@ -86,10 +84,10 @@ pub async fn update_channel(
     responses((status = 204, description = "Deleted."), super::openapi::IdErrors)
 )]
 pub async fn delete_channel(
-    State(app): State<Arc<App>>,
+    State(channels): State<Channels>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<StatusCode> {
-    app.delete_channel(id).await?;
+    channels.delete_channel(id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -101,10 +99,10 @@ pub async fn delete_channel(
     responses((status = 200, description = "What happened (a refusing receiver is `delivered: false` with its answer).", body = ChannelTestResult), super::openapi::IdErrors)
 )]
 pub async fn test_channel(
-    State(app): State<Arc<App>>,
+    State(channels): State<Channels>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<ChannelTestResult>> {
-    Ok(Json(app.test_channel(id).await?))
+    Ok(Json(channels.test_channel(id).await?))
 }
 
 /// `?monitor_id=&channel_id=&cursor=&limit=`
@@ -130,7 +128,7 @@ pub struct NotificationQuery {
     responses((status = 200, description = "A page of notifications with their delivery state.", body = Page<NotificationView>), super::openapi::QueryErrors)
 )]
 pub async fn list_notifications(
-    State(app): State<Arc<App>>,
+    State(channels): State<Channels>,
     ApiQuery(query): ApiQuery<NotificationQuery>,
 ) -> ApiResult<Json<Page<NotificationView>>> {
     let (cursor, limit) = PageQuery {
@@ -139,7 +137,8 @@ pub async fn list_notifications(
     }
     .parse()?;
     Ok(Json(
-        app.list_notifications(query.monitor_id, query.channel_id, &cursor, limit)
+        channels
+            .list_notifications(query.monitor_id, query.channel_id, &cursor, limit)
             .await?,
     ))
 }

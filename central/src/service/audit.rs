@@ -260,7 +260,9 @@ impl App {
         let id: Uuid = subject.id.as_deref()?.parse().ok()?;
         let view = match subject.kind {
             "monitors" => serde_json::to_value(self.get_monitor(id).await.ok()?),
-            "notification-channels" => serde_json::to_value(self.get_channel(id).await.ok()?),
+            "notification-channels" => {
+                serde_json::to_value(self.channels().get_channel(id).await.ok()?)
+            }
             "maintenance-windows" => {
                 serde_json::to_value(self.maintenance().get_window(id).await.ok()?)
             }

@@ -1,6 +1,7 @@
 //! Notification channels: the operator's CRUD and test sends, and the delivery log.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use shared_proto::notifications::{
     ChannelKind, ChannelPatch, ChannelSpec, ChannelTestResult, DeliveryStatus, Notification,
@@ -10,10 +11,12 @@ use shared_proto::settings_api::Page;
 use shared_proto::ValidationError;
 use uuid::Uuid;
 
+use super::clock::Clock;
 use super::tokens::page;
 use super::{stored_id, time_of, App};
+use crate::notify::Notifier;
 use crate::service::error::{ServiceError, ServiceResult};
-use crate::store::{ChannelOptions, ChannelRow, Cursor, MonitorRow, OutboxRow};
+use crate::store::{ChannelOptions, ChannelRow, Cursor, MonitorRow, OutboxRow, Store};
 
 pub use shared_proto::notifications::ChannelView;
 
@@ -38,7 +41,35 @@ pub fn tells(channel: &ChannelRow, monitor: &MonitorRow) -> bool {
             .any(|t| wanted.contains(t))
 }
 
+/// Notification channels and what was sent through them: the operators' CRUD, test sends, the outbox's views.
+#[derive(Clone)]
+pub struct Channels {
+    store: Arc<Store>,
+    clock: Clock,
+    notifier: Notifier,
+}
+
 impl App {
+    /// The channels service, on this central's parts.
+    pub fn channels(&self) -> Channels {
+        Channels {
+            store: self.store.clone(),
+            clock: self.clock.clone(),
+            notifier: self.notifier.clone(),
+        }
+    }
+}
+
+impl axum::extract::FromRef<std::sync::Arc<App>> for Channels {
+    fn from_ref(app: &std::sync::Arc<App>) -> Self {
+        app.channels()
+    }
+}
+
+impl Channels {
+    fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
     pub async fn create_channel(&self, spec: ChannelSpec) -> ServiceResult<ChannelView> {
         spec.validate()?;
         check_template(&spec)?;

@@ -44,7 +44,9 @@ impl App {
         validate_key("key", key)?;
         let exists = match kind {
             ManagedKind::Monitors => self.get_monitor(object_id).await.is_ok(),
-            ManagedKind::NotificationChannels => self.get_channel(object_id).await.is_ok(),
+            ManagedKind::NotificationChannels => {
+                self.channels().get_channel(object_id).await.is_ok()
+            }
             ManagedKind::MaintenanceWindows => {
                 self.maintenance().get_window(object_id).await.is_ok()
             }

@@ -89,6 +89,16 @@ pub struct App {
     public_url: Option<String>,
 }
 
+/// `NotFound` unless the monitor `id` exists.
+pub(crate) async fn monitor_exists(store: &Store, id: uuid::Uuid) -> error::ServiceResult<()> {
+    match store.monitor(&id.to_string()).await? {
+        Some(_) => Ok(()),
+        None => Err(error::ServiceError::NotFound(format!(
+            "no monitor with id {id}"
+        ))),
+    }
+}
+
 /// An id read back from the database. A malformed one is a fault of the store, reported as
 /// such, never quietly turned into the nil UUID.
 pub(crate) fn stored_id(text: &str) -> anyhow::Result<uuid::Uuid> {

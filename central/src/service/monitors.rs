@@ -216,7 +216,9 @@ impl App {
                     {
                         self.store.set_schedule_at(&row.id, row.updated_at).await?;
                     }
-                    self.forget_unreported_dependencies(id).await?;
+                    self.dependencies()
+                        .forget_unreported_dependencies(id)
+                        .await?;
                     self.reconcile_monitor(id).await?;
                     return self.get_monitor(id).await;
                 }

@@ -331,7 +331,7 @@ pub async fn edit_page(
     session: Session,
     Path(id): Path<Uuid>,
 ) -> WebResult<Markup> {
-    let view = app.get_channel(id).await?;
+    let view = app.channels().get_channel(id).await?;
     let mode = Mode::Edit {
         id,
         has_secret: view.has_secret,
@@ -352,7 +352,7 @@ pub async fn create(
         Ok(spec) => spec,
         Err(error) => return Ok(rejected(&session, Mode::New, &form, error)),
     };
-    match app.create_channel(spec).await {
+    match app.channels().create_channel(spec).await {
         Ok(channel) => Ok(super::made(Redirect::to("/notifications"), channel.id)),
         Err(e) => match FieldError::of_service(&e) {
             Some(error) => Ok(rejected(&session, Mode::New, &form, error)),
@@ -368,7 +368,7 @@ pub async fn update(
     Form(form): Form<ChannelForm>,
 ) -> WebResult<Response> {
     session.check(&form.csrf)?;
-    let has_secret = app.get_channel(id).await?.has_secret;
+    let has_secret = app.channels().get_channel(id).await?.has_secret;
     let managed_key = app
         .managed_key(ManagedKind::NotificationChannels, id)
         .await?;
@@ -381,7 +381,7 @@ pub async fn update(
         Ok(patch) => patch,
         Err(error) => return Ok(rejected(&session, mode, &form, error)),
     };
-    match app.update_channel(id, patch).await {
+    match app.channels().update_channel(id, patch).await {
         Ok(_) => Ok(Redirect::to("/notifications").into_response()),
         Err(e) => match FieldError::of_service(&e) {
             Some(error) => Ok(rejected(&session, mode, &form, error)),

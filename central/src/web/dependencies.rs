@@ -72,8 +72,8 @@ pub fn monitor_section(deps: &MonitorDependencies, now: DateTime<Utc>) -> Markup
 }
 
 async fn page(app: &App, session: &Session, error: Option<String>) -> WebResult<Markup> {
-    let list = app.all_dependencies().await?;
-    let aliases = app.dependency_aliases().await?;
+    let list = app.dependencies().all_dependencies().await?;
+    let aliases = app.dependencies().dependency_aliases().await?;
     let now = app.now();
     let body = html! {
         h1 { "Dependencies" }
@@ -164,7 +164,7 @@ pub async fn create_alias(
         alias: form.alias.trim().to_string(),
         canonical: form.canonical.trim().to_string(),
     };
-    match app.create_dependency_alias(new).await {
+    match app.dependencies().create_dependency_alias(new).await {
         Ok(alias) => Ok(super::made(Redirect::to("/dependencies"), alias.alias)),
         // Refused: the page again with why, answered as the refusal it is (so the audit
         // layer records no change).
@@ -187,6 +187,8 @@ pub async fn delete_alias(
     Form(form): Form<AliasForm>,
 ) -> WebResult<Response> {
     session.check(&form.csrf)?;
-    app.delete_dependency_alias(&form.alias).await?;
+    app.dependencies()
+        .delete_dependency_alias(&form.alias)
+        .await?;
     Ok(Redirect::to("/dependencies").into_response())
 }

@@ -47,7 +47,11 @@ async fn choices(app: &App, mode: &Mode) -> WebResult<Choices> {
         .list_pollers(&PollerFilter::default(), &Cursor::start(), 1000)
         .await?
         .items;
-    let channels = app.list_channels(&Cursor::start(), 1000).await?.items;
+    let channels = app
+        .channels()
+        .list_channels(&Cursor::start(), 1000)
+        .await?
+        .items;
     let managed_key = match mode {
         Mode::Edit(id) => app.managed_key(ManagedKind::Monitors, *id).await?,
         Mode::New => None,

@@ -242,7 +242,7 @@ pub async fn detail(
     let delayed = delay_warning(monitor.spec.paused, &status);
     let changes = status_changes(&newest);
     let commands = super::commands::named(&app, &query.commands).await?;
-    let dependencies = app.monitor_dependencies(id).await?;
+    let dependencies = app.dependencies().monitor_dependencies(id).await?;
     let heartbeat = monitor.spec.kind == shared_proto::CheckKind::Heartbeat;
     let pings = if heartbeat {
         Some(app.pings(id).await?)

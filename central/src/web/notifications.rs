@@ -26,8 +26,12 @@ struct Tested {
 }
 
 async fn page(app: &App, session: &Session, tested: Option<Tested>) -> WebResult<Markup> {
-    let channels = app.list_channels(&Cursor::start(), 1000).await?.items;
-    let log = app.recent_notifications(LOG_LENGTH).await?;
+    let channels = app
+        .channels()
+        .list_channels(&Cursor::start(), 1000)
+        .await?
+        .items;
+    let log = app.channels().recent_notifications(LOG_LENGTH).await?;
     let names: HashMap<Uuid, &str> = channels.iter().map(|c| (c.id, c.name.as_str())).collect();
     let now = app.now();
     let body = html! {
@@ -99,8 +103,8 @@ pub async fn test(
     Form(form): Form<CsrfForm>,
 ) -> WebResult<Markup> {
     session.check(&form.csrf)?;
-    let channel = app.get_channel(id).await?.name;
-    let result = app.test_channel(id).await?;
+    let channel = app.channels().get_channel(id).await?.name;
+    let result = app.channels().test_channel(id).await?;
     let error =
         (!result.delivered).then(|| result.error.unwrap_or_else(|| "no reason given".into()));
     page(&app, &session, Some(Tested { channel, error })).await
@@ -113,6 +117,6 @@ pub async fn delete(
     Form(form): Form<CsrfForm>,
 ) -> WebResult<Response> {
     session.check(&form.csrf)?;
-    app.delete_channel(id).await?;
+    app.channels().delete_channel(id).await?;
     Ok(Redirect::to("/notifications").into_response())
 }

@@ -8,6 +8,7 @@ pub mod notices;
 pub mod rules;
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use serde_json::Value;
 use shared_proto::dependencies::{
@@ -18,9 +19,10 @@ use shared_proto::dependencies::{
 use shared_proto::ValidationError;
 use uuid::Uuid;
 
+use super::clock::Clock;
 use super::{time_of, App};
 use crate::service::error::{ServiceError, ServiceResult};
-use crate::store::{AliasInsert, AliasRow, DependencyRow, Resolution};
+use crate::store::{AliasInsert, AliasRow, DependencyRow, Resolution, Store};
 
 /// The changes one monitor's answer holds.
 const HISTORY_LIMIT: u32 = 100;
@@ -50,10 +52,36 @@ fn alias_of(row: AliasRow) -> DependencyAlias {
     }
 }
 
+/// What monitors report they depend on: each monitor's dependencies and their history, the fleet's list, latency, and the aliases that merge names.
+#[derive(Clone)]
+pub struct Dependencies {
+    store: Arc<Store>,
+    clock: Clock,
+}
+
 impl App {
+    /// The dependencies service, on this central's parts.
+    pub fn dependencies(&self) -> Dependencies {
+        Dependencies {
+            store: self.store.clone(),
+            clock: self.clock.clone(),
+        }
+    }
+}
+
+impl axum::extract::FromRef<std::sync::Arc<App>> for Dependencies {
+    fn from_ref(app: &std::sync::Arc<App>) -> Self {
+        app.dependencies()
+    }
+}
+
+impl Dependencies {
+    fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
     /// `GET /api/v1/monitors/{id}/dependencies`.
     pub async fn monitor_dependencies(&self, id: Uuid) -> ServiceResult<MonitorDependencies> {
-        self.existing_monitor(id).await?;
+        super::monitor_exists(&self.store, id).await?;
         let monitor_id = id.to_string();
         let rows = self.store.monitor_dependencies(&monitor_id).await?;
         let sources = self.store.dependency_sources(&monitor_id).await?;
@@ -144,7 +172,7 @@ impl App {
         resolution: LatencyResolution,
         since: Option<i64>,
     ) -> ServiceResult<DependencyLatency> {
-        self.existing_monitor(id).await?;
+        super::monitor_exists(&self.store, id).await?;
         let (bucket, span) = match resolution {
             LatencyResolution::Hour => (Resolution::Hour, 86_400_000),
             LatencyResolution::Day => (Resolution::Day, 30 * 86_400_000),

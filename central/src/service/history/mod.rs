@@ -333,13 +333,6 @@ impl App {
         let minutes = minutes.remove(&id).unwrap_or_default();
         Ok((minutes.buckets.into_iter().collect(), minutes.cut.is_some()))
     }
-
-    pub(super) async fn existing_monitor(&self, id: Uuid) -> ServiceResult<()> {
-        match self.store.monitor(&id.to_string()).await? {
-            Some(_) => Ok(()),
-            None => Err(ServiceError::NotFound(format!("no monitor with id {id}"))),
-        }
-    }
 }
 
 fn count(value: i64) -> u64 {
