@@ -15,6 +15,7 @@ use uuid::Uuid;
 use super::extract::{ApiJson, ApiObject, ApiPath, ApiQuery, PageQuery};
 use crate::error::ApiResult;
 use crate::service::access::Principal;
+use crate::service::users::Users;
 use crate::service::App;
 
 #[utoipa::path(
@@ -29,10 +30,10 @@ use crate::service::App;
     )
 )]
 pub async fn create_user(
-    State(app): State<Arc<App>>,
+    State(users): State<Users>,
     ApiJson(body): ApiJson<CreateUser>,
 ) -> ApiResult<(StatusCode, Json<User>)> {
-    Ok((StatusCode::CREATED, Json(app.create_user(body).await?)))
+    Ok((StatusCode::CREATED, Json(users.create_user(body).await?)))
 }
 
 #[utoipa::path(
@@ -43,11 +44,11 @@ pub async fn create_user(
     responses((status = 200, description = "A page of users.", body = Page<User>), super::openapi::QueryErrors)
 )]
 pub async fn list_users(
-    State(app): State<Arc<App>>,
+    State(users): State<Users>,
     ApiQuery(page): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<Page<User>>> {
     let (cursor, limit) = page.parse()?;
-    Ok(Json(app.list_users(&cursor, limit).await?))
+    Ok(Json(users.list_users(&cursor, limit).await?))
 }
 
 #[utoipa::path(
@@ -58,10 +59,10 @@ pub async fn list_users(
     responses((status = 200, description = "The user.", body = User), super::openapi::IdErrors)
 )]
 pub async fn get_user(
-    State(app): State<Arc<App>>,
+    State(users): State<Users>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<User>> {
-    Ok(Json(app.get_user(id).await?))
+    Ok(Json(users.get_user(id).await?))
 }
 
 #[utoipa::path(
@@ -77,11 +78,11 @@ pub async fn get_user(
     )
 )]
 pub async fn update_user(
-    State(app): State<Arc<App>>,
+    State(users): State<Users>,
     ApiPath(id): ApiPath<Uuid>,
     ApiObject(body): ApiObject<UpdateUser>,
 ) -> ApiResult<Json<User>> {
-    Ok(Json(app.update_user(id, body).await?))
+    Ok(Json(users.update_user(id, body).await?))
 }
 
 #[utoipa::path(
@@ -96,11 +97,11 @@ pub async fn update_user(
     )
 )]
 pub async fn delete_user(
-    State(app): State<Arc<App>>,
+    State(users): State<Users>,
     Extension(principal): Extension<Principal>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<StatusCode> {
-    app.delete_user(id, &principal).await?;
+    users.delete_user(id, &principal).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -112,10 +113,10 @@ pub async fn delete_user(
     responses((status = 200, description = "The sessions.", body = Vec<UserSession>), super::openapi::IdErrors)
 )]
 pub async fn list_user_sessions(
-    State(app): State<Arc<App>>,
+    State(users): State<Users>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<Vec<UserSession>>> {
-    Ok(Json(app.user_sessions(id).await?))
+    Ok(Json(users.user_sessions(id).await?))
 }
 
 // A `POST` to a verb rather than `DELETE /users/{id}/sessions`: the list of sessions is still
@@ -128,10 +129,10 @@ pub async fn list_user_sessions(
     responses((status = 204, description = "Ended."), super::openapi::IdErrors)
 )]
 pub async fn log_out_user(
-    State(app): State<Arc<App>>,
+    State(users): State<Users>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<StatusCode> {
-    app.end_user_sessions(id, None).await?;
+    users.end_user_sessions(id, None).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -153,10 +154,12 @@ pub struct SessionPath {
     responses((status = 204, description = "Ended."), super::openapi::IdErrors)
 )]
 pub async fn end_user_session(
-    State(app): State<Arc<App>>,
+    State(users): State<Users>,
     ApiPath(path): ApiPath<SessionPath>,
 ) -> ApiResult<StatusCode> {
-    app.end_user_sessions(path.id, Some(&path.session)).await?;
+    users
+        .end_user_sessions(path.id, Some(&path.session))
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

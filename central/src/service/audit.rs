@@ -267,7 +267,7 @@ impl App {
                 serde_json::to_value(self.maintenance().get_window(id).await.ok()?)
             }
             "pollers" => serde_json::to_value(self.get_poller(id).await.ok()?),
-            "users" => serde_json::to_value(self.get_user(id).await.ok()?),
+            "users" => serde_json::to_value(self.users().get_user(id).await.ok()?),
             _ => return None,
         };
         view.ok()

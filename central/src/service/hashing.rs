@@ -42,6 +42,7 @@ pub enum Lane {
 
 type Job = Box<dyn FnOnce(&mut Argon2Memory) + Send>;
 
+#[derive(Clone)]
 pub struct Hashing {
     /// Runs either lane may take.
     shared: Arc<Semaphore>,

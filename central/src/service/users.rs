@@ -1,6 +1,8 @@
 //! Users: adding, changing and removing them, and their passwords (argon2id, judged by zxcvbn
 //! first). Who may call these is `access`'s; logging in is `sessions`'.
 
+use std::sync::Arc;
+
 use uuid::Uuid;
 
 use shared_proto::settings_api::Page;
@@ -8,10 +10,12 @@ use shared_proto::users::{CreateUser, Role, UpdateUser, User, UserSession};
 use shared_proto::ValidationError;
 
 use super::access::Principal;
+use super::clock::Clock;
+use super::hashing::Hashing;
 use super::tokens::page;
 use super::{time_of, App};
 use crate::service::error::{ServiceError, ServiceResult};
-use crate::store::{Cursor, Ends, UserConflict, UserRow};
+use crate::store::{Cursor, Ends, Store, UserConflict, UserRow};
 
 /// The fewest guesses (log10) zxcvbn must estimate for a password: 10^10 is what its authors
 /// call safe against an offline attack on a slow hash such as argon2id.
@@ -61,13 +65,41 @@ fn conflict(error: UserConflict) -> ServiceError {
     }
 }
 
+/// People who sign in to central: their accounts, passwords and sessions as an administrator sees them.
+#[derive(Clone)]
+pub struct Users {
+    store: Arc<Store>,
+    clock: Clock,
+    hashing: Hashing,
+}
+
 impl App {
+    /// The users service, on this central's parts.
+    pub fn users(&self) -> Users {
+        Users {
+            store: self.store.clone(),
+            clock: self.clock.clone(),
+            hashing: self.credentials.hashing.clone(),
+        }
+    }
+}
+
+impl axum::extract::FromRef<std::sync::Arc<App>> for Users {
+    fn from_ref(app: &std::sync::Arc<App>) -> Self {
+        app.users()
+    }
+}
+
+impl Users {
+    fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
     pub async fn create_user(&self, body: CreateUser) -> ServiceResult<User> {
         let email = body.validate()?;
         let password_hash = match &body.password {
             Some(password) => {
                 check_password(password, &body.name, &email)?;
-                Some(self.credentials.hashing.hash(password.clone()).await?)
+                Some(self.hashing.hash(password.clone()).await?)
             }
             None => None,
         };
@@ -134,7 +166,7 @@ impl App {
             if let Some(password) = &body.password {
                 if password_hash.is_none() {
                     check_password(password, &row.name, &row.email)?;
-                    password_hash = Some(self.credentials.hashing.hash(password.clone()).await?);
+                    password_hash = Some(self.hashing.hash(password.clone()).await?);
                 }
                 row.password_hash = password_hash.clone();
             }

@@ -45,7 +45,7 @@ fn role_select(id: &str, chosen: Role, up_to: Role) -> Markup {
 }
 
 async fn users_page(app: &App, session: &Session, error: Option<String>) -> WebResult<Markup> {
-    let users = app.list_users(&Cursor::start(), 1000).await?.items;
+    let users = app.users().list_users(&Cursor::start(), 1000).await?.items;
     let body = html! {
         h1 { "Users" }
         p { "Viewers read everything; editors also change monitors, channels, maintenance, pollers and tokens; admins also manage users and read the audit log." }
@@ -119,7 +119,7 @@ pub async fn create_user(
         role: role_of(&form.role),
         password: optional(&form.password),
     };
-    match app.create_user(request).await {
+    match app.users().create_user(request).await {
         Ok(user) => Ok(super::made(Redirect::to("/users"), user.id)),
         Err(e) => {
             let page = users_page(&app, &session, Some(shown(e)?)).await?;
@@ -139,7 +139,7 @@ pub async fn update_user(
         role: Some(role_of(&form.role)),
         ..UpdateUser::default()
     };
-    match app.update_user(id, patch).await {
+    match app.users().update_user(id, patch).await {
         Ok(_) => Ok(Redirect::to("/users").into_response()),
         Err(e) => {
             let page = users_page(&app, &session, Some(shown(e)?)).await?;
@@ -155,7 +155,7 @@ pub async fn log_out_user(
     Form(form): Form<CsrfForm>,
 ) -> WebResult<Response> {
     session.check(&form.csrf)?;
-    app.end_user_sessions(id, None).await?;
+    app.users().end_user_sessions(id, None).await?;
     Ok(Redirect::to("/users").into_response())
 }
 
@@ -166,7 +166,11 @@ pub async fn delete_user(
     Form(form): Form<CsrfForm>,
 ) -> WebResult<Response> {
     session.check(&form.csrf)?;
-    match app.delete_user(id, &session.session.principal).await {
+    match app
+        .users()
+        .delete_user(id, &session.session.principal)
+        .await
+    {
         Ok(()) => Ok(Redirect::to("/users").into_response()),
         Err(e) => {
             let page = users_page(&app, &session, Some(shown(e)?)).await?;
