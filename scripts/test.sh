@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests need on a fresh Debian machine and runs them all: the unit and
 # end-to-end tests (SQLite), the end-to-end suite again with central on PostgreSQL (with the
-# replica tests behind HAProxy), the deploy files' validation and the API fuzzer. `.ci/run`
+# replica tests behind HAProxy), the upgrade from the previous release, the deploy images run
+# with podman, the deploy files' validation and the API fuzzer. `.ci/run`
 # calls this script; a newcomer runs it the same way (as root, or with sudo available).
 #
 #   scripts/test.sh            everything, as CI runs it
@@ -27,9 +28,10 @@ phase() {
 long_pid=
 previous_pid=
 upgrade_pid=
+images_pid=
 summary() {
   local rc=$?
-  for pid in $long_pid $previous_pid $upgrade_pid; do kill "$pid" 2>/dev/null; done
+  for pid in $long_pid $previous_pid $upgrade_pid $images_pid; do kill "$pid" 2>/dev/null; done
   echo "== phases (exit $rc):" >&2
   for line in "${phases[@]}"; do echo "   $line" >&2; done
   echo "   $(printf '%-40s %4d s' total $(( SECONDS - started_all )))" >&2
@@ -54,7 +56,10 @@ waited() {
 # its WebDriver (the web page's tests drive a headless browser), Alertmanager (the Alertmanager
 # channel is tested against the real one), Prometheus for `promtool check metrics` (central's
 # /metrics after hostile names), python3-venv for the fuzzer, curl (heartbeat monitors' jobs
-# ping with it), and iproute2, nftables and procps (the icmp test, below).
+# ping with it), iproute2, nftables and procps (the icmp test, below), and podman (with
+# catatonit, its pods' init) and debootstrap, which build and run the deploy images
+# (images.rs: no Docker engine runs here, and the images' Debian base is made from Debian's
+# packages).
 missing=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 command -v docker-compose >/dev/null || missing+=(docker-compose)
@@ -72,6 +77,9 @@ command -v npm >/dev/null || missing+=(nodejs npm)
 command -v ip >/dev/null || [ -x /usr/sbin/ip ] || missing+=(iproute2)
 command -v nft >/dev/null || [ -x /usr/sbin/nft ] || missing+=(nftables)
 command -v sysctl >/dev/null || [ -x /usr/sbin/sysctl ] || missing+=(procps)
+command -v podman >/dev/null || missing+=(podman)
+command -v catatonit >/dev/null || [ -x /usr/libexec/podman/catatonit ] || missing+=(catatonit)
+command -v debootstrap >/dev/null || [ -x /usr/sbin/debootstrap ] || missing+=(debootstrap)
 if (( ${#missing[@]} )); then
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
@@ -130,6 +138,13 @@ phase "previous release built (waited for; built beside the suites)"
     upgrade::a_rolling_upgrade_of_two_replicas_loses_nothing_and_tells_each_change_once) \
   >target/upgrade.log 2>&1 &
 upgrade_pid=$!
+# The deploy images run for real (images.rs): their run stages built with podman on a Debian
+# base from debootstrap (made once, kept in podman's store), central and two agents as the
+# compose file sets them up, and the previous release's agent image beside them.
+(cd tests && export E2E_IMAGES=1 E2E_PREVIOUS_RELEASE_BIN=$(cat ../target/previous-release.out) &&
+  "$e2e_bin" --exact images::the_images_run_a_fleet_as_the_compose_file_sets_it_up --nocapture) \
+  >target/images.log 2>&1 &
+images_pid=$!
 
 # The compose files must interpolate with the secrets set, and refuse to without them; the
 # proxy's configuration must be valid HAProxy.
@@ -159,6 +174,10 @@ waited "$upgrade_pid" target/upgrade.log "the upgrades from the previous release
   "stored once\|test result"
 upgrade_pid=
 phase "upgrades from the previous release (beside the fuzzer)"
+
+waited "$images_pid" target/images.log "the deploy images' test" "test result"
+images_pid=
+phase "deploy images with podman (beside the fuzzer)"
 
 waited "$long_pid" target/long-outage.log "the twelve-minute outage test" \
   "after a 12-minute outage\|test result"

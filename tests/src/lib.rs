@@ -16,6 +16,7 @@ pub mod alertmanager;
 pub mod browser;
 pub mod dns;
 pub mod hostile;
+pub mod images;
 pub mod load_balancer;
 pub mod oidc;
 pub mod postgres;

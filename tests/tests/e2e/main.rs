@@ -25,6 +25,7 @@ mod history;
 mod hostile_targets;
 mod https;
 mod icmp;
+mod images;
 mod ingestion;
 mod lifecycle;
 mod load_balancer;
