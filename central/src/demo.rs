@@ -39,6 +39,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         None
     } else {
         let token = app
+            .registration_tokens()
             .create_registration_token(CreateRegistrationToken {
                 name: "demo agent".into(),
                 expires_in: Some("1h".into()),

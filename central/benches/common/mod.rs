@@ -91,6 +91,7 @@ pub async fn register_pollers(
     concurrency: usize,
 ) -> Vec<Poller> {
     let token = app
+        .registration_tokens()
         .create_registration_token(CreateRegistrationToken {
             name: "bench".into(),
             expires_in: None,

@@ -23,6 +23,7 @@ use super::extract::{
 use crate::error::{ApiError, ApiResult};
 use crate::service::monitors::MonitorFilter;
 use crate::service::pollers::PollerFilter;
+use crate::service::tokens::RegistrationTokens;
 use crate::service::App;
 use crate::store::Cursor;
 use utoipa::IntoParams;
@@ -36,10 +37,12 @@ use utoipa::IntoParams;
     responses((status = 201, description = "Created; `token` holds the secret.", body = RegistrationTokenView), super::openapi::BodyErrors)
 )]
 pub async fn create_registration_token(
-    State(app): State<Arc<App>>,
+    State(registration_tokens): State<RegistrationTokens>,
     ApiJson(request): ApiJson<CreateRegistrationToken>,
 ) -> ApiResult<(StatusCode, Json<RegistrationTokenView>)> {
-    let view = app.create_registration_token(request).await?;
+    let view = registration_tokens
+        .create_registration_token(request)
+        .await?;
     Ok((StatusCode::CREATED, Json(view)))
 }
 
@@ -51,11 +54,15 @@ pub async fn create_registration_token(
     responses((status = 200, description = "A page of tokens.", body = Page<RegistrationTokenView>), super::openapi::QueryErrors)
 )]
 pub async fn list_registration_tokens(
-    State(app): State<Arc<App>>,
+    State(registration_tokens): State<RegistrationTokens>,
     ApiQuery(page): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<Page<RegistrationTokenView>>> {
     let (cursor, limit) = page.parse()?;
-    Ok(Json(app.list_registration_tokens(&cursor, limit).await?))
+    Ok(Json(
+        registration_tokens
+            .list_registration_tokens(&cursor, limit)
+            .await?,
+    ))
 }
 
 #[utoipa::path(
@@ -66,10 +73,10 @@ pub async fn list_registration_tokens(
     responses((status = 204, description = "Revoked."), super::openapi::IdErrors)
 )]
 pub async fn revoke_registration_token(
-    State(app): State<Arc<App>>,
+    State(registration_tokens): State<RegistrationTokens>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<StatusCode> {
-    app.revoke_registration_token(id).await?;
+    registration_tokens.revoke_registration_token(id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -82,11 +89,15 @@ pub async fn revoke_registration_token(
     responses((status = 200, description = "Rotated; `token` holds the new secret.", body = RegistrationTokenView), super::openapi::IdBodyErrors)
 )]
 pub async fn rotate_registration_token(
-    State(app): State<Arc<App>>,
+    State(registration_tokens): State<RegistrationTokens>,
     ApiPath(id): ApiPath<Uuid>,
     OptionalJson(request): OptionalJson<RotateRegistrationToken>,
 ) -> ApiResult<Json<RegistrationTokenView>> {
-    Ok(Json(app.rotate_registration_token(id, request).await?))
+    Ok(Json(
+        registration_tokens
+            .rotate_registration_token(id, request)
+            .await?,
+    ))
 }
 
 /// `?cursor=&limit=&region=&datacenter=&status=`

@@ -6,7 +6,10 @@ use shared_proto::settings_api::{
 };
 use uuid::Uuid;
 
-use super::hashing::Lane;
+use std::sync::Arc;
+
+use super::clock::Clock;
+use super::hashing::{Hashing, Lane};
 use super::{auth, stored_id, time_of, App};
 use crate::service::error::{ServiceError, ServiceResult};
 use crate::store::{Cursor, RegistrationTokenRow, Store};
@@ -75,7 +78,35 @@ pub(super) async fn sync_environment_token(
     Ok(())
 }
 
+/// Registration tokens: the one-time secrets agents register with, their limits (region, capabilities), rotation and revocation.
+#[derive(Clone)]
+pub struct RegistrationTokens {
+    store: Arc<Store>,
+    clock: Clock,
+    hashing: Hashing,
+}
+
 impl App {
+    /// The registration_tokens service, on this central's parts.
+    pub fn registration_tokens(&self) -> RegistrationTokens {
+        RegistrationTokens {
+            store: self.store.clone(),
+            clock: self.clock.clone(),
+            hashing: self.credentials.hashing.clone(),
+        }
+    }
+}
+
+impl axum::extract::FromRef<std::sync::Arc<App>> for RegistrationTokens {
+    fn from_ref(app: &std::sync::Arc<App>) -> Self {
+        app.registration_tokens()
+    }
+}
+
+impl RegistrationTokens {
+    fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
     /// Creates a token; the answer carries the secret, which is never shown again.
     pub async fn create_registration_token(
         &self,
@@ -88,7 +119,7 @@ impl App {
         let row = RegistrationTokenRow {
             id: id.to_string(),
             name: request.name.trim().to_string(),
-            secret_hash: self.credentials.hashing.hash(secret.clone()).await?,
+            secret_hash: self.hashing.hash(secret.clone()).await?,
             region: request.region,
             capabilities: request.capabilities.map(|list| list.join(",")),
             created_at: now,
@@ -147,7 +178,7 @@ impl App {
         let old_valid_until =
             (!overlap.is_zero()).then(|| self.now_ms().saturating_add(overlap.as_millis() as i64));
         let secret = auth::new_secret();
-        let hash = self.credentials.hashing.hash(secret.clone()).await?;
+        let hash = self.hashing.hash(secret.clone()).await?;
         if !self
             .store
             .rotate_registration_token(&id.to_string(), &hash, old_valid_until)
@@ -218,7 +249,7 @@ impl App {
     }
 }
 
-impl App {
+impl RegistrationTokens {
     /// The newest secret, or the one before it while its overlap lasts.
     async fn registration_secret_matches(
         &self,
@@ -226,7 +257,6 @@ impl App {
         secret: String,
     ) -> ServiceResult<bool> {
         if self
-            .credentials
             .hashing
             .verify(Lane::Anyone, secret.clone(), row.secret_hash.clone())
             .await?
@@ -236,7 +266,6 @@ impl App {
         match (&row.previous_secret_hash, row.previous_valid_until) {
             (Some(previous), Some(until)) if self.now_ms() < until => {
                 let matched = self
-                    .credentials
                     .hashing
                     .verify(Lane::Anyone, secret, previous.clone())
                     .await?;

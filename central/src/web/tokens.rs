@@ -48,6 +48,7 @@ async fn tokens_page(
     error: Option<String>,
 ) -> WebResult<Markup> {
     let tokens = app
+        .registration_tokens()
         .list_registration_tokens(&Cursor::start(), 1000)
         .await?
         .items;
@@ -168,7 +169,11 @@ pub async fn create_token(
                 .collect()
         }),
     };
-    match app.create_registration_token(request).await {
+    match app
+        .registration_tokens()
+        .create_registration_token(request)
+        .await
+    {
         Ok(token) => {
             let secret = token.token.clone().unwrap_or_default();
             let command = docker_run(&origin.url, &token, &secret);
@@ -197,7 +202,9 @@ pub async fn revoke_token(
     Form(form): Form<CsrfForm>,
 ) -> WebResult<Response> {
     session.check(&form.csrf)?;
-    app.revoke_registration_token(id).await?;
+    app.registration_tokens()
+        .revoke_registration_token(id)
+        .await?;
     Ok(Redirect::to("/tokens").into_response())
 }
 
@@ -210,6 +217,7 @@ pub async fn rotate_token(
 ) -> WebResult<Response> {
     session.check(&form.csrf)?;
     let token = app
+        .registration_tokens()
         .rotate_registration_token(id, RotateRegistrationToken { overlap: None })
         .await?;
     let secret = token.token.clone().unwrap_or_default();

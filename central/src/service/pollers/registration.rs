@@ -29,6 +29,7 @@ impl App {
             capabilities: request.capabilities,
         };
         let (token, granted) = self
+            .registration_tokens()
             .spend_registration_token(&request.registration_token, &asked)
             .await?;
         let id = Uuid::new_v4();
@@ -284,6 +285,7 @@ mod tests {
         let (clock, _handle) = Clock::manual(1_000_000);
         let app = App::open_with_clock(&args, clock).await.unwrap();
         let token = app
+            .registration_tokens()
             .create_registration_token(
                 serde_json::from_value(json!({"name": "t", "max_uses": 2})).unwrap(),
             )
