@@ -1,7 +1,5 @@
 //! History handlers: a monitor's uptime over fixed windows and its bucketed history.
 
-use std::sync::Arc;
-
 use axum::extract::State;
 use axum::Json;
 use serde::Deserialize;
@@ -11,7 +9,7 @@ use uuid::Uuid;
 
 use super::extract::{parse_since, valid_region, ApiPath, ApiQuery};
 use crate::error::ApiResult;
-use crate::service::App;
+use crate::service::history::MonitorHistory;
 
 /// `?region=`
 #[derive(Debug, Deserialize, IntoParams)]
@@ -30,12 +28,12 @@ pub struct UptimeQuery {
     responses((status = 200, description = "One figure set per window.", body = Uptime), super::openapi::IdQueryErrors)
 )]
 pub async fn monitor_uptime(
-    State(app): State<Arc<App>>,
+    State(history): State<MonitorHistory>,
     ApiPath(id): ApiPath<Uuid>,
     ApiQuery(query): ApiQuery<UptimeQuery>,
 ) -> ApiResult<Json<Uptime>> {
     let region = valid_region(query.region)?;
-    Ok(Json(app.monitor_uptime(id, region.as_deref()).await?))
+    Ok(Json(history.monitor_uptime(id, region.as_deref()).await?))
 }
 
 /// `?resolution=&since=&region=`
@@ -62,14 +60,15 @@ pub struct HistoryQuery {
     responses((status = 200, description = "Buckets that hold results (at most 5,000).", body = History), super::openapi::IdQueryErrors)
 )]
 pub async fn monitor_history(
-    State(app): State<Arc<App>>,
+    State(history): State<MonitorHistory>,
     ApiPath(id): ApiPath<Uuid>,
     ApiQuery(query): ApiQuery<HistoryQuery>,
 ) -> ApiResult<Json<History>> {
     let since = parse_since(query.since.as_deref())?.map(|since| since.timestamp_millis());
     let region = valid_region(query.region)?;
     Ok(Json(
-        app.monitor_history(id, query.resolution, since, region)
+        history
+            .monitor_history(id, query.resolution, since, region)
             .await?,
     ))
 }

@@ -41,7 +41,10 @@ impl App {
             .collect();
         let mut beats = self.store.recent_results_of(&ids, BEATS).await?;
         let monitors = self.store.monitors_by_ids(&ids).await?;
-        let uptimes = self.uptimes(&monitors, "", &[DAY_MS, 30 * DAY_MS]).await?;
+        let uptimes = self
+            .history()
+            .uptimes(&monitors, "", &[DAY_MS, 30 * DAY_MS])
+            .await?;
         let uptime = |window: &HashMap<String, UptimeWindow>, id: &str| {
             window.get(id).and_then(|w| w.uptime)
         };

@@ -226,13 +226,16 @@ pub async fn detail(
 ) -> WebResult<Markup> {
     let monitor = app.get_monitor(id).await?;
     let status = app.monitor_status(id).await?;
-    let uptime = app.monitor_uptime(id, None).await?;
+    let uptime = app.history().monitor_uptime(id, None).await?;
     let range = RANGES
         .iter()
         .find(|r| r.0 == query.range)
         .unwrap_or(&RANGES[0]);
     let since = app.now_ms() - range.3;
-    let history = app.monitor_history(id, range.2, Some(since), None).await?;
+    let history = app
+        .history()
+        .monitor_history(id, range.2, Some(since), None)
+        .await?;
     // One read: the newest 500 give the status changes, their first 20 the results table.
     let newest = app.recent_results(&id.to_string(), 500).await?;
     let recent = &newest[..newest.len().min(20)];

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::super::maintenance::{placement_of, quiet_of};
 use super::super::uptime::{self, Timeline};
-use super::App;
+use super::MonitorHistory;
 use crate::service::error::ServiceResult;
 use crate::store::{CountedResult, MonitorRow, Resolution, RollupSums, TimePoint};
 
@@ -46,12 +46,12 @@ impl Minutes {
     }
 }
 
-impl App {
+impl MonitorHistory {
     /// How far back minute history reaches for a monitor whose results stand for at most
     /// `cap_ms`: its own retention, within the results' (less `cap_ms`, so that the result a
     /// range starts under is still stored).
     pub(super) fn minute_reach(&self, now: i64, cap_ms: i64) -> i64 {
-        let retention = &self.limits.retention;
+        let retention = &self.retention;
         (now - retention.minutes_ms).max(now - retention.results_ms + cap_ms)
     }
 

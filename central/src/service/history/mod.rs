@@ -6,6 +6,7 @@
 mod minutes;
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use shared_proto::history::{
     History, HistoryBucket, HistoryResolution, LocationUptime, Uptime, UptimeWindow, UptimeWindows,
@@ -14,10 +15,13 @@ use uuid::Uuid;
 
 pub use minutes::{Minutes, MAX_EDGE_RESULTS, MAX_MINUTE_RESULTS};
 
+use super::clock::Clock;
 use super::uptime::{self, Span, Timeline};
 use super::{time_of, App};
 use crate::service::error::{ServiceError, ServiceResult};
-use crate::store::{MonitorRow, Resolution, RollupSums, StatusRow, TimePoint, LATENCY_BOUNDS_MS};
+use crate::store::{
+    MonitorRow, Resolution, RollupSums, StatusRow, Store, TimePoint, LATENCY_BOUNDS_MS,
+};
 
 /// The most buckets one history answer holds.
 pub const MAX_HISTORY_BUCKETS: u32 = 5_000;
@@ -61,7 +65,40 @@ pub fn resolution_of(resolution: HistoryResolution) -> Resolution {
     }
 }
 
+/// What a monitor's history says: uptime over windows and its buckets (minutes, hours, days), read from the rollups and the results.
+#[derive(Clone)]
+pub struct MonitorHistory {
+    store: Arc<Store>,
+    clock: Clock,
+    retention: Retention,
+}
+
 impl App {
+    /// The history service, on this central's parts.
+    pub fn history(&self) -> MonitorHistory {
+        MonitorHistory {
+            store: self.store.clone(),
+            clock: self.clock.clone(),
+            retention: self.limits.retention,
+        }
+    }
+}
+
+impl axum::extract::FromRef<std::sync::Arc<App>> for MonitorHistory {
+    fn from_ref(app: &std::sync::Arc<App>) -> Self {
+        app.history()
+    }
+}
+
+impl MonitorHistory {
+    fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// The maintenance windows, on the same store and clock (uptime leaves their time out).
+    fn maintenance(&self) -> super::maintenance::Maintenance {
+        super::maintenance::Maintenance::new(self.store.clone(), self.clock.clone())
+    }
     /// Uptime and latency of monitors over windows that end now (24 h, 7, 30 and 365 days), the
     /// whole monitor's (`region` `''`) or one location's. A window is its stored buckets from
     /// the first whole one it holds on (time, counts and latency), plus the span the newest
@@ -82,7 +119,7 @@ impl App {
         let open = self.open_spans(monitors, region, now).await?;
         let mut answers = Vec::with_capacity(windows_ms.len());
         for &window in windows_ms {
-            let resolution = self.limits.retention.finest_covering(window);
+            let resolution = self.retention.finest_covering(window);
             let start = now - window;
             let edge = resolution.bucket_of(start);
             let whole_from = edge + resolution.width_ms();

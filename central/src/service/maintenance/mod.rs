@@ -249,10 +249,7 @@ pub struct Maintenance {
 impl App {
     /// The maintenance windows' service, on this central's store and clock.
     pub fn maintenance(&self) -> Maintenance {
-        Maintenance {
-            store: self.store.clone(),
-            clock: self.clock.clone(),
-        }
+        Maintenance::new(self.store.clone(), self.clock.clone())
     }
 }
 
@@ -263,6 +260,10 @@ impl axum::extract::FromRef<Arc<App>> for Maintenance {
 }
 
 impl Maintenance {
+    pub(super) fn new(store: Arc<Store>, clock: Clock) -> Self {
+        Maintenance { store, clock }
+    }
+
     fn now_ms(&self) -> i64 {
         self.clock.now_ms()
     }

@@ -97,7 +97,8 @@ impl World {
     async fn chart(&self, since: i64) -> History {
         let minute = HistoryResolution::Minute;
         let app = &self.app;
-        app.monitor_history(self.monitor, minute, Some(since), None)
+        app.history()
+            .monitor_history(self.monitor, minute, Some(since), None)
             .await
             .unwrap()
     }
@@ -108,6 +109,7 @@ impl World {
         let limit = super::MAX_MINUTE_RESULTS;
         let app = &self.app;
         let mut minutes = app
+            .history()
             .minute_sums(&[row], "", (from, until), limit)
             .await
             .unwrap();
@@ -202,7 +204,7 @@ proptest! {
             world.clock.set(now.max(newest));
             let now = world.app.now_ms();
             let row = world.row().await;
-            let day = &world.app.uptimes(std::slice::from_ref(&row), "", &[24 * HOUR]).await.unwrap()[0];
+            let day = &world.app.history().uptimes(std::slice::from_ref(&row), "", &[24 * HOUR]).await.unwrap()[0];
             let window = &day[&row.id];
             let points: Vec<TimePoint> = made
                 .iter()
@@ -328,6 +330,7 @@ async fn a_flooded_first_hour_is_counted_from_its_bucket() {
     let row = world.row().await;
     let day = &world
         .app
+        .history()
         .uptimes(std::slice::from_ref(&row), "", &[24 * HOUR])
         .await
         .unwrap()[0][&row.id];
@@ -357,6 +360,7 @@ async fn a_cut_read_ends_before_the_first_minute_it_could_not_finish() {
     let range = (START_MS + HOUR, now);
     let mut read = world
         .app
+        .history()
         .minute_sums(std::slice::from_ref(&row), "", range, 4)
         .await
         .unwrap();
@@ -409,7 +413,7 @@ async fn a_window_on_a_locations_poller_quiets_the_monitors_minutes() {
     .unwrap();
     app.maintenance().create_window(window).await.unwrap();
     let row = app.store.monitor(&id).await.unwrap().unwrap();
-    let quiet = app.quiet_time(&[row], now - HOUR, now).await.unwrap();
+    let quiet = app.history().quiet_time(&[row], now - HOUR, now).await.unwrap();
     assert_eq!(quiet[&id], [(now - 10 * MIN, now)]);
 }
 
