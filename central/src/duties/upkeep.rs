@@ -32,7 +32,7 @@ pub async fn run(app: Arc<App>) {
         if let Err(e) = app.prune_history().await {
             tracing::warn!("pruning old events failed: {}", error_chain(&e));
         }
-        match app.prune_results_and_rollups().await {
+        match app.pruning().prune_results_and_rollups().await {
             Ok(pruned) => tracing::info!(pruned, "pruned results and rollups past retention"),
             Err(e) => tracing::warn!("pruning old results and rollups failed: {e:#}"),
         }

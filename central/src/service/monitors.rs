@@ -69,7 +69,7 @@ impl App {
                 .into());
             }
         }
-        self.check_parents(id, &spec.parent_ids).await?;
+        self.parents().check_parents(id, &spec.parent_ids).await?;
         Ok(())
     }
 

@@ -20,6 +20,7 @@
 //! cycle check walks the ancestors of the parents named (`store::depends_on`).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use shared_proto::notifications::Subject;
 use shared_proto::settings_api::MonitorStatus;
@@ -28,7 +29,7 @@ use uuid::Uuid;
 
 use super::{stored_id, App};
 use crate::service::error::{ServiceError, ServiceResult};
-use crate::store::{LinkConflict, MonitorRow, StatusRow};
+use crate::store::{LinkConflict, MonitorRow, StatusRow, Store};
 
 /// How long past a monitor's expected next result (its interval and timeout after its newest)
 /// a child waits for it: agents upload in batches (every 10 s by default), so a result arrives
@@ -178,7 +179,28 @@ pub(super) fn link_conflict(error: anyhow::Error) -> ServiceError {
     }
 }
 
+/// Monitors' parents: which monitor a monitor depends on, checked for cycles, and who depends on whom.
+#[derive(Clone)]
+pub struct Parents {
+    store: Arc<Store>,
+}
+
 impl App {
+    /// The parents service, on this central's parts.
+    pub fn parents(&self) -> Parents {
+        Parents {
+            store: self.store.clone(),
+        }
+    }
+}
+
+impl axum::extract::FromRef<std::sync::Arc<App>> for Parents {
+    fn from_ref(app: &std::sync::Arc<App>) -> Self {
+        app.parents()
+    }
+}
+
+impl Parents {
     /// `parent_ids` of monitor `id` (`None` for a new one): every parent exists, none is the
     /// monitor itself, and none depends on it (a cycle would hold both forever). The store
     /// checks the same again in its write (`LinkConflict`), against edits made meanwhile.

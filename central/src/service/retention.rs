@@ -5,10 +5,12 @@
 //! count is not this module's concern.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
+use super::clock::Clock;
 use super::App;
-use crate::store::{Cursor, ExpiringResult, Resolution};
+use crate::store::{Cursor, ExpiringResult, Resolution, Store};
 
 /// Rows per pruning step.
 pub(super) const PRUNE_STEP: u32 = 500;
@@ -87,20 +89,42 @@ where
     }
 }
 
+/// Pruning: what outlived its retention goes (results thinned, then deleted; rollups; dependencies' history), in small steps.
+#[derive(Clone)]
+pub struct Pruning {
+    store: Arc<Store>,
+    clock: Clock,
+    retention: super::history::Retention,
+}
+
 impl App {
+    /// The pruning service, on this central's parts.
+    pub fn pruning(&self) -> Pruning {
+        Pruning {
+            store: self.store.clone(),
+            clock: self.clock.clone(),
+            retention: self.limits.retention,
+        }
+    }
+}
+
+impl Pruning {
+    fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
     /// Dependencies' latency buckets go with the rollups of their resolution, their changes
     /// with the day rollups (as monitors' kept status changes do).
     async fn prune_dependency_history(&self, now: i64) -> anyhow::Result<u64> {
         let mut pruned = 0;
         for resolution in [Resolution::Hour, Resolution::Day] {
-            let before = now.saturating_sub(self.limits.retention.of(resolution));
+            let before = now.saturating_sub(self.retention.of(resolution));
             pruned += in_steps(|| {
                 self.store
                     .prune_dependency_latency(resolution, before, PRUNE_STEP)
             })
             .await?;
         }
-        let events_before = now.saturating_sub(self.limits.retention.days_ms);
+        let events_before = now.saturating_sub(self.retention.days_ms);
         pruned += in_steps(|| {
             self.store
                 .prune_dependency_events(events_before, PRUNE_STEP)
@@ -114,13 +138,13 @@ impl App {
         let now = self.now_ms();
         let mut pruned = 0;
         for resolution in Resolution::ALL {
-            let before = now.saturating_sub(self.limits.retention.of(resolution));
+            let before = now.saturating_sub(self.retention.of(resolution));
             pruned += in_steps(|| self.store.prune_rollups(resolution, before, PRUNE_STEP)).await?;
         }
         pruned += self.prune_dependency_history(now).await?;
         // Kept status changes live as long as the longest-kept rollups.
-        let changes_before = now.saturating_sub(self.limits.retention.days_ms);
-        let results_before = now.saturating_sub(self.limits.retention.results_ms);
+        let changes_before = now.saturating_sub(self.retention.days_ms);
+        let results_before = now.saturating_sub(self.retention.results_ms);
         // Pruning walks results through the index by monitor: on SQLite the ones still in the
         // head (a late upload's old results among them) are flushed into it first.
         self.store.flush_results_head().await?;

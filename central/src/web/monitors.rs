@@ -240,7 +240,10 @@ pub async fn detail(
     let newest = app.recent_results(&id.to_string(), 500).await?;
     let recent = &newest[..newest.len().min(20)];
     let pollers = app.poller_labels().await?;
-    let parents = app.monitor_names(&monitor.spec.parent_ids).await?;
+    let parents = app
+        .parents()
+        .monitor_names(&monitor.spec.parent_ids)
+        .await?;
     let now = app.now();
     let delayed = delay_warning(monitor.spec.paused, &status);
     let changes = status_changes(&newest);

@@ -157,7 +157,7 @@ impl App {
         message: &mut Notification,
         monitor_id: &str,
     ) -> ServiceResult<()> {
-        let (named, count) = self.dependents_of(monitor_id).await?;
+        let (named, count) = self.parents().dependents_of(monitor_id).await?;
         if count == 0 {
             return Ok(());
         }

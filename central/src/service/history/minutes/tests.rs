@@ -413,7 +413,11 @@ async fn a_window_on_a_locations_poller_quiets_the_monitors_minutes() {
     .unwrap();
     app.maintenance().create_window(window).await.unwrap();
     let row = app.store.monitor(&id).await.unwrap().unwrap();
-    let quiet = app.history().quiet_time(&[row], now - HOUR, now).await.unwrap();
+    let quiet = app
+        .history()
+        .quiet_time(&[row], now - HOUR, now)
+        .await
+        .unwrap();
     assert_eq!(quiet[&id], [(now - 10 * MIN, now)]);
 }
 
