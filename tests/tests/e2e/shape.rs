@@ -17,6 +17,10 @@ const APP_FIELDS: usize = 12;
 const BACKEND_BRANCHES_OUTSIDE_THE_DIALECT: usize = 10;
 /// A ratchet: today's figure, above its line (0). It may fall, never rise.
 const UNSAFE_BLOCKS: usize = 2;
+/// A ratchet: the public functions of `impl App` blocks (164 before services began moving out
+/// of `App` into structs of their own; each such service adds one, its constructor). It may
+/// fall, never rise: a new operation goes on its concept's service.
+const APP_PUBLIC_FUNCTIONS: usize = 125;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -162,6 +166,36 @@ fn central_keeps_its_shape() {
         over.push(format!(
             "{cli_reaching_in:?} reach the server's services or store from the CLI: share it \
              through shared-proto"
+        ));
+    }
+
+    let app_functions: usize = central
+        .iter()
+        .map(|(_, code)| {
+            let mut inside = false;
+            code.iter()
+                .filter(|l| {
+                    if l.starts_with("impl App {") {
+                        inside = true;
+                    } else if inside && l.starts_with('}') {
+                        inside = false;
+                    }
+                    let l = l.trim_start_matches("    ");
+                    inside
+                        && (l.starts_with("pub fn ")
+                            || l.starts_with("pub async fn ")
+                            || l.starts_with("pub(crate) fn ")
+                            || l.starts_with("pub(crate) async fn ")
+                            || l.starts_with("pub(super) fn ")
+                            || l.starts_with("pub(super) async fn "))
+                })
+                .count()
+        })
+        .sum();
+    if app_functions > APP_PUBLIC_FUNCTIONS {
+        over.push(format!(
+            "impl App has {app_functions} public functions (at most {APP_PUBLIC_FUNCTIONS}): \
+             put the operation on its concept's service"
         ));
     }
 
