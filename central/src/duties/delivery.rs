@@ -31,7 +31,7 @@ use shared_proto::notifications::{ChannelKind, Notification};
 use tokio::task::JoinHandle;
 
 use crate::notify::{Notifier, SEND_TIMEOUT};
-use crate::service::channels::tells;
+use crate::service::channels::{channel_spec, tells};
 use crate::service::App;
 use crate::store::{Attempt, OutboxRow};
 
@@ -328,8 +328,9 @@ impl Worker {
             return Ok(());
         }
         let messages: Vec<Notification> = newest.into_values().collect();
+        let spec = channel_spec(&channel)?;
         self.notifier
-            .resend_to_alertmanager(&channel, &messages)
+            .resend_to_alertmanager(&spec, &messages)
             .await
             .map_err(|e| anyhow::anyhow!(e))?;
         tracing::debug!(channel_id = %channel.id, alerts = messages.len(),
@@ -345,9 +346,13 @@ impl Worker {
             // Deleted: its deletion gave up its pending rows.
             return Ok(None);
         };
-        let outcome = match serde_json::from_str::<Notification>(&row.payload) {
-            Ok(message) => self.notifier.deliver(&channel, &message).await,
-            Err(e) => Err(format!("the stored message is unreadable: {e}")),
+        let outcome = match (
+            serde_json::from_str::<Notification>(&row.payload),
+            channel_spec(&channel),
+        ) {
+            (Ok(message), Ok(spec)) => self.notifier.deliver(&spec, &message).await,
+            (Err(e), _) => Err(format!("the stored message is unreadable: {e}")),
+            (_, Err(e)) => Err(format!("the stored channel is unreadable: {e}")),
         };
         let now = self.app.now_ms();
         Ok(Some(match outcome {

@@ -20,9 +20,7 @@ use facts::{clip, headline, text, Outgoing};
 
 use std::time::Duration;
 
-use shared_proto::notifications::{ChannelKind, Notification, WebhookFormat};
-
-use crate::store::ChannelRow;
+use shared_proto::notifications::{ChannelKind, ChannelSpec, Notification, WebhookFormat};
 
 /// How long one delivery may take before it counts as failed (and is retried).
 pub(crate) const SEND_TIMEOUT: Duration = Duration::from_secs(10);
@@ -131,16 +129,14 @@ impl Notifier {
     /// resend interval), in requests of at most 64 alerts' messages, as Prometheus batches.
     pub async fn resend_to_alertmanager(
         &self,
-        channel: &ChannelRow,
+        channel: &ChannelSpec,
         messages: &[Notification],
     ) -> Result<(), String> {
-        let options = crate::store::ChannelOptions::of(channel)
-            .map_err(|e| format!("the stored channel options are unreadable: {e}"))?;
         let url = channel.url.as_deref().ok_or("the channel has no url")?;
-        let headers = stored_headers(channel);
+        let headers = headers_of(channel);
         self.check_destination(url).await?;
         let instances: Vec<&str> = std::iter::once(url)
-            .chain(options.urls.iter().map(String::as_str))
+            .chain(channel.urls.iter().map(String::as_str))
             .collect();
         for chunk in messages.chunks(64) {
             let chunk: Vec<&Notification> = chunk.iter().collect();
@@ -161,25 +157,22 @@ impl Notifier {
     /// Delivers `message` to `channel`; the error says what the receiver or the network did.
     pub async fn deliver(
         &self,
-        channel: &ChannelRow,
+        channel: &ChannelSpec,
         message: &Notification,
     ) -> Result<(), String> {
-        let kind = ChannelKind::parse(&channel.kind)
-            .ok_or_else(|| format!("the stored channel kind `{}` is unknown", channel.kind))?;
+        let kind = channel.kind;
         let url = channel
             .url
             .as_deref()
             .or(kind.default_url())
             .ok_or_else(|| "the channel has no url".to_string())?;
-        let options = crate::store::ChannelOptions::of(channel)
-            .map_err(|e| format!("the stored channel options are unreadable: {e}"))?;
-        let headers = stored_headers(channel);
+        let headers = headers_of(channel);
         let sending = async {
             self.check_destination(url).await?;
             match kind {
                 ChannelKind::Webhook => {
                     let json = "application/json";
-                    let (body, content_type) = match (&options.template, options.format) {
+                    let (body, content_type) = match (&channel.template, channel.format) {
                         (Some(template), _) => {
                             let facts = Facts::of(message, self.public_url.as_deref());
                             let body = template::render(template, message, &facts)?;
@@ -210,25 +203,23 @@ impl Notifier {
                 }
                 ChannelKind::Alertmanager => {
                     let instances: Vec<&str> = std::iter::once(url)
-                        .chain(options.urls.iter().map(String::as_str))
+                        .chain(channel.urls.iter().map(String::as_str))
                         .collect();
                     self.to_alertmanagers(&instances, &[message], &headers)
                         .await
                 }
                 ChannelKind::Email => {
-                    let to: Vec<String> =
-                        serde_json::from_str(&channel.email_to).unwrap_or_default();
                     email::send(
                         &self.destinations,
                         url,
-                        channel.email_from.as_deref().unwrap_or_default(),
-                        &to,
+                        channel.from.as_deref().unwrap_or_default(),
+                        &channel.to,
                         message,
                     )
                     .await
                 }
                 _ => {
-                    let requests = self.requests(kind, url, channel, &options, message)?;
+                    let requests = self.requests(kind, url, channel, message)?;
                     self.send_all(requests, message, &headers).await
                 }
             }
@@ -244,8 +235,7 @@ impl Notifier {
         &self,
         kind: ChannelKind,
         url: &str,
-        channel: &ChannelRow,
-        options: &crate::store::ChannelOptions,
+        channel: &ChannelSpec,
         message: &Notification,
     ) -> Result<Vec<Outgoing>, String> {
         let facts = Facts::of(message, self.public_url.as_deref());
@@ -261,20 +251,20 @@ impl Notifier {
             ChannelKind::Teams => vec![chat::teams(url, message, &facts)],
             ChannelKind::Discord => vec![chat::discord(url, message, &facts)],
             ChannelKind::Telegram => {
-                let chat = options
+                let chat = channel
                     .chat_id
                     .as_deref()
                     .ok_or("the channel has no chat_id")?;
                 vec![chat::telegram(url, secret()?, chat, message, &facts)]
             }
             ChannelKind::Ntfy => {
-                let topic = options.topic.as_deref().ok_or("the channel has no topic")?;
+                let topic = channel.topic.as_deref().ok_or("the channel has no topic")?;
                 let token = channel.secret.as_deref();
                 vec![push::ntfy(url, topic, token, message, &facts)]
             }
             ChannelKind::Gotify => vec![push::gotify(url, secret()?, message, &facts)],
             ChannelKind::Pushover => {
-                let user = options
+                let user = channel
                     .user_key
                     .as_deref()
                     .ok_or("the channel has no user_key")?;
@@ -318,10 +308,11 @@ impl Notifier {
     }
 }
 
-/// A channel's extra HTTP headers, as stored.
-fn stored_headers(channel: &ChannelRow) -> Vec<(String, String)> {
-    serde_json::from_str::<std::collections::BTreeMap<String, String>>(&channel.headers)
-        .unwrap_or_default()
-        .into_iter()
+/// A channel's extra HTTP headers.
+fn headers_of(channel: &ChannelSpec) -> Vec<(String, String)> {
+    channel
+        .headers
+        .iter()
+        .map(|(name, value)| (name.clone(), value.clone()))
         .collect()
 }

@@ -157,7 +157,10 @@ impl Channels {
             dependency: None,
             dependents: None,
         };
-        let outcome = self.notifier.deliver(&channel, &message).await;
+        let outcome = match channel_spec(&channel) {
+            Ok(spec) => self.notifier.deliver(&spec, &message).await,
+            Err(e) => Err(format!("the stored channel is unreadable: {e}")),
+        };
         Ok(ChannelTestResult {
             delivered: outcome.is_ok(),
             error: outcome.err(),
@@ -238,7 +241,7 @@ fn channel_row(id: Uuid, spec: &ChannelSpec, created_at: i64, updated_at: i64) -
     }
 }
 
-fn channel_spec(row: &ChannelRow) -> anyhow::Result<ChannelSpec> {
+pub(crate) fn channel_spec(row: &ChannelRow) -> anyhow::Result<ChannelSpec> {
     let options = ChannelOptions::of(row)?;
     Ok(ChannelSpec {
         name: row.name.clone(),
