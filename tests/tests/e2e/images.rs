@@ -111,6 +111,14 @@ async fn create_monitor(http: &reqwest::Client, url: &str, spec: Value) -> anyho
     Ok(body["id"].as_str().context("id")?.to_string())
 }
 
+/// An `http` check of central's health from the agents of `region` (central is on the pod's
+/// localhost).
+fn health_check(region: &str) -> Value {
+    json!({"name": format!("central's health from {region}"), "kind": "http",
+        "target": "http://127.0.0.1:8080/healthz", "interval_ms": 5000, "timeout_ms": 1000,
+        "poller_mode": "grouped", "poller_region": region})
+}
+
 /// Waits until `monitor` has an `up` result from the poller `poller_id` checked after `after`.
 async fn up_from(
     http: &reqwest::Client,
@@ -278,14 +286,7 @@ async fn the_images_run_a_fleet_as_the_compose_file_sets_it_up() -> anyhow::Resu
             "poller_region": "eu-west", "settings": {"count": 1}}),
     )
     .await?;
-    let http_check = create_monitor(
-        &http,
-        &url,
-        json!({"name": "central's health", "kind": "http",
-            "target": "http://127.0.0.1:8080/healthz", "interval_ms": 5000,
-            "timeout_ms": 1000, "poller_mode": "grouped", "poller_region": "us-east"}),
-    )
-    .await?;
+    let http_check = create_monitor(&http, &url, health_check("us-east")).await?;
     let start = Utc::now();
     up_from(&http, &url, &icmp, &eu, start).await?;
     up_from(&http, &url, &http_check, &us, start).await?;
@@ -336,15 +337,8 @@ async fn the_images_run_a_fleet_as_the_compose_file_sets_it_up() -> anyhow::Resu
         })
         .await?;
         assert_eq!(previous.2, "0.1.0", "{previous:?}");
-        let old_kind = create_monitor(
-            &http,
-            &url,
-            json!({"name": "central's health from the previous agent", "kind": "http",
-                "target": "http://127.0.0.1:8080/healthz", "interval_ms": 5000,
-                "timeout_ms": 1000, "poller_mode": "grouped", "poller_region": "ap-south"}),
-        )
-        .await?;
-        up_from(&http, &url, &old_kind, &previous.1, start).await?;
+        let from_previous = create_monitor(&http, &url, health_check("ap-south")).await?;
+        up_from(&http, &url, &from_previous, &previous.1, start).await?;
     }
     Ok(())
 }
