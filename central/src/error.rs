@@ -1,5 +1,7 @@
-//! The one error type of central's HTTP boundary, and its mapping to responses: the
-//! services' errors (`ServiceError`) become these here and nowhere else.
+//! The one error type of central's HTTP boundary, and its mapping to responses: a service's
+//! error (`ServiceError`, which handlers use for their own refusals too) or one only HTTP
+//! has (a body too large, a request too slow, the request cap). How each reads over HTTP
+//! (status, machine code, `Retry-After`) is decided here and nowhere else.
 //!
 //! Every failure a client can cause is a 4xx with a machine code and a message that says
 //! what to fix. Only faults of central itself (its database, a bug) become 5xx, and those
@@ -14,36 +16,10 @@ use crate::service::error::ServiceError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
-    #[error("{0}")]
-    Validation(#[from] ValidationError),
-    #[error("{message}")]
-    BadRequest { code: &'static str, message: String },
-    #[error("{0}")]
-    Unauthorized(String),
-    #[error("{0}")]
-    Forbidden(String),
-    /// Valid credentials, but what they grant does not cover the request (a registration
-    /// token's region or capabilities): 403 with a code that says which limit.
-    #[error("{message}")]
-    Refused { code: &'static str, message: String },
-    /// Valid credentials whose role is below the one the operation needs
-    /// (`service::access::required_role`).
-    #[error("this needs the {needed} role; {who} has the {has} role")]
-    RoleRequired {
-        needed: shared_proto::users::Role,
-        has: shared_proto::users::Role,
-        who: String,
-    },
-    /// The poller behind valid credentials was deleted: its agent should stop probing.
-    #[error("{0}")]
-    PollerDeleted(String),
-    /// The poller behind valid credentials is disabled: its agent should pause until enabled.
-    #[error("{0}")]
-    PollerDisabled(String),
-    #[error("{0}")]
-    NotFound(String),
-    #[error("{0}")]
-    Conflict(String),
+    /// What a service refused or failed at (handlers refuse in the same words).
+    #[error(transparent)]
+    Service(#[from] ServiceError),
+    /// A body over the request's limit.
     #[error("{0}")]
     PayloadTooLarge(String),
     #[error("{0}")]
@@ -53,119 +29,76 @@ pub enum ApiError {
     /// Not done within `CENTRAL_REQUEST_TIMEOUT` (a trickling body, mostly).
     #[error("{0}")]
     RequestTimeout(String),
-    #[error("{message}")]
-    TooManyRequests { message: String, retry_after: u64 },
     /// Central is at its request cap: shed, not queued.
     #[error("{message}")]
     Overloaded { message: String, retry_after: u64 },
     /// The poller API needs a client certificate (`CENTRAL_TLS_CLIENT_CA`) and none was shown.
     #[error("{0}")]
     ClientCertificateRequired(String),
-    /// PostgreSQL aborted a write of this request as a conflict with another writer, and it
-    /// stayed one through the store's tries (`store::is_conflict`): nothing is wrong with the
-    /// request, and the same request a moment later succeeds.
-    #[error("central's database aborted a write of this request as a conflict with another writer; retry it")]
-    WriteConflict(#[source] anyhow::Error),
-    /// The audit entry of a change could not be written ahead of it, so the change was not
-    /// made (`service::audit::Intent`).
-    #[error("the audit log cannot be written now, so nothing was changed; retry later")]
-    AuditUnavailable(#[source] anyhow::Error),
-    #[error("internal error")]
-    Internal(#[source] anyhow::Error),
 }
 
-/// A fault below the HTTP boundary: a write conflict PostgreSQL broke (`WriteConflict`), or
-/// central's own (`Internal`).
-impl From<anyhow::Error> for ApiError {
-    fn from(error: anyhow::Error) -> Self {
-        if crate::store::is_conflict(&error) {
-            ApiError::WriteConflict(error)
-        } else {
-            ApiError::Internal(error)
-        }
+impl From<ValidationError> for ApiError {
+    fn from(error: ValidationError) -> Self {
+        ServiceError::Validation(error).into()
     }
 }
 
-/// How each of the services' errors reads over HTTP: the one place that decides it.
-impl From<ServiceError> for ApiError {
-    fn from(error: ServiceError) -> Self {
-        match error {
-            ServiceError::Validation(e) => ApiError::Validation(e),
-            ServiceError::Invalid { code, message } => ApiError::BadRequest { code, message },
-            ServiceError::Unauthorized(m) => ApiError::Unauthorized(m),
-            ServiceError::Forbidden(m) => ApiError::Forbidden(m),
-            ServiceError::Refused { code, message } => ApiError::Refused { code, message },
-            ServiceError::RoleRequired { needed, has, who } => {
-                ApiError::RoleRequired { needed, has, who }
-            }
-            ServiceError::PollerDeleted(m) => ApiError::PollerDeleted(m),
-            ServiceError::PollerDisabled(m) => ApiError::PollerDisabled(m),
-            ServiceError::NotFound(m) => ApiError::NotFound(m),
-            ServiceError::Conflict(m) => ApiError::Conflict(m),
-            ServiceError::TooLarge(m) => ApiError::PayloadTooLarge(m),
-            ServiceError::RateLimited {
-                message,
-                retry_after,
-            } => ApiError::TooManyRequests {
-                message,
-                retry_after,
-            },
-            ServiceError::Busy {
-                message,
-                retry_after,
-            } => ApiError::Overloaded {
-                message,
-                retry_after,
-            },
-            ServiceError::WriteConflict(cause) => ApiError::WriteConflict(cause),
-            ServiceError::AuditUnavailable(cause) => ApiError::AuditUnavailable(cause),
-            ServiceError::Internal(cause) => ApiError::Internal(cause),
-        }
+/// A fault below the HTTP boundary: a write conflict PostgreSQL broke, or central's own.
+impl From<anyhow::Error> for ApiError {
+    fn from(error: anyhow::Error) -> Self {
+        ServiceError::from(error).into()
     }
 }
 
 impl ApiError {
     pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
-        ApiError::BadRequest {
-            code,
-            message: message.into(),
-        }
+        ServiceError::invalid(code, message).into()
     }
 
+    /// How each error reads over HTTP: the one place that decides it.
     pub(crate) fn status_and_code(&self) -> (StatusCode, &'static str) {
         match self {
-            ApiError::Validation(e) => match e.rule {
-                Rule::Field => (StatusCode::BAD_REQUEST, "invalid_field"),
-                // 400 is kept for what the OpenAPI document's schemas state; what they cannot
-                // state (a rule between fields, an id that names nothing) is 422, so a client
-                // or fuzzer can tell a request that breaks the schema from one that does not.
-                Rule::Combination => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_combination"),
-                Rule::Reference => (StatusCode::UNPROCESSABLE_ENTITY, "unknown_reference"),
-                Rule::Value => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_value"),
+            ApiError::Service(error) => match error {
+                ServiceError::Validation(e) => match e.rule {
+                    Rule::Field => (StatusCode::BAD_REQUEST, "invalid_field"),
+                    // 400 is kept for what the OpenAPI document's schemas state; what they
+                    // cannot state (a rule between fields, an id that names nothing) is 422,
+                    // so a client or fuzzer can tell a request that breaks the schema from
+                    // one that does not.
+                    Rule::Combination => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_combination"),
+                    Rule::Reference => (StatusCode::UNPROCESSABLE_ENTITY, "unknown_reference"),
+                    Rule::Value => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_value"),
+                },
+                ServiceError::Invalid { code, .. } => (StatusCode::BAD_REQUEST, code),
+                ServiceError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
+                ServiceError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
+                ServiceError::Refused { code, .. } => (StatusCode::FORBIDDEN, code),
+                ServiceError::RoleRequired { .. } => (StatusCode::FORBIDDEN, "role_required"),
+                ServiceError::PollerDeleted(_) => (StatusCode::UNAUTHORIZED, "poller_deleted"),
+                ServiceError::PollerDisabled(_) => (StatusCode::FORBIDDEN, "poller_disabled"),
+                ServiceError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+                ServiceError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
+                ServiceError::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
+                ServiceError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
+                ServiceError::Busy { .. } => (StatusCode::SERVICE_UNAVAILABLE, "overloaded"),
+                ServiceError::WriteConflict(_) => {
+                    (StatusCode::SERVICE_UNAVAILABLE, "write_conflict")
+                }
+                ServiceError::AuditUnavailable(_) => {
+                    (StatusCode::SERVICE_UNAVAILABLE, "audit_unavailable")
+                }
+                ServiceError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
             },
-            ApiError::BadRequest { code, .. } => (StatusCode::BAD_REQUEST, code),
-            ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
-            ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
-            ApiError::Refused { code, .. } => (StatusCode::FORBIDDEN, code),
-            ApiError::RoleRequired { .. } => (StatusCode::FORBIDDEN, "role_required"),
-            ApiError::PollerDeleted(_) => (StatusCode::UNAUTHORIZED, "poller_deleted"),
-            ApiError::PollerDisabled(_) => (StatusCode::FORBIDDEN, "poller_disabled"),
-            ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
-            ApiError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
             ApiError::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
             ApiError::UnsupportedMediaType(_) => {
                 (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
             }
             ApiError::MethodNotAllowed(_) => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             ApiError::RequestTimeout(_) => (StatusCode::REQUEST_TIMEOUT, "request_timeout"),
-            ApiError::TooManyRequests { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
             ApiError::Overloaded { .. } => (StatusCode::SERVICE_UNAVAILABLE, "overloaded"),
             ApiError::ClientCertificateRequired(_) => {
                 (StatusCode::UNAUTHORIZED, "client_certificate_required")
             }
-            ApiError::WriteConflict(_) => (StatusCode::SERVICE_UNAVAILABLE, "write_conflict"),
-            ApiError::AuditUnavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "audit_unavailable"),
-            ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }
 }
@@ -180,16 +113,18 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, code) = self.status_and_code();
         let message = match &self {
-            ApiError::Validation(e) => format!("`{}` {}", e.field, e.message),
-            ApiError::Internal(cause) => {
+            ApiError::Service(ServiceError::Validation(e)) => {
+                format!("`{}` {}", e.field, e.message)
+            }
+            ApiError::Service(ServiceError::Internal(cause)) => {
                 tracing::error!("internal error: {cause:#}");
                 "central could not complete the request; it has been logged, retry later".into()
             }
-            ApiError::WriteConflict(cause) => {
+            ApiError::Service(ServiceError::WriteConflict(cause)) => {
                 tracing::warn!("a write conflict outlasted its tries: {cause:#}");
                 self.to_string()
             }
-            ApiError::AuditUnavailable(cause) => {
+            ApiError::Service(ServiceError::AuditUnavailable(cause)) => {
                 tracing::error!(
                     "a change was refused: its audit entry could not be written: {cause:#}"
                 );
@@ -203,11 +138,14 @@ impl IntoResponse for ApiError {
         };
         let mut response = (status, Json(body)).into_response();
         let retry_after = match self {
-            ApiError::TooManyRequests { retry_after, .. }
+            ApiError::Service(
+                ServiceError::RateLimited { retry_after, .. }
+                | ServiceError::Busy { retry_after, .. },
+            )
             | ApiError::Overloaded { retry_after, .. } => Some(retry_after),
             // The other writer's transaction ends when this one is aborted.
-            ApiError::WriteConflict(_) => Some(1),
-            ApiError::AuditUnavailable(_) => Some(5),
+            ApiError::Service(ServiceError::WriteConflict(_)) => Some(1),
+            ApiError::Service(ServiceError::AuditUnavailable(_)) => Some(5),
             _ => None,
         };
         if let Some(retry_after) = retry_after {

@@ -22,6 +22,7 @@ use crate::server::client_addr::TrustedProxies;
 use crate::server::PeerAddr;
 use crate::service::access::Principal;
 use crate::service::audit::{FormOutcome, Subject};
+use crate::service::error::ServiceError;
 use crate::service::App;
 
 /// The largest answer kept as an entry's "after": a change answers with one object, which is
@@ -64,7 +65,7 @@ impl Recorder {
             .await
         {
             Ok(intent) => intent,
-            Err(e) => return ApiError::AuditUnavailable(e).into_response(),
+            Err(e) => return ApiError::Service(ServiceError::AuditUnavailable(e)).into_response(),
         };
         let response = next.run(request).await;
         let status = response.status();
@@ -94,9 +95,9 @@ impl Recorder {
                 // the client, which is told so.
                 Err(_) => {
                     self.app.complete_change(intent, subject, None).await;
-                    return ApiError::Internal(anyhow::anyhow!(
+                    return ApiError::Service(ServiceError::Internal(anyhow::anyhow!(
                         "a change's answer was over {MAX_RECORDED_ANSWER} bytes"
-                    ))
+                    )))
                     .into_response();
                 }
             }

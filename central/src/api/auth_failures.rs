@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::ApiError;
 use crate::service::buckets::Buckets;
+use crate::service::error::ServiceError;
 
 /// The key of the bucket everyone shares.
 const EVERYONE: IpAddr = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
@@ -214,10 +215,10 @@ impl AuthFailures {
 
 fn refusal(what: String, wait: Duration) -> ApiError {
     let seconds = wait.as_secs().max(1);
-    ApiError::TooManyRequests {
+    ApiError::Service(ServiceError::RateLimited {
         message: format!("{what}; retry in {seconds} s"),
         retry_after: seconds,
-    }
+    })
 }
 
 #[cfg(test)]
@@ -240,10 +241,10 @@ mod tests {
         assert!(
             matches!(
                 &refused,
-                ApiError::TooManyRequests {
+                ApiError::Service(ServiceError::RateLimited {
                     retry_after: 20,
                     ..
-                }
+                })
             ),
             "{refused:?}"
         );

@@ -14,6 +14,7 @@ use super::extract::bearer;
 use crate::error::ApiError;
 use crate::service::access::{required_role, Principal};
 use crate::service::api_keys;
+use crate::service::error::ServiceError;
 use crate::service::App;
 
 /// Where the settings API is nested: matched paths carry it, the policy's paths do not.
@@ -34,11 +35,11 @@ pub async fn authorize(State(app): State<Arc<App>>, mut request: Request, next: 
     let path = path.strip_prefix(SETTINGS_PREFIX).unwrap_or(path);
     let needed = required_role(request.method(), path);
     if !principal.may(needed) {
-        return ApiError::RoleRequired {
+        return ApiError::Service(ServiceError::RoleRequired {
             needed,
             has: principal.role,
             who: principal.describe(),
-        }
+        })
         .into_response();
     }
     request.extensions_mut().insert(principal);
@@ -51,15 +52,15 @@ async fn authenticate(app: &App, token: Result<String, ApiError>) -> Result<Prin
     if api_keys::is_api_key(token) {
         return match app.api_key_principal(token).await? {
             Some(principal) => Ok(principal),
-            None => Err(ApiError::Unauthorized(
+            None => Err(ApiError::Service(ServiceError::Unauthorized(
                 "this API key is unknown, revoked or expired, or its maker was removed".into(),
-            )),
+            ))),
         };
     }
     if app.verify_admin_token(token).await? {
         return Ok(Principal::admin_token());
     }
-    Err(ApiError::Unauthorized(
+    Err(ApiError::Service(ServiceError::Unauthorized(
         "admin token is wrong; use CENTRAL_ADMIN_TOKEN or the token printed on first start".into(),
-    ))
+    )))
 }

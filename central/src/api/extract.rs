@@ -12,6 +12,7 @@ use serde::Deserialize;
 use shared_proto::settings_api::{DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT};
 
 use crate::error::ApiError;
+use crate::service::error::ServiceError;
 use crate::service::App;
 use crate::store::{Cursor, PollerRow};
 
@@ -156,7 +157,9 @@ fn path_rejection(rejection: PathRejection) -> ApiError {
             _ => None,
         };
         if let Some(named) = named {
-            return ApiError::NotFound(format!("nothing has {named}: ids are UUIDs"));
+            return ApiError::Service(ServiceError::NotFound(format!(
+                "nothing has {named}: ids are UUIDs"
+            )));
         }
     }
     ApiError::bad_request("invalid_path", rejection.body_text())
@@ -198,7 +201,11 @@ pub(super) fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim)
-        .ok_or_else(|| ApiError::Unauthorized("send `Authorization: Bearer <token>`".into()))
+        .ok_or_else(|| {
+            ApiError::Service(ServiceError::Unauthorized(
+                "send `Authorization: Bearer <token>`".into(),
+            ))
+        })
 }
 
 /// Proof that the caller may read `/metrics` on the public listener.
@@ -212,18 +219,18 @@ impl FromRequestParts<Arc<App>> for Scraper {
         app: &Arc<App>,
     ) -> Result<Self, Self::Rejection> {
         let token = bearer(&parts.headers).map_err(|_| {
-            ApiError::Unauthorized(
+            ApiError::Service(ServiceError::Unauthorized(
                 "scrape /metrics with `Authorization: Bearer` and CENTRAL_METRICS_TOKEN (or the \
                  admin token), or on CENTRAL_METRICS_LISTEN"
                     .into(),
-            )
+            ))
         })?;
         if app.may_scrape(token).await? {
             Ok(Scraper)
         } else {
-            Err(ApiError::Unauthorized(
+            Err(ApiError::Service(ServiceError::Unauthorized(
                 "that is neither CENTRAL_METRICS_TOKEN nor the admin token".into(),
-            ))
+            )))
         }
     }
 }
@@ -345,7 +352,7 @@ mod tests {
         ] {
             let error = decode::<Counts>(body.as_bytes()).unwrap_err();
             assert!(
-                matches!(&error, ApiError::BadRequest { code: "invalid_body", message } if message.contains(field)),
+                matches!(&error, ApiError::Service(ServiceError::Invalid { code: "invalid_body", message }) if message.contains(field)),
                 "{body}: {error:?}"
             );
         }

@@ -35,6 +35,7 @@ use crate::config::ServeArgs;
 use crate::error::ApiError;
 use crate::server::client_addr::TrustedProxies;
 use crate::server::PeerAddr;
+use crate::service::error::ServiceError;
 use crate::service::App;
 
 /// Result uploads are the largest bodies: up to 5,000 results.
@@ -335,7 +336,10 @@ async fn with_central_version(mut response: Response) -> Response {
 }
 
 async fn not_found(uri: axum::http::Uri) -> ApiError {
-    ApiError::NotFound(format!("no such endpoint: {}", uri.path()))
+    ApiError::Service(ServiceError::NotFound(format!(
+        "no such endpoint: {}",
+        uri.path()
+    )))
 }
 
 async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {

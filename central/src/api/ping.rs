@@ -24,6 +24,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::server::client_addr::TrustedProxies;
 use crate::server::PeerAddr;
 use crate::service::buckets::Buckets;
+use crate::service::error::ServiceError;
 use crate::service::push::Ping;
 use crate::service::App;
 
@@ -102,7 +103,11 @@ async fn receive(
     method: Method,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<&'static str> {
-    let unknown = || ApiError::NotFound("no heartbeat monitor has this ping URL".into());
+    let unknown = || {
+        ApiError::Service(ServiceError::NotFound(
+            "no heartbeat monitor has this ping URL".into(),
+        ))
+    };
     if token.len() != TOKEN_LEN || !token.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(unknown());
     }
@@ -115,20 +120,20 @@ async fn receive(
         .expect("16 bytes of a 32-byte digest");
     if let Err(wait) = state.buckets.take(key, Instant::now()) {
         let seconds = wait.as_secs().max(1);
-        return Err(ApiError::TooManyRequests {
+        return Err(ApiError::Service(ServiceError::RateLimited {
             message: format!("this ping URL pings too often; retry in {seconds} s"),
             retry_after: seconds,
-        });
+        }));
     }
     let body = body.map_err(|e| match e.status() {
         StatusCode::PAYLOAD_TOO_LARGE => ApiError::PayloadTooLarge(format!(
             "a ping's body is at most {} KiB",
             PING_BODY_LIMIT / 1024
         )),
-        _ => ApiError::BadRequest {
+        _ => ApiError::Service(ServiceError::Invalid {
             code: "invalid_body",
             message: format!("the body could not be read: {e}"),
-        },
+        }),
     })?;
     let ping = Ping {
         kind,

@@ -15,6 +15,7 @@ use crate::error::ApiError;
 use crate::server::client_addr::{client_key, TrustedProxies};
 use crate::server::PeerAddr;
 use crate::service::buckets::Buckets;
+use crate::service::error::ServiceError;
 
 /// The rate limit of `register` and `token`.
 pub struct RateLimiter {
@@ -43,13 +44,13 @@ pub async fn limit(
     if let Some(peer) = peer {
         let ip = client_key(limiter.proxies.client_ip(peer, request.headers()));
         if let Err(wait) = limiter.buckets.take(ip, Instant::now()) {
-            return ApiError::TooManyRequests {
+            return ApiError::Service(ServiceError::RateLimited {
                 message: format!(
                     "too many registration or token requests from {ip}; retry in {} s",
                     wait.as_secs().max(1)
                 ),
                 retry_after: wait.as_secs().max(1),
-            }
+            })
             .into_response();
         }
     }

@@ -35,6 +35,7 @@ use axum::routing::{get, post};
 use axum::Router;
 
 use crate::error::ApiError;
+use crate::service::error::ServiceError;
 use crate::service::App;
 
 /// Forms are small; a monitor's settings JSON is the largest field.
@@ -169,16 +170,16 @@ impl IntoResponse for WebError {
             WebError::Api(error) => {
                 let (status, _) = error.status_and_code();
                 let message = match &error {
-                    ApiError::Internal(cause) => {
+                    ApiError::Service(ServiceError::Internal(cause)) => {
                         tracing::error!("internal error on the web page: {cause:#}");
                         "Central could not complete the request; it has been logged. Retry later."
                             .to_string()
                     }
-                    ApiError::WriteConflict(cause) => {
+                    ApiError::Service(ServiceError::WriteConflict(cause)) => {
                         tracing::warn!("a write conflict outlasted its tries on the web page: {cause:#}");
                         error.to_string()
                     }
-                    ApiError::Validation(e) => format!("`{}` {}", e.field, e.message),
+                    ApiError::Service(ServiceError::Validation(e)) => format!("`{}` {}", e.field, e.message),
                     other => other.to_string(),
                 };
                 layout::error_page(status, &message)

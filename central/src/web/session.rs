@@ -77,11 +77,13 @@ impl FromRequestParts<Arc<App>> for Session {
         let needed = required_role_on_page(&parts.method, path);
         let principal = &session.principal;
         if !principal.may(needed) {
-            return Err(WebError::Api(ApiError::RoleRequired {
-                needed,
-                has: principal.role,
-                who: principal.describe(),
-            }));
+            return Err(WebError::Api(ApiError::Service(
+                ServiceError::RoleRequired {
+                    needed,
+                    has: principal.role,
+                    who: principal.describe(),
+                },
+            )));
         }
         Ok(Session { secret, session })
     }
