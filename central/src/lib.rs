@@ -4,6 +4,9 @@
 //! `store` (all SQL). Background work (`duties`) goes through `service` as well; what replicas
 //! share besides the database is `cluster`'s.
 
+// No `unsafe` anywhere in central: the SQLite store has no borrowed handles (`store::direct`).
+#![forbid(unsafe_code)]
+
 pub mod api;
 pub mod cli;
 pub mod cluster;

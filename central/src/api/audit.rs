@@ -61,6 +61,7 @@ impl Recorder {
         // No change without its entry: written ahead, or the change is not made.
         let intent = match self
             .app
+            .audit_intents()
             .intend_change(&principal, address, &subject, before)
             .await
         {
@@ -70,7 +71,7 @@ impl Recorder {
         let response = next.run(request).await;
         let status = response.status();
         if !(status.is_success() || status.is_redirection()) {
-            self.app.abandon_change(intent).await;
+            self.app.audit_intents().abandon_change(intent).await;
             return response;
         }
         let mut subject = subject;
@@ -79,7 +80,10 @@ impl Recorder {
             Some(FormOutcome::Tested(spec)) => {
                 subject.action = "test".into();
                 let spec = spec.clone();
-                self.app.complete_change(intent, subject, Some(spec)).await;
+                self.app
+                    .audit_intents()
+                    .complete_change(intent, subject, Some(spec))
+                    .await;
                 return response;
             }
             None => {}
@@ -94,7 +98,10 @@ impl Recorder {
                 // Too large to keep: the change stands and is recorded; its answer is lost to
                 // the client, which is told so.
                 Err(_) => {
-                    self.app.complete_change(intent, subject, None).await;
+                    self.app
+                        .audit_intents()
+                        .complete_change(intent, subject, None)
+                        .await;
                     return ApiError::Service(ServiceError::Internal(anyhow::anyhow!(
                         "a change's answer was over {MAX_RECORDED_ANSWER} bytes"
                     )))
@@ -104,7 +111,10 @@ impl Recorder {
         } else {
             (response, self.app.audit_view(&subject).await)
         };
-        self.app.complete_change(intent, subject, after).await;
+        self.app
+            .audit_intents()
+            .complete_change(intent, subject, after)
+            .await;
         response
     }
 }

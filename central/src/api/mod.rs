@@ -19,6 +19,7 @@ mod pools;
 pub use pools::LongPolls;
 mod rate_limit;
 mod settings;
+mod status_pages;
 mod tagged;
 mod users;
 
@@ -220,6 +221,16 @@ pub fn router(app: Arc<App>, options: &HttpOptions, long_polls: Arc<pools::LongP
                 .delete(maintenance::delete_window),
         )
         .route("/monitors/{id}/mute", post(maintenance::mute_monitor))
+        .route(
+            "/status-pages",
+            post(status_pages::create_page).get(status_pages::list_pages),
+        )
+        .route(
+            "/status-pages/{id}",
+            get(status_pages::get_page)
+                .patch(status_pages::update_page)
+                .delete(status_pages::delete_page),
+        )
         .route("/monitors/{id}/ping-url", post(ping::new_ping_url))
         .route("/monitors/{id}/pings", get(ping::list_pings))
         .route("/users", post(users::create_user).get(users::list_users))

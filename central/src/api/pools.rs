@@ -13,6 +13,10 @@
 //!   sending slow bodies, through as many keys as they make, cannot take the admins' places;
 //! - `ping`: heartbeat monitors' pings (`/ping/...`), whose only credential is their URL, with
 //!   at most an eighth of the pool per client: a flood of pings takes no login's place;
+//! - `public`: status pages' visitors (`/status/...`, and badges, `/badge/...`), whose pages are one shared rendering
+//!   each (`web::status_pages`), with no cap per client (a rush is many people, often behind
+//!   one proxy), so that a rush on a status page takes no place of an agent, an operator, a
+//!   ping or a login;
 //! - `unauthenticated`: everything else (logging in, whatever credentials come with it;
 //!   registering an agent, bad or missing credentials, the login page and its assets), with
 //!   at most an eighth of the pool per client (an address or IPv6 /64, through
@@ -76,6 +80,7 @@ pub enum Pool {
     Refresh,
     Operator,
     Ping,
+    Public,
     Unauthenticated,
 }
 
@@ -86,6 +91,7 @@ impl Pool {
             Pool::Refresh => "refresh",
             Pool::Operator => "operator",
             Pool::Ping => "ping",
+            Pool::Public => "public",
             Pool::Unauthenticated => "unauthenticated",
         }
     }
@@ -99,6 +105,8 @@ pub struct Pools {
     refresh: Places,
     unauthenticated: Places,
     ping: Places,
+    /// Status pages' visitors: a count only, no cap per client.
+    public: Arc<Semaphore>,
     proxies: TrustedProxies,
     deadline: Duration,
     failures: AuthFailures,
@@ -137,6 +145,7 @@ impl Pools {
             refresh: Places::new(unauthenticated, (unauthenticated / 8).max(1)),
             unauthenticated: Places::new(unauthenticated, (unauthenticated / 8).max(1)),
             ping: Places::new(unauthenticated, (unauthenticated / 8).max(1)),
+            public: Arc::new(Semaphore::new(unauthenticated)),
             proxies,
             deadline,
             failures,
@@ -154,6 +163,11 @@ impl Pools {
         let path = request.uri().path();
         if path.starts_with(PING_PREFIX) {
             return pool(Pool::Ping);
+        }
+        if path.starts_with(crate::web::status_pages::PREFIX)
+            || path.starts_with(crate::web::badges::PREFIX)
+        {
+            return pool(Pool::Public);
         }
         // Logging in, by password or single sign-on, and registering an agent, whatever
         // credentials come along: what they check is in the body or the provider's answer.
@@ -212,6 +226,7 @@ impl Pools {
             Pool::Refresh => self.refresh.take(client).ok().map(Held::Place),
             Pool::Unauthenticated => self.unauthenticated.take(client).ok().map(Held::Place),
             Pool::Ping => self.ping.take(client).ok().map(Held::Place),
+            Pool::Public => self.public.clone().try_acquire_owned().ok().map(Held::Slot),
         }
     }
 }
@@ -237,7 +252,7 @@ pub async fn admit(State(pools): State<Arc<Pools>>, request: Request, next: Next
     }
     let place_for = match pool {
         Pool::Unauthenticated | Pool::Ping | Pool::Refresh => client,
-        Pool::Poller | Pool::Operator => None,
+        Pool::Poller | Pool::Operator | Pool::Public => None,
     };
     let Some(_held) = pools.take(&chosen, place_for) else {
         pools

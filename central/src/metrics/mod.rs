@@ -58,8 +58,8 @@ impl Metrics {
         );
         registry.register(
             "requests_shed",
-            "Requests answered 503 because their pool was full, by pool (poller, operator, \
-             unauthenticated)",
+            "Requests answered 503 because their pool was full, by pool (poller, refresh, \
+             operator, ping, public, unauthenticated)",
             requests_shed.clone(),
         );
         registry.register(

@@ -46,7 +46,7 @@ const PAGE_KINDS: [(&str, &str); 8] = [
 ];
 
 /// The settings API's collections that changes are made to.
-pub(super) const API_KINDS: [&str; 10] = [
+pub(super) const API_KINDS: [&str; 11] = [
     "managed-objects",
     "registration-tokens",
     "pollers",
@@ -54,6 +54,7 @@ pub(super) const API_KINDS: [&str; 10] = [
     "notification-channels",
     "dependency-aliases",
     "maintenance-windows",
+    "status-pages",
     "users",
     "api-keys",
     "commands",
@@ -267,6 +268,7 @@ impl App {
                 serde_json::to_value(self.maintenance().get_window(id).await.ok()?)
             }
             "pollers" => serde_json::to_value(self.get_poller(id).await.ok()?),
+            "status-pages" => serde_json::to_value(self.status_pages().get_page(id).await.ok()?),
             "users" => serde_json::to_value(self.users().get_user(id).await.ok()?),
             _ => return None,
         };
@@ -366,36 +368,18 @@ impl App {
         before: Option<String>,
         after: Option<String>,
     ) {
-        let mut row = self.new_row(actor, address, action, object_kind, object_id, before);
+        let mut row = new_row(
+            self.now_ms(),
+            actor,
+            address,
+            action,
+            object_kind,
+            object_id,
+            before,
+        );
         row.after = after;
         if let Err(e) = self.store.insert_audit(&row).await {
             tracing::error!(action = %row.action, object = %row.object_kind, "the audit log could not be written: {e:#}");
-        }
-    }
-
-    /// An entry made now, with a fresh id, without its "after".
-    pub(super) fn new_row(
-        &self,
-        (actor_kind, actor_id, actor_user_id, actor_name): EntryActor,
-        address: Option<String>,
-        action: String,
-        object_kind: &str,
-        object_id: Option<String>,
-        before: Option<String>,
-    ) -> AuditRow {
-        AuditRow {
-            id: Uuid::now_v7().to_string(),
-            at: self.now_ms(),
-            actor_kind: actor_kind.into(),
-            actor_id,
-            actor_user_id,
-            actor_name,
-            address,
-            action,
-            object_kind: object_kind.into(),
-            object_id,
-            before,
-            after: None,
         }
     }
 
@@ -444,6 +428,32 @@ fn entry_of(row: &AuditRow) -> AuditEntry {
         },
         before: json(&row.before),
         after: json(&row.after),
+    }
+}
+
+/// An entry made at `at`, with a fresh id, without its "after".
+pub(super) fn new_row(
+    at: i64,
+    (actor_kind, actor_id, actor_user_id, actor_name): EntryActor,
+    address: Option<String>,
+    action: String,
+    object_kind: &str,
+    object_id: Option<String>,
+    before: Option<String>,
+) -> AuditRow {
+    AuditRow {
+        id: Uuid::now_v7().to_string(),
+        at,
+        actor_kind: actor_kind.into(),
+        actor_id,
+        actor_user_id,
+        actor_name,
+        address,
+        action,
+        object_kind: object_kind.into(),
+        object_id,
+        before,
+        after: None,
     }
 }
 

@@ -20,8 +20,12 @@ use serde_json::Value;
 
 use super::access::Principal;
 use super::audit::{actor_of, redacted, Subject};
+use std::sync::Arc;
+
+use super::audit::new_row;
+use super::clock::Clock;
 use super::App;
-use crate::store::AuditRow;
+use crate::store::{AuditRow, Store};
 
 /// How old an intent must be before upkeep finishes it: far longer than a change takes.
 pub const STALE_AFTER: Duration = Duration::from_secs(10 * 60);
@@ -35,7 +39,24 @@ pub struct Intent {
     row: AuditRow,
 }
 
+/// The intents' service: a change's entry written ahead, then finished or forgotten.
+#[derive(Clone)]
+pub struct AuditIntents {
+    store: Arc<Store>,
+    clock: Clock,
+}
+
 impl App {
+    /// The audit intents' service, on this central's store and clock.
+    pub fn audit_intents(&self) -> AuditIntents {
+        AuditIntents {
+            store: self.store.clone(),
+            clock: self.clock.clone(),
+        }
+    }
+}
+
+impl AuditIntents {
     /// Writes the entry of a change about to be made by `principal`; the change may run only
     /// when this succeeds.
     pub async fn intend_change(
@@ -45,7 +66,8 @@ impl App {
         subject: &Subject,
         before: Option<Value>,
     ) -> anyhow::Result<Intent> {
-        let row = self.new_row(
+        let row = new_row(
+            self.clock.now_ms(),
             actor_of(principal),
             address,
             subject.action.clone(),
@@ -85,7 +107,9 @@ impl App {
             tracing::warn!("a refused change's audit intent could not be forgotten; upkeep judges it later: {e:#}");
         }
     }
+}
 
+impl App {
     /// Writes the intents left behind (older than `STALE_AFTER`) to the log as unconfirmed,
     /// a round at a time; says how many.
     pub async fn finish_stale_intents(&self) -> anyhow::Result<usize> {

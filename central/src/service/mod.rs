@@ -41,6 +41,7 @@ pub mod scrape;
 pub mod sessions;
 pub mod sso;
 pub mod status;
+pub mod status_pages;
 pub mod statuses;
 pub mod tagged;
 pub mod tokens;

@@ -1,132 +1,74 @@
-//! A transaction run directly on SQLite's writing connection, as one blocking call: ingest's.
+//! Ingest's transaction on SQLite, run with `rusqlite` on a writing connection of its own, as
+//! one blocking call. Owns that connection and the statements it keeps prepared; the SQL
+//! stays in its modules, shared with sqlx's path (`statements`).
 //!
 //! sqlx-sqlite runs each statement on a worker thread of the connection's own, and hands it
-//! over and its answer back as messages; ingest's transaction was about fifteen statements per
-//! upload (more now: a statement per row, `statements`), each such a hand-off (a context switch and a futex wake on each side). So ingest
-//! runs its statements with `rusqlite` on the same connection, one blocking call per upload,
-//! while it holds that connection out of sqlx's pool (at 100,000 monitors and 1,667 results a
-//! second: central's steady CPU 39 → 33 % of a core, docs/benchmarks.md). The same
-//! connection, so that its page cache stays warm (`Store::writer`): SQLite drops a
-//! connection's cache whenever another connection has written.
+//! over and its answer back as messages; ingest's transaction is a few dozen statements per
+//! upload (a statement per row, `statements`), each such a hand-off (a context switch and a
+//! futex wake on each side). So ingest runs its statements with `rusqlite`, one blocking call
+//! per upload (at 100,000 monitors and 1,667 results a second: central's steady CPU 39 → 33 %
+//! of a core, docs/benchmarks.md).
 //!
-//! sqlx's `Any` driver does not lend a connection's handle, so every SQLite connection central
-//! opens gets a function that returns its own (`central_connection_handle()`, registered by an
-//! automatic extension, `install`). Owns only that lending; the SQL stays in its modules,
-//! shared with sqlx's path (`statements`).
+//! The connection is central's own, opened on the database file like `gauges`' reader: no
+//! handle borrowed from sqlx, no FFI, no `unsafe`. While ingest writes on it, it holds sqlx's
+//! one writing connection out of its pool (`Store::writer`), so the two never write at once
+//! whatever lock a caller took.
 
-use std::os::raw::{c_char, c_int};
+use std::path::Path;
 use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
 
-use rusqlite::ffi;
+use rusqlite::OpenFlags;
 use sqlx::pool::PoolConnection;
 use sqlx::Any;
 
-/// The SQL function that returns the connection's own handle (an address).
-const HANDLE_FUNCTION: &std::ffi::CStr = c"central_connection_handle";
+use super::sqlite::{CONNECTION_PRAGMAS, WRITER_CACHE_KIB};
 
-/// Registers `HANDLE_FUNCTION` on every SQLite connection opened from now on in this process
-/// (SQLite's automatic extensions; registering it again does nothing).
-pub(super) fn install() -> anyhow::Result<()> {
-    // Safety: the extension opens no database, closes none and registers no extension.
-    unsafe { rusqlite::auto_extension::register_auto_extension(register_on) }?;
-    Ok(())
-}
-
-/// The automatic extension: adds `HANDLE_FUNCTION` to the connection being opened. Only
-/// central's own statements can call it: `SQLITE_DIRECTONLY` keeps it out of triggers and
-/// views, which a database file could otherwise bring.
-unsafe extern "C" fn register_on(
-    db: *mut ffi::sqlite3,
-    _error: *mut *mut c_char,
-    _api: *const ffi::sqlite3_api_routines,
-) -> c_int {
-    ffi::sqlite3_create_function_v2(
-        db,
-        HANDLE_FUNCTION.as_ptr(),
-        0,
-        ffi::SQLITE_UTF8 | ffi::SQLITE_DIRECTONLY,
-        std::ptr::null_mut(),
-        Some(handle_of),
-        None,
-        None,
-        None,
-    )
-}
-
-unsafe extern "C" fn handle_of(
-    context: *mut ffi::sqlite3_context,
-    _argc: c_int,
-    _argv: *mut *mut ffi::sqlite3_value,
-) {
-    let db = ffi::sqlite3_context_db_handle(context);
-    ffi::sqlite3_result_int64(context, db as usize as i64);
-}
-
-/// The writing connection as `rusqlite` sees it, kept from one transaction to the next with
-/// the statements it prepared: preparing ingest's dozen statements again for every upload was
-/// a fourteenth of central's CPU at 1,667 results a second (`perf`, 20,000 monitors).
-///
-/// The statements live on the writer's connection between transactions, reset, which SQLite
-/// allows beside the statements sqlx prepares on it. A connection with statements left cannot
-/// be closed (`sqlite3_close` answers `SQLITE_BUSY`, which sqlx reports as a panic of its
-/// worker thread), so the `Store` drops this before its pools. sqlx never retires the writer
-/// while central runs (no lifetime, no idle timeout, no ping before use); were it replaced
-/// anyway, its handle's address would differ from the one kept here (the old connection could
-/// not be freed while this held statements on it), and these would be dropped for the new one.
+/// Ingest's writing connection, opened at its first transaction and kept from one to the next
+/// with the statements it prepared: preparing ingest's dozen statements again for every upload
+/// was a fourteenth of central's CPU at 1,667 results a second (`perf`, 20,000 monitors).
 #[derive(Default)]
-pub(super) struct Lent(Mutex<Option<LentConnection>>);
+pub(super) struct IngestWriter(Mutex<Option<rusqlite::Connection>>);
 
-struct LentConnection {
-    address: i64,
-    db: rusqlite::Connection,
-}
-
-/// How many of its statements the lent connection keeps: ingest's, with room for the few
-/// shapes whose text varies with the batch (a late result's lookups).
+/// How many of its statements the connection keeps: ingest's, with room for the few shapes
+/// whose text varies with the batch (a late result's lookups).
 const KEPT_STATEMENTS: usize = 64;
 
-impl Lent {
-    /// Runs `work` in one `IMMEDIATE` transaction directly on `connection` (the writing
-    /// connection, held out of its pool by the caller), committed if `work` returns `Ok` and
-    /// rolled back otherwise. Blocks the calling thread for the transaction; on a
-    /// multi-threaded runtime the thread's other tasks move to the other workers meanwhile.
+/// Opens the database `file` for writing, with the pragmas every connection of central's runs
+/// with and the writer's page cache.
+fn open(file: &Path) -> anyhow::Result<rusqlite::Connection> {
+    let db = rusqlite::Connection::open_with_flags(
+        file,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    db.execute_batch(CONNECTION_PRAGMAS)?;
+    db.execute_batch(&format!("PRAGMA cache_size = -{WRITER_CACHE_KIB};"))?;
+    db.busy_timeout(Duration::from_secs(10))?;
+    db.set_prepared_statement_cache_capacity(KEPT_STATEMENTS);
+    Ok(db)
+}
+
+impl IngestWriter {
+    /// Runs `work` in one `IMMEDIATE` transaction on the connection to `file`, committed if
+    /// `work` returns `Ok` and rolled back otherwise, while `writer` (sqlx's writing
+    /// connection, held out of its pool by the caller) stays unused. Blocks the calling thread
+    /// for the transaction; on a multi-threaded runtime the thread's other tasks move to the
+    /// other workers meanwhile.
     pub(super) async fn transaction<T>(
         &self,
-        connection: &mut PoolConnection<Any>,
+        file: &Path,
+        _writer: &mut PoolConnection<Any>,
         work: impl FnOnce(&rusqlite::Transaction<'_>) -> anyhow::Result<T>,
     ) -> anyhow::Result<T> {
-        let address: i64 = sqlx::query_scalar(&format!(
-            "SELECT {}()",
-            HANDLE_FUNCTION.to_str().expect("ASCII")
-        ))
-        .fetch_one(&mut **connection)
-        .await?;
-        // Safety, for every use of the handle below (creating the rusqlite connection on it,
-        // and running its statements, kept or new): the handle is `connection`'s, which the
-        // caller holds out of the pool for this whole call, so it stays open, and sqlx's worker
-        // thread, which only touches it to run a statement sent to it, runs none meanwhile:
-        // one thread uses the connection at a time, as SQLite's multi-thread mode (sqlx opens
-        // connections `NOMUTEX`) asks. The rusqlite connection does not own the handle:
-        // dropping it finalizes its statements and closes nothing.
         let run = || {
-            let mut lent = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-            if lent.as_ref().is_some_and(|l| l.address != address) {
-                *lent = None;
-            }
-            let lent = match &mut *lent {
-                Some(lent) => lent,
-                None => {
-                    let db =
-                        unsafe { rusqlite::Connection::from_handle(address as usize as *mut _) }?;
-                    db.set_prepared_statement_cache_capacity(KEPT_STATEMENTS);
-                    lent.insert(LentConnection { address, db })
-                }
+            let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            let db = match &mut *kept {
+                Some(db) => db,
+                None => kept.insert(open(file)?),
             };
-            let tx = lent
-                .db
-                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            // Dropped on an error or a panic, the transaction rolls back: the connection goes
-            // back to the pool outside any transaction either way.
+            let tx = db.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            // Dropped on an error or a panic, the transaction rolls back: the connection is
+            // left outside any transaction either way.
             let outcome = work(&tx)?;
             tx.commit()?;
             Ok(outcome)
@@ -220,13 +162,12 @@ mod tests {
         assert!(again.stored.is_empty(), "stored once: {:?}", again.stored);
     }
 
-    /// The statements kept on the writing connection do not keep it open: a dropped store
-    /// closes every connection, so this process holds no file of the database open any more
+    /// A dropped store closes every connection, ingest's too, so this process holds no file of the database open any more
     /// (with a statement left, the writer's close fails and its file stays open). Not the
     /// write-ahead log's removal: two connections closing at once can each find the other
     /// still open, and then neither removes it.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_dropped_store_closes_the_lent_connection() {
+    async fn a_dropped_store_closes_the_ingest_connection() {
         let (store, dir) = sqlite_store().await;
         let batch = vec![result("a", 1_000, "up"), result("b", 2_000, "up")];
         store

@@ -254,6 +254,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "schema requirements",
         include_str!("../../../migrations/sqlite/20261221000049_schema_requirements.sql"),
     ),
+    (
+        20261222000050,
+        "status pages",
+        include_str!("../../../migrations/sqlite/20261222000050_status_pages.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -496,6 +501,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261221000049,
         "schema requirements",
         include_str!("../../../migrations/postgres/20261221000049_schema_requirements.sql"),
+    ),
+    (
+        20261222000050,
+        "status pages",
+        include_str!("../../../migrations/postgres/20261222000050_status_pages.sql"),
     ),
 ];
 

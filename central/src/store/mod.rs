@@ -47,6 +47,7 @@ mod sqlite;
 mod sso_links;
 mod statements;
 mod status_moves;
+mod status_pages;
 mod status_rows;
 mod timeline;
 mod tokens;
@@ -87,6 +88,7 @@ pub use rollup_folding::HourKey;
 pub use rollups::{Resolution, RollupRow, RollupSums, LATENCY_BOUNDS_MS};
 pub use sessions::SessionRow;
 pub use status_moves::StoredVerdict;
+pub use status_pages::{PageConflict, StatusPageRow};
 pub use timeline::{TimeCredit, TimePoint};
 
 /// A list as columns keep it (capabilities, a token's capability limit): comma-joined.
@@ -114,9 +116,8 @@ pub enum Backend {
 }
 
 pub struct Store {
-    /// SQLite's writing connection as ingest runs on it directly (`direct`), with the
-    /// statements it keeps there: declared first so that it is dropped before the pools.
-    lent: direct::Lent,
+    /// Ingest's writing connection on SQLite (`direct`), with the statements it keeps.
+    ingest_writer: direct::IngestWriter,
     pool: AnyPool,
     /// On SQLite, the one connection writes go through (the same pool as `pool` on
     /// PostgreSQL). SQLite drops a connection's whole page cache when it begins a read and
@@ -210,7 +211,7 @@ impl Store {
             );
         };
         let mut store = Store {
-            lent: direct::Lent::default(),
+            ingest_writer: direct::IngestWriter::default(),
             pool: opened.pool,
             writer: opened.writer,
             backend: opened.backend,

@@ -4,6 +4,8 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use anyhow::Context;
+
 use super::dialect::json_rows;
 use super::intake::{Given, Intake};
 use super::packed::{packed, unpack};
@@ -160,10 +162,14 @@ impl Store {
             tx.commit().await?;
             return Ok((ingested, decision));
         }
-        let mut connection = self.writer.acquire().await?;
+        let file = self
+            .sqlite_file
+            .as_deref()
+            .context("a SQLite store without its file")?;
+        let mut writer = self.writer.acquire().await?;
         let (ingested, fresh, decision) = self
-            .lent
-            .transaction(&mut connection, |tx| {
+            .ingest_writer
+            .transaction(file, &mut writer, |tx| {
                 futures_executor::block_on(self.decide_and_ingest(
                     &mut Direct(tx),
                     poller_id,

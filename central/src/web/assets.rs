@@ -15,11 +15,16 @@ struct Asset {
     body: &'static str,
 }
 
-const ASSETS: [Asset; 3] = [
+const ASSETS: [Asset; 4] = [
     Asset {
         name: "app.css",
         content_type: "text/css; charset=utf-8",
         body: include_str!("../../assets/app.css"),
+    },
+    Asset {
+        name: "status.css",
+        content_type: "text/css; charset=utf-8",
+        body: include_str!("../../assets/status.css"),
     },
     Asset {
         name: "app.js",

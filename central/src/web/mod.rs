@@ -5,6 +5,7 @@
 
 mod assets;
 mod audit;
+pub mod badges;
 mod channel_form;
 mod charts;
 mod check_settings;
@@ -23,6 +24,7 @@ mod origin;
 mod pollers;
 pub(crate) mod session;
 mod sso;
+pub mod status_pages;
 mod tokens;
 mod users;
 
@@ -118,6 +120,15 @@ pub fn router(options: WebOptions) -> Router<Arc<App>> {
         .route("/api-keys", get(users::api_keys).post(users::make_key))
         .route("/api-keys/{id}/revoke", post(users::revoke_key))
         .route("/assets/{name}", get(assets::serve))
+        .route(status_pages::PAGE_PATH, get(status_pages::page))
+        .route(status_pages::SUMMARY_PATH, get(status_pages::summary))
+        .route(badges::PAGE_PATH, get(badges::page))
+        .route(badges::STATUS_PATH, get(badges::status))
+        .route(badges::UPTIME_PATH, get(badges::uptime))
+        .route(badges::LATENCY_PATH, get(badges::latency))
+        .layer(axum::Extension(Arc::new(
+            status_pages::PublicPages::default(),
+        )))
         .layer(axum::Extension(options.clone()))
         .layer(DefaultBodyLimit::max(FORM_BODY_LIMIT))
         // Pages are repetitive markup re-fetched every few seconds: gzip makes them a fraction.

@@ -15,8 +15,9 @@ const APP_FIELDS: usize = 12;
 /// Met since the store names its differences in `store/dialect.rs` (83 branches before, 2
 /// left: the choice of migration set). Counted up to a file's first `#[cfg(test)]`.
 const BACKEND_BRANCHES_OUTSIDE_THE_DIALECT: usize = 10;
-/// A ratchet: today's figure, above its line (0). It may fall, never rise.
-const UNSAFE_BLOCKS: usize = 2;
+/// Met since ingest's SQLite connection is its own (`store::direct`), not a handle borrowed
+/// from sqlx through FFI (2 blocks before).
+const UNSAFE_BLOCKS: usize = 0;
 /// A ratchet: the public functions of `impl App` blocks (164 before services began moving out
 /// of `App` into structs of their own; each such service adds one, its constructor). It may
 /// fall, never rise: a new operation goes on its concept's service.

@@ -11,7 +11,7 @@ use utoipa::{Modify, OpenApi};
 
 use super::{
     audit, commands, dependencies, history, maintenance, managed, notifications, ops, ping, poller,
-    settings, tagged, users,
+    settings, status_pages, tagged, users,
 };
 
 mod errors;
@@ -51,6 +51,8 @@ pub use errors::*;
         notifications::list_notifications,
         maintenance::create_window, maintenance::list_windows, maintenance::get_window,
         maintenance::update_window, maintenance::delete_window, maintenance::mute_monitor,
+        status_pages::create_page, status_pages::list_pages, status_pages::get_page,
+        status_pages::update_page, status_pages::delete_page,
         tagged::pause, tagged::resume,
         ping::ping, ping::ping_signal, ping::new_ping_url, ping::list_pings,
         users::create_user, users::list_users, users::get_user, users::update_user,
@@ -68,6 +70,7 @@ pub use errors::*;
         (name = "dependencies", description = "What health-json monitors report of the services they depend on, and aliases that group their names."),
         (name = "notifications", description = "Notification channels and the delivery log."),
         (name = "maintenance", description = "Maintenance windows: planned time in which monitors show `maintenance`, problems are not told and uptime does not count."),
+        (name = "status-pages", description = "Status pages: what visitors see of chosen monitors at `/status/{slug}` (HTML) and `/status/{slug}/summary.json`, under display names, with nothing else of them."),
         (name = "heartbeats", description = "Heartbeat (push) monitors: a job pings its monitor's URL; late or failing pings make it `down`. The ping URL is its only credential."),
         (name = "users", description = "Users with roles (`viewer` reads, `editor` changes, `admin` manages users) and API keys. Every settings-API call is made with the admin token (the bootstrap and break-glass credential) or an API key, and authorised by its role."),
         (name = "as-code", description = "Monitors as code: which objects a configuration file manages, each under a stable key (`central apply` keeps these marks)."),

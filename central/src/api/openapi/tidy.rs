@@ -43,7 +43,7 @@ pub(super) fn state_item_rules(document: &mut serde_json::Value) {
     let url = json!({"type": "string", "format": "uri", "maxLength": 2048});
     // `ChannelSpec` is replaced by one schema per kind (`kinds`), with its own rules; the
     // patch, which names no kind, keeps the rules every kind shares.
-    let rules: [(&str, &str, Value); 15] = [
+    let rules: [(&str, &str, Value); 16] = [
         (
             "MonitorSpec",
             "poller_regions",
@@ -68,6 +68,7 @@ pub(super) fn state_item_rules(document: &mut serde_json::Value) {
         ("MonitorPatch", "tags", tags.clone()),
         ("MaintenanceWindowSpec", "tags", tags.clone()),
         ("MaintenanceWindowPatch", "tags", tags.clone()),
+        ("StatusPageSection", "tags", tags.clone()),
         ("ChannelPatch", "tags", tags),
         ("MonitorSpec", "parent_ids", json!({"uniqueItems": true})),
         ("MonitorPatch", "parent_ids", json!({"uniqueItems": true})),

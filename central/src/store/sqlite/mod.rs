@@ -1,6 +1,7 @@
-//! SQLite's connections: a pool of 4 readers and one writing connection (each with the page
-//! cache its work wants), the pragmas every connection runs with, the URLs central refuses,
-//! and the queue writers wait in (`WriteLocks`). Opens; never reads or writes a table.
+//! SQLite's connections through sqlx: a pool of 4 readers and one writing connection (each with
+//! the page cache its work wants; ingest's own writing connection is `direct`'s), the pragmas
+//! every connection runs with, the URLs central refuses, and the queue writers wait in
+//! (`WriteLocks`). Opens; never reads or writes a table.
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -10,10 +11,11 @@ use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::Executor;
 use tokio::sync::{Mutex, MutexGuard};
 
-use super::{direct, redacted, Backend, Opened};
+use super::{redacted, Backend, Opened};
 
-/// SQLite's page cache of the one writing connection, in KiB: ingest's index pages stay in it
-/// (it is never dropped, since no other connection writes). It is not free: SQLite 3.46 walks
+/// SQLite's page cache of each writing connection (sqlx's and ingest's), in KiB: ingest's
+/// index pages stay in its connection's cache between uploads (SQLite drops it only when
+/// another connection wrote in between). It is not free: SQLite 3.46 walks
 /// every page this cache holds when a write transaction commits after a B-tree split that
 /// reordered pages (`balance_nonroot` parks a page at the lock-byte page's number, which
 /// `pcache1Truncate` then trims), which ingest's inserts cause in nearly every upload: by
@@ -59,8 +61,6 @@ pub(super) async fn open(url: &str) -> anyhow::Result<Opened> {
         .with_context(invalid)?
         .get_filename()
         .to_path_buf();
-    // Before the first connection opens: ingest runs on the writer's handle (`direct`).
-    direct::install()?;
     let cannot_open = || format!("cannot open the database at `{}`", redacted(&url));
     let pool = pool_options(4, READER_CACHE_KIB)
         .connect_with(options.clone())
@@ -82,6 +82,11 @@ pub(super) async fn open(url: &str) -> anyhow::Result<Opened> {
     })
 }
 
+/// The pragmas every connection of the pools runs with, and ingest's (`direct`).
+pub(super) const CONNECTION_PRAGMAS: &str = "PRAGMA journal_mode = WAL; \
+     PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON; \
+     PRAGMA temp_store = MEMORY;";
+
 fn pool_options(connections: u32, cache_kib: u32) -> AnyPoolOptions {
     AnyPoolOptions::new()
         .max_connections(connections)
@@ -96,12 +101,7 @@ fn pool_options(connections: u32, cache_kib: u32) -> AnyPoolOptions {
                 // with strace in the scale benchmark). The page cache's size is the
                 // connection's (`WRITER_CACHE_KIB`, `READER_CACHE_KIB`). Pages are cached as
                 // they are read, so a small database costs no more than its pages.
-                conn.execute(
-                    "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
-                     PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON; \
-                     PRAGMA temp_store = MEMORY;",
-                )
-                .await?;
+                conn.execute(CONNECTION_PRAGMAS).await?;
                 conn.execute(&*format!("PRAGMA cache_size = -{cache_kib};"))
                     .await?;
                 Ok(())

@@ -1,0 +1,298 @@
+//! Status pages: the operators' CRUD (`StatusPages`), and what a visitor of a page is shown
+//! (`shown`): the page's monitors under their display names, their status, 90 daily bars and
+//! uptime, and nothing else of them (no target, poller, region or message).
+//!
+//! A service of its own, holding the store, the clock and the password hasher; handlers take
+//! it from the router's state (`FromRef`). Cost: a write is one row; what visitors read is put
+//! together by `shown` at most every few seconds per page (the web layer shares it between
+//! readers). Must not: render HTML (`web::status_pages`) or write SQL.
+
+pub mod shown;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use shared_proto::settings_api::Page;
+use shared_proto::status_pages::{
+    StatusPagePatch, StatusPageSection, StatusPageSpec, StatusPageView, Visibility,
+};
+use shared_proto::ValidationError;
+use uuid::Uuid;
+
+use super::clock::Clock;
+use super::hashing::Hashing;
+use super::tokens::page;
+use super::{stored_id, time_of, App};
+use crate::service::error::{ServiceError, ServiceResult};
+use crate::store::{Cursor, PageConflict, StatusPageRow, Store};
+
+/// The status pages' service.
+#[derive(Clone)]
+pub struct StatusPages {
+    store: Arc<Store>,
+    clock: Clock,
+    hashing: Hashing,
+}
+
+impl App {
+    /// The status pages' service, on this central's store, clock and hasher.
+    pub fn status_pages(&self) -> StatusPages {
+        StatusPages {
+            store: self.store.clone(),
+            clock: self.clock.clone(),
+            hashing: self.credentials.hashing.clone(),
+        }
+    }
+}
+
+impl axum::extract::FromRef<Arc<App>> for StatusPages {
+    fn from_ref(app: &Arc<App>) -> Self {
+        app.status_pages()
+    }
+}
+
+/// A stored page as the rest of central reads it.
+#[derive(Debug, Clone)]
+pub struct StatusPage {
+    pub id: Uuid,
+    pub slug: String,
+    pub title: String,
+    pub description: Option<String>,
+    pub sections: Vec<StatusPageSection>,
+    pub visibility: Visibility,
+    pub password_hash: Option<String>,
+    pub domain: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl StatusPage {
+    fn of_row(row: &StatusPageRow) -> anyhow::Result<StatusPage> {
+        Ok(StatusPage {
+            id: stored_id(&row.id)?,
+            slug: row.slug.clone(),
+            title: row.title.clone(),
+            description: row.description.clone(),
+            sections: serde_json::from_str(&row.sections)?,
+            visibility: Visibility::parse(&row.visibility).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "the database holds an unknown visibility `{}`",
+                    row.visibility
+                )
+            })?,
+            password_hash: row.password_hash.clone(),
+            domain: row.domain.clone(),
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        })
+    }
+
+    fn view(&self) -> StatusPageView {
+        StatusPageView {
+            id: self.id,
+            slug: self.slug.clone(),
+            title: self.title.clone(),
+            description: self.description.clone(),
+            sections: self.sections.clone(),
+            visibility: self.visibility,
+            has_password: self.password_hash.is_some(),
+            domain: self.domain.clone(),
+            path: format!("/status/{}", self.slug),
+            created_at: time_of(self.created_at),
+            updated_at: time_of(self.updated_at),
+        }
+    }
+
+    fn spec(&self) -> StatusPageSpec {
+        StatusPageSpec {
+            slug: self.slug.clone(),
+            title: self.title.clone(),
+            description: self.description.clone(),
+            sections: self.sections.clone(),
+            visibility: self.visibility,
+            password: None,
+            domain: self.domain.clone(),
+        }
+    }
+}
+
+impl StatusPages {
+    fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    pub async fn create_page(&self, spec: StatusPageSpec) -> ServiceResult<StatusPageView> {
+        spec.validate(false)?;
+        self.check_monitors(&spec.sections, &HashSet::new()).await?;
+        let now = self.now_ms();
+        let password_hash = match &spec.password {
+            Some(password) => Some(self.hashing.hash(password.clone()).await?),
+            None => None,
+        };
+        let row = row_of(Uuid::new_v4(), &spec, password_hash, now, now)?;
+        self.write(&row, false, &spec).await?;
+        Ok(StatusPage::of_row(&row)?.view())
+    }
+
+    pub async fn get_page(&self, id: Uuid) -> ServiceResult<StatusPageView> {
+        Ok(self.stored(id).await?.view())
+    }
+
+    pub async fn list_pages(
+        &self,
+        cursor: &Cursor,
+        limit: u32,
+    ) -> ServiceResult<Page<StatusPageView>> {
+        let rows = self.store.list_status_pages(cursor, limit).await?;
+        Ok(page(
+            rows,
+            limit,
+            |row| Cursor {
+                key: row.created_at,
+                id: row.id.clone(),
+            },
+            |row| Ok(StatusPage::of_row(row)?.view()),
+        )?)
+    }
+
+    pub async fn update_page(
+        &self,
+        id: Uuid,
+        patch: StatusPagePatch,
+    ) -> ServiceResult<StatusPageView> {
+        patch.validate_fields()?;
+        let page = self.stored(id).await?;
+        let mut spec = page.spec();
+        spec.apply(patch);
+        spec.validate(page.password_hash.is_some())
+            .map_err(|e| super::patch_does_not_fit(e.into()))?;
+        // A monitor deleted since the page named it is not shown, and does not stop an edit.
+        let named_before: HashSet<Uuid> = page
+            .sections
+            .iter()
+            .flat_map(|s| s.monitor_ids.iter().copied())
+            .collect();
+        self.check_monitors(&spec.sections, &named_before).await?;
+        // A page that is no longer a password page forgets its password.
+        let password_hash = match (&spec.password, spec.visibility) {
+            (Some(password), _) => Some(self.hashing.hash(password.clone()).await?),
+            (None, Visibility::Password) => page.password_hash.clone(),
+            (None, _) => None,
+        };
+        let row = row_of(id, &spec, password_hash, page.created_at, self.now_ms())?;
+        if !self.write(&row, true, &spec).await? {
+            return Err(ServiceError::NotFound(format!(
+                "no status page with id {id}"
+            )));
+        }
+        Ok(StatusPage::of_row(&row)?.view())
+    }
+
+    pub async fn delete_page(&self, id: Uuid) -> ServiceResult<()> {
+        if self.store.delete_status_page(&id.to_string()).await? {
+            Ok(())
+        } else {
+            Err(ServiceError::NotFound(format!(
+                "no status page with id {id}"
+            )))
+        }
+    }
+
+    /// Every page, for the shared rendering's address book.
+    pub async fn all_pages(&self) -> ServiceResult<Vec<StatusPage>> {
+        Ok(self
+            .store
+            .all_status_pages()
+            .await?
+            .iter()
+            .map(StatusPage::of_row)
+            .collect::<anyhow::Result<_>>()?)
+    }
+
+    async fn stored(&self, id: Uuid) -> ServiceResult<StatusPage> {
+        match self.store.status_page(&id.to_string()).await? {
+            Some(row) => Ok(StatusPage::of_row(&row)?),
+            None => Err(ServiceError::NotFound(format!(
+                "no status page with id {id}"
+            ))),
+        }
+    }
+
+    /// Writes the row; a slug or domain another page has is a conflict naming which.
+    async fn write(
+        &self,
+        row: &StatusPageRow,
+        replaces: bool,
+        spec: &StatusPageSpec,
+    ) -> ServiceResult<bool> {
+        match self.store.put_status_page(row, replaces).await {
+            Ok(written) => Ok(written),
+            Err(PageConflict::Taken) => Err(ServiceError::Conflict(match &spec.domain {
+                Some(domain) => format!(
+                    "another status page has the slug `{}` or the domain `{domain}`",
+                    spec.slug
+                ),
+                None => format!("another status page has the slug `{}`", spec.slug),
+            })),
+            Err(PageConflict::Store(error)) => Err(error.into()),
+        }
+    }
+
+    /// Every monitor a section names by id exists, but those the page named already (those
+    /// named by tag are whoever carries the tag when the page is read).
+    async fn check_monitors(
+        &self,
+        sections: &[StatusPageSection],
+        named_before: &HashSet<Uuid>,
+    ) -> ServiceResult<()> {
+        let named: Vec<String> = sections
+            .iter()
+            .flat_map(|s| s.monitor_ids.iter())
+            .filter(|id| !named_before.contains(id))
+            .map(Uuid::to_string)
+            .collect();
+        if named.is_empty() {
+            return Ok(());
+        }
+        let known: HashSet<String> = self
+            .store
+            .monitors_by_ids(&named)
+            .await?
+            .into_iter()
+            .map(|m| m.id)
+            .collect();
+        for (i, section) in sections.iter().enumerate() {
+            for (j, id) in section.monitor_ids.iter().enumerate() {
+                if !named_before.contains(id) && !known.contains(&id.to_string()) {
+                    return Err(ValidationError::reference(
+                        format!("sections[{i}].monitor_ids[{j}]"),
+                        format!("no monitor with id {id}"),
+                    )
+                    .into());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn row_of(
+    id: Uuid,
+    spec: &StatusPageSpec,
+    password_hash: Option<String>,
+    created_at: i64,
+    updated_at: i64,
+) -> anyhow::Result<StatusPageRow> {
+    Ok(StatusPageRow {
+        id: id.to_string(),
+        slug: spec.slug.clone(),
+        title: spec.title.clone(),
+        description: spec.description.clone(),
+        sections: serde_json::to_string(&spec.sections)?,
+        visibility: spec.visibility.as_str().to_string(),
+        password_hash,
+        domain: spec.domain.clone(),
+        created_at,
+        updated_at,
+    })
+}

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# A rush on a status page, beside nginx serving the same bytes from a static file, in one run
+# (issue 71): `wrk -t2 -c64` against central's `/status/{slug}` for a page of 50 monitors, then
+# against nginx serving that page's HTML as a file. While central is rushed, an operator's status
+# reads and a heartbeat monitor's pings are timed one after another (p50/p99), as they would be
+# by people and jobs beside the rush. Installs nginx and wrk from Debian's packages when missing.
+# Loopback only; every load is bounded in time. Release build of central.
+#
+#   scripts/bench-status-page.sh [seconds]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_RUN=${1:-10}
+
+if ! command -v nginx >/dev/null || ! command -v wrk >/dev/null; then
+  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx-light wrk
+fi
+cargo build --release -q -p central --bin central
+CENTRAL_BIN=$PWD/target/release/central
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+WORK=$(mktemp -d)
+cleanup() { kill "${CENTRAL_PID:-}" "${NGINX_PID:-}" 2>/dev/null || true; rm -rf "$WORK"; }
+trap cleanup EXIT
+
+ADMIN=bench-admin-$(python3 -c 'import secrets; print(secrets.token_hex(16))')
+(
+  cd "$WORK"
+  exec env CENTRAL_LISTEN=127.0.0.1:0 CENTRAL_PORT_FILE="$WORK/port" \
+    CENTRAL_DATABASE_URL="sqlite://$WORK/central.db" CENTRAL_ADMIN_TOKEN="$ADMIN" \
+    RUST_LOG=warn "$CENTRAL_BIN" serve >"$WORK/central.log" 2>&1
+) &
+CENTRAL_PID=$!
+for _ in $(seq 300); do [[ -s "$WORK/port" ]] && break; sleep 0.1; done
+BASE=http://$(cat "$WORK/port")
+
+# 50 heartbeat monitors (no agent needed), on one page; the first one is pinged during the rush.
+python3 - "$BASE" "$ADMIN" "$WORK" <<'PY'
+import json, sys, urllib.request
+base, admin, work = sys.argv[1:4]
+def call(method, path, body=None):
+    req = urllib.request.Request(base + path, method=method,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"Authorization": "Bearer " + admin, "Content-Type": "application/json"})
+    with urllib.request.urlopen(req) as r:
+        return json.load(r)
+made = [call("POST", "/api/v1/monitors", {"name": f"service-{i}", "kind": "heartbeat",
+        "target": "job", "interval_ms": 60000}) for i in range(50)]
+ids = [m["id"] for m in made]
+ping = made[0]["ping_url"]
+call("POST", "/api/v1/status-pages", {"slug": "bench", "title": "Bench status",
+     "sections": [{"name": "Services", "monitor_ids": ids}]})
+open(work + "/ids", "w").write(ids[1])
+open(work + "/ping", "w").write(ping.split("/ping/", 1)[1])
+PY
+curl -sf "$BASE/status/bench" -o "$WORK/page.html"
+
+NGINX_PORT=$(free_port)
+cat >"$WORK/nginx.conf" <<CONF
+daemon off; worker_processes 2; pid $WORK/nginx.pid; error_log $WORK/nginx.err;
+events { worker_connections 1024; }
+http { access_log off; types { text/html html; }
+  server { listen 127.0.0.1:$NGINX_PORT; root $WORK; location / { try_files /page.html =404; } } }
+CONF
+nginx -c "$WORK/nginx.conf" & NGINX_PID=$!
+sleep 0.5
+
+# timed NAME URL [BEARER]: requests one after another until the rush ends; prints p50/p99.
+timed() {
+  python3 - "$@" <<'PY' &
+import sys, time, urllib.error, urllib.request
+name, url, until = sys.argv[1], sys.argv[2], time.time() + float(sys.argv[3])
+headers = {"Authorization": "Bearer " + sys.argv[4]} if len(sys.argv) > 4 else {}
+took, refused = [], {}
+while time.time() < until:
+    start = time.perf_counter()
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers)) as r:
+            r.read()
+    except urllib.error.HTTPError as e:
+        refused[e.code] = refused.get(e.code, 0) + 1
+    took.append((time.perf_counter() - start) * 1000)
+    time.sleep(0.02)
+took.sort()
+print(f"  {name:<22} {len(took):5d} requests   p50 {took[len(took)//2]:7.1f} ms   p99 {took[int(len(took)*0.99)]:7.1f} ms   refused {refused or 'none'}")
+PY
+}
+
+echo "page of 50 monitors: $(wc -c <"$WORK/page.html") bytes; wrk -t2 -c64 -d${SECONDS_RUN}s"
+echo "central /status/bench, with operators and pings beside it:"
+timed "operator status read" "$BASE/api/v1/monitors/$(cat "$WORK/ids")/status" "$SECONDS_RUN" "$ADMIN"
+OPERATOR=$!
+timed "heartbeat ping" "$BASE/ping/$(cat "$WORK/ping")" "$SECONDS_RUN"
+PINGS=$!
+wrk -t2 -c64 -d"${SECONDS_RUN}s" "$BASE/status/bench" | grep -E "Requests/sec|Non-2xx|Latency"
+wait "$OPERATOR" "$PINGS"
+echo "nginx, the same bytes from a file:"
+wrk -t2 -c64 -d"${SECONDS_RUN}s" "http://127.0.0.1:$NGINX_PORT/" | grep -E "Requests/sec|Non-2xx|Latency"
