@@ -12,13 +12,14 @@ cd "$(dirname "$0")/.."
 SECONDS_RUN=${1:-10}
 
 if ! command -v nginx >/dev/null || ! command -v wrk >/dev/null; then
-  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx-light wrk
+  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx wrk
 fi
 cargo build --release -q -p central --bin central
 CENTRAL_BIN=$PWD/target/release/central
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 WORK=$(mktemp -d)
+chmod 755 "$WORK"   # nginx's workers read the page from here
 cleanup() { kill "${CENTRAL_PID:-}" "${NGINX_PID:-}" 2>/dev/null || true; rm -rf "$WORK"; }
 trap cleanup EXIT
 
@@ -33,7 +34,8 @@ CENTRAL_PID=$!
 for _ in $(seq 300); do [[ -s "$WORK/port" ]] && break; sleep 0.1; done
 BASE=http://$(cat "$WORK/port")
 
-# 50 heartbeat monitors (no agent needed), on one page; the first one is pinged during the rush.
+# 50 heartbeat monitors (no agent needed), on one page; they are pinged in turn during the rush
+# (each every 2 s: a monitor's pings are rate-limited).
 python3 - "$BASE" "$ADMIN" "$WORK" <<'PY'
 import json, sys, urllib.request
 base, admin, work = sys.argv[1:4]
@@ -46,32 +48,37 @@ def call(method, path, body=None):
 made = [call("POST", "/api/v1/monitors", {"name": f"service-{i}", "kind": "heartbeat",
         "target": "job", "interval_ms": 60000}) for i in range(50)]
 ids = [m["id"] for m in made]
-ping = made[0]["ping_url"]
 call("POST", "/api/v1/status-pages", {"slug": "bench", "title": "Bench status",
      "sections": [{"name": "Services", "monitor_ids": ids}]})
 open(work + "/ids", "w").write(ids[1])
-open(work + "/ping", "w").write(ping.split("/ping/", 1)[1])
+open(work + "/pings", "w").write("\n".join(m["ping_url"] for m in made))
 PY
 curl -sf "$BASE/status/bench" -o "$WORK/page.html"
+curl -sf -H 'Accept-Encoding: gzip' "$BASE/status/bench" -o "$WORK/page.html.gz"
 
 NGINX_PORT=$(free_port)
 cat >"$WORK/nginx.conf" <<CONF
 daemon off; worker_processes 2; pid $WORK/nginx.pid; error_log $WORK/nginx.err;
 events { worker_connections 1024; }
 http { access_log off; types { text/html html; }
-  server { listen 127.0.0.1:$NGINX_PORT; root $WORK; location / { try_files /page.html =404; } } }
+  server { listen 127.0.0.1:$NGINX_PORT; root $WORK; default_type text/html;
+    location = /plain { try_files /page.html =404; }
+    location = /gzip { add_header Content-Encoding gzip; try_files /page.html.gz =404; } } }
 CONF
 nginx -c "$WORK/nginx.conf" & NGINX_PID=$!
 sleep 0.5
 
-# timed NAME URL [BEARER]: requests one after another until the rush ends; prints p50/p99.
+# timed NAME URLS_FILE|URL SECONDS [BEARER]: requests one after another (in turn over the URLs of
+# a file, or to one URL) until the rush ends; prints p50/p99 and what was refused.
 timed() {
   python3 - "$@" <<'PY' &
-import sys, time, urllib.error, urllib.request
-name, url, until = sys.argv[1], sys.argv[2], time.time() + float(sys.argv[3])
+import os, sys, time, urllib.error, urllib.request
+name, where, until = sys.argv[1], sys.argv[2], time.time() + float(sys.argv[3])
+urls = open(where).read().split() if os.path.exists(where) else [where]
 headers = {"Authorization": "Bearer " + sys.argv[4]} if len(sys.argv) > 4 else {}
-took, refused = [], {}
+took, refused, i = [], {}, 0
 while time.time() < until:
+    url = urls[i % len(urls)]; i += 1
     start = time.perf_counter()
     try:
         with urllib.request.urlopen(urllib.request.Request(url, headers=headers)) as r:
@@ -79,19 +86,24 @@ while time.time() < until:
     except urllib.error.HTTPError as e:
         refused[e.code] = refused.get(e.code, 0) + 1
     took.append((time.perf_counter() - start) * 1000)
-    time.sleep(0.02)
+    time.sleep(0.04)
 took.sort()
 print(f"  {name:<22} {len(took):5d} requests   p50 {took[len(took)//2]:7.1f} ms   p99 {took[int(len(took)*0.99)]:7.1f} ms   refused {refused or 'none'}")
 PY
 }
+sed -i "s|^/ping/|$BASE/ping/|" "$WORK/pings"
 
-echo "page of 50 monitors: $(wc -c <"$WORK/page.html") bytes; wrk -t2 -c64 -d${SECONDS_RUN}s"
-echo "central /status/bench, with operators and pings beside it:"
+rush() {  # rush LABEL URL [HEADER]
+  echo "$1"
+  wrk -t2 -c64 -d"${SECONDS_RUN}s" ${3:+-H "$3"} "$2" | grep -E "Requests/sec|Non-2xx|Latency|Transfer/sec"
+}
+echo "page of 50 monitors: $(wc -c <"$WORK/page.html") bytes, $(wc -c <"$WORK/page.html.gz") gzipped; wrk -t2 -c64 -d${SECONDS_RUN}s"
 timed "operator status read" "$BASE/api/v1/monitors/$(cat "$WORK/ids")/status" "$SECONDS_RUN" "$ADMIN"
 OPERATOR=$!
-timed "heartbeat ping" "$BASE/ping/$(cat "$WORK/ping")" "$SECONDS_RUN"
+timed "heartbeat pings" "$WORK/pings" "$SECONDS_RUN"
 PINGS=$!
-wrk -t2 -c64 -d"${SECONDS_RUN}s" "$BASE/status/bench" | grep -E "Requests/sec|Non-2xx|Latency"
+rush "central /status/bench, with an operator's status reads and heartbeat pings beside it:" "$BASE/status/bench"
 wait "$OPERATOR" "$PINGS"
-echo "nginx, the same bytes from a file:"
-wrk -t2 -c64 -d"${SECONDS_RUN}s" "http://127.0.0.1:$NGINX_PORT/" | grep -E "Requests/sec|Non-2xx|Latency"
+rush "nginx, the same bytes from a file:" "http://127.0.0.1:$NGINX_PORT/plain"
+rush "central /status/bench, gzip:" "$BASE/status/bench" "Accept-Encoding: gzip"
+rush "nginx, the same gzipped bytes from a file:" "http://127.0.0.1:$NGINX_PORT/gzip" "Accept-Encoding: gzip"

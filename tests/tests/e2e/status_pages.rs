@@ -224,6 +224,41 @@ async fn a_public_page_shows_its_monitors_and_nothing_else_of_them() -> anyhow::
         );
     }
     assert!(!html.contains("://"), "nothing is loaded from elsewhere");
+    // Gzipped once for every reader that takes it: the same page, compressed once.
+    // (A client that leaves the body as it came.)
+    let gzipped = reqwest::Client::builder()
+        .no_gzip()
+        .build()?
+        .get(format!("{}/status/acme", central.url))
+        .header("accept-encoding", "gzip")
+        .send()
+        .await?;
+    assert_eq!(
+        gzipped
+            .headers()
+            .get("content-encoding")
+            .map(|v| v.as_bytes()),
+        Some(&b"gzip"[..]),
+        "{:?}",
+        gzipped.headers()
+    );
+    let compressed = gzipped.bytes().await?;
+    let mut unzipped = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(&compressed[..]),
+        &mut unzipped,
+    )?;
+    let plain = get(&format!("{}/status/acme", central.url))
+        .await?
+        .text()
+        .await?;
+    assert_eq!(unzipped, plain, "one rendering, compressed once");
+    assert!(
+        compressed.len() * 4 < plain.len(),
+        "{} of {}",
+        compressed.len(),
+        plain.len()
+    );
 
     // Badges, for monitors on a public page only, read as SVG by a real XML parser.
     let badge = |path: String| {
