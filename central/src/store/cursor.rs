@@ -1,5 +1,10 @@
-//! Keyset pagination's cursor: how a page's position is written on the wire and read back.
-//! Must not hold SQL: each listing compares its own columns with the cursor's key and id.
+//! Keyset pagination: how a page's position is written on the wire and read back (`Cursor`),
+//! and the one statement every list by creation reads its pages with (`by_creation`).
+
+use sqlx::any::AnyRow;
+use sqlx::FromRow;
+
+use super::Store;
 
 /// Keyset pagination: the position after the last item of a page.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +50,38 @@ impl Cursor {
             key,
             id: String::new(),
         }
+    }
+}
+
+/// `SELECT {columns} FROM {table} WHERE {also} …` the rows created after the cursor, oldest
+/// first, `$1` to `$3` being the cursor's key and id and the page's size; a caller's own
+/// conditions go in `also` (each followed by `AND`), with parameters from `$4` on.
+pub(super) fn by_creation(columns: &str, table: &str, also: &str) -> String {
+    format!(
+        "SELECT {columns} FROM {table} \
+         WHERE {also} (created_at > $1 OR (created_at = $1 AND id > $2)) \
+         ORDER BY created_at, id LIMIT $3"
+    )
+}
+
+impl Store {
+    /// A page of a whole table's rows by creation (`by_creation` with no condition).
+    pub(super) async fn page_by_creation<T>(
+        &self,
+        columns: &str,
+        table: &str,
+        after: &Cursor,
+        limit: u32,
+    ) -> anyhow::Result<Vec<T>>
+    where
+        T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
+    {
+        Ok(sqlx::query_as(&by_creation(columns, table, ""))
+            .bind(after.key)
+            .bind(&after.id)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?)
     }
 }
 

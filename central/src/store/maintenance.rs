@@ -229,17 +229,8 @@ impl Store {
     }
 
     pub async fn list_windows(&self, after: &Cursor, limit: u32) -> anyhow::Result<Vec<WindowRow>> {
-        let sql = format!(
-            "SELECT {COLUMNS} FROM maintenance_windows \
-             WHERE created_at > $1 OR (created_at = $1 AND id > $2) \
-             ORDER BY created_at, id LIMIT $3"
-        );
-        Ok(sqlx::query_as(&sql)
-            .bind(after.key)
-            .bind(&after.id)
-            .bind(i64::from(limit))
-            .fetch_all(&self.pool)
-            .await?)
+        self.page_by_creation(COLUMNS, "maintenance_windows", after, limit)
+            .await
     }
 
     /// The windows not over by `at` (through `until_at`): those that can still cover a

@@ -247,17 +247,8 @@ impl Store {
         after: &Cursor,
         limit: u32,
     ) -> anyhow::Result<Vec<ChannelRow>> {
-        let sql = format!(
-            "SELECT {CHANNEL_COLUMNS} FROM notification_channels \
-             WHERE created_at > $1 OR (created_at = $1 AND id > $2) \
-             ORDER BY created_at, id LIMIT $3"
-        );
-        Ok(sqlx::query_as(&sql)
-            .bind(after.key)
-            .bind(&after.id)
-            .bind(i64::from(limit))
-            .fetch_all(&self.pool)
-            .await?)
+        self.page_by_creation(CHANNEL_COLUMNS, "notification_channels", after, limit)
+            .await
     }
 
     /// The alert states of these monitors (those that have one).

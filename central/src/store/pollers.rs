@@ -147,11 +147,11 @@ impl Store {
         after: &Cursor,
         limit: u32,
     ) -> anyhow::Result<Vec<PollerRow>> {
-        let sql = format!(
-            "SELECT {POLLER_COLUMNS} FROM pollers WHERE deleted_at IS NULL \
-             AND ($4 IS NULL OR region = $4) AND ($5 IS NULL OR datacenter = $5) \
-             AND (created_at > $1 OR (created_at = $1 AND id > $2)) \
-             ORDER BY created_at, id LIMIT $3"
+        let sql = super::cursor::by_creation(
+            POLLER_COLUMNS,
+            "pollers",
+            "deleted_at IS NULL AND ($4 IS NULL OR region = $4) \
+             AND ($5 IS NULL OR datacenter = $5) AND",
         );
         Ok(sqlx::query_as(&sql)
             .bind(after.key)

@@ -123,17 +123,8 @@ impl Store {
         after: &Cursor,
         limit: u32,
     ) -> anyhow::Result<Vec<StatusPageRow>> {
-        let sql = format!(
-            "SELECT {COLUMNS} FROM status_pages \
-             WHERE created_at > $1 OR (created_at = $1 AND id > $2) \
-             ORDER BY created_at, id LIMIT $3"
-        );
-        Ok(sqlx::query_as(&sql)
-            .bind(after.key)
-            .bind(&after.id)
-            .bind(i64::from(limit))
-            .fetch_all(&self.pool)
-            .await?)
+        self.page_by_creation(COLUMNS, "status_pages", after, limit)
+            .await
     }
 
     /// Every page: the shared rendering's address book (by slug and by domain).

@@ -144,17 +144,8 @@ impl Store {
         after: &Cursor,
         limit: u32,
     ) -> anyhow::Result<Vec<RegistrationTokenRow>> {
-        let sql = format!(
-            "SELECT {REGISTRATION_COLUMNS} FROM registration_tokens \
-             WHERE created_at > $1 OR (created_at = $1 AND id > $2) \
-             ORDER BY created_at, id LIMIT $3"
-        );
-        Ok(sqlx::query_as(&sql)
-            .bind(after.key)
-            .bind(&after.id)
-            .bind(i64::from(limit))
-            .fetch_all(&self.pool)
-            .await?)
+        self.page_by_creation(REGISTRATION_COLUMNS, "registration_tokens", after, limit)
+            .await
     }
 
     /// Counts one use if the token is still usable; `false` when it is spent, expired or revoked.

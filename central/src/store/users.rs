@@ -243,17 +243,8 @@ impl Store {
 
     /// A page of users, by creation.
     pub async fn list_users(&self, after: &Cursor, limit: u32) -> anyhow::Result<Vec<UserRow>> {
-        let sql = format!(
-            "SELECT {USER_COLUMNS} FROM users \
-             WHERE created_at > $1 OR (created_at = $1 AND id > $2) \
-             ORDER BY created_at, id LIMIT $3"
-        );
-        Ok(sqlx::query_as(&sql)
-            .bind(after.key)
-            .bind(&after.id)
-            .bind(i64::from(limit))
-            .fetch_all(&self.pool)
-            .await?)
+        self.page_by_creation(USER_COLUMNS, "users", after, limit)
+            .await
     }
 
     /// How many users have `role`.
@@ -349,11 +340,7 @@ impl Store {
             KeyScope::User(user) => ("user_id = $4 AND", Some(user)),
             KeyScope::Key(key) => ("id = $4 AND", Some(key)),
         };
-        let sql = format!(
-            "SELECT {KEY_COLUMNS} FROM api_keys \
-             WHERE {by_maker} (created_at > $1 OR (created_at = $1 AND id > $2)) \
-             ORDER BY created_at, id LIMIT $3"
-        );
+        let sql = super::cursor::by_creation(KEY_COLUMNS, "api_keys", by_maker);
         let mut query = sqlx::query_as(&sql)
             .bind(after.key)
             .bind(&after.id)
