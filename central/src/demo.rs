@@ -9,6 +9,7 @@ use anyhow::Context;
 use axum::http::StatusCode;
 use axum::routing::get;
 use shared_proto::settings_api::CreateRegistrationToken;
+use shared_proto::status_pages::{DisplayName, StatusPageSection, StatusPageSpec, Visibility};
 use shared_proto::{CheckKind, MonitorSpec, PollerMode};
 
 use crate::config::{DemoArgs, ServeArgs};
@@ -59,11 +60,40 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         .items
         .is_empty()
     {
+        let mut shown = Vec::new();
         for spec in sample_monitors(&target, &central.addr.to_string()) {
-            app.create_monitor(spec)
+            let made = app
+                .create_monitor(spec)
                 .await
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
+            shown.push(made.id);
         }
+        // What the demo's users would see: the monitors under public names.
+        let names = ["Website", "Checkout", "API port"];
+        app.status_pages()
+            .create_page(StatusPageSpec {
+                slug: "demo".into(),
+                title: "Demo status".into(),
+                description: Some("What the demo's users would see of its monitors.".into()),
+                sections: vec![StatusPageSection {
+                    name: "Services".into(),
+                    display_names: shown
+                        .iter()
+                        .zip(names)
+                        .map(|(&monitor_id, name)| DisplayName {
+                            monitor_id,
+                            name: name.into(),
+                        })
+                        .collect(),
+                    monitor_ids: shown,
+                    tags: Vec::new(),
+                }],
+                visibility: Visibility::Public,
+                password: None,
+                domain: None,
+            })
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
     }
 
     let agent_config = poller_agent::AgentConfig {
@@ -94,6 +124,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     println!(
         "\nThe demo is running: central, one embedded agent, and sample monitors against a local target.\n\n\
          \x20 web page:     {base}/  (log in with the admin token)\n\
+         \x20 status page:  {base}/status/demo  (what users would see; no login)\n\
          \x20 API:          {base}\n\
          \x20 admin token:  {admin_token}\n\
          \x20 data:         {}\n\n\

@@ -167,6 +167,11 @@ impl Pools {
         if path.starts_with(crate::web::status_pages::PREFIX)
             || path.starts_with(crate::web::badges::PREFIX)
         {
+            // Giving a page's password is a sign-in: served with the strangers, where each
+            // failure counts against its client, as a login's does.
+            if request.method() == axum::http::Method::POST {
+                return pool(Pool::Unauthenticated);
+            }
             return pool(Pool::Public);
         }
         // Logging in, by password or single sign-on, and registering an agent, whatever
@@ -293,6 +298,9 @@ pub async fn admit(State(pools): State<Arc<Pools>>, request: Request, next: Next
     }
     let failed = match pool {
         Pool::Ping => response.status() == StatusCode::NOT_FOUND,
+        // A private status page's `401` asks for a password; only giving a wrong one (its
+        // `POST`, in the unauthenticated pool) is a failure.
+        Pool::Public => false,
         _ => response.status() == StatusCode::UNAUTHORIZED,
     };
     if failed {

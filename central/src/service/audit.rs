@@ -34,10 +34,11 @@ pub struct Subject {
 }
 
 /// The page's collections, by the name the settings API gives them.
-const PAGE_KINDS: [(&str, &str); 8] = [
+const PAGE_KINDS: [(&str, &str); 9] = [
     ("/notifications/channels", "notification-channels"),
     ("/dependencies/aliases", "dependency-aliases"),
     ("/maintenance", "maintenance-windows"),
+    ("/status-pages", "status-pages"),
     ("/tokens", "registration-tokens"),
     ("/monitors", "monitors"),
     ("/pollers", "pollers"),

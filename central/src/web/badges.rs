@@ -116,7 +116,7 @@ async fn shown(app: &App, pages: &PublicPages, id: &str) -> Result<ShownMonitor,
 }
 
 fn svg(headers: &HeaderMap, text: String) -> Response {
-    let mut response = answer(headers, &Body::of(text.into_bytes()), SVG, true);
+    let mut response = answer(headers, &Body::of(text.into_bytes()), SVG, false, true);
     response.headers_mut().insert(
         header::CACHE_CONTROL,
         HeaderValue::from_static("public, max-age=30"),

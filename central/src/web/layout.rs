@@ -18,6 +18,7 @@ pub enum Section {
     Notifications,
     Dependencies,
     Maintenance,
+    StatusPages,
     Audit,
     Users,
     ApiKeys,
@@ -71,6 +72,7 @@ pub fn page(session: &Session, section: Section, title: &str, body: Markup) -> M
                         (link("/", "Monitors", Section::Monitors))
                         (link("/pollers", "Pollers", Section::Pollers))
                         (link("/maintenance", "Maintenance", Section::Maintenance))
+                        (link("/status-pages", "Status pages", Section::StatusPages))
                         (link("/dependencies", "Dependencies", Section::Dependencies))
                         (link("/notifications", "Notifications", Section::Notifications))
                         (link("/api-keys", "API keys", Section::ApiKeys))

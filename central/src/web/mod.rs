@@ -24,6 +24,7 @@ mod origin;
 mod pollers;
 pub(crate) mod session;
 mod sso;
+mod status_page_form;
 pub mod status_pages;
 mod tokens;
 mod users;
@@ -90,6 +91,11 @@ pub fn router(options: WebOptions) -> Router<Arc<App>> {
             get(maintenance::list).post(maintenance::create),
         )
         .route("/maintenance/{id}/delete", post(maintenance::delete))
+        .route(
+            "/status-pages",
+            get(status_page_form::list).post(status_page_form::create),
+        )
+        .route("/status-pages/{id}/delete", post(status_page_form::delete))
         .route("/dependencies", get(dependencies::list))
         .route("/dependencies/aliases", post(dependencies::create_alias))
         .route(
@@ -122,6 +128,7 @@ pub fn router(options: WebOptions) -> Router<Arc<App>> {
         .route("/assets/{name}", get(assets::serve))
         .route(status_pages::PAGE_PATH, get(status_pages::page))
         .route(status_pages::SUMMARY_PATH, get(status_pages::summary))
+        .route(status_pages::UNLOCK_PATH, post(status_pages::unlock))
         .route(badges::PAGE_PATH, get(badges::page))
         .route(badges::STATUS_PATH, get(badges::status))
         .route(badges::UPTIME_PATH, get(badges::uptime))

@@ -2,9 +2,10 @@
 //! display names, and by tag) shows each monitor's status in visitors' words, the overall
 //! banner, and 90 daily cells, in HTML and in `summary.json`, from one rendering shared by
 //! every reader (`ETag`, `304`); a monitor not on the page, the monitors' own names where a
-//! display name is set, and their targets appear nowhere; a private page is shown to nobody
-//! (yet); badges exist for shown monitors only; the settings API refuses bad pages naming the
-//! field, and never shows a password.
+//! display name is set, and their targets appear nowhere; badges exist for shown monitors
+//! only; the settings API refuses bad pages naming the field, and never shows a password. A
+//! password page opens to its password (a cookie of its own, which a new password voids), a
+//! users page to central's signed-in users; guessing is limited like logins.
 
 use std::time::Duration;
 
@@ -341,7 +342,7 @@ async fn a_public_page_shows_its_monitors_and_nothing_else_of_them() -> anyhow::
         .await?;
     assert_eq!(status, 200, "{edited}");
 
-    // A password page keeps its password to itself, and is shown to nobody for now.
+    // A password page keeps its password to itself.
     let (status, private) = central
         .admin(
             Method::POST,
@@ -355,16 +356,6 @@ async fn a_public_page_shows_its_monitors_and_nothing_else_of_them() -> anyhow::
     assert_eq!(status, 201, "{private}");
     assert_eq!(private["has_password"], true);
     assert!(!private.to_string().contains("correct horse"), "{private}");
-    // Found once the address book is read again (at most a second for a slug it lacks).
-    eventually(
-        Duration::from_secs(10),
-        "the private page refused",
-        || async {
-            let refused = get(&format!("{}/status/staff", central.url)).await.ok()?;
-            (refused.status() == 401).then_some(())
-        },
-    )
-    .await?;
     let unknown = get(&format!("{}/status/nothing-here", central.url)).await?;
     assert_eq!(unknown.status(), 404);
 
@@ -418,20 +409,281 @@ async fn strangers_holding_every_place_leave_status_pages_served() -> anyhow::Re
         held.push(stream);
     }
     let login = format!("{}/login", central.url);
-    eventually(Duration::from_secs(10), "every place held", || async {
+    let seen = std::sync::Mutex::new(Vec::new());
+    let full = eventually(Duration::from_secs(30), "every place held", || async {
         let shed = reqwest::Client::new()
             .post(&login)
             .form(&[("token", "guess")])
             .send()
             .await
             .ok()?;
+        seen.lock().unwrap().push(shed.status().as_u16());
         (shed.status() == 503).then_some(())
     })
-    .await?;
+    .await;
+    // (What the logins were answered meanwhile, should the places never fill.)
+    full.map_err(|e| anyhow::anyhow!("{e}; logins answered {:?}", seen.lock().unwrap()))?;
     for _ in 0..5 {
         let response = get(&page_url).await?;
         assert_eq!(response.status(), 200, "the page is served beside them");
     }
     drop(held);
+    Ok(())
+}
+
+/// A page's cookie, from a `Set-Cookie` answer: `name=value`.
+fn cookie_of(response: &reqwest::Response) -> Option<String> {
+    let set = response.headers().get("set-cookie")?.to_str().ok()?;
+    Some(set.split(';').next()?.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn private_pages_open_to_their_password_or_to_signed_in_users() -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    let mut ids = Vec::new();
+    for (slug, title, more) in [
+        (
+            "staff",
+            "Staff status",
+            json!({"visibility": "password", "password": "correct horse battery"}),
+        ),
+        (
+            "board",
+            "Board status",
+            json!({"visibility": "password", "password": "another password"}),
+        ),
+        ("ops", "Ops status", json!({"visibility": "users"})),
+    ] {
+        let mut spec = json!({"slug": slug, "title": title});
+        spec.as_object_mut()
+            .unwrap()
+            .extend(more.as_object().unwrap().clone());
+        let (status, page) = central
+            .admin(Method::POST, "/api/v1/status-pages", Some(spec))
+            .await?;
+        assert_eq!(status, 201, "{page}");
+        ids.push(page["id"].as_str().unwrap().to_string());
+    }
+    let no_redirects = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()?;
+    let read = |path: &str, cookie: Option<&str>| {
+        let mut request = no_redirects.get(format!("{}{path}", central.url));
+        if let Some(cookie) = cookie {
+            request = request.header("cookie", cookie);
+        }
+        request.send()
+    };
+    let unlock = |password: &str| {
+        no_redirects
+            .post(format!("{}/status/staff/unlock", central.url))
+            .form(&[("password", password)])
+            .send()
+    };
+
+    // Without the password: its form, and not a word of the page.
+    let asked = read("/status/staff", None).await?;
+    assert_eq!(asked.status(), 401);
+    let form = asked.text().await?;
+    assert!(form.contains(r#"name="password""#), "{form}");
+    assert!(
+        !form.contains("Staff status"),
+        "a private page says nothing of itself"
+    );
+    assert_eq!(
+        read("/status/staff/summary.json", None).await?.status(),
+        401
+    );
+    let wrong = unlock("wrong guess").await?;
+    assert_eq!(wrong.status(), 401);
+    assert!(cookie_of(&wrong).is_none());
+
+    // With it: a cookie for this page's addresses, which opens it and nothing else.
+    let opened = unlock("correct horse battery").await?;
+    assert_eq!(opened.status(), 303);
+    let set = opened.headers()["set-cookie"].to_str()?.to_string();
+    assert!(
+        set.contains("Path=/status/staff")
+            && set.contains("HttpOnly")
+            && set.contains("SameSite=Lax"),
+        "{set}"
+    );
+    let cookie = cookie_of(&opened).unwrap();
+    let page = read("/status/staff", Some(&cookie)).await?;
+    assert_eq!(page.status(), 200);
+    assert!(page.headers()[CACHE_CONTROL]
+        .to_str()?
+        .starts_with("private"));
+    assert!(page.text().await?.contains("Staff status"));
+    let summary = read("/status/staff/summary.json", Some(&cookie)).await?;
+    assert_eq!(summary.status(), 200);
+    assert!(
+        summary.headers().get(ACCESS_CONTROL_ALLOW_ORIGIN).is_none(),
+        "a private page's summary is not for other sites"
+    );
+    assert_eq!(read("/status/board", Some(&cookie)).await?.status(), 401);
+
+    // A new password voids the cookies the old one gave.
+    let (status, _) = central
+        .admin(
+            Method::PATCH,
+            &format!("/api/v1/status-pages/{}", ids[0]),
+            Some(json!({"password": "a brand new password"})),
+        )
+        .await?;
+    assert_eq!(status, 200);
+    eventually(
+        Duration::from_secs(10),
+        "the old cookie refused",
+        || async {
+            let status = read("/status/staff", Some(&cookie)).await.ok()?.status();
+            (status == 401).then_some(())
+        },
+    )
+    .await?;
+
+    // A users page: central's session opens it.
+    let refused = read("/status/ops", None).await?;
+    assert_eq!(refused.status(), 401);
+    assert!(refused.text().await?.contains("/login"));
+    let session = central.session_cookie().await?;
+    let page = read("/status/ops", Some(&session)).await?;
+    assert_eq!(page.status(), 200);
+    assert!(page.text().await?.contains("Ops status"));
+
+    // Guessing is limited like logging in: past the failures a client may make, 429.
+    let mut answers = Vec::new();
+    for _ in 0..15 {
+        answers.push(unlock("another wrong guess").await?.status().as_u16());
+    }
+    assert!(answers.contains(&429), "{answers:?}");
+    // Reading pages is not guessing: their `401`s count against nobody.
+    for _ in 0..15 {
+        assert_eq!(read("/status/board", None).await?.status(), 401);
+    }
+    Ok(())
+}
+
+/// The operators' page makes, lists and deletes status pages; a viewer may look but not make.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operators_make_and_delete_status_pages_on_their_page() -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    let monitor = central
+        .create_monitor(json!({"name": "internal-api", "kind": "http",
+            "target": "http://127.0.0.1:9/"}))
+        .await?;
+    let cookie = central.session_cookie().await?;
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()?;
+    let open = |path: &str| {
+        http.get(format!("{}{path}", central.url))
+            .header("cookie", &cookie)
+            .send()
+    };
+    let listing = open("/status-pages").await?.text().await?;
+    let csrf = listing
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_default()
+        .to_string();
+    let post = |path: &str, form: Vec<(&str, String)>| {
+        http.post(format!("{}{path}", central.url))
+            .header("cookie", &cookie)
+            .header("Origin", &central.url)
+            .form(&form)
+            .send()
+    };
+    let sections = format!(
+        r#"[{{"name": "API", "monitor_ids": ["{monitor}"],
+             "display_names": [{{"monitor_id": "{monitor}", "name": "Public API"}}]}}]"#
+    );
+    let form = |slug: &str, sections: &str| {
+        vec![
+            ("csrf", csrf.clone()),
+            ("slug", slug.to_string()),
+            ("title", "Acme status".to_string()),
+            ("visibility", "public".to_string()),
+            ("sections", sections.to_string()),
+        ]
+    };
+    // What cannot be made is said on the form, naming the field.
+    let refused = post("/status-pages", form("Not A Slug", &sections)).await?;
+    assert_eq!(refused.status(), 400);
+    assert!(refused.text().await?.contains("slug"));
+    let refused = post("/status-pages", form("acme", "[{\"name\": 1}]")).await?;
+    assert_eq!(refused.status(), 400);
+    assert!(refused.text().await?.contains("Sections"));
+
+    let made = post("/status-pages", form("acme", &sections)).await?;
+    assert_eq!(made.status(), 303, "{}", made.text().await?);
+    let listing = open("/status-pages").await?.text().await?;
+    assert!(listing.contains("/status/acme") && listing.contains("Acme status"));
+    let shown = get(&format!("{}/status/acme", central.url))
+        .await?
+        .text()
+        .await?;
+    assert!(shown.contains("Public API") && !shown.contains("internal-api"));
+    let (_, pages) = central
+        .admin(Method::GET, "/api/v1/status-pages", None)
+        .await?;
+    let id = pages["items"][0]["id"].as_str().unwrap().to_string();
+    let (_, audit) = central
+        .admin(Method::GET, "/api/v1/audit?object_kind=status-pages", None)
+        .await?;
+    assert!(
+        audit.to_string().contains(&id),
+        "the page's change is in the audit log: {audit}"
+    );
+    let deleted = post(
+        &format!("/status-pages/{id}/delete"),
+        vec![("csrf", csrf.clone())],
+    )
+    .await?;
+    assert_eq!(deleted.status(), 303);
+    let (_, pages) = central
+        .admin(Method::GET, "/api/v1/status-pages", None)
+        .await?;
+    assert_eq!(pages["items"], json!([]));
+    Ok(())
+}
+
+/// `central demo` makes a status page of its monitors, under public names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_shows_its_monitors_on_a_status_page() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let port = e2e::oidc::free_port()?;
+    let _demo = tokio::process::Command::new(e2e::binary("central"))
+        .args([
+            "demo",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--data-dir",
+        ])
+        .arg(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()?;
+    let url = format!("http://127.0.0.1:{port}/status/demo");
+    let page = eventually(
+        Duration::from_secs(30),
+        "the demo's status page",
+        || async {
+            let page = get(&url).await.ok()?;
+            (page.status() == 200).then_some(())?;
+            let html = page.text().await.ok()?;
+            html.contains("Operational").then_some(html)
+        },
+    )
+    .await?;
+    for name in ["Demo status", "Website", "Checkout", "API port"] {
+        assert!(page.contains(name), "{name}");
+    }
+    assert!(
+        !page.contains("demo target"),
+        "internal names stay internal"
+    );
     Ok(())
 }

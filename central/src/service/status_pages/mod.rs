@@ -7,6 +7,7 @@
 //! together by `shown` at most every few seconds per page (the web layer shares it between
 //! readers). Must not: render HTML (`web::status_pages`) or write SQL.
 
+pub mod access;
 pub mod shown;
 
 use std::collections::HashSet;

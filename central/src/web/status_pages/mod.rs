@@ -1,0 +1,251 @@
+//! Status pages as visitors read them: `/status/{slug}` (HTML) and
+//! `/status/{slug}/summary.json` (CORS open for `GET` on public pages, for widgets), from the
+//! shared renderings (`shared`), answered `304` to a reader who holds one already; and who may
+//! read a page that is not public: a `password` page's visitors once they gave its password
+//! (`POST /status/{slug}/unlock`, a cookie of the page's own), a `users` page's signed-in users.
+//! Must not: decide what a page shows (`service::status_pages`).
+
+mod html;
+mod shared;
+
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::{Extension, Form};
+use axum_extra::extract::cookie::{Cookie, CookieJar, SameSite};
+use maud::html;
+use serde::Deserialize;
+use shared_proto::status_pages::Visibility;
+
+pub(crate) use self::html::percent;
+pub(crate) use self::shared::{Body, PublicPages, Rendered};
+use super::origin::Origin;
+use crate::service::status_pages::access::{unlock_cookie_name, unlock_value, unlocks};
+use crate::service::status_pages::StatusPage;
+use crate::service::App;
+
+/// Where visitors read a page, its summary, and give a page's password.
+pub const PAGE_PATH: &str = "/status/{slug}";
+pub const SUMMARY_PATH: &str = "/status/{slug}/summary.json";
+pub const UNLOCK_PATH: &str = "/status/{slug}/unlock";
+/// What every status page's address starts with (`api::pools` serves them apart).
+pub const PREFIX: &str = "/status/";
+
+/// How long a public page's rendering may be kept by readers and the caches between them.
+const PUBLIC_CACHE: &str = "public, max-age=5";
+/// The same for a page that is not public: by the reader's browser only.
+const PRIVATE_CACHE: &str = "private, max-age=5";
+/// How long a page's password unlocks it in a browser.
+const UNLOCKED_FOR: cookie::time::Duration = cookie::time::Duration::days(7);
+
+/// The rendering of the page with this slug and whether it is private, or the answer that
+/// refuses it.
+async fn find(
+    app: &App,
+    pages: &PublicPages,
+    slug: &str,
+    headers: &HeaderMap,
+) -> Result<(Arc<Rendered>, bool), Response> {
+    let Some(page) = pages.page(app, slug).await? else {
+        return Err(refusal(
+            StatusCode::NOT_FOUND,
+            "There is no status page here.",
+        ));
+    };
+    let jar = CookieJar::from_headers(headers);
+    match page.visibility {
+        Visibility::Public => {}
+        Visibility::Password => {
+            let key = pages.unlock_key(app).await?;
+            let open = jar
+                .get(&unlock_cookie_name(&page))
+                .is_some_and(|cookie| unlocks(key, &page, cookie.value()));
+            if !open {
+                return Err(password_form(&page, None));
+            }
+        }
+        Visibility::Users => {
+            // A session of central's page; its validity is read, as every page of central's
+            // does (a users-only page's readers are the operators themselves, not a rush).
+            let signed_in = match jar.get(super::session::COOKIE) {
+                Some(cookie) => matches!(app.web_session(cookie.value()).await, Ok(Some(_))),
+                None => false,
+            };
+            if !signed_in {
+                return Err(signed_in_only());
+            }
+        }
+    }
+    let private = page.visibility != Visibility::Public;
+    Ok((pages.rendered(app, &page).await?, private))
+}
+
+/// A page with one message, for a visitor who gets no status page.
+pub(crate) fn refusal(status: StatusCode, message: &str) -> Response {
+    (status, html::message_page(message, html! {})).into_response()
+}
+
+/// `401` with the page's password form (its title is not shown: a private page says nothing
+/// of itself to strangers).
+fn password_form(page: &StatusPage, failed: Option<&str>) -> Response {
+    let form = html! {
+        @if let Some(failed) = failed {
+            p role="alert" { (failed) }
+        }
+        form method="post" action=(format!("/status/{}/unlock", page.slug)) {
+            label for="password" { "Password" }
+            input #password type="password" name="password" required autocomplete="current-password";
+            button type="submit" { "Open" }
+        }
+    };
+    let body = html::message_page("This status page needs its password.", form);
+    (StatusCode::UNAUTHORIZED, body).into_response()
+}
+
+/// `401` for a users-only page: the way to sign in.
+fn signed_in_only() -> Response {
+    let link = html! {
+        p { a href=(super::session::LOGIN_PATH) { "Sign in to central" } ", then open this page again." }
+    };
+    let body = html::message_page("This status page is for signed-in users.", link);
+    (StatusCode::UNAUTHORIZED, body).into_response()
+}
+
+/// `200` with the body (gzipped for a reader that takes gzip), or `304` when the reader
+/// holds it already.
+pub(crate) fn answer(
+    request: &HeaderMap,
+    body: &Body,
+    content_type: &'static str,
+    private: bool,
+    cors: bool,
+) -> Response {
+    let takes_gzip = request
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|coding| {
+            let mut parts = coding.split(';').map(str::trim);
+            parts.next() == Some("gzip") && parts.all(|p| p.replace(' ', "") != "q=0")
+        });
+    let (bytes, etag) = if takes_gzip {
+        (&body.gzip, &body.gzip_etag)
+    } else {
+        (&body.bytes, &body.etag)
+    };
+    let held = request
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|tags| {
+            tags.split(',')
+                .map(str::trim)
+                .any(|tag| tag == "*" || tag.trim_start_matches("W/") == etag)
+        });
+    let mut response = if held {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        ([(header::CONTENT_TYPE, content_type)], bytes.clone()).into_response()
+    };
+    let headers = response.headers_mut();
+    headers.insert(header::ETAG, etag.clone());
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static(if private { PRIVATE_CACHE } else { PUBLIC_CACHE }),
+    );
+    headers.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    if takes_gzip && !held {
+        headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    }
+    if cors && !private {
+        headers.insert(
+            header::ACCESS_CONTROL_ALLOW_ORIGIN,
+            HeaderValue::from_static("*"),
+        );
+    }
+    response
+}
+
+pub async fn page(
+    State(app): State<Arc<App>>,
+    Extension(pages): Extension<Arc<PublicPages>>,
+    Path(slug): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    match find(&app, &pages, &slug, &headers).await {
+        Ok((rendered, private)) => answer(
+            &headers,
+            &rendered.html,
+            "text/html; charset=utf-8",
+            private,
+            false,
+        ),
+        Err(refused) => refused,
+    }
+}
+
+pub async fn summary(
+    State(app): State<Arc<App>>,
+    Extension(pages): Extension<Arc<PublicPages>>,
+    Path(slug): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    match find(&app, &pages, &slug, &headers).await {
+        Ok((rendered, private)) => {
+            answer(&headers, &rendered.json, "application/json", private, true)
+        }
+        Err(refused) => refused,
+    }
+}
+
+#[derive(Deserialize)]
+pub struct UnlockForm {
+    #[serde(default)]
+    password: String,
+}
+
+/// A visitor gives a `password` page's password: the page's cookie and back to the page, or
+/// `401` with the form again (which the request pools count against the client, as a failed
+/// login).
+pub async fn unlock(
+    State(app): State<Arc<App>>,
+    Extension(pages): Extension<Arc<PublicPages>>,
+    Path(slug): Path<String>,
+    origin: Origin,
+    jar: CookieJar,
+    Form(form): Form<UnlockForm>,
+) -> Response {
+    let page = match pages.page(&app, &slug).await {
+        Ok(Some(page)) if page.visibility == Visibility::Password => page,
+        Ok(_) => return refusal(StatusCode::NOT_FOUND, "There is no password page here."),
+        Err(refused) => return refused,
+    };
+    match app
+        .status_pages()
+        .password_opens(&page, form.password)
+        .await
+    {
+        Ok(true) => {
+            let key = match pages.unlock_key(&app).await {
+                Ok(key) => key,
+                Err(refused) => return refused,
+            };
+            let Some(value) = unlock_value(key, &page) else {
+                return password_form(&page, None);
+            };
+            let cookie = Cookie::build((unlock_cookie_name(&page), value))
+                .path(format!("/status/{}", page.slug))
+                .http_only(true)
+                .secure(origin.https)
+                .same_site(SameSite::Lax)
+                .max_age(UNLOCKED_FOR)
+                .build();
+            let back = format!("/status/{}", page.slug);
+            (jar.add(cookie), Redirect::to(&back)).into_response()
+        }
+        Ok(false) => password_form(&page, Some("That password does not open this page.")),
+        Err(error) => super::WebError::from(error).into_response(),
+    }
+}

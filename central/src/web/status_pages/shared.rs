@@ -1,0 +1,234 @@
+//! The shared renderings of status pages, and the address book they are found in.
+//!
+//! A page is read most when things go wrong, by many people at once, so no visitor causes a
+//! database read: every reader of a page gets one shared rendering (HTML and JSON, each with
+//! its `ETag`, each gzipped once), put together by the first reader that finds it older than
+//! `FRESH_MS` while the others wait for that one (single flight). Pages are found by slug in
+//! an address book of every page, read again at most every `FRESH_MS` (or every `MISS_MS` when
+//! asked for a slug it lacks, so a page just made is found at once and a flood of unknown slugs
+//! reads at most once per `MISS_MS`). Cost: per page being read, one `shown_page` per
+//! `FRESH_MS`; per request, a map lookup and a copy of reference-counted bytes. Must not:
+//! decide what a page shows (`service::status_pages`) or who may read it (`super`).
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use axum::body::Bytes;
+use axum::http::HeaderValue;
+use axum::response::{IntoResponse, Response};
+use sha2::{Digest, Sha256};
+use shared_proto::status_pages::{StatusSummary, Visibility};
+use uuid::Uuid;
+
+use super::html::render;
+use crate::service::status_pages::StatusPage;
+use crate::service::App;
+use crate::web::WebError;
+
+/// How long one rendering serves every reader, and the address book every lookup.
+const FRESH_MS: i64 = 5_000;
+/// How often a slug the address book lacks may have it read again.
+const MISS_MS: i64 = 1_000;
+
+/// The shared renderings and the address book; one per router.
+#[derive(Default)]
+pub struct PublicPages {
+    book: Mutex<Arc<Book>>,
+    /// Held while the address book is read again, so that one reader reads it.
+    reading: tokio::sync::Mutex<()>,
+    pages: Mutex<HashMap<Uuid, Arc<Shared>>>,
+    /// The key unlock cookies are signed with, read once (`service::status_pages::access`).
+    unlock_key: tokio::sync::OnceCell<Vec<u8>>,
+}
+
+/// Every page by slug, as read at `read_at`.
+#[derive(Default)]
+struct Book {
+    read_at: Option<i64>,
+    by_slug: HashMap<String, Arc<StatusPage>>,
+}
+
+/// One page's rendering, and the lock its next one is made under.
+#[derive(Default)]
+struct Shared {
+    making: tokio::sync::Mutex<()>,
+    current: Mutex<Option<Arc<Rendered>>>,
+}
+
+pub(crate) struct Rendered {
+    /// What the page shows, for badges (`web::badges`).
+    pub(crate) summary: StatusSummary,
+    made_at: i64,
+    /// The page's `updated_at` it was made from: an edit shows at the next read.
+    page_updated_at: i64,
+    pub(super) html: Body,
+    pub(super) json: Body,
+}
+
+pub(crate) struct Body {
+    pub(super) bytes: Bytes,
+    pub(super) etag: HeaderValue,
+    /// The same, gzipped once for every reader that takes gzip (most browsers), with an
+    /// `ETag` of its own: compressing hundreds of kilobytes per request is what a rush must
+    /// not cost.
+    pub(super) gzip: Bytes,
+    pub(super) gzip_etag: HeaderValue,
+}
+
+impl Body {
+    pub(crate) fn of(bytes: Vec<u8>) -> Body {
+        let digest = hex::encode(&Sha256::digest(&bytes)[..12]);
+        let etag = |suffix: &str| {
+            HeaderValue::from_str(&format!("\"{digest}{suffix}\""))
+                .expect("hex is a valid header value")
+        };
+        let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gzip.write_all(&bytes).expect("writing to memory");
+        Body {
+            bytes: Bytes::from(bytes),
+            etag: etag(""),
+            gzip: Bytes::from(gzip.finish().expect("writing to memory")),
+            gzip_etag: etag("-gzip"),
+        }
+    }
+}
+
+impl PublicPages {
+    /// The page with this slug, from the address book.
+    pub(super) async fn page(
+        &self,
+        app: &App,
+        slug: &str,
+    ) -> Result<Option<Arc<StatusPage>>, Response> {
+        Ok(self.book(app, Some(slug)).await?.by_slug.get(slug).cloned())
+    }
+
+    /// The public pages, by slug.
+    pub(crate) async fn public_pages(&self, app: &App) -> Result<Vec<Arc<StatusPage>>, Response> {
+        let book = self.book(app, None).await?;
+        let mut public: Vec<Arc<StatusPage>> = book
+            .by_slug
+            .values()
+            .filter(|page| page.visibility == Visibility::Public)
+            .cloned()
+            .collect();
+        public.sort_by(|a, b| a.slug.cmp(&b.slug));
+        Ok(public)
+    }
+
+    /// The address book, read again first if it is older than `FRESH_MS` (or `MISS_MS` when
+    /// it lacks `wanted`); one reader reads it while the others wait.
+    async fn book(&self, app: &App, wanted: Option<&str>) -> Result<Arc<Book>, Response> {
+        let current = || {
+            self.book
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone()
+        };
+        let usable = |book: &Book| {
+            let age = book
+                .read_at
+                .map_or(i64::MAX, |at| app.now_ms().saturating_sub(at));
+            let missing = wanted.is_some_and(|slug| !book.by_slug.contains_key(slug));
+            age < FRESH_MS && (!missing || age < MISS_MS)
+        };
+        let book = current();
+        if usable(&book) {
+            return Ok(book);
+        }
+        let _reading = self.reading.lock().await;
+        // Read by the reader this one waited for.
+        let book = current();
+        if usable(&book) {
+            return Ok(book);
+        }
+        let read_at = app.now_ms();
+        let pages = app
+            .status_pages()
+            .all_pages()
+            .await
+            .map_err(|e| WebError::from(e).into_response())?;
+        let by_slug: HashMap<String, Arc<StatusPage>> = pages
+            .into_iter()
+            .map(|page| (page.slug.clone(), Arc::new(page)))
+            .collect();
+        // Renderings of pages that are gone go with them.
+        let ids: std::collections::HashSet<Uuid> = by_slug.values().map(|p| p.id).collect();
+        self.pages
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|id, _| ids.contains(id));
+        let book = Arc::new(Book {
+            read_at: Some(read_at),
+            by_slug,
+        });
+        *self.book.lock().unwrap_or_else(PoisonError::into_inner) = book.clone();
+        Ok(book)
+    }
+
+    /// The page's rendering, made again first if it is older than `FRESH_MS` or was made from
+    /// an older version of the page; one reader makes it while the others wait.
+    pub(crate) async fn rendered(
+        &self,
+        app: &App,
+        page: &StatusPage,
+    ) -> Result<Arc<Rendered>, Response> {
+        let shared = self
+            .pages
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(page.id)
+            .or_default()
+            .clone();
+        let fresh = |shared: &Shared| {
+            let current = shared
+                .current
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            current.filter(|r| {
+                r.page_updated_at == page.updated_at
+                    && app.now_ms().saturating_sub(r.made_at) < FRESH_MS
+            })
+        };
+        if let Some(rendered) = fresh(&shared) {
+            return Ok(rendered);
+        }
+        let _making = shared.making.lock().await;
+        // Made by the reader this one waited for.
+        if let Some(rendered) = fresh(&shared) {
+            return Ok(rendered);
+        }
+        let made_at = app.now_ms();
+        let summary = app
+            .shown_page(page)
+            .await
+            .map_err(|e| WebError::from(e).into_response())?;
+        let json = Body::of(serde_json::to_vec(&summary).expect("a summary serialises"));
+        let html = Body::of(render(&summary).into_string().into_bytes());
+        let rendered = Arc::new(Rendered {
+            summary,
+            made_at,
+            page_updated_at: page.updated_at,
+            html,
+            json,
+        });
+        *shared
+            .current
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(rendered.clone());
+        Ok(rendered)
+    }
+}
+
+impl PublicPages {
+    /// The key unlock cookies are signed with.
+    pub(super) async fn unlock_key(&self, app: &App) -> Result<&[u8], Response> {
+        self.unlock_key
+            .get_or_try_init(|| async { app.status_pages().unlock_key().await })
+            .await
+            .map(Vec::as_slice)
+            .map_err(|e| WebError::from(e).into_response())
+    }
+}
