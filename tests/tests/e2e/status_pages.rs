@@ -394,23 +394,25 @@ async fn strangers_holding_every_place_leave_status_pages_served() -> anyhow::Re
     let page_url = format!("{}/status/rush", central.url);
     assert_eq!(get(&page_url).await?.status(), 200);
 
-    // Logins whose bodies never come, from 127.0.0.2 to .9: every unauthenticated place.
-    let mut held = Vec::new();
-    for i in 0..16u8 {
+    // Logins whose bodies never come, from 127.0.0.2 on: every unauthenticated place.
+    const HOLD: &[u8] = b"POST /login HTTP/1.1\r\nHost: central\r\n\
+        Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 60000\r\n\r\n";
+    let strangers = std::sync::atomic::AtomicU32::new(0);
+    let hold = || async {
+        let address = 2 + strangers.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 250;
         let socket = tokio::net::TcpSocket::new_v4()?;
-        socket.bind(format!("127.0.0.{}:0", 2 + i % 8).parse()?)?;
+        socket.bind(format!("127.0.0.{address}:0").parse()?)?;
         let mut stream = socket.connect(central.addr.parse()?).await?;
-        stream
-            .write_all(
-                b"POST /login HTTP/1.1\r\nHost: central\r\n\
-                  Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\n",
-            )
-            .await?;
-        held.push(stream);
+        stream.write_all(HOLD).await?;
+        anyhow::Ok(stream)
+    };
+    let held = tokio::sync::Mutex::new(Vec::new());
+    for _ in 0..8 {
+        held.lock().await.push(hold().await?);
     }
     let login = format!("{}/login", central.url);
     let seen = std::sync::Mutex::new(Vec::new());
-    let full = eventually(Duration::from_secs(30), "every place held", || async {
+    let full = eventually(Duration::from_secs(60), "every place held", || async {
         let shed = reqwest::Client::new()
             .post(&login)
             .form(&[("token", "guess")])
@@ -418,7 +420,16 @@ async fn strangers_holding_every_place_leave_status_pages_served() -> anyhow::Re
             .await
             .ok()?;
         seen.lock().unwrap().push(shed.status().as_u16());
-        (shed.status() == 503).then_some(())
+        if shed.status() != 503 {
+            // A place is still free: a stranger's request did not take one (CI has seen this
+            // in attack.rs too, not reproduced locally). More strangers try; what is tested
+            // is the page while they hold every place.
+            for _ in 0..4 {
+                held.lock().await.push(hold().await.ok()?);
+            }
+            return None;
+        }
+        Some(())
     })
     .await;
     // (What the logins were answered meanwhile, should the places never fill.)
