@@ -17,7 +17,7 @@ use crate::service::status_pages::StatusPages;
     summary = "Create a status page (read by visitors at `/status/{slug}`)",
     security(("admin_token" = [])),
     request_body = StatusPageSpec,
-    responses((status = 201, description = "Created.", body = StatusPageView), super::openapi::SpecErrors)
+    responses((status = 201, description = "Created.", body = StatusPageView), super::openapi::PageCreateErrors)
 )]
 pub async fn create_page(
     State(pages): State<StatusPages>,
@@ -61,7 +61,7 @@ pub async fn get_page(
     security(("admin_token" = [])),
     request_body = StatusPagePatch,
     params(("id" = Uuid, Path, description = "Status page id")),
-    responses((status = 200, description = "The page as changed.", body = StatusPageView), super::openapi::PatchErrors)
+    responses((status = 200, description = "The page as changed.", body = StatusPageView), super::openapi::PagePatchErrors)
 )]
 pub async fn update_page(
     State(pages): State<StatusPages>,

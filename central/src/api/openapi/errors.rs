@@ -216,6 +216,37 @@ error_set!(
     }
 );
 
+const PAGE_TAKEN: &str = "`conflict`: another status page has this slug or this domain.";
+
+error_set!(
+    /// Creating a status page: a spec, and a slug or domain only one page may have.
+    PageCreateErrors {
+        400 => BODY_INVALID,
+        401 => ADMIN_UNAUTHORIZED,
+        408 => TIMED_OUT,
+        409 => PAGE_TAKEN,
+        413 => TOO_LARGE,
+        415 => MEDIA_TYPE,
+        422 => UNPROCESSABLE,
+        503 => OVERLOADED_OR_UNAUDITED,
+    }
+);
+
+error_set!(
+    /// Changing a status page.
+    PagePatchErrors {
+        400 => "`invalid_path`, or a body error: `invalid_body` or `invalid_field`.",
+        401 => ADMIN_UNAUTHORIZED,
+        404 => NOT_FOUND,
+        408 => TIMED_OUT,
+        409 => PAGE_TAKEN,
+        413 => TOO_LARGE,
+        415 => MEDIA_TYPE,
+        422 => UNPROCESSABLE,
+        503 => OVERLOADED_OR_UNAUDITED,
+    }
+);
+
 error_set!(
     /// `register` and `token`: no bearer token, rate limited per address.
     PublicBodyErrors {
