@@ -23,6 +23,7 @@ pub mod poller_api;
 pub mod redaction;
 pub mod settings;
 pub mod settings_api;
+pub mod status_incidents;
 pub mod status_pages;
 pub mod tags;
 pub mod target;

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::monitor::rules::{has_control, is_blank};
+use crate::status_incidents::{ShownIncident, ShownMaintenance};
 use crate::tags::validate_tags;
 use crate::ValidationError;
 
@@ -515,6 +516,14 @@ pub struct StatusSummary {
     /// Set when `status` is `outage`.
     pub outage: Option<OutageScale>,
     pub sections: Vec<ShownSection>,
+    /// Open incidents, then those resolved in the last `RESOLVED_SHOWN_DAYS` days, newest
+    /// first in each.
+    #[serde(default)]
+    pub incidents: Vec<ShownIncident>,
+    /// Maintenance over the page's monitors under way now or starting within
+    /// `MAINTENANCE_AHEAD_DAYS` days, soonest first.
+    #[serde(default)]
+    pub maintenance: Vec<ShownMaintenance>,
     /// When this summary was put together (pages are rendered once for every reader and
     /// refreshed every few seconds).
     pub generated_at: DateTime<Utc>,

@@ -231,6 +231,20 @@ pub fn router(app: Arc<App>, options: &HttpOptions, long_polls: Arc<pools::LongP
                 .patch(status_pages::update_page)
                 .delete(status_pages::delete_page),
         )
+        .route(
+            "/status-pages/{id}/incidents",
+            post(status_pages::create_incident).get(status_pages::list_incidents),
+        )
+        .route(
+            "/status-pages/{id}/incidents/{iid}",
+            get(status_pages::get_incident)
+                .patch(status_pages::update_incident)
+                .delete(status_pages::delete_incident),
+        )
+        .route(
+            "/status-pages/{id}/incidents/{iid}/updates",
+            post(status_pages::add_incident_update),
+        )
         .route("/monitors/{id}/ping-url", post(ping::new_ping_url))
         .route("/monitors/{id}/pings", get(ping::list_pings))
         .route("/users", post(users::create_user).get(users::list_users))

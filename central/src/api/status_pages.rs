@@ -5,6 +5,9 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use shared_proto::settings_api::Page;
+use shared_proto::status_incidents::{
+    IncidentPatch, IncidentSpec, IncidentUpdateSpec, IncidentView,
+};
 use shared_proto::status_pages::{StatusPagePatch, StatusPageSpec, StatusPageView};
 use uuid::Uuid;
 
@@ -84,4 +87,101 @@ pub async fn delete_page(
 ) -> ApiResult<StatusCode> {
     pages.delete_page(id).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(
+    post, path = "/api/v1/status-pages/{id}/incidents", tag = "status-pages", operation_id = "create_incident",
+    summary = "Open an incident on a status page (its message is its first update)",
+    security(("admin_token" = [])),
+    request_body = IncidentSpec,
+    params(("id" = Uuid, Path, description = "Status page id")),
+    responses((status = 201, description = "Opened.", body = IncidentView), super::openapi::PatchErrors)
+)]
+pub async fn create_incident(
+    State(pages): State<StatusPages>,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiJson(spec): ApiJson<IncidentSpec>,
+) -> ApiResult<(StatusCode, Json<IncidentView>)> {
+    Ok((
+        StatusCode::CREATED,
+        Json(pages.create_incident(id, spec).await?),
+    ))
+}
+
+#[utoipa::path(
+    get, path = "/api/v1/status-pages/{id}/incidents", tag = "status-pages", operation_id = "list_incidents",
+    summary = "A status page's incidents, oldest first, each with its updates (newest first)",
+    security(("admin_token" = [])),
+    params(("id" = Uuid, Path, description = "Status page id"), PageQuery),
+    responses((status = 200, description = "A page of incidents.", body = Page<IncidentView>), super::openapi::IdQueryErrors)
+)]
+pub async fn list_incidents(
+    State(pages): State<StatusPages>,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiQuery(page): ApiQuery<PageQuery>,
+) -> ApiResult<Json<Page<IncidentView>>> {
+    let (cursor, limit) = page.parse()?;
+    Ok(Json(pages.list_incidents(id, &cursor, limit).await?))
+}
+
+#[utoipa::path(
+    get, path = "/api/v1/status-pages/{id}/incidents/{iid}", tag = "status-pages", operation_id = "get_incident",
+    summary = "An incident with its updates (newest first)",
+    security(("admin_token" = [])),
+    params(("id" = Uuid, Path, description = "Status page id"), ("iid" = Uuid, Path, description = "Incident id")),
+    responses((status = 200, description = "The incident.", body = IncidentView), super::openapi::IdErrors)
+)]
+pub async fn get_incident(
+    State(pages): State<StatusPages>,
+    ApiPath((id, iid)): ApiPath<(Uuid, Uuid)>,
+) -> ApiResult<Json<IncidentView>> {
+    Ok(Json(pages.get_incident(id, iid).await?))
+}
+
+#[utoipa::path(
+    patch, path = "/api/v1/status-pages/{id}/incidents/{iid}", tag = "status-pages", operation_id = "update_incident",
+    summary = "Change an incident's title or monitors; a `message` (with a new `status`, or the same) adds an update",
+    security(("admin_token" = [])),
+    request_body = IncidentPatch,
+    params(("id" = Uuid, Path, description = "Status page id"), ("iid" = Uuid, Path, description = "Incident id")),
+    responses((status = 200, description = "The incident as changed.", body = IncidentView), super::openapi::PatchErrors)
+)]
+pub async fn update_incident(
+    State(pages): State<StatusPages>,
+    ApiPath((id, iid)): ApiPath<(Uuid, Uuid)>,
+    ApiJson(patch): ApiJson<IncidentPatch>,
+) -> ApiResult<Json<IncidentView>> {
+    Ok(Json(pages.update_incident(id, iid, patch).await?))
+}
+
+#[utoipa::path(
+    delete, path = "/api/v1/status-pages/{id}/incidents/{iid}", tag = "status-pages", operation_id = "delete_incident",
+    summary = "Delete an incident and its updates (one opened by mistake; a resolved one belongs in the page's history)",
+    security(("admin_token" = [])),
+    params(("id" = Uuid, Path, description = "Status page id"), ("iid" = Uuid, Path, description = "Incident id")),
+    responses((status = 204, description = "Deleted."), super::openapi::IdErrors)
+)]
+pub async fn delete_incident(
+    State(pages): State<StatusPages>,
+    ApiPath((id, iid)): ApiPath<(Uuid, Uuid)>,
+) -> ApiResult<StatusCode> {
+    pages.delete_incident(id, iid).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(
+    post, path = "/api/v1/status-pages/{id}/incidents/{iid}/updates", tag = "status-pages", operation_id = "add_incident_update",
+    summary = "Add an update to an incident: what is new, and where it stands now",
+    security(("admin_token" = [])),
+    request_body = IncidentUpdateSpec,
+    params(("id" = Uuid, Path, description = "Status page id"), ("iid" = Uuid, Path, description = "Incident id")),
+    responses((status = 201, description = "The incident with its new update.", body = IncidentView), super::openapi::PatchErrors)
+)]
+pub async fn add_incident_update(
+    State(pages): State<StatusPages>,
+    ApiPath((id, iid)): ApiPath<(Uuid, Uuid)>,
+    ApiJson(update): ApiJson<IncidentUpdateSpec>,
+) -> ApiResult<(StatusCode, Json<IncidentView>)> {
+    let incident = pages.add_incident_update(id, iid, update).await?;
+    Ok((StatusCode::CREATED, Json(incident)))
 }

@@ -259,6 +259,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "status pages",
         include_str!("../../../migrations/sqlite/20261222000050_status_pages.sql"),
     ),
+    (
+        20261223000051,
+        "status incidents",
+        include_str!("../../../migrations/sqlite/20261223000051_status_incidents.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -506,6 +511,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261222000050,
         "status pages",
         include_str!("../../../migrations/postgres/20261222000050_status_pages.sql"),
+    ),
+    (
+        20261223000051,
+        "status incidents",
+        include_str!("../../../migrations/postgres/20261223000051_status_incidents.sql"),
     ),
 ];
 

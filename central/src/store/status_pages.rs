@@ -100,14 +100,31 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
-    /// Deletes a page; `false` if there was none.
+    /// Deletes a page, its incidents and their updates, in one transaction; `false` if there
+    /// was no such page.
     pub async fn delete_status_page(&self, id: &str) -> anyhow::Result<bool> {
         let _guard = self.write_lock().await;
+        let mut tx = self.writer.begin().await?;
         let done = sqlx::query("DELETE FROM status_pages WHERE id = $1")
             .bind(id)
-            .execute(&self.writer)
+            .execute(&mut *tx)
             .await?;
-        Ok(done.rows_affected() == 1)
+        if done.rows_affected() != 1 {
+            return Ok(false);
+        }
+        sqlx::query(
+            "DELETE FROM status_incident_updates WHERE incident_id IN \
+             (SELECT id FROM status_incidents WHERE page_id = $1)",
+        )
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("DELETE FROM status_incidents WHERE page_id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(true)
     }
 
     pub async fn status_page(&self, id: &str) -> anyhow::Result<Option<StatusPageRow>> {

@@ -16,6 +16,7 @@ mod headers;
 mod heartbeats;
 mod layout;
 mod maintenance;
+mod markdown;
 mod monitor_form;
 mod monitor_input;
 mod monitors;
@@ -129,6 +130,8 @@ pub fn router(options: WebOptions) -> Router<Arc<App>> {
         .route(status_pages::PAGE_PATH, get(status_pages::page))
         .route(status_pages::SUMMARY_PATH, get(status_pages::summary))
         .route(status_pages::UNLOCK_PATH, post(status_pages::unlock))
+        .route(status_pages::FEED_PATH, get(status_pages::feed))
+        .route(status_pages::HISTORY_PATH, get(status_pages::history))
         .route(badges::PAGE_PATH, get(badges::page))
         .route(badges::STATUS_PATH, get(badges::status))
         .route(badges::UPTIME_PATH, get(badges::uptime))

@@ -43,6 +43,7 @@ mod restore;
 mod shape;
 mod sso;
 mod ssrf;
+mod status_incidents;
 mod status_pages;
 mod store_conflicts;
 mod store_reads;

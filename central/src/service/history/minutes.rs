@@ -9,6 +9,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use super::super::maintenance::schedule::Placement;
 use super::super::maintenance::{placement_of, quiet_of};
 use super::super::uptime::{self, Timeline};
 use super::MonitorHistory;
@@ -130,6 +131,22 @@ impl MonitorHistory {
         if windows.is_empty() {
             return Ok(HashMap::new());
         }
+        let mut quiet = HashMap::with_capacity(monitors.len());
+        self.each_placement(monitors, |monitor, placement| {
+            quiet.insert(monitor.id.clone(), quiet_of(&windows, placement));
+        })
+        .await?;
+        Ok(quiet)
+    }
+
+    /// Calls `each` with every monitor's placement as maintenance windows see it (its pollers,
+    /// its own and its locations', and its regions). Cost: one read of the multi-location
+    /// monitors' locations and one of the pollers they are placed on.
+    pub(crate) async fn each_placement(
+        &self,
+        monitors: &[MonitorRow],
+        mut each: impl FnMut(&MonitorRow, &Placement<'_>),
+    ) -> ServiceResult<()> {
         let multi: Vec<String> = monitors
             .iter()
             .filter(|m| m.poller_mode == "multi")
@@ -155,7 +172,6 @@ impl MonitorHistory {
             .into_iter()
             .map(|p| (p.id, p.region))
             .collect();
-        let mut quiet = HashMap::with_capacity(monitors.len());
         for monitor in monitors {
             let regions = monitor.regions()?;
             let pollers = monitor
@@ -173,9 +189,9 @@ impl MonitorHistory {
             let placement = placement_of(monitor, &regions, pollers, |id| {
                 poller_regions.get(id).and_then(|r| r.as_deref())
             });
-            quiet.insert(monitor.id.clone(), quiet_of(&windows, &placement));
+            each(monitor, &placement);
         }
-        Ok(quiet)
+        Ok(())
     }
 }
 

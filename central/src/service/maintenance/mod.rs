@@ -200,6 +200,25 @@ pub fn quiet_of(windows: &[WindowSpans], placement: &Placement<'_>) -> Vec<(i64,
     merged
 }
 
+/// A window's occurrences as a status page lists them at `now`: the stretch under way, whole
+/// (as it began and as it will end), then those starting before `until`. Cost: a walk of its
+/// rule per occurrence listed, at most `MAX_LISTED` of them.
+pub fn occurrences_ahead(schedule: &Schedule, now: i64, until: i64) -> Vec<(i64, i64)> {
+    const MAX_LISTED: usize = 16;
+    let mut found: Vec<(i64, i64)> = schedule.under_way(now).into_iter().collect();
+    let mut after = found.last().map_or(now, |(_, end)| *end);
+    while found.len() < MAX_LISTED {
+        match schedule.next_after(after) {
+            Some((start, end)) if start < until => {
+                found.push((start, end));
+                after = start;
+            }
+            _ => break,
+        }
+    }
+    found
+}
+
 /// The windows of stored rows (a row that no longer reads is left out: the API stores none).
 pub fn windows_of(rows: &[WindowRow]) -> Vec<Window> {
     rows.iter()

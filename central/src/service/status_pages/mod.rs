@@ -8,6 +8,7 @@
 //! readers). Must not: render HTML (`web::status_pages`) or write SQL.
 
 pub mod access;
+pub mod incidents;
 pub mod shown;
 
 use std::collections::HashSet;

@@ -1,27 +1,34 @@
 //! What a visitor of a status page is shown (`StatusSummary`): the page's sections and, for
 //! each monitor, the display name the operator chose, a status in visitors' words
 //! (`ShownStatus`), its last 90 days as daily uptime (the day rollups), its uptime over them
-//! and over 24 hours, 7 and 30 days, and its newest latency. Nothing else of a monitor leaves here: no target, poller, region, message or
-//! internal name (when a display name is set).
+//! and over 24 hours, 7 and 30 days, and its newest latency; the page's incidents
+//! (`incidents`), and maintenance under way or planned over its monitors, by occurrence (the
+//! window's name stays with operators). Nothing else of a monitor leaves here: no target,
+//! poller, region, message or internal name (when a display name is set).
 //!
 //! Cost, per call: the monitors the page names (by id, and by tag through the tags' index),
 //! capped at `MAX_PAGE_MONITORS`; their derived status (`statuses_of`); one read of day
-//! buckets per monitor (at most 91 rows each); their uptime over four windows (`uptimes`). Called at most
+//! buckets per monitor (at most 91 rows each); their uptime over four windows (`uptimes`); the
+//! page's open and lately resolved incidents; the windows not over yet, walked once each. Called at most
 //! every few seconds per page that visitors read (`web::status_pages` shares it between
 //! them), never per visitor.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::NaiveDate;
 use shared_proto::settings_api::MonitorStatus;
+use shared_proto::status_incidents::{ShownMaintenance, MAINTENANCE_AHEAD_DAYS};
 use shared_proto::status_pages::{
     ShownDay, ShownMonitor, ShownPage, ShownSection, ShownStatus, StatusSummary, DAYS_SHOWN,
     MAX_PAGE_MONITORS,
 };
 
+use uuid::Uuid;
+
 use super::StatusPage;
 use crate::service::error::ServiceResult;
-use crate::service::{time_of, App};
+use crate::service::maintenance::occurrences_ahead;
+use crate::service::{stored_id, time_of, App};
 use crate::store::{MonitorRow, Resolution};
 
 const DAY_MS: i64 = 86_400_000;
@@ -127,7 +134,7 @@ impl App {
                 let Some(row) = by_id.get(id.as_str()) else {
                     continue;
                 };
-                let uuid = crate::service::stored_id(&row.id)?;
+                let uuid = stored_id(&row.id)?;
                 let days = days_of.get(&row.id);
                 monitors.push(ShownMonitor {
                     id: uuid,
@@ -164,6 +171,18 @@ impl App {
                 monitors,
             });
         }
+        // Each monitor's name on this page (the first section's, when several show it).
+        let mut names: HashMap<Uuid, String> = HashMap::new();
+        for monitor in sections.iter().flat_map(|s| s.monitors.iter()) {
+            names
+                .entry(monitor.id)
+                .or_insert_with(|| monitor.name.clone());
+        }
+        let incidents = self
+            .status_pages()
+            .shown_incidents(page, &names, now)
+            .await?;
+        let maintenance = self.shown_maintenance(&rows, &names, now).await?;
         let (status, outage) = StatusSummary::overall(
             sections
                 .iter()
@@ -178,8 +197,61 @@ impl App {
             status,
             outage,
             sections,
+            incidents,
+            maintenance,
             generated_at: time_of(now),
         })
+    }
+
+    /// The maintenance over `monitors` under way at `now` or starting within
+    /// `MAINTENANCE_AHEAD_DAYS`, by occurrence, with the monitors each covers by `names`.
+    /// Cost: one read of the windows not over yet; a scope check per window and monitor; a
+    /// walk of each covering window's rule.
+    async fn shown_maintenance(
+        &self,
+        monitors: &[MonitorRow],
+        names: &HashMap<Uuid, String>,
+        now: i64,
+    ) -> ServiceResult<Vec<ShownMaintenance>> {
+        let windows = self.maintenance().windows_now(now).await?;
+        if windows.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut covered: Vec<Vec<String>> = vec![Vec::new(); windows.len()];
+        self.history()
+            .each_placement(monitors, |monitor, placement| {
+                let name = stored_id(&monitor.id).ok().and_then(|id| names.get(&id));
+                for (i, window) in windows.iter().enumerate() {
+                    if let Some(name) = name.filter(|_| window.window.scope.covers(placement)) {
+                        covered[i].push(name.clone());
+                    }
+                }
+            })
+            .await?;
+        let until = now + MAINTENANCE_AHEAD_DAYS * DAY_MS;
+        let mut by_time: BTreeMap<(i64, i64), Vec<String>> = BTreeMap::new();
+        for (window, covered) in windows.iter().zip(covered) {
+            if covered.is_empty() {
+                continue;
+            }
+            for span in occurrences_ahead(&window.window.schedule, now, until) {
+                let affected = by_time.entry(span).or_default();
+                for name in &covered {
+                    if !affected.contains(name) {
+                        affected.push(name.clone());
+                    }
+                }
+            }
+        }
+        Ok(by_time
+            .into_iter()
+            .map(|((start, end), affected)| ShownMaintenance {
+                starts_at: time_of(start),
+                ends_at: time_of(end),
+                under_way: start <= now && now < end,
+                affected,
+            })
+            .collect())
     }
 }
 

@@ -3,10 +3,14 @@
 //! loaded from elsewhere; and the small pages a visitor meets instead (not found, private, the
 //! password form). Must not: decide what is shown or to whom.
 
-use maud::{html, Markup, DOCTYPE};
+use chrono::{DateTime, Utc};
+use maud::{html, Markup, PreEscaped, DOCTYPE};
+use shared_proto::status_incidents::{IncidentStatus, ShownIncident, ShownMaintenance};
 use shared_proto::status_pages::{
     OutageScale, PageStatus, ShownDay, ShownMonitor, ShownStatus, StatusSummary,
 };
+
+use crate::web::markdown;
 
 fn banner(summary: &StatusSummary) -> (&'static str, &'static str) {
     match (summary.status, summary.outage) {
@@ -80,6 +84,56 @@ fn monitor(m: &ShownMonitor) -> Markup {
     }
 }
 
+/// An instant as visitors read it, in a `<time>` element.
+fn at(instant: &DateTime<Utc>) -> Markup {
+    html! {
+        time datetime=(instant.to_rfc3339()) { (instant.format("%Y-%m-%d %H:%M UTC")) }
+    }
+}
+
+fn incident_class(status: IncidentStatus) -> &'static str {
+    match status {
+        IncidentStatus::Resolved => "status status-up",
+        IncidentStatus::Monitoring => "status status-maintenance",
+        IncidentStatus::Investigating | IncidentStatus::Identified => "status status-down",
+    }
+}
+
+/// An incident with its timeline, newest update first; messages are the operator's Markdown,
+/// made safe (`web::markdown`).
+pub(super) fn incident(i: &ShownIncident) -> Markup {
+    html! {
+        article.incident {
+            h3 { (i.title) }
+            p.meta {
+                span class=(incident_class(i.status)) { (i.status.words()) }
+                @if !i.affected.is_empty() {
+                    " · Affects " (i.affected.join(", "))
+                }
+            }
+            ol.updates {
+                @for u in &i.updates {
+                    li {
+                        p.when { strong { (u.status.words()) } " · " (at(&u.at)) }
+                        div.text { (PreEscaped(markdown::to_html(&u.message))) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn maintenance(m: &ShownMaintenance) -> Markup {
+    html! {
+        li {
+            (at(&m.starts_at)) " to " (at(&m.ends_at))
+            @if !m.affected.is_empty() {
+                " · " (m.affected.join(", "))
+            }
+        }
+    }
+}
+
 /// The page's HTML: one rendering for every reader.
 pub fn render(summary: &StatusSummary) -> Markup {
     let (class, words) = banner(summary);
@@ -93,6 +147,9 @@ pub fn render(summary: &StatusSummary) -> Markup {
                 link rel="stylesheet" href=(crate::web::assets::path("status.css"));
                 link rel="alternate" type="application/json"
                     href=(format!("/status/{}/summary.json", summary.page.slug));
+                link rel="alternate" type="application/atom+xml"
+                    title=(format!("{}: incidents and maintenance", summary.page.title))
+                    href=(format!("/status/{}/feed.atom", summary.page.slug));
             }
             body {
                 main {
@@ -111,12 +168,48 @@ pub fn render(summary: &StatusSummary) -> Markup {
                             }
                         }
                     }
+                    @let open: Vec<&ShownIncident> = summary.incidents.iter()
+                        .filter(|i| i.resolved_at.is_none()).collect();
+                    @if !open.is_empty() {
+                        section.incidents aria-label="Incidents" {
+                            h2 { "Incidents" }
+                            @for i in &open { (incident(i)) }
+                        }
+                    }
+                    @let (now, planned): (Vec<&ShownMaintenance>, Vec<&ShownMaintenance>) =
+                        summary.maintenance.iter().partition(|m| m.under_way);
+                    @if !now.is_empty() {
+                        section.maintenance aria-label="Maintenance under way" {
+                            h2 { "Maintenance under way" }
+                            ul { @for m in &now { (maintenance(m)) } }
+                        }
+                    }
+                    @if !planned.is_empty() {
+                        section.maintenance aria-label="Planned maintenance" {
+                            h2 { "Planned maintenance" }
+                            ul { @for m in &planned { (maintenance(m)) } }
+                        }
+                    }
                     @for section in &summary.sections {
                         section.group aria-label=(section.name) {
                             h2 { (section.name) }
                             ul.monitors {
                                 @for m in &section.monitors { (monitor(m)) }
                             }
+                        }
+                    }
+                    @let past: Vec<&ShownIncident> = summary.incidents.iter()
+                        .filter(|i| i.resolved_at.is_some()).collect();
+                    section.past aria-label="Past incidents" {
+                        h2 { "Past incidents" }
+                        @if past.is_empty() {
+                            p.quiet { "No incidents in the last 7 days." }
+                        }
+                        @for i in &past { (incident(i)) }
+                        p {
+                            a href=(format!("/status/{}/history", summary.page.slug)) { "Incident history" }
+                            " · "
+                            a href=(format!("/status/{}/feed.atom", summary.page.slug)) { "Atom feed" }
                         }
                     }
                 }

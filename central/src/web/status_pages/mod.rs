@@ -1,16 +1,19 @@
-//! Status pages as visitors read them: `/status/{slug}` (HTML) and
-//! `/status/{slug}/summary.json` (CORS open for `GET` on public pages, for widgets), from the
-//! shared renderings (`shared`), answered `304` to a reader who holds one already; and who may
+//! Status pages as visitors read them: `/status/{slug}` (HTML),
+//! `/status/{slug}/summary.json` (CORS open for `GET` on public pages, for widgets) and
+//! `/status/{slug}/feed.atom`, from the shared renderings (`shared`), and the incident history
+//! by month (`history`), answered `304` to a reader who holds one already; and who may
 //! read a page that is not public: a `password` page's visitors once they gave its password
 //! (`POST /status/{slug}/unlock`, a cookie of the page's own), a `users` page's signed-in users.
 //! Must not: decide what a page shows (`service::status_pages`).
 
+mod feed;
+mod history;
 mod html;
 mod shared;
 
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::{Extension, Form};
@@ -30,6 +33,8 @@ use crate::service::App;
 pub const PAGE_PATH: &str = "/status/{slug}";
 pub const SUMMARY_PATH: &str = "/status/{slug}/summary.json";
 pub const UNLOCK_PATH: &str = "/status/{slug}/unlock";
+pub const FEED_PATH: &str = "/status/{slug}/feed.atom";
+pub const HISTORY_PATH: &str = "/status/{slug}/history";
 /// What every status page's address starts with (`api::pools` serves them apart).
 pub const PREFIX: &str = "/status/";
 
@@ -48,6 +53,18 @@ async fn find(
     slug: &str,
     headers: &HeaderMap,
 ) -> Result<(Arc<Rendered>, bool), Response> {
+    let page = open(app, pages, slug, headers).await?;
+    let private = page.visibility != Visibility::Public;
+    Ok((pages.rendered(app, &page).await?, private))
+}
+
+/// The page with this slug if this reader may read it, or the answer that refuses it.
+async fn open(
+    app: &App,
+    pages: &PublicPages,
+    slug: &str,
+    headers: &HeaderMap,
+) -> Result<Arc<StatusPage>, Response> {
     let Some(page) = pages.page(app, slug).await? else {
         return Err(refusal(
             StatusCode::NOT_FOUND,
@@ -78,8 +95,7 @@ async fn find(
             }
         }
     }
-    let private = page.visibility != Visibility::Public;
-    Ok((pages.rendered(app, &page).await?, private))
+    Ok(page)
 }
 
 /// A page with one message, for a visitor who gets no status page.
@@ -195,6 +211,70 @@ pub async fn summary(
     match find(&app, &pages, &slug, &headers).await {
         Ok((rendered, private)) => {
             answer(&headers, &rendered.json, "application/json", private, true)
+        }
+        Err(refused) => refused,
+    }
+}
+
+/// The page's Atom feed: its incidents and maintenance.
+pub async fn feed(
+    State(app): State<Arc<App>>,
+    Extension(pages): Extension<Arc<PublicPages>>,
+    Path(slug): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    match find(&app, &pages, &slug, &headers).await {
+        Ok((rendered, private)) => answer(
+            &headers,
+            &rendered.feed,
+            "application/atom+xml",
+            private,
+            true,
+        ),
+        Err(refused) => refused,
+    }
+}
+
+#[derive(Deserialize)]
+pub struct HistoryQuery {
+    month: Option<String>,
+}
+
+/// A month of the page's incident history (this month without `month`).
+pub async fn history(
+    State(app): State<Arc<App>>,
+    Extension(pages): Extension<Arc<PublicPages>>,
+    Path(slug): Path<String>,
+    Query(query): Query<HistoryQuery>,
+    headers: HeaderMap,
+) -> Response {
+    let page = match open(&app, &pages, &slug, &headers).await {
+        Ok(page) => page,
+        Err(refused) => return refused,
+    };
+    let months = history::months_of(page.created_at, app.now_ms());
+    let month = match query.month.as_deref() {
+        None => months.1,
+        Some(text) => match history::Month::parse(text) {
+            Some(month) => month,
+            None => {
+                return refusal(
+                    StatusCode::BAD_REQUEST,
+                    "month: write it as YYYY-MM (2026-12).",
+                )
+            }
+        },
+    };
+    if month < months.0 || month > months.1 {
+        return refusal(
+            StatusCode::NOT_FOUND,
+            "This status page has no history for that month.",
+        );
+    }
+    match pages.history(&app, &page, month, months).await {
+        Ok(body) => {
+            let private = page.visibility != Visibility::Public;
+            answer(&headers, &body, "text/html; charset=utf-8", private, false)
         }
         Err(refused) => refused,
     }

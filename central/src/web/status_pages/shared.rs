@@ -2,7 +2,7 @@
 //!
 //! A page is read most when things go wrong, by many people at once, so no visitor causes a
 //! database read: every reader of a page gets one shared rendering (HTML and JSON, each with
-//! its `ETag`, each gzipped once), put together by the first reader that finds it older than
+//! its `ETag`, each gzipped once; and the feed), put together by the first reader that finds it older than
 //! `FRESH_MS` while the others wait for that one (single flight). Pages are found by slug in
 //! an address book of every page, read again at most every `FRESH_MS` (or every `MISS_MS` when
 //! asked for a slug it lacks, so a page just made is found at once and a flood of unknown slugs
@@ -21,6 +21,7 @@ use sha2::{Digest, Sha256};
 use shared_proto::status_pages::{StatusSummary, Visibility};
 use uuid::Uuid;
 
+use super::history::{self, Month};
 use super::html::render;
 use crate::service::status_pages::StatusPage;
 use crate::service::App;
@@ -38,6 +39,8 @@ pub struct PublicPages {
     /// Held while the address book is read again, so that one reader reads it.
     reading: tokio::sync::Mutex<()>,
     pages: Mutex<HashMap<Uuid, Arc<Shared>>>,
+    /// Each page's history by month (`super::history`), made as its renderings are.
+    histories: Mutex<HashMap<(Uuid, Month), Arc<SharedHistory>>>,
     /// The key unlock cookies are signed with, read once (`service::status_pages::access`).
     unlock_key: tokio::sync::OnceCell<Vec<u8>>,
 }
@@ -56,6 +59,14 @@ struct Shared {
     current: Mutex<Option<Arc<Rendered>>>,
 }
 
+/// One month of a page's history, and the lock its next rendering is made under.
+#[derive(Default)]
+struct SharedHistory {
+    making: tokio::sync::Mutex<()>,
+    /// The rendering, when it was made, and the page's `updated_at` it was made from.
+    current: Mutex<Option<(Arc<Body>, i64, i64)>>,
+}
+
 pub(crate) struct Rendered {
     /// What the page shows, for badges (`web::badges`).
     pub(crate) summary: StatusSummary,
@@ -64,6 +75,7 @@ pub(crate) struct Rendered {
     page_updated_at: i64,
     pub(super) html: Body,
     pub(super) json: Body,
+    pub(super) feed: Body,
 }
 
 pub(crate) struct Body {
@@ -159,6 +171,10 @@ impl PublicPages {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .retain(|id, _| ids.contains(id));
+        self.histories
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|(id, _), _| ids.contains(id));
         let book = Arc::new(Book {
             read_at: Some(read_at),
             by_slug,
@@ -207,12 +223,14 @@ impl PublicPages {
             .map_err(|e| WebError::from(e).into_response())?;
         let json = Body::of(serde_json::to_vec(&summary).expect("a summary serialises"));
         let html = Body::of(render(&summary).into_string().into_bytes());
+        let feed = Body::of(super::feed::feed(&summary, page.id).into_bytes());
         let rendered = Arc::new(Rendered {
             summary,
             made_at,
             page_updated_at: page.updated_at,
             html,
             json,
+            feed,
         });
         *shared
             .current
@@ -223,6 +241,69 @@ impl PublicPages {
 }
 
 impl PublicPages {
+    /// A month of the page's history (incidents opened in it), made again first if it is older
+    /// than `FRESH_MS` or was made from an older version of the page; one reader makes it
+    /// while the others wait. `month` is one of the page's months (`history::months_of`).
+    pub(super) async fn history(
+        &self,
+        app: &App,
+        page: &StatusPage,
+        month: Month,
+        months: (Month, Month),
+    ) -> Result<Arc<Body>, Response> {
+        let shared = self
+            .histories
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry((page.id, month))
+            .or_default()
+            .clone();
+        let fresh = |shared: &SharedHistory| {
+            let current = shared
+                .current
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            current
+                .filter(|(_, made_at, updated_at)| {
+                    *updated_at == page.updated_at
+                        && app.now_ms().saturating_sub(*made_at) < FRESH_MS
+                })
+                .map(|(body, _, _)| body)
+        };
+        if let Some(body) = fresh(&shared) {
+            return Ok(body);
+        }
+        let _making = shared.making.lock().await;
+        if let Some(body) = fresh(&shared) {
+            return Ok(body);
+        }
+        let made_at = app.now_ms();
+        // Affected monitors by the names the page gives them now.
+        let rendered = self.rendered(app, page).await?;
+        let names: HashMap<Uuid, String> = rendered
+            .summary
+            .sections
+            .iter()
+            .flat_map(|s| s.monitors.iter())
+            .map(|m| (m.id, m.name.clone()))
+            .collect();
+        let (from, until) = month.range_ms();
+        let incidents = app
+            .status_pages()
+            .incidents_opened(page, &names, from, until)
+            .await
+            .map_err(|e| WebError::from(e).into_response())?;
+        let html = history::render(&page.title, &page.slug, month, months, &incidents);
+        let body = Arc::new(Body::of(html.into_string().into_bytes()));
+        *shared
+            .current
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) =
+            Some((body.clone(), made_at, page.updated_at));
+        Ok(body)
+    }
+
     /// The key unlock cookies are signed with.
     pub(super) async fn unlock_key(&self, app: &App) -> Result<&[u8], Response> {
         self.unlock_key

@@ -1,0 +1,346 @@
+//! Incidents on status pages: the operators' CRUD and timelines (`StatusPages`), and what a
+//! page's visitors read of them (`shown_incidents`): the open ones and those resolved lately,
+//! their affected monitors by the names the page gives them, never one it does not show.
+//!
+//! An incident's status is its newest update's: opening it writes its first update, a
+//! `PATCH` with a message or `POST …/updates` adds one. `resolved_at` is the time of the update
+//! that resolved it, cleared if a later one reopens it. Cost: a write is an incident row and
+//! at most one update row; what visitors read is the page's open and lately resolved incidents
+//! (`store::status_incidents`), at most every few seconds per page. Must not: render Markdown
+//! or HTML (`web::status_pages`) or write SQL.
+
+use std::collections::{HashMap, HashSet};
+
+use shared_proto::settings_api::Page;
+use shared_proto::status_incidents::{
+    IncidentPatch, IncidentSpec, IncidentStatus, IncidentUpdateSpec, IncidentUpdateView,
+    IncidentView, ShownIncident, ShownUpdate, MAX_UPDATES, RESOLVED_SHOWN_DAYS,
+};
+use shared_proto::ValidationError;
+use uuid::Uuid;
+
+use super::{StatusPage, StatusPages};
+use crate::service::error::{ServiceError, ServiceResult};
+use crate::service::tokens::page;
+use crate::service::{stored_id, time_of};
+use crate::store::{Cursor, IncidentChange, IncidentRow, IncidentUpdateRow};
+
+const DAY_MS: i64 = 86_400_000;
+
+fn status_of(text: &str) -> anyhow::Result<IncidentStatus> {
+    IncidentStatus::parse(text)
+        .ok_or_else(|| anyhow::anyhow!("the database holds an unknown incident status `{text}`"))
+}
+
+fn ids_of(json: &str) -> anyhow::Result<Vec<Uuid>> {
+    Ok(serde_json::from_str(json)?)
+}
+
+fn update_view(row: &IncidentUpdateRow) -> anyhow::Result<IncidentUpdateView> {
+    Ok(IncidentUpdateView {
+        id: stored_id(&row.id)?,
+        status: status_of(&row.status)?,
+        message: row.message.clone(),
+        created_at: time_of(row.created_at),
+    })
+}
+
+fn view(row: &IncidentRow, updates: &[IncidentUpdateRow]) -> anyhow::Result<IncidentView> {
+    Ok(IncidentView {
+        id: stored_id(&row.id)?,
+        page_id: stored_id(&row.page_id)?,
+        title: row.title.clone(),
+        status: status_of(&row.status)?,
+        monitor_ids: ids_of(&row.monitor_ids)?,
+        updates: updates
+            .iter()
+            .filter(|u| u.incident_id == row.id)
+            .map(update_view)
+            .collect::<anyhow::Result<_>>()?,
+        created_at: time_of(row.created_at),
+        updated_at: time_of(row.updated_at),
+        resolved_at: row.resolved_at.map(time_of),
+    })
+}
+
+fn not_found(page_id: Uuid, id: Uuid) -> ServiceError {
+    ServiceError::NotFound(format!(
+        "status page {page_id} has no incident with id {id}"
+    ))
+}
+
+/// When an incident that now says `status` was resolved: at `at` when this update resolves
+/// it, as before while it stays resolved, never while it is open.
+fn resolved_at(status: IncidentStatus, before: Option<i64>, at: i64) -> Option<i64> {
+    (status == IncidentStatus::Resolved).then(|| before.unwrap_or(at))
+}
+
+impl StatusPages {
+    pub async fn create_incident(
+        &self,
+        page_id: Uuid,
+        spec: IncidentSpec,
+    ) -> ServiceResult<IncidentView> {
+        spec.validate()?;
+        let page = self.stored(page_id).await?;
+        self.check_affected(&page, &spec.monitor_ids, &[]).await?;
+        let now = self.now_ms();
+        let row = IncidentRow {
+            id: Uuid::now_v7().to_string(),
+            page_id: page_id.to_string(),
+            title: spec.title,
+            status: spec.status.as_str().into(),
+            monitor_ids: serde_json::to_string(&spec.monitor_ids).map_err(anyhow::Error::from)?,
+            created_at: now,
+            updated_at: now,
+            resolved_at: resolved_at(spec.status, None, now),
+        };
+        let first = IncidentUpdateRow {
+            id: Uuid::now_v7().to_string(),
+            incident_id: row.id.clone(),
+            status: row.status.clone(),
+            message: spec.message,
+            created_at: now,
+        };
+        self.store.insert_incident(&row, &first).await?;
+        Ok(view(&row, &[first])?)
+    }
+
+    pub async fn list_incidents(
+        &self,
+        page_id: Uuid,
+        cursor: &Cursor,
+        limit: u32,
+    ) -> ServiceResult<Page<IncidentView>> {
+        self.stored(page_id).await?;
+        let rows = self
+            .store
+            .list_incidents(&page_id.to_string(), cursor, limit)
+            .await?;
+        let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
+        let updates = self.store.incident_updates(&ids).await?;
+        Ok(page(
+            rows,
+            limit,
+            |row| Cursor {
+                key: row.created_at,
+                id: row.id.clone(),
+            },
+            |row| view(row, &updates),
+        )?)
+    }
+
+    pub async fn get_incident(&self, page_id: Uuid, id: Uuid) -> ServiceResult<IncidentView> {
+        let row = self.stored_incident(page_id, id).await?;
+        let updates = self
+            .store
+            .incident_updates(std::slice::from_ref(&row.id))
+            .await?;
+        Ok(view(&row, &updates)?)
+    }
+
+    /// A new title or monitors, and an update when the patch has a message.
+    pub async fn update_incident(
+        &self,
+        page_id: Uuid,
+        id: Uuid,
+        patch: IncidentPatch,
+    ) -> ServiceResult<IncidentView> {
+        patch.validate()?;
+        let before = self.stored_incident(page_id, id).await?;
+        let current = status_of(&before.status)?;
+        let mut row = before.clone();
+        if let Some(title) = &patch.title {
+            row.title = title.clone();
+        }
+        if let Some(ids) = &patch.monitor_ids {
+            let page = self.stored(page_id).await?;
+            self.check_affected(&page, ids, &ids_of(&before.monitor_ids)?)
+                .await?;
+            row.monitor_ids = serde_json::to_string(ids).map_err(anyhow::Error::from)?;
+        }
+        self.change(page_id, id, row, patch.update(current)).await
+    }
+
+    /// Adds an update: what is new, and where the incident stands now.
+    pub async fn add_incident_update(
+        &self,
+        page_id: Uuid,
+        id: Uuid,
+        update: IncidentUpdateSpec,
+    ) -> ServiceResult<IncidentView> {
+        update.validate()?;
+        let row = self.stored_incident(page_id, id).await?;
+        self.change(page_id, id, row, Some(update)).await
+    }
+
+    pub async fn delete_incident(&self, page_id: Uuid, id: Uuid) -> ServiceResult<()> {
+        if self
+            .store
+            .delete_incident(&page_id.to_string(), &id.to_string())
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(not_found(page_id, id))
+        }
+    }
+
+    /// Writes `row` with `update` on its timeline (its status the incident's from then on).
+    async fn change(
+        &self,
+        page_id: Uuid,
+        id: Uuid,
+        mut row: IncidentRow,
+        update: Option<IncidentUpdateSpec>,
+    ) -> ServiceResult<IncidentView> {
+        let now = self.now_ms();
+        row.updated_at = now;
+        let update = update.map(|update| {
+            row.status = update.status.as_str().into();
+            row.resolved_at = resolved_at(update.status, row.resolved_at, now);
+            IncidentUpdateRow {
+                id: Uuid::now_v7().to_string(),
+                incident_id: row.id.clone(),
+                status: row.status.clone(),
+                message: update.message,
+                created_at: now,
+            }
+        });
+        match self
+            .store
+            .change_incident(&row, update.as_ref(), MAX_UPDATES)
+            .await?
+        {
+            IncidentChange::Done => self.get_incident(page_id, id).await,
+            IncidentChange::Missing => Err(not_found(page_id, id)),
+            IncidentChange::TimelineFull => Err(ValidationError::combination(
+                "message",
+                format!(
+                    "this incident has {MAX_UPDATES} updates, as many as one may have; \
+                     open a new incident"
+                ),
+            )
+            .into()),
+        }
+    }
+
+    async fn stored_incident(&self, page_id: Uuid, id: Uuid) -> ServiceResult<IncidentRow> {
+        self.store
+            .incident(&page_id.to_string(), &id.to_string())
+            .await?
+            .ok_or_else(|| not_found(page_id, id))
+    }
+
+    /// The monitors an incident names are ones the page shows (by id or by a tag they carry
+    /// now), but those it named already.
+    async fn check_affected(
+        &self,
+        page: &StatusPage,
+        ids: &[Uuid],
+        named_before: &[Uuid],
+    ) -> ServiceResult<()> {
+        let mut shown: HashSet<Uuid> = page
+            .sections
+            .iter()
+            .flat_map(|s| s.monitor_ids.iter().copied())
+            .collect();
+        for tag in page.sections.iter().flat_map(|s| s.tags.iter()) {
+            for id in self.store.monitors_tagged(tag).await? {
+                shown.insert(stored_id(&id)?);
+            }
+        }
+        for (j, id) in ids.iter().enumerate() {
+            if !shown.contains(id) && !named_before.contains(id) {
+                return Err(ValidationError::reference(
+                    format!("monitor_ids[{j}]"),
+                    format!("monitor {id} is not shown on status page `{}`", page.slug),
+                )
+                .into());
+            }
+        }
+        Ok(())
+    }
+
+    /// What visitors of `page` read of its incidents at `now`: the open ones, then those
+    /// resolved within `RESOLVED_SHOWN_DAYS`, newest first in each; affected monitors by
+    /// `names` (the page's monitors by their names there), others left out.
+    pub async fn shown_incidents(
+        &self,
+        page: &StatusPage,
+        names: &HashMap<Uuid, String>,
+        now: i64,
+    ) -> ServiceResult<Vec<ShownIncident>> {
+        let rows = self
+            .store
+            .shown_incidents(&page.id.to_string(), now - RESOLVED_SHOWN_DAYS * DAY_MS)
+            .await?;
+        self.shown(rows, names).await
+    }
+
+    /// The incidents of `page` opened within `[from, until)`, newest first (its history).
+    pub async fn incidents_opened(
+        &self,
+        page: &StatusPage,
+        names: &HashMap<Uuid, String>,
+        from: i64,
+        until: i64,
+    ) -> ServiceResult<Vec<ShownIncident>> {
+        let mut rows = self
+            .store
+            .incidents_opened(&page.id.to_string(), from, until)
+            .await?;
+        rows.reverse();
+        self.shown(rows, names).await
+    }
+
+    async fn shown(
+        &self,
+        mut rows: Vec<IncidentRow>,
+        names: &HashMap<Uuid, String>,
+    ) -> ServiceResult<Vec<ShownIncident>> {
+        // Open ones first, then by when they started, newest first.
+        rows.sort_by_key(|r| (r.resolved_at.is_some(), std::cmp::Reverse(r.created_at)));
+        let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
+        let updates = self.store.incident_updates(&ids).await?;
+        let mut shown = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let incident = view(row, &updates)?;
+            shown.push(ShownIncident {
+                id: incident.id,
+                title: incident.title,
+                status: incident.status,
+                affected: incident
+                    .monitor_ids
+                    .iter()
+                    .filter_map(|id| names.get(id).cloned())
+                    .collect(),
+                updates: incident
+                    .updates
+                    .into_iter()
+                    .map(|u| ShownUpdate {
+                        id: u.id,
+                        status: u.status,
+                        message: u.message,
+                        at: u.created_at,
+                    })
+                    .collect(),
+                started_at: incident.created_at,
+                resolved_at: incident.resolved_at,
+            });
+        }
+        Ok(shown)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolution_is_the_update_that_resolved() {
+        assert_eq!(resolved_at(IncidentStatus::Resolved, None, 5), Some(5));
+        assert_eq!(resolved_at(IncidentStatus::Resolved, Some(3), 5), Some(3));
+        assert_eq!(resolved_at(IncidentStatus::Monitoring, Some(3), 5), None);
+    }
+}

@@ -1,0 +1,406 @@
+//! `status_incidents` and `status_incident_updates`: incidents on status pages as operators
+//! wrote them (monitors as JSON ids) and their timelines. Cost: an incident by id; a page's
+//! list by `(page_id, created_at, id)`; what a page shows (the open ones and those resolved
+//! since an instant) by `(page_id, resolved_at)`, never the page's whole history; a month of
+//! history by `(page_id, created_at)`; updates by `(incident_id, created_at)`. Must not: decide
+//! what an incident means or who reads it (`service::status_pages::incidents`).
+
+use sqlx::any::AnyRow;
+use sqlx::{Any, FromRow, Row, Transaction};
+
+use super::{Cursor, Store};
+
+const COLUMNS: &str =
+    "id, page_id, title, status, monitor_ids, created_at, updated_at, resolved_at";
+const UPDATE_COLUMNS: &str = "id, incident_id, status, message, created_at";
+
+/// An incident as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IncidentRow {
+    pub id: String,
+    pub page_id: String,
+    pub title: String,
+    pub status: String,
+    /// The monitors it affects, JSON ids.
+    pub monitor_ids: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub resolved_at: Option<i64>,
+}
+
+/// One update of an incident's timeline, as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IncidentUpdateRow {
+    pub id: String,
+    pub incident_id: String,
+    pub status: String,
+    pub message: String,
+    pub created_at: i64,
+}
+
+impl FromRow<'_, AnyRow> for IncidentRow {
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
+        Ok(Self {
+            id: row.try_get("id")?,
+            page_id: row.try_get("page_id")?,
+            title: row.try_get("title")?,
+            status: row.try_get("status")?,
+            monitor_ids: row.try_get("monitor_ids")?,
+            created_at: row.try_get("created_at")?,
+            updated_at: row.try_get("updated_at")?,
+            resolved_at: row.try_get("resolved_at")?,
+        })
+    }
+}
+
+impl FromRow<'_, AnyRow> for IncidentUpdateRow {
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
+        Ok(Self {
+            id: row.try_get("id")?,
+            incident_id: row.try_get("incident_id")?,
+            status: row.try_get("status")?,
+            message: row.try_get("message")?,
+            created_at: row.try_get("created_at")?,
+        })
+    }
+}
+
+/// What became of a change to an incident.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IncidentChange {
+    Done,
+    /// The page has no such incident (deleted meanwhile).
+    Missing,
+    /// Its timeline has as many updates as it may; nothing was changed.
+    TimelineFull,
+}
+
+async fn add_update(tx: &mut Transaction<'_, Any>, update: &IncidentUpdateRow) -> sqlx::Result<()> {
+    sqlx::query(&format!(
+        "INSERT INTO status_incident_updates ({UPDATE_COLUMNS}) VALUES ($1, $2, $3, $4, $5)"
+    ))
+    .bind(&update.id)
+    .bind(&update.incident_id)
+    .bind(&update.status)
+    .bind(&update.message)
+    .bind(update.created_at)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+impl Store {
+    /// Adds an incident with its first update, in one transaction.
+    pub async fn insert_incident(
+        &self,
+        row: &IncidentRow,
+        first: &IncidentUpdateRow,
+    ) -> anyhow::Result<()> {
+        let _guard = self.write_lock().await;
+        let mut tx = self.writer.begin().await?;
+        sqlx::query(&format!(
+            "INSERT INTO status_incidents ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+        ))
+        .bind(&row.id)
+        .bind(&row.page_id)
+        .bind(&row.title)
+        .bind(&row.status)
+        .bind(&row.monitor_ids)
+        .bind(row.created_at)
+        .bind(row.updated_at)
+        .bind(row.resolved_at)
+        .execute(&mut *tx)
+        .await?;
+        add_update(&mut tx, first).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Overwrites an incident and adds `update` to its timeline, in one transaction, unless
+    /// the timeline has `max_updates` already.
+    pub async fn change_incident(
+        &self,
+        row: &IncidentRow,
+        update: Option<&IncidentUpdateRow>,
+        max_updates: usize,
+    ) -> anyhow::Result<IncidentChange> {
+        let _guard = self.write_lock().await;
+        let mut tx = self.writer.begin().await?;
+        let done = sqlx::query(
+            "UPDATE status_incidents SET title = $3, status = $4, monitor_ids = $5, \
+             updated_at = $6, resolved_at = $7 WHERE id = $1 AND page_id = $2",
+        )
+        .bind(&row.id)
+        .bind(&row.page_id)
+        .bind(&row.title)
+        .bind(&row.status)
+        .bind(&row.monitor_ids)
+        .bind(row.updated_at)
+        .bind(row.resolved_at)
+        .execute(&mut *tx)
+        .await?;
+        if done.rows_affected() != 1 {
+            return Ok(IncidentChange::Missing);
+        }
+        if let Some(update) = update {
+            let (count,): (i64,) = sqlx::query_as(
+                "SELECT COUNT(*) FROM status_incident_updates WHERE incident_id = $1",
+            )
+            .bind(&row.id)
+            .fetch_one(&mut *tx)
+            .await?;
+            if count as usize >= max_updates {
+                return Ok(IncidentChange::TimelineFull);
+            }
+            add_update(&mut tx, update).await?;
+        }
+        tx.commit().await?;
+        Ok(IncidentChange::Done)
+    }
+
+    /// Deletes an incident and its updates; `false` if the page had no such incident.
+    pub async fn delete_incident(&self, page_id: &str, id: &str) -> anyhow::Result<bool> {
+        let _guard = self.write_lock().await;
+        let mut tx = self.writer.begin().await?;
+        let done = sqlx::query("DELETE FROM status_incidents WHERE id = $1 AND page_id = $2")
+            .bind(id)
+            .bind(page_id)
+            .execute(&mut *tx)
+            .await?;
+        if done.rows_affected() != 1 {
+            return Ok(false);
+        }
+        sqlx::query("DELETE FROM status_incident_updates WHERE incident_id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// A page's incident.
+    pub async fn incident(&self, page_id: &str, id: &str) -> anyhow::Result<Option<IncidentRow>> {
+        let sql = format!("SELECT {COLUMNS} FROM status_incidents WHERE id = $1 AND page_id = $2");
+        Ok(sqlx::query_as(&sql)
+            .bind(id)
+            .bind(page_id)
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
+    /// A page of a status page's incidents, oldest first.
+    pub async fn list_incidents(
+        &self,
+        page_id: &str,
+        after: &Cursor,
+        limit: u32,
+    ) -> anyhow::Result<Vec<IncidentRow>> {
+        let sql = super::cursor::by_creation(COLUMNS, "status_incidents", "page_id = $4 AND");
+        Ok(sqlx::query_as(&sql)
+            .bind(after.key)
+            .bind(&after.id)
+            .bind(i64::from(limit))
+            .bind(page_id)
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    /// What a page shows: its open incidents and those resolved at `since` or later.
+    pub async fn shown_incidents(
+        &self,
+        page_id: &str,
+        since: i64,
+    ) -> anyhow::Result<Vec<IncidentRow>> {
+        let open = format!(
+            "SELECT {COLUMNS} FROM status_incidents WHERE page_id = $1 AND resolved_at IS NULL"
+        );
+        let mut rows: Vec<IncidentRow> = sqlx::query_as(&open)
+            .bind(page_id)
+            .fetch_all(&self.pool)
+            .await?;
+        let lately = format!(
+            "SELECT {COLUMNS} FROM status_incidents WHERE page_id = $1 AND resolved_at >= $2"
+        );
+        rows.extend(
+            sqlx::query_as::<_, IncidentRow>(&lately)
+                .bind(page_id)
+                .bind(since)
+                .fetch_all(&self.pool)
+                .await?,
+        );
+        Ok(rows)
+    }
+
+    /// A page's incidents opened within `[from, until)`, oldest first (its history by month).
+    pub async fn incidents_opened(
+        &self,
+        page_id: &str,
+        from: i64,
+        until: i64,
+    ) -> anyhow::Result<Vec<IncidentRow>> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM status_incidents \
+             WHERE page_id = $1 AND created_at >= $2 AND created_at < $3 \
+             ORDER BY created_at, id"
+        );
+        Ok(sqlx::query_as(&sql)
+            .bind(page_id)
+            .bind(from)
+            .bind(until)
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    /// The updates of each incident, newest first.
+    pub async fn incident_updates(
+        &self,
+        incident_ids: &[String],
+    ) -> anyhow::Result<Vec<IncidentUpdateRow>> {
+        let mut updates = Vec::new();
+        for chunk in incident_ids.chunks(500) {
+            let sql = format!(
+                "SELECT {UPDATE_COLUMNS} FROM status_incident_updates WHERE incident_id IN ({}) \
+                 ORDER BY created_at DESC, id DESC",
+                super::monitors::placeholders(1, chunk.len())
+            );
+            let mut query = sqlx::query_as::<_, IncidentUpdateRow>(&sql);
+            for id in chunk {
+                query = query.bind(id);
+            }
+            updates.extend(query.fetch_all(&self.pool).await?);
+        }
+        Ok(updates)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::testing::sqlite_store;
+    use crate::store::StatusPageRow;
+
+    fn incident(id: &str, page: &str, at: i64, resolved_at: Option<i64>) -> IncidentRow {
+        IncidentRow {
+            id: id.into(),
+            page_id: page.into(),
+            title: "API errors".into(),
+            status: if resolved_at.is_some() {
+                "resolved"
+            } else {
+                "investigating"
+            }
+            .into(),
+            monitor_ids: "[]".into(),
+            created_at: at,
+            updated_at: at,
+            resolved_at,
+        }
+    }
+
+    fn update(id: &str, incident: &str, at: i64) -> IncidentUpdateRow {
+        IncidentUpdateRow {
+            id: id.into(),
+            incident_id: incident.into(),
+            status: "investigating".into(),
+            message: "Looking".into(),
+            created_at: at,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_page_shows_its_open_and_lately_resolved_incidents() {
+        let (store, _dir) = sqlite_store().await;
+        for (id, at, resolved) in [
+            ("open", 10, None),
+            ("old", 1, Some(2)),
+            ("lately", 5, Some(50)),
+        ] {
+            let row = incident(id, "p", at, resolved);
+            store
+                .insert_incident(&row, &update(&format!("{id}-1"), id, at))
+                .await
+                .unwrap();
+        }
+        store
+            .insert_incident(
+                &incident("elsewhere", "q", 10, None),
+                &update("e-1", "elsewhere", 10),
+            )
+            .await
+            .unwrap();
+        let mut shown: Vec<String> = store
+            .shown_incidents("p", 40)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
+        shown.sort();
+        assert_eq!(shown, ["lately", "open"]);
+        let month: Vec<String> = store
+            .incidents_opened("p", 0, 6)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
+        assert_eq!(month, ["old", "lately"]);
+        assert!(
+            store.incident("q", "open").await.unwrap().is_none(),
+            "another page's"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_timeline_is_capped_and_goes_with_its_incident() {
+        let (store, _dir) = sqlite_store().await;
+        let row = incident("i", "p", 1, None);
+        store
+            .insert_incident(&row, &update("u1", "i", 1))
+            .await
+            .unwrap();
+        for (id, at) in [("u2", 2), ("u3", 3)] {
+            let next = update(id, "i", at);
+            let done = store.change_incident(&row, Some(&next), 3).await.unwrap();
+            assert_eq!(done, IncidentChange::Done);
+        }
+        let fourth = update("u4", "i", 4);
+        let full = store.change_incident(&row, Some(&fourth), 3).await.unwrap();
+        assert_eq!(full, IncidentChange::TimelineFull);
+        let elsewhere = IncidentRow {
+            page_id: "q".into(),
+            ..row.clone()
+        };
+        let missing = store.change_incident(&elsewhere, None, 3);
+        assert_eq!(missing.await.unwrap(), IncidentChange::Missing);
+        let ids: Vec<String> = store
+            .incident_updates(&["i".into()])
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|u| u.id)
+            .collect();
+        assert_eq!(ids, ["u3", "u2", "u1"], "newest first");
+        // Deleting the page deletes its incidents and their updates.
+        let page = StatusPageRow {
+            id: "p".into(),
+            slug: "p".into(),
+            title: "P".into(),
+            description: None,
+            sections: "[]".into(),
+            visibility: "public".into(),
+            password_hash: None,
+            domain: None,
+            created_at: 1,
+            updated_at: 1,
+        };
+        store.put_status_page(&page, false).await.unwrap();
+        assert!(store.delete_status_page("p").await.unwrap());
+        assert!(store.incident("p", "i").await.unwrap().is_none());
+        assert!(store
+            .incident_updates(&["i".into()])
+            .await
+            .unwrap()
+            .is_empty());
+    }
+}
