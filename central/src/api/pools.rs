@@ -13,7 +13,8 @@
 //!   sending slow bodies, through as many keys as they make, cannot take the admins' places;
 //! - `ping`: heartbeat monitors' pings (`/ping/...`), whose only credential is their URL, with
 //!   at most an eighth of the pool per client: a flood of pings takes no login's place;
-//! - `public`: status pages' visitors (`/status/...`, and badges, `/badge/...`), whose pages are one shared rendering
+//! - `public`: status pages' visitors (`/status/...`, badges, `/badge/...`, and `GET /` without a
+//!   session, where a page is served at its own domain), whose pages are one shared rendering
 //!   each (`web::status_pages`), with no cap per client (a rush is many people, often behind
 //!   one proxy), so that a rush on a status page takes no place of an agent, an operator, a
 //!   ping or a login;
@@ -208,6 +209,11 @@ impl Pools {
                 pool: Pool::Operator,
                 principal: Some(holder),
             },
+            // `/` without a session is a status page at its own domain, or the way to the
+            // login: a rush on a page there is served as one at `/status/` is.
+            None if path == "/" && request.method() == axum::http::Method::GET => {
+                pool(Pool::Public)
+            }
             None => pool(Pool::Unauthenticated),
         }
     }

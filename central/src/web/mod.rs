@@ -58,7 +58,7 @@ pub struct WebOptions {
 
 pub fn router(options: WebOptions) -> Router<Arc<App>> {
     Router::new()
-        .route("/", get(monitors::list))
+        .route("/", get(status_pages::home))
         .route(
             session::LOGIN_PATH,
             get(session::login_page).post(session::log_in),

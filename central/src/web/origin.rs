@@ -79,6 +79,27 @@ fn forwarded<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     plain.then_some(first)
 }
 
+/// The host name a request was sent to, lower-case and without its port: the forwarded host
+/// from a trusted proxy, else `Host`; `None` when neither is a plain host.
+pub(crate) fn host_of(
+    options: &WebOptions,
+    peer: Option<PeerAddr>,
+    headers: &HeaderMap,
+) -> Option<String> {
+    let trusted = peer.is_some_and(|peer| options.proxies.trusts(peer.addr.ip()));
+    let host = trusted
+        .then(|| forwarded(headers, "x-forwarded-host"))
+        .flatten()
+        .or_else(|| forwarded(headers, header::HOST.as_str()))?;
+    // A bracketed IPv6 address is no page's domain; a name's port goes.
+    let name = if host.starts_with('[') {
+        host
+    } else {
+        host.split(':').next()?
+    };
+    Some(name.trim_end_matches('.').to_ascii_lowercase())
+}
+
 fn read(options: &WebOptions, peer: Option<PeerAddr>, headers: &HeaderMap) -> Origin {
     let trusted = peer.is_some_and(|peer| options.proxies.trusts(peer.addr.ip()));
     let forwarded_proto = trusted
@@ -168,6 +189,34 @@ mod tests {
             forged.url, "http://central:8080",
             "a host that is not a host is not used"
         );
+    }
+
+    #[test]
+    fn the_host_is_the_trusted_proxys_or_the_requests_own() {
+        let options = WebOptions {
+            proxies: Arc::new(TrustedProxies::new(vec!["10.0.0.0/8".parse().unwrap()])),
+            ..WebOptions::default()
+        };
+        let sent = headers(&[
+            ("host", "central.internal:8080"),
+            ("x-forwarded-host", "Status.Acme.Example"),
+        ]);
+        let host = |ip: &str, sent: &HeaderMap| host_of(&options, peer(ip), sent);
+        assert_eq!(
+            host("10.0.0.5", &sent).as_deref(),
+            Some("status.acme.example")
+        );
+        assert_eq!(
+            host("203.0.113.9", &sent).as_deref(),
+            Some("central.internal"),
+            "a client cannot name another host than the one it reached"
+        );
+        let dotted = headers(&[("host", "status.acme.example.:443")]);
+        assert_eq!(
+            host("203.0.113.9", &dotted).as_deref(),
+            Some("status.acme.example")
+        );
+        assert_eq!(host("203.0.113.9", &headers(&[("host", "a b")])), None);
     }
 
     #[test]

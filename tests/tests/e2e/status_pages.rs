@@ -698,3 +698,51 @@ async fn the_demo_shows_its_monitors_on_a_status_page() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// A page with a `domain` is served at `/` of that host (its `Host`), with the same rules as
+/// at `/status/{slug}`; any other host's `/` is central's own page, as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_is_served_at_its_own_domain() -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    for (slug, title, extra) in [
+        ("acme", "Acme status", json!({"domain": "status.acme.test"})),
+        (
+            "inner",
+            "Inner status",
+            json!({"domain": "status.inner.test", "visibility": "password",
+                "password": "correct horse battery"}),
+        ),
+    ] {
+        let mut spec = json!({"slug": slug, "title": title});
+        spec.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let (status, page) = central
+            .admin(Method::POST, "/api/v1/status-pages", Some(spec))
+            .await?;
+        assert_eq!(status, 201, "{page}");
+    }
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()?;
+    let root = |host: &'static str| {
+        client
+            .get(format!("{}/", central.url))
+            .header(reqwest::header::HOST, host)
+            .send()
+    };
+    let page = root("status.acme.test:443").await?;
+    assert_eq!(page.status(), 200);
+    let html = page.text().await?;
+    assert!(html.contains("<title>Acme status</title>"), "{html}");
+    let private = root("status.inner.test").await?;
+    assert_eq!(private.status(), 401, "a password page asks for it");
+    assert!(!private.text().await?.contains("Inner status"));
+    let own = root("central.test").await?;
+    assert!(
+        own.status().is_redirection(),
+        "central's own page sends a stranger to the login: {}",
+        own.status()
+    );
+    Ok(())
+}

@@ -71,6 +71,16 @@ async fn open(
             "There is no status page here.",
         ));
     };
+    may_read(app, pages, page, headers).await
+}
+
+/// `page` if this reader may read it, or the answer that refuses it.
+async fn may_read(
+    app: &App,
+    pages: &PublicPages,
+    page: Arc<StatusPage>,
+    headers: &HeaderMap,
+) -> Result<Arc<StatusPage>, Response> {
     let jar = CookieJar::from_headers(headers);
     match page.visibility {
         Visibility::Public => {}
@@ -214,6 +224,44 @@ pub async fn summary(
         }
         Err(refused) => refused,
     }
+}
+
+/// `GET /`: the status page whose `domain` the request was sent to (the `Host`, or the
+/// forwarded host behind `CENTRAL_TRUSTED_PROXIES`); any other host gets central's own page.
+pub async fn home(State(app): State<Arc<App>>, request: axum::extract::Request) -> Response {
+    use axum::handler::Handler;
+    let pages = request.extensions().get::<Arc<PublicPages>>().cloned();
+    let options = request
+        .extensions()
+        .get::<super::WebOptions>()
+        .cloned()
+        .unwrap_or_default();
+    let peer = request
+        .extensions()
+        .get::<axum::extract::ConnectInfo<crate::server::PeerAddr>>()
+        .map(|info| info.0);
+    let host = super::origin::host_of(&options, peer, request.headers());
+    if let (Some(pages), Some(host)) = (pages, host) {
+        let found = match pages.page_at(&app, &host).await {
+            Ok(found) => found,
+            Err(refused) => return refused,
+        };
+        if let Some(page) = found {
+            let headers = request.headers();
+            return match may_read(&app, &pages, page, headers).await {
+                Ok(page) => match pages.rendered(&app, &page).await {
+                    Ok(rendered) => {
+                        let private = page.visibility != Visibility::Public;
+                        let html = "text/html; charset=utf-8";
+                        answer(headers, &rendered.html, html, private, false)
+                    }
+                    Err(refused) => refused,
+                },
+                Err(refused) => refused,
+            };
+        }
+    }
+    super::monitors::list.call(request, app).await
 }
 
 /// The page's Atom feed: its incidents and maintenance.

@@ -45,11 +45,12 @@ pub struct PublicPages {
     unlock_key: tokio::sync::OnceCell<Vec<u8>>,
 }
 
-/// Every page by slug, as read at `read_at`.
+/// Every page by slug and by domain, as read at `read_at`.
 #[derive(Default)]
 struct Book {
     read_at: Option<i64>,
     by_slug: HashMap<String, Arc<StatusPage>>,
+    by_domain: HashMap<String, Arc<StatusPage>>,
 }
 
 /// One page's rendering, and the lock its next one is made under.
@@ -116,6 +117,16 @@ impl PublicPages {
         Ok(self.book(app, Some(slug)).await?.by_slug.get(slug).cloned())
     }
 
+    /// The page whose `domain` is `host`. Hosts no page has (central's own, mostly) do not
+    /// have the address book read again sooner: a domain just given shows within `FRESH_MS`.
+    pub(super) async fn page_at(
+        &self,
+        app: &App,
+        host: &str,
+    ) -> Result<Option<Arc<StatusPage>>, Response> {
+        Ok(self.book(app, None).await?.by_domain.get(host).cloned())
+    }
+
     /// The public pages, by slug.
     pub(crate) async fn public_pages(&self, app: &App) -> Result<Vec<Arc<StatusPage>>, Response> {
         let book = self.book(app, None).await?;
@@ -175,9 +186,14 @@ impl PublicPages {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .retain(|(id, _), _| ids.contains(id));
+        let by_domain = by_slug
+            .values()
+            .filter_map(|page| Some((page.domain.clone()?, page.clone())))
+            .collect();
         let book = Arc::new(Book {
             read_at: Some(read_at),
             by_slug,
+            by_domain,
         });
         *self.book.lock().unwrap_or_else(PoisonError::into_inner) = book.clone();
         Ok(book)
