@@ -19,13 +19,15 @@ pub enum ManagedKind {
     NotificationChannels,
     Monitors,
     MaintenanceWindows,
+    StatusPages,
 }
 
 impl ManagedKind {
-    pub const ALL: [ManagedKind; 3] = [
+    pub const ALL: [ManagedKind; 4] = [
         ManagedKind::NotificationChannels,
         ManagedKind::Monitors,
         ManagedKind::MaintenanceWindows,
+        ManagedKind::StatusPages,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -33,6 +35,7 @@ impl ManagedKind {
             ManagedKind::NotificationChannels => "notification-channels",
             ManagedKind::Monitors => "monitors",
             ManagedKind::MaintenanceWindows => "maintenance-windows",
+            ManagedKind::StatusPages => "status-pages",
         }
     }
 

@@ -1,6 +1,6 @@
 //! Carrying a plan out through the settings API: channels, then monitors parents first, then
-//! maintenance windows (each object made or changed is marked with its key), and deletions
-//! last, what depends on others first. Stops at the first refusal, naming it; what was done
+//! maintenance windows and status pages (each object made or changed is marked with its key),
+//! and deletions last, what depends on others first. Stops at the first refusal, naming it; what was done
 //! before it stays done, and the next `apply` plans the rest.
 
 use std::collections::{BTreeSet, HashMap};
@@ -147,6 +147,8 @@ fn patch_of(kind: ManagedKind, changes: &[Change], body: &Value) -> Value {
             &["secret", "headers", "user_key", "topic"],
             &mut fields,
         ),
+        // A page that becomes a password page needs its password.
+        ManagedKind::StatusPages => moves(&["visibility"], &["password"], &mut fields),
         _ => {}
     }
     for field in fields {
@@ -207,6 +209,17 @@ pub async fn execute(
             .await?;
         }
     }
+    for (key, entry) in &file.status_pages {
+        if let Some(step) = step_of(StatusPages, key) {
+            let id_of = |monitor: &str| {
+                made.get(&(Monitors, monitor.to_string()))
+                    .copied()
+                    .with_context(|| format!("monitors `{monitor}` was not made"))
+            };
+            let body = forms::page_body(key, entry, &id_of)?;
+            put(client, step, "/status-pages", &body, &body, &mut made).await?;
+        }
+    }
     delete(plan, current, client).await
 }
 
@@ -239,6 +252,7 @@ async fn delete(plan: &Plan, current: &Current, client: &Client) -> anyhow::Resu
         monitors = rest;
     }
     for (kind, path, list) in [
+        (StatusPages, "status-pages", deleted(StatusPages)),
         (
             MaintenanceWindows,
             "maintenance-windows",

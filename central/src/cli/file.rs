@@ -26,6 +26,8 @@ pub struct ConfigFile {
     pub monitors: BTreeMap<String, MonitorEntry>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub maintenance_windows: BTreeMap<String, WindowEntry>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub status_pages: BTreeMap<String, PageEntry>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -53,6 +55,30 @@ pub struct WindowEntry {
     /// Keys of the file's monitors this window covers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub monitors: Vec<String>,
+}
+
+/// A status page: `spec` as the settings API takes it but its sections, which name the file's
+/// monitors by key, in the order shown.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PageEntry {
+    pub spec: Map<String, Value>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sections: Vec<SectionEntry>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SectionEntry {
+    pub name: String,
+    /// Keys of the file's monitors, in the order the page shows them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub monitors: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// The name the page gives a monitor, by its key.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub display_names: BTreeMap<String, String>,
 }
 
 /// The prefix of the variables `${NAME}` may name, unless `--env-prefix` says another.
@@ -152,11 +178,16 @@ pub fn parse(text: &str, env: &dyn Fn(&str) -> Option<String>) -> anyhow::Result
     );
     for (kind, key, spec) in file.specs_mut() {
         validate_key("key", &key).map_err(|e| anyhow::anyhow!("{kind} `{key}`: {}", e.message))?;
-        for id_field in ["notification_channel_ids", "parent_ids", "monitor_ids"] {
+        for id_field in [
+            "notification_channel_ids",
+            "parent_ids",
+            "monitor_ids",
+            "sections",
+        ] {
             anyhow::ensure!(
                 !spec.contains_key(id_field),
                 "{kind} `{key}`: name objects of the file by key, not `spec.{id_field}` \
-                 (`notification_channels`, `parents` or `monitors` beside `spec`)"
+                 (`notification_channels`, `parents`, `monitors` or `sections` beside `spec`)"
             );
         }
         for value in spec.values_mut() {
@@ -185,6 +216,17 @@ pub fn parse(text: &str, env: &dyn Fn(&str) -> Option<String>) -> anyhow::Result
             );
         }
     }
+    for (key, page) in &file.status_pages {
+        for section in &page.sections {
+            let named = section.monitors.iter().chain(section.display_names.keys());
+            for monitor in named {
+                anyhow::ensure!(
+                    file.monitors.contains_key(monitor),
+                    "status_pages `{key}`: no monitor `{monitor}` in the file"
+                );
+            }
+        }
+    }
     Ok(file)
 }
 
@@ -199,6 +241,9 @@ impl ConfigFile {
         }
         for (key, e) in &mut self.maintenance_windows {
             all.push(("maintenance_windows", key.clone(), &mut e.spec));
+        }
+        for (key, e) in &mut self.status_pages {
+            all.push(("status_pages", key.clone(), &mut e.spec));
         }
         all
     }
@@ -292,6 +337,29 @@ pub fn schema(openapi: &Value) -> Value {
                 "properties": {
                     "spec": {"$ref": "#/$defs/MaintenanceWindowSpec"},
                     "monitors": keys("Keys of the file's monitors it covers."),
+                }
+            })),
+            "status_pages": section(json!({
+                "type": "object", "additionalProperties": false, "required": ["spec"],
+                "properties": {
+                    "spec": {
+                        "description": "StatusPageSpec without `sections`, which sit beside it.",
+                        "$ref": "#/$defs/StatusPageSpec"
+                    },
+                    "sections": {"type": "array", "items": {
+                        "type": "object", "additionalProperties": false, "required": ["name"],
+                        "properties": {
+                            "name": {"type": "string"},
+                            "monitors": keys("Keys of the file's monitors, in the order shown."),
+                            "tags": {"type": "array", "items": {"type": "string"}},
+                            "display_names": {
+                                "type": "object",
+                                "description": "The name the page gives a monitor, by its key.",
+                                "propertyNames": {"pattern": KEY_PATTERN},
+                                "additionalProperties": {"type": "string"}
+                            }
+                        }
+                    }}
                 }
             })),
         },

@@ -12,7 +12,9 @@ use shared_proto::settings_api::MonitorView;
 use shared_proto::MonitorSpec;
 use uuid::Uuid;
 
-use super::file::{ChannelEntry, MonitorEntry, WindowEntry};
+use shared_proto::status_pages::{DisplayName, StatusPageSection, StatusPageSpec, StatusPageView};
+
+use super::file::{ChannelEntry, MonitorEntry, PageEntry, SectionEntry, WindowEntry};
 use shared_proto::redaction::address_shown;
 
 /// Keys by id, of the objects the server has that a file names (or that an export names).
@@ -285,6 +287,119 @@ pub fn window_entry(view: &MaintenanceWindowView, keys: &Keys) -> anyhow::Result
         spec,
         monitors: serde_json::from_value(Keys::names(&keys.monitors, &view.monitor_ids))?,
     })
+}
+
+// ---- status pages ----
+
+/// The file's page as the API takes it, its sections' monitors by id (`id_of` a monitor's key).
+pub fn page_body(
+    key: &str,
+    entry: &PageEntry,
+    id_of: &dyn Fn(&str) -> anyhow::Result<Uuid>,
+) -> anyhow::Result<Value> {
+    let mut spec: StatusPageSpec = typed("status_pages", key, &entry.spec)?;
+    let mut sections = Vec::with_capacity(entry.sections.len());
+    for section in &entry.sections {
+        sections.push(StatusPageSection {
+            name: section.name.clone(),
+            monitor_ids: section
+                .monitors
+                .iter()
+                .map(|k| id_of(k))
+                .collect::<anyhow::Result<_>>()?,
+            tags: section.tags.clone(),
+            display_names: section
+                .display_names
+                .iter()
+                .map(|(k, name)| {
+                    Ok(DisplayName {
+                        monitor_id: id_of(k)?,
+                        name: name.clone(),
+                    })
+                })
+                .collect::<anyhow::Result<_>>()?,
+        });
+    }
+    spec.sections = sections;
+    Ok(serde_json::to_value(spec)?)
+}
+
+/// A page's comparable form: its fields but the password (never shown, so never compared:
+/// a password changed in the file alone is not seen; change it in the API or on the page),
+/// and its sections as the file writes them.
+fn page_form(
+    spec: &StatusPageSpec,
+    sections: Vec<SectionEntry>,
+) -> anyhow::Result<Map<String, Value>> {
+    let mut map = object(serde_json::to_value(spec)?);
+    map.remove("password");
+    map.insert("sections".into(), serde_json::to_value(sections)?);
+    Ok(tidy(map))
+}
+
+pub fn page_wanted(key: &str, entry: &PageEntry) -> anyhow::Result<Map<String, Value>> {
+    let mut spec: StatusPageSpec = typed("status_pages", key, &entry.spec)?;
+    spec.sections.clear();
+    page_form(&spec, entry.sections.clone())
+}
+
+/// A page's spec and its sections as the file writes them, monitors by key (an id the file
+/// has no key for as itself).
+fn page_parts(view: &StatusPageView, keys: &Keys) -> (StatusPageSpec, Vec<SectionEntry>) {
+    let key = |id: &Uuid| {
+        keys.monitors
+            .get(id)
+            .cloned()
+            .unwrap_or_else(|| id.to_string())
+    };
+    let sections = view
+        .sections
+        .iter()
+        .map(|s| SectionEntry {
+            name: s.name.clone(),
+            monitors: s.monitor_ids.iter().map(key).collect(),
+            tags: s.tags.clone(),
+            display_names: s
+                .display_names
+                .iter()
+                .map(|d| (key(&d.monitor_id), d.name.clone()))
+                .collect(),
+        })
+        .collect();
+    let spec = StatusPageSpec {
+        slug: view.slug.clone(),
+        title: view.title.clone(),
+        description: view.description.clone(),
+        sections: Vec::new(),
+        visibility: view.visibility,
+        password: None,
+        domain: view.domain.clone(),
+    };
+    (spec, sections)
+}
+
+pub fn page_shown(view: &StatusPageView, keys: &Keys) -> anyhow::Result<Map<String, Value>> {
+    let (spec, sections) = page_parts(view, keys);
+    page_form(&spec, sections)
+}
+
+/// An exported page: its password, which no view shows, as a reference.
+pub fn page_entry(
+    prefix: &str,
+    key: &str,
+    view: &StatusPageView,
+    keys: &Keys,
+) -> anyhow::Result<PageEntry> {
+    let (spec, sections) = page_parts(view, keys);
+    let mut spec = tidy(object(serde_json::to_value(spec)?));
+    spec.remove("sections");
+    if view.has_password {
+        spec.insert(
+            "password".into(),
+            Value::from(reference(prefix, "STATUS_PAGE", key, "PASSWORD")),
+        );
+    }
+    Ok(PageEntry { spec, sections })
 }
 
 /// `${CENTRAL_<KIND>_<KEY>_<WHAT>}`: where an export leaves a secret it cannot read.

@@ -175,6 +175,16 @@ fn exported(current: &Current, prefix: &str) -> anyhow::Result<ConfigFile> {
             forms::window_entry(window, &keys)?,
         );
     }
+    let page_keys = keys_for(
+        ManagedKind::StatusPages,
+        current.pages.iter().map(|p| (p.id, p.slug.as_str())),
+        current,
+    );
+    for page in &current.pages {
+        let key = page_keys[&page.id].clone();
+        file.status_pages
+            .insert(key.clone(), forms::page_entry(prefix, &key, page, &keys)?);
+    }
     Ok(file)
 }
 

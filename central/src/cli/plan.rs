@@ -14,6 +14,7 @@ use shared_proto::as_code::{ManagedKind, ManagedObject};
 use shared_proto::maintenance::MaintenanceWindowView;
 use shared_proto::notifications::ChannelView;
 use shared_proto::settings_api::MonitorView;
+use shared_proto::status_pages::StatusPageView;
 use uuid::Uuid;
 
 use super::client::Client;
@@ -25,6 +26,7 @@ pub struct Current {
     pub channels: Vec<ChannelView>,
     pub monitors: Vec<MonitorView>,
     pub windows: Vec<MaintenanceWindowView>,
+    pub pages: Vec<StatusPageView>,
     pub marks: Vec<ManagedObject>,
 }
 
@@ -41,6 +43,7 @@ impl Current {
             channels: typed(client.all("/notification-channels").await?, "channels")?,
             monitors: typed(client.all("/monitors").await?, "monitors")?,
             windows: typed(client.all("/maintenance-windows").await?, "windows")?,
+            pages: typed(client.all("/status-pages").await?, "status pages")?,
             marks: serde_json::from_value(
                 client.change(Method::GET, "/managed-objects", None).await?,
             )?,
@@ -52,6 +55,7 @@ impl Current {
             ManagedKind::NotificationChannels => self.channels.iter().any(|c| c.id == id),
             ManagedKind::Monitors => self.monitors.iter().any(|m| m.id == id),
             ManagedKind::MaintenanceWindows => self.windows.iter().any(|w| w.id == id),
+            ManagedKind::StatusPages => self.pages.iter().any(|p| p.id == id),
         }
     }
 
@@ -70,7 +74,7 @@ impl Current {
             match kind {
                 ManagedKind::NotificationChannels => keys.channels.insert(id, key),
                 ManagedKind::Monitors => keys.monitors.insert(id, key),
-                ManagedKind::MaintenanceWindows => None,
+                ManagedKind::MaintenanceWindows | ManagedKind::StatusPages => None,
             };
         }
         keys
@@ -142,7 +146,9 @@ impl Plan {
         // An object no file manages yet, with the name the file gives: the file's from now on
         // (`export` then `apply` to the same central takes what is there, not a copy).
         let unmarked_named = |kind: ManagedKind, spec: &Map<String, Value>| -> Option<Uuid> {
-            let name = spec.get("name")?.as_str()?.trim();
+            // A page is named by its slug, which no other page has.
+            let field = if kind == StatusPages { "slug" } else { "name" };
+            let name = spec.get(field)?.as_str()?.trim();
             let named: Vec<Uuid> = match kind {
                 NotificationChannels => current
                     .channels
@@ -162,6 +168,12 @@ impl Plan {
                     .filter(|w| w.name.trim() == name)
                     .map(|w| w.id)
                     .collect(),
+                StatusPages => current
+                    .pages
+                    .iter()
+                    .filter(|p| p.slug == name)
+                    .map(|p| p.id)
+                    .collect(),
             };
             let unmarked: Vec<Uuid> = named
                 .into_iter()
@@ -180,6 +192,11 @@ impl Plan {
                 file.maintenance_windows
                     .iter()
                     .map(|(k, e)| (MaintenanceWindows, k, &e.spec)),
+            )
+            .chain(
+                file.status_pages
+                    .iter()
+                    .map(|(k, e)| (StatusPages, k, &e.spec)),
             );
         for (kind, key, spec) in specs {
             let at = (kind, key.clone());
@@ -194,7 +211,7 @@ impl Plan {
             match kind {
                 NotificationChannels => keys.channels.insert(*id, key.clone()),
                 Monitors => keys.monitors.insert(*id, key.clone()),
-                MaintenanceWindows => None,
+                MaintenanceWindows | StatusPages => None,
             };
         }
         let mut steps = Vec::new();
@@ -260,11 +277,19 @@ impl Plan {
                 forms::window_wanted(key, entry)?,
             );
         }
+        for (key, entry) in &file.status_pages {
+            let shown = id_of(StatusPages, key)
+                .and_then(|id| current.pages.iter().find(|p| p.id == id))
+                .map(|p| forms::page_shown(p, &keys))
+                .transpose()?;
+            step(StatusPages, key, shown, forms::page_wanted(key, entry)?);
+        }
         for ((kind, key), id) in &marked {
             let in_file = match kind {
                 NotificationChannels => file.notification_channels.contains_key(key),
                 Monitors => file.monitors.contains_key(key),
                 MaintenanceWindows => file.maintenance_windows.contains_key(key),
+                StatusPages => file.status_pages.contains_key(key),
             };
             if !in_file {
                 steps.push(Step {

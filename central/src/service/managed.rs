@@ -50,6 +50,7 @@ impl App {
             ManagedKind::MaintenanceWindows => {
                 self.maintenance().get_window(object_id).await.is_ok()
             }
+            ManagedKind::StatusPages => self.status_pages().get_page(object_id).await.is_ok(),
         };
         if !exists {
             return Err(ValidationError::reference(

@@ -421,6 +421,114 @@ async fn export_apply_round_trip_plans_drift_and_prune() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Status pages go through a file like the rest: sections name the file's monitors by key, the
+/// password (never shown) is exported as a reference and applied from the environment.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_pages_round_trip_through_a_file() -> anyhow::Result<()> {
+    const PASSWORD: &str = "page-password-as-code-41d7";
+    let source = Central::start().await?;
+    let api = source
+        .create_monitor(json!({"name": "API", "kind": "http", "target": "http://127.0.0.1:9/"}))
+        .await?;
+    let (status, page) = source
+        .admin(
+            Method::POST,
+            "/api/v1/status-pages",
+            Some(
+                json!({"slug": "acme", "title": "Acme status", "visibility": "password",
+                "password": PASSWORD, "domain": "status.acme.test",
+                "sections": [{"name": "Services", "monitor_ids": [api], "tags": ["web"],
+                    "display_names": [{"monitor_id": api, "name": "Public API"}]}]}),
+            ),
+        )
+        .await?;
+    assert_eq!(status, 201, "{page}");
+    let (code, exported) = cli(&source, &["export"], &[]).await?;
+    assert_eq!(code, 0, "{exported}");
+    assert!(!exported.contains(PASSWORD), "{exported}");
+    assert!(!exported.contains("argon2"), "{exported}");
+    for expected in [
+        "status_pages:",
+        "password: ${CENTRAL_VAR_STATUS_PAGE_ACME_PASSWORD}",
+        "display_names:",
+        "api: Public API",
+    ] {
+        assert!(exported.contains(expected), "{expected}: {exported}");
+    }
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("central.yaml");
+    std::fs::write(&path, &exported)?;
+    let file = path.to_str().unwrap_or_default();
+    let secrets = [("CENTRAL_VAR_STATUS_PAGE_ACME_PASSWORD", PASSWORD)];
+
+    let target = Central::start().await?;
+    let (code, plan) = cli(&target, &["apply", "-f", file], &secrets).await?;
+    assert_eq!(code, 0, "{plan}");
+    assert!(plan.contains("+ status-pages/acme: create"), "{plan}");
+    let (_, pages) = target
+        .admin(Method::GET, "/api/v1/status-pages", None)
+        .await?;
+    let made = &pages["items"][0];
+    let (_, monitors) = target.admin(Method::GET, "/api/v1/monitors", None).await?;
+    let target_api = &monitors["items"][0]["id"];
+    assert_eq!(made["has_password"], true, "{made}");
+    assert_eq!(made["domain"], "status.acme.test");
+    assert_eq!(made["sections"][0]["monitor_ids"], json!([target_api]));
+    assert_eq!(
+        made["sections"][0]["display_names"][0]["monitor_id"],
+        *target_api
+    );
+    let (_, again) = cli(&target, &["export"], &[]).await?;
+    assert_eq!(
+        again, exported,
+        "export → apply → export gives the same file"
+    );
+    let (code, plan) = cli(&target, &["apply", "-f", file], &secrets).await?;
+    assert_eq!(code, 0, "{plan}");
+    assert!(
+        plan.contains("Plan: 0 to create, 0 to change, 0 to delete."),
+        "the password is not seen as a change: {plan}"
+    );
+    // The password arrived: it opens the page.
+    let unlocked = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()?
+        .post(format!("{}/status/acme/unlock", target.url))
+        .form(&[("password", PASSWORD)])
+        .send()
+        .await?;
+    assert_eq!(unlocked.status(), 303);
+
+    std::fs::write(
+        &path,
+        exported.replace("Acme status", "Acme service status"),
+    )?;
+    let (code, plan) = cli(&target, &["apply", "--dry-run", "-f", file], &secrets).await?;
+    assert_eq!(code, 2, "{plan}");
+    assert!(
+        plan.contains(
+            "~ status-pages/acme: change\n    title: \"Acme status\" -> \"Acme service status\"\n"
+        ),
+        "{plan}"
+    );
+    let without = exported
+        .split("status_pages:")
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    std::fs::write(&path, without)?;
+    let (code, plan) = cli(&target, &["apply", "--prune", "-f", file], &secrets).await?;
+    assert_eq!(code, 0, "{plan}");
+    assert!(plan.contains("- status-pages/acme: delete"), "{plan}");
+    let (_, pages) = target
+        .admin(Method::GET, "/api/v1/status-pages", None)
+        .await?;
+    assert_eq!(pages["items"], json!([]), "{pages}");
+    source.stop().await;
+    target.stop().await;
+    Ok(())
+}
+
 /// The published JSON Schema of the file is the one central builds from its API's schemas.
 #[tokio::test]
 async fn the_published_schema_is_current() -> anyhow::Result<()> {
