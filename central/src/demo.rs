@@ -91,6 +91,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
                 visibility: Visibility::Public,
                 password: None,
                 domain: None,
+                auto_incidents: Default::default(),
             })
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?;

@@ -131,6 +131,8 @@ pub struct IncidentPatch {
     pub message: Option<String>,
     #[cfg_attr(feature = "openapi", schema(max_items = 200))]
     pub monitor_ids: Option<Vec<Uuid>>,
+    /// Whether visitors see it: `true` publishes a draft a page opened itself.
+    pub published: Option<bool>,
 }
 
 /// `POST …/incidents/{iid}/updates`: what is new, and where the incident stands now.
@@ -177,6 +179,11 @@ pub struct IncidentView {
     pub updated_at: DateTime<Utc>,
     /// When it was resolved (its newest update's time, while that says `resolved`).
     pub resolved_at: Option<DateTime<Utc>>,
+    /// Whether visitors see it (a draft the page opened itself is not, until published).
+    pub published: bool,
+    /// The monitor whose going down opened it, when the page opened it itself (its recovery
+    /// resolves it).
+    pub opened_for: Option<Uuid>,
 }
 
 /// An incident as visitors read it: affected monitors by the names the page gives them.

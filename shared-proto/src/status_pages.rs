@@ -59,6 +59,41 @@ impl Visibility {
     }
 }
 
+/// Whether a page opens an incident itself when a monitor it shows is told down (and resolves
+/// it when the monitor is told up again).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum AutoIncidents {
+    /// Operators open every incident.
+    #[default]
+    Off,
+    /// A draft operators publish (`PATCH …/incidents/{iid}` with `published: true`).
+    Draft,
+    /// Published at once.
+    Publish,
+}
+
+impl AutoIncidents {
+    pub const ALL: [AutoIncidents; 3] = [
+        AutoIncidents::Off,
+        AutoIncidents::Draft,
+        AutoIncidents::Publish,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AutoIncidents::Off => "off",
+            AutoIncidents::Draft => "draft",
+            AutoIncidents::Publish => "publish",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<AutoIncidents> {
+        Self::ALL.into_iter().find(|a| a.as_str() == text)
+    }
+}
+
 /// A section of a page: a heading, and the monitors under it, named by id (in this order)
 /// then by tag (by display name).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -146,6 +181,9 @@ pub struct StatusPageSpec {
         )
     )]
     pub domain: Option<String>,
+    /// Whether the page opens an incident itself when a monitor it shows is told down.
+    #[serde(default)]
+    pub auto_incidents: AutoIncidents,
 }
 
 /// A change to a page: the fields given replace the page's.
@@ -181,6 +219,7 @@ pub struct StatusPagePatch {
         )
     )]
     pub domain: Option<Option<String>>,
+    pub auto_incidents: Option<AutoIncidents>,
 }
 
 /// A page as stored, for operators: its password is never shown, only whether it has one.
@@ -195,6 +234,7 @@ pub struct StatusPageView {
     pub visibility: Visibility,
     pub has_password: bool,
     pub domain: Option<String>,
+    pub auto_incidents: AutoIncidents,
     /// Where visitors read it, relative to central: `/status/{slug}`.
     pub path: String,
     pub created_at: DateTime<Utc>,
@@ -404,6 +444,7 @@ impl StatusPageSpec {
             visibility,
             password,
             domain,
+            auto_incidents,
         } = patch;
         if let Some(v) = slug {
             self.slug = v;
@@ -423,6 +464,9 @@ impl StatusPageSpec {
         self.password = password;
         if let Some(v) = domain {
             self.domain = v;
+        }
+        if let Some(v) = auto_incidents {
+            self.auto_incidents = v;
         }
     }
 }
@@ -579,6 +623,7 @@ mod tests {
             visibility: Visibility::Public,
             password: None,
             domain: None,
+            auto_incidents: AutoIncidents::Off,
         }
     }
 

@@ -374,6 +374,7 @@ fn page_parts(view: &StatusPageView, keys: &Keys) -> (StatusPageSpec, Vec<Sectio
         visibility: view.visibility,
         password: None,
         domain: view.domain.clone(),
+        auto_incidents: view.auto_incidents,
     };
     (spec, sections)
 }

@@ -264,6 +264,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "status incidents",
         include_str!("../../../migrations/sqlite/20261223000051_status_incidents.sql"),
     ),
+    (
+        20261224000052,
+        "status auto incidents",
+        include_str!("../../../migrations/sqlite/20261224000052_status_auto_incidents.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -516,6 +521,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261223000051,
         "status incidents",
         include_str!("../../../migrations/postgres/20261223000051_status_incidents.sql"),
+    ),
+    (
+        20261224000052,
+        "status auto incidents",
+        include_str!("../../../migrations/postgres/20261224000052_status_auto_incidents.sql"),
     ),
 ];
 

@@ -10,8 +10,8 @@ use sqlx::{Any, FromRow, Row, Transaction};
 
 use super::{Cursor, Store};
 
-const COLUMNS: &str =
-    "id, page_id, title, status, monitor_ids, created_at, updated_at, resolved_at";
+const COLUMNS: &str = "id, page_id, title, status, monitor_ids, created_at, updated_at, \
+     resolved_at, published, opened_for";
 const UPDATE_COLUMNS: &str = "id, incident_id, status, message, created_at";
 
 /// An incident as stored.
@@ -26,6 +26,10 @@ pub struct IncidentRow {
     pub created_at: i64,
     pub updated_at: i64,
     pub resolved_at: Option<i64>,
+    /// Whether visitors see it.
+    pub published: bool,
+    /// The monitor whose going down opened it, when the page opened it itself.
+    pub opened_for: Option<String>,
 }
 
 /// One update of an incident's timeline, as stored.
@@ -49,6 +53,8 @@ impl FromRow<'_, AnyRow> for IncidentRow {
             created_at: row.try_get("created_at")?,
             updated_at: row.try_get("updated_at")?,
             resolved_at: row.try_get("resolved_at")?,
+            published: row.try_get::<i64, _>("published")? != 0,
+            opened_for: row.try_get("opened_for")?,
         })
     }
 }
@@ -99,7 +105,8 @@ impl Store {
         let _guard = self.write_lock().await;
         let mut tx = self.writer.begin().await?;
         sqlx::query(&format!(
-            "INSERT INTO status_incidents ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+            "INSERT INTO status_incidents ({COLUMNS}) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
         ))
         .bind(&row.id)
         .bind(&row.page_id)
@@ -109,6 +116,8 @@ impl Store {
         .bind(row.created_at)
         .bind(row.updated_at)
         .bind(row.resolved_at)
+        .bind(i64::from(row.published))
+        .bind(&row.opened_for)
         .execute(&mut *tx)
         .await?;
         add_update(&mut tx, first).await?;
@@ -128,7 +137,7 @@ impl Store {
         let mut tx = self.writer.begin().await?;
         let done = sqlx::query(
             "UPDATE status_incidents SET title = $3, status = $4, monitor_ids = $5, \
-             updated_at = $6, resolved_at = $7 WHERE id = $1 AND page_id = $2",
+             updated_at = $6, resolved_at = $7, published = $8 WHERE id = $1 AND page_id = $2",
         )
         .bind(&row.id)
         .bind(&row.page_id)
@@ -137,6 +146,7 @@ impl Store {
         .bind(&row.monitor_ids)
         .bind(row.updated_at)
         .bind(row.resolved_at)
+        .bind(i64::from(row.published))
         .execute(&mut *tx)
         .await?;
         if done.rows_affected() != 1 {
@@ -205,21 +215,23 @@ impl Store {
             .await?)
     }
 
-    /// What a page shows: its open incidents and those resolved at `since` or later.
+    /// What a page shows: its open incidents and those resolved at `since` or later, published.
     pub async fn shown_incidents(
         &self,
         page_id: &str,
         since: i64,
     ) -> anyhow::Result<Vec<IncidentRow>> {
         let open = format!(
-            "SELECT {COLUMNS} FROM status_incidents WHERE page_id = $1 AND resolved_at IS NULL"
+            "SELECT {COLUMNS} FROM status_incidents \
+             WHERE page_id = $1 AND resolved_at IS NULL AND published = 1"
         );
         let mut rows: Vec<IncidentRow> = sqlx::query_as(&open)
             .bind(page_id)
             .fetch_all(&self.pool)
             .await?;
         let lately = format!(
-            "SELECT {COLUMNS} FROM status_incidents WHERE page_id = $1 AND resolved_at >= $2"
+            "SELECT {COLUMNS} FROM status_incidents \
+             WHERE page_id = $1 AND resolved_at >= $2 AND published = 1"
         );
         rows.extend(
             sqlx::query_as::<_, IncidentRow>(&lately)
@@ -231,7 +243,8 @@ impl Store {
         Ok(rows)
     }
 
-    /// A page's incidents opened within `[from, until)`, oldest first (its history by month).
+    /// A page's published incidents opened within `[from, until)`, oldest first (its history by
+    /// month).
     pub async fn incidents_opened(
         &self,
         page_id: &str,
@@ -240,7 +253,7 @@ impl Store {
     ) -> anyhow::Result<Vec<IncidentRow>> {
         let sql = format!(
             "SELECT {COLUMNS} FROM status_incidents \
-             WHERE page_id = $1 AND created_at >= $2 AND created_at < $3 \
+             WHERE page_id = $1 AND created_at >= $2 AND created_at < $3 AND published = 1 \
              ORDER BY created_at, id"
         );
         Ok(sqlx::query_as(&sql)
@@ -248,6 +261,23 @@ impl Store {
             .bind(from)
             .bind(until)
             .fetch_all(&self.pool)
+            .await?)
+    }
+
+    /// The open incident a page opened itself for a monitor, if any.
+    pub async fn open_incident_for(
+        &self,
+        page_id: &str,
+        monitor_id: &str,
+    ) -> anyhow::Result<Option<IncidentRow>> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM status_incidents \
+             WHERE opened_for = $1 AND page_id = $2 AND resolved_at IS NULL"
+        );
+        Ok(sqlx::query_as(&sql)
+            .bind(monitor_id)
+            .bind(page_id)
+            .fetch_optional(&self.pool)
             .await?)
     }
 
@@ -294,6 +324,8 @@ mod tests {
             created_at: at,
             updated_at: at,
             resolved_at,
+            published: true,
+            opened_for: None,
         }
     }
 
@@ -328,6 +360,18 @@ mod tests {
             )
             .await
             .unwrap();
+        let draft = IncidentRow {
+            published: false,
+            opened_for: Some("m".into()),
+            ..incident("draft", "p", 20, None)
+        };
+        store
+            .insert_incident(&draft, &update("d-1", "draft", 20))
+            .await
+            .unwrap();
+        let opened = store.open_incident_for("p", "m").await.unwrap();
+        assert_eq!(opened.map(|r| r.id).as_deref(), Some("draft"));
+        assert!(store.open_incident_for("q", "m").await.unwrap().is_none());
         let mut shown: Vec<String> = store
             .shown_incidents("p", 40)
             .await
@@ -336,7 +380,7 @@ mod tests {
             .map(|r| r.id)
             .collect();
         shown.sort();
-        assert_eq!(shown, ["lately", "open"]);
+        assert_eq!(shown, ["lately", "open"], "a draft is not shown");
         let month: Vec<String> = store
             .incidents_opened("p", 0, 6)
             .await
@@ -393,6 +437,7 @@ mod tests {
             domain: None,
             created_at: 1,
             updated_at: 1,
+            auto_incidents: "off".into(),
         };
         store.put_status_page(&page, false).await.unwrap();
         assert!(store.delete_status_page("p").await.unwrap());

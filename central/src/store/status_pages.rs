@@ -10,7 +10,7 @@ use sqlx::{FromRow, Row};
 use super::{Cursor, Store};
 
 const COLUMNS: &str = "id, slug, title, description, sections, visibility, password_hash, \
-     domain, created_at, updated_at";
+     domain, created_at, updated_at, auto_incidents";
 
 /// A page as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,6 +26,8 @@ pub struct StatusPageRow {
     pub domain: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
+    /// `off`, `draft` or `publish`.
+    pub auto_incidents: String,
 }
 
 impl FromRow<'_, AnyRow> for StatusPageRow {
@@ -41,6 +43,7 @@ impl FromRow<'_, AnyRow> for StatusPageRow {
             domain: row.try_get("domain")?,
             created_at: row.try_get("created_at")?,
             updated_at: row.try_get("updated_at")?,
+            auto_incidents: row.try_get("auto_incidents")?,
         })
     }
 }
@@ -76,12 +79,12 @@ impl Store {
         let sql = if replaces {
             "UPDATE status_pages SET slug = $2, title = $3, description = $4, sections = $5, \
              visibility = $6, password_hash = $7, domain = $8, created_at = $9, \
-             updated_at = $10 WHERE id = $1"
+             updated_at = $10, auto_incidents = $11 WHERE id = $1"
                 .to_string()
         } else {
             format!(
                 "INSERT INTO status_pages ({COLUMNS}) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
             )
         };
         let done = sqlx::query(&sql)
@@ -95,6 +98,7 @@ impl Store {
             .bind(&row.domain)
             .bind(row.created_at)
             .bind(row.updated_at)
+            .bind(&row.auto_incidents)
             .execute(&self.writer)
             .await?;
         Ok(done.rows_affected() == 1)
@@ -168,6 +172,7 @@ mod tests {
             domain: domain.map(str::to_string),
             created_at: 1,
             updated_at: 1,
+            auto_incidents: "off".into(),
         }
     }
 

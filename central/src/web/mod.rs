@@ -14,6 +14,7 @@ mod dependencies;
 mod fields;
 mod headers;
 mod heartbeats;
+mod incident_form;
 mod layout;
 mod maintenance;
 mod markdown;
@@ -96,7 +97,24 @@ pub fn router(options: WebOptions) -> Router<Arc<App>> {
             "/status-pages",
             get(status_page_form::list).post(status_page_form::create),
         )
+        .route(
+            "/status-pages/{id}",
+            get(incident_form::show).post(status_page_form::update),
+        )
         .route("/status-pages/{id}/delete", post(status_page_form::delete))
+        .route("/status-pages/{id}/incidents", post(incident_form::open))
+        .route(
+            "/status-pages/{id}/incidents/{iid}/updates",
+            post(incident_form::update),
+        )
+        .route(
+            "/status-pages/{id}/incidents/{iid}/delete",
+            post(incident_form::delete),
+        )
+        .route(
+            "/status-pages/{id}/incidents/{iid}/publish",
+            post(incident_form::publish),
+        )
         .route("/dependencies", get(dependencies::list))
         .route("/dependencies/aliases", post(dependencies::create_alias))
         .route(

@@ -1,7 +1,7 @@
 //! Status pages on the operators' page: the list (each with its visitors' address), a form for a
-//! new one, and deleting one. Sections are written as the settings API takes them (JSON), so
-//! the page and the API name the same fields; what a page shows is
-//! `service::status_pages`'.
+//! new one, a page's own form to change it, and deleting one. Sections are written as the
+//! settings API takes them (JSON), so the page and the API name the same fields; what a page
+//! shows is `service::status_pages`'. A page's incidents are `incident_form`'s.
 
 use std::sync::Arc;
 
@@ -11,7 +11,9 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use maud::{html, Markup};
 use serde::Deserialize;
-use shared_proto::status_pages::{StatusPageSection, StatusPageSpec, Visibility};
+use shared_proto::status_pages::{
+    AutoIncidents, StatusPagePatch, StatusPageSection, StatusPageSpec, StatusPageView, Visibility,
+};
 use uuid::Uuid;
 
 use super::fields::optional;
@@ -43,6 +45,10 @@ pub struct PageForm {
     password: String,
     #[serde(default)]
     sections: String,
+    #[serde(default)]
+    domain: String,
+    #[serde(default)]
+    auto_incidents: String,
 }
 
 impl PageForm {
@@ -61,8 +67,81 @@ impl PageForm {
             sections,
             visibility,
             password: (!self.password.is_empty()).then(|| self.password.clone()),
-            domain: None,
+            domain: optional(&self.domain),
+            auto_incidents: AutoIncidents::parse(self.auto_incidents.trim()).unwrap_or_default(),
         })
+    }
+
+    /// The form of a stored page (its password is never shown: left empty, it is kept).
+    fn of(view: &StatusPageView) -> PageForm {
+        PageForm {
+            csrf: String::new(),
+            slug: view.slug.clone(),
+            title: view.title.clone(),
+            description: view.description.clone().unwrap_or_default(),
+            visibility: view.visibility.as_str().to_string(),
+            password: String::new(),
+            sections: serde_json::to_string_pretty(&view.sections).unwrap_or_default(),
+            domain: view.domain.clone().unwrap_or_default(),
+            auto_incidents: view.auto_incidents.as_str().to_string(),
+        }
+    }
+
+    /// The change the form describes to a stored page: every field as typed, the password
+    /// only when one was typed.
+    fn patch(&self) -> Result<StatusPagePatch, String> {
+        let spec = self.spec()?;
+        Ok(StatusPagePatch {
+            slug: Some(spec.slug),
+            title: Some(spec.title),
+            description: Some(spec.description),
+            sections: Some(spec.sections),
+            visibility: Some(spec.visibility),
+            password: spec.password,
+            domain: Some(spec.domain),
+            auto_incidents: Some(spec.auto_incidents),
+        })
+    }
+}
+
+/// The fields a page is written with, new or changed.
+fn page_fields(form: &PageForm, editing: bool) -> Markup {
+    let sections = if form.sections.is_empty() {
+        "[]"
+    } else {
+        form.sections.as_str()
+    };
+    html! {
+        div.field { label for="page-slug" { "Slug" } input #page-slug type="text" name="slug" required value=(form.slug);
+                    p.hint { "Its address: lower-case letters, digits and -." } }
+        div.field { label for="page-title" { "Title" } input #page-title type="text" name="title" required value=(form.title); }
+        div.field { label for="page-description" { "Description (optional)" }
+                    textarea #page-description name="description" rows="2" { (form.description) } }
+        div.field { label for="page-visibility" { "Who may read it" }
+            select #page-visibility name="visibility" {
+                @for (value, label) in [("public", "Anyone"), ("password", "Whoever has its password"), ("users", "Signed-in users of central")] {
+                    option value=(value) selected[form.visibility == value] { (label) }
+                }
+            } }
+        div.field { label for="page-password" {
+                        @if editing { "New password (a password page only; empty keeps the one it has)" }
+                        @else { "Password (a password page only)" } }
+                    input #page-password type="password" name="password" autocomplete="new-password"; }
+        div.field { label for="page-domain" { "Its own domain (optional)" }
+                    input #page-domain type="text" name="domain" value=(form.domain) placeholder="status.example.com";
+                    p.hint { "A host name that serves this page at /, pointed at central." } }
+        div.field { label for="page-auto" { "When a monitor it shows goes down" }
+            select #page-auto name="auto_incidents" {
+                @for (value, label) in [("off", "Do nothing (open incidents by hand)"),
+                                        ("draft", "Open a draft incident to publish"),
+                                        ("publish", "Open an incident at once")] {
+                    option value=(value) selected[form.auto_incidents == value] { (label) }
+                }
+            }
+            p.hint { "The incident names the monitor by its name on this page, and is resolved when it is back." } }
+        div.field { label for="page-sections" { "Sections" }
+                    textarea #page-sections name="sections" rows="6" { (sections) }
+                    p.hint { "As the settings API takes them (docs/protocol.md, Status pages), e.g. " code { (EXAMPLE) } } }
     }
 }
 
@@ -77,35 +156,15 @@ async fn page(
         .list_pages(&Cursor::start(), 1000)
         .await?
         .items;
-    let sections = if form.sections.is_empty() {
-        "[]"
-    } else {
-        form.sections.as_str()
-    };
     let body = html! {
         h1 { "Status pages" }
         p { "What your users see: chosen monitors under names you choose, their status and 90 days of "
             "history, at " code { "/status/<slug>" } ". Nothing else of a monitor is shown." }
         h2.for-editors { "New status page" }
         @if let Some(error) = &error { p.form-error role="alert" { (error) } }
-        form.window-form method="post" action="/status-pages" {
+        form.window-form.for-editors method="post" action="/status-pages" {
             (csrf_field(session))
-            div.field { label for="page-slug" { "Slug" } input #page-slug type="text" name="slug" required value=(form.slug);
-                        p.hint { "Its address: lower-case letters, digits and -." } }
-            div.field { label for="page-title" { "Title" } input #page-title type="text" name="title" required value=(form.title); }
-            div.field { label for="page-description" { "Description (optional)" }
-                        textarea #page-description name="description" rows="2" { (form.description) } }
-            div.field { label for="page-visibility" { "Who may read it" }
-                select #page-visibility name="visibility" {
-                    @for (value, label) in [("public", "Anyone"), ("password", "Whoever has its password"), ("users", "Signed-in users of central")] {
-                        option value=(value) selected[form.visibility == value] { (label) }
-                    }
-                } }
-            div.field { label for="page-password" { "Password (a password page only)" }
-                        input #page-password type="password" name="password" autocomplete="new-password"; }
-            div.field { label for="page-sections" { "Sections" }
-                        textarea #page-sections name="sections" rows="6" { (sections) }
-                        p.hint { "As the settings API takes them (docs/protocol.md, Status pages), e.g. " code { (EXAMPLE) } } }
+            (page_fields(form, false))
             button type="submit" { "Create status page" }
         }
         h2 { "Pages" }
@@ -114,7 +173,7 @@ async fn page(
                 thead { tr { th scope="col" { "Title" } th scope="col" { "Address" } th scope="col" { "Who may read it" }
                     th scope="col" { "Sections" } th scope="col" { "Manage" } } }
                 tbody { @for p in &pages { tr {
-                    td { (p.title) }
+                    td { a href={ "/status-pages/" (p.id) } { (p.title) } }
                     td { a href=(p.path) { (p.path) } }
                     td { (p.visibility.as_str()) }
                     td { (p.sections.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")) }
@@ -153,6 +212,62 @@ pub async fn create(
     };
     match app.status_pages().create_page(spec).await {
         Ok(created) => Ok(super::made(Redirect::to("/status-pages"), created.id)),
+        Err(ServiceError::Validation(e)) => refused(format!("`{}` {}", e.field, e.message)).await,
+        Err(ServiceError::Conflict(message)) => refused(message).await,
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A page's own form: the page as stored, to change; its incidents below
+/// (`incident_form`).
+pub fn edit_page(
+    session: &Session,
+    view: &StatusPageView,
+    form: &PageForm,
+    error: Option<String>,
+    incidents: Markup,
+) -> Markup {
+    let body = html! {
+        p { a href="/status-pages" { "Status pages" } }
+        h1 { (view.title) }
+        p { "Read by visitors at " a href=(view.path) { (view.path) } "." }
+        (incidents)
+        h2.for-editors { "Change this page" }
+        @if let Some(error) = &error { p.form-error role="alert" { (error) } }
+        form.window-form.for-editors method="post" action={ "/status-pages/" (view.id) } {
+            (csrf_field(session))
+            (page_fields(form, true))
+            button type="submit" { "Save" }
+        }
+    };
+    layout::page(session, Section::StatusPages, &view.title, body)
+}
+
+/// The form of a stored page, for `edit_page`.
+pub fn form_of(view: &StatusPageView) -> PageForm {
+    PageForm::of(view)
+}
+
+pub async fn update(
+    State(app): State<Arc<App>>,
+    session: Session,
+    Path(id): Path<Uuid>,
+    Form(form): Form<PageForm>,
+) -> WebResult<Response> {
+    session.check(&form.csrf)?;
+    let pages = app.status_pages();
+    let view = pages.get_page(id).await?;
+    let refused = |message: String| async {
+        let incidents = super::incident_form::incidents(&app, &session, &view, None).await?;
+        let page = edit_page(&session, &view, &form, Some(message), incidents);
+        Ok::<_, super::WebError>((StatusCode::BAD_REQUEST, page).into_response())
+    };
+    let patch = match form.patch() {
+        Ok(patch) => patch,
+        Err(message) => return refused(message).await,
+    };
+    match pages.update_page(id, patch).await {
+        Ok(_) => Ok(Redirect::to(&format!("/status-pages/{id}")).into_response()),
         Err(ServiceError::Validation(e)) => refused(format!("`{}` {}", e.field, e.message)).await,
         Err(ServiceError::Conflict(message)) => refused(message).await,
         Err(e) => Err(e.into()),

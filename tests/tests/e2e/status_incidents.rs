@@ -296,3 +296,266 @@ async fn incidents_and_maintenance_show_on_the_page_its_feed_and_history() -> an
     assert_eq!(status, 404, "the page and its incidents are gone");
     Ok(())
 }
+
+/// On the operators' page a status page has a page of its own: its incidents (opened with the
+/// monitors it affects chosen by their names on the page, then updated and deleted) and the
+/// form that changes the page; every change is audited.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operators_run_a_pages_incidents_and_change_it_on_their_page() -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    let monitor = central
+        .create_monitor(json!({"name": "internal-api", "kind": "http",
+            "target": "http://127.0.0.1:9/"}))
+        .await?;
+    let (status, page) = central
+        .admin(
+            Method::POST,
+            "/api/v1/status-pages",
+            Some(json!({"slug": "acme", "title": "Acme status",
+                "sections": [{"name": "API", "monitor_ids": [monitor],
+                    "display_names": [{"monitor_id": monitor, "name": "Public API"}]}]})),
+        )
+        .await?;
+    assert_eq!(status, 201, "{page}");
+    let id = page["id"].as_str().unwrap().to_string();
+    let cookie = central.session_cookie().await?;
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()?;
+    let own = http
+        .get(format!("{}/status-pages/{id}", central.url))
+        .header("cookie", &cookie)
+        .send()
+        .await?;
+    assert_eq!(own.status(), 200);
+    let own = own.text().await?;
+    assert!(own.contains("Open an incident"), "{own}");
+    assert!(
+        own.contains(&format!("value=\"{monitor}\"")) && own.contains("Public API"),
+        "the page's monitors, by their names there: {own}"
+    );
+    let csrf = own
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_default()
+        .to_string();
+    let post = |path: String, form: Vec<(&'static str, String)>| {
+        http.post(format!("{}{path}", central.url))
+            .header("cookie", &cookie)
+            .header("Origin", &central.url)
+            .form(&form)
+            .send()
+    };
+    let refused = post(
+        format!("/status-pages/{id}/incidents"),
+        vec![
+            ("csrf", csrf.clone()),
+            ("title", "Errors".into()),
+            ("message", " ".into()),
+        ],
+    )
+    .await?;
+    assert_eq!(refused.status(), 400);
+    assert!(refused.text().await?.contains("`message`"));
+    let opened = post(
+        format!("/status-pages/{id}/incidents"),
+        vec![
+            ("csrf", csrf.clone()),
+            ("title", "Elevated errors".into()),
+            ("status", "identified".into()),
+            ("message", "A bad deploy.".into()),
+            ("monitor_ids", monitor.to_string()),
+        ],
+    )
+    .await?;
+    assert_eq!(opened.status(), 303, "{}", opened.text().await?);
+    let incidents = format!("/api/v1/status-pages/{id}/incidents");
+    let (_, listed) = central.admin(Method::GET, &incidents, None).await?;
+    let incident = &listed["items"][0];
+    assert_eq!(incident["status"], "identified", "{listed}");
+    assert_eq!(incident["monitor_ids"], json!([monitor]));
+    let iid = incident["id"].as_str().unwrap().to_string();
+    let updated = post(
+        format!("/status-pages/{id}/incidents/{iid}/updates"),
+        vec![
+            ("csrf", csrf.clone()),
+            ("status", "resolved".into()),
+            ("message", "Rolled back.".into()),
+        ],
+    )
+    .await?;
+    assert_eq!(updated.status(), 303);
+    let (_, incident) = central
+        .admin(Method::GET, &format!("{incidents}/{iid}"), None)
+        .await?;
+    assert_eq!(incident["status"], "resolved", "{incident}");
+    assert_eq!(incident["updates"].as_array().unwrap().len(), 2);
+
+    // The page's own form changes it.
+    let changed = post(
+        format!("/status-pages/{id}"),
+        vec![
+            ("csrf", csrf.clone()),
+            ("slug", "acme-2".into()),
+            ("title", "Acme service status".into()),
+            ("visibility", "public".into()),
+            ("sections", page["sections"].to_string()),
+            ("domain", "status.acme.test".into()),
+        ],
+    )
+    .await?;
+    assert_eq!(changed.status(), 303, "{}", changed.text().await?);
+    let (_, stored) = central
+        .admin(Method::GET, &format!("/api/v1/status-pages/{id}"), None)
+        .await?;
+    assert_eq!(stored["slug"], "acme-2", "{stored}");
+    assert_eq!(stored["title"], "Acme service status");
+    assert_eq!(stored["domain"], "status.acme.test");
+    assert_eq!(stored["sections"], page["sections"], "kept as they were");
+
+    let deleted = post(
+        format!("/status-pages/{id}/incidents/{iid}/delete"),
+        vec![("csrf", csrf.clone())],
+    )
+    .await?;
+    assert_eq!(deleted.status(), 303);
+    let (_, listed) = central.admin(Method::GET, &incidents, None).await?;
+    assert_eq!(listed["items"], json!([]));
+    let (_, audit) = central
+        .admin(
+            Method::GET,
+            &format!("/api/v1/audit?object_kind=status-pages&object_id={id}"),
+            None,
+        )
+        .await?;
+    assert!(
+        audit["items"].as_array().map_or(0, Vec::len) >= 5,
+        "the page's creation, the incident's opening, update and deletion, the edit: {audit}"
+    );
+    Ok(())
+}
+
+/// A page that opens incidents itself does so when alerting tells that a monitor it shows is
+/// down (by the monitor's name on the page, nothing else of it), and resolves it when the
+/// monitor is told up; a draft page's incident waits, unseen, for an operator to publish it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_open_and_resolve_incidents_as_their_monitors_go_down_and_up() -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    let _agent = central.start_agent("eu-1", "eu").await?;
+    let target = e2e::Target::start().await?;
+    let monitor = central
+        .create_monitor(
+            json!({"name": "api-internal-7", "kind": "http", "target": target.url,
+            "interval_ms": 5000}),
+        )
+        .await?;
+    let mut incidents = Vec::new();
+    for (slug, auto) in [("acme", "publish"), ("quiet", "draft")] {
+        let (status, page) = central
+            .admin(
+                Method::POST,
+                "/api/v1/status-pages",
+                Some(
+                    json!({"slug": slug, "title": "Acme", "auto_incidents": auto,
+                    "sections": [{"name": "API", "monitor_ids": [monitor],
+                        "display_names": [{"monitor_id": monitor, "name": "Public API"}]}]}),
+                ),
+            )
+            .await?;
+        assert_eq!(status, 201, "{page}");
+        assert_eq!(page["auto_incidents"], auto);
+        incidents.push(format!(
+            "/api/v1/status-pages/{}/incidents",
+            page["id"].as_str().unwrap()
+        ));
+    }
+    central
+        .wait_for_status(&monitor, "up", Duration::from_secs(40))
+        .await?;
+    target.answer_with(500);
+    central
+        .wait_for_status(&monitor, "down", Duration::from_secs(40))
+        .await?;
+    let listed = |path: String| {
+        let central = &central;
+        async move {
+            let (_, listed) = central.admin(Method::GET, &path, None).await.ok()?;
+            listed["items"]
+                .as_array()
+                .filter(|i| !i.is_empty())
+                .cloned()
+        }
+    };
+    let opened = eventually(Duration::from_secs(20), "an incident opened", || {
+        listed(incidents[0].clone())
+    })
+    .await?;
+    assert_eq!(opened.len(), 1, "{opened:?}");
+    let incident = &opened[0];
+    assert_eq!(incident["title"], "Public API is down");
+    assert_eq!(incident["status"], "investigating");
+    assert_eq!(incident["published"], true);
+    assert_eq!(incident["opened_for"], json!(monitor));
+    assert_eq!(incident["monitor_ids"], json!([monitor]));
+    let text = incident.to_string();
+    for internal in ["api-internal-7", target.url.as_str(), "500"] {
+        assert!(!text.contains(internal), "{internal} in {text}");
+    }
+    let draft = eventually(Duration::from_secs(20), "a draft opened", || {
+        listed(incidents[1].clone())
+    })
+    .await?;
+    assert_eq!(draft[0]["published"], false, "{draft:?}");
+    let quiet = get(&format!("{}/status/quiet/summary.json", central.url))
+        .await?
+        .json::<Value>()
+        .await?;
+    assert_eq!(
+        quiet["incidents"],
+        json!([]),
+        "a draft is not shown: {quiet}"
+    );
+    summary_once(&central, "the published incident on the page", |s| {
+        s["incidents"][0]["title"] == "Public API is down"
+    })
+    .await?;
+
+    target.answer_with(200);
+    central
+        .wait_for_status(&monitor, "up", Duration::from_secs(40))
+        .await?;
+    let one = format!("{}/{}", incidents[0], incident["id"].as_str().unwrap());
+    let resolved = eventually(Duration::from_secs(20), "the incident resolved", || {
+        let central = &central;
+        let one = one.clone();
+        async move {
+            let (_, incident) = central.admin(Method::GET, &one, None).await.ok()?;
+            (incident["status"] == "resolved").then_some(incident)
+        }
+    })
+    .await?;
+    assert_eq!(
+        resolved["updates"].as_array().unwrap().len(),
+        2,
+        "{resolved}"
+    );
+    assert!(resolved["resolved_at"].is_string());
+
+    // The draft, published, is on its page.
+    let (status, published) = central
+        .admin(
+            Method::PATCH,
+            &format!("{}/{}", incidents[1], draft[0]["id"].as_str().unwrap()),
+            Some(json!({"published": true})),
+        )
+        .await?;
+    assert_eq!(status, 200, "{published}");
+    let url = format!("{}/status/quiet/summary.json", central.url);
+    eventually(Duration::from_secs(15), "the published draft", || async {
+        let summary: Value = get(&url).await.ok()?.json().await.ok()?;
+        (summary["incidents"][0]["title"] == "Public API is down").then_some(())
+    })
+    .await?;
+    Ok(())
+}

@@ -25,6 +25,7 @@ use crate::service::maintenance::{stopping, tags_of, STOPPED_PREFIX};
 use crate::service::parents::Behind;
 use crate::service::push;
 use crate::service::status::Lateness;
+use crate::service::status_pages::auto::Told;
 use crate::service::statuses::Derived;
 use crate::service::{stored_id, time_of, App};
 use crate::store::{AlertStateRow, AlertUpdate, ChannelRow, Look, MonitorRow, OutboxRow};
@@ -342,6 +343,8 @@ impl App {
                 .collect()
         };
         let mut updates = Vec::new();
+        // Monitors told down or up (not reminders), for pages that open incidents themselves.
+        let mut told: Vec<(String, Told)> = Vec::new();
         for (monitor, derived) in monitors.iter().zip(&derived) {
             let (status, changes_at) = (&derived.view, &derived.changes_at);
             let stored = states.get(&monitor.id);
@@ -488,6 +491,15 @@ impl App {
             }
             let notifications = match &notice {
                 Some(notice) => {
+                    match (notice.event, notice.reminder) {
+                        (NotificationEvent::MonitorDown, false) => {
+                            told.push((monitor.id.clone(), Told::Down));
+                        }
+                        (NotificationEvent::MonitorUp, false) => {
+                            told.push((monitor.id.clone(), Told::Up));
+                        }
+                        _ => {}
+                    }
                     if channels.is_none() {
                         channels = Some(self.store.all_channels().await?);
                     }
@@ -516,6 +528,10 @@ impl App {
         self.store.record_alerts(&updates, &looks, now).await?;
         if queued > 0 {
             self.cluster.wakes.delivery.notify_one();
+        }
+        // Pages that open incidents themselves follow what was told; never at the cost of it.
+        if let Err(error) = self.status_pages().monitors_told(&told, now).await {
+            tracing::warn!(%error, "status pages' own incidents were not opened or resolved");
         }
         Ok(queued)
     }

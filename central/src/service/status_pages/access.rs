@@ -78,6 +78,7 @@ mod tests {
             visibility: Visibility::Password,
             password_hash: Some(hash.into()),
             domain: None,
+            auto_incidents: Default::default(),
             created_at: 0,
             updated_at: 0,
         }

@@ -8,6 +8,7 @@
 //! readers). Must not: render HTML (`web::status_pages`) or write SQL.
 
 pub mod access;
+pub mod auto;
 pub mod incidents;
 pub mod shown;
 
@@ -16,7 +17,7 @@ use std::sync::Arc;
 
 use shared_proto::settings_api::Page;
 use shared_proto::status_pages::{
-    StatusPagePatch, StatusPageSection, StatusPageSpec, StatusPageView, Visibility,
+    AutoIncidents, StatusPagePatch, StatusPageSection, StatusPageSpec, StatusPageView, Visibility,
 };
 use shared_proto::ValidationError;
 use uuid::Uuid;
@@ -64,6 +65,7 @@ pub struct StatusPage {
     pub visibility: Visibility,
     pub password_hash: Option<String>,
     pub domain: Option<String>,
+    pub auto_incidents: AutoIncidents,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -84,6 +86,8 @@ impl StatusPage {
             })?,
             password_hash: row.password_hash.clone(),
             domain: row.domain.clone(),
+            // A value this central does not know (written by a newer one) opens nothing.
+            auto_incidents: AutoIncidents::parse(&row.auto_incidents).unwrap_or_default(),
             created_at: row.created_at,
             updated_at: row.updated_at,
         })
@@ -99,6 +103,7 @@ impl StatusPage {
             visibility: self.visibility,
             has_password: self.password_hash.is_some(),
             domain: self.domain.clone(),
+            auto_incidents: self.auto_incidents,
             path: format!("/status/{}", self.slug),
             created_at: time_of(self.created_at),
             updated_at: time_of(self.updated_at),
@@ -114,6 +119,7 @@ impl StatusPage {
             visibility: self.visibility,
             password: None,
             domain: self.domain.clone(),
+            auto_incidents: self.auto_incidents,
         }
     }
 }
@@ -296,5 +302,6 @@ fn row_of(
         domain: spec.domain.clone(),
         created_at,
         updated_at,
+        auto_incidents: spec.auto_incidents.as_str().to_string(),
     })
 }
