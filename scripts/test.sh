@@ -88,6 +88,9 @@ fi
 # The single sign-on tests' OpenID provider: the certified `oidc-provider` from npm, pinned
 # by tests/oidc/package-lock.json, run with the machine's node (tests/src/oidc.rs).
 npm ci --prefix tests/oidc --no-audit --no-fund --loglevel=error
+# axe-core, which the browser tests run over status pages (tests/src/browser.rs), pinned by
+# tests/axe/package-lock.json.
+npm ci --prefix tests/axe --no-audit --no-fund --loglevel=error
 phase "install"
 
 # The end-to-end tests mostly wait (for intervals, outages, long polls): four at a time keep

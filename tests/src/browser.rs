@@ -204,6 +204,33 @@ impl Browser {
         Ok(serde_json::from_value(found)?)
     }
 
+    /// What axe-core (from npm, `tests/axe`, which `scripts/test.sh` installs) finds on the
+    /// page as shown, of impact `serious` or `critical`, as sentences (empty: nothing).
+    pub async fn axe_problems(&self) -> anyhow::Result<Vec<String>> {
+        let axe =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("axe/node_modules/axe-core/axe.min.js");
+        let source = std::fs::read_to_string(&axe).with_context(|| {
+            format!(
+                "{}: run `npm ci --prefix tests/axe` (scripts/test.sh does)",
+                axe.display()
+            )
+        })?;
+        self.client.execute(&source, vec![]).await?;
+        let found = self
+            .client
+            .execute_async(
+                "const done = arguments[arguments.length - 1];\n\
+                 axe.run(document, {resultTypes: ['violations']}).then((r) => done(\n\
+                   r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')\n\
+                     .map((v) => v.id + ' (' + v.impact + '): ' + v.help + ' at ' +\n\
+                       v.nodes.map((n) => n.target.join(' ')).join(', '))),\n\
+                   (e) => done(['axe failed: ' + e]));",
+                vec![],
+            )
+            .await?;
+        Ok(serde_json::from_value(found)?)
+    }
+
     /// Presses Tab and tells what has the focus then (its text or label).
     pub async fn tab(&self) -> anyhow::Result<String> {
         use fantoccini::actions::{InputSource, KeyAction, KeyActions};

@@ -559,3 +559,90 @@ async fn pages_open_and_resolve_incidents_as_their_monitors_go_down_and_up() -> 
     .await?;
     Ok(())
 }
+
+/// A status page, its history and a password page's form in a real Chromium: axe-core finds
+/// nothing serious or critical, nor does the operators' page's own check (labels, names,
+/// contrast, focus order), on a desktop window and a phone's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_pages_pass_axe_in_a_browser() -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    let monitor = central
+        .create_monitor(json!({"name": "api", "kind": "http", "target": "http://127.0.0.1:9/"}))
+        .await?;
+    for spec in [
+        json!({"slug": "acme", "title": "Acme status", "description": "Everything customers use.",
+            "sections": [{"name": "API", "monitor_ids": [monitor],
+                "display_names": [{"monitor_id": monitor, "name": "Public API"}]}]}),
+        json!({"slug": "inner", "title": "Inner", "visibility": "password",
+            "password": "correct horse battery"}),
+    ] {
+        let (status, page) = central
+            .admin(Method::POST, "/api/v1/status-pages", Some(spec))
+            .await?;
+        assert_eq!(status, 201, "{page}");
+    }
+    let (_, pages) = central
+        .admin(Method::GET, "/api/v1/status-pages", None)
+        .await?;
+    let acme = pages["items"][0]["id"].as_str().unwrap().to_string();
+    let incidents = format!("/api/v1/status-pages/{acme}/incidents");
+    for (title, status) in [
+        ("Elevated errors", "identified"),
+        ("Slow logins", "resolved"),
+    ] {
+        let (code, body) = central
+            .admin(
+                Method::POST,
+                &incidents,
+                Some(
+                    json!({"title": title, "status": status, "monitor_ids": [monitor],
+                    "message": "**Some** requests fail; see [the runbook](https://example.com)."}),
+                ),
+            )
+            .await?;
+        assert_eq!(code, 201, "{body}");
+    }
+    let starts = chrono::Utc::now() + chrono::Duration::hours(3);
+    let (code, body) = central
+        .admin(
+            Method::POST,
+            "/api/v1/maintenance-windows",
+            Some(json!({"name": "db upgrade", "monitor_ids": [monitor],
+                "starts_at": starts.to_rfc3339(),
+                "ends_at": (starts + chrono::Duration::hours(1)).to_rfc3339()})),
+        )
+        .await?;
+    assert_eq!(code, 201, "{body}");
+
+    let browser = e2e::browser::Browser::start("status-pages").await?;
+    // axe is there and finds what it should: an image without a description is critical.
+    browser
+        .goto("data:text/html,<html lang=en><title>x</title><main><img src=x.png></main></html>")
+        .await?;
+    let found = browser.axe_problems().await?;
+    assert!(
+        found.iter().any(|p| p.starts_with("image-alt")),
+        "{found:#?}"
+    );
+    for (width, height) in [(1280, 900), (390, 844)] {
+        browser.resize(width, height).await?;
+        for path in ["/status/acme", "/status/acme/history", "/status/inner"] {
+            browser.goto(&format!("{}{path}", central.url)).await?;
+            let page = format!("{path} at {width}x{height}");
+            let own = browser.accessibility_problems().await?;
+            assert!(own.is_empty(), "{page}: {own:#?}");
+            let axe = browser.axe_problems().await?;
+            assert!(axe.is_empty(), "{page}: {axe:#?}");
+        }
+    }
+    browser
+        .goto(&format!("{}/status/acme", central.url))
+        .await?;
+    let shown = browser.text("main").await?;
+    assert!(
+        shown.contains("Elevated errors") && shown.contains("Planned maintenance"),
+        "{shown}"
+    );
+    browser.screenshot("status-page").await?;
+    Ok(())
+}
