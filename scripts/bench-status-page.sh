@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A rush on a status page, beside nginx serving the same bytes from a static file, in one run
-# (issue 71): `wrk -t2 -c64` against central's `/status/{slug}` for a page of 50 monitors, then
+# (issue 71): `wrk -t2 -c64` against central's `/status/{slug}` for a page of 50 monitors (with an
+# open incident and planned maintenance), then
 # against nginx serving that page's HTML as a file. While central is rushed, an operator's status
 # reads and a heartbeat monitor's pings are timed one after another (p50/p99), as they would be
 # by people and jobs beside the rush. Installs nginx and wrk from Debian's packages when missing.
@@ -48,8 +49,19 @@ def call(method, path, body=None):
 made = [call("POST", "/api/v1/monitors", {"name": f"service-{i}", "kind": "heartbeat",
         "target": "job", "interval_ms": 60000}) for i in range(50)]
 ids = [m["id"] for m in made]
-call("POST", "/api/v1/status-pages", {"slug": "bench", "title": "Bench status",
+page = call("POST", "/api/v1/status-pages", {"slug": "bench", "title": "Bench status",
      "sections": [{"name": "Services", "monitor_ids": ids}]})
+# An open incident with three updates, and planned maintenance, as a page in a rush has.
+incident = call("POST", f"/api/v1/status-pages/{page['id']}/incidents", {
+    "title": "Elevated errors", "monitor_ids": ids[:3],
+    "message": "**Some** requests fail; we are looking into it."})
+for status in ["identified", "monitoring"]:
+    call("POST", f"/api/v1/status-pages/{page['id']}/incidents/{incident['id']}/updates",
+         {"status": status, "message": f"Now {status}: see [the notes](https://example.com)."})
+import datetime
+starts = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=5)
+call("POST", "/api/v1/maintenance-windows", {"name": "db upgrade", "monitor_ids": ids[:10],
+     "starts_at": starts.isoformat(), "ends_at": (starts + datetime.timedelta(hours=1)).isoformat()})
 open(work + "/ids", "w").write(ids[1])
 open(work + "/pings", "w").write("\n".join(m["ping_url"] for m in made))
 PY
