@@ -85,6 +85,21 @@ fn parse_public_url(text: &str) -> Result<String, String> {
     Ok(text.trim_end_matches('/').to_string())
 }
 
+fn parse_mail_url(text: &str) -> Result<String, String> {
+    if !shared_proto::target::is_match(shared_proto::target::SMTP_URL_PATTERN, text) {
+        return Err(format!(
+            "`{text}` must be an smtp:// or smtps:// URL, like smtps://user:password@mail.example.com"
+        ));
+    }
+    Ok(text.to_string())
+}
+
+fn parse_mail_from(text: &str) -> Result<String, String> {
+    text.parse::<lettre::message::Mailbox>()
+        .map(|_| text.to_string())
+        .map_err(|e| format!("`{text}` is not a mail address: {e}"))
+}
+
 fn parse_duration(text: &str) -> Result<Duration, String> {
     shared_proto::duration::parse_duration(text)
 }
@@ -251,6 +266,16 @@ pub struct ServeArgs {
     /// in notifications (Alertmanager's `generatorURL`); unset, messages carry no link.
     #[arg(long, env = "CENTRAL_PUBLIC_URL", value_parser = parse_public_url)]
     pub public_url: Option<String>,
+
+    /// The mail server central sends its own mail through (status pages' subscribers):
+    /// `smtp://host:port` (`?tls=required` for STARTTLS) or `smtps://host:port`, with
+    /// `user:password@` when the server wants a login. Unset, pages take no email subscribers.
+    #[arg(long, env = "CENTRAL_MAIL_URL", value_parser = parse_mail_url, requires = "mail_from")]
+    pub mail_url: Option<String>,
+
+    /// The sender of that mail, like `status@example.com`.
+    #[arg(long, env = "CENTRAL_MAIL_FROM", requires = "mail_url", value_parser = parse_mail_from)]
+    pub mail_from: Option<String>,
 
     /// How often an Alertmanager channel's firing alerts are sent again while they last; each
     /// is sent to end 4 intervals later unless sent again, as Prometheus does.

@@ -25,6 +25,7 @@ pub mod settings;
 pub mod settings_api;
 pub mod status_incidents;
 pub mod status_pages;
+pub mod status_subscribers;
 pub mod tags;
 pub mod target;
 pub mod users;

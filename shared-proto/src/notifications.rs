@@ -708,7 +708,7 @@ fn check_url_syntax(field: &str, url: &str) -> Result<url::Url, ValidationError>
 
 /// A mail address `local@domain` (RFC 5321 without quoted local parts or address literals):
 /// what a mail server accepts as a recipient, and what JSON Schema calls `email`.
-fn check_address(field: &str, address: &str) -> Result<(), ValidationError> {
+pub(crate) fn check_address(field: &str, address: &str) -> Result<(), ValidationError> {
     const ATEXT: &[u8] = b"!#$%&'*+-/=?^_`{|}~";
     let atom = |part: &str| {
         !part.is_empty()
@@ -793,6 +793,10 @@ pub enum NotificationEvent {
     /// …and recovered.
     #[serde(rename = "dependency.up")]
     DependencyUp,
+    /// A status page's webhook subscriber failed too often and was turned off (told to the
+    /// default channels, as the page's owner).
+    #[serde(rename = "status_page.subscriber_turned_off")]
+    SubscriberTurnedOff,
     /// `POST …/{id}/test`.
     #[serde(rename = "test")]
     Test,
@@ -809,8 +813,15 @@ impl NotificationEvent {
             Self::PollerOnline => "poller.online",
             Self::DependencyDown => "dependency.down",
             Self::DependencyUp => "dependency.up",
+            Self::SubscriberTurnedOff => "status_page.subscriber_turned_off",
             Self::Test => "test",
         }
+    }
+
+    /// Whether it stands alone, neither opening nor resolving a problem (a test send, a
+    /// subscriber turned off): receivers that track problems get it opened and closed at once.
+    pub fn stands_alone(self) -> bool {
+        matches!(self, Self::Test | Self::SubscriberTurnedOff)
     }
 
     /// Whether it opens (or keeps open) a problem, rather than resolving one.

@@ -245,6 +245,14 @@ pub fn router(app: Arc<App>, options: &HttpOptions, long_polls: Arc<pools::LongP
             "/status-pages/{id}/incidents/{iid}/updates",
             post(status_pages::add_incident_update),
         )
+        .route(
+            "/status-pages/{id}/subscribers",
+            get(status_pages::list_subscribers),
+        )
+        .route(
+            "/status-pages/{id}/subscribers/{sid}",
+            delete(status_pages::delete_subscriber),
+        )
         .route("/monitors/{id}/ping-url", post(ping::new_ping_url))
         .route("/monitors/{id}/pings", get(ping::list_pings))
         .route("/users", post(users::create_user).get(users::list_users))

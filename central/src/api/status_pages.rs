@@ -9,6 +9,7 @@ use shared_proto::status_incidents::{
     IncidentPatch, IncidentSpec, IncidentUpdateSpec, IncidentView,
 };
 use shared_proto::status_pages::{StatusPagePatch, StatusPageSpec, StatusPageView};
+use shared_proto::status_subscribers::SubscriberView;
 use uuid::Uuid;
 
 use super::extract::{ApiJson, ApiPath, ApiQuery, PageQuery};
@@ -184,4 +185,35 @@ pub async fn add_incident_update(
 ) -> ApiResult<(StatusCode, Json<IncidentView>)> {
     let incident = pages.add_incident_update(id, iid, update).await?;
     Ok((StatusCode::CREATED, Json(incident)))
+}
+
+#[utoipa::path(
+    get, path = "/api/v1/status-pages/{id}/subscribers", tag = "status-pages", operation_id = "list_subscribers",
+    summary = "A status page's subscribers, oldest first (admins only: strangers' addresses; a webhook by its host)",
+    security(("admin_token" = [])),
+    params(("id" = Uuid, Path, description = "Status page id"), PageQuery),
+    responses((status = 200, description = "A page of subscribers.", body = Page<SubscriberView>), super::openapi::IdQueryErrors)
+)]
+pub async fn list_subscribers(
+    State(pages): State<StatusPages>,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiQuery(page): ApiQuery<PageQuery>,
+) -> ApiResult<Json<Page<SubscriberView>>> {
+    let (cursor, limit) = page.parse()?;
+    Ok(Json(pages.list_subscribers(id, &cursor, limit).await?))
+}
+
+#[utoipa::path(
+    delete, path = "/api/v1/status-pages/{id}/subscribers/{sid}", tag = "status-pages", operation_id = "delete_subscriber",
+    summary = "Remove a subscriber (nothing more is sent to it)",
+    security(("admin_token" = [])),
+    params(("id" = Uuid, Path, description = "Status page id"), ("sid" = Uuid, Path, description = "Subscriber id")),
+    responses((status = 204, description = "Deleted."), super::openapi::IdErrors)
+)]
+pub async fn delete_subscriber(
+    State(pages): State<StatusPages>,
+    ApiPath((id, sid)): ApiPath<(Uuid, Uuid)>,
+) -> ApiResult<StatusCode> {
+    pages.delete_subscriber(id, sid).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

@@ -30,7 +30,7 @@ use rand::Rng;
 use shared_proto::notifications::{ChannelKind, Notification};
 use tokio::task::JoinHandle;
 
-use crate::notify::{Notifier, SEND_TIMEOUT};
+use crate::notify::{retry_delay_ms, Notifier, SEND_TIMEOUT};
 use crate::service::channels::{channel_spec, tells};
 use crate::service::App;
 use crate::store::{Attempt, OutboxRow};
@@ -44,8 +44,6 @@ const BATCH: u32 = 100;
 const CHUNK: usize = 20;
 /// Delivery attempts stop this long after the notification was made.
 const GIVE_UP_AFTER_MS: i64 = 24 * 3600 * 1000;
-const FIRST_RETRY_MS: i64 = 1_000;
-const MAX_RETRY_MS: i64 = 10 * 60 * 1000;
 /// The longest one send may take (`Notifier::deliver` cuts it off at `SEND_TIMEOUT` + 5 s),
 /// with time to read its channel and record the chunk.
 const SEND_BUDGET_MS: i64 = SEND_TIMEOUT.as_millis() as i64 + 10_000;
@@ -53,14 +51,6 @@ const SEND_BUDGET_MS: i64 = SEND_TIMEOUT.as_millis() as i64 + 10_000;
 const CLAIM_MS: i64 = 2 * (SEND_TIMEOUT.as_millis() as i64 + 5_000);
 /// Notifications of deleted channels are looked for every this many rounds (a minute).
 const ORPHAN_SWEEP_ROUNDS: u64 = 240;
-
-/// The wait before attempt `attempts + 1`: doubling from a second up to ten minutes, ±20 %.
-pub fn retry_delay_ms(attempts: u32, jitter: f64) -> i64 {
-    let base = FIRST_RETRY_MS
-        .saturating_mul(1 << attempts.min(20))
-        .min(MAX_RETRY_MS);
-    (base as f64 * (1.0 + jitter.clamp(-0.2, 0.2))) as i64
-}
 
 pub async fn run(app: Arc<App>, notifier: Notifier) {
     let mut ticker = tokio::time::interval(TICK);
@@ -435,7 +425,7 @@ mod tests {
     fn retries_back_off_to_a_ceiling() {
         assert_eq!(retry_delay_ms(0, 0.0), 1_000);
         assert_eq!(retry_delay_ms(3, 0.0), 8_000);
-        assert_eq!(retry_delay_ms(30, 0.0), MAX_RETRY_MS);
+        assert_eq!(retry_delay_ms(30, 0.0), 10 * 60 * 1000);
         assert_eq!(retry_delay_ms(0, 0.2), 1_200);
         assert_eq!(retry_delay_ms(0, 5.0), 1_200, "jitter is capped");
     }

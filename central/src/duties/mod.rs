@@ -2,7 +2,8 @@
 //! wake-ups from other replicas, following the admin token and the signing keys, flushing the
 //! results head on SQLite, rendering `/metrics` ahead of a steady scraper); the replica that holds the duties lease (`cluster::lease`) runs the
 //! duties that must run once at a time: `liveness` (pollers' status and placement), `alerting`
-//! (looks and the outbox), notification delivery (`duties::delivery`), `upkeep`
+//! (looks and the outbox), notification delivery (`duties::delivery`), status pages' notices
+//! to their subscribers (`page_notices`), `upkeep`
 //! (compaction, pruning, folding rollups) and `sso_recheck` (linked users checked with the
 //! identity provider). Those are started together when this replica takes
 //! the lease and cancelled together when it loses it, so that none of them asks whether it
@@ -15,6 +16,7 @@ pub mod delivery;
 mod lease;
 pub mod liveness;
 pub mod metrics_ahead;
+pub mod page_notices;
 pub mod sso_recheck;
 pub mod upkeep;
 mod wakeups;
@@ -69,6 +71,10 @@ async fn lead(app: Arc<App>, mut leadership: Leadership) {
         let a = app.clone();
         duties.spawn(supervised("notification delivery", move || {
             delivery::run(a.clone(), a.notifier.clone())
+        }));
+        let a = app.clone();
+        duties.spawn(supervised("status pages' notices", move || {
+            page_notices::run(a.clone())
         }));
         let a = app.clone();
         duties.spawn(supervised("upkeep", move || upkeep::run(a.clone())));

@@ -111,14 +111,15 @@ pub fn alerts(
         let link = link("/pollers".to_string());
         alerts.push(alert(labels, message.event.is_problem(), &link));
     } else {
-        // A test send: a short-lived alert that shows the path works, then ends by itself.
-        let labels = json!({"alertname": "CentralTest", "severity": "none", "source": "central",
+        // A test send (a short-lived alert that shows the path works, then ends by itself), or
+        // a notice that stands alone the same way.
+        let name = match message.event {
+            NotificationEvent::SubscriberTurnedOff => "StatusPageSubscriberTurnedOff",
+            _ => "CentralTest",
+        };
+        let labels = json!({"alertname": name, "severity": "none", "source": "central",
                             "test_id": message.id.to_string()});
-        alerts.push(alert(
-            labels,
-            message.event == NotificationEvent::Test,
-            &None,
-        ));
+        alerts.push(alert(labels, message.event.stands_alone(), &None));
     }
     Value::Array(alerts)
 }
@@ -126,7 +127,7 @@ pub fn alerts(
 /// The payload Alertmanager sends to webhook receivers (version 4): one alert per message,
 /// `resolved` for `up` and `online`.
 pub fn v4_body(message: &Notification) -> String {
-    let resolved = !message.event.is_problem() && message.event != NotificationEvent::Test;
+    let resolved = !message.event.is_problem() && !message.event.stands_alone();
     let status = if resolved { "resolved" } else { "firing" };
     let (kind, subject) = match (&message.monitor, &message.poller) {
         (Some(monitor), _) => ("monitor", monitor),

@@ -85,6 +85,55 @@ pub async fn send(
     let mail = builder
         .body(text)
         .map_err(|e| format!("building the mail: {e}"))?;
+    deliver(destinations, url, mail).await
+}
+
+/// A mail of its own (a status page's notice to a subscriber): `text` to `to`, with
+/// `List-Unsubscribe` (and RFC 8058's one-click `List-Unsubscribe-Post`) when it has an
+/// unsubscribe link, so mail programs offer the button, which unsubscribes by a `POST`.
+pub struct Mail<'a> {
+    pub from: &'a str,
+    pub to: &'a str,
+    pub subject: &'a str,
+    pub text: String,
+    pub message_id: &'a str,
+    pub unsubscribe_url: Option<&'a str>,
+}
+
+pub async fn send_mail(
+    destinations: &Destinations,
+    url: &str,
+    mail: Mail<'_>,
+) -> Result<(), String> {
+    use lettre::message::header::{HeaderName, HeaderValue};
+    let mut builder = Message::builder()
+        .from(
+            mail.from
+                .parse()
+                .map_err(|e| format!("sender `{}`: {e}", mail.from))?,
+        )
+        .to(mail.to.parse().map_err(|e| format!("recipient: {e}"))?)
+        .subject(mail.subject)
+        .message_id(Some(format!("<{}@central.notices>", mail.message_id)))
+        .header(ContentType::TEXT_PLAIN);
+    if let Some(link) = mail.unsubscribe_url {
+        builder = builder
+            .raw_header(HeaderValue::new(
+                HeaderName::new_from_ascii_str("List-Unsubscribe"),
+                format!("<{link}>"),
+            ))
+            .raw_header(HeaderValue::new(
+                HeaderName::new_from_ascii_str("List-Unsubscribe-Post"),
+                "List-Unsubscribe=One-Click".into(),
+            ));
+    }
+    let message = builder
+        .body(mail.text)
+        .map_err(|e| format!("building the mail: {e}"))?;
+    deliver(destinations, url, message).await
+}
+
+async fn deliver(destinations: &Destinations, url: &str, mail: Message) -> Result<(), String> {
     let transport = pinned_transport(url, destinations).await?;
     transport
         .send(mail)

@@ -9,7 +9,7 @@
 
 use chrono::SecondsFormat;
 use serde_json::{json, Value};
-use shared_proto::notifications::{Notification, NotificationEvent};
+use shared_proto::notifications::Notification;
 
 use super::facts::{Facts, Outgoing};
 
@@ -63,7 +63,7 @@ pub fn pagerduty(
         })
     };
     let bodies = match message.event {
-        NotificationEvent::Test => vec![trigger(), resolve()],
+        event if event.stands_alone() => vec![trigger(), resolve()],
         _ if facts.is_problem => vec![trigger()],
         _ => vec![resolve()],
     };
@@ -129,7 +129,7 @@ pub fn opsgenie(url: &str, key: &str, message: &Notification, facts: &Facts) -> 
         Outgoing::json(&url, body).with_headers(auth.clone())
     };
     match message.event {
-        NotificationEvent::Test => vec![create(), close()],
+        event if event.stands_alone() => vec![create(), close()],
         _ if facts.is_problem => vec![create()],
         _ => vec![close()],
     }

@@ -9,6 +9,7 @@ pub mod destination;
 mod email;
 mod facts;
 mod incidents;
+pub mod notices;
 mod push;
 mod slack;
 pub mod template;
@@ -24,6 +25,16 @@ use shared_proto::notifications::{ChannelKind, ChannelSpec, Notification, Webhoo
 
 /// How long one delivery may take before it counts as failed (and is retried).
 pub(crate) const SEND_TIMEOUT: Duration = Duration::from_secs(10);
+const FIRST_RETRY_MS: i64 = 1_000;
+const MAX_RETRY_MS: i64 = 10 * 60 * 1000;
+
+/// The wait before attempt `attempts + 1`: doubling from a second up to ten minutes, ±20 %.
+pub fn retry_delay_ms(attempts: u32, jitter: f64) -> i64 {
+    let base = FIRST_RETRY_MS
+        .saturating_mul(1 << attempts.min(20))
+        .min(MAX_RETRY_MS);
+    (base as f64 * (1.0 + jitter.clamp(-0.2, 0.2))) as i64
+}
 
 /// Sends messages to channels.
 #[derive(Clone)]
@@ -35,6 +46,8 @@ pub struct Notifier {
     public_url: Option<String>,
     /// How often a firing Alertmanager alert is sent again (`CENTRAL_ALERTMANAGER_RESEND_INTERVAL`).
     resend_interval: Duration,
+    /// Central's own mail server (`CENTRAL_MAIL_URL`), for status pages' subscribers.
+    mail: Option<notices::MailServer>,
 }
 
 impl Notifier {
@@ -42,6 +55,7 @@ impl Notifier {
         destinations: Destinations,
         public_url: Option<String>,
         resend_interval: Duration,
+        mail: Option<notices::MailServer>,
     ) -> anyhow::Result<Notifier> {
         let http = reqwest::Client::builder()
             .timeout(SEND_TIMEOUT)
@@ -62,6 +76,7 @@ impl Notifier {
             public_url,
             // Each send is a request per instance; more often than a second is never needed.
             resend_interval: resend_interval.max(Duration::from_secs(1)),
+            mail,
         })
     }
 

@@ -26,6 +26,22 @@ pub async fn post(
     .await
 }
 
+/// POSTs a JSON body with `X-Notification-Id: id` (a status page's notice: its id is a
+/// delivery's, not a UUID).
+pub async fn post_with_id(
+    http: &reqwest::Client,
+    url: &str,
+    id: &str,
+    body: String,
+    secret: Option<&str>,
+) -> Result<(), String> {
+    let request = http
+        .post(url)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .header("X-Notification-Id", id);
+    send(request, body, secret).await
+}
+
 /// POSTs a body of `content_type`; the error says what the receiver or the network did.
 pub async fn post_as(
     http: &reqwest::Client,
@@ -52,6 +68,15 @@ pub async fn post_as(
             request = request.header(name.as_str(), value.as_str());
         }
     }
+    send(request, body, secret).await
+}
+
+/// Sends `request` with `body`, signed when there is a secret.
+async fn send(
+    mut request: reqwest::RequestBuilder,
+    body: String,
+    secret: Option<&str>,
+) -> Result<(), String> {
     if let Some(secret) = secret {
         request = request.header("X-Signature-256", signature(secret, body.as_bytes()));
     }

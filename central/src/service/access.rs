@@ -102,6 +102,9 @@ const WHOLE_PATHS: [(&str, Role); 4] = [
     ("/api-keys", Role::Viewer),
 ];
 
+/// A status page's subscribers, as the route is matched.
+const SUBSCRIBERS: &str = "/status-pages/{id}/subscribers";
+
 /// Whether `path` is `prefix` or below it (`/users/1`, not `/usersx`).
 fn is_under(path: &str, prefix: &str) -> bool {
     path.strip_prefix(prefix)
@@ -115,6 +118,9 @@ pub fn required_role(method: &Method, path: &str) -> Role {
     let under = |prefix: &str| is_under(path, prefix);
     if let Some((_, role)) = WHOLE_PATHS.iter().find(|(prefix, _)| under(prefix)) {
         *role
+    } else if under(SUBSCRIBERS) {
+        // Strangers' mail addresses: kept to admins, as users' are.
+        Role::Admin
     } else if method == Method::GET || method == Method::HEAD {
         Role::Viewer
     } else {
@@ -162,6 +168,8 @@ mod tests {
     #[test]
     fn users_the_audit_log_and_enrolment_are_an_admins_even_to_read() {
         for path in [
+            "/status-pages/{id}/subscribers",
+            "/status-pages/{id}/subscribers/{sid}",
             "/users",
             "/users/{id}",
             "/audit",

@@ -145,6 +145,10 @@ impl App {
                 )?,
                 args.public_url.clone(),
                 args.alertmanager_resend_interval,
+                args.mail_url
+                    .clone()
+                    .zip(args.mail_from.clone())
+                    .map(|(url, from)| crate::notify::notices::MailServer { url, from }),
             )?,
             credentials: credentials::Credentials::new(
                 admin,

@@ -269,6 +269,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "status auto incidents",
         include_str!("../../../migrations/sqlite/20261224000052_status_auto_incidents.sql"),
     ),
+    (
+        20261225000053,
+        "status subscribers",
+        include_str!("../../../migrations/sqlite/20261225000053_status_subscribers.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -526,6 +531,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261224000052,
         "status auto incidents",
         include_str!("../../../migrations/postgres/20261224000052_status_auto_incidents.sql"),
+    ),
+    (
+        20261225000053,
+        "status subscribers",
+        include_str!("../../../migrations/postgres/20261225000053_status_subscribers.sql"),
     ),
 ];
 

@@ -50,6 +50,7 @@ mod status_incidents;
 mod status_moves;
 mod status_pages;
 mod status_rows;
+mod status_subscribers;
 mod timeline;
 mod tokens;
 mod users;
@@ -91,6 +92,7 @@ pub use sessions::SessionRow;
 pub use status_incidents::{IncidentChange, IncidentRow, IncidentUpdateRow};
 pub use status_moves::StoredVerdict;
 pub use status_pages::{PageConflict, StatusPageRow};
+pub use status_subscribers::{DueDelivery, NoticeAttempt, NoticeRow, SubscriberRow};
 pub use timeline::{TimeCredit, TimePoint};
 
 /// A list as columns keep it (capabilities, a token's capability limit): comma-joined.

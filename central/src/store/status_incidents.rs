@@ -8,7 +8,8 @@
 use sqlx::any::AnyRow;
 use sqlx::{Any, FromRow, Row, Transaction};
 
-use super::{Cursor, Store};
+use super::status_subscribers::tell_subscribers;
+use super::{Cursor, NoticeRow, Store};
 
 const COLUMNS: &str = "id, page_id, title, status, monitor_ids, created_at, updated_at, \
      resolved_at, published, opened_for";
@@ -96,11 +97,13 @@ async fn add_update(tx: &mut Transaction<'_, Any>, update: &IncidentUpdateRow) -
 }
 
 impl Store {
-    /// Adds an incident with its first update, in one transaction.
+    /// Adds an incident with its first update, and the notice that tells the page's
+    /// subscribers of it, in one transaction.
     pub async fn insert_incident(
         &self,
         row: &IncidentRow,
         first: &IncidentUpdateRow,
+        notice: Option<&NoticeRow>,
     ) -> anyhow::Result<()> {
         let _guard = self.write_lock().await;
         let mut tx = self.writer.begin().await?;
@@ -121,17 +124,22 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         add_update(&mut tx, first).await?;
+        if let Some(notice) = notice {
+            tell_subscribers(&mut tx, notice).await?;
+        }
         tx.commit().await?;
         Ok(())
     }
 
-    /// Overwrites an incident and adds `update` to its timeline, in one transaction, unless
-    /// the timeline has `max_updates` already.
+    /// Overwrites an incident and adds `update` to its timeline, with the notice that tells
+    /// the page's subscribers, in one transaction, unless the timeline has `max_updates`
+    /// already.
     pub async fn change_incident(
         &self,
         row: &IncidentRow,
         update: Option<&IncidentUpdateRow>,
         max_updates: usize,
+        notice: Option<&NoticeRow>,
     ) -> anyhow::Result<IncidentChange> {
         let _guard = self.write_lock().await;
         let mut tx = self.writer.begin().await?;
@@ -163,6 +171,9 @@ impl Store {
                 return Ok(IncidentChange::TimelineFull);
             }
             add_update(&mut tx, update).await?;
+        }
+        if let Some(notice) = notice {
+            tell_subscribers(&mut tx, notice).await?;
         }
         tx.commit().await?;
         Ok(IncidentChange::Done)
@@ -349,7 +360,7 @@ mod tests {
         ] {
             let row = incident(id, "p", at, resolved);
             store
-                .insert_incident(&row, &update(&format!("{id}-1"), id, at))
+                .insert_incident(&row, &update(&format!("{id}-1"), id, at), None)
                 .await
                 .unwrap();
         }
@@ -357,6 +368,7 @@ mod tests {
             .insert_incident(
                 &incident("elsewhere", "q", 10, None),
                 &update("e-1", "elsewhere", 10),
+                None,
             )
             .await
             .unwrap();
@@ -366,7 +378,7 @@ mod tests {
             ..incident("draft", "p", 20, None)
         };
         store
-            .insert_incident(&draft, &update("d-1", "draft", 20))
+            .insert_incident(&draft, &update("d-1", "draft", 20), None)
             .await
             .unwrap();
         let opened = store.open_incident_for("p", "m").await.unwrap();
@@ -400,22 +412,28 @@ mod tests {
         let (store, _dir) = sqlite_store().await;
         let row = incident("i", "p", 1, None);
         store
-            .insert_incident(&row, &update("u1", "i", 1))
+            .insert_incident(&row, &update("u1", "i", 1), None)
             .await
             .unwrap();
         for (id, at) in [("u2", 2), ("u3", 3)] {
             let next = update(id, "i", at);
-            let done = store.change_incident(&row, Some(&next), 3).await.unwrap();
+            let done = store
+                .change_incident(&row, Some(&next), 3, None)
+                .await
+                .unwrap();
             assert_eq!(done, IncidentChange::Done);
         }
         let fourth = update("u4", "i", 4);
-        let full = store.change_incident(&row, Some(&fourth), 3).await.unwrap();
+        let full = store
+            .change_incident(&row, Some(&fourth), 3, None)
+            .await
+            .unwrap();
         assert_eq!(full, IncidentChange::TimelineFull);
         let elsewhere = IncidentRow {
             page_id: "q".into(),
             ..row.clone()
         };
-        let missing = store.change_incident(&elsewhere, None, 3);
+        let missing = store.change_incident(&elsewhere, None, 3, None);
         assert_eq!(missing.await.unwrap(), IncidentChange::Missing);
         let ids: Vec<String> = store
             .incident_updates(&["i".into()])

@@ -104,7 +104,8 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
-    /// Deletes a page, its incidents and their updates, in one transaction; `false` if there
+    /// Deletes a page, its incidents and their updates, its subscribers and their notices, in
+    /// one transaction; `false` if there
     /// was no such page.
     pub async fn delete_status_page(&self, id: &str) -> anyhow::Result<bool> {
         let _guard = self.write_lock().await;
@@ -127,6 +128,7 @@ impl Store {
             .bind(id)
             .execute(&mut *tx)
             .await?;
+        super::status_subscribers::forget_page(&mut tx, id).await?;
         tx.commit().await?;
         Ok(true)
     }

@@ -150,6 +150,15 @@ pub fn router(options: WebOptions) -> Router<Arc<App>> {
         .route(status_pages::UNLOCK_PATH, post(status_pages::unlock))
         .route(status_pages::FEED_PATH, get(status_pages::feed))
         .route(status_pages::HISTORY_PATH, get(status_pages::history))
+        .route(status_pages::SUBSCRIBE_PATH, post(status_pages::subscribe))
+        .route(
+            status_pages::CONFIRM_PATH,
+            get(status_pages::confirm_page).post(status_pages::confirm),
+        )
+        .route(
+            status_pages::UNSUBSCRIBE_PATH,
+            get(status_pages::unsubscribe_page).post(status_pages::unsubscribe),
+        )
         .route(badges::PAGE_PATH, get(badges::page))
         .route(badges::STATUS_PATH, get(badges::status))
         .route(badges::UPTIME_PATH, get(badges::uptime))

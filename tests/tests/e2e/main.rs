@@ -45,6 +45,7 @@ mod sso;
 mod ssrf;
 mod status_incidents;
 mod status_pages;
+mod status_subscribers;
 mod store_conflicts;
 mod store_reads;
 mod tags;

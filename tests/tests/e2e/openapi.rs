@@ -74,6 +74,8 @@ const ROUTES: &[(&str, &str)] = &[
     ("patch", "/api/v1/status-pages/{id}/incidents/{iid}"),
     ("delete", "/api/v1/status-pages/{id}/incidents/{iid}"),
     ("post", "/api/v1/status-pages/{id}/incidents/{iid}/updates"),
+    ("get", "/api/v1/status-pages/{id}/subscribers"),
+    ("delete", "/api/v1/status-pages/{id}/subscribers/{sid}"),
     ("post", "/api/v1/monitors/{id}/mute"),
     ("post", "/api/v1/monitors/{id}/ping-url"),
     ("get", "/api/v1/monitors/{id}/pings"),

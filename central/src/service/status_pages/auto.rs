@@ -85,7 +85,8 @@ impl StatusPages {
                     message: format!("{name} has been working again since {when}."),
                 };
                 let id = stored_id(&row.id)?;
-                self.change(page.id, id, row, Some(update)).await?;
+                self.change(page.id, id, &row.clone(), row, Some(update))
+                    .await?;
             }
             // Down with one open already (told again), or up with none open (closed by hand).
             _ => {}

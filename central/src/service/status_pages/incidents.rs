@@ -5,7 +5,8 @@
 //! An incident's status is its newest update's: opening it writes its first update, a
 //! `PATCH` with a message or `POST …/updates` adds one. `resolved_at` is the time of the update
 //! that resolved it, cleared if a later one reopens it. Cost: a write is an incident row and
-//! at most one update row; what visitors read is the page's open and lately resolved incidents
+//! at most one update row, and a notice to the page's subscribers in the same transaction
+//! when the change tells them anything (`subscribers`); what visitors read is the page's open and lately resolved incidents
 //! (`store::status_incidents`), at most every few seconds per page. Must not: render Markdown
 //! or HTML (`web::status_pages`) or write SQL.
 
@@ -19,7 +20,9 @@ use shared_proto::status_incidents::{
 use shared_proto::ValidationError;
 use uuid::Uuid;
 
-use super::{StatusPage, StatusPages};
+use shared_proto::status_subscribers::NoticeIncident;
+
+use super::{subscribers, StatusPage, StatusPages};
 use crate::service::error::{ServiceError, ServiceResult};
 use crate::service::tokens::page;
 use crate::service::{stored_id, time_of};
@@ -118,7 +121,22 @@ impl StatusPages {
             message: spec.message,
             created_at: now,
         };
-        self.store.insert_incident(&row, &first).await?;
+        let notice = match published {
+            true => {
+                let incident = NoticeIncident {
+                    id: stored_id(&row.id)?,
+                    title: row.title.clone(),
+                    status: spec.status,
+                    message: first.message.clone(),
+                };
+                let event = shared_proto::status_subscribers::NoticeEvent::IncidentCreated;
+                Some(subscribers::incident_notice(page_id, event, incident, now)?)
+            }
+            false => None,
+        };
+        self.store
+            .insert_incident(&row, &first, notice.as_ref())
+            .await?;
         Ok(view(&row, &[first])?)
     }
 
@@ -178,7 +196,8 @@ impl StatusPages {
                 .await?;
             row.monitor_ids = serde_json::to_string(ids).map_err(anyhow::Error::from)?;
         }
-        self.change(page_id, id, row, patch.update(current)).await
+        self.change(page_id, id, &before, row, patch.update(current))
+            .await
     }
 
     /// Adds an update: what is new, and where the incident stands now.
@@ -190,7 +209,8 @@ impl StatusPages {
     ) -> ServiceResult<IncidentView> {
         update.validate()?;
         let row = self.stored_incident(page_id, id).await?;
-        self.change(page_id, id, row, Some(update)).await
+        self.change(page_id, id, &row.clone(), row, Some(update))
+            .await
     }
 
     pub async fn delete_incident(&self, page_id: Uuid, id: Uuid) -> ServiceResult<()> {
@@ -205,16 +225,51 @@ impl StatusPages {
         }
     }
 
-    /// Writes `row` with `update` on its timeline (its status the incident's from then on).
+    /// Writes `row` (what was `before`) with `update` on its timeline (its status the
+    /// incident's from then on), and the notice that tells subscribers, if it tells them
+    /// anything (`subscribers::incident_event`).
     pub(super) async fn change(
         &self,
         page_id: Uuid,
         id: Uuid,
+        before: &IncidentRow,
         mut row: IncidentRow,
         update: Option<IncidentUpdateSpec>,
     ) -> ServiceResult<IncidentView> {
         let now = self.now_ms();
         row.updated_at = now;
+        let event = subscribers::incident_event(
+            before.published,
+            status_of(&before.status)?,
+            row.published,
+            update.as_ref().map(|u| u.status),
+        );
+        let notice = match event {
+            Some(event) => {
+                // Publishing a draft without a new update tells its latest one.
+                let message = match &update {
+                    Some(update) => update.message.clone(),
+                    None => self
+                        .store
+                        .incident_updates(std::slice::from_ref(&row.id))
+                        .await?
+                        .first()
+                        .map(|u| u.message.clone())
+                        .unwrap_or_default(),
+                };
+                let status = update
+                    .as_ref()
+                    .map_or(status_of(&row.status)?, |u| u.status);
+                let incident = NoticeIncident {
+                    id,
+                    title: row.title.clone(),
+                    status,
+                    message,
+                };
+                Some(subscribers::incident_notice(page_id, event, incident, now)?)
+            }
+            None => None,
+        };
         let update = update.map(|update| {
             row.status = update.status.as_str().into();
             row.resolved_at = resolved_at(update.status, row.resolved_at, now);
@@ -228,7 +283,7 @@ impl StatusPages {
         });
         match self
             .store
-            .change_incident(&row, update.as_ref(), MAX_UPDATES)
+            .change_incident(&row, update.as_ref(), MAX_UPDATES, notice.as_ref())
             .await?
         {
             IncidentChange::Done => self.get_incident(page_id, id).await,

@@ -11,6 +11,7 @@ pub mod access;
 pub mod auto;
 pub mod incidents;
 pub mod shown;
+pub mod subscribers;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -35,6 +36,10 @@ pub struct StatusPages {
     store: Arc<Store>,
     clock: Clock,
     hashing: Hashing,
+    /// `CENTRAL_PUBLIC_URL`: the links in subscribers' notices start with it.
+    public_url: Option<String>,
+    /// Whether central has a mail server of its own (`CENTRAL_MAIL_URL`).
+    sends_mail: bool,
 }
 
 impl App {
@@ -44,6 +49,8 @@ impl App {
             store: self.store.clone(),
             clock: self.clock.clone(),
             hashing: self.credentials.hashing.clone(),
+            public_url: self.public_url.clone(),
+            sends_mail: self.notifier.sends_mail(),
         }
     }
 }
@@ -215,6 +222,16 @@ impl StatusPages {
             .iter()
             .map(StatusPage::of_row)
             .collect::<anyhow::Result<_>>()?)
+    }
+
+    /// The page `id` as the rest of central reads it.
+    pub async fn page_by_id(&self, id: Uuid) -> ServiceResult<StatusPage> {
+        self.stored(id).await
+    }
+
+    /// `CENTRAL_PUBLIC_URL`, which subscribers' links start with.
+    pub fn public_url(&self) -> Option<&str> {
+        self.public_url.as_deref()
     }
 
     async fn stored(&self, id: Uuid) -> ServiceResult<StatusPage> {

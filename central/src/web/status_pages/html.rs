@@ -134,8 +134,46 @@ fn maintenance(m: &ShownMaintenance) -> Markup {
     }
 }
 
+/// Which subscriptions the page's form offers: mail when central sends mail, webhooks when
+/// it has a public address for the links (`StatusPages::takes`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Offers {
+    pub email: bool,
+    pub webhook: bool,
+}
+
+/// The form that subscribes a visitor (a `POST`, no JavaScript needed).
+fn subscribe_form(slug: &str, offers: Offers) -> Markup {
+    html! {
+        @if offers.email || offers.webhook {
+            section.subscribe aria-label="Subscribe" {
+                h2 { "Get told of incidents and maintenance" }
+                @if offers.email {
+                    form method="post" action=(format!("/status/{slug}/subscribe")) {
+                        label for="subscribe-email" { "Email" }
+                        input #subscribe-email type="email" name="email" required autocomplete="email";
+                        button type="submit" { "Subscribe" }
+                    }
+                }
+                @if offers.webhook {
+                    details {
+                        summary { "Or a webhook" }
+                        form method="post" action=(format!("/status/{slug}/subscribe")) {
+                            label for="subscribe-webhook" { "Webhook URL" }
+                            input #subscribe-webhook type="url" name="webhook_url" required;
+                            label for="subscribe-secret" { "Signing secret (optional)" }
+                            input #subscribe-secret type="password" name="secret" autocomplete="off";
+                            button type="submit" { "Subscribe the webhook" }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The page's HTML: one rendering for every reader.
-pub fn render(summary: &StatusSummary) -> Markup {
+pub fn render(summary: &StatusSummary, offers: Offers) -> Markup {
     let (class, words) = banner(summary);
     html! {
         (DOCTYPE)
@@ -212,6 +250,7 @@ pub fn render(summary: &StatusSummary) -> Markup {
                             a href=(format!("/status/{}/feed.atom", summary.page.slug)) { "Atom feed" }
                         }
                     }
+                    (subscribe_form(&summary.page.slug, offers))
                 }
                 footer { p { "Status page served by central." } }
             }

@@ -4,12 +4,14 @@
 //! by month (`history`), answered `304` to a reader who holds one already; and who may
 //! read a page that is not public: a `password` page's visitors once they gave its password
 //! (`POST /status/{slug}/unlock`, a cookie of the page's own), a `users` page's signed-in users.
+//! Subscribing and a subscription's links are `subscriptions`.
 //! Must not: decide what a page shows (`service::status_pages`).
 
 mod feed;
 mod history;
 mod html;
 mod shared;
+mod subscriptions;
 
 use std::sync::Arc;
 
@@ -24,6 +26,10 @@ use shared_proto::status_pages::Visibility;
 
 pub(crate) use self::html::percent;
 pub(crate) use self::shared::{Body, PublicPages, Rendered};
+pub use self::subscriptions::{
+    confirm, confirm_page, subscribe, unsubscribe, unsubscribe_page, CONFIRM_PATH, SUBSCRIBE_PATH,
+    UNSUBSCRIBE_PATH,
+};
 use super::origin::Origin;
 use crate::service::status_pages::access::{unlock_cookie_name, unlock_value, unlocks};
 use crate::service::status_pages::StatusPage;

@@ -22,10 +22,11 @@ use shared_proto::status_pages::{StatusSummary, Visibility};
 use uuid::Uuid;
 
 use super::history::{self, Month};
-use super::html::render;
+use super::html::{render, Offers};
 use crate::service::status_pages::StatusPage;
 use crate::service::App;
 use crate::web::WebError;
+use shared_proto::status_subscribers::SubscriberKind;
 
 /// How long one rendering serves every reader, and the address book every lookup.
 const FRESH_MS: i64 = 5_000;
@@ -238,7 +239,12 @@ impl PublicPages {
             .await
             .map_err(|e| WebError::from(e).into_response())?;
         let json = Body::of(serde_json::to_vec(&summary).expect("a summary serialises"));
-        let html = Body::of(render(&summary).into_string().into_bytes());
+        let service = app.status_pages();
+        let offers = Offers {
+            email: service.takes(SubscriberKind::Email),
+            webhook: service.takes(SubscriberKind::Webhook),
+        };
+        let html = Body::of(render(&summary, offers).into_string().into_bytes());
         let feed = Body::of(super::feed::feed(&summary, page.id).into_bytes());
         let rendered = Arc::new(Rendered {
             summary,

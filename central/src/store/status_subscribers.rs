@@ -1,0 +1,475 @@
+//! `status_subscribers`, `status_notices` and `status_notice_deliveries`: who asked to be told
+//! of a status page, what there was to tell, and the outbox of each telling. A notice is
+//! written in the transaction of what it tells (`tell_subscribers`, called by the incidents'
+//! writes), with a delivery for each subscriber confirmed at that moment, so an incident
+//! change and its notices are kept or lost together.
+//!
+//! Cost: a subscription by `(page_id, address)`; the per-address limit by `(address,
+//! confirm_sent_at)`; the sender's round one read of what is due by `(status,
+//! next_attempt_at)`, joined by primary keys; a fan-out one `INSERT … SELECT` over the page's
+//! subscribers. Must not: decide who is told what, or when (`service::status_pages::
+//! subscribers`), or send (`duties::page_notices`).
+
+use sqlx::any::AnyRow;
+use sqlx::{Any, FromRow, Row, Transaction};
+
+use super::dialect::listed;
+use super::notifications::insert_outbox;
+use super::{Cursor, OutboxRow, Store};
+
+const COLUMNS: &str = "id, page_id, kind, address, secret, status, failures, last_error, \
+     confirm_sent_at, created_at, confirmed_at";
+
+/// A subscriber as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubscriberRow {
+    pub id: String,
+    pub page_id: String,
+    pub kind: String,
+    /// A mail address (lowercased) or a webhook URL.
+    pub address: String,
+    /// A webhook's signing secret.
+    pub secret: Option<String>,
+    pub status: String,
+    pub failures: i64,
+    pub last_error: Option<String>,
+    pub confirm_sent_at: Option<i64>,
+    pub created_at: i64,
+    pub confirmed_at: Option<i64>,
+}
+
+impl FromRow<'_, AnyRow> for SubscriberRow {
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
+        Ok(Self {
+            id: row.try_get("id")?,
+            page_id: row.try_get("page_id")?,
+            kind: row.try_get("kind")?,
+            address: row.try_get("address")?,
+            secret: row.try_get("secret")?,
+            status: row.try_get("status")?,
+            failures: row.try_get("failures")?,
+            last_error: row.try_get("last_error")?,
+            confirm_sent_at: row.try_get("confirm_sent_at")?,
+            created_at: row.try_get("created_at")?,
+            confirmed_at: row.try_get("confirmed_at")?,
+        })
+    }
+}
+
+/// A notice as stored: what it tells (`content`, JSON), once for all its deliveries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoticeRow {
+    pub id: String,
+    pub page_id: String,
+    pub event: String,
+    pub content: String,
+    pub created_at: i64,
+}
+
+/// A delivery that is due, with what the sender needs: its notice and its subscriber.
+#[derive(Debug, Clone)]
+pub struct DueDelivery {
+    pub id: String,
+    pub attempts: i64,
+    pub created_at: i64,
+    pub notice: NoticeRow,
+    pub subscriber: SubscriberRow,
+}
+
+impl FromRow<'_, AnyRow> for DueDelivery {
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
+        Ok(Self {
+            id: row.try_get("d_id")?,
+            attempts: row.try_get("d_attempts")?,
+            created_at: row.try_get("d_created_at")?,
+            notice: NoticeRow {
+                id: row.try_get("n_id")?,
+                page_id: row.try_get("n_page_id")?,
+                event: row.try_get("n_event")?,
+                content: row.try_get("n_content")?,
+                created_at: row.try_get("n_created_at")?,
+            },
+            subscriber: SubscriberRow::from_row(row)?,
+        })
+    }
+}
+
+/// What became of one delivery attempt.
+#[derive(Debug, Clone)]
+pub enum NoticeAttempt {
+    Delivered,
+    /// Tried again at `at`.
+    Retry {
+        error: String,
+        at: i64,
+    },
+    /// Given up (too old).
+    GiveUp {
+        error: String,
+    },
+    /// Given up, and the subscriber turned off with every delivery still pending for it; the
+    /// page's owner told through `tell` (the default channels' outbox rows).
+    TurnOff {
+        error: String,
+        tell: Vec<OutboxRow>,
+    },
+}
+
+async fn insert_notice(tx: &mut Transaction<'_, Any>, notice: &NoticeRow) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO status_notices (id, page_id, event, content, created_at) \
+         VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind(&notice.id)
+    .bind(&notice.page_id)
+    .bind(&notice.event)
+    .bind(&notice.content)
+    .bind(notice.created_at)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Writes `notice` with a delivery, due at once, for each subscriber of its page confirmed
+/// now; part of the transaction of what it tells. A page nobody subscribed to writes nothing.
+pub(super) async fn tell_subscribers(
+    tx: &mut Transaction<'_, Any>,
+    notice: &NoticeRow,
+) -> sqlx::Result<()> {
+    let (told,): (i64,) = sqlx::query_as(
+        "SELECT COUNT(*) FROM status_subscribers WHERE page_id = $1 AND status = 'confirmed'",
+    )
+    .bind(&notice.page_id)
+    .fetch_one(&mut **tx)
+    .await?;
+    if told == 0 {
+        return Ok(());
+    }
+    insert_notice(tx, notice).await?;
+    // A delivery's id is its notice's and its subscriber's: the same on every retry, sent as
+    // `X-Notification-Id`, by which a receiver drops a copy.
+    sqlx::query(
+        "INSERT INTO status_notice_deliveries \
+         (id, notice_id, subscriber_id, page_id, status, attempts, next_attempt_at, created_at) \
+         SELECT $1 || '.' || id, $1, id, page_id, 'pending', 0, $2, $2 \
+         FROM status_subscribers WHERE page_id = $3 AND status = 'confirmed'",
+    )
+    .bind(&notice.id)
+    .bind(notice.created_at)
+    .bind(&notice.page_id)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Deletes every subscriber of a page with its notices and deliveries (the page is deleted
+/// in the same transaction).
+pub(super) async fn forget_page(tx: &mut Transaction<'_, Any>, page_id: &str) -> sqlx::Result<()> {
+    for table in [
+        "status_notice_deliveries",
+        "status_notices",
+        "status_subscribers",
+    ] {
+        sqlx::query(&format!("DELETE FROM {table} WHERE page_id = $1"))
+            .bind(page_id)
+            .execute(&mut **tx)
+            .await?;
+    }
+    Ok(())
+}
+
+impl Store {
+    /// A page's subscription of `address`, if there is one.
+    pub async fn subscriber_at(
+        &self,
+        page_id: &str,
+        address: &str,
+    ) -> anyhow::Result<Option<SubscriberRow>> {
+        let sql =
+            format!("SELECT {COLUMNS} FROM status_subscribers WHERE page_id = $1 AND address = $2");
+        Ok(sqlx::query_as(&sql)
+            .bind(page_id)
+            .bind(address)
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
+    pub async fn subscriber(&self, id: &str) -> anyhow::Result<Option<SubscriberRow>> {
+        let sql = format!("SELECT {COLUMNS} FROM status_subscribers WHERE id = $1");
+        Ok(sqlx::query_as(&sql)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
+    /// How many confirmations went to `address` (any page) at `since` or later.
+    pub async fn confirmations_sent_to(&self, address: &str, since: i64) -> anyhow::Result<i64> {
+        let (count,): (i64,) = sqlx::query_as(
+            "SELECT COUNT(*) FROM status_subscribers WHERE address = $1 AND confirm_sent_at >= $2",
+        )
+        .bind(address)
+        .bind(since)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(count)
+    }
+
+    /// How many of a page's subscriptions are not confirmed.
+    pub async fn pending_subscribers(&self, page_id: &str) -> anyhow::Result<i64> {
+        let (count,): (i64,) = sqlx::query_as(
+            "SELECT COUNT(*) FROM status_subscribers WHERE page_id = $1 AND status = 'pending'",
+        )
+        .bind(page_id)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(count)
+    }
+
+    /// Writes `subscriber` (new, or over the stored one of that id: `pending` again, its
+    /// confirmation sent now) and `notice`, its confirmation, with one delivery to it, in one
+    /// transaction.
+    pub async fn ask_confirmation(
+        &self,
+        subscriber: &SubscriberRow,
+        notice: &NoticeRow,
+    ) -> anyhow::Result<()> {
+        let _guard = self.write_lock().await;
+        let mut tx = self.writer.begin().await?;
+        let changed = sqlx::query(
+            "UPDATE status_subscribers SET kind = $2, secret = $3, status = $4, failures = 0, \
+             last_error = NULL, confirm_sent_at = $5 WHERE id = $1",
+        )
+        .bind(&subscriber.id)
+        .bind(&subscriber.kind)
+        .bind(&subscriber.secret)
+        .bind(&subscriber.status)
+        .bind(subscriber.confirm_sent_at)
+        .execute(&mut *tx)
+        .await?;
+        if changed.rows_affected() == 0 {
+            sqlx::query(&format!(
+                "INSERT INTO status_subscribers ({COLUMNS}) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+            ))
+            .bind(&subscriber.id)
+            .bind(&subscriber.page_id)
+            .bind(&subscriber.kind)
+            .bind(&subscriber.address)
+            .bind(&subscriber.secret)
+            .bind(&subscriber.status)
+            .bind(subscriber.failures)
+            .bind(&subscriber.last_error)
+            .bind(subscriber.confirm_sent_at)
+            .bind(subscriber.created_at)
+            .bind(subscriber.confirmed_at)
+            .execute(&mut *tx)
+            .await?;
+        }
+        insert_notice(&mut tx, notice).await?;
+        sqlx::query(
+            "INSERT INTO status_notice_deliveries \
+             (id, notice_id, subscriber_id, page_id, status, attempts, next_attempt_at, created_at) \
+             VALUES ($1 || '.' || $2, $1, $2, $3, 'pending', 0, $4, $4)",
+        )
+        .bind(&notice.id)
+        .bind(&subscriber.id)
+        .bind(&subscriber.page_id)
+        .bind(notice.created_at)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Confirms a pending subscription; `false` if it was not pending.
+    pub async fn confirm_subscriber(&self, id: &str, at: i64) -> anyhow::Result<bool> {
+        let _guard = self.write_lock().await;
+        let done = sqlx::query(
+            "UPDATE status_subscribers SET status = 'confirmed', confirmed_at = $2, \
+             failures = 0, last_error = NULL WHERE id = $1 AND status = 'pending'",
+        )
+        .bind(id)
+        .bind(at)
+        .execute(&self.writer)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Deletes a subscription with its deliveries; `false` if there was none.
+    pub async fn delete_subscriber(&self, page_id: &str, id: &str) -> anyhow::Result<bool> {
+        let _guard = self.write_lock().await;
+        let mut tx = self.writer.begin().await?;
+        let done = sqlx::query("DELETE FROM status_subscribers WHERE id = $1 AND page_id = $2")
+            .bind(id)
+            .bind(page_id)
+            .execute(&mut *tx)
+            .await?;
+        if done.rows_affected() != 1 {
+            return Ok(false);
+        }
+        sqlx::query("DELETE FROM status_notice_deliveries WHERE subscriber_id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// A page of a status page's subscribers, oldest first.
+    pub async fn list_subscribers(
+        &self,
+        page_id: &str,
+        after: &Cursor,
+        limit: u32,
+    ) -> anyhow::Result<Vec<SubscriberRow>> {
+        let sql = super::cursor::by_creation(COLUMNS, "status_subscribers", "page_id = $4 AND");
+        Ok(sqlx::query_as(&sql)
+            .bind(after.key)
+            .bind(&after.id)
+            .bind(i64::from(limit))
+            .bind(page_id)
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    /// Up to `limit` deliveries due at `now`, oldest due first, with their notices and
+    /// subscribers (index `status_notice_deliveries_due`).
+    pub async fn due_deliveries(&self, now: i64, limit: u32) -> anyhow::Result<Vec<DueDelivery>> {
+        let subscriber_columns: String = COLUMNS
+            .split(", ")
+            .map(|c| format!("s.{c}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "SELECT d.id AS d_id, d.attempts AS d_attempts, d.created_at AS d_created_at, \
+             n.id AS n_id, n.page_id AS n_page_id, n.event AS n_event, n.content AS n_content, \
+             n.created_at AS n_created_at, {subscriber_columns} \
+             FROM status_notice_deliveries d \
+             JOIN status_notices n ON n.id = d.notice_id \
+             JOIN status_subscribers s ON s.id = d.subscriber_id \
+             WHERE d.status = 'pending' AND d.next_attempt_at <= $1 \
+             ORDER BY d.next_attempt_at, d.id LIMIT $2"
+        );
+        Ok(sqlx::query_as(&sql)
+            .bind(now)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    /// Claims the given deliveries still pending and due at `now` until `until` (another
+    /// replica that takes the lease meanwhile leaves them alone); the ids claimed.
+    pub async fn claim_deliveries(
+        &self,
+        ids: &[String],
+        now: i64,
+        until: i64,
+    ) -> anyhow::Result<Vec<String>> {
+        let _guard = self.write_lock().await;
+        let sql = format!(
+            "UPDATE status_notice_deliveries SET next_attempt_at = $3 \
+             WHERE {} AND status = 'pending' AND next_attempt_at <= $2 RETURNING id",
+            listed(self.backend, "id", "$1")
+        );
+        let rows: Vec<(String,)> = sqlx::query_as(&sql)
+            .bind(serde_json::to_string(ids)?)
+            .bind(now)
+            .bind(until)
+            .fetch_all(&self.writer)
+            .await?;
+        Ok(rows.into_iter().map(|(id,)| id).collect())
+    }
+
+    /// Records one attempt of the delivery `id` to `subscriber_id`, and what it means for the
+    /// subscriber (its failures in a row), in one transaction.
+    pub async fn record_notice_attempt(
+        &self,
+        id: &str,
+        subscriber_id: &str,
+        attempt: &NoticeAttempt,
+        now: i64,
+    ) -> anyhow::Result<()> {
+        let _guard = self.write_lock().await;
+        let mut tx = self.writer.begin().await?;
+        match attempt {
+            NoticeAttempt::Delivered => {
+                sqlx::query(
+                    "UPDATE status_notice_deliveries SET status = 'delivered', \
+                     attempts = attempts + 1, sent_at = $2, last_error = NULL WHERE id = $1",
+                )
+                .bind(id)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+                sqlx::query(
+                    "UPDATE status_subscribers SET failures = 0, last_error = NULL WHERE id = $1",
+                )
+                .bind(subscriber_id)
+                .execute(&mut *tx)
+                .await?;
+            }
+            NoticeAttempt::Retry { error, at } => {
+                sqlx::query(
+                    "UPDATE status_notice_deliveries SET attempts = attempts + 1, \
+                     next_attempt_at = $2, last_error = $3 WHERE id = $1",
+                )
+                .bind(id)
+                .bind(at)
+                .bind(error)
+                .execute(&mut *tx)
+                .await?;
+                failed(&mut tx, subscriber_id, error).await?;
+            }
+            NoticeAttempt::GiveUp { error } => {
+                give_up(&mut tx, id, error).await?;
+                failed(&mut tx, subscriber_id, error).await?;
+            }
+            NoticeAttempt::TurnOff { error, tell } => {
+                give_up(&mut tx, id, error).await?;
+                failed(&mut tx, subscriber_id, error).await?;
+                sqlx::query("UPDATE status_subscribers SET status = 'turned_off' WHERE id = $1")
+                    .bind(subscriber_id)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query(
+                    "UPDATE status_notice_deliveries SET status = 'failed', \
+                     last_error = 'the subscriber was turned off' \
+                     WHERE subscriber_id = $1 AND status = 'pending'",
+                )
+                .bind(subscriber_id)
+                .execute(&mut *tx)
+                .await?;
+                insert_outbox(&mut tx, tell).await?;
+            }
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+}
+
+async fn give_up(tx: &mut Transaction<'_, Any>, id: &str, error: &str) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE status_notice_deliveries SET status = 'failed', attempts = attempts + 1, \
+         last_error = $2 WHERE id = $1",
+    )
+    .bind(id)
+    .bind(error)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+async fn failed(
+    tx: &mut Transaction<'_, Any>,
+    subscriber_id: &str,
+    error: &str,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE status_subscribers SET failures = failures + 1, last_error = $2 WHERE id = $1",
+    )
+    .bind(subscriber_id)
+    .bind(error)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,273 @@
+//! Subscribing to a status page, as its visitors and their mail programs do it:
+//! `POST /status/{slug}/subscribe` (the page's form, or JSON: `202` whatever the address's
+//! standing, so the answer tells nobody who is subscribed), and a subscription's two links,
+//! `…/subscription/{id}/confirm` and `…/unsubscribe`, which show a page with a button on `GET`
+//! and act only on `POST` (a mail scanner that follows links changes nothing; a mail program's
+//! one-click unsubscribe, RFC 8058, is a `POST`). Must not: decide who is told what
+//! (`service::status_pages::subscribers`).
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use maud::html;
+use serde::Deserialize;
+use shared_proto::status_subscribers::{SubscribeRequest, SubscriberStatus};
+use shared_proto::ValidationError;
+use uuid::Uuid;
+
+use super::{html::message_page, open, refusal, PublicPages};
+use crate::error::ApiError;
+use crate::service::error::ServiceError;
+use crate::service::status_pages::StatusPage;
+use crate::service::App;
+
+pub const SUBSCRIBE_PATH: &str = "/status/{slug}/subscribe";
+pub const CONFIRM_PATH: &str = "/status/{slug}/subscription/{id}/confirm";
+pub const UNSUBSCRIBE_PATH: &str = "/status/{slug}/subscription/{id}/unsubscribe";
+
+/// What the page's form sends (a form has no `null`: an empty field is none).
+#[derive(Deserialize)]
+struct SubscribeForm {
+    #[serde(default)]
+    email: String,
+    #[serde(default)]
+    webhook_url: String,
+    #[serde(default)]
+    secret: String,
+}
+
+fn some(text: String) -> Option<String> {
+    (!text.trim().is_empty()).then_some(text)
+}
+
+/// `POST /status/{slug}/subscribe`: JSON gets JSON (`202`, or `422` naming the field), a form
+/// gets a page saying what happens next.
+pub async fn subscribe(
+    State(app): State<Arc<App>>,
+    Extension(pages): Extension<Arc<PublicPages>>,
+    Path(slug): Path<String>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let page = match open(&app, &pages, &slug, &headers).await {
+        Ok(page) => page,
+        Err(refused) => return refused,
+    };
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    let request = if json {
+        match serde_json::from_slice::<SubscribeRequest>(&body) {
+            Ok(request) => request,
+            Err(e) => {
+                let error = ValidationError::new("body", format!("not a subscription: {e}"));
+                return ApiError::from(error).into_response();
+            }
+        }
+    } else {
+        match serde_urlencoded::from_bytes::<SubscribeForm>(&body) {
+            Ok(form) => SubscribeRequest {
+                email: some(form.email),
+                webhook_url: some(form.webhook_url),
+                secret: some(form.secret),
+            },
+            Err(_) => return refusal(StatusCode::BAD_REQUEST, "That form could not be read."),
+        }
+    };
+    match app.status_pages().subscribe(&page, &request).await {
+        Ok(()) if json => (
+            StatusCode::ACCEPTED,
+            Json(serde_json::json!({
+                "accepted": true,
+                "message": "if the address is not subscribed yet, a confirmation is on its way",
+            })),
+        )
+            .into_response(),
+        Ok(()) => {
+            let back = format!("/status/{}", page.slug);
+            let body = message_page(
+                "Check your inbox",
+                html! {
+                    p { "If this address is not subscribed yet, a message asking you to confirm is on its way. Nothing else is sent until you do." }
+                    p { a href=(back) { "Back to " (page.title) } }
+                },
+            );
+            (StatusCode::ACCEPTED, body).into_response()
+        }
+        Err(error) if json => ApiError::from(error).into_response(),
+        Err(error) => {
+            let message = match ApiError::from(error) {
+                ApiError::Service(ServiceError::Validation(e)) => e.message,
+                _ => "The subscription could not be taken; try again later.".into(),
+            };
+            refusal(StatusCode::UNPROCESSABLE_ENTITY, &message)
+        }
+    }
+}
+
+#[derive(Deserialize)]
+pub struct TokenQuery {
+    #[serde(default)]
+    token: String,
+}
+
+/// What a link's page is for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Act {
+    Confirm,
+    Unsubscribe,
+}
+
+/// `GET …/confirm` and `GET …/unsubscribe`: the page with the button (nothing changes).
+pub async fn confirm_page(
+    state: State<Arc<App>>,
+    pages: Extension<Arc<PublicPages>>,
+    path: Path<(String, String)>,
+    query: Query<TokenQuery>,
+) -> Response {
+    link_page(state, pages, path, query, Act::Confirm).await
+}
+
+pub async fn unsubscribe_page(
+    state: State<Arc<App>>,
+    pages: Extension<Arc<PublicPages>>,
+    path: Path<(String, String)>,
+    query: Query<TokenQuery>,
+) -> Response {
+    link_page(state, pages, path, query, Act::Unsubscribe).await
+}
+
+async fn link_page(
+    State(app): State<Arc<App>>,
+    Extension(pages): Extension<Arc<PublicPages>>,
+    Path((slug, id)): Path<(String, String)>,
+    Query(query): Query<TokenQuery>,
+    act: Act,
+) -> Response {
+    let (page, id) = match linked(&app, &pages, &slug, &id).await {
+        Ok(found) => found,
+        Err(refused) => return refused,
+    };
+    let found = match app
+        .status_pages()
+        .subscription(&page, id, &query.token)
+        .await
+    {
+        Ok(Some(found)) => found,
+        Ok(None) => return gone(),
+        Err(error) => return super::super::WebError::from(error).into_response(),
+    };
+    let action = format!(
+        "/status/{}/subscription/{id}/{}?token={}",
+        page.slug,
+        match act {
+            Act::Confirm => "confirm",
+            Act::Unsubscribe => "unsubscribe",
+        },
+        query.token
+    );
+    let body = match act {
+        Act::Confirm if found.status == SubscriberStatus::Confirmed => message_page(
+            "You are subscribed",
+            html! { p { "Changes on " (page.title) " are sent to " (found.address) "." } },
+        ),
+        Act::Confirm => message_page(
+            "Confirm your subscription",
+            html! {
+                p { "Changes on " (page.title) " will be sent to " (found.address) "." }
+                form method="post" action=(action) { button type="submit" { "Confirm" } }
+            },
+        ),
+        Act::Unsubscribe => message_page(
+            "Unsubscribe",
+            html! {
+                p { "Stop sending changes on " (page.title) " to " (found.address) "?" }
+                form method="post" action=(action) { button type="submit" { "Unsubscribe" } }
+            },
+        ),
+    };
+    body.into_response()
+}
+
+/// `POST …/confirm`.
+pub async fn confirm(
+    state: State<Arc<App>>,
+    pages: Extension<Arc<PublicPages>>,
+    path: Path<(String, String)>,
+    query: Query<TokenQuery>,
+) -> Response {
+    act(state, pages, path, query, Act::Confirm).await
+}
+
+/// `POST …/unsubscribe` (the page's button, or a mail program's one-click; the body is not
+/// read).
+pub async fn unsubscribe(
+    state: State<Arc<App>>,
+    pages: Extension<Arc<PublicPages>>,
+    path: Path<(String, String)>,
+    query: Query<TokenQuery>,
+) -> Response {
+    act(state, pages, path, query, Act::Unsubscribe).await
+}
+
+async fn act(
+    State(app): State<Arc<App>>,
+    Extension(pages): Extension<Arc<PublicPages>>,
+    Path((slug, id)): Path<(String, String)>,
+    Query(query): Query<TokenQuery>,
+    act: Act,
+) -> Response {
+    let (page, id) = match linked(&app, &pages, &slug, &id).await {
+        Ok(found) => found,
+        Err(refused) => return refused,
+    };
+    let service = app.status_pages();
+    let done = match act {
+        Act::Confirm => service.confirm_subscription(&page, id, &query.token).await,
+        Act::Unsubscribe => service.unsubscribe(&page, id, &query.token).await,
+    };
+    let back = format!("/status/{}", page.slug);
+    match done {
+        Ok(true) => {
+            let (title, words) = match act {
+                Act::Confirm => (
+                    "You are subscribed",
+                    "You will be told of incidents and maintenance on this page.",
+                ),
+                Act::Unsubscribe => ("You are unsubscribed", "Nothing more will be sent."),
+            };
+            message_page(
+                title,
+                html! { p { (words) } p { a href=(back) { "Back to " (page.title) } } },
+            )
+            .into_response()
+        }
+        Ok(false) => gone(),
+        Err(error) => super::super::WebError::from(error).into_response(),
+    }
+}
+
+/// The page and subscription a link names, or the answer that it opens nothing.
+async fn linked(
+    app: &App,
+    pages: &PublicPages,
+    slug: &str,
+    id: &str,
+) -> Result<(Arc<StatusPage>, Uuid), Response> {
+    let page = pages.page(app, slug).await?.ok_or_else(gone)?;
+    let id = Uuid::try_parse(id).map_err(|_| gone())?;
+    Ok((page, id))
+}
+
+/// A link that opens no subscription (a wrong token, or one already ended): the same answer
+/// either way.
+fn gone() -> Response {
+    refusal(
+        StatusCode::NOT_FOUND,
+        "This link opens no subscription (it may have ended already).",
+    )
+}
