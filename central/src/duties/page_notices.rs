@@ -1,4 +1,6 @@
-//! Status pages' notices to their subscribers, a lease holder's duty: every second (the
+//! Status pages' notices to their subscribers, a lease holder's duty: every `MAINTENANCE_EVERY`
+//! rounds, the notices of maintenance begun or ended (`service::status_pages::
+//! maintenance_notices`); every second (the
 //! notices are about incidents people read on a page; a second is soon enough), the deliveries
 //! that are due, oldest first, at most one per subscriber a round (so each subscriber gets its
 //! notices in order), claimed in one write so that a replica taking the lease meanwhile
@@ -29,6 +31,8 @@ use crate::service::App;
 use crate::store::{DueDelivery, NoticeAttempt};
 
 const TICK: Duration = Duration::from_secs(1);
+/// Maintenance's starts and ends are looked for every this many rounds: told within 30 s.
+const MAINTENANCE_EVERY: u64 = 30;
 /// Deliveries read a round.
 const BATCH: u32 = 100;
 /// Sends under way at once.
@@ -39,8 +43,17 @@ const CLAIM_MS: i64 = 4 * (SEND_TIMEOUT.as_millis() as i64 + 5_000);
 pub async fn run(app: Arc<App>) {
     let mut ticker = tokio::time::interval(TICK);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut rounds: u64 = 0;
     loop {
         ticker.tick().await;
+        // Maintenance begun or ended is looked for at once when the lease is taken, then
+        // every `MAINTENANCE_EVERY` rounds (its cost: `maintenance_notices`).
+        if rounds.is_multiple_of(MAINTENANCE_EVERY) {
+            if let Err(e) = app.tell_maintenance().await {
+                tracing::warn!("telling subscribers of maintenance failed: {e:#}");
+            }
+        }
+        rounds += 1;
         if let Err(e) = round(&app).await {
             tracing::warn!("sending status pages' notices failed: {e:#}");
         }

@@ -9,7 +9,8 @@ use sqlx::{FromRow, Row};
 
 use super::{Cursor, Store};
 
-const COLUMNS: &str = "id, slug, title, description, sections, visibility, password_hash, \
+pub(super) const COLUMNS: &str =
+    "id, slug, title, description, sections, visibility, password_hash, \
      domain, created_at, updated_at, auto_incidents";
 
 /// A page as stored.

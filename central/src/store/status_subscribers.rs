@@ -15,7 +15,7 @@ use sqlx::{Any, FromRow, Row, Transaction};
 
 use super::dialect::listed;
 use super::notifications::insert_outbox;
-use super::{Cursor, OutboxRow, Store};
+use super::{Cursor, OutboxRow, StatusPageRow, Store};
 
 const COLUMNS: &str = "id, page_id, kind, address, secret, status, failures, last_error, \
      confirm_sent_at, created_at, confirmed_at";
@@ -472,4 +472,63 @@ async fn failed(
     .execute(&mut **tx)
     .await?;
     Ok(())
+}
+
+impl Store {
+    /// The pages with a confirmed subscriber, each with where its maintenance was told up to
+    /// (`None`: never yet). Cost: the pages, each probed by the subscribers' `(page_id, …)`
+    /// index.
+    pub async fn pages_told_maintenance(
+        &self,
+    ) -> anyhow::Result<Vec<(StatusPageRow, Option<i64>)>> {
+        let columns: String = super::status_pages::COLUMNS
+            .split(", ")
+            .map(|c| format!("p.{c}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "SELECT {columns}, p.maintenance_told_until FROM status_pages p WHERE EXISTS \
+             (SELECT 1 FROM status_subscribers s WHERE s.page_id = p.id AND s.status = 'confirmed')"
+        );
+        let rows = sqlx::query(&sql).fetch_all(&self.pool).await?;
+        rows.iter()
+            .map(|row| {
+                Ok((
+                    StatusPageRow::from_row(row)?,
+                    row.try_get("maintenance_told_until")?,
+                ))
+            })
+            .collect()
+    }
+
+    /// Writes `notices` (each to the page's confirmed subscribers) and moves where the page's
+    /// maintenance was told up to from `from` to `until`, in one transaction; `false`, writing
+    /// nothing, if another replica moved it meanwhile.
+    pub async fn tell_maintenance(
+        &self,
+        page_id: &str,
+        from: Option<i64>,
+        until: i64,
+        notices: &[NoticeRow],
+    ) -> anyhow::Result<bool> {
+        let _guard = self.write_lock().await;
+        let mut tx = self.writer.begin().await?;
+        let moved = sqlx::query(
+            "UPDATE status_pages SET maintenance_told_until = $2 \
+             WHERE id = $1 AND COALESCE(maintenance_told_until, -1) = $3",
+        )
+        .bind(page_id)
+        .bind(until)
+        .bind(from.unwrap_or(-1))
+        .execute(&mut *tx)
+        .await?;
+        if moved.rows_affected() != 1 {
+            return Ok(false);
+        }
+        for notice in notices {
+            tell_subscribers(&mut tx, notice).await?;
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
 }

@@ -10,6 +10,7 @@
 pub mod access;
 pub mod auto;
 pub mod incidents;
+pub mod maintenance_notices;
 pub mod shown;
 pub mod subscribers;
 

@@ -19,8 +19,8 @@ use chrono::NaiveDate;
 use shared_proto::settings_api::MonitorStatus;
 use shared_proto::status_incidents::{ShownMaintenance, MAINTENANCE_AHEAD_DAYS};
 use shared_proto::status_pages::{
-    ShownDay, ShownMonitor, ShownPage, ShownSection, ShownStatus, StatusSummary, DAYS_SHOWN,
-    MAX_PAGE_MONITORS,
+    ShownDay, ShownMonitor, ShownPage, ShownSection, ShownStatus, StatusPageSection, StatusSummary,
+    DAYS_SHOWN, MAX_PAGE_MONITORS,
 };
 
 use uuid::Uuid;
@@ -57,33 +57,7 @@ impl App {
     /// What visitors of `page` are shown now.
     pub async fn shown_page(&self, page: &StatusPage) -> ServiceResult<StatusSummary> {
         let now = self.now_ms();
-        // Each section's monitors: by id in the operator's order, then by tag.
-        let mut budget = MAX_PAGE_MONITORS;
-        let mut section_ids: Vec<Vec<String>> = Vec::with_capacity(page.sections.len());
-        for section in &page.sections {
-            let mut ids: Vec<String> = Vec::new();
-            let mut seen = HashSet::new();
-            let named = section.monitor_ids.iter().map(ToString::to_string);
-            let mut tagged = Vec::new();
-            for tag in &section.tags {
-                tagged.extend(self.store.monitors_tagged(tag).await?);
-            }
-            tagged.sort();
-            for id in named.chain(tagged) {
-                if budget > 0 && seen.insert(id.clone()) {
-                    ids.push(id);
-                    budget -= 1;
-                }
-            }
-            section_ids.push(ids);
-        }
-        let all: Vec<String> = {
-            let mut all: Vec<String> = section_ids.iter().flatten().cloned().collect();
-            all.sort();
-            all.dedup();
-            all
-        };
-        let rows: Vec<MonitorRow> = self.store.monitors_by_ids(&all).await?;
+        let (section_ids, rows) = self.page_monitors(page).await?;
         let statuses: HashMap<String, (ShownStatus, Option<u64>)> = self
             .statuses_of(&rows)
             .await?
@@ -127,7 +101,7 @@ impl App {
         }
         let by_id: HashMap<&str, &MonitorRow> = rows.iter().map(|m| (m.id.as_str(), m)).collect();
         let mut sections = Vec::with_capacity(page.sections.len());
-        for (section, ids) in page.sections.iter().zip(section_ids) {
+        for (section, ids) in page.sections.iter().zip(&section_ids) {
             let mut monitors = Vec::with_capacity(ids.len());
             for id in ids {
                 // Deleted since the page was written: not shown.
@@ -138,11 +112,7 @@ impl App {
                 let days = days_of.get(&row.id);
                 monitors.push(ShownMonitor {
                     id: uuid,
-                    name: section
-                        .display_names
-                        .iter()
-                        .find(|d| d.monitor_id == uuid)
-                        .map_or_else(|| row.name.clone(), |d| d.name.clone()),
+                    name: display_name(section, uuid, row),
                     status: statuses
                         .get(&row.id)
                         .map_or(ShownStatus::Unknown, |(status, _)| *status),
@@ -171,13 +141,7 @@ impl App {
                 monitors,
             });
         }
-        // Each monitor's name on this page (the first section's, when several show it).
-        let mut names: HashMap<Uuid, String> = HashMap::new();
-        for monitor in sections.iter().flat_map(|s| s.monitors.iter()) {
-            names
-                .entry(monitor.id)
-                .or_insert_with(|| monitor.name.clone());
-        }
+        let names = names_on_page(page, &section_ids, &rows)?;
         let incidents = self
             .status_pages()
             .shown_incidents(page, &names, now)
@@ -203,19 +167,78 @@ impl App {
         })
     }
 
+    /// The monitors `page` shows: each section's ids (by id in the operator's order, then by
+    /// tag, at most `MAX_PAGE_MONITORS` in all) and the rows of those that exist.
+    pub(super) async fn page_monitors(
+        &self,
+        page: &StatusPage,
+    ) -> ServiceResult<(Vec<Vec<String>>, Vec<MonitorRow>)> {
+        // Each section's monitors: by id in the operator's order, then by tag.
+        let mut budget = MAX_PAGE_MONITORS;
+        let mut section_ids: Vec<Vec<String>> = Vec::with_capacity(page.sections.len());
+        for section in &page.sections {
+            let mut ids: Vec<String> = Vec::new();
+            let mut seen = HashSet::new();
+            let named = section.monitor_ids.iter().map(ToString::to_string);
+            let mut tagged = Vec::new();
+            for tag in &section.tags {
+                tagged.extend(self.store.monitors_tagged(tag).await?);
+            }
+            tagged.sort();
+            for id in named.chain(tagged) {
+                if budget > 0 && seen.insert(id.clone()) {
+                    ids.push(id);
+                    budget -= 1;
+                }
+            }
+            section_ids.push(ids);
+        }
+        let all: Vec<String> = {
+            let mut all: Vec<String> = section_ids.iter().flatten().cloned().collect();
+            all.sort();
+            all.dedup();
+            all
+        };
+        let rows: Vec<MonitorRow> = self.store.monitors_by_ids(&all).await?;
+        Ok((section_ids, rows))
+    }
+
     /// The maintenance over `monitors` under way at `now` or starting within
     /// `MAINTENANCE_AHEAD_DAYS`, by occurrence, with the monitors each covers by `names`.
-    /// Cost: one read of the windows not over yet; a scope check per window and monitor; a
-    /// walk of each covering window's rule.
     async fn shown_maintenance(
         &self,
         monitors: &[MonitorRow],
         names: &HashMap<Uuid, String>,
         now: i64,
     ) -> ServiceResult<Vec<ShownMaintenance>> {
-        let windows = self.maintenance().windows_now(now).await?;
+        let until = now + MAINTENANCE_AHEAD_DAYS * DAY_MS;
+        let spans = self.maintenance_spans(monitors, names, now, until).await?;
+        Ok(spans
+            .into_iter()
+            .map(|((start, end), affected)| ShownMaintenance {
+                starts_at: time_of(start),
+                ends_at: time_of(end),
+                under_way: start <= now && now < end,
+                affected,
+            })
+            .collect())
+    }
+
+    /// The occurrences of maintenance over `monitors` under way at `from` or starting before
+    /// `until`, each with the monitors it covers by `names` (occurrences of several windows
+    /// at the same times are one). Cost: one read of the windows not over at `from`; a scope
+    /// check per window and monitor; a walk of each covering window's rule.
+    pub(super) async fn maintenance_spans(
+        &self,
+        monitors: &[MonitorRow],
+        names: &HashMap<Uuid, String>,
+        from: i64,
+        until: i64,
+    ) -> ServiceResult<BTreeMap<(i64, i64), Vec<String>>> {
+        let windows = self.maintenance().windows_now(from).await?;
+        let mut by_time: BTreeMap<(i64, i64), Vec<String>> = BTreeMap::new();
         if windows.is_empty() {
-            return Ok(Vec::new());
+            return Ok(by_time);
         }
         let mut covered: Vec<Vec<String>> = vec![Vec::new(); windows.len()];
         self.history()
@@ -228,13 +251,11 @@ impl App {
                 }
             })
             .await?;
-        let until = now + MAINTENANCE_AHEAD_DAYS * DAY_MS;
-        let mut by_time: BTreeMap<(i64, i64), Vec<String>> = BTreeMap::new();
         for (window, covered) in windows.iter().zip(covered) {
             if covered.is_empty() {
                 continue;
             }
-            for span in occurrences_ahead(&window.window.schedule, now, until) {
+            for span in occurrences_ahead(&window.window.schedule, from, until) {
                 let affected = by_time.entry(span).or_default();
                 for name in &covered {
                     if !affected.contains(name) {
@@ -243,16 +264,40 @@ impl App {
                 }
             }
         }
-        Ok(by_time
-            .into_iter()
-            .map(|((start, end), affected)| ShownMaintenance {
-                starts_at: time_of(start),
-                ends_at: time_of(end),
-                under_way: start <= now && now < end,
-                affected,
-            })
-            .collect())
+        Ok(by_time)
     }
+}
+
+/// Each shown monitor's name on a page: its display name in the first section that shows it,
+/// or its own name.
+pub(super) fn names_on_page(
+    page: &StatusPage,
+    section_ids: &[Vec<String>],
+    rows: &[MonitorRow],
+) -> anyhow::Result<HashMap<Uuid, String>> {
+    let by_id: HashMap<&str, &MonitorRow> = rows.iter().map(|m| (m.id.as_str(), m)).collect();
+    let mut names: HashMap<Uuid, String> = HashMap::new();
+    for (section, ids) in page.sections.iter().zip(section_ids) {
+        for id in ids {
+            let Some(row) = by_id.get(id.as_str()) else {
+                continue;
+            };
+            let uuid = stored_id(&row.id)?;
+            names
+                .entry(uuid)
+                .or_insert_with(|| display_name(section, uuid, row));
+        }
+    }
+    Ok(names)
+}
+
+/// A monitor's name in a section: the display name the section gives it, or its own.
+fn display_name(section: &StatusPageSection, id: Uuid, row: &MonitorRow) -> String {
+    section
+        .display_names
+        .iter()
+        .find(|d| d.monitor_id == id)
+        .map_or_else(|| row.name.clone(), |d| d.name.clone())
 }
 
 /// The UTC date a day bucket starts.
