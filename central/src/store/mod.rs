@@ -30,6 +30,7 @@ mod minutes;
 mod monitor_reads;
 mod monitors;
 mod newer_schema;
+mod notice_deliveries;
 mod notifications;
 mod packed;
 mod placement_due;
@@ -79,6 +80,7 @@ pub use managed::ManagedRow;
 pub use minutes::CountedResult;
 pub use monitor_reads::{ListFilter, StatusRow};
 pub use monitors::{LinkConflict, MonitorRow};
+pub use notice_deliveries::{DueDelivery, NoticeAttempt};
 pub use notifications::{AlertStateRow, AlertUpdate, ChannelOptions, ChannelRow, OutboxRow};
 pub use placement_due::{QueuedPlacement, Reach};
 pub use pollers::{HeartbeatUpdate, PollerRow};
@@ -92,7 +94,7 @@ pub use sessions::SessionRow;
 pub use status_incidents::{IncidentChange, IncidentRow, IncidentUpdateRow};
 pub use status_moves::StoredVerdict;
 pub use status_pages::{PageConflict, StatusPageRow};
-pub use status_subscribers::{DueDelivery, NoticeAttempt, NoticeRow, SubscriberRow};
+pub use status_subscribers::{NoticeRow, SubscriberRow};
 pub use timeline::{TimeCredit, TimePoint};
 
 /// A list as columns keep it (capabilities, a token's capability limit): comma-joined.
