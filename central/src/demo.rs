@@ -92,6 +92,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
                 password: None,
                 domain: None,
                 auto_incidents: Default::default(),
+                logo: None,
             })
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?;

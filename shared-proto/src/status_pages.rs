@@ -184,6 +184,17 @@ pub struct StatusPageSpec {
     /// Whether the page opens an incident itself when a monitor it shows is told down.
     #[serde(default)]
     pub auto_incidents: AutoIncidents,
+    /// The page's logo, shown beside its title: a `data:` URL of a PNG, JPEG, WebP or SVG
+    /// image of at most 64 KiB (`data:image/png;base64,…`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            max_length = 87424,
+            pattern = r"^data:image/(png|jpeg|webp|svg\+xml);base64,[A-Za-z0-9+/]*={0,2}$"
+        )
+    )]
+    pub logo: Option<String>,
 }
 
 /// A change to a page: the fields given replace the page's.
@@ -220,6 +231,16 @@ pub struct StatusPagePatch {
     )]
     pub domain: Option<Option<String>>,
     pub auto_incidents: Option<AutoIncidents>,
+    /// A new logo, or `null` to remove it.
+    #[serde(default, with = "crate::monitor::double_option")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            max_length = 87424,
+            pattern = r"^data:image/(png|jpeg|webp|svg\+xml);base64,[A-Za-z0-9+/]*={0,2}$"
+        )
+    )]
+    pub logo: Option<Option<String>>,
 }
 
 /// A page as stored, for operators: its password is never shown, only whether it has one.
@@ -235,10 +256,77 @@ pub struct StatusPageView {
     pub has_password: bool,
     pub domain: Option<String>,
     pub auto_incidents: AutoIncidents,
+    /// The logo as it was given (a `data:` URL).
+    pub logo: Option<String>,
     /// Where visitors read it, relative to central: `/status/{slug}`.
     pub path: String,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+}
+
+/// The largest logo, decoded.
+pub const MAX_LOGO_BYTES: usize = 64 * 1024;
+
+/// A page's logo, decoded from the `data:` URL it was given in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Logo {
+    pub content_type: &'static str,
+    pub bytes: Vec<u8>,
+}
+
+/// The logo a `data:` URL holds: one of the image types a page takes, at most
+/// `MAX_LOGO_BYTES`, whose bytes are what its type says (a PNG's signature, JPEG's, WebP's,
+/// an SVG document), so that a page never serves something else under an image's name.
+pub fn parse_logo(field: &str, text: &str) -> Result<Logo, ValidationError> {
+    use base64::Engine;
+    const TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/webp", "image/svg+xml"];
+    let shape = || {
+        ValidationError::new(
+            field,
+            "must be a data: URL of a PNG, JPEG, WebP or SVG image, like \
+             data:image/png;base64,iVBORw0…",
+        )
+    };
+    let rest = text.strip_prefix("data:").ok_or_else(shape)?;
+    let (kind, data) = rest.split_once(";base64,").ok_or_else(shape)?;
+    let content_type = TYPES.into_iter().find(|t| *t == kind).ok_or_else(shape)?;
+    if data.len() > MAX_LOGO_BYTES.div_ceil(3) * 4 {
+        return Err(ValidationError::value(
+            field,
+            format!("must be at most {} KiB", MAX_LOGO_BYTES / 1024),
+        ));
+    }
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .map_err(|_| shape())?;
+    if bytes.len() > MAX_LOGO_BYTES {
+        return Err(ValidationError::value(
+            field,
+            format!("must be at most {} KiB", MAX_LOGO_BYTES / 1024),
+        ));
+    }
+    let is_svg = || {
+        std::str::from_utf8(&bytes).is_ok_and(|svg| {
+            let svg = svg.trim_start_matches('\u{feff}').trim_start();
+            svg.starts_with('<') && svg.contains("<svg")
+        })
+    };
+    let looks_right = match content_type {
+        "image/png" => bytes.starts_with(b"\x89PNG\r\n\x1a\n"),
+        "image/jpeg" => bytes.starts_with(b"\xff\xd8\xff"),
+        "image/webp" => bytes.len() > 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP",
+        _ => is_svg(),
+    };
+    if !looks_right {
+        return Err(ValidationError::value(
+            field,
+            format!("is not a {content_type} image (its bytes are something else)"),
+        ));
+    }
+    Ok(Logo {
+        content_type,
+        bytes,
+    })
 }
 
 /// A text of a page: not blank, no control characters, at most `max` characters.
@@ -391,6 +479,9 @@ impl StatusPagePatch {
         if let Some(Some(domain)) = &self.domain {
             validate_domain("domain", domain)?;
         }
+        if let Some(Some(logo)) = &self.logo {
+            parse_logo("logo", logo)?;
+        }
         Ok(())
     }
 }
@@ -432,6 +523,9 @@ impl StatusPageSpec {
         if let Some(domain) = &self.domain {
             validate_domain("domain", domain)?;
         }
+        if let Some(logo) = &self.logo {
+            parse_logo("logo", logo)?;
+        }
         Ok(())
     }
 
@@ -445,7 +539,11 @@ impl StatusPageSpec {
             password,
             domain,
             auto_incidents,
+            logo,
         } = patch;
+        if let Some(v) = logo {
+            self.logo = v;
+        }
         if let Some(v) = slug {
             self.slug = v;
         }
@@ -624,7 +722,43 @@ mod tests {
             password: None,
             domain: None,
             auto_incidents: AutoIncidents::Off,
+            logo: None,
         }
+    }
+
+    #[test]
+    fn a_logo_is_an_image_of_the_type_it_names() {
+        use base64::Engine;
+        let url = |kind: &str, bytes: &[u8]| {
+            let data = base64::engine::general_purpose::STANDARD.encode(bytes);
+            format!("data:{kind};base64,{data}")
+        };
+        let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
+        let logo = parse_logo("logo", &url("image/png", png)).unwrap();
+        assert_eq!(
+            (logo.content_type, logo.bytes.as_slice()),
+            ("image/png", &png[..])
+        );
+        let svg = b"<?xml version='1.0'?><svg xmlns='http://www.w3.org/2000/svg'/>";
+        assert!(parse_logo("logo", &url("image/svg+xml", svg)).is_ok());
+        for bad in [
+            url("image/png", b"<html><script>alert(1)</script>"),
+            url("image/svg+xml", b"<html><script>alert(1)</script></html>"),
+            url("image/jpeg", png),
+            url("text/html", b"<svg/>"),
+            url("image/png", &[0x89; MAX_LOGO_BYTES + 1]),
+            "data:image/png,plain".into(),
+            "https://example.com/logo.png".into(),
+            "data:image/png;base64,***".into(),
+        ] {
+            let error = parse_logo("logo", &bad).unwrap_err();
+            assert_eq!(error.field, "logo", "{bad:.60}");
+        }
+        let mut with_logo = spec();
+        with_logo.logo = Some(url("image/png", png));
+        assert!(with_logo.validate(false).is_ok());
+        with_logo.logo = Some("data:image/gif;base64,R0lGOD".into());
+        assert_eq!(with_logo.validate(false).unwrap_err().field, "logo");
     }
 
     #[test]

@@ -6,6 +6,8 @@
 //!   and a name search that matches nothing, which reads every monitor) timed from the client,
 //!   its weight, and first contentful paint in Chromium; beside it, the same 50 monitors from
 //!   the JSON API (the peer: no results, no uptime).
+//! - A status page of 50 of those monitors: a rendering made afresh (the shared one expired)
+//!   beside the same page from the shared rendering.
 //! - One monitor with a result every hour for a year: `GET …/uptime` (rollups) beside reading
 //!   the same year of raw results through `GET …/results` (what uptime would cost without them).
 //!
@@ -120,6 +122,56 @@ async fn main() -> anyhow::Result<()> {
     println!(
         "peer: GET /api/v1/monitors?limit=50 (JSON, no results/uptime): median {:.1} ms, p95 {:.1} ms, {} bytes",
         api_peer.0 .0, api_peer.0 .1, api_peer.1
+    );
+
+    // A status page of 50 of the N monitors: a rendering made afresh (the first request
+    // after the shared one is 5 s old makes it) beside the same page served from the shared
+    // rendering (the peer: everything but the rendering).
+    let shown: Vec<&String> = ids
+        .iter()
+        .step_by((monitors / 50).max(1))
+        .take(50)
+        .collect();
+    let (first_half, second_half) = shown.split_at(shown.len() / 2);
+    let page: Value = http
+        .post(format!("{}/api/v1/status-pages", central.url))
+        .bearer_auth(ADMIN_TOKEN)
+        .json(&json!({"slug": "bench", "title": "Bench status",
+            "sections": [{"name": "API", "monitor_ids": first_half},
+                         {"name": "Web", "monitor_ids": second_half}]}))
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
+    anyhow::ensure!(page["id"].is_string(), "{page}");
+    let status_url = format!("{}/status/bench", central.url);
+    let (mut fresh, mut shared) = (Vec::new(), Vec::new());
+    let mut page_bytes = 0;
+    for _ in 0..10 {
+        tokio::time::sleep(Duration::from_millis(5_100)).await;
+        for times in [&mut fresh, &mut shared] {
+            let started = Instant::now();
+            let body = http
+                .get(&status_url)
+                .send()
+                .await?
+                .error_for_status()?
+                .bytes()
+                .await?;
+            times.push(started.elapsed());
+            page_bytes = body.len();
+        }
+    }
+    let (fresh_median, fresh_p95) = stats(&mut fresh);
+    let (shared_median, shared_p95) = stats(&mut shared);
+    println!(
+        "status page of 50 of {monitors} monitors, rendered afresh: median {fresh_median:.1} ms, \
+         p95 {fresh_p95:.1} ms, {page_bytes} bytes of HTML"
+    );
+    println!(
+        "peer: the same page from the shared rendering: median {shared_median:.1} ms, p95 \
+         {shared_p95:.1} ms"
     );
 
     // First contentful paint in headless Chromium (median of 5 loads).

@@ -45,6 +45,24 @@ impl Drop for DriverGroup {
 
 impl Browser {
     pub async fn start(test: &str) -> anyhow::Result<Browser> {
+        Self::start_with(test, &[]).await
+    }
+
+    /// A browser whose pages prefer a dark colour scheme (`prefers-color-scheme: dark`), as a
+    /// reader's system set to dark does.
+    pub async fn start_dark(test: &str) -> anyhow::Result<Browser> {
+        Self::start_with(
+            test,
+            &[
+                "--force-dark-mode",
+                "--blink-settings=preferredColorScheme=0",
+            ],
+        )
+        .await
+    }
+
+    /// `start` with more of Chromium's switches.
+    pub async fn start_with(test: &str, switches: &[&str]) -> anyhow::Result<Browser> {
         for program in ["/usr/bin/chromium", "/usr/bin/chromedriver"] {
             anyhow::ensure!(
                 Path::new(program).exists(),
@@ -64,14 +82,24 @@ impl Browser {
         // From here on, any way out of this function kills the driver and its browsers.
         let driver = DriverGroup(driver);
         let profile = tempfile::tempdir()?;
+        let mut args: Vec<String> = [
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--window-size=1280,900",
+        ]
+        .into_iter()
+        .chain(switches.iter().copied())
+        .map(str::to_string)
+        .collect();
+        args.push(format!("--user-data-dir={}", profile.path().display()));
         let capabilities = serde_json::json!({
-            "goog:chromeOptions": {
-                "binary": "/usr/bin/chromium",
-                "args": ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                         "--disable-background-networking", "--disable-component-update",
-                         "--disable-sync", "--no-first-run", "--window-size=1280,900",
-                         format!("--user-data-dir={}", profile.path().display())],
-            }
+            "goog:chromeOptions": {"binary": "/usr/bin/chromium", "args": args}
         });
         let capabilities = match capabilities {
             serde_json::Value::Object(map) => map,

@@ -375,6 +375,7 @@ fn page_parts(view: &StatusPageView, keys: &Keys) -> (StatusPageSpec, Vec<Sectio
         password: None,
         domain: view.domain.clone(),
         auto_incidents: view.auto_incidents,
+        logo: view.logo.clone(),
     };
     (spec, sections)
 }

@@ -274,6 +274,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "status subscribers",
         include_str!("../../../migrations/sqlite/20261225000053_status_subscribers.sql"),
     ),
+    (
+        20261226000054,
+        "status page logos",
+        include_str!("../../../migrations/sqlite/20261226000054_status_page_logos.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -536,6 +541,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261225000053,
         "status subscribers",
         include_str!("../../../migrations/postgres/20261225000053_status_subscribers.sql"),
+    ),
+    (
+        20261226000054,
+        "status page logos",
+        include_str!("../../../migrations/postgres/20261226000054_status_page_logos.sql"),
     ),
 ];
 

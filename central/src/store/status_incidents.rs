@@ -456,6 +456,7 @@ mod tests {
             created_at: 1,
             updated_at: 1,
             auto_incidents: "off".into(),
+            logo: None,
         };
         store.put_status_page(&page, false).await.unwrap();
         assert!(store.delete_status_page("p").await.unwrap());

@@ -1,7 +1,8 @@
 //! `status_pages`: the pages visitors read, as operators wrote them (sections as their JSON,
 //! the password as its argon2 hash). Cost: by id or slug through the primary key and the
 //! unique index; the list pages by `(created_at, id)`; `all_status_pages` reads every page
-//! (a few, for the shared rendering's address book, at most once a second). Must not: decide
+//! (a few, for the shared rendering's address book, at most once a second; their logos with
+//! them, at most 64 KiB each). Must not: decide
 //! what a page shows or who may read it (`service::status_pages`).
 
 use sqlx::any::AnyRow;
@@ -11,7 +12,7 @@ use super::{Cursor, Store};
 
 pub(super) const COLUMNS: &str =
     "id, slug, title, description, sections, visibility, password_hash, \
-     domain, created_at, updated_at, auto_incidents";
+     domain, created_at, updated_at, auto_incidents, logo";
 
 /// A page as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,6 +30,8 @@ pub struct StatusPageRow {
     pub updated_at: i64,
     /// `off`, `draft` or `publish`.
     pub auto_incidents: String,
+    /// The logo's `data:` URL.
+    pub logo: Option<String>,
 }
 
 impl FromRow<'_, AnyRow> for StatusPageRow {
@@ -45,6 +48,7 @@ impl FromRow<'_, AnyRow> for StatusPageRow {
             created_at: row.try_get("created_at")?,
             updated_at: row.try_get("updated_at")?,
             auto_incidents: row.try_get("auto_incidents")?,
+            logo: row.try_get("logo")?,
         })
     }
 }
@@ -80,12 +84,12 @@ impl Store {
         let sql = if replaces {
             "UPDATE status_pages SET slug = $2, title = $3, description = $4, sections = $5, \
              visibility = $6, password_hash = $7, domain = $8, created_at = $9, \
-             updated_at = $10, auto_incidents = $11 WHERE id = $1"
+             updated_at = $10, auto_incidents = $11, logo = $12 WHERE id = $1"
                 .to_string()
         } else {
             format!(
                 "INSERT INTO status_pages ({COLUMNS}) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
             )
         };
         let done = sqlx::query(&sql)
@@ -100,6 +104,7 @@ impl Store {
             .bind(row.created_at)
             .bind(row.updated_at)
             .bind(&row.auto_incidents)
+            .bind(&row.logo)
             .execute(&self.writer)
             .await?;
         Ok(done.rows_affected() == 1)
@@ -176,6 +181,7 @@ mod tests {
             created_at: 1,
             updated_at: 1,
             auto_incidents: "off".into(),
+            logo: None,
         }
     }
 

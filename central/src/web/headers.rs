@@ -2,7 +2,8 @@
 //! page's own scripts, styles and requests (no inline script, no inline handlers, no eval, no
 //! framing), `nosniff`, no referrer, and `Cache-Control: no-store` so that no page (tokens,
 //! `docker run` lines with secrets, monitors' targets) is kept by a browser or a proxy; assets,
-//! which say how long they keep, keep their own. HSTS when central serves HTTPS itself.
+//! which say how long they keep, keep their own, and a response with a stricter policy of its
+//! own (a status page's logo) keeps it. HSTS when central serves HTTPS itself.
 //! What it must not do: change a page's body.
 
 use axum::extract::Request;
@@ -38,6 +39,11 @@ pub async fn add(https: bool, request: Request, next: Next) -> Response {
         ),
     ];
     for (name, value) in set {
+        // A handler that sets its own policy sets a stricter one (a status page's logo is
+        // sandboxed): kept.
+        if name == header::CONTENT_SECURITY_POLICY && headers.contains_key(&name) {
+            continue;
+        }
         headers.insert(name, value);
     }
     if !headers.contains_key(header::CACHE_CONTROL) {

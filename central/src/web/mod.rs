@@ -150,6 +150,7 @@ pub fn router(options: WebOptions) -> Router<Arc<App>> {
         .route(status_pages::UNLOCK_PATH, post(status_pages::unlock))
         .route(status_pages::FEED_PATH, get(status_pages::feed))
         .route(status_pages::HISTORY_PATH, get(status_pages::history))
+        .route(status_pages::LOGO_PATH, get(status_pages::logo))
         .route(status_pages::SUBSCRIBE_PATH, post(status_pages::subscribe))
         .route(
             status_pages::CONFIRM_PATH,

@@ -69,6 +69,8 @@ impl PageForm {
             password: (!self.password.is_empty()).then(|| self.password.clone()),
             domain: optional(&self.domain),
             auto_incidents: AutoIncidents::parse(self.auto_incidents.trim()).unwrap_or_default(),
+            // Set through the API or `central apply` (a form would need an upload).
+            logo: None,
         })
     }
 
@@ -100,6 +102,8 @@ impl PageForm {
             password: spec.password,
             domain: Some(spec.domain),
             auto_incidents: Some(spec.auto_incidents),
+            // Kept: the form does not show it.
+            logo: None,
         })
     }
 }
@@ -160,6 +164,8 @@ async fn page(
         h1 { "Status pages" }
         p { "What your users see: chosen monitors under names you choose, their status and 90 days of "
             "history, at " code { "/status/<slug>" } ". Nothing else of a monitor is shown." }
+        p.muted { "A page's logo is set through the API (" code { "logo" } ", a " code { "data:" }
+            " URL) or " code { "central apply" } "; these forms keep it." }
         h2.for-editors { "New status page" }
         @if let Some(error) = &error { p.form-error role="alert" { (error) } }
         form.window-form.for-editors method="post" action="/status-pages" {

@@ -635,6 +635,27 @@ async fn status_pages_pass_axe_in_a_browser() -> anyhow::Result<()> {
             assert!(axe.is_empty(), "{page}: {axe:#?}");
         }
     }
+    // The dark scheme a reader's system may ask for: axe checks its contrast too.
+    let dark = e2e::browser::Browser::start_dark("status-pages-dark").await?;
+    dark.goto(&format!("{}/status/acme", central.url)).await?;
+    let prefers_dark = dark
+        .client
+        .execute(
+            "return window.matchMedia('(prefers-color-scheme: dark)').matches",
+            vec![],
+        )
+        .await?;
+    assert_eq!(
+        prefers_dark,
+        json!(true),
+        "the browser asks for the dark scheme"
+    );
+    dark.screenshot("status-page-dark").await?;
+    for path in ["/status/acme", "/status/acme/history", "/status/inner"] {
+        dark.goto(&format!("{}{path}", central.url)).await?;
+        let axe = dark.axe_problems().await?;
+        assert!(axe.is_empty(), "{path}, dark: {axe:#?}");
+    }
     browser
         .goto(&format!("{}/status/acme", central.url))
         .await?;

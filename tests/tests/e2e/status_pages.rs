@@ -746,3 +746,110 @@ async fn a_page_is_served_at_its_own_domain() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_shows_its_logo_sent_as_the_image_it_is() -> anyhow::Result<()> {
+    let central = Central::start().await?;
+    let png: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0";
+    let data = |kind: &str, bytes: &[u8]| {
+        let encoded = std::process::Command::new("base64")
+            .arg("-w0")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                use std::io::Write;
+                child.stdin.take().unwrap().write_all(bytes)?;
+                child.wait_with_output()
+            })
+            .expect("base64");
+        format!(
+            "data:{kind};base64,{}",
+            String::from_utf8_lossy(&encoded.stdout)
+        )
+    };
+    // What is not the image it names is refused, naming the field.
+    for logo in [
+        data("image/png", b"<html><script>alert(1)</script></html>"),
+        data("image/svg+xml", b"<html><script>alert(1)</script></html>"),
+        data("text/html", b"<svg/>"),
+        data("image/png", &vec![0x89; 70 * 1024]),
+    ] {
+        let (status, body) = central
+            .admin(
+                Method::POST,
+                "/api/v1/status-pages",
+                Some(json!({"slug": "acme", "title": "Acme", "logo": logo})),
+            )
+            .await?;
+        assert!(matches!(status, 400 | 422), "{status}: {body}");
+        assert!(body["message"].as_str().unwrap().contains("logo"), "{body}");
+    }
+    let (status, page) = central
+        .admin(
+            Method::POST,
+            "/api/v1/status-pages",
+            Some(json!({"slug": "acme", "title": "Acme", "logo": data("image/png", png)})),
+        )
+        .await?;
+    assert_eq!(status, 201, "{page}");
+    assert_eq!(page["logo"], data("image/png", png), "read back as given");
+    let html = get(&format!("{}/status/acme", central.url))
+        .await?
+        .text()
+        .await?;
+    let src = html
+        .split("<img class=\"logo\" src=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no logo on the page: {html}"))
+        .replace("&amp;", "&");
+    assert!(src.starts_with("/status/acme/logo?v="), "{src}");
+    let logo = get(&format!("{}{src}", central.url)).await?;
+    assert_eq!(logo.status(), 200);
+    let header = |name: &str| {
+        logo.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(header("content-type"), "image/png");
+    assert_eq!(header("x-content-type-options"), "nosniff");
+    assert!(
+        header("content-security-policy").contains("sandbox"),
+        "{}",
+        header("content-security-policy")
+    );
+    let etag = header("etag");
+    assert_eq!(logo.bytes().await?.as_ref(), png);
+    let again = reqwest::Client::new()
+        .get(format!("{}/status/acme/logo", central.url))
+        .header(IF_NONE_MATCH, &etag)
+        .send()
+        .await?;
+    assert_eq!(again.status(), 304);
+
+    // Removed: gone from the page (within its 5 s) and from its address.
+    let (status, _) = central
+        .admin(
+            Method::PATCH,
+            &format!("/api/v1/status-pages/{}", page["id"].as_str().unwrap()),
+            Some(json!({"logo": null})),
+        )
+        .await?;
+    assert_eq!(status, 200);
+    eventually(Duration::from_secs(10), "the logo gone", || async {
+        let html = get(&format!("{}/status/acme", central.url))
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
+        (!html.contains("class=\"logo\"")).then_some(())
+    })
+    .await?;
+    let gone = get(&format!("{}/status/acme/logo", central.url)).await?;
+    assert_eq!(gone.status(), 404);
+    Ok(())
+}

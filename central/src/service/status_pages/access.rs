@@ -79,6 +79,7 @@ mod tests {
             password_hash: Some(hash.into()),
             domain: None,
             auto_incidents: Default::default(),
+            logo: None,
             created_at: 0,
             updated_at: 0,
         }

@@ -74,8 +74,33 @@ pub struct StatusPage {
     pub password_hash: Option<String>,
     pub domain: Option<String>,
     pub auto_incidents: AutoIncidents,
+    /// The logo as given (its `data:` URL), and decoded.
+    pub logo: Option<(String, Arc<PageLogo>)>,
     pub created_at: i64,
     pub updated_at: i64,
+}
+
+/// A page's logo as visitors are sent it.
+#[derive(Debug)]
+pub struct PageLogo {
+    pub content_type: &'static str,
+    pub bytes: axum::body::Bytes,
+    /// A strong `ETag` of the bytes, also in the logo's address on the page (`?v=`), so a
+    /// new logo is a new address.
+    pub etag: String,
+}
+
+impl PageLogo {
+    fn of(url: &str) -> Option<PageLogo> {
+        use sha2::Digest;
+        let logo = shared_proto::status_pages::parse_logo("logo", url).ok()?;
+        let digest = sha2::Sha256::digest(&logo.bytes);
+        Some(PageLogo {
+            content_type: logo.content_type,
+            etag: format!("\"{}\"", hex::encode(&digest[..12])),
+            bytes: logo.bytes.into(),
+        })
+    }
 }
 
 impl StatusPage {
@@ -96,6 +121,11 @@ impl StatusPage {
             domain: row.domain.clone(),
             // A value this central does not know (written by a newer one) opens nothing.
             auto_incidents: AutoIncidents::parse(&row.auto_incidents).unwrap_or_default(),
+            // Checked when written; one that no longer reads is not shown.
+            logo: row
+                .logo
+                .as_ref()
+                .and_then(|url| Some((url.clone(), Arc::new(PageLogo::of(url)?)))),
             created_at: row.created_at,
             updated_at: row.updated_at,
         })
@@ -112,6 +142,7 @@ impl StatusPage {
             has_password: self.password_hash.is_some(),
             domain: self.domain.clone(),
             auto_incidents: self.auto_incidents,
+            logo: self.logo.as_ref().map(|(url, _)| url.clone()),
             path: format!("/status/{}", self.slug),
             created_at: time_of(self.created_at),
             updated_at: time_of(self.updated_at),
@@ -128,6 +159,7 @@ impl StatusPage {
             password: None,
             domain: self.domain.clone(),
             auto_incidents: self.auto_incidents,
+            logo: self.logo.as_ref().map(|(url, _)| url.clone()),
         }
     }
 }
@@ -321,5 +353,6 @@ fn row_of(
         created_at,
         updated_at,
         auto_incidents: spec.auto_incidents.as_str().to_string(),
+        logo: spec.logo.clone(),
     })
 }

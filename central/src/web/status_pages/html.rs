@@ -173,7 +173,8 @@ fn subscribe_form(slug: &str, offers: Offers) -> Markup {
 }
 
 /// The page's HTML: one rendering for every reader.
-pub fn render(summary: &StatusSummary, offers: Offers) -> Markup {
+/// `logo`: its address, when the page has one.
+pub fn render(summary: &StatusSummary, offers: Offers, logo: Option<&str>) -> Markup {
     let (class, words) = banner(summary);
     html! {
         (DOCTYPE)
@@ -192,6 +193,10 @@ pub fn render(summary: &StatusSummary, offers: Offers) -> Markup {
             body {
                 main {
                     header {
+                        @if let Some(logo) = logo {
+                            // Beside the title, which says what it is: no text of its own.
+                            img.logo src=(logo) alt="" height="48";
+                        }
                         h1 { (summary.page.title) }
                         @if let Some(description) = &summary.page.description {
                             p.description { (description) }

@@ -41,6 +41,7 @@ pub const SUMMARY_PATH: &str = "/status/{slug}/summary.json";
 pub const UNLOCK_PATH: &str = "/status/{slug}/unlock";
 pub const FEED_PATH: &str = "/status/{slug}/feed.atom";
 pub const HISTORY_PATH: &str = "/status/{slug}/history";
+pub const LOGO_PATH: &str = "/status/{slug}/logo";
 /// What every status page's address starts with (`api::pools` serves them apart).
 pub const PREFIX: &str = "/status/";
 
@@ -382,4 +383,57 @@ pub async fn unlock(
         Ok(false) => password_form(&page, Some("That password does not open this page.")),
         Err(error) => super::WebError::from(error).into_response(),
     }
+}
+
+/// The page's logo, to whoever may read the page: its bytes under the type they were checked
+/// to be, never sniffed, and sandboxed (an SVG opened by itself runs nothing, loads nothing).
+pub async fn logo(
+    State(app): State<Arc<App>>,
+    Extension(pages): Extension<Arc<PublicPages>>,
+    Path(slug): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let page = match open(&app, &pages, &slug, &headers).await {
+        Ok(page) => page,
+        Err(refused) => return refused,
+    };
+    let Some((_, logo)) = &page.logo else {
+        return refusal(StatusCode::NOT_FOUND, "This status page has no logo.");
+    };
+    let held = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|tags| tags.split(',').any(|t| t.trim() == logo.etag));
+    let mut response = if held {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        (
+            [(header::CONTENT_TYPE, logo.content_type)],
+            logo.bytes.clone(),
+        )
+            .into_response()
+    };
+    let private = page.visibility != Visibility::Public;
+    let out = response.headers_mut();
+    if let Ok(etag) = HeaderValue::from_str(&logo.etag) {
+        out.insert(header::ETAG, etag);
+    }
+    // Its address on the page changes with it (`?v=`): kept a day.
+    out.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static(if private {
+            "private, max-age=86400"
+        } else {
+            "public, max-age=86400"
+        }),
+    );
+    out.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    out.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("default-src 'none'; style-src 'unsafe-inline'; sandbox"),
+    );
+    response
 }

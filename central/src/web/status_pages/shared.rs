@@ -244,7 +244,18 @@ impl PublicPages {
             email: service.takes(SubscriberKind::Email),
             webhook: service.takes(SubscriberKind::Webhook),
         };
-        let html = Body::of(render(&summary, offers).into_string().into_bytes());
+        let logo = page.logo.as_ref().map(|(_, logo)| {
+            format!(
+                "/status/{}/logo?v={}",
+                page.slug,
+                logo.etag.trim_matches('"')
+            )
+        });
+        let html = Body::of(
+            render(&summary, offers, logo.as_deref())
+                .into_string()
+                .into_bytes(),
+        );
         let feed = Body::of(super::feed::feed(&summary, page.id).into_bytes());
         let rendered = Arc::new(Rendered {
             summary,
