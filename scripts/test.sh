@@ -59,7 +59,8 @@ waited() {
 # ping with it), iproute2, nftables and procps (the icmp test, below), and podman (with
 # catatonit, its pods' init) and debootstrap, which build and run the deploy images
 # (images.rs: no Docker engine runs here, and the images' Debian base is made from Debian's
-# packages).
+# packages), aiosmtpd, the SMTP server mail is sent to (tests/src/receivers.rs), and
+# feedparser, the feed reader status pages' Atom feeds are read with (status_incidents.rs).
 missing=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 command -v docker-compose >/dev/null || missing+=(docker-compose)
@@ -80,6 +81,8 @@ command -v sysctl >/dev/null || [ -x /usr/sbin/sysctl ] || missing+=(procps)
 command -v podman >/dev/null || missing+=(podman)
 command -v catatonit >/dev/null || [ -x /usr/libexec/podman/catatonit ] || missing+=(catatonit)
 command -v debootstrap >/dev/null || [ -x /usr/sbin/debootstrap ] || missing+=(debootstrap)
+/usr/bin/python3 -c 'import aiosmtpd' 2>/dev/null || missing+=(python3-aiosmtpd)
+/usr/bin/python3 -c 'import feedparser' 2>/dev/null || missing+=(python3-feedparser)
 if (( ${#missing[@]} )); then
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null

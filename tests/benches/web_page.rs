@@ -33,7 +33,9 @@ async fn main() -> anyhow::Result<()> {
         .unwrap_or(10_000);
     let central = Central::start().await?;
     let poller = central.register_poller("bench-poller").await?;
-    let http = reqwest::Client::new();
+    // Bodies as sent: reqwest decompresses gzip when a build enables that feature (the agent's
+    // does), which would hide the wire's size and its `Content-Encoding`.
+    let http = reqwest::Client::builder().no_gzip().build()?;
     let beat = poller.keep_alive(&central.url, Duration::from_secs(5));
 
     let seeding = Instant::now();
@@ -89,6 +91,7 @@ async fn main() -> anyhow::Result<()> {
     let mut headers = reqwest::header::HeaderMap::new();
     headers.insert(reqwest::header::COOKIE, session.parse()?);
     let client = reqwest::Client::builder()
+        .no_gzip()
         .default_headers(headers)
         .redirect(reqwest::redirect::Policy::none())
         .build()?;

@@ -1,6 +1,7 @@
 //! Servers that tests point central and agents at: an HTTP receiver of notifications that
-//! records what it accepts (and can be made to refuse, as a receiver that is down), an SMTP
-//! sink, and a target that fails for chosen agents only.
+//! records what it accepts (and can be made to refuse, as a receiver that is down), a real
+//! SMTP server that keeps what it receives (aiosmtpd), and a target that fails for chosen
+//! agents only.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,7 +10,6 @@ use std::time::Instant;
 
 use axum::http::HeaderMap;
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 /// One request a receiver accepted.
 #[derive(Debug, Clone)]
@@ -106,66 +106,76 @@ impl HttpReceiver {
     }
 }
 
-/// A minimal SMTP server that accepts every mail and keeps its text.
-#[derive(Clone)]
+/// A real SMTP server (Debian's `python3-aiosmtpd`, RFC 5321) that accepts every mail and
+/// keeps it in a Maildir, read back as each mail's text.
 pub struct SmtpSink {
     pub url: String,
-    mails: Arc<Mutex<Vec<String>>>,
+    maildir: tempfile::TempDir,
+    _server: KilledOnDrop,
+}
+
+/// A child process killed when its owner is dropped.
+struct KilledOnDrop(std::process::Child);
+
+impl Drop for KilledOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 impl SmtpSink {
     pub async fn start() -> anyhow::Result<SmtpSink> {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let url = format!("smtp://{}", listener.local_addr()?);
-        let mails = Arc::new(Mutex::new(Vec::new()));
-        let kept = mails.clone();
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                let kept = kept.clone();
-                tokio::spawn(async move {
-                    let _ = converse(stream, kept).await;
-                });
-            }
-        });
-        Ok(SmtpSink { url, mails })
+        let maildir = tempfile::tempdir()?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        let server = std::process::Command::new("/usr/bin/python3")
+            .args(["-m", "aiosmtpd", "-n", "-c", "aiosmtpd.handlers.Mailbox"])
+            .arg("-l")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg(maildir.path().join("mail"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "starting aiosmtpd (Debian's python3-aiosmtpd, as .ci/run installs): {e}"
+                )
+            })?;
+        let server = KilledOnDrop(server);
+        let address = format!("127.0.0.1:{port}");
+        crate::eventually(
+            std::time::Duration::from_secs(15),
+            "aiosmtpd listening",
+            || async { tokio::net::TcpStream::connect(&address).await.ok() },
+        )
+        .await?;
+        Ok(SmtpSink {
+            url: format!("smtp://{address}"),
+            maildir,
+            _server: server,
+        })
     }
 
+    /// Every mail received, oldest first, as its text (headers, a blank line, the body).
     pub fn mails(&self) -> Vec<String> {
-        self.mails.lock().unwrap().clone()
+        let new = self.maildir.path().join("mail").join("new");
+        let mut files: Vec<(std::time::SystemTime, String, String)> = std::fs::read_dir(&new)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|entry| {
+                let modified = entry.metadata().ok()?.modified().ok()?;
+                let name = entry.file_name().to_string_lossy().to_string();
+                let text = std::fs::read_to_string(entry.path()).ok()?;
+                Some((modified, name, text))
+            })
+            .collect();
+        // Maildir names start with the time of delivery; the modification time first.
+        files.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        files.into_iter().map(|(_, _, text)| text).collect()
     }
-}
-
-async fn converse(
-    stream: tokio::net::TcpStream,
-    mails: Arc<Mutex<Vec<String>>>,
-) -> std::io::Result<()> {
-    let (read, mut write) = stream.into_split();
-    let mut lines = BufReader::new(read).lines();
-    write.write_all(b"220 sink ESMTP\r\n").await?;
-    while let Some(line) = lines.next_line().await? {
-        let command = line.to_ascii_uppercase();
-        if command.starts_with("EHLO") || command.starts_with("HELO") {
-            write.write_all(b"250-sink\r\n250 8BITMIME\r\n").await?;
-        } else if command.starts_with("DATA") {
-            write.write_all(b"354 go on\r\n").await?;
-            let mut mail = String::new();
-            while let Some(line) = lines.next_line().await? {
-                if line == "." {
-                    break;
-                }
-                mail.push_str(&line);
-                mail.push('\n');
-            }
-            mails.lock().unwrap().push(mail);
-            write.write_all(b"250 kept\r\n").await?;
-        } else if command.starts_with("QUIT") {
-            write.write_all(b"221 bye\r\n").await?;
-            return Ok(());
-        } else {
-            write.write_all(b"250 ok\r\n").await?;
-        }
-    }
-    Ok(())
 }
 
 /// A target that answers 503 to the agents named in `failing` and 200 to everyone else.

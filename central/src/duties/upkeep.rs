@@ -1,6 +1,7 @@
 //! Periodic upkeep. On the lease holder (`run`): compacting the assignment log, pruning engine
 //! events and status changes older than 30 days, results and rollups past their retention,
-//! and audit entries past `CENTRAL_AUDIT_RETENTION`, and recording the audit intents left
+//! audit entries past `CENTRAL_AUDIT_RETENTION`, status pages' settled notices and unconfirmed
+//! subscriptions past a week, and recording the audit intents left
 //! unfinished (`service::audit_intents`), at once when a holding starts and every
 //! hour after; and folding the rollups' closed hours into days as each hour closes
 //! (`fold_rollups`). On every replica: picking up signing keys rotated elsewhere, every minute
@@ -39,6 +40,11 @@ pub async fn run(app: Arc<App>) {
         match app.prune_audit().await {
             Ok(pruned) => tracing::info!(pruned, "pruned audit entries past retention"),
             Err(e) => tracing::warn!("pruning old audit entries failed: {e:#}"),
+        }
+        match app.status_pages().prune_subscriptions().await {
+            Ok(0) => {}
+            Ok(pruned) => tracing::info!(pruned, "pruned status pages' settled notices"),
+            Err(e) => tracing::warn!("pruning status pages' notices failed: {e:#}"),
         }
         match app.finish_stale_intents().await {
             Ok(0) => {}

@@ -279,6 +279,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "status page logos",
         include_str!("../../../migrations/sqlite/20261226000054_status_page_logos.sql"),
     ),
+    (
+        20261227000055,
+        "status notices by age",
+        include_str!("../../../migrations/sqlite/20261227000055_status_notices_by_age.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -546,6 +551,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20261226000054,
         "status page logos",
         include_str!("../../../migrations/postgres/20261226000054_status_page_logos.sql"),
+    ),
+    (
+        20261227000055,
+        "status notices by age",
+        include_str!("../../../migrations/postgres/20261227000055_status_notices_by_age.sql"),
     ),
 ];
 

@@ -341,3 +341,116 @@ impl Store {
         Ok(true)
     }
 }
+
+impl Store {
+    /// Deletes what subscribers no longer need: deliveries settled (delivered or given up)
+    /// and made before `before`, notices of that age with no delivery left, and subscriptions
+    /// whose confirmation was sent before `before` and never confirmed, with their deliveries;
+    /// how many rows. Cost: the rows old enough, by the `…_by_age` and `…_unconfirmed` indexes.
+    pub async fn prune_subscriptions(&self, before: i64) -> anyhow::Result<u64> {
+        let _guard = self.write_lock().await;
+        let mut tx = self.writer.begin().await?;
+        let mut pruned = 0;
+        for sql in [
+            "DELETE FROM status_notice_deliveries WHERE subscriber_id IN \
+             (SELECT id FROM status_subscribers WHERE status = 'pending' AND confirm_sent_at < $1)",
+            "DELETE FROM status_subscribers WHERE status = 'pending' AND confirm_sent_at < $1",
+            "DELETE FROM status_notice_deliveries WHERE created_at < $1 AND status <> 'pending'",
+            "DELETE FROM status_notices WHERE created_at < $1 AND NOT EXISTS \
+             (SELECT 1 FROM status_notice_deliveries d WHERE d.notice_id = status_notices.id)",
+        ] {
+            pruned += sqlx::query(sql)
+                .bind(before)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+        }
+        tx.commit().await?;
+        Ok(pruned)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::testing::sqlite_store;
+    use crate::store::NoticeAttempt;
+
+    fn subscriber(id: &str, address: &str, status: &str, sent_at: i64) -> SubscriberRow {
+        SubscriberRow {
+            id: id.into(),
+            page_id: "p".into(),
+            kind: "webhook".into(),
+            address: address.into(),
+            secret: None,
+            status: status.into(),
+            failures: 0,
+            last_error: None,
+            confirm_sent_at: Some(sent_at),
+            created_at: sent_at,
+            confirmed_at: None,
+        }
+    }
+
+    fn notice(id: &str, at: i64) -> NoticeRow {
+        NoticeRow {
+            id: id.into(),
+            page_id: "p".into(),
+            event: "incident.created".into(),
+            content: "{}".into(),
+            created_at: at,
+        }
+    }
+
+    /// Upkeep forgets what is settled and old, and subscriptions nobody confirmed; never a
+    /// delivery still to be sent, nor its notice.
+    #[tokio::test]
+    async fn pruning_keeps_what_is_still_to_be_sent() {
+        let (store, _dir) = sqlite_store().await;
+        store
+            .ask_confirmation(
+                &subscriber("s1", "https://a/", "pending", 10),
+                &notice("c1", 10),
+            )
+            .await
+            .unwrap();
+        store
+            .ask_confirmation(
+                &subscriber("s2", "https://b/", "pending", 10),
+                &notice("c2", 10),
+            )
+            .await
+            .unwrap();
+        assert!(store.confirm_subscriber("s2", 20).await.unwrap());
+        let _guard = store.write_lock().await;
+        let mut tx = store.writer.begin().await.unwrap();
+        tell_subscribers(&mut tx, &notice("n1", 30)).await.unwrap();
+        tell_subscribers(&mut tx, &notice("n2", 40)).await.unwrap();
+        tx.commit().await.unwrap();
+        drop(_guard);
+        store
+            .record_notice_attempt("n1.s2", "s2", &NoticeAttempt::Delivered, 31)
+            .await
+            .unwrap();
+        store
+            .record_notice_attempt("c2.s2", "s2", &NoticeAttempt::Delivered, 11)
+            .await
+            .unwrap();
+        let pruned = store.prune_subscriptions(100).await.unwrap();
+        assert!(
+            store.subscriber("s1").await.unwrap().is_none(),
+            "never confirmed"
+        );
+        assert!(store.subscriber("s2").await.unwrap().is_some());
+        let due: Vec<String> = store
+            .due_deliveries(i64::MAX, 10)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|d| d.id)
+            .collect();
+        assert_eq!(due, ["n2.s2"], "still to be sent, with its notice");
+        // s1 and its confirmation's delivery; c2.s2 and n1.s2; notices c1, c2 and n1.
+        assert_eq!(pruned, 2 + 2 + 3);
+    }
+}

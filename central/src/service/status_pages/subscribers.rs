@@ -45,6 +45,8 @@ const CONFIRMATIONS_PER_HOUR: i64 = 5;
 const MAX_PENDING: i64 = 1_000;
 /// How many times a confirmation is tried.
 const CONFIRMATION_TRIES: i64 = 3;
+/// How long settled deliveries, and subscriptions nobody confirmed, are kept.
+const KEPT_MS: i64 = 7 * 24 * 3600 * 1000;
 /// Delivery attempts stop this long after the notice was made.
 const GIVE_UP_AFTER_MS: i64 = 24 * 3600 * 1000;
 
@@ -442,6 +444,15 @@ impl StatusPages {
             },
             view,
         )?)
+    }
+
+    /// Upkeep: forgets settled deliveries and their notices after `KEPT_MS`, and
+    /// subscriptions nobody confirmed within it; how many rows.
+    pub async fn prune_subscriptions(&self) -> ServiceResult<u64> {
+        Ok(self
+            .store
+            .prune_subscriptions(self.now_ms() - KEPT_MS)
+            .await?)
     }
 
     /// An operator removes a subscriber.
