@@ -41,6 +41,7 @@ mod result_history;
 pub mod result_index;
 mod result_pruning;
 mod results;
+mod rollup_days;
 mod rollup_folding;
 mod rollups;
 mod sessions;

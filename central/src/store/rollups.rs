@@ -157,7 +157,7 @@ impl RollupSums {
         row
     }
 
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
+    pub(super) fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
         let mut bands = [0; LATENCY_BANDS];
         for (band, count) in bands.iter_mut().enumerate() {
             *count = row.try_get(format!("lat_{band}").as_str())?;
@@ -342,14 +342,14 @@ fn build_upsert(backend: super::Backend, resolution: Resolution) -> String {
 
 /// The first day boundary at or after `ts`: an hour's day starts at or after `ts` exactly when
 /// the hour does.
-fn day_at_or_after(ts: i64) -> i64 {
+pub(super) fn day_at_or_after(ts: i64) -> i64 {
     let day = Resolution::Day.width_ms();
     ts.saturating_add(day - 1).div_euclid(day) * day
 }
 
 /// On SQLite, the hint that reads of unfolded hours take the small partial index
 /// (`rollups_unfolded`) rather than the key, which would walk every hour of the window.
-fn unfolded_index(backend: super::Backend) -> String {
+pub(super) fn unfolded_index(backend: super::Backend) -> String {
     super::dialect::indexed_by(backend, "rollups_unfolded")
 }
 

@@ -201,22 +201,47 @@ pub(crate) fn answer(
     response
 }
 
+/// Which of a page's shared renderings an answer is.
+#[derive(Clone, Copy)]
+enum Part {
+    Html,
+    /// `summary.json`, CORS-open on public pages.
+    Json,
+    /// The Atom feed, CORS-open on public pages.
+    Feed,
+}
+
+/// `rendered`'s `part`, as `answer` sends it.
+fn respond(request: &HeaderMap, rendered: &Rendered, private: bool, part: Part) -> Response {
+    let (body, content_type, cors) = match part {
+        Part::Html => (&rendered.html, "text/html; charset=utf-8", false),
+        Part::Json => (&rendered.json, "application/json", true),
+        Part::Feed => (&rendered.feed, "application/atom+xml", true),
+    };
+    answer(request, body, content_type, private, cors)
+}
+
+/// The page with this slug's `part`, or the answer that refuses it.
+async fn serve(
+    app: &App,
+    pages: &PublicPages,
+    slug: &str,
+    headers: &HeaderMap,
+    part: Part,
+) -> Response {
+    match find(app, pages, slug, headers).await {
+        Ok((rendered, private)) => respond(headers, &rendered, private, part),
+        Err(refused) => refused,
+    }
+}
+
 pub async fn page(
     State(app): State<Arc<App>>,
     Extension(pages): Extension<Arc<PublicPages>>,
     Path(slug): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    match find(&app, &pages, &slug, &headers).await {
-        Ok((rendered, private)) => answer(
-            &headers,
-            &rendered.html,
-            "text/html; charset=utf-8",
-            private,
-            false,
-        ),
-        Err(refused) => refused,
-    }
+    serve(&app, &pages, &slug, &headers, Part::Html).await
 }
 
 pub async fn summary(
@@ -225,12 +250,7 @@ pub async fn summary(
     Path(slug): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    match find(&app, &pages, &slug, &headers).await {
-        Ok((rendered, private)) => {
-            answer(&headers, &rendered.json, "application/json", private, true)
-        }
-        Err(refused) => refused,
-    }
+    serve(&app, &pages, &slug, &headers, Part::Json).await
 }
 
 /// `GET /`: the status page whose `domain` the request was sent to (the `Host`, or the
@@ -259,8 +279,7 @@ pub async fn home(State(app): State<Arc<App>>, request: axum::extract::Request) 
                 Ok(page) => match pages.rendered(&app, &page).await {
                     Ok(rendered) => {
                         let private = page.visibility != Visibility::Public;
-                        let html = "text/html; charset=utf-8";
-                        answer(headers, &rendered.html, html, private, false)
+                        respond(headers, &rendered, private, Part::Html)
                     }
                     Err(refused) => refused,
                 },
@@ -278,16 +297,7 @@ pub async fn feed(
     Path(slug): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    match find(&app, &pages, &slug, &headers).await {
-        Ok((rendered, private)) => answer(
-            &headers,
-            &rendered.feed,
-            "application/atom+xml",
-            private,
-            true,
-        ),
-        Err(refused) => refused,
-    }
+    serve(&app, &pages, &slug, &headers, Part::Feed).await
 }
 
 #[derive(Deserialize)]

@@ -97,7 +97,9 @@ impl Body {
             HeaderValue::from_str(&format!("\"{digest}{suffix}\""))
                 .expect("hex is a valid header value")
         };
-        let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        // The fastest level: a rendering is made while its readers wait, and pages of
+        // repeated markup compress nearly as well at it.
+        let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         gzip.write_all(&bytes).expect("writing to memory");
         Body {
             bytes: Bytes::from(bytes),
