@@ -256,6 +256,12 @@ pub struct ServeArgs {
     #[arg(long, env = "CENTRAL_NOTIFY_ALLOWED_NETWORKS", value_delimiter = ',', value_parser = parse_cidr)]
     pub notify_allowed_networks: Vec<ipnet::IpNet>,
 
+    /// Networks that status pages' webhook subscribers may be sent to besides the public
+    /// internet (CIDRs). They are strangers' addresses: unlike channels, none of the local
+    /// neighbourhood by default, whatever `CENTRAL_NOTIFY_ALLOWED_NETWORKS` allows channels.
+    #[arg(long, env = "CENTRAL_SUBSCRIBER_ALLOWED_NETWORKS", value_delimiter = ',', value_parser = parse_cidr)]
+    pub subscriber_allowed_networks: Vec<ipnet::IpNet>,
+
     /// A DNS server (`address:port`) that resolves notification receivers' names, instead of
     /// the system's resolver (e.g. a filtering resolver for outbound traffic). Nothing is
     /// cached: each connection asks anew, and connects to what that answer permits.

@@ -23,6 +23,7 @@ use shared_proto::status_subscribers::{SubscriberKind, SubscriberStatus};
 
 use crate::notify::notices::Recipient;
 use crate::notify::SEND_TIMEOUT;
+use crate::service::error::ServiceError;
 use crate::service::status_pages::subscribers::{
     after_failure, failure_attempt, notice_for, owner_rows, turned_off_message, Failure,
 };
@@ -37,8 +38,12 @@ const MAINTENANCE_EVERY: u64 = 30;
 const BATCH: u32 = 100;
 /// Sends under way at once.
 const AT_ONCE: usize = 8;
-/// How long claimed deliveries are left alone by other replicas: longer than a round's sends.
-const CLAIM_MS: i64 = 4 * (SEND_TIMEOUT.as_millis() as i64 + 5_000);
+/// How long claimed deliveries are left alone by other replicas: longer than a round's sends
+/// can take (`BATCH / AT_ONCE` waves of sends cut off at `SEND_TIMEOUT` + 5 s), and a wave more.
+const CLAIM_MS: i64 =
+    (BATCH as i64 / AT_ONCE as i64 + 2) * (SEND_TIMEOUT.as_millis() as i64 + 5_000);
+/// How long a delivery waits after a fault of central's own.
+const POSTPONE_MS: i64 = 60_000;
 
 pub async fn run(app: Arc<App>) {
     let mut ticker = tokio::time::interval(TICK);
@@ -82,12 +87,17 @@ async fn round(app: &App) -> anyhow::Result<()> {
         .collect();
     let pages = app.status_pages();
     let key = pages.subscriber_key().await?;
-    let mut found: HashMap<String, Option<Arc<StatusPage>>> = HashMap::new();
+    // A page that could not be read now is not a deleted page: its deliveries wait.
+    let mut found: HashMap<String, Result<Arc<StatusPage>, Fault>> = HashMap::new();
     for delivery in &due {
         if !found.contains_key(&delivery.notice.page_id) {
             let page = match uuid::Uuid::try_parse(&delivery.notice.page_id) {
-                Ok(id) => pages.page_by_id(id).await.ok().map(Arc::new),
-                Err(_) => None,
+                Ok(id) => match pages.page_by_id(id).await {
+                    Ok(page) => Ok(Arc::new(page)),
+                    Err(ServiceError::NotFound(_)) => Err(Fault::Deleted),
+                    Err(e) => Err(Fault::Central(format!("reading the status page: {e}"))),
+                },
+                Err(_) => Err(Fault::Deleted),
             };
             found.insert(delivery.notice.page_id.clone(), page);
         }
@@ -97,17 +107,22 @@ async fn round(app: &App) -> anyhow::Result<()> {
         .into_iter()
         .filter(|d| claimed.contains(&d.id))
         .map(|delivery| {
-            let page = found.get(&delivery.notice.page_id).cloned().flatten();
+            let page = found
+                .get(&delivery.notice.page_id)
+                .cloned()
+                .unwrap_or(Err(Fault::Deleted));
             let (key, base) = (key.clone(), base.clone());
             async move {
-                let outcome = match (page.as_deref(), base.as_deref()) {
-                    (Some(page), Some(base)) => send(app, &delivery, page, base, &key).await,
-                    (None, _) => Err("the status page was deleted".to_string()),
-                    (_, None) => {
-                        Err("CENTRAL_PUBLIC_URL is unset: a notice needs its links".to_string())
-                    }
+                let outcome = match (&page, base.as_deref()) {
+                    (Ok(page), Some(base)) => send(app, &delivery, page, base, &key)
+                        .await
+                        .map_err(Fault::Receiver),
+                    (Err(fault), _) => Err(fault.clone()),
+                    (_, None) => Err(Fault::Central(
+                        "CENTRAL_PUBLIC_URL is unset: a notice needs its links".to_string(),
+                    )),
                 };
-                (delivery, page, outcome)
+                (delivery, page.ok(), outcome)
             }
         });
     let mut sends = futures_util::stream::iter(sends).buffer_unordered(AT_ONCE);
@@ -115,7 +130,14 @@ async fn round(app: &App) -> anyhow::Result<()> {
         let now = app.now_ms();
         let attempt = match outcome {
             Ok(()) => NoticeAttempt::Delivered,
-            Err(error) => {
+            Err(Fault::Central(error)) => NoticeAttempt::Postpone {
+                error,
+                at: now + POSTPONE_MS,
+            },
+            Err(Fault::Deleted) => NoticeAttempt::GiveUp {
+                error: "the status page was deleted".into(),
+            },
+            Err(Fault::Receiver(error)) => {
                 let kind = SubscriberKind::parse(&delivery.subscriber.kind)
                     .unwrap_or(SubscriberKind::Webhook);
                 let jitter = rand::thread_rng().gen_range(-0.2..=0.2);
@@ -148,6 +170,18 @@ async fn round(app: &App) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Why a delivery was not made: whose fault decides what it means for the subscriber.
+#[derive(Debug, Clone)]
+enum Fault {
+    /// The receiver or the network (or the notice did not read): counts against the
+    /// subscriber.
+    Receiver(String),
+    /// Central's own (no public address, a page that could not be read): the delivery waits.
+    Central(String),
+    /// The page is gone: nothing to tell.
+    Deleted,
 }
 
 /// Sends one delivery to its subscriber.

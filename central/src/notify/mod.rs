@@ -48,6 +48,27 @@ pub struct Notifier {
     resend_interval: Duration,
     /// Central's own mail server (`CENTRAL_MAIL_URL`), for status pages' subscribers.
     mail: Option<notices::MailServer>,
+    /// The client for strangers' webhooks (status pages' subscribers), under a policy of
+    /// their own (`CENTRAL_SUBSCRIBER_ALLOWED_NETWORKS`).
+    strangers: reqwest::Client,
+}
+
+/// A client that connects only where `destinations` permits, follows no redirect and uses no
+/// proxy.
+fn client_for(destinations: &destination::Destinations) -> anyhow::Result<reqwest::Client> {
+    Ok(reqwest::Client::builder()
+        .timeout(SEND_TIMEOUT)
+        .connect_timeout(Duration::from_secs(5))
+        // A receiver answers for itself; a redirect is not followed to somewhere else.
+        .redirect(reqwest::redirect::Policy::none())
+        // Every name is resolved under the policy, and connected to as resolved.
+        .dns_resolver(std::sync::Arc::new(destination::PinnedResolver(
+            destinations.clone(),
+        )))
+        // A proxy would connect on its own terms, out of the policy's sight.
+        .no_proxy()
+        .user_agent(concat!("central/", env!("CARGO_PKG_VERSION")))
+        .build()?)
 }
 
 impl Notifier {
@@ -56,22 +77,11 @@ impl Notifier {
         public_url: Option<String>,
         resend_interval: Duration,
         mail: Option<notices::MailServer>,
+        strangers: destination::Destinations,
     ) -> anyhow::Result<Notifier> {
-        let http = reqwest::Client::builder()
-            .timeout(SEND_TIMEOUT)
-            .connect_timeout(Duration::from_secs(5))
-            // A receiver answers for itself; a redirect is not followed to somewhere else.
-            .redirect(reqwest::redirect::Policy::none())
-            // Every name is resolved under the policy, and connected to as resolved.
-            .dns_resolver(std::sync::Arc::new(destination::PinnedResolver(
-                destinations.clone(),
-            )))
-            // A proxy would connect on its own terms, out of the policy's sight.
-            .no_proxy()
-            .user_agent(concat!("central/", env!("CARGO_PKG_VERSION")))
-            .build()?;
         Ok(Notifier {
-            http,
+            http: client_for(&destinations)?,
+            strangers: client_for(&strangers)?,
             destinations,
             public_url,
             // Each send is a request per instance; more often than a second is never needed.

@@ -1,9 +1,11 @@
 //! Sending a status page's notice to one subscriber: a webhook gets the notice as JSON (signed
 //! when the subscriber gave a secret, `X-Notification-Id` the delivery's id), a mail address
 //! gets it in words through central's own mail server (`CENTRAL_MAIL_URL`), with the
-//! unsubscribe link in the text and in `List-Unsubscribe`. Both go through the same
-//! destination policy as channels: a subscriber is a stranger, and its webhook URL is the
-//! most hostile address central sends to. Must not: decide who is told what
+//! unsubscribe link in the text and in `List-Unsubscribe`. A subscriber is a stranger and its
+//! webhook URL the most hostile address central sends to: webhooks go through a policy of
+//! their own (`CENTRAL_SUBSCRIBER_ALLOWED_NETWORKS`, none of the local neighbourhood by
+//! default), never the channels' allowances; mail goes to central's own mail server under the
+//! channels' policy (the operator chose it). Must not: decide who is told what
 //! (`service::status_pages::subscribers`) or when (`duties::page_notices`).
 
 use shared_proto::status_subscribers::{Notice, NoticeEvent};
@@ -42,7 +44,7 @@ impl Notifier {
         match recipient {
             Recipient::Webhook { url, secret } => {
                 let body = serde_json::to_string(notice).map_err(|e| e.to_string())?;
-                webhook::post_with_id(&self.http, url, &notice.id, body, secret).await
+                webhook::post_with_id(&self.strangers, url, &notice.id, body, secret).await
             }
             Recipient::Email(address) => {
                 let Some(mail) = &self.mail else {

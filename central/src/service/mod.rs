@@ -149,6 +149,10 @@ impl App {
                     .clone()
                     .zip(args.mail_from.clone())
                     .map(|(url, from)| crate::notify::notices::MailServer { url, from }),
+                crate::notify::Destinations::new(
+                    args.subscriber_allowed_networks.clone(),
+                    args.notify_dns_server,
+                )?,
             )?,
             credentials: credentials::Credentials::new(
                 admin,

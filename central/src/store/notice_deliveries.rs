@@ -55,6 +55,12 @@ pub enum NoticeAttempt {
     GiveUp {
         error: String,
     },
+    /// Tried again at `at` for a fault of central's own (no public address, a page that could
+    /// not be read): not the subscriber's failure.
+    Postpone {
+        error: String,
+        at: i64,
+    },
     /// Given up, and the subscriber turned off with every delivery still pending for it; the
     /// page's owner told through `tell` (the default channels' outbox rows).
     TurnOff {
@@ -65,7 +71,10 @@ pub enum NoticeAttempt {
 
 impl Store {
     /// Up to `limit` deliveries due at `now`, oldest due first, with their notices and
-    /// subscribers (index `status_notice_deliveries_due`).
+    /// subscribers (index `status_notice_deliveries_due`): only each subscriber's oldest
+    /// undelivered one (by `(subscriber_id, status)`), so that a notice being retried, or
+    /// claimed by a replica that lost the lease, holds back the later ones to its subscriber:
+    /// each hears of an incident in the order it happened.
     pub async fn due_deliveries(&self, now: i64, limit: u32) -> anyhow::Result<Vec<DueDelivery>> {
         let subscriber_columns: String = COLUMNS
             .split(", ")
@@ -80,6 +89,10 @@ impl Store {
              JOIN status_notices n ON n.id = d.notice_id \
              JOIN status_subscribers s ON s.id = d.subscriber_id \
              WHERE d.status = 'pending' AND d.next_attempt_at <= $1 \
+             AND NOT EXISTS (SELECT 1 FROM status_notice_deliveries o \
+                 WHERE o.subscriber_id = d.subscriber_id AND o.status = 'pending' \
+                 AND (o.created_at < d.created_at \
+                      OR (o.created_at = d.created_at AND o.id < d.id))) \
              ORDER BY d.next_attempt_at, d.id LIMIT $2"
         );
         Ok(sqlx::query_as(&sql)
@@ -151,6 +164,17 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
                 failed(&mut tx, subscriber_id, error).await?;
+            }
+            NoticeAttempt::Postpone { error, at } => {
+                sqlx::query(
+                    "UPDATE status_notice_deliveries SET next_attempt_at = $2, last_error = $3 \
+                     WHERE id = $1",
+                )
+                .bind(id)
+                .bind(at)
+                .bind(error)
+                .execute(&mut *tx)
+                .await?;
             }
             NoticeAttempt::GiveUp { error } => {
                 give_up(&mut tx, id, error).await?;

@@ -164,42 +164,48 @@ impl Store {
         Ok(count)
     }
 
-    /// How many of a page's subscriptions are not confirmed.
-    pub async fn pending_subscribers(&self, page_id: &str) -> anyhow::Result<i64> {
-        let (count,): (i64,) = sqlx::query_as(
-            "SELECT COUNT(*) FROM status_subscribers WHERE page_id = $1 AND status = 'pending'",
+    /// How many of a page's subscriptions are not confirmed, and how many it has in all.
+    pub async fn subscriber_counts(&self, page_id: &str) -> anyhow::Result<(i64, i64)> {
+        let (pending, all): (i64, i64) = sqlx::query_as(
+            "SELECT COALESCE(SUM(CASE WHEN status = 'pending' THEN 1 ELSE 0 END), 0), COUNT(*) \
+             FROM status_subscribers WHERE page_id = $1",
         )
         .bind(page_id)
         .fetch_one(&self.pool)
         .await?;
-        Ok(count)
+        Ok((pending, all))
     }
 
-    /// Writes `subscriber` (new, or over the stored one of that id: `pending` again, its
-    /// confirmation sent now) and `notice`, its confirmation, with one delivery to it, in one
-    /// transaction.
+    /// Writes `subscriber` and `notice`, its confirmation, with one delivery to it, in one
+    /// transaction; `false`, writing nothing, when another request got there first: the
+    /// subscription exists already (new), or is confirmed or had a confirmation sent after
+    /// `again_after` (stored). A stored subscription keeps its secret unless it was turned off
+    /// (a stranger re-subscribing a pending webhook does not choose how it is signed).
     pub async fn ask_confirmation(
         &self,
         subscriber: &SubscriberRow,
         notice: &NoticeRow,
-    ) -> anyhow::Result<()> {
+        again_after: i64,
+    ) -> anyhow::Result<bool> {
         let _guard = self.write_lock().await;
         let mut tx = self.writer.begin().await?;
         let changed = sqlx::query(
-            "UPDATE status_subscribers SET kind = $2, secret = $3, status = $4, failures = 0, \
-             last_error = NULL, confirm_sent_at = $5 WHERE id = $1",
+            "UPDATE status_subscribers SET secret = CASE WHEN status = 'turned_off' THEN $2 \
+             ELSE secret END, status = 'pending', failures = 0, last_error = NULL, \
+             confirm_sent_at = $3 WHERE id = $1 AND status <> 'confirmed' \
+             AND (confirm_sent_at IS NULL OR confirm_sent_at < $4)",
         )
         .bind(&subscriber.id)
-        .bind(&subscriber.kind)
         .bind(&subscriber.secret)
-        .bind(&subscriber.status)
         .bind(subscriber.confirm_sent_at)
+        .bind(again_after)
         .execute(&mut *tx)
         .await?;
         if changed.rows_affected() == 0 {
-            sqlx::query(&format!(
+            let inserted = sqlx::query(&format!(
                 "INSERT INTO status_subscribers ({COLUMNS}) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+                 ON CONFLICT DO NOTHING"
             ))
             .bind(&subscriber.id)
             .bind(&subscriber.page_id)
@@ -214,6 +220,9 @@ impl Store {
             .bind(subscriber.confirmed_at)
             .execute(&mut *tx)
             .await?;
+            if inserted.rows_affected() == 0 {
+                return Ok(false);
+            }
         }
         insert_notice(&mut tx, notice).await?;
         sqlx::query(
@@ -228,21 +237,37 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
-        Ok(())
+        Ok(true)
     }
 
     /// Confirms a pending subscription; `false` if it was not pending.
+    /// Its confirmations still being sent are given up in the same transaction: they would
+    /// say nothing new, and hold back its first notices (each subscriber's are sent in order).
     pub async fn confirm_subscriber(&self, id: &str, at: i64) -> anyhow::Result<bool> {
         let _guard = self.write_lock().await;
+        let mut tx = self.writer.begin().await?;
         let done = sqlx::query(
             "UPDATE status_subscribers SET status = 'confirmed', confirmed_at = $2, \
              failures = 0, last_error = NULL WHERE id = $1 AND status = 'pending'",
         )
         .bind(id)
         .bind(at)
-        .execute(&self.writer)
+        .execute(&mut *tx)
         .await?;
-        Ok(done.rows_affected() == 1)
+        if done.rows_affected() != 1 {
+            return Ok(false);
+        }
+        sqlx::query(
+            "UPDATE status_notice_deliveries SET status = 'failed', \
+             last_error = 'confirmed before it was delivered' \
+             WHERE subscriber_id = $1 AND status = 'pending' AND notice_id IN \
+             (SELECT id FROM status_notices WHERE event = 'subscription.confirm')",
+        )
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(true)
     }
 
     /// Deletes a subscription with its deliveries; `false` if there was none.
@@ -285,29 +310,50 @@ impl Store {
 
 impl Store {
     /// The pages with a confirmed subscriber, each with where its maintenance was told up to
-    /// (`None`: never yet). Cost: the pages, each probed by the subscribers' `(page_id, …)`
-    /// index.
+    /// (`None`: never yet), and the ids of the pages without one that still hold such an
+    /// instant (to forget it). Cost: the pages, each probed by the subscribers'
+    /// `(page_id, …)` index.
     pub async fn pages_told_maintenance(
         &self,
-    ) -> anyhow::Result<Vec<(StatusPageRow, Option<i64>)>> {
+    ) -> anyhow::Result<(Vec<(StatusPageRow, Option<i64>)>, Vec<String>)> {
         let columns: String = super::status_pages::COLUMNS
             .split(", ")
             .map(|c| format!("p.{c}"))
             .collect::<Vec<_>>()
             .join(", ");
+        let listened = "EXISTS (SELECT 1 FROM status_subscribers s \
+             WHERE s.page_id = p.id AND s.status = 'confirmed')";
         let sql = format!(
-            "SELECT {columns}, p.maintenance_told_until FROM status_pages p WHERE EXISTS \
-             (SELECT 1 FROM status_subscribers s WHERE s.page_id = p.id AND s.status = 'confirmed')"
+            "SELECT {columns}, p.maintenance_told_until FROM status_pages p WHERE {listened}"
         );
         let rows = sqlx::query(&sql).fetch_all(&self.pool).await?;
-        rows.iter()
+        let told = rows
+            .iter()
             .map(|row| {
                 Ok((
                     StatusPageRow::from_row(row)?,
                     row.try_get("maintenance_told_until")?,
                 ))
             })
-            .collect()
+            .collect::<anyhow::Result<_>>()?;
+        let quiet: Vec<(String,)> = sqlx::query_as(&format!(
+            "SELECT p.id FROM status_pages p \
+             WHERE p.maintenance_told_until IS NOT NULL AND NOT {listened}"
+        ))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok((told, quiet.into_iter().map(|(id,)| id).collect()))
+    }
+
+    /// Forgets where a page's maintenance was told up to (it has no confirmed subscriber: its
+    /// next one starts from the pass after it confirms, not from the old instant).
+    pub async fn forget_maintenance_told(&self, page_id: &str) -> anyhow::Result<()> {
+        let _guard = self.write_lock().await;
+        sqlx::query("UPDATE status_pages SET maintenance_told_until = NULL WHERE id = $1")
+            .bind(page_id)
+            .execute(&self.writer)
+            .await?;
+        Ok(())
     }
 
     /// Writes `notices` (each to the page's confirmed subscribers) and moves where the page's
@@ -356,6 +402,10 @@ impl Store {
              (SELECT id FROM status_subscribers WHERE status = 'pending' AND confirm_sent_at < $1)",
             "DELETE FROM status_subscribers WHERE status = 'pending' AND confirm_sent_at < $1",
             "DELETE FROM status_notice_deliveries WHERE created_at < $1 AND status <> 'pending'",
+            // A delivery written for a subscriber deleted at that moment (PostgreSQL: the
+            // fan-out and the deletion in concurrent transactions) is never sent.
+            "DELETE FROM status_notice_deliveries WHERE created_at < $1 AND NOT EXISTS \
+             (SELECT 1 FROM status_subscribers s WHERE s.id = subscriber_id)",
             "DELETE FROM status_notices WHERE created_at < $1 AND NOT EXISTS \
              (SELECT 1 FROM status_notice_deliveries d WHERE d.notice_id = status_notices.id)",
         ] {
@@ -402,6 +452,51 @@ mod tests {
         }
     }
 
+    /// A confirmation is written once however many requests ask at once, and a stranger's
+    /// request does not change how a pending webhook is signed.
+    #[tokio::test]
+    async fn a_confirmation_is_claimed_in_its_write() {
+        let (store, _dir) = sqlite_store().await;
+        let mut first = subscriber("s1", "https://a/", "pending", 1_000);
+        first.secret = Some("owner's".into());
+        assert!(store
+            .ask_confirmation(&first, &notice("c1", 1_000), 0)
+            .await
+            .unwrap());
+        // The same address again (another id, as a second request at once would make).
+        let twin = subscriber("s9", "https://a/", "pending", 1_000);
+        assert!(!store
+            .ask_confirmation(&twin, &notice("c9", 1_000), 0)
+            .await
+            .unwrap());
+        // Again before `again_after`: nothing.
+        let mut again = subscriber("s1", "https://a/", "pending", 1_500);
+        again.secret = Some("stranger's".into());
+        assert!(!store
+            .ask_confirmation(&again, &notice("c2", 1_500), 1_000)
+            .await
+            .unwrap());
+        // After it: sent again, the secret kept.
+        assert!(store
+            .ask_confirmation(&again, &notice("c3", 5_000), 1_200)
+            .await
+            .unwrap());
+        let stored = store.subscriber("s1").await.unwrap().unwrap();
+        assert_eq!(stored.secret.as_deref(), Some("owner's"));
+        assert_eq!(stored.confirm_sent_at, Some(1_500));
+        // Confirmed: never again.
+        assert!(store.confirm_subscriber("s1", 6_000).await.unwrap());
+        assert!(!store
+            .ask_confirmation(&again, &notice("c4", 9_000), 8_000)
+            .await
+            .unwrap());
+        assert_eq!(
+            store.due_deliveries(i64::MAX, 10).await.unwrap().len(),
+            1,
+            "c1, then c3"
+        );
+    }
+
     /// Upkeep forgets what is settled and old, and subscriptions nobody confirmed; never a
     /// delivery still to be sent, nor its notice.
     #[tokio::test]
@@ -411,6 +506,7 @@ mod tests {
             .ask_confirmation(
                 &subscriber("s1", "https://a/", "pending", 10),
                 &notice("c1", 10),
+                0,
             )
             .await
             .unwrap();
@@ -418,6 +514,7 @@ mod tests {
             .ask_confirmation(
                 &subscriber("s2", "https://b/", "pending", 10),
                 &notice("c2", 10),
+                0,
             )
             .await
             .unwrap();

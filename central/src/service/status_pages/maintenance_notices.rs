@@ -7,7 +7,8 @@
 //! notices, so an occurrence's start and end are each told once, late rather than never if the
 //! lease holder was away (`maintenance_events`; a property test checks that passes at any
 //! instants tell what one pass over the whole stretch would). A page starts telling from the
-//! first pass after it has a confirmed subscriber: what happened before is not news to anyone.
+//! first pass after it has a confirmed subscriber, and forgets its instant when it has none
+//! left: what happened while nobody listened is not news to anyone.
 //!
 //! Cost, per pass: the pages with a confirmed subscriber; for each, its monitors and the
 //! windows not over at its instant, walked once each. Run by `duties::page_notices` every
@@ -52,7 +53,11 @@ impl App {
     pub async fn tell_maintenance(&self) -> ServiceResult<usize> {
         let now = self.now_ms();
         let mut told = 0;
-        for (row, from) in self.store.pages_told_maintenance().await? {
+        let (listened, quiet) = self.store.pages_told_maintenance().await?;
+        for page_id in quiet {
+            self.store.forget_maintenance_told(&page_id).await?;
+        }
+        for (row, from) in listened {
             let page = StatusPage::of_row(&row)?;
             let Some(since) = from else {
                 // Its first subscriber: from now on.
@@ -192,15 +197,21 @@ mod tests {
             .unwrap()
             .unwrap();
         // Its confirmation aside: what is due to it.
+        // What it is sent, one at a time in its order, each taken as delivered.
         let told = |app: std::sync::Arc<App>| async move {
-            let due = app.store.due_deliveries(i64::MAX, 100).await.unwrap();
-            due.into_iter()
-                .filter(|d| d.notice.event.starts_with("maintenance."))
-                .map(|d| {
+            let mut said = Vec::new();
+            while let Some(d) = app.store.due_deliveries(i64::MAX, 100).await.unwrap().pop() {
+                let attempt = crate::store::NoticeAttempt::Delivered;
+                app.store
+                    .record_notice_attempt(&d.id, &d.subscriber.id, &attempt, 0)
+                    .await
+                    .unwrap();
+                if d.notice.event.starts_with("maintenance.") {
                     let content: NoticeContent = serde_json::from_str(&d.notice.content).unwrap();
-                    (content.event, content.maintenance.unwrap())
-                })
-                .collect::<Vec<_>>()
+                    said.push((content.event, content.maintenance.unwrap()));
+                }
+            }
+            said
         };
         assert_eq!(
             app.tell_maintenance().await.unwrap(),

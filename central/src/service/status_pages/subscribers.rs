@@ -9,9 +9,11 @@
 //! unlock cookies are): nothing secret is stored per subscriber, and a token opens only its
 //! own subscription. Subscribing never says whether the address was subscribed already (the
 //! answer is the same `202` whatever happened), and is limited per address: a pending
-//! subscription's confirmation is sent again at most every `CONFIRM_AGAIN_AFTER_MS`, and one
-//! address gets at most `CONFIRMATIONS_PER_HOUR` confirmations an hour across pages, so the
-//! form cannot be used to flood someone's inbox or webhook. Must not: send (`notify::notices`)
+//! subscription's confirmation is sent again at most every `CONFIRM_AGAIN_AFTER_MS` (checked in
+//! the write itself, so requests at once send one), and one address gets confirmations from at
+//! most `CONFIRMATIONS_PER_HOUR` pages an hour; a page keeps at most `MAX_PENDING` unconfirmed
+//! and `MAX_SUBSCRIBERS` subscriptions in all. What is not limited: variants of one address
+//! (`ana+1@…`, another path on one host) count as other addresses, up to those caps. Must not: send (`notify::notices`)
 //! or loop (`duties::page_notices`).
 
 use hmac::{Hmac, Mac};
@@ -36,10 +38,13 @@ use crate::store::{
 
 /// The setting holding the key subscription links are signed with (one for the cluster).
 const SUBSCRIBER_KEY_SETTING: &str = "status_subscriber_key";
-/// A pending subscription's confirmation is sent again at most this often.
-const CONFIRM_AGAIN_AFTER_MS: i64 = 10 * 60 * 1000;
-/// The most confirmations one address gets in an hour, across pages.
+/// A pending subscription's confirmation is sent again at most this often (so one address
+/// gets at most one an hour from each page).
+const CONFIRM_AGAIN_AFTER_MS: i64 = 3600 * 1000;
+/// The most pages whose confirmation one address gets in an hour.
 const CONFIRMATIONS_PER_HOUR: i64 = 5;
+/// The most subscriptions a page keeps, confirmed or not.
+const MAX_SUBSCRIBERS: i64 = 10_000;
 /// The most unconfirmed subscriptions a page keeps: past it, a stranger's form posts are
 /// answered as always and nothing is written.
 const MAX_PENDING: i64 = 1_000;
@@ -267,6 +272,10 @@ pub fn failure_attempt(failure: Failure, error: String, tell: Vec<OutboxRow>) ->
 impl StatusPages {
     /// The key subscription links are signed with: made by the first replica that needs it.
     pub async fn subscriber_key(&self) -> ServiceResult<Vec<u8>> {
+        // Read first: every visitor's link is checked with it, and making it takes the writer.
+        if let Some(key) = self.store.setting(SUBSCRIBER_KEY_SETTING).await? {
+            return Ok(key.into_bytes());
+        }
         let key = self
             .store
             .setting_or_insert(SUBSCRIBER_KEY_SETTING, &crate::service::auth::new_secret())
@@ -321,8 +330,9 @@ impl StatusPages {
                 stored_id(&row.id)?
             }
             None => {
-                if self.store.pending_subscribers(&page_id).await? >= MAX_PENDING {
-                    tracing::warn!(page = %page.slug, "a status page has {MAX_PENDING} unconfirmed subscriptions; taking no more");
+                let (pending, all) = self.store.subscriber_counts(&page_id).await?;
+                if pending >= MAX_PENDING || all >= MAX_SUBSCRIBERS {
+                    tracing::warn!(page = %page.slug, pending, all, "a status page has as many subscriptions as it keeps; taking no more");
                     return Ok(());
                 }
                 Uuid::now_v7()
@@ -367,7 +377,11 @@ impl StatusPages {
             content: serde_json::to_string(&content).map_err(anyhow::Error::from)?,
             created_at: now,
         };
-        self.store.ask_confirmation(&row, &notice).await?;
+        // Written only if no other request sent one meanwhile (`ask_confirmation` checks again
+        // in its write), so requests at once cannot multiply confirmations.
+        self.store
+            .ask_confirmation(&row, &notice, now - CONFIRM_AGAIN_AFTER_MS)
+            .await?;
         Ok(())
     }
 
