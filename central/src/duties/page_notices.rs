@@ -24,6 +24,7 @@ use shared_proto::status_subscribers::{SubscriberKind, SubscriberStatus};
 use crate::notify::notices::Recipient;
 use crate::notify::SEND_TIMEOUT;
 use crate::service::error::ServiceError;
+use crate::service::status_pages::maintenance_notices::tell_maintenance;
 use crate::service::status_pages::subscribers::{
     after_failure, failure_attempt, notice_for, owner_rows, turned_off_message, Failure,
 };
@@ -54,7 +55,7 @@ pub async fn run(app: Arc<App>) {
         // Maintenance begun or ended is looked for at once when the lease is taken, then
         // every `MAINTENANCE_EVERY` rounds (its cost: `maintenance_notices`).
         if rounds.is_multiple_of(MAINTENANCE_EVERY) {
-            if let Err(e) = app.tell_maintenance().await {
+            if let Err(e) = tell_maintenance(&app).await {
                 tracing::warn!("telling subscribers of maintenance failed: {e:#}");
             }
         }

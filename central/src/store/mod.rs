@@ -25,6 +25,7 @@ mod leases;
 mod locations;
 mod maintenance;
 mod managed;
+mod migration_list;
 mod migrations;
 mod minutes;
 mod monitor_reads;

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use shared_proto::status_subscribers::{NoticeContent, NoticeEvent, NoticeMaintenance};
 use uuid::Uuid;
 
-use super::shown::names_on_page;
+use super::shown::{maintenance_spans, names_on_page, page_monitors};
 use super::StatusPage;
 use crate::service::error::ServiceResult;
 use crate::service::{time_of, App};
@@ -47,73 +47,69 @@ pub fn maintenance_events(
     events
 }
 
-impl App {
-    /// One pass over the pages with subscribers: what maintenance began or ended since each
-    /// was last told, written as notices. How many notices.
-    pub async fn tell_maintenance(&self) -> ServiceResult<usize> {
-        let now = self.now_ms();
-        let mut told = 0;
-        let (listened, quiet) = self.store.pages_told_maintenance().await?;
-        for page_id in quiet {
-            self.store.forget_maintenance_told(&page_id).await?;
-        }
-        for (row, from) in listened {
-            let page = StatusPage::of_row(&row)?;
-            let Some(since) = from else {
-                // Its first subscriber: from now on.
-                self.store.tell_maintenance(&row.id, None, now, &[]).await?;
-                continue;
-            };
-            if since >= now {
-                continue;
-            }
-            let notices = self.maintenance_notices(&page, since, now).await?;
-            if self
-                .store
-                .tell_maintenance(&row.id, from, now, &notices)
-                .await?
-            {
-                told += notices.len();
-            }
-        }
-        Ok(told)
+/// One pass over the pages with subscribers: what maintenance began or ended since each was
+/// last told, written as notices. How many notices.
+pub async fn tell_maintenance(app: &App) -> ServiceResult<usize> {
+    let now = app.now_ms();
+    let mut told = 0;
+    let (listened, quiet) = app.store.pages_told_maintenance().await?;
+    for page_id in quiet {
+        app.store.forget_maintenance_told(&page_id).await?;
     }
+    for (row, from) in listened {
+        let page = StatusPage::of_row(&row)?;
+        let Some(since) = from else {
+            // Its first subscriber: from now on.
+            app.store.tell_maintenance(&row.id, None, now, &[]).await?;
+            continue;
+        };
+        if since >= now {
+            continue;
+        }
+        let notices = maintenance_notices(app, &page, since, now).await?;
+        if app
+            .store
+            .tell_maintenance(&row.id, from, now, &notices)
+            .await?
+        {
+            told += notices.len();
+        }
+    }
+    Ok(told)
+}
 
-    /// The notices of what began or ended on `page` within `(from, until]`.
-    async fn maintenance_notices(
-        &self,
-        page: &StatusPage,
-        from: i64,
-        until: i64,
-    ) -> ServiceResult<Vec<NoticeRow>> {
-        let (section_ids, rows) = self.page_monitors(page).await?;
-        let names = names_on_page(page, &section_ids, &rows)?;
-        // Under way at `from`, or starting up to `until` (inclusive).
-        let spans = self
-            .maintenance_spans(&rows, &names, from, until.saturating_add(1))
-            .await?;
-        let mut notices = Vec::new();
-        for (_, event, span) in maintenance_events(&spans, from, until) {
-            let content = NoticeContent {
-                event,
-                at: time_of(until),
-                incident: None,
-                maintenance: Some(NoticeMaintenance {
-                    starts_at: time_of(span.0),
-                    ends_at: time_of(span.1),
-                    monitors: spans.get(&span).cloned().unwrap_or_default(),
-                }),
-            };
-            notices.push(NoticeRow {
-                id: Uuid::now_v7().to_string(),
-                page_id: page.id.to_string(),
-                event: event.as_str().into(),
-                content: serde_json::to_string(&content).map_err(anyhow::Error::from)?,
-                created_at: until,
-            });
-        }
-        Ok(notices)
+/// The notices of what began or ended on `page` within `(from, until]`.
+async fn maintenance_notices(
+    app: &App,
+    page: &StatusPage,
+    from: i64,
+    until: i64,
+) -> ServiceResult<Vec<NoticeRow>> {
+    let (section_ids, rows) = page_monitors(app, page).await?;
+    let names = names_on_page(page, &section_ids, &rows)?;
+    // Under way at `from`, or starting up to `until` (inclusive).
+    let spans = maintenance_spans(app, &rows, &names, from, until.saturating_add(1)).await?;
+    let mut notices = Vec::new();
+    for (_, event, span) in maintenance_events(&spans, from, until) {
+        let content = NoticeContent {
+            event,
+            at: time_of(until),
+            incident: None,
+            maintenance: Some(NoticeMaintenance {
+                starts_at: time_of(span.0),
+                ends_at: time_of(span.1),
+                monitors: spans.get(&span).cloned().unwrap_or_default(),
+            }),
+        };
+        notices.push(NoticeRow {
+            id: Uuid::now_v7().to_string(),
+            page_id: page.id.to_string(),
+            event: event.as_str().into(),
+            content: serde_json::to_string(&content).map_err(anyhow::Error::from)?,
+            created_at: until,
+        });
     }
+    Ok(notices)
 }
 
 #[cfg(test)]
@@ -214,7 +210,7 @@ mod tests {
             said
         };
         assert_eq!(
-            app.tell_maintenance().await.unwrap(),
+            tell_maintenance(&app).await.unwrap(),
             0,
             "no confirmed subscriber"
         );
@@ -224,13 +220,13 @@ mod tests {
             .await
             .unwrap());
         assert_eq!(
-            app.tell_maintenance().await.unwrap(),
+            tell_maintenance(&app).await.unwrap(),
             0,
             "the first pass only starts"
         );
         for minute in [1, 3, 11, 15, 21, 30] {
             handle.set(start + minute * 60_000);
-            app.tell_maintenance().await.unwrap();
+            tell_maintenance(&app).await.unwrap();
         }
         let said = told(app.clone()).await;
         let events: Vec<NoticeEvent> = said.iter().map(|(e, _)| *e).collect();

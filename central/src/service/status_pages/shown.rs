@@ -57,7 +57,7 @@ impl App {
     /// What visitors of `page` are shown now.
     pub async fn shown_page(&self, page: &StatusPage) -> ServiceResult<StatusSummary> {
         let now = self.now_ms();
-        let (section_ids, rows) = self.page_monitors(page).await?;
+        let (section_ids, rows) = page_monitors(self, page).await?;
         let statuses: HashMap<String, (ShownStatus, Option<u64>)> = self
             .statuses_of(&rows)
             .await?
@@ -147,7 +147,7 @@ impl App {
             .status_pages()
             .shown_incidents(page, &names, now)
             .await?;
-        let maintenance = self.shown_maintenance(&rows, &names, now).await?;
+        let maintenance = shown_maintenance(self, &rows, &names, now).await?;
         let (status, outage) = StatusSummary::overall(
             sections
                 .iter()
@@ -167,106 +167,106 @@ impl App {
             generated_at: time_of(now),
         })
     }
+}
 
-    /// The monitors `page` shows: each section's ids (by id in the operator's order, then by
-    /// tag, at most `MAX_PAGE_MONITORS` in all) and the rows of those that exist.
-    pub(super) async fn page_monitors(
-        &self,
-        page: &StatusPage,
-    ) -> ServiceResult<(Vec<Vec<String>>, Vec<MonitorRow>)> {
-        // Each section's monitors: by id in the operator's order, then by tag.
-        let mut budget = MAX_PAGE_MONITORS;
-        let mut section_ids: Vec<Vec<String>> = Vec::with_capacity(page.sections.len());
-        for section in &page.sections {
-            let mut ids: Vec<String> = Vec::new();
-            let mut seen = HashSet::new();
-            let named = section.monitor_ids.iter().map(ToString::to_string);
-            let mut tagged = Vec::new();
-            for tag in &section.tags {
-                tagged.extend(self.store.monitors_tagged(tag).await?);
-            }
-            tagged.sort();
-            for id in named.chain(tagged) {
-                if budget > 0 && seen.insert(id.clone()) {
-                    ids.push(id);
-                    budget -= 1;
-                }
-            }
-            section_ids.push(ids);
+/// The monitors `page` shows: each section's ids (by id in the operator's order, then by
+/// tag, at most `MAX_PAGE_MONITORS` in all) and the rows of those that exist.
+pub(super) async fn page_monitors(
+    app: &App,
+    page: &StatusPage,
+) -> ServiceResult<(Vec<Vec<String>>, Vec<MonitorRow>)> {
+    // Each section's monitors: by id in the operator's order, then by tag.
+    let mut budget = MAX_PAGE_MONITORS;
+    let mut section_ids: Vec<Vec<String>> = Vec::with_capacity(page.sections.len());
+    for section in &page.sections {
+        let mut ids: Vec<String> = Vec::new();
+        let mut seen = HashSet::new();
+        let named = section.monitor_ids.iter().map(ToString::to_string);
+        let mut tagged = Vec::new();
+        for tag in &section.tags {
+            tagged.extend(app.store.monitors_tagged(tag).await?);
         }
-        let all: Vec<String> = {
-            let mut all: Vec<String> = section_ids.iter().flatten().cloned().collect();
-            all.sort();
-            all.dedup();
-            all
-        };
-        let rows: Vec<MonitorRow> = self.store.monitors_by_ids(&all).await?;
-        Ok((section_ids, rows))
-    }
-
-    /// The maintenance over `monitors` under way at `now` or starting within
-    /// `MAINTENANCE_AHEAD_DAYS`, by occurrence, with the monitors each covers by `names`.
-    async fn shown_maintenance(
-        &self,
-        monitors: &[MonitorRow],
-        names: &HashMap<Uuid, String>,
-        now: i64,
-    ) -> ServiceResult<Vec<ShownMaintenance>> {
-        let until = now + MAINTENANCE_AHEAD_DAYS * DAY_MS;
-        let spans = self.maintenance_spans(monitors, names, now, until).await?;
-        Ok(spans
-            .into_iter()
-            .map(|((start, end), affected)| ShownMaintenance {
-                starts_at: time_of(start),
-                ends_at: time_of(end),
-                under_way: start <= now && now < end,
-                affected,
-            })
-            .collect())
-    }
-
-    /// The occurrences of maintenance over `monitors` under way at `from` or starting before
-    /// `until`, each with the monitors it covers by `names` (occurrences of several windows
-    /// at the same times are one). Cost: one read of the windows not over at `from`; a scope
-    /// check per window and monitor; a walk of each covering window's rule.
-    pub(super) async fn maintenance_spans(
-        &self,
-        monitors: &[MonitorRow],
-        names: &HashMap<Uuid, String>,
-        from: i64,
-        until: i64,
-    ) -> ServiceResult<BTreeMap<(i64, i64), Vec<String>>> {
-        let windows = self.maintenance().windows_now(from).await?;
-        let mut by_time: BTreeMap<(i64, i64), Vec<String>> = BTreeMap::new();
-        if windows.is_empty() {
-            return Ok(by_time);
-        }
-        let mut covered: Vec<Vec<String>> = vec![Vec::new(); windows.len()];
-        self.history()
-            .each_placement(monitors, |monitor, placement| {
-                let name = stored_id(&monitor.id).ok().and_then(|id| names.get(&id));
-                for (i, window) in windows.iter().enumerate() {
-                    if let Some(name) = name.filter(|_| window.window.scope.covers(placement)) {
-                        covered[i].push(name.clone());
-                    }
-                }
-            })
-            .await?;
-        for (window, covered) in windows.iter().zip(covered) {
-            if covered.is_empty() {
-                continue;
-            }
-            for span in occurrences_ahead(&window.window.schedule, from, until) {
-                let affected = by_time.entry(span).or_default();
-                for name in &covered {
-                    if !affected.contains(name) {
-                        affected.push(name.clone());
-                    }
-                }
+        tagged.sort();
+        for id in named.chain(tagged) {
+            if budget > 0 && seen.insert(id.clone()) {
+                ids.push(id);
+                budget -= 1;
             }
         }
-        Ok(by_time)
+        section_ids.push(ids);
     }
+    let all: Vec<String> = {
+        let mut all: Vec<String> = section_ids.iter().flatten().cloned().collect();
+        all.sort();
+        all.dedup();
+        all
+    };
+    let rows: Vec<MonitorRow> = app.store.monitors_by_ids(&all).await?;
+    Ok((section_ids, rows))
+}
+
+/// The maintenance over `monitors` under way at `now` or starting within
+/// `MAINTENANCE_AHEAD_DAYS`, by occurrence, with the monitors each covers by `names`.
+async fn shown_maintenance(
+    app: &App,
+    monitors: &[MonitorRow],
+    names: &HashMap<Uuid, String>,
+    now: i64,
+) -> ServiceResult<Vec<ShownMaintenance>> {
+    let until = now + MAINTENANCE_AHEAD_DAYS * DAY_MS;
+    let spans = maintenance_spans(app, monitors, names, now, until).await?;
+    Ok(spans
+        .into_iter()
+        .map(|((start, end), affected)| ShownMaintenance {
+            starts_at: time_of(start),
+            ends_at: time_of(end),
+            under_way: start <= now && now < end,
+            affected,
+        })
+        .collect())
+}
+
+/// The occurrences of maintenance over `monitors` under way at `from` or starting before
+/// `until`, each with the monitors it covers by `names` (occurrences of several windows
+/// at the same times are one). Cost: one read of the windows not over at `from`; a scope
+/// check per window and monitor; a walk of each covering window's rule.
+pub(super) async fn maintenance_spans(
+    app: &App,
+    monitors: &[MonitorRow],
+    names: &HashMap<Uuid, String>,
+    from: i64,
+    until: i64,
+) -> ServiceResult<BTreeMap<(i64, i64), Vec<String>>> {
+    let windows = app.maintenance().windows_now(from).await?;
+    let mut by_time: BTreeMap<(i64, i64), Vec<String>> = BTreeMap::new();
+    if windows.is_empty() {
+        return Ok(by_time);
+    }
+    let mut covered: Vec<Vec<String>> = vec![Vec::new(); windows.len()];
+    app.history()
+        .each_placement(monitors, |monitor, placement| {
+            let name = stored_id(&monitor.id).ok().and_then(|id| names.get(&id));
+            for (i, window) in windows.iter().enumerate() {
+                if let Some(name) = name.filter(|_| window.window.scope.covers(placement)) {
+                    covered[i].push(name.clone());
+                }
+            }
+        })
+        .await?;
+    for (window, covered) in windows.iter().zip(covered) {
+        if covered.is_empty() {
+            continue;
+        }
+        for span in occurrences_ahead(&window.window.schedule, from, until) {
+            let affected = by_time.entry(span).or_default();
+            for name in &covered {
+                if !affected.contains(name) {
+                    affected.push(name.clone());
+                }
+            }
+        }
+    }
+    Ok(by_time)
 }
 
 /// Each shown monitor's name on a page: its display name in the first section that shows it,
