@@ -298,7 +298,8 @@ pub fn parse_logo(field: &str, text: &str) -> Result<Logo, ValidationError> {
     }
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(data)
-        .map_err(|_| shape())?;
+        // The pattern admits it (base64's letters): a value error, not the field's shape.
+        .map_err(|_| ValidationError::value(field, "holds base64 that does not decode"))?;
     if bytes.len() > MAX_LOGO_BYTES {
         return Err(ValidationError::value(
             field,
