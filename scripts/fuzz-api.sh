@@ -3,12 +3,13 @@
 # /api/openapi.json. Starts a fresh central (temporary database, loopback, random port), then:
 #   run 1: the settings API (/api/v1/...)      with the admin token,
 #   run 2: the poller API   (/api/poller/...)  with a registered poller's access token,
+#   run 3: visitors' pages  (/status/..., /badge/...) of a public status page,
 # each with every check and every phase (examples, coverage, fuzzing; stateful on the settings API,
 # the only one with links), and no hooks: the document alone says what central accepts
 # (scripts/schemathesis.toml says which statuses count as a refusal and an acceptance). Long
 # polls and operators' commands are answered at once (CENTRAL_MAX_LONG_POLLS=0,
-# CENTRAL_MAX_COMMAND_WAIT=0s: its pollers never answer), so a valid `wait` costs no time. Both
-# runs always execute; the script exits non-zero if either fails. JUnit reports go to
+# CENTRAL_MAX_COMMAND_WAIT=0s: its pollers never answer), so a valid `wait` costs no time. All
+# runs always execute; the script exits non-zero if any fails. JUnit reports go to
 # target/fuzz-api/.
 #
 #   scripts/fuzz-api.sh
@@ -73,6 +74,9 @@ trap 'exit 143' TERM
 # thousands of 401s from one address would rightly lock that address out, as its hundreds of
 # heartbeats a minute would its poller (429, which the schema states). No long poll is held
 # (a `wait` is answered at once, as when central holds its most), so the run takes seconds.
+# A public address is set so that visitors' subscriptions are taken (every notice carries
+# links to it); their confirmations reach nobody, since strangers' webhooks may reach no
+# network unless CENTRAL_SUBSCRIBER_ALLOWED_NETWORKS says so, and no mail server is set.
 ADMIN=$(python3 -c 'import secrets; print("fuzz-admin-" + secrets.token_hex(16))')
 (
   cd "$WORK"
@@ -87,6 +91,7 @@ ADMIN=$(python3 -c 'import secrets; print("fuzz-admin-" + secrets.token_hex(16))
     CENTRAL_POLLER_HEARTBEATS_PER_MINUTE=0 \
     CENTRAL_MAX_LONG_POLLS=0 \
     CENTRAL_MAX_COMMAND_WAIT=0s \
+    CENTRAL_PUBLIC_URL=https://status.example.com \
     RUST_LOG="${RUST_LOG:-info}" \
     "$CENTRAL_BIN" serve >"$LOG" 2>&1
 ) &
@@ -176,6 +181,27 @@ POLLER_TOKEN=$(new_poller fuzz-poller-2)
 # The poller API has no links between its operations (no create/read pairs): no stateful phase.
 run_st poller '^/api/poller/' "$POLLER_TOKEN" examples,coverage,fuzzing
 
+# Visitors' operations (status pages, badges): a public page showing a fresh monitor (the
+# settings run may have deleted the first), which half the generated slugs and monitor ids
+# name (scripts/schemathesis.toml binds them), so that the pages are rendered, not only
+# refused. No credential is needed; the admin token riding along changes nothing.
+PUBLIC_MONITOR=$(curl -sS --fail-with-body -X POST "$BASE/api/v1/monitors" \
+    -H "Authorization: Bearer $ADMIN" -H 'Content-Type: application/json' \
+    -d '{"name":"fuzz-public","kind":"tcp","target":"127.0.0.1:9","interval_ms":60000,"timeout_ms":1000}' \
+  | json_field id)
+curl -sS --fail-with-body -o /dev/null -X POST "$BASE/api/v1/status-pages" \
+    -H "Authorization: Bearer $ADMIN" -H 'Content-Type: application/json' \
+    -d "{\"slug\":\"fuzz\",\"title\":\"Fuzz\",\"visibility\":\"public\",\"sections\":[{\"name\":\"All\",\"monitor_ids\":[\"$PUBLIC_MONITOR\"]}]}"
+{
+  printf '[dictionaries.existing_slug]\nvalues = ["fuzz"]\n'
+  printf '[dictionaries.shown_monitor]\nvalues = ["%s"]\n' "$PUBLIC_MONITOR"
+  printf '[[operations]]\ninclude-path-regex = "^/status/"\n'
+  printf 'parameters = { "path.slug" = { dictionary = "existing_slug", probability = 0.5 } }\n'
+  printf '[[operations]]\ninclude-path-regex = "^/badge/"\n'
+  printf 'parameters = { "path.monitor_id" = { dictionary = "shown_monitor", probability = 0.5 } }\n'
+} >>"$CONFIG"
+run_st public '^/(status|badge)/' "$ADMIN" examples,coverage,fuzzing
+
 # summary NAME: one line per run (counts from its JUnit report, when there is one).
 summary() {
   local name=$1 rc=${RC[$1]} verdict counts="no JUnit report"
@@ -199,5 +225,10 @@ PY
 echo
 summary settings
 summary poller
-# 0 when both passed, else the larger exit code (1: failures found; 2: schemathesis error).
-exit $(( RC[settings] > RC[poller] ? RC[settings] : RC[poller] ))
+summary public
+# 0 when every run passed, else the largest exit code (1: failures found; 2: schemathesis error).
+worst=0
+for name in settings poller public; do
+  (( RC[$name] > worst )) && worst=${RC[$name]}
+done
+exit "$worst"

@@ -145,7 +145,7 @@ pub async fn get_incident(
     security(("admin_token" = [])),
     request_body = IncidentPatch,
     params(("id" = Uuid, Path, description = "Status page id"), ("iid" = Uuid, Path, description = "Incident id")),
-    responses((status = 200, description = "The incident as changed.", body = IncidentView), super::openapi::PatchErrors)
+    responses((status = 200, description = "The incident as changed.", body = IncidentView), super::openapi::IncidentChangeErrors)
 )]
 pub async fn update_incident(
     State(pages): State<StatusPages>,
@@ -176,7 +176,7 @@ pub async fn delete_incident(
     security(("admin_token" = [])),
     request_body = IncidentUpdateSpec,
     params(("id" = Uuid, Path, description = "Status page id"), ("iid" = Uuid, Path, description = "Incident id")),
-    responses((status = 201, description = "The incident with its new update.", body = IncidentView), super::openapi::PatchErrors)
+    responses((status = 201, description = "The incident with its new update.", body = IncidentView), super::openapi::IncidentChangeErrors)
 )]
 pub async fn add_incident_update(
     State(pages): State<StatusPages>,

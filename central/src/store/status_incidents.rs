@@ -80,6 +80,9 @@ pub enum IncidentChange {
     Missing,
     /// Its timeline has as many updates as it may; nothing was changed.
     TimelineFull,
+    /// It was changed since it was read (its `updated_at` is not the one expected); nothing
+    /// was changed.
+    Stale,
 }
 
 async fn add_update(tx: &mut Transaction<'_, Any>, update: &IncidentUpdateRow) -> sqlx::Result<()> {
@@ -131,12 +134,15 @@ impl Store {
         Ok(())
     }
 
-    /// Overwrites an incident and adds `update` to its timeline, with the notice that tells
-    /// the page's subscribers, in one transaction, unless the timeline has `max_updates`
-    /// already.
+    /// Overwrites an incident read when its `updated_at` was `read_at`, and adds `update` to
+    /// its timeline, with the notice that tells the page's subscribers, in one transaction,
+    /// unless the timeline has `max_updates` already or the incident changed since
+    /// (`updated_at` grows with every change): what a change tells was decided from the
+    /// incident as it was read, so two changes decided from one reading must not both land.
     pub async fn change_incident(
         &self,
         row: &IncidentRow,
+        read_at: i64,
         update: Option<&IncidentUpdateRow>,
         max_updates: usize,
         notice: Option<&NoticeRow>,
@@ -145,7 +151,8 @@ impl Store {
         let mut tx = self.writer.begin().await?;
         let done = sqlx::query(
             "UPDATE status_incidents SET title = $3, status = $4, monitor_ids = $5, \
-             updated_at = $6, resolved_at = $7, published = $8 WHERE id = $1 AND page_id = $2",
+             updated_at = $6, resolved_at = $7, published = $8 \
+             WHERE id = $1 AND page_id = $2 AND updated_at = $9",
         )
         .bind(&row.id)
         .bind(&row.page_id)
@@ -155,10 +162,20 @@ impl Store {
         .bind(row.updated_at)
         .bind(row.resolved_at)
         .bind(i64::from(row.published))
+        .bind(read_at)
         .execute(&mut *tx)
         .await?;
         if done.rows_affected() != 1 {
-            return Ok(IncidentChange::Missing);
+            let exists: Option<(i64,)> =
+                sqlx::query_as("SELECT 1 FROM status_incidents WHERE id = $1 AND page_id = $2")
+                    .bind(&row.id)
+                    .bind(&row.page_id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+            return Ok(match exists {
+                Some(_) => IncidentChange::Stale,
+                None => IncidentChange::Missing,
+            });
         }
         if let Some(update) = update {
             let (count,): (i64,) = sqlx::query_as(
@@ -415,17 +432,20 @@ mod tests {
             .insert_incident(&row, &update("u1", "i", 1), None)
             .await
             .unwrap();
+        let mut row = row;
         for (id, at) in [("u2", 2), ("u3", 3)] {
             let next = update(id, "i", at);
+            let read_at = row.updated_at;
+            row.updated_at = at;
             let done = store
-                .change_incident(&row, Some(&next), 3, None)
+                .change_incident(&row, read_at, Some(&next), 3, None)
                 .await
                 .unwrap();
             assert_eq!(done, IncidentChange::Done);
         }
         let fourth = update("u4", "i", 4);
         let full = store
-            .change_incident(&row, Some(&fourth), 3, None)
+            .change_incident(&row, 3, Some(&fourth), 3, None)
             .await
             .unwrap();
         assert_eq!(full, IncidentChange::TimelineFull);
@@ -433,8 +453,19 @@ mod tests {
             page_id: "q".into(),
             ..row.clone()
         };
-        let missing = store.change_incident(&elsewhere, None, 3, None);
+        let missing = store.change_incident(&elsewhere, 3, None, 3, None);
         assert_eq!(missing.await.unwrap(), IncidentChange::Missing);
+        // Decided from a reading older than the incident: nothing written.
+        let retitled = IncidentRow {
+            title: "stale".into(),
+            ..row.clone()
+        };
+        let stale = store.change_incident(&retitled, 2, None, 3, None);
+        assert_eq!(stale.await.unwrap(), IncidentChange::Stale);
+        assert_ne!(
+            store.incident("p", "i").await.unwrap().unwrap().title,
+            "stale"
+        );
         let ids: Vec<String> = store
             .incident_updates(&["i".into()])
             .await

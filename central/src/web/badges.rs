@@ -14,6 +14,7 @@
 
 use std::sync::Arc;
 
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -22,7 +23,7 @@ use shared_proto::status_pages::{OutageScale, PageStatus, ShownMonitor, ShownSta
 use shared_proto::ValidationError;
 use uuid::Uuid;
 
-use super::status_pages::{answer, percent, refusal, Body, PublicPages};
+use super::status_pages::{answer, documented, percent, refusal, Body, PublicPages};
 use crate::error::ApiError;
 use crate::service::App;
 
@@ -124,6 +125,11 @@ fn svg(headers: &HeaderMap, text: String) -> Response {
     response
 }
 
+#[utoipa::path(get, path = "/badge/{monitor_id}/status.svg", tag = "status-pages", operation_id = "status_badge",
+    security(), summary = "A monitor's status as a badge, under the name a public page shows it by",
+    params(("monitor_id" = String, Path, description = "The monitor's id")),
+    responses((status = 200, description = "The badge (kept 30 s).", body = String, content_type = "image/svg+xml"),
+        documented::BadgeAnswers))]
 pub async fn status(
     State(app): State<Arc<App>>,
     Extension(pages): Extension<Arc<PublicPages>>,
@@ -144,30 +150,64 @@ pub struct UptimeQuery {
     window: Option<String>,
 }
 
+/// The windows an uptime badge can show.
+#[derive(Clone, Copy, serde::Deserialize, utoipa::ToSchema)]
+enum Window {
+    #[serde(rename = "24h")]
+    Day,
+    #[serde(rename = "7d")]
+    Week,
+    #[serde(rename = "30d")]
+    Month,
+    #[serde(rename = "90d")]
+    Quarter,
+}
+
+impl Window {
+    fn parse(text: &str) -> Option<Window> {
+        serde_json::from_value(serde_json::Value::String(text.into())).ok()
+    }
+
+    /// The monitor's uptime over this window, as its page shows it.
+    fn of(self, monitor: &ShownMonitor) -> Option<f64> {
+        match self {
+            Window::Day => monitor.uptime_24h,
+            Window::Week => monitor.uptime_7d,
+            Window::Month => monitor.uptime_30d,
+            Window::Quarter => monitor.uptime_90d,
+        }
+    }
+}
+
+#[utoipa::path(get, path = "/badge/{monitor_id}/uptime.svg", tag = "status-pages", operation_id = "uptime_badge",
+    security(), summary = "A monitor's uptime over a window as a badge",
+    params(("monitor_id" = String, Path, description = "The monitor's id"),
+        ("window" = inline(Option<Window>), Query, description = "`24h`, `7d`, `30d` (without it) or `90d`")),
+    responses((status = 200, description = "The badge (kept 30 s).", body = String, content_type = "image/svg+xml"),
+        (status = 400, description = "`invalid_field`: `window` is none of them.", body = shared_proto::ErrorBody),
+        documented::BadgeAnswers))]
 pub async fn uptime(
     State(app): State<Arc<App>>,
     Extension(pages): Extension<Arc<PublicPages>>,
     Path(id): Path<String>,
-    Query(query): Query<UptimeQuery>,
+    query: Result<Query<UptimeQuery>, QueryRejection>,
     headers: HeaderMap,
 ) -> Response {
+    // A query that is not one `window` (twice, say) is refused as a wrong one is.
+    let query = query.map(|Query(q)| q).unwrap_or(UptimeQuery {
+        window: Some(String::new()),
+    });
     let window = query.window.as_deref().unwrap_or("30d");
-    let pick: fn(&ShownMonitor) -> Option<f64> = match window {
-        "24h" => |m| m.uptime_24h,
-        "7d" => |m| m.uptime_7d,
-        "30d" => |m| m.uptime_30d,
-        "90d" => |m| m.uptime_90d,
-        _ => {
-            return ApiError::from(crate::service::error::ServiceError::Validation(
-                ValidationError::new("window", "must be 24h, 7d, 30d or 90d"),
-            ))
-            .into_response()
-        }
+    let Some(pick) = Window::parse(window) else {
+        return ApiError::from(crate::service::error::ServiceError::Validation(
+            ValidationError::new("window", "must be 24h, 7d, 30d or 90d"),
+        ))
+        .into_response();
     };
     match shown(&app, &pages, &id).await {
         Ok(monitor) => {
             let label = format!("uptime {window}");
-            let text = match pick(&monitor) {
+            let text = match pick.of(&monitor) {
                 Some(uptime) => badge(&label, &percent(uptime), uptime_colour(uptime)),
                 None => badge(&label, "no data", GREY),
             };
@@ -177,6 +217,11 @@ pub async fn uptime(
     }
 }
 
+#[utoipa::path(get, path = "/badge/{monitor_id}/latency.svg", tag = "status-pages", operation_id = "latency_badge",
+    security(), summary = "A monitor's newest latency as a badge",
+    params(("monitor_id" = String, Path, description = "The monitor's id")),
+    responses((status = 200, description = "The badge (kept 30 s).", body = String, content_type = "image/svg+xml"),
+        documented::BadgeAnswers))]
 pub async fn latency(
     State(app): State<Arc<App>>,
     Extension(pages): Extension<Arc<PublicPages>>,
@@ -195,6 +240,11 @@ pub async fn latency(
     }
 }
 
+#[utoipa::path(get, path = "/status/{slug}/badge.svg", tag = "status-pages", operation_id = "status_page_badge",
+    security(), summary = "A public status page's overall status as a badge",
+    params(("slug" = String, Path, description = "The page's slug")),
+    responses((status = 200, description = "The badge (kept 30 s).", body = String, content_type = "image/svg+xml"),
+        documented::BadgeAnswers))]
 /// A page's overall status, for the page's own link.
 pub async fn page(
     State(app): State<Arc<App>>,

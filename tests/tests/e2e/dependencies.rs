@@ -303,9 +303,11 @@ async fn dependencies_are_kept_grouped_by_alias_and_their_changes_deduplicated(
         )
         .await?;
     assert_eq!(code, 200, "{latency}");
-    let bucket = &latency["buckets"][0];
-    assert!(bucket["count"].as_u64().unwrap() >= 3, "{latency}");
-    assert_eq!(bucket["mean_ms"], 4.0, "{latency}");
+    // Summed over the buckets: the checks may fall on both sides of an hour's turn.
+    let buckets = latency["buckets"].as_array().unwrap();
+    let checked: u64 = buckets.iter().filter_map(|b| b["count"].as_u64()).sum();
+    assert!(checked >= 3, "{latency}");
+    assert!(buckets.iter().all(|b| b["mean_ms"] == 4.0), "{latency}");
 
     // Deleting the alias: pg-main stands for itself again.
     let (code, _) = central

@@ -219,6 +219,23 @@ error_set!(
 const PAGE_TAKEN: &str = "`conflict`: another status page has this slug or this domain.";
 
 error_set!(
+    /// Changing an incident: decided from the incident as it is when written, again from a
+    /// fresh reading when another change landed between (`service::status_pages::incidents`).
+    IncidentChangeErrors {
+        400 => "`invalid_path`, or a body error: `invalid_body` or `invalid_field`.",
+        401 => ADMIN_UNAUTHORIZED,
+        404 => NOT_FOUND,
+        408 => TIMED_OUT,
+        409 => "`conflict`: others kept changing the incident at the same time (five tries \
+                lost); send the change again.",
+        413 => TOO_LARGE,
+        415 => MEDIA_TYPE,
+        422 => UNPROCESSABLE,
+        503 => OVERLOADED_OR_UNAUDITED,
+    }
+);
+
+error_set!(
     /// Creating a status page: a spec, and a slug or domain only one page may have.
     PageCreateErrors {
         400 => BODY_INVALID,

@@ -14,6 +14,9 @@ use super::{
     settings, status_pages, tagged, users,
 };
 
+use crate::web::badges;
+use crate::web::status_pages::{self as public, subscriptions};
+
 mod errors;
 mod kinds;
 mod tidy;
@@ -63,6 +66,10 @@ pub use errors::*;
         users::delete_user, users::list_user_sessions, users::log_out_user,
         users::end_user_session, users::create_api_key, users::list_api_keys, users::revoke_api_key,
         audit::list_audit, managed::list_managed, managed::manage, managed::unmanage,
+        public::page, public::summary, public::feed, public::history, public::unlock,
+        public::logo, badges::page, subscriptions::subscribe, subscriptions::confirm_page,
+        subscriptions::confirm, subscriptions::unsubscribe_page, subscriptions::unsubscribe,
+        badges::status, badges::uptime, badges::latency,
     ),
     components(schemas(ErrorBody)),
     modifiers(&BearerSchemes),
@@ -74,7 +81,7 @@ pub use errors::*;
         (name = "dependencies", description = "What health-json monitors report of the services they depend on, and aliases that group their names."),
         (name = "notifications", description = "Notification channels and the delivery log."),
         (name = "maintenance", description = "Maintenance windows: planned time in which monitors show `maintenance`, problems are not told and uptime does not count."),
-        (name = "status-pages", description = "Status pages: what visitors see of chosen monitors at `/status/{slug}` (HTML) and `/status/{slug}/summary.json`, under display names, with nothing else of them."),
+        (name = "status-pages", description = "Status pages: what visitors see of chosen monitors at `/status/{slug}` (HTML) and `/status/{slug}/summary.json`, under display names, with nothing else of them. Visitors' operations (`/status/...`, `/badge/...`) take no credential: a `password` page takes the cookie its unlock sets, a `users` page a session of central; their refusals are pages for people (HTML)."),
         (name = "heartbeats", description = "Heartbeat (push) monitors: a job pings its monitor's URL; late or failing pings make it `down`. The ping URL is its only credential."),
         (name = "users", description = "Users with roles (`viewer` reads, `editor` changes, `admin` manages users) and API keys. Every settings-API call is made with the admin token (the bootstrap and break-glass credential) or an API key, and authorised by its role."),
         (name = "as-code", description = "Monitors as code: which objects a configuration file manages, each under a stable key (`central apply` keeps these marks)."),
@@ -133,6 +140,7 @@ pub static DOCUMENT: LazyLock<String> = LazyLock::new(|| {
     tidy::state_item_rules(&mut document);
     tidy::state_window_rules(&mut document);
     tidy::headers_are_never_null(&mut document);
+    tidy::subscribe_body(&mut document);
     kinds::one_of_per_kind(&mut document);
     tidy::tidy_formats(&mut document);
     tidy::unique_operation_ids(&mut document);

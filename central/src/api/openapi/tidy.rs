@@ -230,6 +230,44 @@ pub(super) fn tidy_formats(value: &mut serde_json::Value) {
     }
 }
 
+/// A subscription's JSON body is a mail address or a webhook, never both or neither, which
+/// its type (two optional fields, checked by `SubscribeRequest::address`) cannot say.
+pub(super) fn subscribe_body(document: &mut serde_json::Value) {
+    use serde_json::json;
+    use shared_proto::status_subscribers::{MAX_SECRET, MAX_WEBHOOK_URL};
+    let schema = json!({
+        "oneOf": [
+            {
+                "type": "object",
+                "required": ["email"],
+                "additionalProperties": false,
+                "properties": {
+                    "email": {"type": "string", "format": "email", "maxLength": 254,
+                              "description": "A confirmation mail goes to it."}
+                }
+            },
+            {
+                "type": "object",
+                "required": ["webhook_url"],
+                "additionalProperties": false,
+                "properties": {
+                    "webhook_url": {"type": "string", "maxLength": MAX_WEBHOOK_URL,
+                                    "pattern": shared_proto::target::HTTP_PATTERN,
+                                    "description": "A `subscription.confirm` body is POSTed to it."},
+                    "secret": {"type": "string", "maxLength": MAX_SECRET,
+                               "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f]*$",
+                               "description": "Signs each notice (`X-Signature-256: sha256=<hex of HMAC-SHA256>`)."}
+                }
+            }
+        ]
+    });
+    if let Some(body) = document.pointer_mut(
+        "/paths/~1status~1{slug}~1subscribe/post/requestBody/content/application~1json/schema",
+    ) {
+        *body = schema;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::Value;

@@ -17,6 +17,7 @@ use shared_proto::status_incidents::{IncidentSpec, IncidentStatus, IncidentUpdat
 use shared_proto::status_pages::AutoIncidents;
 use uuid::Uuid;
 
+use super::incidents::CHANGE_TRIES;
 use super::{StatusPage, StatusPages};
 use crate::service::error::ServiceResult;
 use crate::service::{stored_id, time_of};
@@ -60,37 +61,48 @@ impl StatusPages {
         told: Told,
         at: i64,
     ) -> ServiceResult<()> {
-        let open = self
-            .store
-            .open_incident_for(&page.id.to_string(), &monitor.to_string())
-            .await?;
         let name = self.shown_name(page, monitor).await?;
         let when = time_of(at).format("%Y-%m-%d %H:%M UTC");
-        match (told, open) {
-            (Told::Down, None) => {
-                let spec = IncidentSpec {
-                    title: format!("{name} is down"),
-                    status: IncidentStatus::Investigating,
-                    message: format!(
-                        "{name} has not been working since {when}. We are looking into it."
-                    ),
-                    monitor_ids: vec![monitor],
-                };
-                let published = page.auto_incidents == AutoIncidents::Publish;
-                self.open(page.id, spec, published, Some(monitor)).await?;
+        // Decided again from a fresh reading when an operator changed the incident between
+        // this reading and the write (`change`).
+        for _ in 0..CHANGE_TRIES {
+            let open = self
+                .store
+                .open_incident_for(&page.id.to_string(), &monitor.to_string())
+                .await?;
+            match (told, open) {
+                (Told::Down, None) => {
+                    let spec = IncidentSpec {
+                        title: format!("{name} is down"),
+                        status: IncidentStatus::Investigating,
+                        message: format!(
+                            "{name} has not been working since {when}. We are looking into it."
+                        ),
+                        monitor_ids: vec![monitor],
+                    };
+                    let published = page.auto_incidents == AutoIncidents::Publish;
+                    self.open(page.id, spec, published, Some(monitor)).await?;
+                    return Ok(());
+                }
+                (Told::Up, Some(row)) => {
+                    let update = IncidentUpdateSpec {
+                        status: IncidentStatus::Resolved,
+                        message: format!("{name} has been working again since {when}."),
+                    };
+                    let id = stored_id(&row.id)?;
+                    let changed = self
+                        .change(page.id, id, &row.clone(), row, Some(update))
+                        .await?;
+                    if changed.is_some() {
+                        return Ok(());
+                    }
+                }
+                // Down with one open already (told again), or up with none open (closed by
+                // hand).
+                _ => return Ok(()),
             }
-            (Told::Up, Some(row)) => {
-                let update = IncidentUpdateSpec {
-                    status: IncidentStatus::Resolved,
-                    message: format!("{name} has been working again since {when}."),
-                };
-                let id = stored_id(&row.id)?;
-                self.change(page.id, id, &row.clone(), row, Some(update))
-                    .await?;
-            }
-            // Down with one open already (told again), or up with none open (closed by hand).
-            _ => {}
         }
+        tracing::warn!(page = %page.slug, %monitor, "an incident kept changing while it was being resolved automatically; left open");
         Ok(())
     }
 

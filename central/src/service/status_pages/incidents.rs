@@ -68,6 +68,17 @@ fn view(row: &IncidentRow, updates: &[IncidentUpdateRow]) -> anyhow::Result<Inci
     })
 }
 
+/// How often a change is decided again from a fresh reading when others keep changing the
+/// incident between its reading and its write (each try is a read and a write).
+pub(super) const CHANGE_TRIES: usize = 5;
+
+/// A change that lost `CHANGE_TRIES` races in a row.
+fn changed_meanwhile() -> ServiceError {
+    ServiceError::Conflict(
+        "the incident was being changed by others at the same time; send the change again".into(),
+    )
+}
+
 fn not_found(page_id: Uuid, id: Uuid) -> ServiceError {
     ServiceError::NotFound(format!(
         "status page {page_id} has no incident with id {id}"
@@ -181,23 +192,30 @@ impl StatusPages {
         patch: IncidentPatch,
     ) -> ServiceResult<IncidentView> {
         patch.validate()?;
-        let before = self.stored_incident(page_id, id).await?;
-        let current = status_of(&before.status)?;
-        let mut row = before.clone();
-        if let Some(title) = &patch.title {
-            row.title = title.clone();
-        }
-        if let Some(published) = patch.published {
-            row.published = published;
-        }
-        if let Some(ids) = &patch.monitor_ids {
-            let page = self.stored(page_id).await?;
-            self.check_affected(&page, ids, &ids_of(&before.monitor_ids)?)
+        for _ in 0..CHANGE_TRIES {
+            let before = self.stored_incident(page_id, id).await?;
+            let current = status_of(&before.status)?;
+            let mut row = before.clone();
+            if let Some(title) = &patch.title {
+                row.title = title.clone();
+            }
+            if let Some(published) = patch.published {
+                row.published = published;
+            }
+            if let Some(ids) = &patch.monitor_ids {
+                let page = self.stored(page_id).await?;
+                self.check_affected(&page, ids, &ids_of(&before.monitor_ids)?)
+                    .await?;
+                row.monitor_ids = serde_json::to_string(ids).map_err(anyhow::Error::from)?;
+            }
+            let changed = self
+                .change(page_id, id, &before, row, patch.update(current))
                 .await?;
-            row.monitor_ids = serde_json::to_string(ids).map_err(anyhow::Error::from)?;
+            if let Some(view) = changed {
+                return Ok(view);
+            }
         }
-        self.change(page_id, id, &before, row, patch.update(current))
-            .await
+        Err(changed_meanwhile())
     }
 
     /// Adds an update: what is new, and where the incident stands now.
@@ -208,9 +226,16 @@ impl StatusPages {
         update: IncidentUpdateSpec,
     ) -> ServiceResult<IncidentView> {
         update.validate()?;
-        let row = self.stored_incident(page_id, id).await?;
-        self.change(page_id, id, &row.clone(), row, Some(update))
-            .await
+        for _ in 0..CHANGE_TRIES {
+            let row = self.stored_incident(page_id, id).await?;
+            let changed = self
+                .change(page_id, id, &row.clone(), row, Some(update.clone()))
+                .await?;
+            if let Some(view) = changed {
+                return Ok(view);
+            }
+        }
+        Err(changed_meanwhile())
     }
 
     pub async fn delete_incident(&self, page_id: Uuid, id: Uuid) -> ServiceResult<()> {
@@ -227,7 +252,9 @@ impl StatusPages {
 
     /// Writes `row` (what was `before`) with `update` on its timeline (its status the
     /// incident's from then on), and the notice that tells subscribers, if it tells them
-    /// anything (`subscribers::incident_event`).
+    /// anything (`subscribers::incident_event`). `None` when the incident changed since
+    /// `before` was read: nothing was written, and the caller decides again from a fresh
+    /// reading (else two operators publishing a draft at once would tell it twice).
     pub(super) async fn change(
         &self,
         page_id: Uuid,
@@ -235,9 +262,16 @@ impl StatusPages {
         before: &IncidentRow,
         mut row: IncidentRow,
         update: Option<IncidentUpdateSpec>,
-    ) -> ServiceResult<IncidentView> {
+    ) -> ServiceResult<Option<IncidentView>> {
+        // A change that changes nothing writes nothing (and tells nothing): the others that
+        // raced it are not sent round again by it.
+        if update.is_none() && row == *before {
+            return self.get_incident(page_id, id).await.map(Some);
+        }
         let now = self.now_ms();
-        row.updated_at = now;
+        // Grows with every change, even two in one millisecond: it is what a change is
+        // checked against (`Store::change_incident`).
+        row.updated_at = now.max(before.updated_at + 1);
         let event = subscribers::incident_event(
             before.published,
             status_of(&before.status)?,
@@ -283,10 +317,17 @@ impl StatusPages {
         });
         match self
             .store
-            .change_incident(&row, update.as_ref(), MAX_UPDATES, notice.as_ref())
+            .change_incident(
+                &row,
+                before.updated_at,
+                update.as_ref(),
+                MAX_UPDATES,
+                notice.as_ref(),
+            )
             .await?
         {
-            IncidentChange::Done => self.get_incident(page_id, id).await,
+            IncidentChange::Done => self.get_incident(page_id, id).await.map(Some),
+            IncidentChange::Stale => Ok(None),
             IncidentChange::Missing => Err(not_found(page_id, id)),
             IncidentChange::TimelineFull => Err(ValidationError::combination(
                 "message",

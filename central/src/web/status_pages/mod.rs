@@ -7,18 +7,20 @@
 //! Subscribing and a subscription's links are `subscriptions`.
 //! Must not: decide what a page shows (`service::status_pages`).
 
+pub(crate) mod documented;
 mod feed;
 mod history;
 mod html;
 mod shared;
-mod subscriptions;
+pub(crate) mod subscriptions;
 
 use std::sync::Arc;
 
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::{Extension, Form};
+use axum::Extension;
 use axum_extra::extract::cookie::{Cookie, CookieJar, SameSite};
 use maud::html;
 use serde::Deserialize;
@@ -235,6 +237,11 @@ async fn serve(
     }
 }
 
+#[utoipa::path(get, path = "/status/{slug}", tag = "status-pages", operation_id = "status_page",
+    security(), summary = "A status page as visitors read it (HTML, readable without JavaScript)",
+    params(("slug" = String, Path, description = "The page's slug")),
+    responses((status = 200, description = "The page, shared by every reader and made again at most every 5 s (gzipped for a reader that takes it).", body = String, content_type = "text/html"),
+        documented::PageAnswers))]
 pub async fn page(
     State(app): State<Arc<App>>,
     Extension(pages): Extension<Arc<PublicPages>>,
@@ -244,6 +251,11 @@ pub async fn page(
     serve(&app, &pages, &slug, &headers, Part::Html).await
 }
 
+#[utoipa::path(get, path = "/status/{slug}/summary.json", tag = "status-pages", operation_id = "status_page_summary",
+    security(), summary = "Everything a status page shows, for widgets and dashboards (CORS open on public pages)",
+    params(("slug" = String, Path, description = "The page's slug")),
+    responses((status = 200, description = "What the page shows, as of `generated_at`.", body = shared_proto::status_pages::StatusSummary),
+        documented::PageAnswers))]
 pub async fn summary(
     State(app): State<Arc<App>>,
     Extension(pages): Extension<Arc<PublicPages>>,
@@ -291,6 +303,11 @@ pub async fn home(State(app): State<Arc<App>>, request: axum::extract::Request) 
 }
 
 /// The page's Atom feed: its incidents and maintenance.
+#[utoipa::path(get, path = "/status/{slug}/feed.atom", tag = "status-pages", operation_id = "status_page_feed",
+    security(), summary = "A status page's incidents, their updates and its maintenance, as Atom",
+    params(("slug" = String, Path, description = "The page's slug")),
+    responses((status = 200, description = "The feed (CORS open on public pages).", body = String, content_type = "application/atom+xml"),
+        documented::PageAnswers))]
 pub async fn feed(
     State(app): State<Arc<App>>,
     Extension(pages): Extension<Arc<PublicPages>>,
@@ -300,19 +317,32 @@ pub async fn feed(
     serve(&app, &pages, &slug, &headers, Part::Feed).await
 }
 
+const MONTH_FORMAT: &str = "month: write it as YYYY-MM (2026-12).";
+
 #[derive(Deserialize)]
 pub struct HistoryQuery {
     month: Option<String>,
 }
 
+#[utoipa::path(get, path = "/status/{slug}/history", tag = "status-pages", operation_id = "status_page_history",
+    security(), summary = "A status page's past incidents, a month at a time",
+    params(("slug" = String, Path, description = "The page's slug"),
+        ("month" = Option<String>, Query, description = "`YYYY-MM`, between the page's first month and this one (this month without it)", pattern = r"^[0-9]{4}-(0[1-9]|1[0-2])$")),
+    responses((status = 200, description = "The month's incidents (HTML).", body = String, content_type = "text/html"),
+        (status = 400, description = "`month` is not one `YYYY-MM` (a page for people, in HTML).", body = String, content_type = "text/html"),
+        documented::PageAnswers))]
 /// A month of the page's incident history (this month without `month`).
 pub async fn history(
     State(app): State<Arc<App>>,
     Extension(pages): Extension<Arc<PublicPages>>,
     Path(slug): Path<String>,
-    Query(query): Query<HistoryQuery>,
+    query: Result<Query<HistoryQuery>, QueryRejection>,
     headers: HeaderMap,
 ) -> Response {
+    // A query that is not one `month` (twice, say) gets the page's own answer, not axum's.
+    let Ok(Query(query)) = query else {
+        return refusal(StatusCode::BAD_REQUEST, MONTH_FORMAT);
+    };
     let page = match open(&app, &pages, &slug, &headers).await {
         Ok(page) => page,
         Err(refused) => return refused,
@@ -322,12 +352,7 @@ pub async fn history(
         None => months.1,
         Some(text) => match history::Month::parse(text) {
             Some(month) => month,
-            None => {
-                return refusal(
-                    StatusCode::BAD_REQUEST,
-                    "month: write it as YYYY-MM (2026-12).",
-                )
-            }
+            None => return refusal(StatusCode::BAD_REQUEST, MONTH_FORMAT),
         },
     };
     if month < months.0 || month > months.1 {
@@ -345,12 +370,22 @@ pub async fn history(
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 pub struct UnlockForm {
+    /// The page's password.
     #[serde(default)]
     password: String,
 }
 
+#[utoipa::path(post, path = "/status/{slug}/unlock", tag = "status-pages", operation_id = "unlock_status_page",
+    security(), summary = "A visitor gives a `password` page's password",
+    params(("slug" = String, Path, description = "The page's slug")),
+    request_body(content = UnlockForm, content_type = "application/x-www-form-urlencoded", description = "Read as a form whatever its `Content-Type` says (what cannot be read gives no password)."),
+    responses((status = 303, description = "The password opens the page: a cookie for it (7 days), and back to the page."),
+        (status = 401, description = "The password does not open the page: the form again (counted against the client, as a failed login).", body = String, content_type = "text/html"),
+        (status = 404, description = "No `password` page with this slug.", body = String, content_type = "text/html"),
+        (status = 429, description = "`rate_limited`: too many failed passwords from this client; retry after `Retry-After` seconds.", body = shared_proto::ErrorBody),
+        (status = 503, description = "`overloaded`: retry after `Retry-After` seconds.", body = shared_proto::ErrorBody)))]
 /// A visitor gives a `password` page's password: the page's cookie and back to the page, or
 /// `401` with the form again (which the request pools count against the client, as a failed
 /// login).
@@ -360,8 +395,13 @@ pub async fn unlock(
     Path(slug): Path<String>,
     origin: Origin,
     jar: CookieJar,
-    Form(form): Form<UnlockForm>,
+    body: axum::body::Bytes,
 ) -> Response {
+    // Read as a form whatever the request says it is: anything else opens nothing, as a wrong
+    // password does (and is counted as one).
+    let form: UnlockForm = serde_urlencoded::from_bytes(&body).unwrap_or(UnlockForm {
+        password: String::new(),
+    });
     let page = match pages.page(&app, &slug).await {
         Ok(Some(page)) if page.visibility == Visibility::Password => page,
         Ok(_) => return refusal(StatusCode::NOT_FOUND, "There is no password page here."),
@@ -395,6 +435,12 @@ pub async fn unlock(
     }
 }
 
+#[utoipa::path(get, path = "/status/{slug}/logo", tag = "status-pages", operation_id = "status_page_logo",
+    security(), summary = "A status page's logo",
+    params(("slug" = String, Path, description = "The page's slug")),
+    responses((status = 200, description = "The logo as it was checked to be, `nosniff`, sandboxed, kept a day (its address on the page changes with it).",
+            content((String = "image/png"), (String = "image/jpeg"), (String = "image/webp"), (String = "image/svg+xml"))),
+        documented::PageAnswers))]
 /// The page's logo, to whoever may read the page: its bytes under the type they were checked
 /// to be, never sniffed, and sandboxed (an SVG opened by itself runs nothing, loads nothing).
 pub async fn logo(

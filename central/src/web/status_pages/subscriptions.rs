@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -18,7 +19,7 @@ use shared_proto::status_subscribers::{SubscribeRequest, SubscriberStatus};
 use shared_proto::ValidationError;
 use uuid::Uuid;
 
-use super::{html::message_page, open, refusal, PublicPages};
+use super::{documented, html::message_page, open, refusal, PublicPages};
 use crate::error::ApiError;
 use crate::service::error::ServiceError;
 use crate::service::status_pages::StatusPage;
@@ -43,6 +44,15 @@ fn some(text: String) -> Option<String> {
     (!text.trim().is_empty()).then_some(text)
 }
 
+#[utoipa::path(post, path = "/status/{slug}/subscribe", tag = "status-pages", operation_id = "subscribe_to_status_page",
+    security(), summary = "A visitor subscribes to a status page: a mail address or a webhook (double opt-in)",
+    description = "JSON gets JSON; the page's own form (`application/x-www-form-urlencoded`, the same fields, an empty one is none) gets a page for people. Only a confirmation is sent (a mail with a link, or a `subscription.confirm` body holding `confirm_url`); nothing else until it is confirmed. The same `202` whether the address is new, waiting for its confirmation or subscribed already, and whether or not a confirmation was sent now (at most one per address every 10 minutes, 5 an hour).",
+    params(("slug" = String, Path, description = "The page's slug")),
+    request_body(content = serde_json::Value, content_type = "application/json", description = "`{email}` or `{webhook_url, secret?}` (`secret` signs each notice: `X-Signature-256`)."),
+    responses((status = 202, description = "Taken (whatever the address's standing).", body = serde_json::Value),
+        (status = 400, description = "`invalid_body` or `invalid_field`: not a subscription; the message names the field.", content((shared_proto::ErrorBody = "application/json"), (String = "text/html"))),
+        (status = 422, description = "`invalid_combination` or `invalid_value`: an address this central cannot take (no `CENTRAL_PUBLIC_URL` for links, no `CENTRAL_MAIL_URL` for mail, a URL with no usable host); the message names the field.", content((shared_proto::ErrorBody = "application/json"), (String = "text/html"))),
+        documented::PageAnswers))]
 /// `POST /status/{slug}/subscribe`: JSON gets JSON (`202`, or `422` naming the field), a form
 /// gets a page saying what happens next.
 pub async fn subscribe(
@@ -115,6 +125,14 @@ pub struct TokenQuery {
     token: String,
 }
 
+/// The link's token; a query that is not one `token` (twice, say) names none, and opens
+/// nothing, as a wrong token does.
+fn token_of(query: Result<Query<TokenQuery>, QueryRejection>) -> Query<TokenQuery> {
+    query.unwrap_or(Query(TokenQuery {
+        token: String::new(),
+    }))
+}
+
 /// What a link's page is for.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Act {
@@ -122,23 +140,37 @@ enum Act {
     Unsubscribe,
 }
 
+#[utoipa::path(get, path = "/status/{slug}/subscription/{id}/confirm", tag = "status-pages", operation_id = "confirmation_page",
+    security(), summary = "A confirmation link: a page with the button that confirms (nothing changes on GET)",
+    params(("slug" = String, Path, description = "The page's slug"),
+        ("id" = String, Path, description = "The subscription, as the link names it"),
+        ("token" = Option<String>, Query, description = "The link's proof (an HMAC of the subscription)")),
+    responses((status = 200, description = "The page with the button (or that the subscription is confirmed already).", body = String, content_type = "text/html"),
+        documented::LinkAnswers))]
 /// `GET …/confirm` and `GET …/unsubscribe`: the page with the button (nothing changes).
 pub async fn confirm_page(
     state: State<Arc<App>>,
     pages: Extension<Arc<PublicPages>>,
     path: Path<(String, String)>,
-    query: Query<TokenQuery>,
+    query: Result<Query<TokenQuery>, QueryRejection>,
 ) -> Response {
-    link_page(state, pages, path, query, Act::Confirm).await
+    link_page(state, pages, path, token_of(query), Act::Confirm).await
 }
 
+#[utoipa::path(get, path = "/status/{slug}/subscription/{id}/unsubscribe", tag = "status-pages", operation_id = "unsubscribe_page",
+    security(), summary = "An unsubscribe link: a page with the button that unsubscribes (nothing changes on GET)",
+    params(("slug" = String, Path, description = "The page's slug"),
+        ("id" = String, Path, description = "The subscription, as the link names it"),
+        ("token" = Option<String>, Query, description = "The link's proof (an HMAC of the subscription)")),
+    responses((status = 200, description = "The page with the button.", body = String, content_type = "text/html"),
+        documented::LinkAnswers))]
 pub async fn unsubscribe_page(
     state: State<Arc<App>>,
     pages: Extension<Arc<PublicPages>>,
     path: Path<(String, String)>,
-    query: Query<TokenQuery>,
+    query: Result<Query<TokenQuery>, QueryRejection>,
 ) -> Response {
-    link_page(state, pages, path, query, Act::Unsubscribe).await
+    link_page(state, pages, path, token_of(query), Act::Unsubscribe).await
 }
 
 async fn link_page(
@@ -193,25 +225,39 @@ async fn link_page(
     body.into_response()
 }
 
+#[utoipa::path(post, path = "/status/{slug}/subscription/{id}/confirm", tag = "status-pages", operation_id = "confirm_subscription",
+    security(), summary = "Confirms a subscription (the confirmation page's button, or a webhook subscriber's POST to its `confirm_url`)",
+    params(("slug" = String, Path, description = "The page's slug"),
+        ("id" = String, Path, description = "The subscription, as the link names it"),
+        ("token" = Option<String>, Query, description = "The link's proof (an HMAC of the subscription)")),
+    responses((status = 200, description = "Subscribed.", body = String, content_type = "text/html"),
+        documented::LinkAnswers))]
 /// `POST …/confirm`.
 pub async fn confirm(
     state: State<Arc<App>>,
     pages: Extension<Arc<PublicPages>>,
     path: Path<(String, String)>,
-    query: Query<TokenQuery>,
+    query: Result<Query<TokenQuery>, QueryRejection>,
 ) -> Response {
-    act(state, pages, path, query, Act::Confirm).await
+    act(state, pages, path, token_of(query), Act::Confirm).await
 }
 
+#[utoipa::path(post, path = "/status/{slug}/subscription/{id}/unsubscribe", tag = "status-pages", operation_id = "unsubscribe",
+    security(), summary = "Ends a subscription (the page's button, or a mail program's one-click unsubscribe, RFC 8058)",
+    params(("slug" = String, Path, description = "The page's slug"),
+        ("id" = String, Path, description = "The subscription, as the link names it"),
+        ("token" = Option<String>, Query, description = "The link's proof (an HMAC of the subscription)")),
+    responses((status = 200, description = "Unsubscribed.", body = String, content_type = "text/html"),
+        documented::LinkAnswers))]
 /// `POST …/unsubscribe` (the page's button, or a mail program's one-click; the body is not
 /// read).
 pub async fn unsubscribe(
     state: State<Arc<App>>,
     pages: Extension<Arc<PublicPages>>,
     path: Path<(String, String)>,
-    query: Query<TokenQuery>,
+    query: Result<Query<TokenQuery>, QueryRejection>,
 ) -> Response {
-    act(state, pages, path, query, Act::Unsubscribe).await
+    act(state, pages, path, token_of(query), Act::Unsubscribe).await
 }
 
 async fn act(
