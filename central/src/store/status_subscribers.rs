@@ -393,29 +393,55 @@ impl Store {
     /// and made before `before`, notices of that age with no delivery left, and subscriptions
     /// whose confirmation was sent before `before` and never confirmed, with their deliveries;
     /// how many rows. Cost: the rows old enough, by the `…_by_age` and `…_unconfirmed` indexes.
-    pub async fn prune_subscriptions(&self, before: i64) -> anyhow::Result<u64> {
-        let _guard = self.write_lock().await;
-        let mut tx = self.writer.begin().await?;
+    pub async fn prune_subscriptions(&self, before: i64, batch: u32) -> anyhow::Result<u64> {
         let mut pruned = 0;
-        for sql in [
-            "DELETE FROM status_notice_deliveries WHERE subscriber_id IN \
-             (SELECT id FROM status_subscribers WHERE status = 'pending' AND confirm_sent_at < $1)",
-            "DELETE FROM status_subscribers WHERE status = 'pending' AND confirm_sent_at < $1",
-            "DELETE FROM status_notice_deliveries WHERE created_at < $1 AND status <> 'pending'",
+        // In this order, so that nothing is left pointing at what went first; each at most
+        // `batch` rows a transaction, so that a week of a busy page's deliveries never holds
+        // the writer long (the next batch waits behind whatever queued meanwhile).
+        for (table, chosen) in [
+            (
+                "status_notice_deliveries",
+                "subscriber_id IN (SELECT id FROM status_subscribers \
+                 WHERE status = 'pending' AND confirm_sent_at < $1)",
+            ),
+            (
+                "status_subscribers",
+                "status = 'pending' AND confirm_sent_at < $1",
+            ),
+            (
+                "status_notice_deliveries",
+                "created_at < $1 AND status <> 'pending'",
+            ),
             // A delivery written for a subscriber deleted at that moment (PostgreSQL: the
             // fan-out and the deletion in concurrent transactions) is never sent.
-            "DELETE FROM status_notice_deliveries WHERE created_at < $1 AND NOT EXISTS \
-             (SELECT 1 FROM status_subscribers s WHERE s.id = subscriber_id)",
-            "DELETE FROM status_notices WHERE created_at < $1 AND NOT EXISTS \
-             (SELECT 1 FROM status_notice_deliveries d WHERE d.notice_id = status_notices.id)",
+            (
+                "status_notice_deliveries",
+                "created_at < $1 AND NOT EXISTS \
+                 (SELECT 1 FROM status_subscribers s WHERE s.id = subscriber_id)",
+            ),
+            (
+                "status_notices",
+                "created_at < $1 AND NOT EXISTS (SELECT 1 FROM status_notice_deliveries d \
+                 WHERE d.notice_id = status_notices.id)",
+            ),
         ] {
-            pruned += sqlx::query(sql)
-                .bind(before)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
+            let sql = format!(
+                "DELETE FROM {table} WHERE id IN (SELECT id FROM {table} WHERE {chosen} LIMIT $2)"
+            );
+            loop {
+                let _guard = self.write_lock().await;
+                let done = sqlx::query(&sql)
+                    .bind(before)
+                    .bind(i64::from(batch))
+                    .execute(&self.writer)
+                    .await?
+                    .rows_affected();
+                pruned += done;
+                if done < u64::from(batch) {
+                    break;
+                }
+            }
         }
-        tx.commit().await?;
         Ok(pruned)
     }
 }
@@ -533,7 +559,8 @@ mod tests {
             .record_notice_attempt("c2.s2", "s2", &NoticeAttempt::Delivered, 11)
             .await
             .unwrap();
-        let pruned = store.prune_subscriptions(100).await.unwrap();
+        // A row a batch: every batch is taken until none is left.
+        let pruned = store.prune_subscriptions(100, 1).await.unwrap();
         assert!(
             store.subscriber("s1").await.unwrap().is_none(),
             "never confirmed"

@@ -105,9 +105,10 @@ impl MonitorHistory {
     /// result stands for that no later result has closed yet (`service::uptime`), plus its
     /// partial first bucket: exactly, from the minutes of that stretch (`minute_sums`), while
     /// the results are kept that far back and number at most `MAX_EDGE_RESULTS`; else in
-    /// proportion to its overlap with the window (off by at most what that one bucket held). Cost per window: two indexed sums over the
-    /// monitors' buckets, their results in one partial bucket (an hour, for windows within the
-    /// results' retention), and one read of their status rows.
+    /// proportion to its overlap with the window (off by at most what that one bucket held).
+    /// Cost per window: an indexed sum over the monitors' whole buckets; unless it starts on
+    /// a bucket's edge, another over its first bucket, or their results in it (an hour, for
+    /// windows within the results' retention); and one read of their status rows.
     pub async fn uptimes(
         &self,
         monitors: &[MonitorRow],
@@ -122,11 +123,20 @@ impl MonitorHistory {
             let resolution = self.retention.finest_covering(window);
             let start = now - window;
             let edge = resolution.bucket_of(start);
-            let whole_from = edge + resolution.width_ms();
+            // A window that starts on a bucket's edge (the day so far does) holds every bucket
+            // whole: it has no partial first one to read results or guess for.
+            let aligned = edge == start;
+            let whole_from = if aligned {
+                start
+            } else {
+                edge + resolution.width_ms()
+            };
             // Monitors whose results still hold the window's first stretch get it exactly.
             let exact: Vec<MonitorRow> = monitors
                 .iter()
-                .filter(|m| start >= self.minute_reach(now, Timeline::of_monitor(m).cap_ms))
+                .filter(|m| {
+                    !aligned && start >= self.minute_reach(now, Timeline::of_monitor(m).cap_ms)
+                })
                 .cloned()
                 .collect();
             let mut first_stretch = self
@@ -143,11 +153,14 @@ impl MonitorHistory {
                 .store
                 .rollup_sums(&ids, region, resolution, whole_from, i64::MAX)
                 .await?;
-            let rough: Vec<String> = ids
-                .iter()
-                .filter(|id| !exact_ids.contains(id.as_str()))
-                .cloned()
-                .collect();
+            let rough: Vec<String> = if aligned {
+                Vec::new()
+            } else {
+                ids.iter()
+                    .filter(|id| !exact_ids.contains(id.as_str()))
+                    .cloned()
+                    .collect()
+            };
             let edges = self
                 .store
                 .rollup_sums(&rough, region, resolution, edge, whole_from)

@@ -36,6 +36,8 @@ use crate::store::{
     ChannelRow, Cursor, DueDelivery, NoticeAttempt, NoticeRow, OutboxRow, SubscriberRow,
 };
 
+/// The most rows upkeep deletes in one transaction (`Store::prune_subscriptions`).
+const PRUNE_BATCH: u32 = 5_000;
 /// The setting holding the key subscription links are signed with (one for the cluster).
 const SUBSCRIBER_KEY_SETTING: &str = "status_subscriber_key";
 /// A pending subscription's confirmation is sent again at most this often (so one address
@@ -465,7 +467,7 @@ impl StatusPages {
     pub async fn prune_subscriptions(&self) -> ServiceResult<u64> {
         Ok(self
             .store
-            .prune_subscriptions(self.now_ms() - KEPT_MS)
+            .prune_subscriptions(self.now_ms() - KEPT_MS, PRUNE_BATCH)
             .await?)
     }
 
