@@ -185,7 +185,15 @@ async fn a_webhook_subscriber_confirms_and_hears_of_published_incidents() -> any
 
     let done = reqwest::Client::new().post(&confirm).send().await?;
     assert_eq!(done.status(), 200);
+    // Nor in its time: a confirmed address (nothing written) is answered no sooner than a
+    // new one (a subscription and its confirmation written).
+    let asked = std::time::Instant::now();
     let (status, confirmed) = subscribe(&central, json!({"webhook_url": hook})).await?;
+    assert!(
+        asked.elapsed() >= Duration::from_millis(250),
+        "answered in {:?}",
+        asked.elapsed()
+    );
     assert_eq!(
         (status, &confirmed),
         (202, &first),

@@ -8,9 +8,10 @@
 //!
 //! Cost, per call: the monitors the page names (by id, and by tag through the tags' index),
 //! capped at `MAX_PAGE_MONITORS`; their derived status (`statuses_of`); one read of their day
-//! buckets (at most 91 rows each); their uptime over four windows (`uptimes`); the
-//! page's open and lately resolved incidents; the windows not over yet, walked once each. Called at most
-//! every few seconds per page that visitors read (`web::status_pages` shares it between
+//! buckets (at most 91 rows each); their uptime over five windows (`uptimes`, two windows at
+//! a time, beside the other reads: at most three of the readers' connections); the page's
+//! open and lately resolved incidents; the windows not over yet, walked once each. Called at
+//! most every few seconds per page that visitors read (`web::status_pages` shares it between
 //! them), never per visitor.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -58,15 +59,6 @@ impl App {
     pub async fn shown_page(&self, page: &StatusPage) -> ServiceResult<StatusSummary> {
         let now = self.now_ms();
         let (section_ids, rows) = page_monitors(self, page).await?;
-        let statuses: HashMap<String, (ShownStatus, Option<u64>)> = self
-            .statuses_of(&rows)
-            .await?
-            .into_iter()
-            .map(|view| {
-                let shown = (shown_status(view.status), view.latency_ms);
-                (view.monitor_id.to_string(), shown)
-            })
-            .collect();
         let first_day = Resolution::Day.bucket_of(now) - (DAYS_SHOWN as i64 - 1) * DAY_MS;
         // Today so far is a window of its own, like the others ending now: it holds the time
         // the newest results stand for, which no bucket holds until a later result closes it.
@@ -78,19 +70,39 @@ impl App {
             DAYS_SHOWN as i64 * DAY_MS,
             (now - today).max(1),
         ];
-        let uptimes = self.history().uptimes(&rows, "", &windows).await?;
+        let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
+        let names = names_on_page(page, &section_ids, &rows)?;
+        // The uptimes (the most reads) beside the rest: a rendering's readers wait for its
+        // reads, not for its CPU.
+        let history = self.history();
+        let uptimes = history.uptimes(&rows, "", &windows);
+        let the_rest = async {
+            let statuses = self.statuses_of(&rows).await?;
+            // Every monitor's day buckets in one read (per 500 monitors), not one per monitor.
+            let days = self.store.day_buckets_of(&ids, first_day).await?;
+            let incidents = self
+                .status_pages()
+                .shown_incidents(page, &names, now)
+                .await?;
+            let maintenance = shown_maintenance(self, &rows, &names, now).await?;
+            ServiceResult::Ok((statuses, days, incidents, maintenance))
+        };
+        let (uptimes, (statuses, days, incidents, maintenance)) =
+            tokio::try_join!(uptimes, the_rest)?;
+        let statuses: HashMap<String, (ShownStatus, Option<u64>)> = statuses
+            .into_iter()
+            .map(|view| {
+                let shown = (shown_status(view.status), view.latency_ms);
+                (view.monitor_id.to_string(), shown)
+            })
+            .collect();
         let uptime = |window: usize, id: &str| {
             uptimes
                 .get(window)
                 .and_then(|by_id| by_id.get(id))
                 .and_then(|w| w.uptime)
         };
-        // Every monitor's day buckets in one read (per 500 monitors), not one per monitor.
-        let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
-        let days_of: HashMap<String, HashMap<i64, Option<f64>>> = self
-            .store
-            .day_buckets_of(&ids, first_day)
-            .await?
+        let days_of: HashMap<String, HashMap<i64, Option<f64>>> = days
             .into_iter()
             .map(|(id, buckets)| {
                 let days = buckets
@@ -142,12 +154,6 @@ impl App {
                 monitors,
             });
         }
-        let names = names_on_page(page, &section_ids, &rows)?;
-        let incidents = self
-            .status_pages()
-            .shown_incidents(page, &names, now)
-            .await?;
-        let maintenance = shown_maintenance(self, &rows, &names, now).await?;
         let (status, outage) = StatusSummary::overall(
             sections
                 .iter()
