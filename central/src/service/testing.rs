@@ -1,14 +1,13 @@
 //! Test builds only: the ingest rules the store's unit tests run with, the service's own rules
-//! in their simplest setting (every verdict confirmed at once, a one-minute monitor). Here
-//! rather than in `store::testing` so that the store never names the service, even in tests'
-//! helpers.
+//! in their simplest setting (every verdict confirmed at once, a one-minute monitor), with
+//! which they store results (`ingest::batch::store_standing`).
 
 use std::collections::HashSet;
 
+use super::ingest::batch::IngestRules;
 use super::uptime::Timeline;
 use crate::store::{
-    DependencyDiff, DependencyReport, DependencyRow, IngestRules, StoredVerdict, TimeCredit,
-    TimePoint,
+    DependencyDiff, DependencyReport, DependencyRow, StoredVerdict, TimeCredit, TimePoint,
 };
 
 /// Confirms every verdict at once (thresholds of 1), and lets every result stand for at

@@ -12,7 +12,7 @@
 //! location sees it up and fewer than the quorum see it down (degraded is up), else unknown.
 //!
 //! Pure functions over points: ingest credits what new results change into the rollups
-//! (`credit`, through `store::insert_results`), reads add the newest result's still-open span
+//! (`credit`, through `ingest::batch`), reads add the newest result's still-open span
 //! (`spans` from the newest points to now), and minute history splits the spans of the results
 //! it reads (`per_bucket`). Nothing here reads or writes the store.
 

@@ -8,7 +8,7 @@
 //! carry a document; a dependency's row is written only when what it says changes (its state,
 //! error, contact or details), its latency bucket with each document. Must not: decide what
 //! counts as a change or what the error history records (`service::dependencies::rules`,
-//! handed in through `IngestRules`).
+//! applied by `service::ingest::batch`).
 
 use std::collections::HashMap;
 
@@ -474,6 +474,7 @@ mod tests {
     use super::*;
     use crate::store::testing::sqlite_store;
 
+    use crate::service::ingest::batch::store_standing;
     use crate::service::testing::NewestDecides;
     use crate::store::{AliasInsert, AliasRow, NewResult};
 
@@ -563,8 +564,7 @@ mod tests {
                 &[("db", "healthy", None), ("mail", "skipped", None)],
             ),
         ];
-        store
-            .insert_results("p1", &batch, 3_000, &NewestDecides)
+        store_standing(&store, "p1", &batch, 3_000, &NewestDecides)
             .await
             .unwrap();
         let rows = store.monitor_dependencies("m1").await.unwrap();
@@ -590,15 +590,15 @@ mod tests {
         assert_eq!(sources[0].warnings.as_deref(), Some("[\"warning of b\"]"));
 
         // Uploaded late: stored as a result, but older than what the rows say.
-        store
-            .insert_results(
-                "p1",
-                &[document("c", 1_500, &[("db", "healthy", None)])],
-                4_000,
-                &NewestDecides,
-            )
-            .await
-            .unwrap();
+        store_standing(
+            &store,
+            "p1",
+            &[document("c", 1_500, &[("db", "healthy", None)])],
+            4_000,
+            &NewestDecides,
+        )
+        .await
+        .unwrap();
         let rows = store.monitor_dependencies("m1").await.unwrap();
         assert_eq!(states(&rows), [("db", "unhealthy", 2_000)]);
         assert_eq!(store.dependency_events("m1", 10).await.unwrap().len(), 4);
@@ -652,15 +652,15 @@ mod tests {
         assert!(store.monitor_dependencies("m1").await.unwrap().is_empty());
         assert!(store.dependency_sources("m1").await.unwrap().is_empty());
         assert_eq!(store.dependency_events("m1", 10).await.unwrap().len(), 2);
-        store
-            .insert_results(
-                "p1",
-                &[document("d", 5_000, &[("db", "healthy", None)])],
-                6_000,
-                &NewestDecides,
-            )
-            .await
-            .unwrap();
+        store_standing(
+            &store,
+            "p1",
+            &[document("d", 5_000, &[("db", "healthy", None)])],
+            6_000,
+            &NewestDecides,
+        )
+        .await
+        .unwrap();
         assert!(store.monitor_dependencies("m1").await.unwrap().is_empty());
     }
 
@@ -672,15 +672,15 @@ mod tests {
             region: Some(region.into()),
             ..document(id, ts, &[("db", "healthy", None)])
         };
-        store
-            .insert_results(
-                "p1",
-                &[from("a", 1_000, "eu"), from("b", 1_000, "us")],
-                2_000,
-                &NewestDecides,
-            )
-            .await
-            .unwrap();
+        store_standing(
+            &store,
+            "p1",
+            &[from("a", 1_000, "eu"), from("b", 1_000, "us")],
+            2_000,
+            &NewestDecides,
+        )
+        .await
+        .unwrap();
         let regions = |rows: Vec<(DependencyRow, String)>| -> Vec<String> {
             rows.into_iter().map(|(row, _)| row.region).collect()
         };
@@ -695,10 +695,15 @@ mod tests {
             .await
             .unwrap();
         store.forget_unreported_dependencies("m1").await.unwrap();
-        store
-            .insert_results("p1", &[from("c", 3_000, "us")], 4_000, &NewestDecides)
-            .await
-            .unwrap();
+        store_standing(
+            &store,
+            "p1",
+            &[from("c", 3_000, "us")],
+            4_000,
+            &NewestDecides,
+        )
+        .await
+        .unwrap();
         assert_eq!(
             regions(store.monitor_dependencies("m1").await.unwrap()),
             ["eu"]

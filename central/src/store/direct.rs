@@ -48,6 +48,22 @@ fn open(file: &Path) -> anyhow::Result<rusqlite::Connection> {
     Ok(db)
 }
 
+/// A transaction begun on ingest's connection, rolled back when dropped before its commit.
+/// The work is handed the connection itself (`&mut`), not a `rusqlite::Transaction`, whose
+/// shared borrow of the connection could not travel in the service's unit of work
+/// (`store::ingest_tx`), which must be `Send`.
+struct Open<'c>(&'c mut rusqlite::Connection);
+
+impl Drop for Open<'_> {
+    fn drop(&mut self) {
+        if !self.0.is_autocommit() {
+            // What failed has been told already; a failed rollback leaves the connection
+            // in its transaction, which the next `BEGIN` reports.
+            let _ = self.0.execute_batch("ROLLBACK");
+        }
+    }
+}
+
 impl IngestWriter {
     /// Runs `work` in one `IMMEDIATE` transaction on the connection to `file`, committed if
     /// `work` returns `Ok` and rolled back otherwise, while `writer` (sqlx's writing
@@ -58,7 +74,7 @@ impl IngestWriter {
         &self,
         file: &Path,
         _writer: &mut PoolConnection<Any>,
-        work: impl FnOnce(&rusqlite::Transaction<'_>) -> anyhow::Result<T>,
+        work: impl FnOnce(&mut rusqlite::Connection) -> anyhow::Result<T>,
     ) -> anyhow::Result<T> {
         let run = || {
             let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
@@ -66,11 +82,12 @@ impl IngestWriter {
                 Some(db) => db,
                 None => kept.insert(open(file)?),
             };
-            let tx = db.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            db.execute_batch("BEGIN IMMEDIATE")?;
             // Dropped on an error or a panic, the transaction rolls back: the connection is
             // left outside any transaction either way.
-            let outcome = work(&tx)?;
-            tx.commit()?;
+            let open = Open(db);
+            let outcome = work(open.0)?;
+            open.0.execute_batch("COMMIT")?;
             Ok(outcome)
         };
         match tokio::runtime::Handle::current().runtime_flavor() {
@@ -87,10 +104,11 @@ mod tests {
 
     use crate::store::testing::{result, sqlite_store};
 
+    use crate::service::ingest::batch::store_standing;
+    use crate::service::ingest::batch::IngestRules;
     use crate::service::testing::NewestDecides;
     use crate::store::{
-        DependencyDiff, DependencyReport, DependencyRow, IngestRules, StoredVerdict, TimeCredit,
-        TimePoint,
+        DependencyDiff, DependencyReport, DependencyRow, StoredVerdict, TimeCredit, TimePoint,
     };
 
     /// `NewestDecides`, except that working out the time results stand for panics: midway
@@ -143,20 +161,16 @@ mod tests {
         let batch = vec![result("a", 1_000, "up"), result("b", 2_000, "up")];
         let failing = {
             let (store, batch) = (store.clone(), batch.clone());
-            tokio::spawn(async move {
-                store
-                    .insert_results("p1", &batch, 3_000, &PanicsMidway)
-                    .await
-            })
+            tokio::spawn(
+                async move { store_standing(&store, "p1", &batch, 3_000, &PanicsMidway).await },
+            )
         };
         assert!(failing.await.unwrap_err().is_panic());
-        let ingested = store
-            .insert_results("p1", &batch, 4_000, &NewestDecides)
+        let ingested = store_standing(&store, "p1", &batch, 4_000, &NewestDecides)
             .await
             .unwrap();
         assert_eq!(ingested.stored, HashSet::from(["a".into(), "b".into()]));
-        let again = store
-            .insert_results("p1", &batch, 5_000, &NewestDecides)
+        let again = store_standing(&store, "p1", &batch, 5_000, &NewestDecides)
             .await
             .unwrap();
         assert!(again.stored.is_empty(), "stored once: {:?}", again.stored);
@@ -170,8 +184,7 @@ mod tests {
     async fn a_dropped_store_closes_the_ingest_connection() {
         let (store, dir) = sqlite_store().await;
         let batch = vec![result("a", 1_000, "up"), result("b", 2_000, "up")];
-        store
-            .insert_results("p1", &batch, 3_000, &NewestDecides)
+        store_standing(&store, "p1", &batch, 3_000, &NewestDecides)
             .await
             .unwrap();
         assert!(

@@ -166,7 +166,7 @@ pub(super) async fn notify_due(tx: &mut impl Statements, backend: Backend) -> an
 /// A result that confirms its monitor's verdict: the instant before which it keeps the
 /// monitor from changing with time alone (after now), and the interval that instant assumes.
 #[derive(Debug, serde::Serialize)]
-pub(super) struct Confirmation<'a> {
+pub struct Confirmation<'a> {
     pub id: &'a str,
     pub until: i64,
     pub interval: i64,

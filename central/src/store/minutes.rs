@@ -95,6 +95,7 @@ mod tests {
     use super::*;
     use crate::store::testing::sqlite_store;
 
+    use crate::service::ingest::batch::store_standing;
     use crate::service::testing::NewestDecides;
     use crate::store::NewResult;
 
@@ -124,8 +125,7 @@ mod tests {
             result("e", "m2", 1_500, "eu"),
             result("f", "m2", 2_500, "eu"),
         ];
-        store
-            .insert_results("p1", &batch, 1, &NewestDecides)
+        store_standing(&store, "p1", &batch, 1, &NewestDecides)
             .await
             .unwrap();
         let ids = |found: &HashMap<String, Vec<CountedResult>>, monitor: &str| -> Vec<String> {

@@ -20,6 +20,7 @@ mod due;
 mod events;
 mod gauges;
 mod head;
+mod ingest_tx;
 mod intake;
 mod leases;
 mod locations;
@@ -70,10 +71,11 @@ pub use dependencies::{
     LatencyBucketRow, NamedDependencyRow, NewDependencyEvent, PendingNoticeRow, ReportedDependency,
 };
 pub use dependency_aliases::{AliasInsert, AliasRow};
-pub use due::Look;
+pub use dependency_reports::DependencyLedger;
+pub use due::{Confirmation, Look};
 pub use events::EventRow;
 pub use gauges::Shown;
-pub use intake::Intake;
+pub use ingest_tx::{IngestTx, IngestWork};
 pub use intake::OwnershipRow;
 pub use leases::LeaseState;
 pub use locations::{LocationRow, LocationStatusRow};
@@ -89,15 +91,16 @@ pub use pollers::{HeartbeatUpdate, PollerRow};
 pub use push::{PingRow, PushState};
 pub use result_history::ResultRow;
 pub use result_pruning::ExpiringResult;
-pub use results::{IngestRules, Ingested, NewResult};
+pub use results::NewResult;
 pub use rollup_folding::HourKey;
 pub use rollups::{Resolution, RollupRow, RollupSums, LATENCY_BOUNDS_MS};
 pub use sessions::SessionRow;
 pub use status_incidents::{IncidentChange, IncidentRow, IncidentUpdateRow};
-pub use status_moves::StoredVerdict;
+pub use status_moves::{StatusKey, StatusTable, StoredVerdict};
 pub use status_pages::{PageConflict, StatusPageRow};
+pub use status_rows::{StatusBefore, StatusesBefore};
 pub use status_subscribers::{NoticeRow, SubscriberRow};
-pub use timeline::{TimeCredit, TimePoint};
+pub use timeline::{Credits, TimeCredit, TimePoint, TimeSpan};
 
 /// A list as columns keep it (capabilities, a token's capability limit): comma-joined.
 pub fn split_list(stored: &str) -> Vec<String> {

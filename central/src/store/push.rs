@@ -1,6 +1,6 @@
 //! Heartbeat (push) monitors' own rows: the ping token's hash, when the job last started and
 //! pinged, and the ring of its newest pings (`heartbeats`, `heartbeat_pings`). The results a
-//! ping makes go through `insert_results` like any poller's. Must not: decide what a ping
+//! ping makes go through ingest (`Store::ingest`) like any poller's. Must not: decide what a ping
 //! means (that is `service::push`).
 
 use std::collections::HashMap;

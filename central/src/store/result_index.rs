@@ -277,6 +277,7 @@ mod tests {
     use super::*;
     use crate::store::testing::{result, sqlite_store};
 
+    use crate::service::ingest::batch::store_standing;
     use crate::service::testing::NewestDecides;
     use crate::store::{Cursor, MonitorRow, NewResult};
 
@@ -288,8 +289,7 @@ mod tests {
     }
 
     async fn store_results(store: &Store, batch: &[NewResult]) {
-        store
-            .insert_results("p1", batch, 1, &NewestDecides)
+        store_standing(store, "p1", batch, 1, &NewestDecides)
             .await
             .unwrap();
     }

@@ -143,6 +143,7 @@ mod tests {
 
     use crate::store::testing::{runtime, sqlite_store};
 
+    use crate::service::ingest::batch::store_standing;
     use crate::service::testing::NewestDecides;
     use crate::store::{HourKey, NewResult, Resolution, RollupSums, Store};
 
@@ -337,12 +338,12 @@ mod tests {
                                     model.entry((monitor, region, day)).or_default().add(up, latency);
                                 }
                             }
-                            store.insert_results("p1", &results, n as i64, &NewestDecides).await.unwrap();
+                            store_standing(&store, "p1", &results, n as i64, &NewestDecides).await.unwrap();
                             sent.push(results);
                         }
                         Op::Again(index) if !sent.is_empty() => {
                             let again = sent[index.index(sent.len())].clone();
-                            store.insert_results("p1", &again, n as i64, &NewestDecides).await.unwrap();
+                            store_standing(&store, "p1", &again, n as i64, &NewestDecides).await.unwrap();
                         }
                         Op::Again(_) => {}
                         Op::Fold { hours, limit, resume } => {
@@ -391,8 +392,7 @@ mod tests {
     async fn an_upload_writes_its_day_only_for_hours_already_folded() {
         let (store, _dir) = sqlite_store().await;
         let batch = [result(1, (0, 90, true, 40)), result(2, (0, 95, false, 0))];
-        store
-            .insert_results("p1", &batch, 1, &NewestDecides)
+        store_standing(&store, "p1", &batch, 1, &NewestDecides)
             .await
             .unwrap();
         let rows = rows_by_resolution(&store).await;
@@ -418,8 +418,7 @@ mod tests {
 
         // Late, into the folded hour: its day moves at once.
         let late = [result(3, (0, 100, true, 60))];
-        store
-            .insert_results("p1", &late, 2, &NewestDecides)
+        store_standing(&store, "p1", &late, 2, &NewestDecides)
             .await
             .unwrap();
         let day = days(&store, "m0", "").await.remove(&START).unwrap();
@@ -438,8 +437,7 @@ mod tests {
         let (store, _dir) = sqlite_store().await;
         let mut before = result(1, (0, 0, true, 40));
         before.ts = -30 * 60_000;
-        store
-            .insert_results("p1", &[before], 1, &NewestDecides)
+        store_standing(&store, "p1", &[before], 1, &NewestDecides)
             .await
             .unwrap();
         let days = || async {
@@ -464,8 +462,7 @@ mod tests {
     async fn a_step_starts_after_the_last_row_of_the_one_before() {
         let (store, _dir) = sqlite_store().await;
         let batch = [result(1, (0, 10, true, 40)), result(2, (1, 10, true, 40))];
-        store
-            .insert_results("p1", &batch, 1, &NewestDecides)
+        store_standing(&store, "p1", &batch, 1, &NewestDecides)
             .await
             .unwrap();
         let past_m0 = HourKey {

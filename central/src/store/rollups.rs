@@ -558,6 +558,7 @@ mod tests {
     use super::*;
     use crate::store::testing::sqlite_store;
 
+    use crate::service::ingest::batch::store_standing;
     use crate::service::testing::NewestDecides;
     fn result(id: &str, ts: i64, status: &str, latency: i64, region: Option<&str>) -> NewResult {
         NewResult {
@@ -600,8 +601,7 @@ mod tests {
             result("y", hour + 2_000, "up", 700, None),
             result("z", hour + 3_000, "down", 5, None),
         ];
-        store
-            .insert_results("p1", &batch, 1, &NewestDecides)
+        store_standing(&store, "p1", &batch, 1, &NewestDecides)
             .await
             .unwrap();
         let bucket = &store
@@ -629,12 +629,10 @@ mod tests {
             result("b", hour + 61_000, "down", 900, Some("us")),
             result("c", 2 * hour + 5, "up", 60, Some("eu")),
         ];
-        store
-            .insert_results("p1", &batch, 1, &NewestDecides)
+        store_standing(&store, "p1", &batch, 1, &NewestDecides)
             .await
             .unwrap();
-        store
-            .insert_results("p1", &batch, 2, &NewestDecides)
+        store_standing(&store, "p1", &batch, 2, &NewestDecides)
             .await
             .unwrap();
         let ids = vec!["m1".to_string()];
@@ -672,15 +670,15 @@ mod tests {
         assert_eq!((eu.up_ms, eu.down_ms), (120_000, 0));
 
         // A late result lands in its own (old) bucket and moves min and max.
-        store
-            .insert_results(
-                "p1",
-                &[result("d", hour + 2_000, "up", 7, None)],
-                3,
-                &NewestDecides,
-            )
-            .await
-            .unwrap();
+        store_standing(
+            &store,
+            "p1",
+            &[result("d", hour + 2_000, "up", 7, None)],
+            3,
+            &NewestDecides,
+        )
+        .await
+        .unwrap();
         let first = &store
             .rollup_buckets("m1", "", Resolution::Hour, hour, 1)
             .await

@@ -185,9 +185,9 @@ impl rusqlite::ToSql for Arg<'_> {
 }
 
 /// A transaction run directly on SQLite's writing connection (`direct`).
-pub(super) struct Direct<'c, 't>(pub &'c rusqlite::Transaction<'t>);
+pub(super) struct Direct<'c>(pub &'c mut rusqlite::Connection);
 
-impl Direct<'_, '_> {
+impl Direct<'_> {
     /// Prepares `sql` (kept on the connection from one transaction to the next, `direct`) and binds
     /// `$N` to `args[N - 1]`.
     fn prepared(
@@ -232,7 +232,7 @@ fn bind(
     Ok(())
 }
 
-impl Statements for Direct<'_, '_> {
+impl Statements for Direct<'_> {
     async fn execute(&mut self, sql: &str, args: &[Arg<'_>]) -> anyhow::Result<u64> {
         Ok(self.prepared(sql, args)?.raw_execute()? as u64)
     }
@@ -292,8 +292,7 @@ mod tests {
         let mut db = rusqlite::Connection::open_in_memory().unwrap();
         db.execute_batch("CREATE TABLE t (a TEXT, b BIGINT)")
             .unwrap();
-        let tx = db.transaction().unwrap();
-        let mut direct = Direct(&tx);
+        let mut direct = Direct(&mut db);
         let rows = vec![
             vec![Arg::Int(1), Arg::Text("x")],
             vec![Arg::Int(2), Arg::Text("y")],
@@ -330,8 +329,7 @@ mod tests {
         let mut db = rusqlite::Connection::open_in_memory().unwrap();
         db.execute_batch("CREATE TABLE t (a TEXT, b BIGINT)")
             .unwrap();
-        let tx = db.transaction().unwrap();
-        let mut direct = Direct(&tx);
+        let mut direct = Direct(&mut db);
         let error = direct
             .execute_each(
                 "INSERT INTO t (a, b) VALUES ($1, $2)",
@@ -340,7 +338,7 @@ mod tests {
             .await
             .unwrap_err();
         assert!(error.to_string().contains("`$2`"), "{error}");
-        let count: i64 = tx
+        let count: i64 = db
             .query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))
             .unwrap();
         assert_eq!(count, 0);

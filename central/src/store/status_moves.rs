@@ -1,66 +1,51 @@
 //! How a batch of newly stored results moves its status rows (each monitor's `monitor_status`
-//! row and each location's `location_status` row): the verdict state a row moves to, by the
-//! service's rule (`IngestRules::advance`) over the batch's up/down results newer than the
-//! row's newest, and one upsert per row that writes that state with the row's newest result,
-//! never backwards. Must not: read the rows (`status_rows`), decide the rule (`service::status`)
-//! or store results (`results`).
+//! row and each location's `location_status` row): one upsert per row that writes the
+//! verdict state the service moved it to (`service::ingest::verdicts`) with the row's newest
+//! result, never backwards. Must not: read the rows (`status_rows`), decide how a verdict
+//! moves (`service::status`) or store results (`results`).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::LazyLock;
 
 use super::dialect::json_rows;
-use super::results::{IngestRules, NewResult};
+use super::results::NewResult;
 use super::statements::{Arg, Statements};
-use super::status_rows::StatusRows;
 use super::Backend;
 
 /// A status row's key, borrowed from the batch: the monitor, and the location for
 /// `location_status` (`None` in `monitor_status`).
-type Key<'a> = (&'a str, Option<&'a str>);
+pub type StatusKey<'a> = (&'a str, Option<&'a str>);
 
-/// Moves the status rows of `stored` (the batch's results stored now; `rows` as they were
-/// before, locked on PostgreSQL) in `monitor_status` and, for located results, in
-/// `location_status`. Returns the monitors whose verdict (or a location's) moved to another
-/// value: news, which alerting looks at before mere confirmations.
-pub(super) async fn move_status_rows(
+/// Writes the status rows of `results` (the batch's results stored now) in `table`: each row
+/// to its newest result, and to the verdict state `moved` holds for it (the service's move,
+/// from the rows as they were before the batch), never backwards.
+pub(super) async fn write_status_rows<'a>(
     tx: &mut impl Statements,
     backend: Backend,
     poller_id: &str,
-    stored: &[&NewResult],
-    rules: &dyn IngestRules,
-    rows: &StatusRows,
-) -> anyhow::Result<BTreeSet<String>> {
-    let located: Vec<&NewResult> = stored
-        .iter()
-        .copied()
-        .filter(|r| r.region.is_some())
-        .collect();
-    let mut flipped = BTreeSet::new();
-    for (table, results) in [
-        (StatusTable::Monitor, stored),
-        (StatusTable::Location, &located[..]),
-    ] {
-        let moved = move_verdicts(table, results, rules, rows, &mut flipped);
-        let moves = status_moves(results, table, &moved);
-        if moves.is_empty() {
-            continue;
-        }
-        let sql = status_upsert(backend, table);
-        if backend.binds_each_row() {
-            let rows: Vec<Vec<Arg>> = moves.iter().map(|m| m.values(poller_id)).collect();
-            tx.execute_each(sql, &rows).await?;
-        } else {
-            let moves = serde_json::to_string(&moves)?;
-            tx.execute(sql, &[poller_id.into(), Arg::from(&moves)])
-                .await?;
-        }
+    table: StatusTable,
+    results: &[&'a NewResult],
+    moved: &HashMap<StatusKey<'a>, StoredVerdict>,
+) -> anyhow::Result<()> {
+    let moves = status_moves(results, table, moved);
+    if moves.is_empty() {
+        return Ok(());
     }
-    Ok(flipped)
+    let sql = status_upsert(backend, table);
+    if backend.binds_each_row() {
+        let rows: Vec<Vec<Arg>> = moves.iter().map(|m| m.values(poller_id)).collect();
+        tx.execute_each(sql, &rows).await?;
+    } else {
+        let moves = serde_json::to_string(&moves)?;
+        tx.execute(sql, &[poller_id.into(), Arg::from(&moves)])
+            .await?;
+    }
+    Ok(())
 }
 
-/// Where `status_upsert` writes: a monitor's newest result and verdict, or one location's.
+/// Where a status row is: a monitor's newest result and verdict, or one location's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum StatusTable {
+pub enum StatusTable {
     Monitor = 0,
     Location = 1,
 }
@@ -233,8 +218,8 @@ impl<'a> StatusMove<'a> {
     }
 }
 
-/// A monitor's (or a location's) stored verdict state, as `insert_results` hands it to the
-/// rule that moves it.
+/// A monitor's (or a location's) stored verdict state, as ingest hands it to the rule that
+/// moves it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StoredVerdict {
     /// The confirmed verdict (`up`/`down`), `None` while none is.
@@ -247,7 +232,7 @@ pub struct StoredVerdict {
 
 impl StatusTable {
     /// The key of `result`'s row in this table.
-    fn key_of(self, result: &NewResult) -> Key<'_> {
+    pub fn key_of(self, result: &NewResult) -> StatusKey<'_> {
         let region = match self {
             StatusTable::Monitor => None,
             StatusTable::Location => result.region.as_deref(),
@@ -263,10 +248,10 @@ impl StatusTable {
 fn status_moves<'a>(
     results: &[&'a NewResult],
     table: StatusTable,
-    moved: &HashMap<Key<'a>, StoredVerdict>,
+    moved: &HashMap<StatusKey<'a>, StoredVerdict>,
 ) -> Vec<StatusMove<'a>> {
-    let mut decisive: HashMap<Key<'a>, &'a NewResult> = HashMap::new();
-    let mut newest: BTreeMap<Key<'a>, &'a NewResult> = BTreeMap::new();
+    let mut decisive: HashMap<StatusKey<'a>, &'a NewResult> = HashMap::new();
+    let mut newest: BTreeMap<StatusKey<'a>, &'a NewResult> = BTreeMap::new();
     for &result in results {
         let key = table.key_of(result);
         let newer = |slot: &&NewResult| (result.ts, &result.id) > (slot.ts, &slot.id);
@@ -285,53 +270,4 @@ fn status_moves<'a>(
         .into_iter()
         .map(|(key, result)| StatusMove::of(result, decisive.get(&key).copied(), moved.get(&key)))
         .collect()
-}
-
-/// The verdict states the batch's up/down results move their rows to: each row's stored state
-/// (`rows`, read before the batch and locked on PostgreSQL until the transaction ends) moved by
-/// the batch's verdicts newer than the row's newest, in check-time order. A verdict older than
-/// the row's newest (a late upload) is kept in history but moves nothing. Adds to `flipped` the
-/// monitors whose row moved to another status or confirmed verdict.
-fn move_verdicts<'a>(
-    table: StatusTable,
-    results: &[&'a NewResult],
-    rules: &dyn IngestRules,
-    rows: &StatusRows,
-    flipped: &mut BTreeSet<String>,
-) -> HashMap<Key<'a>, StoredVerdict> {
-    let mut verdicts: BTreeMap<Key<'a>, Vec<&'a NewResult>> = BTreeMap::new();
-    for &result in results.iter().filter(|r| r.status != "rate_limited") {
-        verdicts
-            .entry(table.key_of(result))
-            .or_default()
-            .push(result);
-    }
-    let mut moved = HashMap::with_capacity(verdicts.len());
-    for (key, mut batch) in verdicts {
-        batch.sort_by(|a, b| (a.ts, &a.id).cmp(&(b.ts, &b.id)));
-        // The rows are keyed by owned texts (they were read): one key made per row moved.
-        let row = rows.get(&(key.0.to_string(), key.1.map(str::to_string)));
-        let newest = row.and_then(|r| r.verdict_at.zip(r.verdict_result_id.as_deref()));
-        let before = row.map_or_else(StoredVerdict::default, |r| StoredVerdict {
-            confirmed: r.confirmed.clone(),
-            status: (r.status != "rate_limited").then(|| r.status.clone()),
-            run_length: r.run_length,
-        });
-        let mut state = before.clone();
-        let mut changed = false;
-        for result in batch {
-            if newest.is_some_and(|(ts, id)| (result.ts, result.id.as_str()) <= (ts, id)) {
-                continue;
-            }
-            state = rules.advance(key.0, state, &result.status);
-            changed = true;
-        }
-        if changed {
-            if (&state.status, &state.confirmed) != (&before.status, &before.confirmed) {
-                flipped.insert(key.0.to_string());
-            }
-            moved.insert(key, state);
-        }
-    }
-    moved
 }

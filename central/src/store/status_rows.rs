@@ -18,11 +18,11 @@ use super::Store;
 
 /// A status row's key: the monitor, and the location for `location_status` (`None` for the
 /// monitor's own row in `monitor_status`).
-pub(super) type RowKey = (String, Option<String>);
+pub type RowKey = (String, Option<String>);
 
 /// What ingest reads of a status row before it writes.
 #[derive(Debug, Clone)]
-pub(super) struct StatusRow {
+pub struct StatusBefore {
     /// The newest stored result, whatever its status.
     pub last_result_at: i64,
     pub last_result_id: String,
@@ -38,7 +38,7 @@ pub(super) struct StatusRow {
 }
 
 /// The rows read, by key; a key without a row has none stored yet.
-pub(super) type StatusRows = HashMap<RowKey, StatusRow>;
+pub type StatusesBefore = HashMap<RowKey, StatusBefore>;
 
 /// The columns read, as `(name, expression)`, in the order `read_row` reads them; `region` is
 /// chosen per table.
@@ -77,10 +77,10 @@ struct Packed {
 }
 
 impl Packed {
-    fn keyed(self) -> (RowKey, StatusRow) {
+    fn keyed(self) -> (RowKey, StatusBefore) {
         (
             (self.monitor_id, self.region),
-            StatusRow {
+            StatusBefore {
                 last_result_at: self.last_result_at,
                 last_result_id: self.last_result_id,
                 newest_status: self.newest_status,
@@ -95,10 +95,10 @@ impl Packed {
 }
 
 /// A row as SQLite's statement per monitor returns it, its columns in `columns`' order.
-fn read_row(row: &dyn Columns) -> anyhow::Result<(RowKey, StatusRow)> {
+fn read_row(row: &dyn Columns) -> anyhow::Result<(RowKey, StatusBefore)> {
     Ok((
         (row.text(0)?, row.text_or_null(1)?),
-        StatusRow {
+        StatusBefore {
             last_result_at: row.int(2)?,
             last_result_id: row.text(3)?,
             newest_status: row.text(4)?,
@@ -118,8 +118,8 @@ impl Store {
         &self,
         tx: &mut impl Statements,
         results: &[&NewResult],
-    ) -> anyhow::Result<StatusRows> {
-        let mut rows = StatusRows::new();
+    ) -> anyhow::Result<StatusesBefore> {
+        let mut rows = StatusesBefore::new();
         if results.is_empty() {
             return Ok(rows);
         }

@@ -1,17 +1,17 @@
 //! The time newly stored results stand for, credited into the rollups inside the results'
 //! own transaction: each touched monitor's and location's newest result time before the batch
 //! (its status row), and its history around the new results. What time a result stands for
-//! is the service's rule (`IngestRules::credit_time`, `service::uptime`); this file only reads
-//! what the rule needs and hands back its bucket deltas. It must not judge statuses itself.
+//! is the service's rule (`service::uptime`, applied by `service::ingest`); this file only
+//! reads what the rule needs (`TimeSpan`). It must not judge statuses itself.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 use super::dialect::json_rows;
 use super::packed::{packed, unpack};
 use super::result_index::{by_monitor, Order};
-use super::results::{IngestRules, NewResult};
+use super::results::NewResult;
 use super::statements::{Arg, Statements};
-use super::status_rows::StatusRows;
+use super::status_rows::StatusesBefore;
 use super::{Resolution, Store};
 
 /// A stored result as it stands for time.
@@ -36,12 +36,26 @@ pub struct TimeCredit {
 type Key = (String, Option<String>);
 
 /// Time credits keyed by monitor and rollup region (`''` for the whole monitor).
-pub(super) type Credits = Vec<(String, String, TimeCredit)>;
+pub type Credits = Vec<(String, String, TimeCredit)>;
 
 /// The most results a batch's late corrections read (over all its monitors): far more than
 /// late uploads need (a result per interval of each location, over the late span), so that only
 /// a poller flooding one monitor with results on the same instants reaches it.
 const MAX_CORRECTION_ROWS: i64 = 100_000;
+
+/// What the time a monitor's (`region` `None`) or a location's new results stand for is
+/// worked out from (`service::uptime::Timeline::credit`): `points` holds its results from
+/// the earliest new one (or `old_until`, if earlier) minus its lookback to `new_until`, the
+/// location's only for a location; `old_until` and `new_until` are its newest result's time
+/// before and after the batch.
+#[derive(Debug)]
+pub struct TimeSpan {
+    pub monitor_id: String,
+    pub region: Option<String>,
+    pub points: Vec<TimePoint>,
+    pub old_until: Option<i64>,
+    pub new_until: i64,
+}
 
 /// A key's newest result before the batch, from its status row.
 struct Newest {
@@ -50,11 +64,12 @@ struct Newest {
 }
 
 impl Store {
-    /// The time the newly stored results credit: per monitor and per location, what the rule
-    /// makes of its history from its earliest new result (or its newest before, if earlier),
-    /// given the batch's status rows as they were before it (`rows`, from `read_status_rows`).
-    /// Batches sharing monitors queue on them before (`conflicts::hold_monitors`), so they never
-    /// credit the same time twice.
+    /// What the time the newly stored results stand for is credited from: per monitor and per
+    /// location, its history from its earliest new result (or its newest before, if earlier),
+    /// given the batch's status rows as they were before it (`rows`, from `read_status_rows`)
+    /// and each monitor's lookback (the longest a result of it stands for). Batches sharing
+    /// monitors queue on them before (`conflicts::hold_monitors`), so they never credit the
+    /// same time twice.
     ///
     /// Cost: results arriving in check order (the usual case: each location's newer than
     /// anything stored) need no read beyond the status rows, whose newest results are the only
@@ -64,14 +79,14 @@ impl Store {
     /// that bound the batch credits no time for those monitors and says so in the log), and,
     /// for the monitor and each of its locations, the one result before that (one indexed read
     /// each, within the rule's lookback, sent as one statement).
-    pub(super) async fn credit_time(
+    pub(super) async fn time_spans(
         &self,
         tx: &mut impl Statements,
         stored: &[&NewResult],
         fresh: &[(String, i64)],
-        rules: &dyn IngestRules,
-        rows: &StatusRows,
-    ) -> anyhow::Result<Credits> {
+        lookback_ms: &BTreeMap<&str, i64>,
+        rows: &StatusesBefore,
+    ) -> anyhow::Result<Vec<TimeSpan>> {
         if stored.is_empty() {
             return Ok(Vec::new());
         }
@@ -111,7 +126,8 @@ impl Store {
             // Before a late range, each sequence's last result: the one whose span reaches in.
             let mut lookups = Vec::new();
             for (&monitor_id, &(from, _)) in &late {
-                let since = from.saturating_sub(rules.lookback_ms(monitor_id));
+                let lookback = lookback_ms.get(monitor_id).copied().unwrap_or_default();
+                let since = from.saturating_sub(lookback);
                 lookups.push((monitor_id, None, from, since));
                 for (key_monitor, region) in newest.keys() {
                     if key_monitor == monitor_id && region.is_some() {
@@ -161,9 +177,8 @@ impl Store {
             }
         }
 
-        let new: HashSet<&str> = stored.iter().map(|r| r.id.as_str()).collect();
-        let mut credits = Vec::new();
-        for (key, (_, latest)) in &news {
+        let mut spans = Vec::with_capacity(news.len());
+        for (key, &(_, latest)) in &news {
             let (monitor_id, region) = key;
             if late.contains_key(monitor_id.as_str()) && !read_late {
                 continue;
@@ -171,28 +186,27 @@ impl Store {
             let Some(points) = history.get(monitor_id.as_str()) else {
                 continue;
             };
-            let points: Vec<&TimePoint> = points
+            let points: Vec<TimePoint> = points
                 .iter()
                 .filter(|p| region.is_none() || p.region == *region)
+                .cloned()
                 .collect();
-            let old = until(key);
-            let new_until = old.map_or(*latest, |u| u.max(*latest));
-            for credit in
-                rules.credit_time(monitor_id, region.as_deref(), &points, &new, old, new_until)
-            {
-                credits.push((
-                    monitor_id.clone(),
-                    region.clone().unwrap_or_default(),
-                    credit,
-                ));
-            }
+            let old_until = until(key);
+            let new_until = old_until.map_or(latest, |u| u.max(latest));
+            spans.push(TimeSpan {
+                monitor_id: monitor_id.clone(),
+                region: region.clone(),
+                points,
+                old_until,
+                new_until,
+            });
         }
-        Ok(credits)
+        Ok(spans)
     }
 
     /// Each key's newest result before this batch, from its status row (`rows`, read by
     /// `read_status_rows`).
-    fn newest_results(rows: &StatusRows) -> HashMap<Key, Newest> {
+    fn newest_results(rows: &StatusesBefore) -> HashMap<Key, Newest> {
         rows.iter()
             .map(|((monitor_id, region), row)| {
                 let point = TimePoint {
@@ -403,6 +417,8 @@ mod tests {
     use crate::service::uptime::Timeline;
     use crate::store::testing::sqlite_store;
 
+    use crate::service::ingest::batch::store_standing;
+    use crate::service::ingest::batch::IngestRules;
     use crate::service::testing::NewestDecides;
     use crate::store::{StoredVerdict, TimeCredit};
 
@@ -531,8 +547,7 @@ mod tests {
             let mut start = 0;
             while start < arriving.len() {
                 let end = (start + 1 + next(6) as usize).min(arriving.len());
-                store
-                    .insert_results("p1", &arriving[start..end], 1, &rules)
+                store_standing(&store, "p1", &arriving[start..end], 1, &rules)
                     .await
                     .unwrap();
                 // Now and then a flush: late batches read some results from the index, some

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use central::service::ingest::batch::store_standing;
 use central::store::{HourKey, Look, MonitorRow, NewResult, Resolution, RollupSums, Store};
 use common::ingest_rules::ConfirmedAtOnce;
 use e2e::eventually;
@@ -317,9 +318,7 @@ async fn ingest_locks_its_due_rows_in_one_pass() -> anyhow::Result<()> {
         result("r1", "a", 1_000, "up"),
         result("r2", "b", 1_000, "up"),
     ];
-    store
-        .insert_results("p1", &first, 1_000, &ConfirmedAtOnce)
-        .await?;
+    store_standing(&store, "p1", &first, 1_000, &ConfirmedAtOnce).await?;
     // `a` goes down (news), `b` stays up (a confirmation).
     let next = [
         result("r3", "a", 2_000, "down"),
@@ -329,7 +328,7 @@ async fn ingest_locks_its_due_rows_in_one_pass() -> anyhow::Result<()> {
         &server,
         "UPDATE alert_due SET marks = marks + 1 WHERE monitor_id = 'a'",
         "UPDATE alert_due SET marks = marks + 1 WHERE monitor_id = 'b'",
-        store.insert_results("p1", &next, 2_000, &ConfirmedAtOnce),
+        store_standing(&store, "p1", &next, 2_000, &ConfirmedAtOnce),
     )
     .await?;
     other_writer.context("the other marker")?;
@@ -426,13 +425,11 @@ async fn uploads_and_folds_at_once_put_each_result_in_its_day_once() -> anyhow::
                 let batch: Vec<NewResult> = (b * PER_BATCH..(b + 1) * PER_BATCH)
                     .map(|n| folding_result(u, n))
                     .collect();
-                store
-                    .insert_results(&format!("p{u}"), &batch, b as i64, &ConfirmedAtOnce)
+                store_standing(&store, &format!("p{u}"), &batch, b as i64, &ConfirmedAtOnce)
                     .await?;
                 // A re-sent batch counts nothing.
                 if b.is_multiple_of(7) {
-                    store
-                        .insert_results(&format!("p{u}"), &batch, b as i64, &ConfirmedAtOnce)
+                    store_standing(&store, &format!("p{u}"), &batch, b as i64, &ConfirmedAtOnce)
                         .await?;
                 }
             }
@@ -566,8 +563,7 @@ async fn uploads_sharing_monitors_from_several_locations_never_deadlock() -> any
                     }
                 }
                 start.wait().await;
-                stored += store
-                    .insert_results(location, &batch, 1_000, &ConfirmedAtOnce)
+                stored += store_standing(&store, location, &batch, 1_000, &ConfirmedAtOnce)
                     .await?
                     .stored
                     .len();

@@ -13,6 +13,7 @@ use crate::common;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use central::service::ingest::batch::store_standing;
 use central::store::{Look, MonitorRow, NewResult, Store};
 use common::ingest_rules::ConfirmedAtOnce;
 use e2e::postgres::Postgres;
@@ -106,9 +107,7 @@ async fn an_upload_reads_its_own_monitors_rows_not_whole_tables() -> anyhow::Res
         .await?;
     let first: Vec<NewResult> = (0..MONITORS).map(|m| result(m, START)).collect();
     for batch in first.chunks(500) {
-        store
-            .insert_results("p1", batch, START, &ConfirmedAtOnce)
-            .await?;
+        store_standing(&store, "p1", batch, START, &ConfirmedAtOnce).await?;
     }
     let due = store.due_looks(START, MONITORS as u32 + 1).await?;
     assert_eq!(
@@ -136,9 +135,7 @@ async fn an_upload_reads_its_own_monitors_rows_not_whole_tables() -> anyhow::Res
         let batch: Vec<NewResult> = (0..PER_UPLOAD)
             .map(|i| result(upload * PER_UPLOAD + i, at))
             .collect();
-        store
-            .insert_results("p1", &batch, at, &ConfirmedAtOnce)
-            .await?;
+        store_standing(&store, "p1", &batch, at, &ConfirmedAtOnce).await?;
     }
     store.close().await;
     let after = rows_read(&mut watcher).await?;

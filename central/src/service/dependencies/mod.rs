@@ -1,7 +1,7 @@
 //! Dependencies of `health-json` monitors as operators read them: one monitor's (with the
 //! warnings of its documents, the change history and latency buckets), every canonical
 //! dependency with the monitors that report it, and the aliases that group reported names.
-//! Ingest records them (`store::insert_results` with `rules::diff`); this module only reads
+//! Ingest records them (`ingest::batch` with `rules::diff`); this module only reads
 //! and manages aliases. Must not: write SQL or decide what a change is (`rules`).
 
 pub mod notices;

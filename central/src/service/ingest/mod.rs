@@ -1,7 +1,8 @@
 //! Result ingestion: read an upload's results one by one (a bad one named by its position),
 //! keep what central keeps of each (`kept`), and store them once with what stands of them
-//! (`upload`), in one transaction. Must not: write SQL (`store::results`).
+//! (`upload`), in one transaction (`batch`). Must not: write SQL (`store::ingest_tx`).
 
+pub mod batch;
 mod kept;
 mod upload;
 
@@ -18,7 +19,8 @@ use uuid::Uuid;
 
 use super::App;
 use crate::service::error::{ServiceError, ServiceResult};
-use crate::store::{Ingested, PollerRow};
+use crate::store::PollerRow;
+use batch::Ingested;
 pub(super) use kept::bounded_result;
 use kept::new_result;
 use upload::Decision;
@@ -167,7 +169,7 @@ impl App {
     ) -> ServiceResult<(Ingested, Decision)> {
         let (ingested, decision) = self
             .store
-            .ingest_upload(upload.poller_id, upload, upload.now)
+            .ingest(upload.poller_id, upload.now, upload)
             .await?;
         if ingested.marked || ingested.dependency_notices {
             // Monitors were marked due with them, or dependencies changed that call for a

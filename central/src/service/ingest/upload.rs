@@ -1,5 +1,5 @@
 //! Which results of an upload stand, and by which rules: decided inside the transaction that
-//! stores them (`store::Intake`), from the placements and maintenance windows stored then. A
+//! stores them (`store::IngestWork`), from the placements and maintenance windows stored then. A
 //! poller's result stands if the poller runs its monitor (or did until a recent move) and
 //! takes that placement's location; central's own results always stand. Must not: parse the
 //! wire format (`ingest`) or keep what the store keeps (`store::results`).
@@ -16,9 +16,11 @@ use crate::service::status::{self, Verdict, VerdictState};
 use crate::service::statuses::thresholds_of;
 use crate::service::uptime::{pause_of, Timeline};
 use crate::store::{
-    DependencyDiff, DependencyReport, DependencyRow, IngestRules, Intake, NewResult, OwnershipRow,
+    DependencyDiff, DependencyReport, DependencyRow, IngestTx, IngestWork, NewResult, OwnershipRow,
     StoredVerdict, TimeCredit, TimePoint, WindowRow,
 };
+
+use super::batch::{store_batch, IngestRules, Ingested};
 
 /// After a monitor moves, its previous poller may still deliver what it measured before.
 const REASSIGNMENT_GRACE_MS: i64 = 15 * 60 * 1000;
@@ -34,7 +36,7 @@ pub(in crate::service) enum Sender {
     Central,
 }
 
-/// An upload, as ingest decides it inside the transaction that stores it (`store::Intake`):
+/// An upload, as ingest decides it inside the transaction that stores it (`store::IngestWork`):
 /// which of its results stand, by the placements stored then, and the rules of their monitors.
 pub(in crate::service) struct Upload<'a> {
     pub(super) poller_id: &'a str,
@@ -81,13 +83,26 @@ pub(in crate::service) struct Decision {
     span: Option<(i64, i64)>,
 }
 
-impl Intake for Upload<'_> {
-    type Decision = Decision;
+impl IngestWork for Upload<'_> {
+    type Output = (Ingested, Decision);
 
-    fn monitor_ids(&self) -> &[String] {
-        &self.monitor_ids
+    /// Reads the placements of the monitors the upload names (held first), decides what
+    /// stands, reads the maintenance windows around it, and stores what stands.
+    async fn run(&self, tx: &mut IngestTx<'_>) -> anyhow::Result<(Ingested, Decision)> {
+        let owners = tx.placements(&self.monitor_ids).await?;
+        let mut decision = self.accept(owners);
+        if let Some((from, _)) = decision.span {
+            let windows = tx.windows_not_over(from).await?;
+            self.cover(&mut decision, windows);
+        }
+        let ingested = store_batch(tx, &decision.results, &decision.rules).await?;
+        Ok((ingested, decision))
     }
+}
 
+impl Upload<'_> {
+    /// Decides which results stand and by which rules, given the placements of the
+    /// monitors the upload names as stored now (an unknown monitor has none).
     fn accept(&self, rows: Vec<OwnershipRow>) -> Decision {
         let mut owners: HashMap<String, Vec<OwnershipRow>> = HashMap::new();
         for row in rows {
@@ -144,10 +159,7 @@ impl Intake for Upload<'_> {
         }
     }
 
-    fn windows_from(&self, decision: &Decision) -> Option<i64> {
-        decision.span.map(|(from, _)| from)
-    }
-
+    /// Gives the rules the time maintenance `windows` cover.
     fn cover(&self, decision: &mut Decision, windows: Vec<WindowRow>) {
         let Some((from, until)) = decision.span else {
             return;
@@ -177,10 +189,6 @@ impl Intake for Upload<'_> {
             };
             rule.quiet = quiet_of(&windows, &placement);
         }
-    }
-
-    fn batch<'d>(&'d self, decision: &'d Decision) -> (&'d [NewResult], &'d dyn IngestRules) {
-        (&decision.results, &decision.rules)
     }
 }
 
@@ -227,7 +235,7 @@ impl MonitorRule {
 }
 
 /// The rules of each monitor in a batch: how ingest moves the stored verdict states and the
-/// time credited to the rollups (`store::insert_results` keeps them, this decides them).
+/// time credited to the rollups (the store keeps them, `batch` applies these).
 struct MonitorRules(HashMap<String, MonitorRule>);
 
 impl IngestRules for MonitorRules {

@@ -1,13 +1,13 @@
-//! Ingest rules for the tests that drive central's store directly (`Store::insert_results`):
-//! the simplest that still move verdicts and keep due rows, so a test sees the store's own
-//! work and not the service's rules. Shared through `mod common;` in each such test (cargo
-//! builds no test of its own from a folder under `tests/`).
+//! Ingest rules for the tests that drive central's store directly
+//! (`service::ingest::batch::store_standing`): the simplest that still
+//! move verdicts and keep due rows, so a test sees the store's own work and not the service's
+//! rules.
 
 use std::collections::HashSet;
 
+use central::service::ingest::batch::IngestRules;
 use central::store::{
-    DependencyDiff, DependencyReport, DependencyRow, IngestRules, StoredVerdict, TimeCredit,
-    TimePoint,
+    DependencyDiff, DependencyReport, DependencyRow, StoredVerdict, TimeCredit, TimePoint,
 };
 
 /// Every verdict confirmed at once; a result keeps its monitor from changing for two minutes
