@@ -619,6 +619,11 @@ pub struct CommandAckResponse {
 }
 
 /// The outcome of one check.
+///
+/// On the wire a rate-limited result is `ratelimited`, as every released agent and central
+/// writes it (serde's `lowercase` of the variant's name); central also takes `rate_limited`,
+/// the name it stores and shows, which the protocol document gave (it is what a poller of
+/// another make would send).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
@@ -626,10 +631,51 @@ pub enum ResultStatus {
     Up,
     Down,
     /// The target asked us to slow down (`429`/`503` with `Retry-After`): neither up nor down.
+    #[serde(alias = "rate_limited")]
     RateLimited,
 }
 
+/// An up/down result's verdict on its target: what moves a monitor's confirmed status (a
+/// rate-limited result moves none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Verdict {
+    Up,
+    Down,
+}
+
+impl Verdict {
+    /// The verdict of a stored status text (`up`/`down`); `None` for any other.
+    pub fn parse(status: &str) -> Option<Verdict> {
+        ResultStatus::parse(status).and_then(ResultStatus::verdict)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Up => "up",
+            Verdict::Down => "down",
+        }
+    }
+}
+
+impl From<Verdict> for ResultStatus {
+    fn from(verdict: Verdict) -> Self {
+        match verdict {
+            Verdict::Up => ResultStatus::Up,
+            Verdict::Down => ResultStatus::Down,
+        }
+    }
+}
+
 impl ResultStatus {
+    /// The verdict an up/down result gives; `None` for a rate-limited one.
+    pub fn verdict(self) -> Option<Verdict> {
+        match self {
+            ResultStatus::Up => Some(Verdict::Up),
+            ResultStatus::Down => Some(Verdict::Down),
+            ResultStatus::RateLimited => None,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             ResultStatus::Up => "up",
@@ -720,6 +766,25 @@ mod tests {
             capabilities: default_capabilities(),
             version: "0.1.0".into(),
         }
+    }
+
+    /// A rate-limited result travels as `ratelimited` (what released centrals take) and is
+    /// taken under both names; up and down are what they say.
+    #[test]
+    fn a_rate_limited_result_is_taken_under_both_names() {
+        let written = serde_json::to_string(&ResultStatus::RateLimited).unwrap();
+        assert_eq!(written, r#""ratelimited""#);
+        for name in [r#""ratelimited""#, r#""rate_limited""#] {
+            let read: ResultStatus = serde_json::from_str(name).unwrap();
+            assert_eq!(read, ResultStatus::RateLimited, "{name}");
+        }
+        assert_eq!(
+            serde_json::from_str::<ResultStatus>(r#""down""#).unwrap(),
+            ResultStatus::Down
+        );
+        assert_eq!(ResultStatus::RateLimited.verdict(), None);
+        assert_eq!(Verdict::parse("rate_limited"), None);
+        assert_eq!(Verdict::parse("up"), Some(Verdict::Up));
     }
 
     #[test]

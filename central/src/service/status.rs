@@ -38,29 +38,8 @@ pub struct Lateness {
     pub why: String,
 }
 
-/// An up/down result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
-    Up,
-    Down,
-}
-
-impl Verdict {
-    pub fn parse(status: &str) -> Option<Verdict> {
-        match status {
-            "up" => Some(Verdict::Up),
-            "down" => Some(Verdict::Down),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Up => "up",
-            Verdict::Down => "down",
-        }
-    }
-}
+/// An up/down result (shared with the wire's `ResultStatus`).
+pub use shared_proto::poller_api::Verdict;
 
 /// A monitor's (or a location's) confirmed verdict and the run of equal results it is in:
 /// stored state, moved by each up/down result in check-time order (`advance`), so that the

@@ -5,6 +5,7 @@
 use std::collections::HashSet;
 
 use super::ingest::batch::IngestRules;
+use super::status::Verdict;
 use super::uptime::Timeline;
 use crate::store::{
     DependencyDiff, DependencyReport, DependencyRow, StoredVerdict, TimeCredit, TimePoint,
@@ -21,14 +22,14 @@ pub const STORE_TEST_TIMELINE: Timeline = Timeline {
 };
 
 impl IngestRules for NewestDecides {
-    fn advance(&self, _: &str, state: StoredVerdict, result: &str) -> StoredVerdict {
-        let run = match state.status.as_deref() {
+    fn advance(&self, _: &str, state: StoredVerdict, result: Verdict) -> StoredVerdict {
+        let run = match state.status {
             Some(status) if status == result => state.run_length + 1,
             _ => 1,
         };
         StoredVerdict {
-            confirmed: Some(result.to_string()),
-            status: Some(result.to_string()),
+            confirmed: Some(result),
+            status: Some(result),
             run_length: run,
         }
     }

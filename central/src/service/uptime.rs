@@ -18,6 +18,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use shared_proto::poller_api::ResultStatus;
 use shared_proto::settings_api::{LocationStatus, MonitorStatus};
 
 use super::quorum;
@@ -216,11 +217,11 @@ impl Timeline {
             let Some(point) = newer.checked_sub(1).map(|i| sequence[i]) else {
                 return LocationStatus::Unknown;
             };
-            match point.status.as_str() {
+            match point.status {
                 _ if t >= point.ts.saturating_add(self.cap_ms) => LocationStatus::Unknown,
-                "up" => LocationStatus::Up,
-                "down" => LocationStatus::Down,
-                _ => LocationStatus::Unknown,
+                ResultStatus::Up => LocationStatus::Up,
+                ResultStatus::Down => LocationStatus::Down,
+                ResultStatus::RateLimited => LocationStatus::Unknown,
             }
         };
         match self.quorum {

@@ -484,7 +484,7 @@ mod tests {
             monitor_id: "m1".into(),
             region: None,
             ts,
-            status: "up".into(),
+            status: shared_proto::poller_api::ResultStatus::Up,
             latency_ms: Some(5),
             msg: String::new(),
             meta: "{}".into(),

@@ -116,7 +116,12 @@ mod tests {
     struct PanicsMidway;
 
     impl IngestRules for PanicsMidway {
-        fn advance(&self, id: &str, state: StoredVerdict, result: &str) -> StoredVerdict {
+        fn advance(
+            &self,
+            id: &str,
+            state: StoredVerdict,
+            result: shared_proto::poller_api::Verdict,
+        ) -> StoredVerdict {
             NewestDecides.advance(id, state, result)
         }
         fn unchanged_until(&self, id: &str, ts: i64) -> i64 {

@@ -5,6 +5,8 @@
 
 use std::collections::HashMap;
 
+use shared_proto::poller_api::ResultStatus;
+
 use sqlx::Row;
 
 use super::result_index::{by_monitor, Order};
@@ -77,7 +79,11 @@ impl Store {
                         id: row.try_get("id")?,
                         region: row.try_get("region")?,
                         ts: row.try_get("ts")?,
-                        status: row.try_get("status")?,
+                        status: {
+                            let text: String = row.try_get("status")?;
+                            ResultStatus::parse(&text)
+                                .ok_or_else(|| anyhow::anyhow!("a stored status `{text}`"))?
+                        },
                     },
                     latency_ms: row.try_get("latency_ms")?,
                 });
@@ -105,7 +111,7 @@ mod tests {
             monitor_id: monitor.into(),
             region: Some(region.into()),
             ts,
-            status: "up".into(),
+            status: shared_proto::poller_api::ResultStatus::Up,
             latency_ms: Some(7),
             msg: String::new(),
             meta: "{}".into(),

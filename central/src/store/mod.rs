@@ -95,6 +95,8 @@ pub use results::NewResult;
 pub use rollup_folding::HourKey;
 pub use rollups::{Resolution, RollupRow, RollupSums, LATENCY_BOUNDS_MS};
 pub use sessions::SessionRow;
+/// A result's status, as the wire and the store carry it.
+pub use shared_proto::poller_api::ResultStatus;
 pub use status_incidents::{IncidentChange, IncidentRow, IncidentUpdateRow};
 pub use status_moves::{StatusKey, StatusTable, StoredVerdict};
 pub use status_pages::{PageConflict, StatusPageRow};

@@ -5,6 +5,8 @@
 
 use std::collections::HashSet;
 
+use shared_proto::poller_api::ResultStatus;
+
 use super::dialect::json_rows;
 use super::packed::{packed, unpack};
 use super::statements::{Arg, Columns, Statements};
@@ -18,7 +20,9 @@ pub struct NewResult {
     /// The location it was checked from, for a multi-location monitor.
     pub region: Option<String>,
     pub ts: i64,
-    pub status: String,
+    /// Stored as its text (`up`, `down`, `rate_limited`).
+    #[serde(serialize_with = "stored_status")]
+    pub status: ResultStatus,
     pub latency_ms: Option<i64>,
     pub msg: String,
     /// JSON.
@@ -29,6 +33,12 @@ pub struct NewResult {
     /// The health document's dependencies, for a `health-json` check that read one.
     #[serde(skip)]
     pub dependencies: Option<super::dependencies::DependencyReport>,
+}
+
+/// A status as stored: the text central keeps and shows (`ResultStatus::as_str`), not the
+/// wire's spelling.
+fn stored_status<S: serde::Serializer>(status: &ResultStatus, to: S) -> Result<S::Ok, S::Error> {
+    to.serialize_str(status.as_str())
 }
 
 impl NewResult {

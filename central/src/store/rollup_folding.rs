@@ -228,7 +228,11 @@ mod tests {
             monitor_id: monitor.into(),
             region: region.map(Into::into),
             ts: START + minute * 60_000 + 7_000,
-            status: if up { "up" } else { "down" }.into(),
+            status: if up {
+                shared_proto::poller_api::ResultStatus::Up
+            } else {
+                shared_proto::poller_api::ResultStatus::Down
+            },
             latency_ms: Some(latency),
             msg: String::new(),
             meta: "{}".into(),

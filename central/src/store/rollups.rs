@@ -228,7 +228,7 @@ fn rollup_deltas(results: &[&NewResult], credits: &Credits) -> BTreeMap<RollupKe
             deltas
                 .entry(key)
                 .or_default()
-                .count(&result.status, result.latency_ms);
+                .count(result.status.as_str(), result.latency_ms);
         }
     }
     deltas
@@ -566,7 +566,7 @@ mod tests {
             monitor_id: "m1".into(),
             region: region.map(Into::into),
             ts,
-            status: status.into(),
+            status: shared_proto::poller_api::ResultStatus::parse(status).unwrap(),
             latency_ms: Some(latency),
             msg: String::new(),
             meta: "{}".into(),

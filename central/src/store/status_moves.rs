@@ -7,6 +7,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::LazyLock;
 
+use shared_proto::poller_api::Verdict;
+
 use super::dialect::json_rows;
 use super::results::NewResult;
 use super::statements::{Arg, Statements};
@@ -156,7 +158,7 @@ struct StatusMove<'a> {
     verdict_at: Option<i64>,
     verdict_result_id: Option<&'a str>,
     /// The verdict state the batch's newer verdicts moved the row to.
-    confirmed: Option<String>,
+    confirmed: Option<&'static str>,
     run_length: Option<i64>,
 }
 
@@ -191,7 +193,7 @@ impl<'a> StatusMove<'a> {
             self.next_due_at.into(),
             self.verdict_at.into(),
             self.verdict_result_id.into(),
-            self.confirmed.as_ref().into(),
+            self.confirmed.into(),
             self.run_length.into(),
         ]
     }
@@ -204,7 +206,7 @@ impl<'a> StatusMove<'a> {
         StatusMove {
             monitor_id: &newest.monitor_id,
             region: newest.region.as_deref(),
-            status: decisive.map_or(&newest.status, |d| &d.status),
+            status: decisive.map_or(newest.status, |d| d.status).as_str(),
             id: &newest.id,
             ts: newest.ts,
             latency_ms: newest.latency_ms,
@@ -212,7 +214,7 @@ impl<'a> StatusMove<'a> {
             next_due_at: newest.next_due_at,
             verdict_at: decisive.map(|d| d.ts),
             verdict_result_id: decisive.map(|d| d.id.as_str()),
-            confirmed: moved.and_then(|m| m.confirmed.clone()),
+            confirmed: moved.and_then(|m| m.confirmed).map(Verdict::as_str),
             run_length: moved.map(|m| m.run_length),
         }
     }
@@ -222,10 +224,10 @@ impl<'a> StatusMove<'a> {
 /// moves it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StoredVerdict {
-    /// The confirmed verdict (`up`/`down`), `None` while none is.
-    pub confirmed: Option<String>,
+    /// The confirmed verdict, `None` while none is.
+    pub confirmed: Option<Verdict>,
     /// The newest verdict, `None` before the first.
-    pub status: Option<String>,
+    pub status: Option<Verdict>,
     /// How many results equal to `status` end the sequence.
     pub run_length: i64,
 }
@@ -255,7 +257,7 @@ fn status_moves<'a>(
     for &result in results {
         let key = table.key_of(result);
         let newer = |slot: &&NewResult| (result.ts, &result.id) > (slot.ts, &slot.id);
-        if result.status != "rate_limited" {
+        if result.status.verdict().is_some() {
             let slot = decisive.entry(key).or_insert(result);
             if newer(slot) {
                 *slot = result;

@@ -11,6 +11,8 @@
 
 use std::collections::HashMap;
 
+use shared_proto::poller_api::{ResultStatus, Verdict};
+
 use super::packed::{packed, unpack};
 use super::results::NewResult;
 use super::statements::{Arg, Columns, Statements};
@@ -27,11 +29,11 @@ pub struct StatusBefore {
     pub last_result_at: i64,
     pub last_result_id: String,
     /// The newest result's own status: the verdict columns hold the newest up/down one, so a
-    /// newer rate-limited result reads as `rate_limited`.
-    pub newest_status: String,
-    /// The newest verdict (`rate_limited` before the first up/down result).
-    pub status: String,
-    pub confirmed: Option<String>,
+    /// newer rate-limited result reads as rate-limited.
+    pub newest_status: ResultStatus,
+    /// The newest verdict (rate-limited before the first up/down result).
+    pub status: ResultStatus,
+    pub confirmed: Option<Verdict>,
     pub run_length: i64,
     pub verdict_at: Option<i64>,
     pub verdict_result_id: Option<String>,
@@ -77,21 +79,34 @@ struct Packed {
 }
 
 impl Packed {
-    fn keyed(self) -> (RowKey, StatusBefore) {
-        (
+    fn keyed(self) -> anyhow::Result<(RowKey, StatusBefore)> {
+        Ok((
             (self.monitor_id, self.region),
             StatusBefore {
                 last_result_at: self.last_result_at,
                 last_result_id: self.last_result_id,
-                newest_status: self.newest_status,
-                status: self.status,
-                confirmed: self.confirmed,
+                newest_status: status_of(&self.newest_status)?,
+                status: status_of(&self.status)?,
+                confirmed: verdict_of(self.confirmed.as_deref())?,
                 run_length: self.run_length,
                 verdict_at: self.verdict_at,
                 verdict_result_id: self.verdict_result_id,
             },
-        )
+        ))
     }
+}
+
+/// A stored status text as a status; a text central never writes is an error.
+fn status_of(text: &str) -> anyhow::Result<ResultStatus> {
+    ResultStatus::parse(text).ok_or_else(|| anyhow::anyhow!("a stored status `{text}`"))
+}
+
+/// A stored confirmed verdict (`up`/`down` or none).
+fn verdict_of(text: Option<&str>) -> anyhow::Result<Option<Verdict>> {
+    text.map(|text| {
+        Verdict::parse(text).ok_or_else(|| anyhow::anyhow!("a stored verdict `{text}`"))
+    })
+    .transpose()
 }
 
 /// A row as SQLite's statement per monitor returns it, its columns in `columns`' order.
@@ -101,9 +116,9 @@ fn read_row(row: &dyn Columns) -> anyhow::Result<(RowKey, StatusBefore)> {
         StatusBefore {
             last_result_at: row.int(2)?,
             last_result_id: row.text(3)?,
-            newest_status: row.text(4)?,
-            status: row.text(5)?,
-            confirmed: row.text_or_null(6)?,
+            newest_status: status_of(&row.text(4)?)?,
+            status: status_of(&row.text(5)?)?,
+            confirmed: verdict_of(row.text_or_null(6)?.as_deref())?,
             run_length: row.int(7)?,
             verdict_at: row.int_or_null(8)?,
             verdict_result_id: row.text_or_null(9)?,
@@ -158,7 +173,10 @@ impl Store {
                 );
                 let ids = serde_json::to_string(&ids)?;
                 let text = tx.read_text(&sql, &[Arg::from(&ids)]).await?;
-                rows.extend(unpack::<Packed>(&text)?.into_iter().map(Packed::keyed));
+                for row in unpack::<Packed>(&text)? {
+                    let (key, row) = row.keyed()?;
+                    rows.insert(key, row);
+                }
             }
         }
         Ok(rows)

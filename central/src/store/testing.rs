@@ -97,7 +97,7 @@ pub fn result(id: &str, ts: i64, status: &str) -> super::NewResult {
         monitor_id: "m1".into(),
         region: None,
         ts,
-        status: status.into(),
+        status: shared_proto::poller_api::ResultStatus::parse(status).unwrap(),
         latency_ms: Some(5),
         msg: String::new(),
         meta: "{}".into(),

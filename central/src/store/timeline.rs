@@ -9,6 +9,8 @@ use std::collections::{BTreeMap, HashMap};
 use super::dialect::json_rows;
 use super::packed::{packed, unpack};
 use super::result_index::{by_monitor, Order};
+use shared_proto::poller_api::ResultStatus;
+
 use super::results::NewResult;
 use super::statements::{Arg, Statements};
 use super::status_rows::StatusesBefore;
@@ -20,7 +22,8 @@ pub struct TimePoint {
     pub id: String,
     pub region: Option<String>,
     pub ts: i64,
-    pub status: String,
+    /// Read from its stored text (`rate_limited` is one of the names the type takes).
+    pub status: ResultStatus,
 }
 
 /// Time added to (or, negative, taken from) one bucket of a monitor or location.
@@ -160,7 +163,7 @@ impl Store {
                     id: result.id.clone(),
                     region: result.region.clone(),
                     ts: result.ts,
-                    status: result.status.clone(),
+                    status: result.status,
                 });
         }
         // Each key's newest stored result: the older point the new time depends on (a location
@@ -213,7 +216,7 @@ impl Store {
                     id: row.last_result_id.clone(),
                     region: region.clone(),
                     ts: row.last_result_at,
-                    status: row.newest_status.clone(),
+                    status: row.newest_status,
                 };
                 (
                     (monitor_id.clone(), region.clone()),
@@ -426,7 +429,12 @@ mod tests {
     struct Quorum(Timeline);
 
     impl IngestRules for Quorum {
-        fn advance(&self, id: &str, state: StoredVerdict, result: &str) -> StoredVerdict {
+        fn advance(
+            &self,
+            id: &str,
+            state: StoredVerdict,
+            result: shared_proto::poller_api::Verdict,
+        ) -> StoredVerdict {
             NewestDecides.advance(id, state, result)
         }
         fn unchanged_until(&self, id: &str, ts: i64) -> i64 {
@@ -508,7 +516,7 @@ mod tests {
                         monitor_id: "m1".into(),
                         region: Some(region.to_string()),
                         ts,
-                        status: status.into(),
+                        status: shared_proto::poller_api::ResultStatus::parse(status).unwrap(),
                         latency_ms: None,
                         msg: String::new(),
                         meta: "{}".into(),
@@ -564,7 +572,7 @@ mod tests {
                     id: r.id.clone(),
                     region: r.region.clone(),
                     ts: r.ts,
-                    status: r.status.clone(),
+                    status: r.status,
                 })
                 .collect();
             for region in ["", "eu", "us", "ap"] {

@@ -297,7 +297,7 @@ fn result(id: &str, monitor_id: &str, ts: i64, status: &str) -> NewResult {
         monitor_id: monitor_id.into(),
         region: None,
         ts,
-        status: status.into(),
+        status: central::store::ResultStatus::parse(status).unwrap(),
         latency_ms: Some(5),
         msg: String::new(),
         meta: "{}".into(),
@@ -365,7 +365,11 @@ fn folding_result(u: usize, n: usize) -> NewResult {
         monitor_id: monitor.into(),
         region: region.map(Into::into),
         ts: FOLD_START + (walk as i64 * 2_161) % (6 * HOUR),
-        status: if up { "up" } else { "down" }.into(),
+        status: if up {
+            central::store::ResultStatus::Up
+        } else {
+            central::store::ResultStatus::Down
+        },
         latency_ms: Some((walk % 900) as i64),
         msg: String::new(),
         meta: "{}".into(),
@@ -387,7 +391,7 @@ fn folding_model() -> Model {
                 let counts = model
                     .entry((r.monitor_id.clone(), region.to_string(), day))
                     .or_default();
-                if r.status == "up" {
+                if r.status == central::store::ResultStatus::Up {
                     counts.0 += 1;
                     counts.2 += r.latency_ms.unwrap();
                 } else {
@@ -553,7 +557,11 @@ async fn uploads_sharing_monitors_from_several_locations_never_deadlock() -> any
                             monitor_id: format!("m{round}-{m}"),
                             region: Some(location.into()),
                             ts: 1_000 + (check * 60_000 + u) as i64,
-                            status: if check == 1 && u == 0 { "down" } else { "up" }.into(),
+                            status: if check == 1 && u == 0 {
+                                central::store::ResultStatus::Down
+                            } else {
+                                central::store::ResultStatus::Up
+                            },
                             latency_ms: Some(10),
                             msg: String::new(),
                             meta: "{}".into(),

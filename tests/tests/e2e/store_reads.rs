@@ -48,7 +48,7 @@ fn result(monitor: usize, ts: i64) -> NewResult {
         monitor_id: monitor_id(monitor),
         region: None,
         ts,
-        status: "up".into(),
+        status: central::store::ResultStatus::Up,
         latency_ms: Some(5),
         msg: String::new(),
         meta: "{}".into(),

@@ -214,7 +214,7 @@ fn buckets_of(
         buckets
             .entry(Resolution::Minute.bucket_of(result.point.ts))
             .or_default()
-            .count(&result.point.status, result.latency_ms);
+            .count(result.point.status.as_str(), result.latency_ms);
     }
     let points: Vec<&TimePoint> = results.iter().map(|r| &r.point).collect();
     let spans = uptime::outside(timeline.spans(&points, from, until.min(now)), quiet);

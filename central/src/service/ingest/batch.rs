@@ -7,6 +7,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
+use shared_proto::poller_api::Verdict;
+
 use crate::store::{
     Confirmation, Credits, DependencyDiff, DependencyReport, DependencyRow, IngestTx, IngestWork,
     NewResult, StatusKey, StatusTable, StatusesBefore, Store, StoredVerdict, TimeCredit, TimePoint,
@@ -18,7 +20,7 @@ use crate::store::{
 pub trait IngestRules: Sync {
     /// Moves a stored verdict state by one up/down result of `monitor_id`
     /// (`service::status::advance`).
-    fn advance(&self, monitor_id: &str, state: StoredVerdict, result: &str) -> StoredVerdict;
+    fn advance(&self, monitor_id: &str, state: StoredVerdict, result: Verdict) -> StoredVerdict;
 
     /// The instant before which a monitor whose newest result was checked at `ts` cannot
     /// change its status with time alone (`service::status::unchanged_until`).
@@ -249,35 +251,37 @@ fn move_verdicts<'a>(
     before: &StatusesBefore,
     flipped: &mut BTreeSet<String>,
 ) -> HashMap<StatusKey<'a>, StoredVerdict> {
-    let mut verdicts: BTreeMap<StatusKey<'a>, Vec<&'a NewResult>> = BTreeMap::new();
-    for &result in results.iter().filter(|r| r.status != "rate_limited") {
-        verdicts
-            .entry(table.key_of(result))
-            .or_default()
-            .push(result);
+    let mut verdicts: BTreeMap<StatusKey<'a>, Vec<(&'a NewResult, Verdict)>> = BTreeMap::new();
+    for &result in results {
+        if let Some(verdict) = result.status.verdict() {
+            verdicts
+                .entry(table.key_of(result))
+                .or_default()
+                .push((result, verdict));
+        }
     }
     let mut moved = HashMap::with_capacity(verdicts.len());
     for (key, mut batch) in verdicts {
-        batch.sort_by(|a, b| (a.ts, &a.id).cmp(&(b.ts, &b.id)));
+        batch.sort_by(|(a, _), (b, _)| (a.ts, &a.id).cmp(&(b.ts, &b.id)));
         // The rows are keyed by owned texts (they were read): one key made per row moved.
         let row = before.get(&(key.0.to_string(), key.1.map(str::to_string)));
         let newest = row.and_then(|r| r.verdict_at.zip(r.verdict_result_id.as_deref()));
         let was = row.map_or_else(StoredVerdict::default, |r| StoredVerdict {
-            confirmed: r.confirmed.clone(),
-            status: (r.status != "rate_limited").then(|| r.status.clone()),
+            confirmed: r.confirmed,
+            status: r.status.verdict(),
             run_length: r.run_length,
         });
         let mut state = was.clone();
         let mut changed = false;
-        for result in batch {
+        for (result, verdict) in batch {
             if newest.is_some_and(|(ts, id)| (result.ts, result.id.as_str()) <= (ts, id)) {
                 continue;
             }
-            state = rules.advance(key.0, state, &result.status);
+            state = rules.advance(key.0, state, verdict);
             changed = true;
         }
         if changed {
-            if (&state.status, &state.confirmed) != (&was.status, &was.confirmed) {
+            if (state.status, state.confirmed) != (was.status, was.confirmed) {
                 flipped.insert(key.0.to_string());
             }
             moved.insert(key, state);

@@ -46,7 +46,7 @@ pub(super) fn new_result(result: CheckResult, region: Option<String>) -> NewResu
         monitor_id: result.monitor_id.to_string(),
         region,
         ts,
-        status: result.status.as_str().to_string(),
+        status: result.status,
         latency_ms: result.latency_ms.map(|l| l as i64),
         // The agent's word for when it checks next, believed up to the longest delay a setting
         // allows: a later one would keep a silent monitor from ever turning stale.

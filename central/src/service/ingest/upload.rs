@@ -292,23 +292,18 @@ impl IngestRules for MonitorRules {
         crate::service::dependencies::rules::diff(monitor_id, region, at, before, report, notify)
     }
 
-    fn advance(&self, monitor_id: &str, state: StoredVerdict, result: &str) -> StoredVerdict {
-        let Some(verdict) = Verdict::parse(result) else {
-            return state;
-        };
+    fn advance(&self, monitor_id: &str, state: StoredVerdict, verdict: Verdict) -> StoredVerdict {
         let (down, up) = self.0.get(monitor_id).map_or((1, 1), |m| m.thresholds);
         let current = VerdictState {
-            confirmed: state.confirmed.as_deref().and_then(Verdict::parse),
+            confirmed: state.confirmed,
             run: state
                 .status
-                .as_deref()
-                .and_then(Verdict::parse)
                 .map(|v| (v, state.run_length.clamp(0, i64::from(u32::MAX)) as u32)),
         };
         let next = status::advance(current, verdict, down, up);
         StoredVerdict {
-            confirmed: next.confirmed.map(|v| v.as_str().to_string()),
-            status: next.run.map(|(v, _)| v.as_str().to_string()),
+            confirmed: next.confirmed,
+            status: next.run.map(|(v, _)| v),
             run_length: next.run.map_or(0, |(_, n)| i64::from(n)),
         }
     }

@@ -19,6 +19,7 @@ use std::collections::HashMap;
 
 use serde_json::json;
 use shared_proto::heartbeat::{PingKind, PingList, PingUrl, PingView};
+use shared_proto::poller_api::ResultStatus;
 use shared_proto::settings::{CheckSettings, MonitorSettings};
 use shared_proto::{CheckKind, MonitorSpec, PollerMode, ValidationError};
 use uuid::Uuid;
@@ -279,7 +280,11 @@ impl App {
             monitor_id: monitor.id.clone(),
             region: None,
             ts: now,
-            status: if kind.failed() { "down" } else { "up" }.into(),
+            status: if kind.failed() {
+                ResultStatus::Down
+            } else {
+                ResultStatus::Up
+            },
             latency_ms: duration,
             next_due_at: schedule.as_ref().map(|s| s.expected_after(now)),
             dependencies: None,
@@ -337,7 +342,7 @@ impl App {
                 monitor_id: monitor.id.clone(),
                 region: None,
                 ts: at,
-                status: "down".into(),
+                status: ResultStatus::Down,
                 latency_ms: None,
                 next_due_at: None,
                 dependencies: None,

@@ -76,7 +76,11 @@ fn run(
                 id: format!("r{started}"),
                 region: None,
                 ts: started as i64,
-                status: if down { "down" } else { "up" }.into(),
+                status: if down {
+                    shared_proto::poller_api::ResultStatus::Down
+                } else {
+                    shared_proto::poller_api::ResultStatus::Up
+                },
             });
         }
     }

@@ -9,7 +9,7 @@ fn point(id: &str, region: Option<&str>, ts: i64, status: &str) -> TimePoint {
         id: id.into(),
         region: region.map(Into::into),
         ts,
-        status: status.into(),
+        status: shared_proto::poller_api::ResultStatus::parse(status).unwrap(),
     }
 }
 
@@ -31,7 +31,10 @@ fn a_backed_off_outage_counts_for_its_time_not_its_checks() {
     for ts in [60, 65, 75, 95] {
         points.push(point(&format!("d{ts}"), None, ts * S, "down"));
     }
-    let ups = points.iter().filter(|p| p.status == "up").count();
+    let ups = points
+        .iter()
+        .filter(|p| p.status == shared_proto::poller_api::ResultStatus::Up)
+        .count();
     assert_eq!((ups, points.len()), (27, 31), "the old count");
     let timeline = Timeline::of(5 * S, None, None);
     let (up, down) = total(&timeline.spans(&refs(&points), 0, 195 * S), 0, 195 * S);
@@ -174,7 +177,7 @@ fn reference(
                 .filter(|p| p.ts <= t)
                 .max_by(|a, b| (a.ts, &a.id).cmp(&(b.ts, &b.id)))
                 .filter(|p| t < p.ts + cap)
-                .map(|p| p.status.clone())
+                .map(|p| p.status.as_str().to_string())
         };
         let health = match quorum {
             None => match newest(None).as_deref() {

@@ -6,6 +6,7 @@
 use std::collections::HashSet;
 
 use central::service::ingest::batch::IngestRules;
+use central::service::status::Verdict;
 use central::store::{
     DependencyDiff, DependencyReport, DependencyRow, StoredVerdict, TimeCredit, TimePoint,
 };
@@ -15,14 +16,14 @@ use central::store::{
 pub struct ConfirmedAtOnce;
 
 impl IngestRules for ConfirmedAtOnce {
-    fn advance(&self, _: &str, state: StoredVerdict, result: &str) -> StoredVerdict {
-        let run_length = match state.status.as_deref() {
+    fn advance(&self, _: &str, state: StoredVerdict, result: Verdict) -> StoredVerdict {
+        let run_length = match state.status {
             Some(status) if status == result => state.run_length + 1,
             _ => 1,
         };
         StoredVerdict {
-            confirmed: Some(result.into()),
-            status: Some(result.into()),
+            confirmed: Some(result),
+            status: Some(result),
             run_length,
         }
     }

@@ -213,7 +213,7 @@ proptest! {
                     id: format!("{i:03}"),
                     region: None,
                     ts: r.ts,
-                    status: if r.up { "up" } else { "down" }.into(),
+                    status: if r.up { shared_proto::poller_api::ResultStatus::Up } else { shared_proto::poller_api::ResultStatus::Down },
                 })
                 .collect();
             let refs: Vec<&TimePoint> = points.iter().collect();
