@@ -901,6 +901,27 @@ pub enum DeliveryStatus {
     Failed,
 }
 
+impl DeliveryStatus {
+    pub const ALL: [DeliveryStatus; 3] = [
+        DeliveryStatus::Pending,
+        DeliveryStatus::Delivered,
+        DeliveryStatus::Failed,
+    ];
+
+    /// The status `as_str` names; `None` for any other text.
+    pub fn parse(text: &str) -> Option<DeliveryStatus> {
+        DeliveryStatus::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeliveryStatus::Pending => "pending",
+            DeliveryStatus::Delivered => "delivered",
+            DeliveryStatus::Failed => "failed",
+        }
+    }
+}
+
 /// `GET /api/v1/notifications`: one row of the delivery log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

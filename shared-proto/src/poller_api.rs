@@ -637,7 +637,8 @@ pub enum ResultStatus {
 
 /// An up/down result's verdict on its target: what moves a monitor's confirmed status (a
 /// rate-limited result moves none).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Verdict {
     Up,
     Down,

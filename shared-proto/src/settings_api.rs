@@ -204,6 +204,27 @@ pub enum PollerStatus {
     Degraded,
 }
 
+impl PollerStatus {
+    pub const ALL: [PollerStatus; 3] = [
+        PollerStatus::Online,
+        PollerStatus::Offline,
+        PollerStatus::Degraded,
+    ];
+
+    /// The status `as_str` names; `None` for any other text.
+    pub fn parse(text: &str) -> Option<PollerStatus> {
+        PollerStatus::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PollerStatus::Online => "online",
+            PollerStatus::Offline => "offline",
+            PollerStatus::Degraded => "degraded",
+        }
+    }
+}
+
 /// A poller as the settings API shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

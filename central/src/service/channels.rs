@@ -293,11 +293,8 @@ fn channel_view(row: &ChannelRow) -> anyhow::Result<ChannelView> {
 fn notification_view(row: &OutboxRow) -> anyhow::Result<NotificationView> {
     let event: NotificationEvent =
         serde_json::from_value(serde_json::Value::String(row.event.clone()))?;
-    let status = match row.status.as_str() {
-        "delivered" => DeliveryStatus::Delivered,
-        "failed" => DeliveryStatus::Failed,
-        _ => DeliveryStatus::Pending,
-    };
+    let status = DeliveryStatus::parse(&row.status)
+        .ok_or_else(|| anyhow::anyhow!("a stored delivery status `{}`", row.status))?;
     Ok(NotificationView {
         id: stored_id(&row.id)?,
         channel_id: stored_id(&row.channel_id)?,

@@ -9,7 +9,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use shared_proto::engine_meta::{BreakerState, EngineMeta};
-use shared_proto::poller_api::SchedulerHealth;
+use shared_proto::poller_api::{SchedulerHealth, Verdict};
 use shared_proto::settings_api::{
     EngineView, HealthClass, MonitorStatusView, RateLimitView, SchedulerView,
 };
@@ -33,11 +33,7 @@ impl App {
             .await?;
         let outcomes: Vec<bool> = newest
             .iter()
-            .filter_map(|r| match r.status.as_str() {
-                "up" => Some(true),
-                "down" => Some(false),
-                _ => None,
-            })
+            .filter_map(|r| Some(r.status.verdict()? == Verdict::Up))
             .collect();
         view.health = health_class(&outcomes);
         view.engine = newest.first().map(engine_view).transpose()?.flatten();
@@ -188,7 +184,7 @@ mod tests {
             poller_id: Uuid::nil().to_string(),
             region: None,
             ts: 0,
-            status: "down".into(),
+            status: crate::store::ResultStatus::Down,
             latency_ms: None,
             msg: msg.into(),
             meta: meta.to_string(),

@@ -284,7 +284,7 @@ impl App {
                     poller_id: stored_id(&r.poller_id)?,
                     region: r.region.clone(),
                     ts: time_of(r.ts),
-                    status: r.status.clone(),
+                    status: r.status.as_str().to_string(),
                     latency_ms: r.latency_ms.map(|l| l.max(0) as u64),
                     msg: r.msg.clone(),
                     meta: serde_json::from_str(&r.meta).unwrap_or(serde_json::Value::Null),

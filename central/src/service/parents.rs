@@ -23,6 +23,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use shared_proto::notifications::Subject;
+use shared_proto::poller_api::Verdict;
 use shared_proto::settings_api::MonitorStatus;
 use shared_proto::ValidationError;
 use uuid::Uuid;
@@ -44,9 +45,9 @@ pub const MAX_NAMED: usize = 20;
 pub struct Parent {
     pub name: String,
     /// The status it showed at alerting's last look.
-    pub shown: Option<String>,
-    /// Its newest verdict (`up`/`down`), confirmed or not, and when its newest result was.
-    pub newest: Option<String>,
+    pub shown: Option<MonitorStatus>,
+    /// Its newest verdict, confirmed or not, and when its newest result was.
+    pub newest: Option<Verdict>,
     pub last_result_at: Option<i64>,
     pub interval_ms: i64,
     pub timeout_ms: i64,
@@ -71,7 +72,7 @@ pub struct Child {
 pub enum Behind {
     /// A parent shows a problem (or maintenance): shown in the child's reason, held for as
     /// long as it lasts (the parent's next change of status marks the child due).
-    Parent { name: String, status: String },
+    Parent { name: String, status: MonitorStatus },
     /// A parent has not been checked since the child began failing, or its newest result
     /// fails and is not confirmed yet: wait for it until this instant.
     Waiting { until: i64 },
@@ -89,15 +90,14 @@ pub fn behind(child: Child, parents: &[Parent], now: i64) -> Option<Behind> {
     if !is_problem(child.status) {
         return None;
     }
-    if let Some(parent) = parents.iter().find(|p| {
-        matches!(
-            p.shown.as_deref(),
-            Some("down" | "degraded" | "stale" | "maintenance")
-        )
-    }) {
+    let shown_problem = |p: &Parent| {
+        p.shown
+            .filter(|&s| is_problem(s) || s == MonitorStatus::Maintenance)
+    };
+    if let Some((parent, status)) = parents.iter().find_map(|p| Some((p, shown_problem(p)?))) {
         return Some(Behind::Parent {
             name: parent.name.clone(),
-            status: parent.shown.clone().unwrap_or_default(),
+            status,
         });
     }
     parents
@@ -107,7 +107,7 @@ pub fn behind(child: Child, parents: &[Parent], now: i64) -> Option<Behind> {
             // Not checked since the child began failing, or failing itself but not confirmed
             // yet: its next result says whether it is the cause.
             let not_since = child.failing_since.is_some_and(|since| last < since);
-            let failing = p.newest.as_deref() == Some("down");
+            let failing = p.newest == Some(Verdict::Down);
             let parents_next = last + p.interval_ms + p.timeout_ms + SLACK_MS;
             // Up again since the child's newest result: the child's next one says whether it
             // still fails on its own.
@@ -133,9 +133,10 @@ pub fn behind(child: Child, parents: &[Parent], now: i64) -> Option<Behind> {
 
 /// When a monitor's newest run of `status` verdicts began: its newest result, less an
 /// interval per result of the run before it (its check times are not kept apart).
-pub fn run_since(latest: Option<&StatusRow>, status: &str, interval_ms: i64) -> Option<i64> {
+pub fn run_since(latest: Option<&StatusRow>, verdict: Verdict, interval_ms: i64) -> Option<i64> {
     let row = latest?;
-    (row.status == status).then(|| row.last_result_at - (row.run_length.max(1) - 1) * interval_ms)
+    (row.status.verdict() == Some(verdict))
+        .then(|| row.last_result_at - (row.run_length.max(1) - 1) * interval_ms)
 }
 
 /// The parents of each monitor in `monitors`, as the rule sees them.
@@ -156,12 +157,12 @@ pub fn parents_by_child(
                     let newest = latest.get(&row.id);
                     Parent {
                         name: row.name.clone(),
-                        shown: row.shown_status.clone(),
-                        newest: newest.map(|s| s.status.clone()),
+                        shown: row.shown_status.as_deref().and_then(MonitorStatus::parse),
+                        newest: newest.and_then(|s| s.status.verdict()),
                         last_result_at: newest.map(|s| s.last_result_at),
                         interval_ms: row.interval_ms,
                         timeout_ms: row.timeout_ms,
-                        up_since: run_since(newest, "up", row.interval_ms),
+                        up_since: run_since(newest, Verdict::Up, row.interval_ms),
                     }
                 })
                 .collect();
@@ -281,12 +282,13 @@ impl Parents {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use shared_proto::poller_api::ResultStatus;
 
     fn parent(shown: &str, newest: &str, last: i64) -> Parent {
         Parent {
             name: "switch".into(),
-            shown: Some(shown.into()),
-            newest: Some(newest.into()),
+            shown: Some(MonitorStatus::parse(shown).unwrap()),
+            newest: Some(Verdict::parse(newest).unwrap()),
             last_result_at: Some(last),
             interval_ms: 10_000,
             timeout_ms: 0,
@@ -312,7 +314,7 @@ mod tests {
                 behind(down(0, 0), &[parent(shown, "down", 0)], 1),
                 Some(Behind::Parent {
                     name: "switch".into(),
-                    status: shown.into()
+                    status: MonitorStatus::parse(shown).unwrap()
                 }),
                 "{shown}"
             );
@@ -370,7 +372,7 @@ mod tests {
         );
         // A parent that never reported is no reason to wait.
         let pending = Parent {
-            shown: Some("pending".into()),
+            shown: Some(MonitorStatus::Pending),
             newest: None,
             last_result_at: None,
             ..up
@@ -403,23 +405,23 @@ mod tests {
     #[test]
     fn a_failing_run_began_an_interval_per_result_before_the_newest() {
         let row = StatusRow {
-            status: "down".into(),
-            confirmed: Some("down".into()),
+            status: ResultStatus::Down,
+            confirmed: Some(Verdict::Down),
             run_length: 3,
             poller_id: "p".into(),
             last_result_at: 50_000,
-            newest_status: "down".into(),
+            newest_status: ResultStatus::Down,
             latency_ms: None,
             message: String::new(),
             next_due_at: None,
         };
-        assert_eq!(run_since(Some(&row), "down", 10_000), Some(30_000));
+        assert_eq!(run_since(Some(&row), Verdict::Down, 10_000), Some(30_000));
         let up = StatusRow {
-            status: "up".into(),
+            status: ResultStatus::Up,
             ..row
         };
-        assert_eq!(run_since(Some(&up), "down", 10_000), None);
-        assert_eq!(run_since(Some(&up), "up", 10_000), Some(30_000));
+        assert_eq!(run_since(Some(&up), Verdict::Down, 10_000), None);
+        assert_eq!(run_since(Some(&up), Verdict::Up, 10_000), Some(30_000));
     }
 
     /// The checks hold against the API and, for edits that slip past it (made meanwhile), in

@@ -8,6 +8,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use shared_proto::poller_api::Verdict;
+
 use super::clock::Clock;
 use super::App;
 use crate::store::{Cursor, ExpiringResult, Resolution, Store};
@@ -31,7 +33,7 @@ pub struct Thinning {
 
 #[derive(Debug)]
 struct LastVerdict {
-    status: String,
+    verdict: Verdict,
     id: String,
     stays: bool,
 }
@@ -41,13 +43,13 @@ impl Thinning {
     pub fn walk(&mut self, page: &[ExpiringResult]) -> Vec<String> {
         let mut expired = Vec::new();
         for result in page {
-            if result.status == "rate_limited" {
+            let Some(verdict) = result.status.verdict() else {
                 expired.push(result.id.clone());
                 continue;
-            }
+            };
             let stays = match self.last.get_mut(&result.region) {
                 None => false,
-                Some(last) if last.status == result.status => {
+                Some(last) if last.verdict == verdict => {
                     if !last.stays {
                         expired.push(last.id.clone());
                     }
@@ -61,7 +63,7 @@ impl Thinning {
             self.last.insert(
                 result.region.clone(),
                 LastVerdict {
-                    status: result.status.clone(),
+                    verdict,
                     id: result.id.clone(),
                     stays,
                 },
@@ -191,6 +193,7 @@ impl Pruning {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::ResultStatus;
     use proptest::prelude::*;
 
     fn results(statuses: &[(&str, Option<&str>)]) -> Vec<ExpiringResult> {
@@ -201,7 +204,7 @@ mod tests {
                 id: format!("{i:04}"),
                 region: region.map(Into::into),
                 ts: i as i64,
-                status: status.to_string(),
+                status: ResultStatus::parse(status).unwrap(),
             })
             .collect()
     }
@@ -217,7 +220,7 @@ mod tests {
     fn changes(results: &[ExpiringResult]) -> Vec<(String, String)> {
         let mut last: HashMap<&Option<String>, &ExpiringResult> = HashMap::new();
         let mut changes = Vec::new();
-        for result in results.iter().filter(|r| r.status != "rate_limited") {
+        for result in results.iter().filter(|r| r.status.verdict().is_some()) {
             if let Some(previous) = last.get(&result.region) {
                 if previous.status != result.status {
                     changes.push((previous.id.clone(), result.id.clone()));

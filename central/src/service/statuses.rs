@@ -190,17 +190,16 @@ impl App {
             let latest = known.latest.get(&monitor.id);
             let child = Child {
                 status: derived.view.status,
-                failing_since: run_since(latest, "down", monitor.interval_ms),
+                failing_since: run_since(latest, Verdict::Down, monitor.interval_ms),
                 last_result_at: latest.map(|l| l.last_result_at),
                 interval_ms: monitor.interval_ms,
                 timeout_ms: monitor.timeout_ms,
             };
             derived.behind = behind(child, parents, known.now);
             if let Some(Behind::Parent { name, status }) = &derived.behind {
-                let state = if status == "maintenance" {
-                    "in maintenance"
-                } else {
-                    status.as_str()
+                let state = match status {
+                    MonitorStatus::Maintenance => "in maintenance",
+                    status => status.as_str(),
                 };
                 let because = format!("because {name} is {state}");
                 derived.view.reason = Some(match derived.view.reason.take() {
@@ -356,8 +355,10 @@ impl App {
     ) -> ServiceResult<(MonitorStatus, Option<String>)> {
         let (confirm_down, confirm_up) = thresholds(monitor);
         let verdict = latest.map_or(VerdictState::default(), |l| VerdictState {
-            confirmed: l.confirmed.as_deref().and_then(Verdict::parse),
-            run: Verdict::parse(&l.status)
+            confirmed: l.confirmed,
+            run: l
+                .status
+                .verdict()
                 .map(|v| (v, l.run_length.clamp(1, i64::from(u32::MAX)) as u32)),
         });
         let offline = assigned

@@ -6,6 +6,8 @@ use std::collections::HashMap;
 use sqlx::any::AnyRow;
 use sqlx::{FromRow, Row};
 
+use shared_proto::poller_api::{ResultStatus, Verdict};
+
 use super::{StatusRow, Store};
 
 /// One location of a multi-location monitor: its region and the poller checking from there.
@@ -47,17 +49,33 @@ pub(super) const STATUS_COLUMNS: &str = "monitor_id, status, confirmed, run_leng
     last_result_id THEN status ELSE 'rate_limited' END AS newest_status";
 
 pub(super) fn status_row(row: &AnyRow) -> sqlx::Result<StatusRow> {
+    let status = |column: &str| -> sqlx::Result<ResultStatus> {
+        let text: String = row.try_get(column)?;
+        ResultStatus::parse(&text).ok_or_else(|| unknown(column, &text))
+    };
+    let confirmed = match row.try_get::<Option<String>, _>("confirmed")? {
+        Some(text) => Some(Verdict::parse(&text).ok_or_else(|| unknown("confirmed", &text))?),
+        None => None,
+    };
     Ok(StatusRow {
-        status: row.try_get("status")?,
-        confirmed: row.try_get("confirmed")?,
+        status: status("status")?,
+        confirmed,
         run_length: row.try_get("run_length")?,
         poller_id: row.try_get("poller_id")?,
         last_result_at: row.try_get("last_result_at")?,
-        newest_status: row.try_get("newest_status")?,
+        newest_status: status("newest_status")?,
         latency_ms: row.try_get("latency_ms")?,
         message: row.try_get("message")?,
         next_due_at: row.try_get("next_due_at")?,
     })
+}
+
+/// A status text central never writes, read from `column`.
+pub(super) fn unknown(column: &str, text: &str) -> sqlx::Error {
+    sqlx::Error::ColumnDecode {
+        index: column.to_string(),
+        source: format!("a stored status `{text}`").into(),
+    }
 }
 
 impl Store {

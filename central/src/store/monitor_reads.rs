@@ -2,6 +2,8 @@
 //! ones carrying a tag, a monitor's children and ancestors, and a monitor's newest status.
 //! Writing monitors is `store::monitors`'; nothing here writes.
 
+use shared_proto::poller_api::{ResultStatus, Verdict};
+
 use super::monitors::{MonitorRow, ANCESTORS, MONITOR_COLUMNS};
 use super::{Cursor, Store};
 
@@ -17,19 +19,19 @@ pub struct ListFilter<'a> {
 }
 
 /// The newest result of a monitor.
-#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Deserialize)]
 pub struct StatusRow {
-    /// The newest verdict (`up`/`down`), or `rate_limited` while there is none.
-    pub status: String,
-    /// The confirmed verdict (`up`/`down`), `None` while none is confirmed.
-    pub confirmed: Option<String>,
+    /// The newest verdict (`up`/`down`), or rate-limited while there is none.
+    pub status: ResultStatus,
+    /// The confirmed verdict, `None` while none is confirmed.
+    pub confirmed: Option<Verdict>,
     /// How many results equal to `status` end the sequence of verdicts.
     pub run_length: i64,
     pub poller_id: String,
     pub last_result_at: i64,
-    /// The newest result's own status (`up`, `down` or `rate_limited`), which stands for the
-    /// time after it (`service::uptime`); `status` is the newest verdict.
-    pub newest_status: String,
+    /// The newest result's own status, which stands for the time after it
+    /// (`service::uptime`); `status` is the newest verdict.
+    pub newest_status: ResultStatus,
     pub latency_ms: Option<i64>,
     pub message: String,
     pub next_due_at: Option<i64>,

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 
+use shared_proto::poller_api::ResultStatus;
 use sqlx::any::AnyRow;
 use sqlx::{FromRow, Row};
 
@@ -18,7 +19,7 @@ pub struct ResultRow {
     pub poller_id: String,
     pub region: Option<String>,
     pub ts: i64,
-    pub status: String,
+    pub status: ResultStatus,
     pub latency_ms: Option<i64>,
     pub msg: String,
     pub meta: String,
@@ -32,7 +33,11 @@ impl FromRow<'_, AnyRow> for ResultRow {
             poller_id: row.try_get("poller_id")?,
             region: row.try_get("region")?,
             ts: row.try_get("ts")?,
-            status: row.try_get("status")?,
+            status: {
+                let text: String = row.try_get("status")?;
+                ResultStatus::parse(&text)
+                    .ok_or_else(|| super::locations::unknown("status", &text))?
+            },
             latency_ms: row.try_get("latency_ms")?,
             msg: row.try_get("msg")?,
             meta: row.try_get("meta")?,
@@ -118,5 +123,44 @@ impl Store {
             query = query.bind(self.head_rowids(monitor_id));
         }
         Ok(query.fetch_all(&self.pool).await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::service::ingest::batch::store_standing;
+    use crate::service::testing::NewestDecides;
+    use crate::store::testing::{result, sqlite_store};
+    use crate::store::Cursor;
+
+    /// A result's status is read as one of the statuses central writes: any other text (a
+    /// hostile one written past central) is an error, never shown as it stands.
+    #[tokio::test]
+    async fn a_status_central_never_writes_is_refused_on_read() {
+        let (store, _dir) = sqlite_store().await;
+        store_standing(
+            &store,
+            "p1",
+            &[result("a", 1_000, "up")],
+            2_000,
+            &NewestDecides,
+        )
+        .await
+        .unwrap();
+        let start = Cursor {
+            key: 0,
+            id: String::new(),
+        };
+        let read = store.list_results("m1", &start, 10).await.unwrap();
+        assert_eq!(read.len(), 1);
+        sqlx::query("UPDATE results SET status = '<script>\"x' WHERE id = 'a'")
+            .execute(&store.writer)
+            .await
+            .unwrap();
+        let error = store.list_results("m1", &start, 10).await.unwrap_err();
+        assert!(
+            format!("{error:#}").contains("a stored status"),
+            "{error:#}"
+        );
     }
 }

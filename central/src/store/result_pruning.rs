@@ -2,6 +2,8 @@
 //! monitors that have results, paging a monitor's oldest, and deleting rows with their
 //! `result_index` entries on SQLite. Must not decide what expires.
 
+use shared_proto::poller_api::ResultStatus;
+
 use super::result_index::{by_monitor, Order};
 use super::{Cursor, Store};
 
@@ -11,7 +13,7 @@ pub struct ExpiringResult {
     pub id: String,
     pub region: Option<String>,
     pub ts: i64,
-    pub status: String,
+    pub status: ResultStatus,
 }
 
 impl Store {
@@ -60,15 +62,18 @@ impl Store {
             query = query.bind(self.head_rowids(monitor_id));
         }
         let rows: Vec<(String, Option<String>, i64, String)> = query.fetch_all(&self.pool).await?;
-        Ok(rows
-            .into_iter()
-            .map(|(id, region, ts, status)| ExpiringResult {
-                id,
-                region,
-                ts,
-                status,
+        rows.into_iter()
+            .map(|(id, region, ts, status)| {
+                let status = ResultStatus::parse(&status)
+                    .ok_or_else(|| anyhow::anyhow!("a stored status `{status}`"))?;
+                Ok(ExpiringResult {
+                    id,
+                    region,
+                    ts,
+                    status,
+                })
             })
-            .collect())
+            .collect()
     }
 
     /// Deletes these results (a pruning step: a few hundred at a time), and on SQLite their

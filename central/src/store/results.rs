@@ -209,7 +209,13 @@ mod tests {
             .unwrap();
         assert!(again.stored.is_empty(), "a re-upload stores nothing");
         assert_eq!(
-            store.monitor_status("m1").await.unwrap().unwrap().status,
+            store
+                .monitor_status("m1")
+                .await
+                .unwrap()
+                .unwrap()
+                .status
+                .as_str(),
             "down"
         );
 

@@ -7,7 +7,7 @@ use maud::{html, Markup};
 use shared_proto::history::HistoryBucket;
 
 use super::layout::trusted;
-use crate::store::ResultRow;
+use crate::store::{ResultRow, ResultStatus};
 
 /// One bar per result, oldest on the left, coloured by status. The bars of one status are one
 /// `<path>`, and one title sums them up naming when each result that was not `up` came: a list
@@ -33,16 +33,22 @@ pub fn heartbeat_bar(beats_newest_first: &[ResultRow], slots: usize) -> Markup {
         };
         let _ = write!(d, "M{} 0h{BAR}v20h-{BAR}z", slot * (BAR + GAP));
     }
-    let up = shown.iter().filter(|b| b.status == "up").count();
+    let up = shown
+        .iter()
+        .filter(|b| b.status == ResultStatus::Up)
+        .count();
     let mut label = format!("last {} results: {up} up", shown.len());
-    let not_up: Vec<&ResultRow> = shown.iter().filter(|b| b.status != "up").collect();
+    let not_up: Vec<&ResultRow> = shown
+        .iter()
+        .filter(|b| b.status != ResultStatus::Up)
+        .collect();
     if !not_up.is_empty() {
         let named: Vec<String> = not_up
             .iter()
             .take(NAMED)
             .map(|b| {
                 let when = crate::service::time_of(b.ts).format("%Y-%m-%d %H:%M:%S");
-                format!("{} at {when}", b.status)
+                format!("{} at {when}", b.status.as_str())
             })
             .collect();
         let more = not_up.len().saturating_sub(NAMED);
@@ -169,7 +175,7 @@ mod tests {
             poller_id: "p".into(),
             region: None,
             ts,
-            status: status.into(),
+            status: ResultStatus::parse(status).unwrap(),
             latency_ms: None,
             msg: msg.into(),
             meta: "{}".into(),
@@ -198,16 +204,6 @@ mod tests {
         );
         assert!(
             svg.contains("last 3 results: 2 up, 1 not up (newest: down at 1970-01-01 00:00:02)"),
-            "{svg}"
-        );
-    }
-
-    #[test]
-    fn a_hostile_status_stays_text() {
-        let svg = heartbeat_bar(&[beat("<script>\"x", 0, "")], 50).into_string();
-        assert!(!svg.contains("<script>"), "{svg}");
-        assert!(
-            svg.contains("&lt;script&gt;&quot;x at 1970-01-01 00:00:00"),
             "{svg}"
         );
     }

@@ -8,6 +8,7 @@ use axum::http::Uri;
 use maud::{html, Markup};
 use serde::Deserialize;
 use shared_proto::history::HistoryResolution;
+use shared_proto::poller_api::Verdict;
 use shared_proto::settings_api::{MonitorStatus, MonitorStatusView, MonitorView};
 use shared_proto::PollerMode;
 use uuid::Uuid;
@@ -370,7 +371,7 @@ pub async fn detail(
             div.table-wrap { table { thead { tr { th scope="col" { "When" } th scope="col" { "Result" }
                 th scope="col" { "Latency" } th scope="col" { "Message" } th scope="col" { "From" } } }
                 tbody { @for result in recent { tr {
-                    td { (ago(time_of(result.ts), now)) } td { (badge(&result.status)) }
+                    td { (ago(time_of(result.ts), now)) } td { (badge(result.status.as_str())) }
                     td { (millis(result.latency_ms.and_then(|l| u64::try_from(l).ok()))) }
                     td { (result.msg) }
                     td { @match &result.region { Some(region) => (region), None => (pollers.get(&result.poller_id).map(|p| p.name.as_str()).unwrap_or("")) } }
@@ -440,20 +441,20 @@ fn delay_warning(paused: bool, status: &MonitorStatusView) -> Option<String> {
 fn status_changes(
     results_newest_first: &[crate::store::ResultRow],
 ) -> Vec<(i64, Option<String>, String, String)> {
-    let mut last: HashMap<Option<&str>, &str> = HashMap::new();
+    let mut last: HashMap<Option<&str>, Verdict> = HashMap::new();
     let mut changes = Vec::new();
     for result in results_newest_first.iter().rev() {
-        if result.status != "up" && result.status != "down" {
+        let Some(verdict) = result.status.verdict() else {
             continue;
-        }
+        };
         let region = result.region.as_deref();
-        if let Some(previous) = last.insert(region, &result.status) {
-            if previous != result.status {
+        if let Some(previous) = last.insert(region, verdict) {
+            if previous != verdict {
                 changes.push((
                     result.ts,
                     result.region.clone(),
-                    previous.to_string(),
-                    result.status.clone(),
+                    previous.as_str().to_string(),
+                    verdict.as_str().to_string(),
                 ));
             }
         }

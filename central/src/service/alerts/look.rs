@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 
 use shared_proto::maintenance::MaintenanceNotify;
-use shared_proto::notifications::{Notification, NotificationEvent, Subject};
+use shared_proto::notifications::{DeliveryStatus, Notification, NotificationEvent, Subject};
 use shared_proto::settings::MonitorSettings;
 use shared_proto::settings_api::{MonitorStatus, MonitorStatusView, PollerStatus};
 use shared_proto::CheckKind;
@@ -92,7 +92,7 @@ pub(crate) fn outbox_rows(
                 monitor_id: monitor_id.map(str::to_string),
                 poller_id: poller_id.map(str::to_string),
                 payload: serde_json::to_string(&payload)?,
-                status: "pending".into(),
+                status: DeliveryStatus::Pending.as_str().into(),
                 attempts: 0,
                 last_error: None,
                 created_at,

@@ -13,7 +13,6 @@ use futures_util::{StreamExt, TryStreamExt};
 use shared_proto::history::{
     History, HistoryBucket, HistoryResolution, LocationUptime, Uptime, UptimeWindow, UptimeWindows,
 };
-use shared_proto::poller_api::ResultStatus;
 use uuid::Uuid;
 
 pub use minutes::{Minutes, MAX_EDGE_RESULTS, MAX_MINUTE_RESULTS};
@@ -239,8 +238,7 @@ impl MonitorHistory {
             id: String::new(),
             region: region.map(str::to_string),
             ts: row.last_result_at,
-            // A text central never writes tells nothing: neither up nor down.
-            status: ResultStatus::parse(&row.newest_status).unwrap_or(ResultStatus::RateLimited),
+            status: row.newest_status,
         };
         // Time in maintenance is nobody's: the windows that reach the open spans (from the
         // oldest newest result on), and the regions of the pollers they cover.

@@ -45,15 +45,21 @@ impl App {
         let mut changed = 0;
         let mut defaults: Option<Vec<ChannelRow>> = None;
         for poller in self.store.all_pollers().await? {
-            let status = status_name(self.poller_status(&poller, now));
-            if poller.status.as_deref() == Some(status) {
+            let now_status = self.poller_status(&poller, now);
+            let recorded = poller.status.as_deref().and_then(PollerStatus::parse);
+            if recorded == Some(now_status) {
                 continue;
             }
-            let event = match (poller.status.as_deref(), status) {
-                (Some("online" | "degraded"), "offline") => Some(NotificationEvent::PollerOffline),
-                (Some("offline"), "online" | "degraded") => Some(NotificationEvent::PollerOnline),
+            let event = match (recorded, now_status) {
+                (Some(PollerStatus::Online | PollerStatus::Degraded), PollerStatus::Offline) => {
+                    Some(NotificationEvent::PollerOffline)
+                }
+                (Some(PollerStatus::Offline), PollerStatus::Online | PollerStatus::Degraded) => {
+                    Some(NotificationEvent::PollerOnline)
+                }
                 _ => None,
             };
+            let status = now_status.as_str();
             let notifications = match event {
                 Some(event) => {
                     if defaults.is_none() {
@@ -107,13 +113,5 @@ impl App {
             }
         }
         Ok(changed)
-    }
-}
-
-fn status_name(status: PollerStatus) -> &'static str {
-    match status {
-        PollerStatus::Online => "online",
-        PollerStatus::Offline => "offline",
-        PollerStatus::Degraded => "degraded",
     }
 }

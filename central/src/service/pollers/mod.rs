@@ -214,12 +214,8 @@ impl App {
             },
             |(_, status, at)| {
                 Ok(PollerStatusChange {
-                    status: match status.as_str() {
-                        "online" => PollerStatus::Online,
-                        "degraded" => PollerStatus::Degraded,
-                        "offline" => PollerStatus::Offline,
-                        other => anyhow::bail!("stored poller status `{other}`"),
-                    },
+                    status: PollerStatus::parse(status)
+                        .ok_or_else(|| anyhow::anyhow!("stored poller status `{status}`"))?,
                     at: time_of(*at),
                 })
             },

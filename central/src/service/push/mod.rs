@@ -383,10 +383,15 @@ mod tests {
 
     fn latest(at: i64) -> StatusRow {
         StatusRow {
-            status: "up".into(),
-            confirmed: Some("up".into()),
+            status: ResultStatus::Up,
+            confirmed: Some(shared_proto::poller_api::Verdict::Up),
+            run_length: 0,
+            poller_id: String::new(),
             last_result_at: at,
-            ..StatusRow::default()
+            newest_status: ResultStatus::Up,
+            latency_ms: None,
+            message: String::new(),
+            next_due_at: None,
         }
     }
 

@@ -24,8 +24,6 @@ use axum::body::Bytes;
 use tokio::sync::{watch, Mutex};
 use tokio::time::Instant;
 
-use shared_proto::settings_api::PollerStatus;
-
 use super::{admin_token, auth, App};
 use crate::metrics::{MonitorSample, PollerSample, StateParts, StateText};
 use crate::service::error::ServiceResult;
@@ -236,11 +234,7 @@ impl App {
                 poller_id: &p.id,
                 name: p.alias.as_deref().unwrap_or(&p.name),
                 region: p.region.as_deref().unwrap_or_default(),
-                status: match self.poller_status(p, now) {
-                    PollerStatus::Online => "online",
-                    PollerStatus::Offline => "offline",
-                    PollerStatus::Degraded => "degraded",
-                },
+                status: self.poller_status(p, now).as_str(),
                 queue_depth: p.queue_depth,
             })
             .collect();
