@@ -180,11 +180,17 @@ impl<'t> IngestTx<'t> {
     }
 
     /// Inserts the results not stored before and returns their ids; a result whose id is
-    /// stored already (or earlier in the batch) is a duplicate, skipped.
+    /// stored already (or earlier in the batch, or in this transaction) is a duplicate, skipped.
     pub async fn insert_new(&mut self, results: &[NewResult]) -> anyhow::Result<HashSet<String>> {
         let (inserted, fresh) = self
             .store
-            .insert_new(&mut self.conn, self.poller_id, results, self.received_at)
+            .insert_new(
+                &mut self.conn,
+                self.poller_id,
+                results,
+                self.received_at,
+                &self.fresh,
+            )
             .await?;
         self.fresh.extend(fresh);
         Ok(inserted)
@@ -383,5 +389,51 @@ mod tests {
         let ingested = upload.await.unwrap();
         assert_eq!(ingested.stored.len(), 1);
         assert_eq!(*work.seen.lock().unwrap(), vec![Some("b".to_string())]);
+    }
+
+    /// Two batches in one transaction.
+    struct Twice {
+        first: Vec<NewResult>,
+        second: Vec<NewResult>,
+    }
+
+    impl IngestWork for Twice {
+        type Output = (Ingested, Ingested);
+
+        async fn run(&self, tx: &mut IngestTx<'_>) -> anyhow::Result<(Ingested, Ingested)> {
+            tx.placements(&["m1".to_string()]).await?;
+            let first = store_batch(tx, &self.first, &NewestDecides).await?;
+            let second = store_batch(tx, &self.second, &NewestDecides).await?;
+            Ok((first, second))
+        }
+    }
+
+    /// A unit of work may insert more than once: on SQLite each insert numbers its rows after
+    /// the ones this transaction stored already (the head learns them only at the commit), and
+    /// every row is read back where it belongs.
+    #[tokio::test]
+    async fn a_transaction_may_insert_twice() {
+        let (store, _dir) = sqlite_store().await;
+        let work = Twice {
+            first: vec![result("a", 1_000, "up"), result("b", 2_000, "up")],
+            second: vec![result("b", 2_000, "up"), result("c", 3_000, "down")],
+        };
+        let (first, second) = store.ingest("p1", 4_000, &work).await.unwrap();
+        assert_eq!(first.stored.len(), 2);
+        assert_eq!(second.stored, ["c".to_string()].into());
+        let start = crate::store::Cursor {
+            key: 0,
+            id: String::new(),
+        };
+        let read: Vec<(String, i64)> = store
+            .list_results("m1", &start, 10)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.id, r.ts))
+            .collect();
+        let expected =
+            [("a", 1_000), ("b", 2_000), ("c", 3_000)].map(|(id, ts)| (id.to_string(), ts));
+        assert_eq!(read, expected);
     }
 }

@@ -58,13 +58,15 @@ const INSERT_CHUNK: usize = 1_000;
 impl Store {
     /// Inserts the results not stored before, and returns their ids and, on SQLite, the
     /// monitor and rowid of each (for the head, once the transaction commits). A result whose
-    /// id is stored already (or earlier in the batch) is skipped.
+    /// id is stored already (or earlier in the batch) is skipped. `stored_before`: what
+    /// inserts earlier in the same transaction stored (their rowids, on SQLite).
     pub(super) async fn insert_new(
         &self,
         tx: &mut impl Statements,
         poller_id: &str,
         results: &[NewResult],
         received_at: i64,
+        stored_before: &[(String, i64)],
     ) -> anyhow::Result<(HashSet<String>, Vec<(String, i64)>)> {
         let mut inserted = HashSet::with_capacity(results.len());
         let mut fresh: Vec<(String, i64)> = Vec::new();
@@ -78,7 +80,11 @@ impl Store {
                 status, latency_ms, msg, meta, received_at, region) \
                 VALUES ($3, $4, $5, $1, $6, $7, $8, $9, $10, $2, $11) \
                 ON CONFLICT (id) DO NOTHING RETURNING id, rowid";
-            let newest = self.head.newest();
+            // After the head's newest, or after this transaction's own rows (not in the head
+            // until it commits) when an insert came before this one.
+            let newest = stored_before
+                .last()
+                .map_or_else(|| self.head.newest(), |(_, rowid)| *rowid);
             let rows: Vec<Vec<Arg>> = (newest + 1..)
                 .zip(results)
                 .map(|(rowid, r)| {
