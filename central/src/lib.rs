@@ -13,6 +13,7 @@ pub mod cluster;
 pub mod config;
 #[cfg(feature = "demo")]
 pub mod demo;
+pub mod domain;
 pub mod duties;
 pub mod error;
 pub mod metrics;

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use serde_json::json;
+use shared_proto::settings_api::MonitorStatus;
 use uuid::Uuid;
 
 use crate::config::ServeArgs;
@@ -190,7 +191,7 @@ impl World {
             let stored = self.app.store.monitor(&id.to_string()).await.unwrap();
             let derived = self.app.monitor_status(*id).await.unwrap();
             both.push((
-                stored.unwrap().shown_status,
+                stored.unwrap().shown_status.map(|s| s.as_str().to_string()),
                 derived.status.as_str().to_string(),
             ));
         }
@@ -332,7 +333,7 @@ fn a_daily_window_opens_at_its_local_time_after_a_daylight_saving_change() {
             expect.push((
                 when,
                 status,
-                shown(&world).await.as_deref() == Some("maintenance"),
+                shown(&world).await == Some(MonitorStatus::Maintenance),
             ));
         }
         for (when, wanted, got) in expect {

@@ -5,15 +5,16 @@ use std::collections::HashMap;
 use shared_proto::poller_api::AssignmentsResponse;
 use std::time::Duration;
 
-use shared_proto::{AssignedMonitor, CheckKind, PollerMode};
+use shared_proto::{AssignedMonitor, PollerMode};
 use uuid::Uuid;
 
-use super::maintenance::{stopped_reason, stopping, tags_of};
+use super::maintenance::{stopped_reason, stopping};
 use super::placement::{place, Candidate, Decision, Placement};
 use super::stored_id;
 use super::App;
+use crate::domain::Monitor;
 use crate::service::error::ServiceResult;
-use crate::store::{AssignmentChange, LocationRow, MonitorRow, PollerRow, Reach};
+use crate::store::{AssignmentChange, LocationRow, PollerRow, Reach};
 
 impl App {
     /// Re-decides the poller of every monitor and stores what changed under a new version:
@@ -71,7 +72,7 @@ impl App {
         self.place_and_store(&monitors).await
     }
 
-    async fn place_and_store(&self, monitors: &[MonitorRow]) -> ServiceResult<()> {
+    async fn place_and_store(&self, monitors: &[Monitor]) -> ServiceResult<()> {
         let now = self.now_ms();
         let pollers = self.store.all_pollers().await?;
         let candidates = pollers
@@ -88,15 +89,13 @@ impl App {
         }
         let mut changes: Vec<AssignmentChange> = Vec::new();
         // A heartbeat monitor is answered by central (`push`): no poller gets it.
-        let polled = monitors
-            .iter()
-            .filter(|m| CheckKind::parse(&m.kind).is_none_or(CheckKind::runs_on_agents));
+        let polled = monitors.iter().filter(|m| m.kind.runs_on_agents());
         // Maintenance windows that stop checks leave the monitors they name unplaced while
         // under way (alerting places them again at the window's end: `alerts::look`).
         let windows = self.maintenance().windows_now(now).await?;
         for monitor in polled {
             let placement = placement_of(monitor)?;
-            let stopped = stopping(&windows, &monitor.id, &tags_of(monitor.tags.as_deref()))
+            let stopped = stopping(&windows, &monitor.id, &monitor.tags)
                 .map(|stop| Decision::Unplaced(stopped_reason(&stop)));
             if placement.mode != PollerMode::Multi {
                 let stored = Slot::of_monitor(monitor);
@@ -142,9 +141,9 @@ impl App {
     /// qualifies. Reads the pollers (a `test` command's placement).
     pub(super) async fn where_it_would_run(
         &self,
-        monitor: &MonitorRow,
+        monitor: &Monitor,
     ) -> ServiceResult<Result<Vec<(Uuid, AssignedMonitor)>, String>> {
-        if CheckKind::parse(&monitor.kind).is_some_and(|k| !k.runs_on_agents()) {
+        if !monitor.kind.runs_on_agents() {
             return Ok(Err(
                 "a heartbeat monitor is answered by central: ping its URL to try it".into(),
             ));
@@ -159,7 +158,7 @@ impl App {
             .collect::<anyhow::Result<Vec<Candidate>>>()?;
         let placement = placement_of(monitor)?;
         let regions: Vec<Option<String>> = match placement.mode {
-            PollerMode::Multi => monitor.regions()?.into_iter().map(Some).collect(),
+            PollerMode::Multi => monitor.regions().iter().cloned().map(Some).collect(),
             _ => vec![None],
         };
         let mut runs = Vec::new();
@@ -409,7 +408,7 @@ struct Slot<'a> {
 }
 
 impl<'a> Slot<'a> {
-    fn of_monitor(monitor: &'a MonitorRow) -> Self {
+    fn of_monitor(monitor: &'a Monitor) -> Self {
         Slot {
             monitor_id: &monitor.id,
             region: None,
@@ -445,12 +444,11 @@ impl<'a> Slot<'a> {
     }
 }
 
-fn placement_of(monitor: &MonitorRow) -> anyhow::Result<Placement> {
-    let mode = PollerMode::parse(&monitor.poller_mode)
-        .ok_or_else(|| anyhow::anyhow!("stored poller_mode `{}`", monitor.poller_mode))?;
+fn placement_of(monitor: &Monitor) -> anyhow::Result<Placement> {
+    let mode = monitor.poller_mode;
     Ok(Placement {
         monitor_id: stored_id(&monitor.id)?,
-        kind: monitor.kind.clone(),
+        kind: monitor.kind.as_str().to_string(),
         mode,
         pinned: monitor.poller_id.as_deref().map(stored_id).transpose()?,
         region: monitor.poller_region.clone(),
@@ -468,21 +466,19 @@ fn placement_of(monitor: &MonitorRow) -> anyhow::Result<Placement> {
 /// A stored monitor as its agent gets it (for a location of a multi-location monitor, with that
 /// location's share of the interval as its phase); a corrupt row is an error, never silently
 /// left out.
-fn assigned_monitor(row: &MonitorRow, region: Option<&String>) -> anyhow::Result<AssignedMonitor> {
-    let regions = row.regions()?;
+fn assigned_monitor(row: &Monitor, region: Option<&String>) -> anyhow::Result<AssignedMonitor> {
+    let regions = row.regions();
     let phase_ms = region
         .and_then(|r| regions.iter().position(|x| x == r))
         .map(|index| row.interval_ms.max(0) as u64 * index as u64 / regions.len() as u64);
-    let settings: HashMap<String, serde_json::Value> = serde_json::from_str(&row.settings)?;
     Ok(AssignedMonitor {
         id: stored_id(&row.id)?,
         name: row.name.clone(),
-        kind: CheckKind::parse(&row.kind)
-            .ok_or_else(|| anyhow::anyhow!("stored kind `{}`", row.kind))?,
+        kind: row.kind,
         target: row.target.clone(),
         interval_ms: row.interval_ms.max(0) as u64,
         timeout_ms: row.timeout_ms.max(0) as u64,
-        settings: settings.into_iter().collect(),
+        settings: row.settings.clone().into_iter().collect(),
         revision: row.revision,
         phase_ms,
     })

@@ -14,31 +14,26 @@ use uuid::Uuid;
 use super::clock::Clock;
 use super::tokens::page;
 use super::{stored_id, time_of, App};
+use crate::domain::Monitor;
 use crate::notify::Notifier;
 use crate::service::error::{ServiceError, ServiceResult};
-use crate::store::{ChannelOptions, ChannelRow, Cursor, MonitorRow, OutboxRow, Store};
+use crate::store::{ChannelOptions, ChannelRow, Cursor, OutboxRow, Store};
 
 pub use shared_proto::notifications::ChannelView;
 
 /// Whether `channel` is told of `monitor`'s notices: it is a default channel, the monitor
-/// lists it, or the monitor carries one of its tags. A list that does not read (the API
-/// stores none) counts as empty, so one bad row never stops the default channels' notices.
-pub fn tells(channel: &ChannelRow, monitor: &MonitorRow) -> bool {
+/// lists it, or the monitor carries one of its tags. A channel's tag list that does not read
+/// (the API stores none) counts as empty, so one bad row never stops the default channels'
+/// notices.
+pub fn tells(channel: &ChannelRow, monitor: &Monitor) -> bool {
     if channel.is_default {
         return true;
     }
-    let listed = monitor.channel_ids().unwrap_or_else(|e| {
-        tracing::warn!(monitor_id = %monitor.id, "unreadable channel list: {e:#}");
-        Vec::new()
-    });
-    if listed.contains(&channel.id) {
+    if monitor.channel_ids.contains(&channel.id) {
         return true;
     }
     let wanted: Vec<String> = serde_json::from_str(&channel.tags).unwrap_or_default();
-    !wanted.is_empty()
-        && super::maintenance::tags_of(monitor.tags.as_deref())
-            .iter()
-            .any(|t| wanted.contains(t))
+    !wanted.is_empty() && monitor.tags.iter().any(|t| wanted.contains(t))
 }
 
 /// Notification channels and what was sent through them: the operators' CRUD, test sends, the outbox's views.

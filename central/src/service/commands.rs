@@ -26,8 +26,9 @@ use uuid::Uuid;
 use super::ingest::{bounded_result, CappedResults, IncomingBatch};
 use super::monitors::monitor_row;
 use super::{stored_id, time_of, App};
+use crate::domain::Monitor;
 use crate::service::error::{ServiceError, ServiceResult};
-use crate::store::{Acked, CommandRow, MonitorRow, NewCommand, PollerRow};
+use crate::store::{Acked, CommandRow, NewCommand, PollerRow};
 
 /// How long a command is offered to its poller; after it, nobody waits for its answer.
 pub const COMMAND_TTL_MS: i64 = 2 * 60 * 1000;
@@ -142,7 +143,7 @@ impl App {
         request: CommandRequest,
     ) -> ServiceResult<CommandsAnswer> {
         let row = self.monitor_row(id).await?;
-        if row.kind == shared_proto::CheckKind::Heartbeat.as_str() {
+        if row.kind == shared_proto::CheckKind::Heartbeat {
             return Err(ServiceError::Conflict(format!(
                 "monitor {id} is a heartbeat monitor: no poller checks it, its job pings it"
             )));
@@ -197,7 +198,7 @@ impl App {
     }
 
     /// The pollers that run a monitor now: its own, and each location's.
-    async fn runners_of(&self, row: &MonitorRow) -> ServiceResult<Vec<String>> {
+    async fn runners_of(&self, row: &Monitor) -> ServiceResult<Vec<String>> {
         let mut runners: Vec<String> = row.assigned_poller_id.iter().cloned().collect();
         let ids = [row.id.clone()];
         for location in self.store.locations_of(Some(&ids)).await? {

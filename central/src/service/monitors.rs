@@ -6,8 +6,9 @@ use uuid::Uuid;
 
 use super::tokens::page;
 use super::{stored_id, time_of, App};
+use crate::domain::Monitor;
 use crate::service::error::{ServiceError, ServiceResult};
-use crate::store::{Cursor, ListFilter, MonitorRow};
+use crate::store::{Cursor, ListFilter};
 
 /// Rows read per step of a filtered list.
 const FILTER_CHUNK: u32 = 500;
@@ -84,7 +85,7 @@ impl App {
         Ok(view)
     }
 
-    pub(super) async fn monitor_row(&self, id: Uuid) -> ServiceResult<MonitorRow> {
+    pub(super) async fn monitor_row(&self, id: Uuid) -> ServiceResult<Monitor> {
         self.store
             .monitor(&id.to_string())
             .await?
@@ -299,45 +300,29 @@ pub(super) fn monitor_row(
     spec: &MonitorSpec,
     created_at: i64,
     updated_at: i64,
-) -> MonitorRow {
-    MonitorRow {
+) -> Monitor {
+    Monitor {
         id: id.to_string(),
         name: spec.name.trim().to_string(),
-        kind: spec.kind.as_str().to_string(),
+        kind: spec.kind,
         target: spec.target.clone(),
         interval_ms: spec.interval_ms as i64,
         timeout_ms: spec.timeout_ms as i64,
-        settings: serde_json::Value::Object(spec.settings.clone()).to_string(),
-        poller_mode: spec.poller_mode.as_str().to_string(),
+        settings: spec.settings.clone(),
+        poller_mode: spec.poller_mode,
         poller_id: spec.poller_id.map(|p| p.to_string()),
         poller_region: spec.poller_region.clone(),
         poller_datacenter: spec.poller_datacenter.clone(),
         poller_capability: spec.poller_capability.clone(),
-        poller_regions: spec
-            .poller_regions
-            .as_ref()
-            .map(|r| serde_json::Value::from(r.clone()).to_string()),
+        poller_regions: spec.poller_regions.clone(),
         quorum: spec.quorum.map(i64::from),
-        notification_channel_ids: (!spec.notification_channel_ids.is_empty()).then(|| {
-            serde_json::Value::from(
-                spec.notification_channel_ids
-                    .iter()
-                    .map(|id| id.to_string())
-                    .collect::<Vec<_>>(),
-            )
-            .to_string()
-        }),
-        tags: (!spec.tags.is_empty())
-            .then(|| serde_json::Value::from(spec.tags.clone()).to_string()),
-        parent_ids: (!spec.parent_ids.is_empty()).then(|| {
-            serde_json::Value::from(
-                spec.parent_ids
-                    .iter()
-                    .map(Uuid::to_string)
-                    .collect::<Vec<_>>(),
-            )
-            .to_string()
-        }),
+        channel_ids: spec
+            .notification_channel_ids
+            .iter()
+            .map(Uuid::to_string)
+            .collect(),
+        tags: spec.tags.clone(),
+        parent_ids: spec.parent_ids.iter().map(Uuid::to_string).collect(),
         failover: spec.failover,
         paused: spec.paused,
         // The store keeps these as `paused` changes.
@@ -362,37 +347,31 @@ fn stale_revision(expected: u64, now: u64) -> ServiceError {
 }
 
 /// The monitor as stored, secrets included: for central's own use, never for a view.
-pub(super) fn monitor_spec(row: &MonitorRow) -> anyhow::Result<MonitorSpec> {
+pub(super) fn monitor_spec(row: &Monitor) -> anyhow::Result<MonitorSpec> {
     Ok(MonitorSpec {
         name: row.name.clone(),
-        kind: CheckKind::parse(&row.kind)
-            .ok_or_else(|| anyhow::anyhow!("stored kind `{}`", row.kind))?,
+        kind: row.kind,
         target: row.target.clone(),
         interval_ms: row.interval_ms.max(0) as u64,
         timeout_ms: row.timeout_ms.max(0) as u64,
-        settings: serde_json::from_str(&row.settings)?,
-        poller_mode: PollerMode::parse(&row.poller_mode)
-            .ok_or_else(|| anyhow::anyhow!("stored poller_mode `{}`", row.poller_mode))?,
+        settings: row.settings.clone(),
+        poller_mode: row.poller_mode,
         poller_id: row.poller_id.as_deref().map(stored_id).transpose()?,
         poller_region: row.poller_region.clone(),
         poller_datacenter: row.poller_datacenter.clone(),
         poller_capability: row.poller_capability.clone(),
-        poller_regions: row
-            .poller_regions
-            .as_deref()
-            .map(serde_json::from_str)
-            .transpose()?,
+        poller_regions: row.poller_regions.clone(),
         quorum: row.quorum.map(|q| q.clamp(0, i64::from(u32::MAX)) as u32),
         failover: row.failover,
         paused: row.paused,
         notification_channel_ids: row
-            .channel_ids()?
+            .channel_ids
             .iter()
             .map(|id| stored_id(id))
             .collect::<anyhow::Result<_>>()?,
-        tags: row.tags()?,
+        tags: row.tags.clone(),
         parent_ids: row
-            .parents()?
+            .parent_ids
             .iter()
             .map(|id| stored_id(id))
             .collect::<anyhow::Result<_>>()?,
@@ -400,7 +379,7 @@ pub(super) fn monitor_spec(row: &MonitorRow) -> anyhow::Result<MonitorSpec> {
 }
 
 /// The monitor as its readers see it: header values hidden (`monitor_secrets`).
-fn monitor_view(row: &MonitorRow) -> anyhow::Result<MonitorView> {
+fn monitor_view(row: &Monitor) -> anyhow::Result<MonitorView> {
     let mut spec = monitor_spec(row)?;
     shared_proto::redaction::hide_monitor(&mut spec);
     Ok(MonitorView {

@@ -29,8 +29,9 @@ use shared_proto::ValidationError;
 use uuid::Uuid;
 
 use super::{stored_id, App};
+use crate::domain::Monitor;
 use crate::service::error::{ServiceError, ServiceResult};
-use crate::store::{LinkConflict, MonitorRow, StatusRow, Store};
+use crate::store::{LinkConflict, StatusRow, Store};
 
 /// How long past a monitor's expected next result (its interval and timeout after its newest)
 /// a child waits for it: agents upload in batches (every 10 s by default), so a result arrives
@@ -141,23 +142,22 @@ pub fn run_since(latest: Option<&StatusRow>, verdict: Verdict, interval_ms: i64)
 
 /// The parents of each monitor in `monitors`, as the rule sees them.
 pub fn parents_by_child(
-    monitors: &[MonitorRow],
-    rows: &HashMap<String, MonitorRow>,
+    monitors: &[Monitor],
+    rows: &HashMap<String, Monitor>,
     latest: &HashMap<String, StatusRow>,
 ) -> HashMap<String, Vec<Parent>> {
     monitors
         .iter()
         .map(|child| {
             let parents = child
-                .parents()
-                .unwrap_or_default()
+                .parent_ids
                 .iter()
                 .filter_map(|id| rows.get(id))
                 .map(|row| {
                     let newest = latest.get(&row.id);
                     Parent {
                         name: row.name.clone(),
-                        shown: row.shown_status.as_deref().and_then(MonitorStatus::parse),
+                        shown: row.shown_status,
                         newest: newest.and_then(|s| s.status.verdict()),
                         last_result_at: newest.map(|s| s.last_result_at),
                         interval_ms: row.interval_ms,
@@ -453,7 +453,7 @@ mod tests {
         assert!(text.contains("cycle") && text.contains("`c`"), "{text}");
         // Past the service's check (as an edit made meanwhile would be): the store refuses.
         let mut row = app.store.monitor(&a.id.to_string()).await.unwrap().unwrap();
-        row.parent_ids = Some(serde_json::json!([c.id.to_string()]).to_string());
+        row.parent_ids = vec![c.id.to_string()];
         let error = app
             .store
             .update_monitor_spec(&row, row.revision)

@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 
+use serde_json::{Map, Value};
 use shared_proto::settings::MonitorSettings;
 use shared_proto::settings_api::{
     LocationStatus, LocationView, MonitorStatus, MonitorStatusView, PollerStatus,
@@ -17,8 +18,9 @@ use super::parents::{behind, parents_by_child, run_since, Behind, Child};
 use super::push::{self, schedule::Schedule};
 use super::status::{self, Lateness, StatusInputs, Verdict, VerdictState};
 use super::{quorum, stored_id, time_of, App};
+use crate::domain::Monitor;
 use crate::service::error::ServiceResult;
-use crate::store::{LocationRow, MonitorRow, PollerRow, PushState, StatusRow};
+use crate::store::{LocationRow, PollerRow, PushState, StatusRow};
 
 /// What the derivation of a batch of monitors reads once.
 struct Known {
@@ -54,33 +56,28 @@ pub struct Derived {
 }
 
 /// A monitor's confirmation thresholds (`settings.confirm_down`, `settings.confirm_up`).
-fn thresholds(monitor: &MonitorRow) -> (u32, u32) {
-    thresholds_of(&monitor.kind, &monitor.settings)
+fn thresholds(monitor: &Monitor) -> (u32, u32) {
+    thresholds_of(monitor.kind, &monitor.settings)
 }
 
-/// The confirmation thresholds in a stored kind and settings; `(1, 1)` when unreadable.
-pub(super) fn thresholds_of(kind: &str, settings: &str) -> (u32, u32) {
+/// The confirmation thresholds in a kind's settings; `(1, 1)` when they do not parse.
+pub(super) fn thresholds_of(kind: CheckKind, settings: &Map<String, Value>) -> (u32, u32) {
     common_settings_of(kind, settings).map_or((1, 1), |s| (s.confirm_down, s.confirm_up))
 }
 
-/// The common settings in a stored kind and settings; `None` when unreadable.
+/// The common settings in a kind's settings; `None` when they do not parse.
 pub(super) fn common_settings_of(
-    kind: &str,
-    settings: &str,
+    kind: CheckKind,
+    settings: &Map<String, Value>,
 ) -> Option<shared_proto::settings::CommonSettings> {
-    let settings: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_str(settings).unwrap_or_default();
-    CheckKind::parse(kind)
-        .and_then(|kind| MonitorSettings::parse(kind, &settings).ok())
+    MonitorSettings::parse(kind, settings)
+        .ok()
         .map(|s| s.common)
 }
 
 impl App {
     /// The status of each monitor, in the order given.
-    pub async fn statuses_of(
-        &self,
-        monitors: &[MonitorRow],
-    ) -> ServiceResult<Vec<MonitorStatusView>> {
+    pub async fn statuses_of(&self, monitors: &[Monitor]) -> ServiceResult<Vec<MonitorStatusView>> {
         Ok(self
             .derived_of(monitors)
             .await?
@@ -90,7 +87,7 @@ impl App {
     }
 
     /// The status of each monitor, in the order given, with what alerting needs beside it.
-    pub async fn derived_of(&self, monitors: &[MonitorRow]) -> ServiceResult<Vec<Derived>> {
+    pub async fn derived_of(&self, monitors: &[Monitor]) -> ServiceResult<Vec<Derived>> {
         // By id, however many: a caller with every monitor would be reading every row, and none
         // does (`/metrics` renders from stored status).
         let ids: Vec<String> = monitors.iter().map(|m| m.id.clone()).collect();
@@ -131,7 +128,7 @@ impl App {
             push: {
                 let heartbeats: Vec<String> = monitors
                     .iter()
-                    .filter(|m| m.kind == CheckKind::Heartbeat.as_str())
+                    .filter(|m| m.kind == CheckKind::Heartbeat)
                     .map(|m| m.id.clone())
                     .collect();
                 self.store.push_states(&heartbeats).await?
@@ -150,15 +147,15 @@ impl App {
     /// show. Reads the parents of the failing ones only (their rows and newest results).
     async fn add_parents(
         &self,
-        monitors: &[MonitorRow],
+        monitors: &[Monitor],
         views: &mut [Derived],
         known: &Known,
     ) -> ServiceResult<()> {
-        let failing: Vec<MonitorRow> = monitors
+        let failing: Vec<Monitor> = monitors
             .iter()
             .zip(views.iter())
             .filter(|(m, d)| {
-                m.parent_ids.is_some()
+                !m.parent_ids.is_empty()
                     && matches!(
                         d.view.status,
                         MonitorStatus::Down | MonitorStatus::Degraded | MonitorStatus::Stale
@@ -171,10 +168,10 @@ impl App {
         }
         let ids: std::collections::BTreeSet<String> = failing
             .iter()
-            .flat_map(|m| m.parents().unwrap_or_default())
+            .flat_map(|m| m.parent_ids.iter().cloned())
             .collect();
         let ids: Vec<String> = ids.into_iter().collect();
-        let rows: HashMap<String, MonitorRow> = self
+        let rows: HashMap<String, Monitor> = self
             .store
             .monitors_by_ids(&ids)
             .await?
@@ -211,11 +208,11 @@ impl App {
         Ok(())
     }
 
-    async fn status_of(&self, monitor: &MonitorRow, known: &Known) -> ServiceResult<Derived> {
+    async fn status_of(&self, monitor: &Monitor, known: &Known) -> ServiceResult<Derived> {
         let latest = known.latest.get(&monitor.id);
-        let regions = monitor.regions()?;
+        let regions = monitor.regions();
         let mut changes_at = None;
-        let late = Schedule::of(&monitor.kind, &monitor.settings, monitor.interval_ms).map(|s| {
+        let late = Schedule::of(monitor.kind, &monitor.settings, monitor.interval_ms).map(|s| {
             let state = known.push.get(&monitor.id).copied().unwrap_or_default();
             let watched_from = push::watched_from(monitor, state, known.watching_since);
             push::lateness(&s, watched_from, latest, state)
@@ -238,7 +235,7 @@ impl App {
             (status, reason, poller_id, Vec::new(), None)
         } else {
             let mut locations = Vec::with_capacity(regions.len());
-            for region in &regions {
+            for region in regions {
                 let location = self
                     .location_view(monitor, region, known, &mut changes_at)
                     .await?;
@@ -253,7 +250,7 @@ impl App {
             };
             (status, reason, None, locations, Some(quorum))
         };
-        let windows = windows_of(monitor, &regions, known);
+        let windows = windows_of(monitor, regions, known);
         let beneath = status;
         let (status, reason) = match &windows.inside {
             Some(inside) if status != MonitorStatus::Paused => (
@@ -296,7 +293,7 @@ impl App {
 
     async fn location_view(
         &self,
-        monitor: &MonitorRow,
+        monitor: &Monitor,
         region: &str,
         known: &Known,
         changes_at: &mut Option<i64>,
@@ -344,7 +341,7 @@ impl App {
     #[allow(clippy::too_many_arguments)]
     async fn derive_slot(
         &self,
-        monitor: &MonitorRow,
+        monitor: &Monitor,
         assigned: Option<&str>,
         assigned_at: Option<i64>,
         placement_reason: Option<&str>,
@@ -386,7 +383,7 @@ impl App {
 }
 
 /// What the maintenance windows say of a monitor, placed as `known` has it.
-fn windows_of(monitor: &MonitorRow, regions: &[String], known: &Known) -> WindowsOf {
+fn windows_of(monitor: &Monitor, regions: &[String], known: &Known) -> WindowsOf {
     if known.windows.is_empty() {
         return WindowsOf::default();
     }

@@ -18,11 +18,14 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use serde_json::{Map, Value};
 use shared_proto::poller_api::ResultStatus;
 use shared_proto::settings_api::{LocationStatus, MonitorStatus};
+use shared_proto::{CheckKind, PollerMode};
 
 use super::quorum;
-use crate::store::{MonitorRow, Resolution, TimeCredit, TimePoint};
+use crate::domain::Monitor;
+use crate::store::{Resolution, TimeCredit, TimePoint};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Health {
@@ -91,17 +94,17 @@ impl Timeline {
     }
 
     /// A monitor's timeline from its stored row.
-    pub fn of_monitor(monitor: &MonitorRow) -> Self {
-        let locations = monitor.regions().map_or(0, |regions| regions.len());
-        let quorum =
-            (monitor.poller_mode == "multi").then(|| quorum::effective(monitor.quorum, locations));
+    pub fn of_monitor(monitor: &Monitor) -> Self {
+        let locations = monitor.regions().len();
+        let quorum = (monitor.poller_mode == PollerMode::Multi)
+            .then(|| quorum::effective(monitor.quorum, locations));
         let schedule = super::push::schedule::Schedule::of(
-            &monitor.kind,
+            monitor.kind,
             &monitor.settings,
             monitor.interval_ms,
         );
         Timeline::for_kind(
-            &monitor.kind,
+            monitor.kind,
             &monitor.settings,
             (monitor.interval_ms, monitor.timeout_ms),
             schedule.as_ref(),
@@ -113,14 +116,14 @@ impl Timeline {
     /// A heartbeat monitor's (`schedule`) or a polled one's timeline; a polled monitor with
     /// `adaptive` intervals has its results stand for its longest stretched interval.
     pub fn for_kind(
-        kind: &str,
-        settings: &str,
+        kind: CheckKind,
+        settings: &Map<String, Value>,
         (interval_ms, timeout_ms): (i64, i64),
         schedule: Option<&super::push::schedule::Schedule>,
         quorum: Option<u32>,
         pause: Option<(i64, Option<i64>)>,
     ) -> Self {
-        if kind == "heartbeat" {
+        if kind == CheckKind::Heartbeat {
             let wait = schedule.map_or(interval_ms, |s| s.longest_gap_ms());
             return Timeline::of(wait, quorum, pause);
         }

@@ -514,26 +514,33 @@ mod tests {
 
     /// A monitor that reads health documents, from one place or from `regions`.
     async fn health_monitor(store: &Store, id: &str, regions: Option<&[&str]>) {
-        let multi = regions.map(|r| serde_json::to_string(r).unwrap());
+        let multi: Option<Vec<String>> = regions.map(|r| r.iter().map(|r| r.to_string()).collect());
         store
-            .insert_monitor(&crate::store::MonitorRow {
+            .insert_monitor(&crate::domain::Monitor {
                 id: id.into(),
                 name: id.into(),
-                kind: "http".into(),
+                kind: shared_proto::CheckKind::Http,
                 target: "http://127.0.0.1:9/health".into(),
                 interval_ms: 60_000,
                 timeout_ms: 10_000,
-                settings: r#"{"format":"health-json"}"#.into(),
-                poller_mode: if multi.is_some() { "multi" } else { "auto" }.into(),
+                settings: serde_json::json!({"format": "health-json"})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+                poller_mode: if multi.is_some() {
+                    shared_proto::PollerMode::Multi
+                } else {
+                    shared_proto::PollerMode::Auto
+                },
                 poller_id: None,
                 poller_region: None,
                 poller_datacenter: None,
                 poller_capability: None,
                 poller_regions: multi,
                 quorum: None,
-                notification_channel_ids: None,
-                tags: None,
-                parent_ids: None,
+                channel_ids: Vec::new(),
+                tags: Vec::new(),
+                parent_ids: Vec::new(),
                 failover: None,
                 paused: false,
                 paused_at: None,

@@ -4,7 +4,10 @@
 
 use shared_proto::poller_api::{ResultStatus, Verdict};
 
-use super::monitors::{MonitorRow, ANCESTORS, MONITOR_COLUMNS};
+use crate::domain::Monitor;
+
+use super::monitor_rows::{monitors_of, MonitorRow, MONITOR_COLUMNS};
+use super::monitors::ANCESTORS;
 use super::{Cursor, Store};
 
 /// What a page of the monitor list keeps (`Store::list_monitors`); `None` keeps all.
@@ -38,12 +41,13 @@ pub struct StatusRow {
 }
 
 impl Store {
-    pub async fn monitor(&self, id: &str) -> anyhow::Result<Option<MonitorRow>> {
+    pub async fn monitor(&self, id: &str) -> anyhow::Result<Option<Monitor>> {
         let sql = format!("SELECT {MONITOR_COLUMNS} FROM monitors WHERE id = $1");
-        Ok(sqlx::query_as(&sql)
+        let row: Option<MonitorRow> = sqlx::query_as(&sql)
             .bind(id)
             .fetch_optional(&self.pool)
-            .await?)
+            .await?;
+        row.map(Monitor::try_from).transpose()
     }
 
     /// A page of monitors in list order (`created_at`, then id) after `after` that pass
@@ -57,7 +61,7 @@ impl Store {
         filter: &ListFilter<'_>,
         after: &Cursor,
         limit: u32,
-    ) -> anyhow::Result<Vec<MonitorRow>> {
+    ) -> anyhow::Result<Vec<Monitor>> {
         let mut filters = String::new();
         let mut next = 4;
         if filter.shown.is_some() {
@@ -92,7 +96,7 @@ impl Store {
         {
             query = query.bind(value);
         }
-        Ok(query.fetch_all(&self.pool).await?)
+        monitors_of(query.fetch_all(&self.pool).await?)
     }
 
     /// The first `limit` monitors (by name) that depend on `parent_id`, as (id, name), and how
@@ -145,29 +149,33 @@ impl Store {
     }
 
     /// Every monitor, for placement.
-    pub async fn all_monitors(&self) -> anyhow::Result<Vec<MonitorRow>> {
+    pub async fn all_monitors(&self) -> anyhow::Result<Vec<Monitor>> {
         let sql = format!("SELECT {MONITOR_COLUMNS} FROM monitors");
-        Ok(sqlx::query_as(&sql).fetch_all(&self.pool).await?)
+        monitors_of(sqlx::query_as(&sql).fetch_all(&self.pool).await?)
     }
 
     /// The unpaused monitors a poller should run now: those placed on it, and those with a
     /// location on it.
-    pub async fn monitors_assigned_to(&self, poller_id: &str) -> anyhow::Result<Vec<MonitorRow>> {
+    pub async fn monitors_assigned_to(&self, poller_id: &str) -> anyhow::Result<Vec<Monitor>> {
         let sql = format!(
             "SELECT {MONITOR_COLUMNS} FROM monitors \
              WHERE (assigned_poller_id = $1 OR id IN \
                  (SELECT monitor_id FROM monitor_locations WHERE assigned_poller_id = $1)) \
              AND paused = 0 ORDER BY id"
         );
-        Ok(sqlx::query_as(&sql)
-            .bind(poller_id)
-            .fetch_all(&self.pool)
-            .await?)
+        monitors_of(
+            sqlx::query_as(&sql)
+                .bind(poller_id)
+                .fetch_all(&self.pool)
+                .await?,
+        )
     }
 
-    pub async fn monitors_by_ids(&self, ids: &[String]) -> anyhow::Result<Vec<MonitorRow>> {
-        self.packed_where_in(MONITOR_COLUMNS, "FROM monitors WHERE", "id", ids)
-            .await
+    pub async fn monitors_by_ids(&self, ids: &[String]) -> anyhow::Result<Vec<Monitor>> {
+        let rows: Vec<MonitorRow> = self
+            .packed_where_in(MONITOR_COLUMNS, "FROM monitors WHERE", "id", ids)
+            .await?;
+        monitors_of(rows)
     }
 
     pub async fn monitor_status(&self, monitor_id: &str) -> anyhow::Result<Option<StatusRow>> {
@@ -215,7 +223,7 @@ mod list_tests {
                 poller_mode, poller_region, assigned_poller_id, created_at, updated_at, \
                 revision, shown_status) VALUES \
              ('a', 'a', 'http', 'http://x', 60000, 10000, '{}', 'auto', NULL, 'p-eu', 1, 1, 1, 'down'), \
-             ('b', 'b', 'http', 'http://x', 60000, 10000, '{}', 'region', 'eu', NULL, 2, 2, 1, 'up'), \
+             ('b', 'b', 'http', 'http://x', 60000, 10000, '{}', 'grouped', 'eu', NULL, 2, 2, 1, 'up'), \
              ('c', 'c', 'http', 'http://x', 60000, 10000, '{}', 'multi', NULL, NULL, 3, 3, 1, 'down'), \
              ('d', 'd', 'http', 'http://x', 60000, 10000, '{}', 'auto', NULL, 'p-us', 4, 4, 1, 'down'), \
              ('e', 'e', 'http', 'http://x', 60000, 10000, '{}', 'multi', NULL, NULL, 5, 5, 1, 'up')",
@@ -230,7 +238,7 @@ mod list_tests {
         .execute(&store.pool)
         .await
         .unwrap();
-        let ids = |rows: Vec<crate::store::MonitorRow>| -> Vec<String> {
+        let ids = |rows: Vec<crate::domain::Monitor>| -> Vec<String> {
             rows.into_iter().map(|m| m.id).collect()
         };
         let start = Cursor::start();
@@ -277,5 +285,63 @@ mod list_tests {
         assert_eq!(ids(db_down_in_us), ["d"]);
         assert_eq!(store.monitors_tagged("team:db").await.unwrap(), ["b", "d"]);
         assert!(store.monitors_tagged("team").await.unwrap().is_empty());
+    }
+
+    /// A monitor is read as central writes it: its kind, mode, lists and shown status typed
+    /// once in the store; a text central never writes (a hand-edited database) is an error
+    /// naming the monitor and the column, never passed up as it stands.
+    #[tokio::test]
+    async fn a_monitor_is_read_typed_and_a_text_central_never_writes_is_refused() {
+        use shared_proto::settings_api::MonitorStatus;
+        use shared_proto::{CheckKind, PollerMode};
+
+        let (store, _dir) = sqlite_store().await;
+        sqlx::query(
+            "INSERT INTO monitors (id, name, kind, target, interval_ms, timeout_ms, settings, \
+                poller_mode, poller_regions, tags, created_at, updated_at, revision, \
+                shown_status) VALUES ('a', 'a', 'heartbeat', '', 60000, 10000, \
+                '{\"grace_ms\": 5000}', 'multi', '[\"eu\",\"us\"]', '[\"db\"]', 1, 1, 1, 'down')",
+        )
+        .execute(&store.pool)
+        .await
+        .unwrap();
+        let read = store.monitor("a").await.unwrap().unwrap();
+        assert_eq!(read.kind, CheckKind::Heartbeat);
+        assert_eq!(read.poller_mode, PollerMode::Multi);
+        assert_eq!(read.regions(), ["eu", "us"]);
+        assert_eq!(read.tags, ["db"]);
+        assert!(read.channel_ids.is_empty() && read.parent_ids.is_empty());
+        assert_eq!(read.settings["grace_ms"], 5000);
+        assert_eq!(read.shown_status, Some(MonitorStatus::Down));
+        for (column, text) in [
+            ("kind", "<script>"),
+            ("poller_mode", "region"),
+            ("shown_status", "sideways"),
+        ] {
+            let sql = format!("UPDATE monitors SET {column} = $1 WHERE id = 'a'");
+            let before: (String,) =
+                sqlx::query_as(&format!("SELECT {column} FROM monitors WHERE id = 'a'"))
+                    .fetch_one(&store.pool)
+                    .await
+                    .unwrap();
+            sqlx::query(&sql)
+                .bind(text)
+                .execute(&store.writer)
+                .await
+                .unwrap();
+            let error = store.monitor("a").await.unwrap_err();
+            let said = format!("{error:#}");
+            assert!(
+                said.contains("monitor a") && said.contains(column),
+                "{said}"
+            );
+            assert!(store.all_monitors().await.is_err(), "{column}");
+            sqlx::query(&sql)
+                .bind(&before.0)
+                .execute(&store.writer)
+                .await
+                .unwrap();
+            assert!(store.monitor("a").await.is_ok());
+        }
     }
 }

@@ -1,133 +1,15 @@
 //! Monitors written: their specs inserted, changed and deleted with their locations, tags and
 //! parents in one transaction each, and the links checked where they are written. Reading
-//! monitors is `store::monitor_reads`'; storing placement decisions and the assignment log is
+//! monitors is `store::monitor_reads`', their row `store::monitor_rows`; storing placement decisions and the assignment log is
 //! `store::assignments`'.
 
-use sqlx::any::AnyRow;
-use sqlx::{Any, FromRow, Row, Transaction};
+use sqlx::{Any, Transaction};
+
+use crate::domain::Monitor;
 
 use super::assignments::{bump_version, log_change, Versioned};
+use super::monitor_rows::JsonColumns;
 use super::{flag, Store};
-
-#[derive(Debug, Clone, serde::Deserialize)]
-pub struct MonitorRow {
-    pub id: String,
-    pub name: String,
-    pub kind: String,
-    pub target: String,
-    pub interval_ms: i64,
-    pub timeout_ms: i64,
-    /// JSON object.
-    pub settings: String,
-    pub poller_mode: String,
-    pub poller_id: Option<String>,
-    pub poller_region: Option<String>,
-    pub poller_datacenter: Option<String>,
-    pub poller_capability: Option<String>,
-    /// JSON array, for `multi` monitors.
-    pub poller_regions: Option<String>,
-    pub quorum: Option<i64>,
-    /// JSON array of channel ids.
-    pub notification_channel_ids: Option<String>,
-    /// JSON array of the operator's tags (`monitor_tags` holds a row per tag, for lookups).
-    pub tags: Option<String>,
-    /// JSON array of the monitors it depends on (`monitor_parents` holds a row per parent).
-    pub parent_ids: Option<String>,
-    #[serde(deserialize_with = "super::packed::optional_flag")]
-    pub failover: Option<bool>,
-    #[serde(deserialize_with = "super::packed::flag")]
-    pub paused: bool,
-    /// When it was last paused, and resumed after that (kept by the store when `paused`
-    /// changes): a pause cuts its results' time short (`service::uptime`).
-    pub paused_at: Option<i64>,
-    pub resumed_at: Option<i64>,
-    pub created_at: i64,
-    pub updated_at: i64,
-    pub revision: i64,
-    pub assigned_poller_id: Option<String>,
-    pub previous_poller_id: Option<String>,
-    pub assigned_at: Option<i64>,
-    pub placement_reason: Option<String>,
-    /// The status it showed at alerting's last look (`alerts::look`); set by the store only.
-    pub shown_status: Option<String>,
-}
-
-impl FromRow<'_, AnyRow> for MonitorRow {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(Self {
-            id: row.try_get("id")?,
-            name: row.try_get("name")?,
-            kind: row.try_get("kind")?,
-            target: row.try_get("target")?,
-            interval_ms: row.try_get("interval_ms")?,
-            timeout_ms: row.try_get("timeout_ms")?,
-            settings: row.try_get("settings")?,
-            poller_mode: row.try_get("poller_mode")?,
-            poller_id: row.try_get("poller_id")?,
-            poller_region: row.try_get("poller_region")?,
-            poller_datacenter: row.try_get("poller_datacenter")?,
-            poller_capability: row.try_get("poller_capability")?,
-            poller_regions: row.try_get("poller_regions")?,
-            quorum: row.try_get("quorum")?,
-            notification_channel_ids: row.try_get("notification_channel_ids")?,
-            tags: row.try_get("tags")?,
-            parent_ids: row.try_get("parent_ids")?,
-            failover: row.try_get::<Option<i64>, _>("failover")?.map(|f| f != 0),
-            paused: row.try_get::<i64, _>("paused")? != 0,
-            paused_at: row.try_get("paused_at")?,
-            resumed_at: row.try_get("resumed_at")?,
-            created_at: row.try_get("created_at")?,
-            updated_at: row.try_get("updated_at")?,
-            revision: row.try_get("revision")?,
-            assigned_poller_id: row.try_get("assigned_poller_id")?,
-            previous_poller_id: row.try_get("previous_poller_id")?,
-            assigned_at: row.try_get("assigned_at")?,
-            placement_reason: row.try_get("placement_reason")?,
-            shown_status: row.try_get("shown_status")?,
-        })
-    }
-}
-
-impl MonitorRow {
-    /// The channels the monitor lists (beside the default channels).
-    pub fn channel_ids(&self) -> anyhow::Result<Vec<String>> {
-        match &self.notification_channel_ids {
-            Some(json) => Ok(serde_json::from_str(json)?),
-            None => Ok(Vec::new()),
-        }
-    }
-
-    /// The operator's tags.
-    pub fn tags(&self) -> anyhow::Result<Vec<String>> {
-        match &self.tags {
-            Some(json) => Ok(serde_json::from_str(json)?),
-            None => Ok(Vec::new()),
-        }
-    }
-
-    /// The monitors it depends on.
-    pub fn parents(&self) -> anyhow::Result<Vec<String>> {
-        match &self.parent_ids {
-            Some(json) => Ok(serde_json::from_str(json)?),
-            None => Ok(Vec::new()),
-        }
-    }
-
-    /// The regions of a multi-location monitor; none for the other modes.
-    pub fn regions(&self) -> anyhow::Result<Vec<String>> {
-        match &self.poller_regions {
-            Some(json) => Ok(serde_json::from_str(json)?),
-            None => Ok(Vec::new()),
-        }
-    }
-}
-
-pub(super) const MONITOR_COLUMNS: &str =
-    "id, name, kind, target, interval_ms, timeout_ms, settings, \
-     poller_mode, poller_id, poller_region, poller_datacenter, poller_capability, \
-     poller_regions, quorum, notification_channel_ids, tags, parent_ids, failover, \
-     paused, paused_at, resumed_at, created_at, updated_at, revision, assigned_poller_id, \
-     previous_poller_id, assigned_at, placement_reason, shown_status";
 
 /// `$first, $first+1, …` for `count` parameters.
 pub(super) fn placeholders(first: usize, count: usize) -> String {
@@ -338,12 +220,13 @@ impl Store {
     /// Inserts a monitor (unplaced) and returns the assignment version it was created at.
     ///
     /// Run again if PostgreSQL aborts it as a conflict (`conflicts`).
-    pub async fn insert_monitor(&self, row: &MonitorRow) -> anyhow::Result<i64> {
-        super::conflicts::retrying("creating a monitor", || self.insert_monitor_once(row)).await
+    pub async fn insert_monitor(&self, monitor: &Monitor) -> anyhow::Result<i64> {
+        super::conflicts::retrying("creating a monitor", || self.insert_monitor_once(monitor)).await
     }
 
     /// One try of `insert_monitor`.
-    async fn insert_monitor_once(&self, row: &MonitorRow) -> anyhow::Result<i64> {
+    async fn insert_monitor_once(&self, row: &Monitor) -> anyhow::Result<i64> {
+        let json = JsonColumns::of(row)?;
         let _guard = self.write_lock().await;
         let mut tx = self.writer.begin().await?;
         let mut versioned = bump_version(&mut tx).await?;
@@ -360,12 +243,12 @@ impl Store {
         )
         .bind(&row.id)
         .bind(&row.name)
-        .bind(&row.kind)
+        .bind(row.kind.as_str())
         .bind(&row.target)
         .bind(row.interval_ms)
         .bind(row.timeout_ms)
-        .bind(&row.settings)
-        .bind(&row.poller_mode)
+        .bind(&json.settings)
+        .bind(row.poller_mode.as_str())
         .bind(&row.poller_id)
         .bind(&row.poller_region)
         .bind(&row.poller_datacenter)
@@ -376,20 +259,20 @@ impl Store {
         .bind(row.updated_at)
         .bind(version)
         .bind(&row.placement_reason)
-        .bind(&row.poller_regions)
+        .bind(&json.poller_regions)
         .bind(row.quorum)
-        .bind(&row.notification_channel_ids)
-        .bind(&row.tags)
-        .bind(&row.parent_ids)
+        .bind(&json.channel_ids)
+        .bind(&json.tags)
+        .bind(&json.parent_ids)
         .execute(&mut *tx)
         .await?;
-        sync_set(&mut tx, TAGS, &row.id, &row.tags()?).await?;
-        sync_set(&mut tx, PARENTS, &row.id, &row.parents()?).await?;
+        sync_set(&mut tx, TAGS, &row.id, &row.tags).await?;
+        sync_set(&mut tx, PARENTS, &row.id, &row.parent_ids).await?;
         check_links(&mut tx, &row.id).await?;
         sync_locations(
             &mut tx,
             &row.id,
-            &row.regions()?,
+            row.regions(),
             &mut versioned,
             row.created_at,
         )
@@ -407,7 +290,7 @@ impl Store {
     /// Run again if PostgreSQL aborts it as a conflict (`conflicts`).
     pub async fn update_monitor_spec(
         &self,
-        row: &MonitorRow,
+        row: &Monitor,
         revision: i64,
     ) -> anyhow::Result<Option<Versioned>> {
         super::conflicts::retrying("editing a monitor", || {
@@ -419,9 +302,10 @@ impl Store {
     /// One try of `update_monitor_spec`.
     async fn update_monitor_spec_once(
         &self,
-        row: &MonitorRow,
+        row: &Monitor,
         revision: i64,
     ) -> anyhow::Result<Option<Versioned>> {
+        let json = JsonColumns::of(row)?;
         let _guard = self.write_lock().await;
         let mut tx = self.writer.begin().await?;
         let mut versioned = bump_version(&mut tx).await?;
@@ -441,8 +325,8 @@ impl Store {
         .bind(&row.target)
         .bind(row.interval_ms)
         .bind(row.timeout_ms)
-        .bind(&row.settings)
-        .bind(&row.poller_mode)
+        .bind(&json.settings)
+        .bind(row.poller_mode.as_str())
         .bind(&row.poller_id)
         .bind(&row.poller_region)
         .bind(&row.poller_datacenter)
@@ -451,19 +335,19 @@ impl Store {
         .bind(flag(row.paused))
         .bind(row.updated_at)
         .bind(version)
-        .bind(&row.poller_regions)
+        .bind(&json.poller_regions)
         .bind(row.quorum)
-        .bind(&row.notification_channel_ids)
+        .bind(&json.channel_ids)
         .bind(revision)
-        .bind(&row.tags)
-        .bind(&row.parent_ids)
+        .bind(&json.tags)
+        .bind(&json.parent_ids)
         .fetch_optional(&mut *tx)
         .await?;
         let Some((assigned,)) = updated else {
             return Ok(None);
         };
-        sync_set(&mut tx, TAGS, &row.id, &row.tags()?).await?;
-        sync_set(&mut tx, PARENTS, &row.id, &row.parents()?).await?;
+        sync_set(&mut tx, TAGS, &row.id, &row.tags).await?;
+        sync_set(&mut tx, PARENTS, &row.id, &row.parent_ids).await?;
         check_links(&mut tx, &row.id).await?;
         // Every poller running it (its one placement, or each location) gets the new spec.
         let mut running: Vec<String> = location_pollers(&mut tx, &row.id).await?;
@@ -474,7 +358,7 @@ impl Store {
         sync_locations(
             &mut tx,
             &row.id,
-            &row.regions()?,
+            row.regions(),
             &mut versioned,
             row.updated_at,
         )

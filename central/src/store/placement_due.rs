@@ -13,8 +13,11 @@
 use sqlx::{FromRow, Row};
 
 use super::dialect::id_source;
-use super::monitors::MONITOR_COLUMNS;
-use super::{MonitorRow, Store};
+
+use crate::domain::Monitor;
+
+use super::monitor_rows::{monitors_of, MonitorRow, MONITOR_COLUMNS};
+use super::Store;
 
 /// Announced (empty) by every transaction that queues pollers, so the lease holder on any
 /// replica places at once.
@@ -104,7 +107,7 @@ impl Store {
     pub async fn monitors_to_place(
         &self,
         queued: &[QueuedPlacement],
-    ) -> anyhow::Result<Vec<MonitorRow>> {
+    ) -> anyhow::Result<Vec<Monitor>> {
         let all: Vec<&str> = queued.iter().map(|q| q.poller_id.as_str()).collect();
         let could: Vec<&str> = queued
             .iter()
@@ -141,10 +144,11 @@ impl Store {
             .bind(i64::from(!could.is_empty()))
             .fetch_all(&self.pool)
             .await?;
-        Ok(rows
-            .iter()
-            .map(MonitorRow::from_row)
-            .collect::<sqlx::Result<_>>()?)
+        monitors_of(
+            rows.iter()
+                .map(MonitorRow::from_row)
+                .collect::<sqlx::Result<_>>()?,
+        )
     }
 
     /// Removes the rows a pass handled, except those queued again since it read them.

@@ -277,9 +277,10 @@ mod tests {
     use super::*;
     use crate::store::testing::{result, sqlite_store};
 
+    use crate::domain::Monitor;
     use crate::service::ingest::batch::store_standing;
     use crate::service::testing::NewestDecides;
-    use crate::store::{Cursor, MonitorRow, NewResult};
+    use crate::store::{Cursor, NewResult};
 
     fn of(id: &str, monitor: &str, ts: i64) -> NewResult {
         NewResult {
@@ -453,10 +454,10 @@ mod tests {
     async fn a_deleted_monitors_results_go_everywhere_and_rowids_only_grow() {
         let (store, _dir) = sqlite_store().await;
         for id in ["m1", "m2"] {
-            let monitor: MonitorRow = serde_json::from_value(serde_json::json!({
+            let monitor: Monitor = serde_json::from_value(serde_json::json!({
                 "id": id, "name": id, "kind": "http", "target": "http://127.0.0.1:9/",
-                "interval_ms": 60_000, "timeout_ms": 10_000, "settings": "{}",
-                "poller_mode": "auto", "poller_regions": null, "failover": null, "paused": 0,
+                "interval_ms": 60_000, "timeout_ms": 10_000, "settings": {},
+                "poller_mode": "auto", "poller_regions": null, "failover": null, "paused": false,
                 "created_at": 1_000, "updated_at": 1_000, "revision": 1,
             }))
             .unwrap();

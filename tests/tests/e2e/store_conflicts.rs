@@ -18,21 +18,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use central::domain::Monitor;
 use central::service::ingest::batch::store_standing;
-use central::store::{HourKey, Look, MonitorRow, NewResult, Resolution, RollupSums, Store};
+use central::store::{HourKey, Look, NewResult, Resolution, RollupSums, Store};
 use common::ingest_rules::ConfirmedAtOnce;
 use e2e::eventually;
 use e2e::postgres::Postgres;
 use serde_json::json;
 use sqlx::{Connection, PgConnection, PgPool};
 
-fn monitor(id: &str, regions: Option<&[&str]>) -> anyhow::Result<MonitorRow> {
+fn monitor(id: &str, regions: Option<&[&str]>) -> anyhow::Result<Monitor> {
     Ok(serde_json::from_value(json!({
         "id": id, "name": id, "kind": "http", "target": "http://127.0.0.1:9/",
-        "interval_ms": 60_000, "timeout_ms": 10_000, "settings": "{}",
+        "interval_ms": 60_000, "timeout_ms": 10_000, "settings": {},
         "poller_mode": if regions.is_some() { "multi" } else { "auto" },
-        "poller_regions": regions.map(|r| json!(r).to_string()),
-        "failover": null, "paused": 0, "created_at": 1_000, "updated_at": 1_000, "revision": 1,
+        "poller_regions": regions,
+        "failover": null, "paused": false, "created_at": 1_000, "updated_at": 1_000, "revision": 1,
     }))?)
 }
 

@@ -13,8 +13,9 @@ use crate::common;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use central::domain::Monitor;
 use central::service::ingest::batch::store_standing;
-use central::store::{Look, MonitorRow, NewResult, Store};
+use central::store::{Look, NewResult, Store};
 use common::ingest_rules::ConfirmedAtOnce;
 use e2e::postgres::Postgres;
 use futures_util::{StreamExt, TryStreamExt};
@@ -33,11 +34,11 @@ fn monitor_id(monitor: usize) -> String {
     format!("m{monitor:05}")
 }
 
-fn monitor(id: &str) -> anyhow::Result<MonitorRow> {
+fn monitor(id: &str) -> anyhow::Result<Monitor> {
     Ok(serde_json::from_value(json!({
         "id": id, "name": id, "kind": "http", "target": "http://127.0.0.1:9/",
-        "interval_ms": INTERVAL_MS, "timeout_ms": 10_000, "settings": "{}",
-        "poller_mode": "auto", "poller_regions": null, "failover": null, "paused": 0,
+        "interval_ms": INTERVAL_MS, "timeout_ms": 10_000, "settings": {},
+        "poller_mode": "auto", "poller_regions": null, "failover": null, "paused": false,
         "created_at": 1_000, "updated_at": 1_000, "revision": 1,
     }))?)
 }

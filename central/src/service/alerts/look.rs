@@ -15,20 +15,20 @@ use shared_proto::maintenance::MaintenanceNotify;
 use shared_proto::notifications::{DeliveryStatus, Notification, NotificationEvent, Subject};
 use shared_proto::settings::MonitorSettings;
 use shared_proto::settings_api::{MonitorStatus, MonitorStatusView, PollerStatus};
-use shared_proto::CheckKind;
 use uuid::Uuid;
 
 use super::{flap_window_ms, next_look, step, AlertState, Notice, Rules};
+use crate::domain::Monitor;
 use crate::service::channels::tells;
 use crate::service::error::ServiceResult;
-use crate::service::maintenance::{stopping, tags_of, STOPPED_PREFIX};
+use crate::service::maintenance::{stopping, STOPPED_PREFIX};
 use crate::service::parents::Behind;
 use crate::service::push;
 use crate::service::status::Lateness;
 use crate::service::status_pages::auto::Told;
 use crate::service::statuses::Derived;
 use crate::service::{stored_id, time_of, App};
-use crate::store::{AlertStateRow, AlertUpdate, ChannelRow, Look, MonitorRow, OutboxRow};
+use crate::store::{AlertStateRow, AlertUpdate, ChannelRow, Look, OutboxRow};
 
 /// The longest a monitor's stale is held for placement to move it off an offline poller:
 /// several liveness rounds (at most 5 s each) and a placement pass.
@@ -61,11 +61,8 @@ fn row_of(monitor_id: &str, state: &AlertState) -> AlertStateRow {
     }
 }
 
-fn repeat_ms(monitor: &MonitorRow) -> i64 {
-    let settings: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_str(&monitor.settings).unwrap_or_default();
-    CheckKind::parse(&monitor.kind)
-        .and_then(|kind| MonitorSettings::parse(kind, &settings).ok())
+fn repeat_ms(monitor: &Monitor) -> i64 {
+    MonitorSettings::parse(monitor.kind, &monitor.settings)
         .map_or(0, |s| s.common.repeat_interval_ms as i64)
 }
 
@@ -106,7 +103,7 @@ pub(crate) fn outbox_rows(
 /// The notification of `notice`, for a monitor whose status alerting took as `current` (its
 /// shown status, or `up` for a recovery told inside a maintenance window).
 fn message_for(
-    monitor: &MonitorRow,
+    monitor: &Monitor,
     status: &MonitorStatusView,
     current: MonitorStatus,
     notice: &Notice,
@@ -200,11 +197,11 @@ impl App {
     /// Reads the windows only when some monitor is in maintenance or stopped.
     async fn stop_changed(
         &self,
-        monitors: &[MonitorRow],
+        monitors: &[Monitor],
         derived: &[Derived],
         now: i64,
     ) -> ServiceResult<Vec<String>> {
-        let stopped_placement = |m: &MonitorRow, d: &Derived| {
+        let stopped_placement = |m: &Monitor, d: &Derived| {
             let stopped = |r: Option<&str>| r.is_some_and(|r| r.contains(STOPPED_PREFIX));
             stopped(m.placement_reason.as_deref())
                 || d.view
@@ -212,7 +209,7 @@ impl App {
                     .iter()
                     .any(|l| stopped(l.reason.as_deref()))
         };
-        let candidates: Vec<(&MonitorRow, bool)> = monitors
+        let candidates: Vec<(&Monitor, bool)> = monitors
             .iter()
             .zip(derived)
             .filter(|(m, d)| d.windows.inside.is_some() || stopped_placement(m, d))
@@ -224,9 +221,7 @@ impl App {
         let windows = self.maintenance().windows_now(now).await?;
         Ok(candidates
             .into_iter()
-            .filter(|(m, stopped)| {
-                stopping(&windows, &m.id, &tags_of(m.tags.as_deref())).is_some() != *stopped
-            })
+            .filter(|(m, stopped)| stopping(&windows, &m.id, &m.tags).is_some() != *stopped)
             .map(|(m, _)| m.id.clone())
             .collect())
     }
@@ -472,7 +467,7 @@ impl App {
                 monitor_id: monitor.id.clone(),
                 marks: marks.get(monitor.id.as_str()).copied().unwrap_or_default(),
                 next_at,
-                shown: (monitor.shown_status.as_deref() != Some(status.status.as_str()))
+                shown: (monitor.shown_status != Some(status.status))
                     .then(|| status.status.as_str().to_string()),
                 shown_locations: status
                     .locations

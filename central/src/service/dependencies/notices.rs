@@ -19,7 +19,8 @@ use uuid::Uuid;
 use super::super::alerts::outbox_rows;
 use super::super::channels::tells;
 use super::super::{time_of, App};
-use crate::store::{ChannelRow, MonitorRow, PendingNoticeRow};
+use crate::domain::Monitor;
+use crate::store::{ChannelRow, PendingNoticeRow};
 
 /// The most changes one round sends; a full round is followed by another at once.
 const ROUND: u32 = 500;
@@ -37,7 +38,7 @@ impl App {
             let mut ids: Vec<String> = pending.iter().map(|p| p.monitor_id.clone()).collect();
             ids.sort_unstable();
             ids.dedup();
-            let monitors: HashMap<String, MonitorRow> = self
+            let monitors: HashMap<String, Monitor> = self
                 .store
                 .monitors_by_ids(&ids)
                 .await?
@@ -76,7 +77,7 @@ impl App {
     }
 }
 
-fn message_of(monitor: &MonitorRow, change: &PendingNoticeRow) -> anyhow::Result<Notification> {
+fn message_of(monitor: &Monitor, change: &PendingNoticeRow) -> anyhow::Result<Notification> {
     let down = change.notice == "dependency.down";
     let region = (!change.region.is_empty()).then(|| change.region.clone());
     let from = region

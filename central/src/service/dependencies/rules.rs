@@ -9,7 +9,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde_json::Value;
+use serde_json::{Map, Value};
+use shared_proto::CheckKind;
 
 use crate::store::{
     DependencyDiff, DependencyReport, DependencyRow, NewDependencyEvent, ReportedDependency,
@@ -94,13 +95,11 @@ fn reported(item: &Value) -> Option<ReportedDependency> {
 
 /// Whether a monitor of `kind` with these stored `settings` asks for notices of its
 /// dependencies' changes (`settings.notify_dependencies`).
-pub fn notifies(kind: &str, settings: &str) -> bool {
-    // Parsed only when the key is there at all: this runs for each monitor of every upload.
-    kind == "http"
-        && settings.contains("notify_dependencies")
-        && serde_json::from_str::<Value>(settings)
-            .ok()
-            .and_then(|s| s.get("notify_dependencies").and_then(Value::as_bool))
+pub fn notifies(kind: CheckKind, settings: &Map<String, Value>) -> bool {
+    kind == CheckKind::Http
+        && settings
+            .get("notify_dependencies")
+            .and_then(Value::as_bool)
             .unwrap_or(false)
 }
 

@@ -13,8 +13,11 @@ use super::super::maintenance::schedule::Placement;
 use super::super::maintenance::{placement_of, quiet_of};
 use super::super::uptime::{self, Timeline};
 use super::MonitorHistory;
+use shared_proto::PollerMode;
+
+use crate::domain::Monitor;
 use crate::service::error::ServiceResult;
-use crate::store::{CountedResult, MonitorRow, Resolution, RollupSums, TimePoint};
+use crate::store::{CountedResult, Resolution, RollupSums, TimePoint};
 
 /// The most results one monitor's minute history reads per answer. A chart's 5,000 minutes at
 /// the shortest interval (5 s) are 60,000; past this bound the answer ends early and says so,
@@ -65,7 +68,7 @@ impl MonitorHistory {
     /// the maintenance windows reaching the range.
     pub async fn minute_sums(
         &self,
-        monitors: &[MonitorRow],
+        monitors: &[Monitor],
         region: &str,
         (from, until): (i64, i64),
         limit: u32,
@@ -123,7 +126,7 @@ impl MonitorHistory {
     /// when it credits hour and day buckets.
     pub(super) async fn quiet_time(
         &self,
-        monitors: &[MonitorRow],
+        monitors: &[Monitor],
         from: i64,
         until: i64,
     ) -> ServiceResult<HashMap<String, Vec<(i64, i64)>>> {
@@ -144,12 +147,12 @@ impl MonitorHistory {
     /// monitors' locations and one of the pollers they are placed on.
     pub(crate) async fn each_placement(
         &self,
-        monitors: &[MonitorRow],
-        mut each: impl FnMut(&MonitorRow, &Placement<'_>),
+        monitors: &[Monitor],
+        mut each: impl FnMut(&Monitor, &Placement<'_>),
     ) -> ServiceResult<()> {
         let multi: Vec<String> = monitors
             .iter()
-            .filter(|m| m.poller_mode == "multi")
+            .filter(|m| m.poller_mode == PollerMode::Multi)
             .map(|m| m.id.clone())
             .collect();
         let mut located: HashMap<String, Vec<String>> = HashMap::new();
@@ -173,7 +176,7 @@ impl MonitorHistory {
             .map(|p| (p.id, p.region))
             .collect();
         for monitor in monitors {
-            let regions = monitor.regions()?;
+            let regions = monitor.regions();
             let pollers = monitor
                 .assigned_poller_id
                 .as_deref()
@@ -186,7 +189,7 @@ impl MonitorHistory {
                         .map(String::as_str),
                 )
                 .collect();
-            let placement = placement_of(monitor, &regions, pollers, |id| {
+            let placement = placement_of(monitor, regions, pollers, |id| {
                 poller_regions.get(id).and_then(|r| r.as_deref())
             });
             each(monitor, &placement);

@@ -13,6 +13,7 @@ use futures_util::{StreamExt, TryStreamExt};
 use shared_proto::history::{
     History, HistoryBucket, HistoryResolution, LocationUptime, Uptime, UptimeWindow, UptimeWindows,
 };
+use shared_proto::PollerMode;
 use uuid::Uuid;
 
 pub use minutes::{Minutes, MAX_EDGE_RESULTS, MAX_MINUTE_RESULTS};
@@ -20,10 +21,9 @@ pub use minutes::{Minutes, MAX_EDGE_RESULTS, MAX_MINUTE_RESULTS};
 use super::clock::Clock;
 use super::uptime::{self, Span, Timeline};
 use super::{time_of, App};
+use crate::domain::Monitor;
 use crate::service::error::{ServiceError, ServiceResult};
-use crate::store::{
-    MonitorRow, Resolution, RollupSums, StatusRow, Store, TimePoint, LATENCY_BOUNDS_MS,
-};
+use crate::store::{Resolution, RollupSums, StatusRow, Store, TimePoint, LATENCY_BOUNDS_MS};
 
 /// The most buckets one history answer holds.
 pub const MAX_HISTORY_BUCKETS: u32 = 5_000;
@@ -113,7 +113,7 @@ impl MonitorHistory {
     /// windows within the results' retention); and one read of their status rows.
     pub async fn uptimes(
         &self,
-        monitors: &[MonitorRow],
+        monitors: &[Monitor],
         region: &str,
         windows_ms: &[i64],
     ) -> ServiceResult<Vec<HashMap<String, UptimeWindow>>> {
@@ -137,7 +137,7 @@ impl MonitorHistory {
     /// Each monitor's uptime over the `window_ms` up to `now` (`uptimes`).
     async fn window_uptimes(
         &self,
-        monitors: &[MonitorRow],
+        monitors: &[Monitor],
         ids: &[String],
         region: &str,
         open: &HashMap<String, Vec<Span>>,
@@ -156,7 +156,7 @@ impl MonitorHistory {
             edge + resolution.width_ms()
         };
         // Monitors whose results still hold the window's first stretch get it exactly.
-        let exact: Vec<MonitorRow> = monitors
+        let exact: Vec<Monitor> = monitors
             .iter()
             .filter(|m| !aligned && start >= self.minute_reach(now, Timeline::of_monitor(m).cap_ms))
             .cloned()
@@ -219,14 +219,14 @@ impl MonitorHistory {
     /// result on, to now: not in any bucket until a later result closes them.
     async fn open_spans(
         &self,
-        monitors: &[MonitorRow],
+        monitors: &[Monitor],
         region: &str,
         now: i64,
     ) -> ServiceResult<HashMap<String, Vec<Span>>> {
         let ids: Vec<String> = monitors.iter().map(|m| m.id.clone()).collect();
         let newest = self.store.monitor_statuses(Some(&ids)).await?;
         let mut located: HashMap<String, Vec<(String, StatusRow)>> = HashMap::new();
-        if !region.is_empty() || monitors.iter().any(|m| m.poller_mode == "multi") {
+        if !region.is_empty() || monitors.iter().any(|m| m.poller_mode == PollerMode::Multi) {
             for row in self.store.location_statuses(Some(&ids)).await? {
                 located
                     .entry(row.monitor_id)
@@ -314,8 +314,8 @@ impl MonitorHistory {
                 .await?,
         );
         let mut locations = Vec::new();
-        if region.is_none() && monitors[0].poller_mode == "multi" {
-            for region in monitors[0].regions()? {
+        if region.is_none() && monitors[0].poller_mode == PollerMode::Multi {
+            for region in monitors[0].regions().iter().cloned() {
                 let each = windows(self.uptimes(&monitors, &region, &UPTIME_WINDOWS_MS).await?);
                 locations.push(LocationUptime {
                     region,
@@ -383,7 +383,7 @@ impl MonitorHistory {
     /// not the span of time, bounds the answer, so gaps (a pause, a silence) never shorten it.
     async fn minute_history(
         &self,
-        monitor: MonitorRow,
+        monitor: Monitor,
         region: &str,
         since: i64,
     ) -> ServiceResult<(Vec<(i64, RollupSums)>, bool)> {

@@ -6,7 +6,9 @@
 
 use std::collections::{HashMap, HashSet};
 
+use serde_json::{Map, Value};
 use shared_proto::poller_api::RejectedResult;
+use shared_proto::CheckKind;
 
 use crate::service::maintenance::schedule::Placement;
 use crate::service::maintenance::{quiet_of, spans_of, tags_of, windows_of, QUIET_LOOKBACK_MS};
@@ -212,17 +214,18 @@ impl MonitorRule {
         let slot = slots.first()?;
         let multi = slot.region.is_some();
         let quorum = multi.then(|| quorum::effective(slot.quorum, slots.len()));
-        let schedule = Schedule::of(&slot.kind, &slot.settings, slot.interval_ms);
+        // A kind central never writes has no rule (the defaults: `MonitorRules`); settings
+        // that do not parse are the kind's defaults. Parsed once, for every rule below.
+        let kind = CheckKind::parse(&slot.kind)?;
+        let settings: Map<String, Value> = serde_json::from_str(&slot.settings).unwrap_or_default();
+        let schedule = Schedule::of(kind, &settings, slot.interval_ms);
         Some(MonitorRule {
-            thresholds: thresholds_of(&slot.kind, &slot.settings),
-            notify_dependencies: crate::service::dependencies::rules::notifies(
-                &slot.kind,
-                &slot.settings,
-            ),
+            thresholds: thresholds_of(kind, &settings),
+            notify_dependencies: crate::service::dependencies::rules::notifies(kind, &settings),
             interval_ms: slot.interval_ms,
             timeline: Timeline::for_kind(
-                &slot.kind,
-                &slot.settings,
+                kind,
+                &settings,
                 (slot.interval_ms, slot.timeout_ms),
                 schedule.as_ref(),
                 quorum,

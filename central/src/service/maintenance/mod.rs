@@ -21,6 +21,7 @@ use shared_proto::maintenance::{
     MuteRequest, Occurrence, Recurrence,
 };
 use shared_proto::settings_api::Page;
+use shared_proto::PollerMode;
 use uuid::Uuid;
 
 use self::schedule::{Placement, Schedule, Scope, Window};
@@ -29,8 +30,9 @@ use std::sync::Arc;
 
 use super::clock::Clock;
 use super::{stored_id, time_of, App};
+use crate::domain::Monitor;
 use crate::service::error::{ServiceError, ServiceResult};
-use crate::store::{Cursor, MonitorRow, Store, WindowRow};
+use crate::store::{Cursor, Store, WindowRow};
 
 /// How far back from a result uptime reads the windows that cut the time it stands for: a
 /// result stands for at most its interval and grace (about an hour at most).
@@ -157,13 +159,13 @@ pub fn stopped_reason(stop: &InMaintenance) -> String {
 /// its locations' `regions`, its group's region and the regions of those pollers
 /// (`poller_region`).
 pub fn placement_of<'a>(
-    monitor: &'a MonitorRow,
+    monitor: &'a Monitor,
     regions: &'a [String],
     pollers: Vec<&'a str>,
     poller_region: impl Fn(&str) -> Option<&'a str>,
 ) -> Placement<'a> {
     let mut placed: Vec<&str> = regions.iter().map(String::as_str).collect();
-    if monitor.poller_mode == "grouped" {
+    if monitor.poller_mode == PollerMode::Grouped {
         placed.extend(monitor.poller_region.as_deref());
     }
     placed.extend(pollers.iter().filter_map(|id| poller_region(id)));
@@ -171,7 +173,7 @@ pub fn placement_of<'a>(
         monitor_id: &monitor.id,
         pollers,
         regions: placed,
-        tags: tags_of(monitor.tags.as_deref()),
+        tags: monitor.tags.clone(),
     }
 }
 

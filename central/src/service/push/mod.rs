@@ -28,8 +28,9 @@ use self::schedule::Schedule;
 use super::ingest::{Sender, Upload};
 use super::status::Lateness;
 use super::{auth, time_of, App};
+use crate::domain::Monitor;
 use crate::service::error::{ServiceError, ServiceResult};
-use crate::store::{MonitorRow, NewResult, PingRow, PushState, StatusRow};
+use crate::store::{NewResult, PingRow, PushState, StatusRow};
 
 /// The pings kept per monitor (the oldest gives way).
 pub const KEPT_PINGS: i64 = 50;
@@ -126,7 +127,7 @@ pub(super) fn validate_spec(spec: &MonitorSpec) -> Result<(), ValidationError> {
 /// Since when a heartbeat monitor's silence counts: its creation, its last resume, its
 /// schedule's last change, and central's return from an outage (pings sent while nobody
 /// answered them could not be heard), whichever is last.
-pub fn watched_from(monitor: &MonitorRow, state: PushState, watching_since: i64) -> i64 {
+pub fn watched_from(monitor: &Monitor, state: PushState, watching_since: i64) -> i64 {
     since(
         monitor.created_at,
         monitor.resumed_at,
@@ -150,22 +151,18 @@ fn since(created_at: i64, resumed_at: Option<i64>, state: PushState, watching_si
 
 /// Whether an edit changed when a heartbeat monitor's pings are expected (its period, cron
 /// expression, time zone or grace): only that starts its clock again.
-pub(super) fn schedule_changed(old: &MonitorRow, new: &MonitorRow) -> bool {
-    let key = |row: &MonitorRow| {
-        let settings: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_str(&row.settings).ok()?;
-        match MonitorSettings::parse(CheckKind::Heartbeat, &settings)
-            .ok()?
-            .check
-        {
-            CheckSettings::Heartbeat(s) => Some((
-                s.period(row.interval_ms.max(0) as u64),
-                s.cron,
-                s.time_zone,
-                s.grace_ms,
-            )),
-            _ => None,
-        }
+pub(super) fn schedule_changed(old: &Monitor, new: &Monitor) -> bool {
+    let key = |row: &Monitor| match MonitorSettings::parse(CheckKind::Heartbeat, &row.settings)
+        .ok()?
+        .check
+    {
+        CheckSettings::Heartbeat(s) => Some((
+            s.period(row.interval_ms.max(0) as u64),
+            s.cron,
+            s.time_zone,
+            s.grace_ms,
+        )),
+        _ => None,
     };
     key(old) != key(new)
 }
@@ -196,7 +193,7 @@ impl App {
     /// A new ping URL for a heartbeat monitor; the previous one stops working.
     pub async fn new_ping_url(&self, id: Uuid) -> ServiceResult<PingUrl> {
         let monitor = self.monitor_row(id).await?;
-        if monitor.kind != CheckKind::Heartbeat.as_str() {
+        if monitor.kind != CheckKind::Heartbeat {
             return Err(ServiceError::Conflict(format!(
                 "monitor {id} is a `{}` monitor; only heartbeat monitors have a ping URL",
                 monitor.kind
@@ -258,7 +255,7 @@ impl App {
         if monitor.paused {
             return Ok(());
         }
-        let schedule = Schedule::of(&monitor.kind, &monitor.settings, monitor.interval_ms);
+        let schedule = Schedule::of(monitor.kind, &monitor.settings, monitor.interval_ms);
         let msg = match kind {
             PingKind::Fail => format!("the job reported a failure (ping from {})", ping.source),
             PingKind::Exit(0) | PingKind::Success => format!("ping from {}", ping.source),
@@ -317,7 +314,7 @@ impl App {
     /// each at the newest late instant not after `now`.
     pub(super) async fn store_late(
         &self,
-        monitors: &[MonitorRow],
+        monitors: &[Monitor],
         late: &HashMap<String, Lateness>,
         now: i64,
     ) -> ServiceResult<()> {
@@ -325,7 +322,7 @@ impl App {
         for monitor in monitors {
             let (Some(late), Some(schedule)) = (
                 late.get(&monitor.id),
-                Schedule::of(&monitor.kind, &monitor.settings, monitor.interval_ms),
+                Schedule::of(monitor.kind, &monitor.settings, monitor.interval_ms),
             ) else {
                 continue;
             };

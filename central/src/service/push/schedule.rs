@@ -37,12 +37,15 @@ pub struct Schedule {
 impl Schedule {
     /// The schedule of a monitor as stored (`None` for a kind agents check, or settings that
     /// no longer parse).
-    pub fn of(kind: &str, settings: &str, interval_ms: i64) -> Option<Schedule> {
-        if kind != CheckKind::Heartbeat.as_str() {
+    pub fn of(
+        kind: CheckKind,
+        settings: &Map<String, Value>,
+        interval_ms: i64,
+    ) -> Option<Schedule> {
+        if kind != CheckKind::Heartbeat {
             return None;
         }
-        let settings: Map<String, Value> = serde_json::from_str(settings).ok()?;
-        match MonitorSettings::parse(CheckKind::Heartbeat, &settings)
+        match MonitorSettings::parse(CheckKind::Heartbeat, settings)
             .ok()?
             .check
         {

@@ -27,10 +27,11 @@ use shared_proto::status_pages::{
 use uuid::Uuid;
 
 use super::StatusPage;
+use crate::domain::Monitor;
 use crate::service::error::ServiceResult;
 use crate::service::maintenance::occurrences_ahead;
 use crate::service::{stored_id, time_of, App};
-use crate::store::{MonitorRow, Resolution};
+use crate::store::Resolution;
 
 const DAY_MS: i64 = 86_400_000;
 
@@ -112,7 +113,7 @@ impl App {
                 (id, days)
             })
             .collect();
-        let by_id: HashMap<&str, &MonitorRow> = rows.iter().map(|m| (m.id.as_str(), m)).collect();
+        let by_id: HashMap<&str, &Monitor> = rows.iter().map(|m| (m.id.as_str(), m)).collect();
         let mut sections = Vec::with_capacity(page.sections.len());
         for (section, ids) in page.sections.iter().zip(&section_ids) {
             let mut monitors = Vec::with_capacity(ids.len());
@@ -180,7 +181,7 @@ impl App {
 pub(super) async fn page_monitors(
     app: &App,
     page: &StatusPage,
-) -> ServiceResult<(Vec<Vec<String>>, Vec<MonitorRow>)> {
+) -> ServiceResult<(Vec<Vec<String>>, Vec<Monitor>)> {
     // Each section's monitors: by id in the operator's order, then by tag.
     let mut budget = MAX_PAGE_MONITORS;
     let mut section_ids: Vec<Vec<String>> = Vec::with_capacity(page.sections.len());
@@ -207,7 +208,7 @@ pub(super) async fn page_monitors(
         all.dedup();
         all
     };
-    let rows: Vec<MonitorRow> = app.store.monitors_by_ids(&all).await?;
+    let rows: Vec<Monitor> = app.store.monitors_by_ids(&all).await?;
     Ok((section_ids, rows))
 }
 
@@ -215,7 +216,7 @@ pub(super) async fn page_monitors(
 /// `MAINTENANCE_AHEAD_DAYS`, by occurrence, with the monitors each covers by `names`.
 async fn shown_maintenance(
     app: &App,
-    monitors: &[MonitorRow],
+    monitors: &[Monitor],
     names: &HashMap<Uuid, String>,
     now: i64,
 ) -> ServiceResult<Vec<ShownMaintenance>> {
@@ -238,7 +239,7 @@ async fn shown_maintenance(
 /// check per window and monitor; a walk of each covering window's rule.
 pub(super) async fn maintenance_spans(
     app: &App,
-    monitors: &[MonitorRow],
+    monitors: &[Monitor],
     names: &HashMap<Uuid, String>,
     from: i64,
     until: i64,
@@ -280,9 +281,9 @@ pub(super) async fn maintenance_spans(
 pub(super) fn names_on_page(
     page: &StatusPage,
     section_ids: &[Vec<String>],
-    rows: &[MonitorRow],
+    rows: &[Monitor],
 ) -> anyhow::Result<HashMap<Uuid, String>> {
-    let by_id: HashMap<&str, &MonitorRow> = rows.iter().map(|m| (m.id.as_str(), m)).collect();
+    let by_id: HashMap<&str, &Monitor> = rows.iter().map(|m| (m.id.as_str(), m)).collect();
     let mut names: HashMap<Uuid, String> = HashMap::new();
     for (section, ids) in page.sections.iter().zip(section_ids) {
         for id in ids {
@@ -299,7 +300,7 @@ pub(super) fn names_on_page(
 }
 
 /// A monitor's name in a section: the display name the section gives it, or its own.
-fn display_name(section: &StatusPageSection, id: Uuid, row: &MonitorRow) -> String {
+fn display_name(section: &StatusPageSection, id: Uuid, row: &Monitor) -> String {
     section
         .display_names
         .iter()

@@ -326,11 +326,18 @@ proptest! {
 /// no unmeasured gaps), which is at most the interval plus the staleness grace.
 #[test]
 fn a_polled_result_stands_for_its_interval_and_timeout_or_its_longest_adaptive_interval() {
-    let plain = Timeline::for_kind("http", "{}", (30 * S, 5 * S), None, None, None);
+    let plain = Timeline::for_kind(
+        CheckKind::Http,
+        &settings("{}"),
+        (30 * S, 5 * S),
+        None,
+        None,
+        None,
+    );
     assert_eq!(plain.cap_ms, 36 * S);
     let adaptive = Timeline::for_kind(
-        "http",
-        r#"{"adaptive": true}"#,
+        CheckKind::Http,
+        &settings(r#"{"adaptive": true}"#),
         (30 * S, 5 * S),
         None,
         None,
@@ -338,8 +345,8 @@ fn a_polled_result_stands_for_its_interval_and_timeout_or_its_longest_adaptive_i
     );
     assert_eq!(adaptive.cap_ms, (30 + 60 + 5 + 1) * S);
     let bounded = Timeline::for_kind(
-        "http",
-        r#"{"adaptive": true, "adaptive_max_interval_ms": 45000}"#,
+        CheckKind::Http,
+        &settings(r#"{"adaptive": true, "adaptive_max_interval_ms": 45000}"#),
         (30 * S, 5 * S),
         None,
         None,
@@ -357,4 +364,9 @@ fn a_polled_result_stands_for_its_interval_and_timeout_or_its_longest_adaptive_i
             health: Health::Down
         }]
     );
+}
+
+/// A kind's settings written as JSON.
+fn settings(json: &str) -> Map<String, Value> {
+    serde_json::from_str(json).unwrap()
 }

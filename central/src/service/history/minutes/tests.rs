@@ -10,11 +10,12 @@ use serde_json::json;
 use uuid::Uuid;
 
 use crate::config::ServeArgs;
+use crate::domain::Monitor;
 use crate::service::clock::{Clock, ClockHandle};
 use crate::service::uptime::{self, Timeline};
 use crate::service::App;
 use crate::store::testing::runtime;
-use crate::store::{MonitorRow, PollerRow, Resolution, RollupSums, TimePoint};
+use crate::store::{PollerRow, Resolution, RollupSums, TimePoint};
 use shared_proto::history::{History, HistoryResolution};
 
 /// On an hour boundary.
@@ -89,7 +90,7 @@ impl World {
         self.app.ingest(&poller, batch).await.unwrap();
     }
 
-    async fn row(&self) -> MonitorRow {
+    async fn row(&self) -> Monitor {
         let id = self.monitor.to_string();
         self.app.store.monitor(&id).await.unwrap().unwrap()
     }

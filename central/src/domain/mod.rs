@@ -1,0 +1,8 @@
+//! Central's domain types: what services decide on, typed (enums, lists, maps), with none of
+//! the store's encodings (JSON in a text column, integer flags, status texts). The store makes
+//! them from its rows and writes them back; services read and build them. Must not: import
+//! the store, a service or anything of HTTP (this module is a leaf every layer may use).
+
+pub mod monitor;
+
+pub use monitor::Monitor;
