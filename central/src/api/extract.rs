@@ -14,7 +14,7 @@ use shared_proto::settings_api::{DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT};
 use crate::error::ApiError;
 use crate::service::error::ServiceError;
 use crate::service::App;
-use crate::store::{Cursor, PollerRow};
+use crate::store::Cursor;
 
 /// A JSON body.
 pub struct ApiJson<T>(pub T);
@@ -236,7 +236,7 @@ impl FromRequestParts<Arc<App>> for Scraper {
 }
 
 /// The poller whose access token authorised the request.
-pub struct Poller(pub PollerRow);
+pub struct Poller(pub crate::domain::Poller);
 
 impl FromRequestParts<Arc<App>> for Poller {
     type Rejection = ApiError;

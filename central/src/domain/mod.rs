@@ -4,5 +4,7 @@
 //! the store, a service or anything of HTTP (this module is a leaf every layer may use).
 
 pub mod monitor;
+pub mod poller;
 
 pub use monitor::Monitor;
+pub use poller::Poller;

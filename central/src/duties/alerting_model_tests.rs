@@ -15,9 +15,9 @@ use shared_proto::settings_api::MonitorStatus;
 use uuid::Uuid;
 
 use crate::config::ServeArgs;
+use crate::domain::Poller;
 use crate::service::clock::{Clock, ClockHandle};
 use crate::service::App;
-use crate::store::PollerRow;
 
 const START_MS: i64 = 1_800_000_000_000;
 const MONITORS: usize = 3;
@@ -74,7 +74,7 @@ fn op() -> impl Strategy<Value = Op> {
 struct World {
     app: Arc<App>,
     clock: ClockHandle,
-    poller: PollerRow,
+    poller: Poller,
     monitors: Vec<Uuid>,
     last_online: Option<Vec<(String, bool)>>,
     _dir: tempfile::TempDir,

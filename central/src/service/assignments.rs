@@ -13,8 +13,9 @@ use super::placement::{place, Candidate, Decision, Placement};
 use super::stored_id;
 use super::App;
 use crate::domain::Monitor;
+use crate::domain::Poller;
 use crate::service::error::ServiceResult;
-use crate::store::{AssignmentChange, LocationRow, PollerRow, Reach};
+use crate::store::{AssignmentChange, LocationRow, Reach};
 
 impl App {
     /// Re-decides the poller of every monitor and stores what changed under a new version:
@@ -177,7 +178,7 @@ impl App {
         Ok(Ok(runs))
     }
 
-    fn candidate(&self, poller: &PollerRow, now: i64) -> anyhow::Result<Candidate> {
+    fn candidate(&self, poller: &Poller, now: i64) -> anyhow::Result<Candidate> {
         let online =
             self.poller_status(poller, now) != shared_proto::settings_api::PollerStatus::Offline;
         let settle = self.limits.failback_settle.as_millis() as i64;
@@ -185,7 +186,7 @@ impl App {
             id: stored_id(&poller.id)?,
             region: poller.region.clone(),
             datacenter: poller.datacenter.clone(),
-            capabilities: poller.capability_list(),
+            capabilities: poller.capabilities.clone(),
             enabled: poller.enabled,
             online,
             settled: online
@@ -217,7 +218,7 @@ impl App {
     /// proportional to the changes.
     pub async fn assignments_for(
         &self,
-        poller: &PollerRow,
+        poller: &Poller,
         since_version: i64,
     ) -> ServiceResult<AssignmentsResponse> {
         // Version first, then the changes: the answer is then at least as new as the version.
@@ -280,7 +281,7 @@ impl App {
     /// Of these monitors, those with a location on `poller`, and the location's region.
     async fn locations_on(
         &self,
-        poller: &PollerRow,
+        poller: &Poller,
         monitor_ids: &[String],
     ) -> ServiceResult<HashMap<String, String>> {
         Ok(self
@@ -298,7 +299,7 @@ impl App {
     /// connections.
     pub async fn wait_for_assignments(
         &self,
-        poller: &PollerRow,
+        poller: &Poller,
         since_version: i64,
         wait: Duration,
     ) -> ServiceResult<AssignmentsResponse> {

@@ -27,8 +27,9 @@ use super::ingest::{bounded_result, CappedResults, IncomingBatch};
 use super::monitors::monitor_row;
 use super::{stored_id, time_of, App};
 use crate::domain::Monitor;
+use crate::domain::Poller;
 use crate::service::error::{ServiceError, ServiceResult};
-use crate::store::{Acked, CommandRow, NewCommand, PollerRow};
+use crate::store::{Acked, CommandRow, NewCommand};
 
 /// How long a command is offered to its poller; after it, nobody waits for its answer.
 pub const COMMAND_TTL_MS: i64 = 2 * 60 * 1000;
@@ -211,7 +212,7 @@ impl App {
 
     /// The poller, if it can hear a command soon: a command to an offline poller would only
     /// expire.
-    async fn online_poller(&self, id: &str) -> ServiceResult<PollerRow> {
+    async fn online_poller(&self, id: &str) -> ServiceResult<Poller> {
         let poller = self
             .store
             .poller(id)
@@ -285,7 +286,7 @@ impl App {
     /// may have been lost); and when the next one handed over without an answer is due to be
     /// offered again. Reads the database only when this replica heard of a command for it
     /// since it last found none open. A row that cannot be read is left out (it expires).
-    pub async fn commands_to_send(&self, poller: &PollerRow) -> ServiceResult<ToSend> {
+    pub async fn commands_to_send(&self, poller: &Poller) -> ServiceResult<ToSend> {
         let bells = &self.cluster.bells;
         let Some(generation) = bells.unread(&poller.id) else {
             return Ok(ToSend::default());
@@ -323,7 +324,7 @@ impl App {
     /// Stores what came of a command, once; a `check`'s result is ingested as any result.
     pub async fn acknowledge_command(
         &self,
-        poller: &PollerRow,
+        poller: &Poller,
         id: Uuid,
         mut ack: CommandAck,
     ) -> ServiceResult<CommandAckResponse> {
@@ -386,7 +387,7 @@ impl App {
     /// `check`'s is ingested (stored once, by its id), a `test`'s only bounded.
     async fn accept_result(
         &self,
-        poller: &PollerRow,
+        poller: &Poller,
         row: &CommandRow,
         result: CheckResult,
     ) -> ServiceResult<Accepted> {

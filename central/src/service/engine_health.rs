@@ -9,7 +9,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use shared_proto::engine_meta::{BreakerState, EngineMeta};
-use shared_proto::poller_api::{SchedulerHealth, Verdict};
+use shared_proto::poller_api::Verdict;
 use shared_proto::settings_api::{
     EngineView, HealthClass, MonitorStatusView, RateLimitView, SchedulerView,
 };
@@ -47,16 +47,10 @@ impl App {
             .poller(&id.to_string())
             .await?
             .ok_or_else(|| ServiceError::NotFound(format!("no poller with id {id}")))?;
-        let scheduler: Option<SchedulerHealth> = row
-            .scheduler_health
-            .as_deref()
-            .map(serde_json::from_str)
-            .transpose()
-            .map_err(anyhow::Error::from)?;
         Ok(SchedulerView {
             poller_id: id,
             reported_at: row.last_heartbeat_at.map(time_of),
-            scheduler,
+            scheduler: row.scheduler_health,
         })
     }
 }

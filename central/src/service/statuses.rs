@@ -19,8 +19,9 @@ use super::push::{self, schedule::Schedule};
 use super::status::{self, Lateness, StatusInputs, Verdict, VerdictState};
 use super::{quorum, stored_id, time_of, App};
 use crate::domain::Monitor;
+use crate::domain::Poller;
 use crate::service::error::ServiceResult;
-use crate::store::{LocationRow, PollerRow, PushState, StatusRow};
+use crate::store::{LocationRow, PushState, StatusRow};
 
 /// What the derivation of a batch of monitors reads once.
 struct Known {
@@ -28,7 +29,7 @@ struct Known {
     latest: HashMap<String, StatusRow>,
     locations: HashMap<(String, String), LocationRow>,
     location_latest: HashMap<(String, String), StatusRow>,
-    pollers: HashMap<String, PollerRow>,
+    pollers: HashMap<String, Poller>,
     /// The maintenance windows not over by `now`, as they stand then.
     windows: Vec<WindowNow>,
     /// What heartbeat monitors last heard (`push`), by monitor id.

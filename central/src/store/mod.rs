@@ -88,7 +88,7 @@ pub use monitors::LinkConflict;
 pub use notice_deliveries::{DueDelivery, NoticeAttempt};
 pub use notifications::{AlertStateRow, AlertUpdate, ChannelOptions, ChannelRow, OutboxRow};
 pub use placement_due::{QueuedPlacement, Reach};
-pub use pollers::{HeartbeatUpdate, PollerRow};
+pub use pollers::HeartbeatUpdate;
 pub use push::{PingRow, PushState};
 pub use result_history::ResultRow;
 pub use result_pruning::ExpiringResult;

@@ -94,37 +94,40 @@ impl TryFrom<MonitorRow> for Monitor {
     type Error = anyhow::Error;
 
     /// Reads the row's encodings once: a text central never writes (a hand-edited database)
-    /// is an error here, not a guess further up.
+    /// is an error naming the monitor and the column, not a guess further up.
     fn try_from(row: MonitorRow) -> anyhow::Result<Monitor> {
-        let list = |json: Option<String>| -> anyhow::Result<Vec<String>> {
-            Ok(match json {
-                Some(json) => serde_json::from_str(&json)?,
-                None => Vec::new(),
+        let id = row.id.clone();
+        let unread = move |column: &str, why: &dyn std::fmt::Display| {
+            anyhow::anyhow!("monitor {id}: stored {column} does not read: {why}")
+        };
+        let json = |column: &str, text: &str| -> anyhow::Result<serde_json::Value> {
+            serde_json::from_str(text).map_err(|e| unread(column, &e))
+        };
+        let typed = |column: &str, text: Option<String>| -> anyhow::Result<Option<Vec<String>>> {
+            text.map(|text| {
+                serde_json::from_value(json(column, &text)?).map_err(|e| unread(column, &e))
             })
+            .transpose()
         };
         Ok(Monitor {
             kind: CheckKind::parse(&row.kind)
-                .ok_or_else(|| anyhow::anyhow!("monitor {}: stored kind `{}`", row.id, row.kind))?,
-            poller_mode: PollerMode::parse(&row.poller_mode).ok_or_else(|| {
-                anyhow::anyhow!(
-                    "monitor {}: stored poller_mode `{}`",
-                    row.id,
-                    row.poller_mode
-                )
-            })?,
-            settings: serde_json::from_str(&row.settings)?,
-            poller_regions: row
-                .poller_regions
-                .as_deref()
-                .map(serde_json::from_str)
-                .transpose()?,
-            channel_ids: list(row.notification_channel_ids)?,
-            tags: list(row.tags)?,
-            parent_ids: list(row.parent_ids)?,
+                .ok_or_else(|| unread("kind", &format!("`{}`", row.kind)))?,
+            poller_mode: PollerMode::parse(&row.poller_mode)
+                .ok_or_else(|| unread("poller_mode", &format!("`{}`", row.poller_mode)))?,
+            settings: match json("settings", &row.settings)? {
+                serde_json::Value::Object(settings) => settings,
+                _ => return Err(unread("settings", &"not an object")),
+            },
+            poller_regions: typed("poller_regions", row.poller_regions)?,
+            channel_ids: typed("notification_channel_ids", row.notification_channel_ids)?
+                .unwrap_or_default(),
+            tags: typed("tags", row.tags)?.unwrap_or_default(),
+            parent_ids: typed("parent_ids", row.parent_ids)?.unwrap_or_default(),
             shown_status: match row.shown_status.as_deref() {
-                Some(text) => Some(MonitorStatus::parse(text).ok_or_else(|| {
-                    anyhow::anyhow!("monitor {}: stored shown_status `{text}`", row.id)
-                })?),
+                Some(text) => Some(
+                    MonitorStatus::parse(text)
+                        .ok_or_else(|| unread("shown_status", &format!("`{text}`")))?,
+                ),
                 None => None,
             },
             id: row.id,
@@ -152,9 +155,19 @@ impl TryFrom<MonitorRow> for Monitor {
     }
 }
 
-/// Monitors read from rows.
+/// Monitors read from rows, for reads of many: a row that does not read (only a hand-edited
+/// database has one) is left out with an error in the log naming it and its column, so that
+/// one bad row never stops placement, alerting or the list for every other monitor. A read of
+/// that one monitor (`Store::monitor`) fails with the same error.
 pub(super) fn monitors_of(rows: Vec<MonitorRow>) -> anyhow::Result<Vec<Monitor>> {
-    rows.into_iter().map(Monitor::try_from).collect()
+    Ok(rows
+        .into_iter()
+        .filter_map(|row| {
+            Monitor::try_from(row)
+                .inspect_err(|e| tracing::error!("a monitor left out of a read: {e:#}"))
+                .ok()
+        })
+        .collect())
 }
 
 /// A list column as stored: `NULL` when empty.

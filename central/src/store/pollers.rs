@@ -1,14 +1,19 @@
-//! The poller registry.
+//! The poller registry: pollers read into `domain::Poller` (their row stays here) and written
+//! back, heartbeats and liveness recorded, and the count of what is placed on each.
 
 use sqlx::any::AnyRow;
 use sqlx::{FromRow, Row};
+
+use shared_proto::settings_api::PollerStatus;
+
+use crate::domain::Poller;
 
 use super::monitors::placeholders;
 use super::OutboxRow;
 use super::{flag, Cursor, Store};
 
-#[derive(Debug, Clone, Default, serde::Deserialize)]
-pub struct PollerRow {
+#[derive(Debug, Clone, serde::Deserialize)]
+pub(super) struct PollerRow {
     pub id: String,
     pub name: String,
     pub alias: Option<String>,
@@ -44,10 +49,65 @@ pub struct PollerRow {
     pub last_error_at: Option<i64>,
 }
 
-impl PollerRow {
-    pub fn capability_list(&self) -> Vec<String> {
-        super::split_list(&self.capabilities)
+impl TryFrom<PollerRow> for Poller {
+    type Error = anyhow::Error;
+
+    /// Reads the row's encodings once: the comma lists, the recorded status (a text central
+    /// never writes is an error naming the poller) and the scheduler's health (one this
+    /// central does not read, from an agent of another version, is left out: it is only shown).
+    fn try_from(row: PollerRow) -> anyhow::Result<Poller> {
+        Ok(Poller {
+            status: match row.status.as_deref() {
+                Some(text) => {
+                    Some(PollerStatus::parse(text).ok_or_else(|| {
+                        anyhow::anyhow!("poller {}: stored status `{text}`", row.id)
+                    })?)
+                }
+                None => None,
+            },
+            capabilities: super::split_list(&row.capabilities),
+            capability_limit: row.capability_limit.as_deref().map(super::split_list),
+            scheduler_health: row
+                .scheduler_health
+                .as_deref()
+                .and_then(|s| serde_json::from_str(s).ok()),
+            id: row.id,
+            name: row.name,
+            alias: row.alias,
+            region: row.region,
+            datacenter: row.datacenter,
+            version: row.version,
+            enabled: row.enabled,
+            registration_token_id: row.registration_token_id,
+            created_at: row.created_at,
+            last_heartbeat_at: row.last_heartbeat_at,
+            last_upload_at: row.last_upload_at,
+            queue_depth: row.queue_depth,
+            oldest_queued_at: row.oldest_queued_at,
+            dropped_results: row.dropped_results,
+            held_results: row.held_results,
+            assignment_version: row.assignment_version,
+            deleted_at: row.deleted_at,
+            online_since: row.online_since,
+            status_since: row.status_since,
+            last_error: row.last_error,
+            last_error_at: row.last_error_at,
+        })
     }
+}
+
+/// Pollers read from rows, for reads of many: a row that does not read is left out with an
+/// error in the log (as `store::monitor_rows::monitors_of` says why); a read of that one
+/// poller fails with the same error.
+fn pollers_of(rows: Vec<PollerRow>) -> anyhow::Result<Vec<Poller>> {
+    Ok(rows
+        .into_iter()
+        .filter_map(|row| {
+            Poller::try_from(row)
+                .inspect_err(|e| tracing::error!("a poller left out of a read: {e:#}"))
+                .ok()
+        })
+        .collect())
 }
 
 impl FromRow<'_, AnyRow> for PollerRow {
@@ -87,7 +147,7 @@ impl FromRow<'_, AnyRow> for PollerRow {
 pub struct HeartbeatUpdate {
     pub at: i64,
     pub version: String,
-    pub capabilities: String,
+    pub capabilities: Vec<String>,
     pub queue_depth: i64,
     pub oldest_queued_at: Option<i64>,
     pub dropped_results: i64,
@@ -106,7 +166,7 @@ const POLLER_COLUMNS: &str =
      oldest_queued_at, dropped_results, held_results, assignment_version, deleted_at, scheduler_health, online_since, status, status_since, last_error, last_error_at";
 
 impl Store {
-    pub async fn insert_poller(&self, row: &PollerRow) -> anyhow::Result<()> {
+    pub async fn insert_poller(&self, row: &Poller) -> anyhow::Result<()> {
         let _guard = self.write_lock().await;
         sqlx::query(
             "INSERT INTO pollers (id, name, region, datacenter, capabilities, version, enabled, \
@@ -117,26 +177,27 @@ impl Store {
         .bind(&row.name)
         .bind(&row.region)
         .bind(&row.datacenter)
-        .bind(&row.capabilities)
+        .bind(row.capabilities.join(","))
         .bind(&row.version)
         .bind(flag(row.enabled))
         .bind(&row.registration_token_id)
         .bind(row.created_at)
         .bind(row.last_heartbeat_at)
-        .bind(&row.capability_limit)
+        .bind(row.capability_limit.as_ref().map(|l| l.join(",")))
         .execute(&self.writer)
         .await?;
         Ok(())
     }
 
     /// A poller that has not been deleted.
-    pub async fn poller(&self, id: &str) -> anyhow::Result<Option<PollerRow>> {
+    pub async fn poller(&self, id: &str) -> anyhow::Result<Option<Poller>> {
         let sql =
             format!("SELECT {POLLER_COLUMNS} FROM pollers WHERE id = $1 AND deleted_at IS NULL");
-        Ok(sqlx::query_as(&sql)
+        let row: Option<PollerRow> = sqlx::query_as(&sql)
             .bind(id)
             .fetch_optional(&self.pool)
-            .await?)
+            .await?;
+        row.map(Poller::try_from).transpose()
     }
 
     /// Live pollers, optionally of one region and/or datacenter.
@@ -146,38 +207,42 @@ impl Store {
         datacenter: Option<&str>,
         after: &Cursor,
         limit: u32,
-    ) -> anyhow::Result<Vec<PollerRow>> {
+    ) -> anyhow::Result<Vec<Poller>> {
         let sql = super::cursor::by_creation(
             POLLER_COLUMNS,
             "pollers",
             "deleted_at IS NULL AND ($4 IS NULL OR region = $4) \
              AND ($5 IS NULL OR datacenter = $5) AND",
         );
-        Ok(sqlx::query_as(&sql)
-            .bind(after.key)
-            .bind(&after.id)
-            .bind(i64::from(limit))
-            .bind(region)
-            .bind(datacenter)
-            .fetch_all(&self.pool)
-            .await?)
+        pollers_of(
+            sqlx::query_as(&sql)
+                .bind(after.key)
+                .bind(&after.id)
+                .bind(i64::from(limit))
+                .bind(region)
+                .bind(datacenter)
+                .fetch_all(&self.pool)
+                .await?,
+        )
     }
 
     /// The live pollers among `ids`.
-    pub async fn pollers_by_ids(&self, ids: &[String]) -> anyhow::Result<Vec<PollerRow>> {
-        self.packed_where_in(
-            POLLER_COLUMNS,
-            "FROM pollers WHERE deleted_at IS NULL AND",
-            "id",
-            ids,
-        )
-        .await
+    pub async fn pollers_by_ids(&self, ids: &[String]) -> anyhow::Result<Vec<Poller>> {
+        let rows: Vec<PollerRow> = self
+            .packed_where_in(
+                POLLER_COLUMNS,
+                "FROM pollers WHERE deleted_at IS NULL AND",
+                "id",
+                ids,
+            )
+            .await?;
+        pollers_of(rows)
     }
 
     /// Every live poller, for placement.
-    pub async fn all_pollers(&self) -> anyhow::Result<Vec<PollerRow>> {
+    pub async fn all_pollers(&self) -> anyhow::Result<Vec<Poller>> {
         let sql = format!("SELECT {POLLER_COLUMNS} FROM pollers WHERE deleted_at IS NULL");
-        Ok(sqlx::query_as(&sql).fetch_all(&self.pool).await?)
+        pollers_of(sqlx::query_as(&sql).fetch_all(&self.pool).await?)
     }
 
     pub async fn record_heartbeat(&self, id: &str, beat: &HeartbeatUpdate) -> anyhow::Result<()> {
@@ -195,7 +260,7 @@ impl Store {
         .bind(id)
         .bind(beat.at)
         .bind(&beat.version)
-        .bind(&beat.capabilities)
+        .bind(beat.capabilities.join(","))
         .bind(beat.queue_depth)
         .bind(beat.oldest_queued_at)
         .bind(beat.dropped_results)
@@ -238,7 +303,7 @@ impl Store {
     }
 
     /// Rewrites what an operator may change about a poller.
-    pub async fn update_poller(&self, row: &PollerRow) -> anyhow::Result<()> {
+    pub async fn update_poller(&self, row: &Poller) -> anyhow::Result<()> {
         let _guard = self.write_lock().await;
         sqlx::query(
             "UPDATE pollers SET alias = $2, region = $3, datacenter = $4, enabled = $5 \
@@ -270,8 +335,8 @@ impl Store {
     pub async fn record_poller_status(
         &self,
         id: &str,
-        previous: Option<&str>,
-        status: &str,
+        previous: Option<PollerStatus>,
+        status: PollerStatus,
         at: i64,
         notifications: &[OutboxRow],
     ) -> anyhow::Result<bool> {
@@ -282,9 +347,9 @@ impl Store {
              WHERE id = $1 AND COALESCE(status, '') = $4 AND COALESCE(status, '') <> $2",
         )
         .bind(id)
-        .bind(status)
+        .bind(status.as_str())
         .bind(at)
-        .bind(previous.unwrap_or_default())
+        .bind(previous.map_or("", PollerStatus::as_str))
         .execute(&mut *tx)
         .await?;
         if done.rows_affected() == 0 {
@@ -295,7 +360,7 @@ impl Store {
         )
         .bind(uuid::Uuid::new_v4().to_string())
         .bind(id)
-        .bind(status)
+        .bind(status.as_str())
         .bind(at)
         .execute(&mut *tx)
         .await?;
@@ -357,5 +422,54 @@ mod tests {
             .unwrap();
         counts.sort();
         assert_eq!(counts, [("a".to_string(), 3), ("b".to_string(), 1)]);
+    }
+
+    /// A poller is read as central writes it: its comma lists as lists, its recorded status
+    /// typed; a status central never writes is an error naming the poller, and a read of many
+    /// leaves that poller out. A scheduler health this central does not read is left out of
+    /// the poller (it is only shown), never an error.
+    #[tokio::test]
+    async fn a_poller_is_read_typed_and_a_status_central_never_writes_is_refused() {
+        use shared_proto::settings_api::PollerStatus;
+
+        let (store, _dir) = sqlite_store().await;
+        for id in ["a", "b"] {
+            let mut poller = crate::store::testing::poller_row(1, 1);
+            poller.id = id.into();
+            poller.capabilities = vec!["http".into(), "icmp".into()];
+            poller.capability_limit = Some(vec!["http".into(), "icmp".into(), "dns".into()]);
+            store.insert_poller(&poller).await.unwrap();
+        }
+        sqlx::query(
+            "UPDATE pollers SET status = 'degraded', scheduler_health = '{\"from\": \"later\"}'",
+        )
+        .execute(&store.writer)
+        .await
+        .unwrap();
+        let read = store.poller("a").await.unwrap().unwrap();
+        assert_eq!(read.capabilities, ["http", "icmp"]);
+        assert_eq!(
+            read.capability_limit.as_deref(),
+            Some(&["http".to_string(), "icmp".into(), "dns".into()][..])
+        );
+        assert_eq!(read.status, Some(PollerStatus::Degraded));
+        assert_eq!(read.scheduler_health, None);
+        sqlx::query("UPDATE pollers SET status = 'asleep' WHERE id = 'a'")
+            .execute(&store.writer)
+            .await
+            .unwrap();
+        let said = format!("{:#}", store.poller("a").await.unwrap_err());
+        assert!(
+            said.contains("poller a") && said.contains("asleep"),
+            "{said}"
+        );
+        let all: Vec<String> = store
+            .all_pollers()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|p| p.id)
+            .collect();
+        assert_eq!(all, ["b"], "the others are still read");
     }
 }

@@ -5,7 +5,8 @@
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
-use super::{PollerRow, Store};
+use super::Store;
+use crate::domain::Poller;
 
 /// A runtime for a property test's async cases (`proptest!` bodies are not async).
 pub fn runtime() -> tokio::runtime::Runtime {
@@ -61,14 +62,14 @@ where
 }
 
 /// An enabled poller of no region, created at `created_at`, last heard from at `now`.
-pub fn poller_row(created_at: i64, now: i64) -> PollerRow {
-    PollerRow {
+pub fn poller_row(created_at: i64, now: i64) -> Poller {
+    Poller {
         id: uuid::Uuid::new_v4().to_string(),
         name: "p".into(),
         alias: None,
         region: None,
         datacenter: None,
-        capabilities: "http".into(),
+        capabilities: vec!["http".into()],
         capability_limit: None,
         version: Some("test".into()),
         enabled: true,

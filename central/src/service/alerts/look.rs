@@ -19,6 +19,7 @@ use uuid::Uuid;
 
 use super::{flap_window_ms, next_look, step, AlertState, Notice, Rules};
 use crate::domain::Monitor;
+use crate::domain::Poller;
 use crate::service::channels::tells;
 use crate::service::error::ServiceResult;
 use crate::service::maintenance::{stopping, STOPPED_PREFIX};
@@ -302,7 +303,7 @@ impl App {
             .filter_map(|d| d.view.poller_id.map(|id| id.to_string()))
             .collect();
         let placed: Vec<String> = placed.into_iter().collect();
-        let pollers: HashMap<String, crate::store::PollerRow> = self
+        let pollers: HashMap<String, Poller> = self
             .store
             .pollers_by_ids(&placed)
             .await?

@@ -18,8 +18,9 @@ use shared_proto::ValidationError;
 use uuid::Uuid;
 
 use super::App;
+use crate::domain::Poller;
 use crate::service::error::{ServiceError, ServiceResult};
-use crate::store::PollerRow;
+
 use batch::Ingested;
 pub(super) use kept::bounded_result;
 use kept::new_result;
@@ -74,11 +75,7 @@ impl<'de> Deserialize<'de> for CappedResults {
 }
 
 impl App {
-    pub async fn ingest(
-        &self,
-        poller: &PollerRow,
-        batch: IncomingBatch,
-    ) -> ServiceResult<ResultsAck> {
+    pub async fn ingest(&self, poller: &Poller, batch: IncomingBatch) -> ServiceResult<ResultsAck> {
         if batch.results.total > MAX_BATCH_RESULTS {
             return Err(ServiceError::TooLarge(format!(
                 "`results`: a batch holds at most {MAX_BATCH_RESULTS} results, got {}; split it",

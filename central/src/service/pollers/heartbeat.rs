@@ -8,16 +8,16 @@ use shared_proto::poller_api::{EngineEvent, HeartbeatRequest, HeartbeatResponse}
 use shared_proto::settings::MAX_DELIBERATE_DELAY_MS;
 use uuid::Uuid;
 
-use super::super::tokens::capability_limit;
 use super::super::{stored_id, time_of, App};
+use crate::domain::Poller;
 use crate::service::error::ServiceResult;
-use crate::store::{EventRow, HeartbeatUpdate, PollerRow, Reach};
+use crate::store::{EventRow, HeartbeatUpdate, Reach};
 use shared_proto::settings_api::PollerStatus;
 
 impl App {
     pub async fn heartbeat(
         &self,
-        poller: &PollerRow,
+        poller: &Poller,
         mut beat: HeartbeatRequest,
     ) -> ServiceResult<HeartbeatResponse> {
         let poller_id = stored_id(&poller.id)?;
@@ -92,20 +92,16 @@ impl App {
 /// limit from its registration token, and the error that names what was left out. Left out,
 /// not refused: the heartbeat still says the poller is alive, and the error marks it
 /// `degraded` for as long as it keeps asking.
-fn within_limit(poller: &PollerRow, reported: &[String]) -> (String, Option<String>) {
+fn within_limit(poller: &Poller, reported: &[String]) -> (Vec<String>, Option<String>) {
     if reported.is_empty() {
         return (poller.capabilities.clone(), None);
     }
-    let Some(limit) = capability_limit(poller.capability_limit.as_deref()) else {
-        return (reported.join(","), None);
+    let Some(limit) = &poller.capability_limit else {
+        return (reported.to_vec(), None);
     };
     let (within, outside): (Vec<&String>, Vec<&String>) =
         reported.iter().partition(|c| limit.contains(c));
-    let within = within
-        .iter()
-        .map(|c| c.as_str())
-        .collect::<Vec<_>>()
-        .join(",");
+    let within: Vec<String> = within.into_iter().cloned().collect();
     let refused = (!outside.is_empty()).then(|| {
         let outside: Vec<&str> = outside.iter().map(|c| c.as_str()).collect();
         format!(
@@ -131,11 +127,11 @@ fn clamp_event_times(event: &mut EngineEvent, now_ms: i64) {
 mod tests {
     use super::*;
 
-    fn poller(capabilities: &str, limit: Option<&str>) -> PollerRow {
-        PollerRow {
-            capabilities: capabilities.into(),
-            capability_limit: limit.map(str::to_string),
-            ..PollerRow::default()
+    fn poller(capabilities: &[&str], limit: Option<&[&str]>) -> Poller {
+        Poller {
+            capabilities: list(capabilities),
+            capability_limit: limit.map(list),
+            ..Poller::default()
         }
     }
 
@@ -145,24 +141,24 @@ mod tests {
 
     #[test]
     fn capabilities_outside_the_limit_are_left_out_and_named() {
-        let limited = poller("http,tcp", Some("http,tcp,dns"));
+        let limited = poller(&["http", "tcp"], Some(&["http", "tcp", "dns"]));
         assert_eq!(
             within_limit(&limited, &list(&["http", "dns"])),
-            ("http,dns".into(), None)
+            (list(&["http", "dns"]), None)
         );
         let (kept, refused) = within_limit(&limited, &list(&["http", "icmp", "internal"]));
-        assert_eq!(kept, "http");
+        assert_eq!(kept, ["http"]);
         let refused = refused.unwrap();
         assert!(refused.contains("icmp, internal"), "{refused}");
         assert_eq!(
             within_limit(&limited, &[]),
-            ("http,tcp".into(), None),
+            (list(&["http", "tcp"]), None),
             "none reported: unchanged"
         );
-        let free = poller("http", None);
+        let free = poller(&["http"], None);
         assert_eq!(
             within_limit(&free, &list(&["http", "icmp"])),
-            ("http,icmp".into(), None)
+            (list(&["http", "icmp"]), None)
         );
     }
 

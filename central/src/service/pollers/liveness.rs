@@ -7,8 +7,9 @@ use shared_proto::settings_api::PollerStatus;
 use uuid::Uuid;
 
 use super::super::{stored_id, time_of, App};
+use crate::domain::Poller;
 use crate::service::error::ServiceResult;
-use crate::store::{ChannelRow, PollerRow};
+use crate::store::ChannelRow;
 
 /// A backlog above either figure marks a poller `degraded`.
 const DEGRADED_QUEUE_DEPTH: i64 = 10_000;
@@ -16,7 +17,7 @@ const DEGRADED_QUEUE_AGE_MS: i64 = 15 * 60 * 1000;
 
 impl App {
     /// Liveness as of `now`.
-    pub fn poller_status(&self, poller: &PollerRow, now: i64) -> PollerStatus {
+    pub fn poller_status(&self, poller: &Poller, now: i64) -> PollerStatus {
         let offline_after = self.limits.offline_after.as_millis() as i64;
         // Silence while central itself was down is not the poller's: it counts from central's
         // return at the earliest, so a central outage never makes healthy pollers look offline.
@@ -46,7 +47,7 @@ impl App {
         let mut defaults: Option<Vec<ChannelRow>> = None;
         for poller in self.store.all_pollers().await? {
             let now_status = self.poller_status(&poller, now);
-            let recorded = poller.status.as_deref().and_then(PollerStatus::parse);
+            let recorded = poller.status;
             if recorded == Some(now_status) {
                 continue;
             }
@@ -77,7 +78,7 @@ impl App {
                             name: name.clone(),
                         }),
                         status: status.to_string(),
-                        previous_status: poller.status.clone(),
+                        previous_status: recorded.map(|s| s.as_str().to_string()),
                         at: time_of(now),
                         message: match event {
                             NotificationEvent::PollerOffline => format!(
@@ -99,13 +100,7 @@ impl App {
             };
             if self
                 .store
-                .record_poller_status(
-                    &poller.id,
-                    poller.status.as_deref(),
-                    status,
-                    now,
-                    &notifications,
-                )
+                .record_poller_status(&poller.id, recorded, now_status, now, &notifications)
                 .await?
             {
                 tracing::info!(poller_id = %poller.id, name = %poller.name, status, "poller status changed");

@@ -16,8 +16,9 @@ use uuid::Uuid;
 use super::stored_id;
 use super::tokens::page;
 use super::{time_of, App};
+use crate::domain::Poller;
 use crate::service::error::{ServiceError, ServiceResult};
-use crate::store::{Cursor, PollerRow, Reach};
+use crate::store::{Cursor, Reach};
 
 /// `GET /api/v1/pollers` filters.
 #[derive(Debug, Default, serde::Deserialize)]
@@ -130,14 +131,14 @@ impl App {
         Ok(self.poller_view(&row, count, self.now_ms())?)
     }
 
-    fn poller_view(&self, row: &PollerRow, assigned: i64, now: i64) -> anyhow::Result<PollerView> {
+    fn poller_view(&self, row: &Poller, assigned: i64, now: i64) -> anyhow::Result<PollerView> {
         Ok(PollerView {
             id: stored_id(&row.id)?,
             name: row.name.clone(),
             alias: row.alias.clone(),
             region: row.region.clone(),
             datacenter: row.datacenter.clone(),
-            capabilities: row.capability_list(),
+            capabilities: row.capabilities.clone(),
             version: row.version.clone(),
             enabled: row.enabled,
             status: self.poller_status(row, now),
@@ -153,10 +154,7 @@ impl App {
             held_results: row.held_results.max(0) as u64,
             assignment_version: row.assignment_version,
             assigned_monitors: assigned.max(0) as u64,
-            scheduler: row
-                .scheduler_health
-                .as_deref()
-                .and_then(|s| serde_json::from_str(s).ok()),
+            scheduler: row.scheduler_health.clone(),
         })
     }
 

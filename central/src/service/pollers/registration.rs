@@ -6,10 +6,11 @@ use shared_proto::poller_api::{RegisterRequest, RegisterResponse, TokenRequest, 
 use uuid::Uuid;
 
 use super::super::hashing::Lane;
-use super::super::tokens::Enrolment;
+use super::super::tokens::{capability_limit, Enrolment};
 use super::super::{auth, time_of, App};
+use crate::domain::Poller;
 use crate::service::error::{ServiceError, ServiceResult};
-use crate::store::{PollerRow, Reach, RefreshTokenRow};
+use crate::store::{Reach, RefreshTokenRow};
 
 /// Refresh tokens outlive any outage an agent should ride out while still holding one.
 const REFRESH_TTL_MS: i64 = 90 * 24 * 3600 * 1000;
@@ -34,14 +35,14 @@ impl App {
             .await?;
         let id = Uuid::new_v4();
         let now = self.now_ms();
-        let row = PollerRow {
+        let row = Poller {
             id: id.to_string(),
             name: request.name.trim().to_string(),
             alias: None,
             region: granted.region,
             datacenter: request.datacenter,
-            capabilities: granted.capabilities.join(","),
-            capability_limit: token.capabilities,
+            capabilities: granted.capabilities,
+            capability_limit: capability_limit(token.capabilities.as_deref()),
             version: Some(request.version),
             enabled: true,
             registration_token_id: Some(token.id),
@@ -186,7 +187,7 @@ impl App {
     async fn refresh_again(
         &self,
         row: RefreshTokenRow,
-        poller: &PollerRow,
+        poller: &Poller,
         now: i64,
     ) -> ServiceResult<TokenResponse> {
         let within_grace = row
@@ -228,7 +229,7 @@ impl App {
     /// A new access token beside `refresh_token`.
     fn token_pair(
         &self,
-        poller: &PollerRow,
+        poller: &Poller,
         refresh_token: String,
         now: i64,
     ) -> ServiceResult<TokenResponse> {
@@ -243,7 +244,7 @@ impl App {
 
     /// The poller behind an access token; a deleted or disabled poller is refused at once,
     /// not when its token expires.
-    pub async fn authenticate_poller(&self, access_token: &str) -> ServiceResult<PollerRow> {
+    pub async fn authenticate_poller(&self, access_token: &str) -> ServiceResult<Poller> {
         let id = self
             .verify_access_token(access_token)
             .await
@@ -251,7 +252,7 @@ impl App {
         self.live_poller(&id.to_string()).await
     }
 
-    async fn live_poller(&self, id: &str) -> ServiceResult<PollerRow> {
+    async fn live_poller(&self, id: &str) -> ServiceResult<Poller> {
         let poller = self.store.poller(id).await?.ok_or_else(|| {
             ServiceError::PollerDeleted(
                 "this poller was deleted, so it must stop checking; to bring it back, register it \

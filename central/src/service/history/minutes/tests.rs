@@ -11,11 +11,12 @@ use uuid::Uuid;
 
 use crate::config::ServeArgs;
 use crate::domain::Monitor;
+use crate::domain::Poller;
 use crate::service::clock::{Clock, ClockHandle};
 use crate::service::uptime::{self, Timeline};
 use crate::service::App;
 use crate::store::testing::runtime;
-use crate::store::{PollerRow, Resolution, RollupSums, TimePoint};
+use crate::store::{Resolution, RollupSums, TimePoint};
 use shared_proto::history::{History, HistoryResolution};
 
 /// On an hour boundary.
@@ -26,7 +27,7 @@ const HOUR: i64 = 3_600_000;
 struct World {
     app: Arc<App>,
     clock: ClockHandle,
-    poller: PollerRow,
+    poller: Poller,
     monitor: Uuid,
     _dir: tempfile::TempDir,
 }
