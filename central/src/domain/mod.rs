@@ -5,6 +5,8 @@
 
 pub mod monitor;
 pub mod poller;
+pub mod user;
 
 pub use monitor::Monitor;
 pub use poller::Poller;
+pub use user::{ApiKey, User};

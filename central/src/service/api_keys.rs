@@ -13,8 +13,9 @@ use super::access::{Actor, Holder, Principal};
 use super::recent::RecentlyValid;
 use super::tokens::page;
 use super::{auth, time_of, App};
+use crate::domain;
 use crate::service::error::{ServiceError, ServiceResult};
-use crate::store::{ApiKeyRow, Cursor, KeyScope};
+use crate::store::{Cursor, KeyScope};
 
 /// What an API key's secret starts with (`pkey_<id>_<secret>`): scanners that look for leaked
 /// credentials can match it, and a bearer token of this shape is never tried as the admin token.
@@ -50,11 +51,11 @@ impl KeyMemory {
     }
 }
 
-fn key_of(row: &ApiKeyRow) -> ApiKey {
+fn key_of(row: &domain::ApiKey) -> ApiKey {
     ApiKey {
         id: row.id.parse().unwrap_or_default(),
         name: row.name.clone(),
-        role: Role::parse(&row.role).unwrap_or(Role::Viewer),
+        role: row.role,
         user_id: row.user_id.as_deref().and_then(|id| id.parse().ok()),
         created_at: time_of(row.created_at),
         expires_at: row.expires_at.map(time_of),
@@ -105,7 +106,7 @@ impl App {
                             format!("no user with id {user_id}"),
                         ))
                     })?;
-                let role = Role::parse(&user.role).unwrap_or(Role::Viewer);
+                let role = user.role;
                 (
                     Some(user_id),
                     role.min(by.role),
@@ -125,11 +126,11 @@ impl App {
         let id = Uuid::new_v4();
         let secret = auth::new_secret();
         let now = self.now_ms();
-        let row = ApiKeyRow {
+        let row = domain::ApiKey {
             id: id.to_string(),
             user_id: owner.map(|u| u.to_string()),
             name: body.name.trim().to_string(),
-            role: role.as_str().into(),
+            role,
             secret_sha256: auth::sha256_hex(&secret),
             created_at: now,
             expires_at: lifetime
@@ -205,12 +206,10 @@ impl App {
         if !live || !auth::constant_time_eq(&auth::sha256_hex(&secret), &key.secret_sha256) {
             return Ok(None);
         }
-        let own_role = Role::parse(&key.role).unwrap_or(Role::Viewer);
+        let own_role = key.role;
         let role = match (&key.user_id, maker) {
             (None, _) => own_role,
-            (Some(_), Some(maker)) => {
-                own_role.min(Role::parse(&maker.role).unwrap_or(Role::Viewer))
-            }
+            (Some(_), Some(maker)) => own_role.min(maker.role),
             // The maker was removed (their keys go with them; this is a race with that).
             (Some(_), None) => return Ok(None),
         };

@@ -11,7 +11,7 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
-use super::access::{Actor, Holder, Principal, Role};
+use super::access::{Actor, Holder, Principal};
 use super::hashing::Lane;
 use super::recent::RecentlyValid;
 use super::{auth, App};
@@ -146,7 +146,7 @@ impl App {
                         id: user.id.parse().unwrap_or_default(),
                         name: user.name,
                     },
-                    role: Role::parse(&user.role).unwrap_or(Role::Viewer),
+                    role: user.role,
                 },
                 // Removed meanwhile (their sessions go with them; this is a race with that).
                 None => return Ok(None),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use shared_proto::settings_api::Page;
-use shared_proto::users::{CreateUser, Role, UpdateUser, User, UserSession};
+use shared_proto::users::{CreateUser, UpdateUser, User, UserSession};
 use shared_proto::ValidationError;
 
 use super::access::Principal;
@@ -14,8 +14,9 @@ use super::clock::Clock;
 use super::hashing::Hashing;
 use super::tokens::page;
 use super::{time_of, App};
+use crate::domain;
 use crate::service::error::{ServiceError, ServiceResult};
-use crate::store::{Cursor, Ends, Store, UserConflict, UserRow};
+use crate::store::{Cursor, Ends, Store, UserConflict};
 
 /// The fewest guesses (log10) zxcvbn must estimate for a password: 10^10 is what its authors
 /// call safe against an offline attack on a slow hash such as argon2id.
@@ -42,12 +43,12 @@ pub fn check_password(password: &str, name: &str, email: &str) -> Result<(), Val
     Ok(())
 }
 
-pub fn user_of(row: &UserRow) -> User {
+pub fn user_of(row: &domain::User) -> User {
     User {
         id: row.id.parse().unwrap_or_default(),
         name: row.name.clone(),
         email: row.email.clone(),
-        role: Role::parse(&row.role).unwrap_or(Role::Viewer),
+        role: row.role,
         has_password: row.password_hash.is_some(),
         single_sign_on: row.oidc_subject.is_some(),
         created_at: time_of(row.created_at),
@@ -104,11 +105,11 @@ impl Users {
             None => None,
         };
         let now = self.now_ms();
-        let row = UserRow {
+        let row = domain::User {
             id: Uuid::new_v4().to_string(),
             name: body.name.trim().to_string(),
             email,
-            role: body.role.as_str().into(),
+            role: body.role,
             password_hash,
             oidc_subject: None,
             created_at: now,
@@ -135,7 +136,7 @@ impl Users {
         Ok(user_of(&self.existing_user(id).await?))
     }
 
-    async fn existing_user(&self, id: Uuid) -> ServiceResult<UserRow> {
+    async fn existing_user(&self, id: Uuid) -> ServiceResult<domain::User> {
         self.store
             .user(&id.to_string())
             .await?
@@ -153,7 +154,7 @@ impl Users {
         for _ in 0..ATTEMPTS {
             let mut row = self.existing_user(id).await?;
             let read_at = row.updated_at;
-            let role_before = Role::parse(&row.role);
+            let role_before = row.role;
             if let Some(name) = &body.name {
                 row.name = name.trim().to_string();
             }
@@ -161,7 +162,7 @@ impl Users {
                 row.email = email.clone();
             }
             if let Some(role) = body.role {
-                row.role = role.as_str().into();
+                row.role = role;
             }
             if let Some(password) = &body.password {
                 if password_hash.is_none() {
@@ -172,8 +173,7 @@ impl Users {
             }
             // Later than what was read, even within its millisecond.
             row.updated_at = self.now_ms().max(read_at + 1);
-            let demoted =
-                matches!((role_before, body.role), (Some(before), Some(after)) if after < before);
+            let demoted = body.role.is_some_and(|after| after < role_before);
             let ends = if demoted {
                 Ends::Access { at: row.updated_at }
             } else if body.password.is_some() {

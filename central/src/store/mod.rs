@@ -115,7 +115,7 @@ pub fn split_list(stored: &str) -> Vec<String> {
 }
 pub use audit::AuditRow;
 pub use tokens::{RefreshTokenRow, RegistrationTokenRow};
-pub use users::{ApiKeyRow, Ends, KeyScope, UserConflict, UserRow, MADE_WITH_ADMIN_TOKEN};
+pub use users::{Ends, KeyScope, UserConflict, MADE_WITH_ADMIN_TOKEN};
 pub use wakeups::{VersionListener, Wakeup};
 
 use anyhow::Context;

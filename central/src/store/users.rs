@@ -1,13 +1,18 @@
-//! Users and API keys: rows only. Roles, password rules and what a key may do are
-//! `service::users`' and `service::api_keys`'; only hashes of secrets are stored.
+//! Users and API keys, read into `domain::User` and `domain::ApiKey` (their rows stay here)
+//! and written back. Roles, password rules and what a key may do are `service::users`' and
+//! `service::api_keys`'; only hashes of secrets are stored.
 
 use sqlx::any::AnyRow;
 use sqlx::{FromRow, Row};
 
+use shared_proto::users::Role;
+
+use crate::domain::{ApiKey, User};
+
 use super::{Cursor, Store};
 
 #[derive(Debug, Clone)]
-pub struct UserRow {
+struct UserRow {
     pub id: String,
     pub name: String,
     /// Lowercased.
@@ -49,7 +54,7 @@ pub enum KeyScope {
 }
 
 impl KeyScope {
-    pub fn holds(&self, key: &ApiKeyRow) -> bool {
+    pub fn holds(&self, key: &ApiKey) -> bool {
         match self {
             KeyScope::All => true,
             KeyScope::User(user) => key.user_id.as_deref() == Some(user.as_str()),
@@ -59,7 +64,7 @@ impl KeyScope {
 }
 
 #[derive(Debug, Clone)]
-pub struct ApiKeyRow {
+struct ApiKeyRow {
     pub id: String,
     /// The user it acts for; `None`: nobody's (made with the admin token).
     pub user_id: Option<String>,
@@ -94,6 +99,59 @@ impl FromRow<'_, AnyRow> for ApiKeyRow {
     }
 }
 
+/// A stored role as a role; a text central never writes is an error naming whose it is.
+fn role_of(whose: &str, text: &str) -> anyhow::Result<Role> {
+    Role::parse(text).ok_or_else(|| anyhow::anyhow!("{whose}: stored role `{text}`"))
+}
+
+impl TryFrom<UserRow> for User {
+    type Error = anyhow::Error;
+
+    fn try_from(row: UserRow) -> anyhow::Result<User> {
+        Ok(User {
+            role: role_of(&format!("user {}", row.id), &row.role)?,
+            id: row.id,
+            name: row.name,
+            email: row.email,
+            password_hash: row.password_hash,
+            oidc_subject: row.oidc_subject,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        })
+    }
+}
+
+impl TryFrom<ApiKeyRow> for ApiKey {
+    type Error = anyhow::Error;
+
+    fn try_from(row: ApiKeyRow) -> anyhow::Result<ApiKey> {
+        Ok(ApiKey {
+            role: role_of(&format!("API key {}", row.id), &row.role)?,
+            id: row.id,
+            user_id: row.user_id,
+            name: row.name,
+            secret_sha256: row.secret_sha256,
+            created_at: row.created_at,
+            expires_at: row.expires_at,
+            last_used_at: row.last_used_at,
+            revoked_at: row.revoked_at,
+            made_by: row.made_by,
+        })
+    }
+}
+
+/// Rows of a read of many, each that reads: one that does not (a hand-edited role) is left
+/// out with an error in the log, never shown with a role it does not have.
+fn each_read<R, T: TryFrom<R, Error = anyhow::Error>>(rows: Vec<R>) -> Vec<T> {
+    rows.into_iter()
+        .filter_map(|row| {
+            T::try_from(row)
+                .inspect_err(|e| tracing::error!("a row left out of a read: {e:#}"))
+                .ok()
+        })
+        .collect()
+}
+
 const KEY_COLUMNS: &str = "id, user_id, name, role, secret_sha256, created_at, expires_at, \
      last_used_at, revoked_at, made_by";
 
@@ -115,10 +173,6 @@ impl From<sqlx::Error> for UserConflict {
     }
 }
 
-/// The admin role as stored (`service::access::Role::Admin`): the one role the store itself
-/// guards, so that some user can always manage users.
-pub const ADMIN: &str = "admin";
-
 fn is_unique_violation(error: &sqlx::Error) -> bool {
     matches!(error, sqlx::Error::Database(e) if e.is_unique_violation())
 }
@@ -126,7 +180,7 @@ fn is_unique_violation(error: &sqlx::Error) -> bool {
 impl Store {
     /// Adds a user; `UserConflict::Email` when the email is taken (checked by the unique
     /// index, so two replicas adding the same email at once make one user).
-    pub async fn insert_user(&self, row: &UserRow) -> Result<(), UserConflict> {
+    pub async fn insert_user(&self, row: &User) -> Result<(), UserConflict> {
         let _guard = self.write_lock().await;
         let sql =
             format!("INSERT INTO users ({USER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)");
@@ -134,7 +188,7 @@ impl Store {
             .bind(&row.id)
             .bind(&row.name)
             .bind(&row.email)
-            .bind(&row.role)
+            .bind(row.role.as_str())
             .bind(&row.password_hash)
             .bind(&row.oidc_subject)
             .bind(row.created_at)
@@ -154,13 +208,13 @@ impl Store {
     /// password) the user's web sessions end with the change.
     pub async fn update_user(
         &self,
-        row: &UserRow,
+        row: &User,
         read_at: i64,
         ends: Ends,
     ) -> Result<bool, UserConflict> {
         let _guard = self.write_lock().await;
         let mut tx = self.writer.begin().await?;
-        if row.role != ADMIN {
+        if row.role != Role::Admin {
             self.keep_an_admin(&mut tx, &row.id).await?;
         }
         let done = sqlx::query(
@@ -170,7 +224,7 @@ impl Store {
         .bind(&row.id)
         .bind(&row.name)
         .bind(&row.email)
-        .bind(&row.role)
+        .bind(row.role.as_str())
         .bind(&row.password_hash)
         .bind(&row.oidc_subject)
         .bind(row.updated_at)
@@ -207,7 +261,9 @@ impl Store {
         let lock = super::dialect::for_update(self.backend(), "id");
         let admins: Vec<(String,)> =
             sqlx::query_as(&format!("SELECT id FROM users WHERE role = $1{lock}"))
-                .bind(ADMIN)
+                // The admin role: the one role the store itself guards, so that some user can
+                // always manage users.
+                .bind(Role::Admin.as_str())
                 .fetch_all(&mut **tx)
                 .await?;
         let is_admin = admins.iter().any(|(admin,)| admin == id);
@@ -217,40 +273,40 @@ impl Store {
         Ok(())
     }
 
-    pub async fn user(&self, id: &str) -> anyhow::Result<Option<UserRow>> {
-        let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1");
-        Ok(sqlx::query_as(&sql)
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?)
+    pub async fn user(&self, id: &str) -> anyhow::Result<Option<User>> {
+        self.user_where("id", id).await
     }
 
-    pub async fn user_by_oidc_subject(&self, subject: &str) -> anyhow::Result<Option<UserRow>> {
-        let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE oidc_subject = $1");
-        Ok(sqlx::query_as(&sql)
-            .bind(subject)
-            .fetch_optional(&self.pool)
-            .await?)
+    pub async fn user_by_oidc_subject(&self, subject: &str) -> anyhow::Result<Option<User>> {
+        self.user_where("oidc_subject", subject).await
     }
 
-    pub async fn user_by_email(&self, email: &str) -> anyhow::Result<Option<UserRow>> {
-        let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE email = $1");
-        Ok(sqlx::query_as(&sql)
-            .bind(email)
+    pub async fn user_by_email(&self, email: &str) -> anyhow::Result<Option<User>> {
+        self.user_where("email", email).await
+    }
+
+    /// The user whose `column` (unique) is `value`.
+    async fn user_where(&self, column: &str, value: &str) -> anyhow::Result<Option<User>> {
+        let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE {column} = $1");
+        let row: Option<UserRow> = sqlx::query_as(&sql)
+            .bind(value)
             .fetch_optional(&self.pool)
-            .await?)
+            .await?;
+        row.map(User::try_from).transpose()
     }
 
     /// A page of users, by creation.
-    pub async fn list_users(&self, after: &Cursor, limit: u32) -> anyhow::Result<Vec<UserRow>> {
-        self.page_by_creation(USER_COLUMNS, "users", after, limit)
-            .await
+    pub async fn list_users(&self, after: &Cursor, limit: u32) -> anyhow::Result<Vec<User>> {
+        let rows: Vec<UserRow> = self
+            .page_by_creation(USER_COLUMNS, "users", after, limit)
+            .await?;
+        Ok(each_read(rows))
     }
 
     /// How many users have `role`.
-    pub async fn count_users_with_role(&self, role: &str) -> anyhow::Result<i64> {
+    pub async fn count_users_with_role(&self, role: Role) -> anyhow::Result<i64> {
         let (count,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM users WHERE role = $1")
-            .bind(role)
+            .bind(role.as_str())
             .fetch_one(&self.pool)
             .await?;
         Ok(count)
@@ -289,7 +345,7 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
-    pub async fn insert_api_key(&self, row: &ApiKeyRow) -> anyhow::Result<()> {
+    pub async fn insert_api_key(&self, row: &ApiKey) -> anyhow::Result<()> {
         let _guard = self.write_lock().await;
         let sql = format!(
             "INSERT INTO api_keys ({KEY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
@@ -298,7 +354,7 @@ impl Store {
             .bind(&row.id)
             .bind(&row.user_id)
             .bind(&row.name)
-            .bind(&row.role)
+            .bind(row.role.as_str())
             .bind(&row.secret_sha256)
             .bind(row.created_at)
             .bind(row.expires_at)
@@ -312,7 +368,7 @@ impl Store {
 
     /// The key with this id, with its maker's row when it has one (one read per API call:
     /// a revoked key or a removed maker stops working at once on every replica).
-    pub async fn api_key(&self, id: &str) -> anyhow::Result<Option<(ApiKeyRow, Option<UserRow>)>> {
+    pub async fn api_key(&self, id: &str) -> anyhow::Result<Option<(ApiKey, Option<User>)>> {
         let sql = format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE id = $1");
         let Some(key): Option<ApiKeyRow> = sqlx::query_as(&sql)
             .bind(id)
@@ -321,6 +377,7 @@ impl Store {
         else {
             return Ok(None);
         };
+        let key = ApiKey::try_from(key)?;
         let maker = match &key.user_id {
             Some(user_id) => self.user(user_id).await?,
             None => None,
@@ -334,7 +391,7 @@ impl Store {
         scope: &KeyScope,
         after: &Cursor,
         limit: u32,
-    ) -> anyhow::Result<Vec<ApiKeyRow>> {
+    ) -> anyhow::Result<Vec<ApiKey>> {
         let (by_maker, bound) = match scope {
             KeyScope::All => ("", None),
             KeyScope::User(user) => ("user_id = $4 AND", Some(user)),
@@ -348,7 +405,8 @@ impl Store {
         if let Some(bound) = bound {
             query = query.bind(bound);
         }
-        Ok(query.fetch_all(&self.pool).await?)
+        let rows: Vec<ApiKeyRow> = query.fetch_all(&self.pool).await?;
+        Ok(each_read(rows))
     }
 
     /// Notes that key `key_id` was used from `address`; `true` the first time.
@@ -426,4 +484,56 @@ async fn revoke_keys_of_and_by(
     .execute(&mut **tx)
     .await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use shared_proto::users::Role;
+
+    use crate::domain::User;
+    use crate::store::testing::sqlite_store;
+    use crate::store::Cursor;
+
+    fn user(id: &str, role: Role) -> User {
+        User {
+            id: id.into(),
+            name: id.into(),
+            email: format!("{id}@example.com"),
+            role,
+            password_hash: None,
+            oidc_subject: None,
+            created_at: 1,
+            updated_at: 1,
+        }
+    }
+
+    /// A role is read as one of the roles central writes. Any other text (written past
+    /// central) never becomes a role: reading that user is an error naming them, and a list
+    /// leaves them out; the others are read as they are.
+    #[tokio::test]
+    async fn a_role_central_never_writes_is_no_role_at_all() {
+        let (store, _dir) = sqlite_store().await;
+        store.insert_user(&user("a", Role::Admin)).await.unwrap();
+        store.insert_user(&user("b", Role::Editor)).await.unwrap();
+        assert_eq!(store.user("b").await.unwrap().unwrap().role, Role::Editor);
+        assert_eq!(store.count_users_with_role(Role::Admin).await.unwrap(), 1);
+        sqlx::query("UPDATE users SET role = 'root' WHERE id = 'b'")
+            .execute(&store.writer)
+            .await
+            .unwrap();
+        let said = format!("{:#}", store.user("b").await.unwrap_err());
+        assert!(said.contains("user b") && said.contains("root"), "{said}");
+        let start = Cursor {
+            key: 0,
+            id: String::new(),
+        };
+        let listed: Vec<String> = store
+            .list_users(&start, 10)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|u| u.id)
+            .collect();
+        assert_eq!(listed, ["a"]);
+    }
 }

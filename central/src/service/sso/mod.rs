@@ -26,8 +26,9 @@ use super::access::{Actor, Principal, Role};
 use super::audit::Subject;
 use super::App;
 use crate::config::SsoArgs;
+use crate::domain;
 use crate::service::error::{ServiceError, ServiceResult};
-use crate::store::{Ends, Store, UserConflict, UserRow};
+use crate::store::{Ends, Store, UserConflict};
 
 /// The setting holding the key pending sign-ins are sealed with.
 const SEAL_KEY_SETTING: &str = "sso_seal_key";
@@ -300,7 +301,11 @@ impl App {
     /// The user `identity` is: found by subject, else an existing user with the same verified
     /// email (linked), else a new one; with the role the claims map to now. Each change is in
     /// the audit log, made by the user signing in.
-    pub(super) async fn sso_user(&self, sso: &Sso, identity: &Identity) -> ServiceResult<UserRow> {
+    pub(super) async fn sso_user(
+        &self,
+        sso: &Sso,
+        identity: &Identity,
+    ) -> ServiceResult<domain::User> {
         const ATTEMPTS: usize = 5;
         let refused = |why: SsoRefusal| ServiceError::Unauthorized(why.to_string());
         let role = sso.role_of(identity.other.get(&sso.role_claim));
@@ -322,10 +327,7 @@ impl App {
                         }
                         // Taking over an account that has its own proof (a password) or the
                         // most rights needs more than an email the provider vouches for.
-                        Some(user)
-                            if user.password_hash.is_some()
-                                || user.role == Role::Admin.as_str() =>
-                        {
+                        Some(user) if user.password_hash.is_some() || user.role == Role::Admin => {
                             return Err(refused(SsoRefusal::LinkNeedsProof))
                         }
                         Some(user) => Some(user),
@@ -349,17 +351,14 @@ impl App {
                 Some(before) => {
                     let mut user = before.clone();
                     user.oidc_subject = Some(subject.clone());
-                    user.role = role.as_str().into();
+                    user.role = role;
                     if user.role == before.role && user.oidc_subject == before.oidc_subject {
                         return Ok(user);
                     }
                     user.updated_at = now.max(before.updated_at + 1);
                     // Mapped to less than they held: what they held ends (the session this
                     // sign-in opens carries the new role).
-                    let demoted = matches!(
-                        (Role::parse(&before.role), Role::parse(&user.role)),
-                        (Some(was), Some(now)) if now < was
-                    );
+                    let demoted = user.role < before.role;
                     let ends = if demoted {
                         Ends::Access {
                             at: user.updated_at,
@@ -377,7 +376,7 @@ impl App {
                             if before.oidc_subject.as_deref() == Some(subject.as_str()) {
                                 return Ok(before);
                             }
-                            user.role = before.role.clone();
+                            user.role = before.role;
                             match self
                                 .store
                                 .update_user(&user, before.updated_at, Ends::Nothing)
@@ -393,11 +392,11 @@ impl App {
                 }
                 None => {
                     let email = email.clone().ok_or_else(|| refused(SsoRefusal::NoEmail))?;
-                    let user = UserRow {
+                    let user = domain::User {
                         id: Uuid::new_v4().to_string(),
                         name: clean_name(identity.name.as_deref(), &email),
                         email,
-                        role: role.as_str().into(),
+                        role,
                         password_hash: None,
                         oidc_subject: Some(subject.clone()),
                         created_at: now,
@@ -422,7 +421,7 @@ impl App {
                 },
                 role,
             };
-            let view = |row: &UserRow| serde_json::to_value(super::users::user_of(row)).ok();
+            let view = |row: &domain::User| serde_json::to_value(super::users::user_of(row)).ok();
             let action = if before.is_none() { "create" } else { "update" };
             self.record_change(
                 &principal,

@@ -11,11 +11,12 @@
 
 use super::provider::Recheck;
 use super::{Sso, SsoRefusal};
-use crate::service::access::{Actor, Principal, Role};
+use crate::domain;
+use crate::service::access::{Actor, Principal};
 use crate::service::audit::Subject;
 use crate::service::error::{ServiceError, ServiceResult};
 use crate::service::App;
-use crate::store::{Ends, UserRow};
+use crate::store::Ends;
 
 /// The most links one round checks; the rest wait for the next round.
 pub const PER_ROUND: u32 = 100;
@@ -38,7 +39,7 @@ impl App {
     pub(super) async fn keep_link(
         &self,
         sso: &Sso,
-        user: &UserRow,
+        user: &domain::User,
         refresh: Option<&str>,
     ) -> ServiceResult<()> {
         if sso.recheck.is_zero() {
@@ -136,7 +137,7 @@ impl App {
     /// Ends everything `user` held here: sessions, API keys (and those they made for others)
     /// and their password, so that no way in is left; recorded in the audit log as `action`
     /// on the user, by the user (the provider's word, carried by their own sign-in).
-    pub(crate) async fn end_access(&self, user: &UserRow, action: &str) -> ServiceResult<()> {
+    pub(crate) async fn end_access(&self, user: &domain::User, action: &str) -> ServiceResult<()> {
         const ATTEMPTS: usize = 5;
         for _ in 0..ATTEMPTS {
             let Some(before) = self.store.user(&user.id).await? else {
@@ -156,7 +157,7 @@ impl App {
                 Ok(true) => {
                     // Nothing left to check: the person comes back only by signing in.
                     self.store.forget_sso_link(&after.id).await?;
-                    let view = |row: &UserRow| {
+                    let view = |row: &domain::User| {
                         serde_json::to_value(crate::service::users::user_of(row)).ok()
                     };
                     let principal = Principal {
@@ -164,7 +165,7 @@ impl App {
                             id: after.id.parse().unwrap_or_default(),
                             name: after.name.clone(),
                         },
-                        role: Role::parse(&after.role).unwrap_or(Role::Viewer),
+                        role: after.role,
                     };
                     self.record_change(
                         &principal,
