@@ -6,7 +6,9 @@
 pub mod monitor;
 pub mod poller;
 pub mod user;
+pub mod window;
 
 pub use monitor::Monitor;
 pub use poller::Poller;
 pub use user::{ApiKey, User};
+pub use window::MaintenanceWindow;

@@ -23,7 +23,8 @@ use super::statements::{Arg, Columns, Direct, Statements};
 use super::status_moves::{StatusKey, StatusTable, StoredVerdict};
 use super::status_rows::StatusesBefore;
 use super::timeline::{Credits, TimeSpan};
-use super::{Store, WindowRow};
+use super::Store;
+use crate::domain::MaintenanceWindow;
 
 /// What the service runs in ingest's transaction (`Store::ingest`). Run again from the start
 /// when PostgreSQL aborts the transaction as a conflict, so it must decide from what its
@@ -175,7 +176,7 @@ impl<'t> IngestTx<'t> {
     }
 
     /// The maintenance windows not over by `from`.
-    pub async fn windows_not_over(&mut self, from: i64) -> anyhow::Result<Vec<WindowRow>> {
+    pub async fn windows_not_over(&mut self, from: i64) -> anyhow::Result<Vec<MaintenanceWindow>> {
         super::maintenance::windows_not_over_in(&mut self.conn, self.store.backend(), from).await
     }
 

@@ -8,63 +8,14 @@
 //! group regions, locations and tags (the monitors it covers). Must not: decide when a window is
 //! under way or which monitor it covers (`service::maintenance`).
 
-use sqlx::any::AnyRow;
-use sqlx::{Any, FromRow, Row, Transaction};
+use sqlx::{Any, Transaction};
+
+use crate::domain::MaintenanceWindow;
 
 use super::dialect::id_list;
 use super::statements::Statements;
+use super::window_rows::{windows_of, WindowColumns, WindowRow, COLUMNS};
 use super::{Backend, Cursor, Store};
-
-const COLUMNS: &str = "id, name, starts_at, ends_at, rule, time_zone, duration_ms, until_at, \
-     monitor_ids, poller_ids, regions, notify, created_at, updated_at, tags, stop_checks";
-
-/// A window as stored; the lists are JSON arrays.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
-pub struct WindowRow {
-    pub id: String,
-    pub name: String,
-    pub starts_at: i64,
-    pub ends_at: Option<i64>,
-    pub rule: Option<String>,
-    pub time_zone: Option<String>,
-    pub duration_ms: Option<i64>,
-    /// When its last occurrence ends; `None` while it recurs without end.
-    pub until_at: Option<i64>,
-    pub monitor_ids: String,
-    pub poller_ids: String,
-    pub regions: String,
-    /// JSON array of tags.
-    pub tags: String,
-    pub notify: String,
-    /// Whether the monitors it names by id or tag go unchecked while it is under way.
-    #[serde(deserialize_with = "super::packed::flag")]
-    pub stop_checks: bool,
-    pub created_at: i64,
-    pub updated_at: i64,
-}
-
-impl FromRow<'_, AnyRow> for WindowRow {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(Self {
-            id: row.try_get("id")?,
-            name: row.try_get("name")?,
-            starts_at: row.try_get("starts_at")?,
-            ends_at: row.try_get("ends_at")?,
-            rule: row.try_get("rule")?,
-            time_zone: row.try_get("time_zone")?,
-            duration_ms: row.try_get("duration_ms")?,
-            until_at: row.try_get("until_at")?,
-            monitor_ids: row.try_get("monitor_ids")?,
-            poller_ids: row.try_get("poller_ids")?,
-            regions: row.try_get("regions")?,
-            tags: row.try_get("tags")?,
-            notify: row.try_get("notify")?,
-            stop_checks: row.try_get::<i64, _>("stop_checks")? != 0,
-            created_at: row.try_get("created_at")?,
-            updated_at: row.try_get("updated_at")?,
-        })
-    }
-}
 
 /// Marks due now every existing monitor the windows' scopes cover (a window, or a window
 /// before and after an edit), in one pass in id order, as every marker takes them: named,
@@ -74,12 +25,12 @@ impl FromRow<'_, AnyRow> for WindowRow {
 async fn mark_covered(
     tx: &mut Transaction<'_, Any>,
     backend: Backend,
-    rows: &[&WindowRow],
+    windows: &[&MaintenanceWindow],
     now: i64,
 ) -> anyhow::Result<()> {
     let mut ids: Vec<String> = Vec::new();
-    for row in rows {
-        ids.extend(covered(tx, backend, row).await?);
+    for window in windows {
+        ids.extend(covered(tx, backend, &WindowColumns::of(window)?).await?);
     }
     if ids.is_empty() {
         return Ok(());
@@ -94,7 +45,7 @@ async fn mark_covered(
 async fn covered(
     tx: &mut Transaction<'_, Any>,
     backend: Backend,
-    row: &WindowRow,
+    row: &WindowColumns,
 ) -> sqlx::Result<Vec<String>> {
     let (ids, pollers, regions, tags) = (
         id_list(backend, "$1"),
@@ -131,12 +82,12 @@ impl Store {
     /// Run again if PostgreSQL aborts it as a conflict (`conflicts`).
     pub async fn save_window(
         &self,
-        row: &WindowRow,
-        replaces: Option<&WindowRow>,
+        window: &MaintenanceWindow,
+        replaces: Option<&MaintenanceWindow>,
         now: i64,
     ) -> anyhow::Result<bool> {
         super::conflicts::retrying("saving a maintenance window", || {
-            self.save_window_once(row, replaces, now)
+            self.save_window_once(window, replaces, now)
         })
         .await
     }
@@ -144,10 +95,11 @@ impl Store {
     /// One try of `save_window`.
     async fn save_window_once(
         &self,
-        row: &WindowRow,
-        replaces: Option<&WindowRow>,
+        window: &MaintenanceWindow,
+        replaces: Option<&MaintenanceWindow>,
         now: i64,
     ) -> anyhow::Result<bool> {
+        let row = WindowColumns::of(window)?;
         let _guard = self.write_lock().await;
         let mut tx = self.writer.begin().await?;
         let sql = match replaces {
@@ -161,29 +113,30 @@ impl Store {
                  updated_at = $14, tags = $15, stop_checks = $16 WHERE id = $1"
                 .to_string(),
         };
+        let recurrence = window.recurrence.as_ref();
         let done = sqlx::query(&sql)
-            .bind(&row.id)
-            .bind(&row.name)
-            .bind(row.starts_at)
-            .bind(row.ends_at)
-            .bind(&row.rule)
-            .bind(&row.time_zone)
-            .bind(row.duration_ms)
-            .bind(row.until_at)
+            .bind(&window.id)
+            .bind(&window.name)
+            .bind(window.starts_at)
+            .bind(window.ends_at)
+            .bind(recurrence.map(|r| &r.rule))
+            .bind(recurrence.map(|r| &r.time_zone))
+            .bind(recurrence.map(|r| r.duration_ms.min(i64::MAX as u64) as i64))
+            .bind(window.until_at)
             .bind(&row.monitor_ids)
             .bind(&row.poller_ids)
             .bind(&row.regions)
-            .bind(&row.notify)
-            .bind(row.created_at)
-            .bind(row.updated_at)
+            .bind(row.notify)
+            .bind(window.created_at)
+            .bind(window.updated_at)
             .bind(&row.tags)
-            .bind(i64::from(row.stop_checks))
+            .bind(i64::from(window.stop_checks))
             .execute(&mut *tx)
             .await?;
         if done.rows_affected() != 1 {
             return Ok(false);
         }
-        let scopes: Vec<&WindowRow> = replaces.into_iter().chain([row]).collect();
+        let scopes: Vec<&MaintenanceWindow> = replaces.into_iter().chain([window]).collect();
         mark_covered(&mut tx, self.backend(), &scopes, now).await?;
         tx.commit().await?;
         Ok(true)
@@ -215,31 +168,43 @@ impl Store {
             .bind(id)
             .execute(&mut *tx)
             .await?;
-        mark_covered(&mut tx, self.backend(), &[&row], now).await?;
+        // What it covered is marked due; a window whose scope does not read (only a
+        // hand-edited one) covered nothing this central can name.
+        if let Ok(window) = MaintenanceWindow::try_from(row) {
+            mark_covered(&mut tx, self.backend(), &[&window], now).await?;
+        }
         tx.commit().await?;
         Ok(true)
     }
 
-    pub async fn window(&self, id: &str) -> anyhow::Result<Option<WindowRow>> {
+    pub async fn window(&self, id: &str) -> anyhow::Result<Option<MaintenanceWindow>> {
         let sql = format!("SELECT {COLUMNS} FROM maintenance_windows WHERE id = $1");
-        Ok(sqlx::query_as(&sql)
+        let row: Option<WindowRow> = sqlx::query_as(&sql)
             .bind(id)
             .fetch_optional(&self.pool)
-            .await?)
+            .await?;
+        row.map(MaintenanceWindow::try_from).transpose()
     }
 
-    pub async fn list_windows(&self, after: &Cursor, limit: u32) -> anyhow::Result<Vec<WindowRow>> {
-        self.page_by_creation(COLUMNS, "maintenance_windows", after, limit)
-            .await
+    pub async fn list_windows(
+        &self,
+        after: &Cursor,
+        limit: u32,
+    ) -> anyhow::Result<Vec<MaintenanceWindow>> {
+        let rows: Vec<WindowRow> = self
+            .page_by_creation(COLUMNS, "maintenance_windows", after, limit)
+            .await?;
+        Ok(windows_of(rows))
     }
 
     /// The windows not over by `at` (through `until_at`): those that can still cover a
     /// monitor at `at` or later.
-    pub async fn windows_not_over(&self, at: i64) -> anyhow::Result<Vec<WindowRow>> {
+    pub async fn windows_not_over(&self, at: i64) -> anyhow::Result<Vec<MaintenanceWindow>> {
         let sql = format!(
             "SELECT {COLUMNS} FROM maintenance_windows WHERE until_at IS NULL OR until_at > $1"
         );
-        Ok(sqlx::query_as(&sql).bind(at).fetch_all(&self.pool).await?)
+        let rows: Vec<WindowRow> = sqlx::query_as(&sql).bind(at).fetch_all(&self.pool).await?;
+        Ok(windows_of(rows))
     }
 }
 
@@ -249,12 +214,13 @@ pub(super) async fn windows_not_over_in(
     tx: &mut impl Statements,
     backend: Backend,
     at: i64,
-) -> anyhow::Result<Vec<WindowRow>> {
+) -> anyhow::Result<Vec<MaintenanceWindow>> {
     let sql = super::packed::packed(
         backend,
         &super::packed::columns_of(COLUMNS),
         "FROM maintenance_windows WHERE until_at IS NULL OR until_at > $1",
         "id",
     );
-    super::packed::unpack(&tx.read_text(&sql, &[at.into()]).await?)
+    let rows: Vec<WindowRow> = super::packed::unpack(&tx.read_text(&sql, &[at.into()]).await?)?;
+    Ok(windows_of(rows))
 }

@@ -60,6 +60,7 @@ mod timeline;
 mod tokens;
 mod users;
 mod wakeups;
+mod window_rows;
 
 pub use assignments::{AssignmentChange, Versioned};
 pub use backup::{backup_sqlite, restore_sqlite};
@@ -80,7 +81,7 @@ pub use ingest_tx::{IngestTx, IngestWork};
 pub use intake::OwnershipRow;
 pub use leases::LeaseState;
 pub use locations::{LocationRow, LocationStatusRow};
-pub use maintenance::WindowRow;
+
 pub use managed::ManagedRow;
 pub use minutes::CountedResult;
 pub use monitor_reads::{ListFilter, StatusRow};

@@ -241,21 +241,19 @@ async fn a_deletion_aborted_as_a_deadlock_is_run_again() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn window(id: &str, monitor_ids: &[&str]) -> central::store::WindowRow {
-    central::store::WindowRow {
+fn window(id: &str, monitor_ids: &[&str]) -> central::domain::MaintenanceWindow {
+    central::domain::MaintenanceWindow {
         id: id.into(),
         name: id.into(),
         starts_at: 0,
         ends_at: Some(10_000_000),
-        rule: None,
-        time_zone: None,
-        duration_ms: None,
+        recurrence: None,
         until_at: Some(10_000_000),
-        monitor_ids: json!(monitor_ids).to_string(),
-        poller_ids: "[]".into(),
-        regions: "[]".into(),
-        tags: "[]".into(),
-        notify: "[]".into(),
+        monitor_ids: monitor_ids.iter().map(|id| id.to_string()).collect(),
+        poller_ids: Vec::new(),
+        regions: Vec::new(),
+        tags: Vec::new(),
+        notify: Default::default(),
         stop_checks: false,
         created_at: 1_000,
         updated_at: 1_000,

@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use shared_proto::poller_api::RejectedResult;
 use shared_proto::CheckKind;
 
+use crate::domain::MaintenanceWindow;
 use crate::service::maintenance::schedule::Placement;
 use crate::service::maintenance::{quiet_of, spans_of, tags_of, windows_of, QUIET_LOOKBACK_MS};
 use crate::service::push::schedule::Schedule;
@@ -19,7 +20,7 @@ use crate::service::statuses::thresholds_of;
 use crate::service::uptime::{pause_of, Timeline};
 use crate::store::{
     DependencyDiff, DependencyReport, DependencyRow, IngestTx, IngestWork, NewResult, OwnershipRow,
-    StoredVerdict, TimeCredit, TimePoint, WindowRow,
+    StoredVerdict, TimeCredit, TimePoint,
 };
 
 use super::batch::{store_batch, IngestRules, Ingested};
@@ -162,7 +163,7 @@ impl Upload<'_> {
     }
 
     /// Gives the rules the time maintenance `windows` cover.
-    fn cover(&self, decision: &mut Decision, windows: Vec<WindowRow>) {
+    fn cover(&self, decision: &mut Decision, windows: Vec<MaintenanceWindow>) {
         let Some((from, until)) = decision.span else {
             return;
         };

@@ -18,7 +18,7 @@ pub mod schedule;
 
 use shared_proto::maintenance::{
     MaintenanceNotify, MaintenanceWindowPatch, MaintenanceWindowSpec, MaintenanceWindowView,
-    MuteRequest, Occurrence, Recurrence,
+    MuteRequest, Occurrence,
 };
 use shared_proto::settings_api::Page;
 use shared_proto::PollerMode;
@@ -30,9 +30,10 @@ use std::sync::Arc;
 
 use super::clock::Clock;
 use super::{stored_id, time_of, App};
+use crate::domain::MaintenanceWindow;
 use crate::domain::Monitor;
 use crate::service::error::{ServiceError, ServiceResult};
-use crate::store::{Cursor, Store, WindowRow};
+use crate::store::{Cursor, Store};
 
 /// How far back from a result uptime reads the windows that cut the time it stands for: a
 /// result stands for at most its interval and grace (about an hour at most).
@@ -179,7 +180,8 @@ pub fn placement_of<'a>(
 
 /// A monitor's stored tags (a list that does not read covers no tag: the API stores none).
 pub fn tags_of(json: Option<&str>) -> Vec<String> {
-    json.map(list_of).unwrap_or_default()
+    json.and_then(|json| serde_json::from_str(json).ok())
+        .unwrap_or_default()
 }
 
 /// The time the windows covering `placement` hold within their stretch: disjoint spans in
@@ -221,43 +223,27 @@ pub fn occurrences_ahead(schedule: &Schedule, now: i64, until: i64) -> Vec<(i64,
     found
 }
 
-/// The windows of stored rows (a row that no longer reads is left out: the API stores none).
-pub fn windows_of(rows: &[WindowRow]) -> Vec<Window> {
-    rows.iter()
-        .filter_map(|row| {
+/// The windows as schedules and scopes (one whose schedule no longer reads is left out: the
+/// API stores none).
+pub fn windows_of(stored: &[MaintenanceWindow]) -> Vec<Window> {
+    stored
+        .iter()
+        .filter_map(|stored| {
             Some(Window {
-                id: row.id.clone(),
-                name: row.name.clone(),
-                notify: notify_of(&row.notify),
-                stop_checks: row.stop_checks,
-                schedule: Schedule::of_row(row)?,
+                id: stored.id.clone(),
+                name: stored.name.clone(),
+                notify: stored.notify,
+                stop_checks: stored.stop_checks,
+                schedule: Schedule::of_stored(stored)?,
                 scope: Scope {
-                    monitors: list_of(&row.monitor_ids).into_iter().collect(),
-                    pollers: list_of(&row.poller_ids).into_iter().collect(),
-                    regions: list_of(&row.regions).into_iter().collect(),
-                    tags: list_of(&row.tags).into_iter().collect(),
+                    monitors: stored.monitor_ids.iter().cloned().collect(),
+                    pollers: stored.poller_ids.iter().cloned().collect(),
+                    regions: stored.regions.iter().cloned().collect(),
+                    tags: stored.tags.iter().cloned().collect(),
                 },
             })
         })
         .collect()
-}
-
-fn list_of(json: &str) -> Vec<String> {
-    serde_json::from_str(json).unwrap_or_default()
-}
-
-fn notify_of(text: &str) -> MaintenanceNotify {
-    match text {
-        "none" => MaintenanceNotify::None,
-        _ => MaintenanceNotify::Recoveries,
-    }
-}
-
-fn notify_text(notify: MaintenanceNotify) -> &'static str {
-    match notify {
-        MaintenanceNotify::None => "none",
-        MaintenanceNotify::Recoveries => "recoveries",
-    }
 }
 
 /// The maintenance windows' service.
@@ -350,7 +336,7 @@ impl Maintenance {
         Ok(window_view(&self.stored_window(id).await?, self.now_ms())?)
     }
 
-    async fn stored_window(&self, id: Uuid) -> ServiceResult<WindowRow> {
+    async fn stored_window(&self, id: Uuid) -> ServiceResult<MaintenanceWindow> {
         self.store
             .window(&id.to_string())
             .await?
@@ -418,7 +404,7 @@ impl Maintenance {
         spec: &MaintenanceWindowSpec,
         created_at: i64,
         now: i64,
-    ) -> ServiceResult<WindowRow> {
+    ) -> ServiceResult<MaintenanceWindow> {
         let starts_at = spec.starts_at.timestamp_millis();
         let schedule = match (&spec.recurrence, spec.ends_at) {
             (Some(recurrence), _) => Schedule::recurring(starts_at, recurrence)?,
@@ -453,21 +439,18 @@ impl Maintenance {
             )
             .into());
         }
-        let recurrence = spec.recurrence.as_ref();
-        Ok(WindowRow {
+        Ok(MaintenanceWindow {
             id: id.to_string(),
             name: spec.name.clone(),
             starts_at,
             ends_at: spec.ends_at.map(|t| t.timestamp_millis()),
-            rule: recurrence.map(|r| r.rule.clone()),
-            time_zone: recurrence.map(|r| r.time_zone.clone()),
-            duration_ms: recurrence.map(|r| r.duration_ms as i64),
+            recurrence: spec.recurrence.clone(),
             until_at: schedule.last_end(),
-            monitor_ids: serde_json::to_string(&monitor_ids).map_err(anyhow::Error::from)?,
-            poller_ids: serde_json::to_string(&poller_ids).map_err(anyhow::Error::from)?,
-            regions: serde_json::to_string(&spec.regions).map_err(anyhow::Error::from)?,
-            tags: serde_json::to_string(&spec.tags).map_err(anyhow::Error::from)?,
-            notify: notify_text(spec.notify).to_string(),
+            monitor_ids,
+            poller_ids,
+            regions: spec.regions.clone(),
+            tags: spec.tags.clone(),
+            notify: spec.notify,
             stop_checks: spec.stop_checks,
             created_at,
             updated_at: now,
@@ -475,36 +458,27 @@ impl Maintenance {
     }
 }
 
-fn uuids(json: &str) -> anyhow::Result<Vec<Uuid>> {
-    list_of(json).iter().map(|id| stored_id(id)).collect()
-}
-
-fn recurrence_of(row: &WindowRow) -> Option<Recurrence> {
-    Some(Recurrence {
-        rule: row.rule.clone()?,
-        time_zone: row.time_zone.clone()?,
-        duration_ms: row.duration_ms?.max(0) as u64,
-    })
-}
-
-fn spec_of(row: &WindowRow) -> anyhow::Result<MaintenanceWindowSpec> {
+fn spec_of(stored: &MaintenanceWindow) -> anyhow::Result<MaintenanceWindowSpec> {
+    let uuids = |ids: &[String]| -> anyhow::Result<Vec<Uuid>> {
+        ids.iter().map(|id| stored_id(id)).collect()
+    };
     Ok(MaintenanceWindowSpec {
-        name: row.name.clone(),
-        starts_at: time_of(row.starts_at),
-        ends_at: row.ends_at.map(time_of),
-        recurrence: recurrence_of(row),
-        monitor_ids: uuids(&row.monitor_ids)?,
-        poller_ids: uuids(&row.poller_ids)?,
-        regions: list_of(&row.regions),
-        tags: list_of(&row.tags),
-        notify: notify_of(&row.notify),
-        stop_checks: row.stop_checks,
+        name: stored.name.clone(),
+        starts_at: time_of(stored.starts_at),
+        ends_at: stored.ends_at.map(time_of),
+        recurrence: stored.recurrence.clone(),
+        monitor_ids: uuids(&stored.monitor_ids)?,
+        poller_ids: uuids(&stored.poller_ids)?,
+        regions: stored.regions.clone(),
+        tags: stored.tags.clone(),
+        notify: stored.notify,
+        stop_checks: stored.stop_checks,
     })
 }
 
-fn window_view(row: &WindowRow, now: i64) -> anyhow::Result<MaintenanceWindowView> {
+fn window_view(row: &MaintenanceWindow, now: i64) -> anyhow::Result<MaintenanceWindowView> {
     let spec = spec_of(row)?;
-    let schedule = Schedule::of_row(row);
+    let schedule = Schedule::of_stored(row);
     let occurrence = |(start, end): (i64, i64)| Occurrence {
         starts_at: time_of(start),
         ends_at: time_of(end),

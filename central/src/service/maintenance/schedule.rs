@@ -16,7 +16,7 @@ use rrule::{Frequency, RRule, RRuleSet, Unvalidated};
 use shared_proto::maintenance::{MaintenanceNotify, Recurrence};
 use shared_proto::ValidationError;
 
-use crate::store::WindowRow;
+use crate::domain::MaintenanceWindow;
 
 /// The most occurrences a recurring window is walked through, from its first: past this it
 /// answers as if it had ended (a daily window reaches it after 273 years).
@@ -143,21 +143,14 @@ impl Schedule {
     }
 
     /// A stored window's schedule (`None` if it no longer reads, which the API never stores).
-    pub fn of_row(row: &WindowRow) -> Option<Schedule> {
-        match (&row.rule, &row.time_zone, row.duration_ms, row.ends_at) {
-            (Some(rule), Some(time_zone), Some(duration_ms), _) => {
-                let recurrence = Recurrence {
-                    rule: rule.clone(),
-                    time_zone: time_zone.clone(),
-                    duration_ms: duration_ms.max(0) as u64,
-                };
-                Schedule::recurring(row.starts_at, &recurrence).ok()
-            }
-            (_, _, _, Some(end)) => Some(Schedule::Once {
-                start: row.starts_at,
+    pub fn of_stored(window: &MaintenanceWindow) -> Option<Schedule> {
+        match (&window.recurrence, window.ends_at) {
+            (Some(recurrence), _) => Schedule::recurring(window.starts_at, recurrence).ok(),
+            (None, Some(end)) => Some(Schedule::Once {
+                start: window.starts_at,
                 end,
             }),
-            _ => None,
+            (None, None) => None,
         }
     }
 
