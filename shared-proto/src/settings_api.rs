@@ -457,6 +457,18 @@ pub enum LocationStatus {
 }
 
 impl LocationStatus {
+    pub const ALL: [LocationStatus; 4] = [
+        LocationStatus::Pending,
+        LocationStatus::Up,
+        LocationStatus::Down,
+        LocationStatus::Unknown,
+    ];
+
+    /// The status `as_str` names; `None` for any other text.
+    pub fn parse(text: &str) -> Option<LocationStatus> {
+        LocationStatus::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             LocationStatus::Pending => "pending",

@@ -12,3 +12,6 @@ pub use monitor::Monitor;
 pub use poller::Poller;
 pub use user::{ApiKey, User};
 pub use window::MaintenanceWindow;
+
+/// The statuses the domain types carry, for code outside central (its tests) that builds them.
+pub use shared_proto::settings_api::{LocationStatus, MonitorStatus};

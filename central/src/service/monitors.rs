@@ -132,7 +132,7 @@ impl App {
             // alone), each derived again below, so that one that changed since is left out.
             // In a region, with a tag: filtered by the database (`store::list_monitors`).
             let kept = ListFilter {
-                shown: filter.status.map(|s| s.as_str()),
+                shown: filter.status,
                 region: filter.region.as_deref(),
                 tag: filter.tag.as_deref(),
             };

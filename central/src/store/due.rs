@@ -27,6 +27,8 @@ use sqlx::{Any, Transaction};
 
 use super::dialect::{id_source, listed, listed_ids};
 use super::statements::{Arg, Statements};
+use shared_proto::settings_api::{LocationStatus, MonitorStatus};
+
 use super::{Backend, Store};
 
 /// One monitor's look as alerting finished it.
@@ -38,9 +40,9 @@ pub struct Look {
     /// When to look again; `None`: only when something marks it.
     pub next_at: Option<i64>,
     /// The status the monitor shows now, when it differs from its `shown_status`.
-    pub shown: Option<String>,
+    pub shown: Option<MonitorStatus>,
     /// The locations (region, status) whose status now differs from their `shown_status`.
-    pub shown_locations: Vec<(String, String)>,
+    pub shown_locations: Vec<(String, LocationStatus)>,
     /// The monitor shows its confirmed verdict from one place with nothing held: a result
     /// that only confirms the verdict changes nothing but when time alone could change it
     /// (`confirm_due`). Holds the interval (ms) the look saw: a confirmation worked out with
@@ -331,22 +333,22 @@ pub(super) async fn show_looks(tx: &mut Transaction<'_, Any>, looks: &[Look]) ->
     shown.sort_by(|a, b| a.monitor_id.cmp(&b.monitor_id));
     for look in shown {
         // Whatever came in meanwhile: it is what the look saw, and a later look corrects it.
-        if let Some(shown) = &look.shown {
+        if let Some(shown) = look.shown {
             sqlx::query("UPDATE monitors SET shown_status = $2 WHERE id = $1")
                 .bind(&look.monitor_id)
-                .bind(shown)
+                .bind(shown.as_str())
                 .execute(&mut **tx)
                 .await?;
         }
-        let mut locations: Vec<&(String, String)> = look.shown_locations.iter().collect();
-        locations.sort();
+        let mut locations: Vec<&(String, LocationStatus)> = look.shown_locations.iter().collect();
+        locations.sort_by(|a, b| a.0.cmp(&b.0));
         for (region, shown) in locations {
             sqlx::query(
                 "UPDATE monitor_locations SET shown_status = $3 WHERE monitor_id = $1 AND region = $2",
             )
             .bind(&look.monitor_id)
             .bind(region)
-            .bind(shown)
+            .bind(shown.as_str())
             .execute(&mut **tx)
             .await?;
         }

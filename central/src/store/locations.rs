@@ -7,6 +7,7 @@ use sqlx::any::AnyRow;
 use sqlx::{FromRow, Row};
 
 use shared_proto::poller_api::{ResultStatus, Verdict};
+use shared_proto::settings_api::LocationStatus;
 
 use super::{StatusRow, Store};
 
@@ -19,7 +20,7 @@ pub struct LocationRow {
     pub assigned_at: Option<i64>,
     pub placement_reason: Option<String>,
     /// The location's status at alerting's last look (`None` before the first).
-    pub shown_status: Option<String>,
+    pub shown_status: Option<LocationStatus>,
 }
 
 impl FromRow<'_, AnyRow> for LocationRow {
@@ -30,7 +31,12 @@ impl FromRow<'_, AnyRow> for LocationRow {
             assigned_poller_id: row.try_get("assigned_poller_id")?,
             assigned_at: row.try_get("assigned_at")?,
             placement_reason: row.try_get("placement_reason")?,
-            shown_status: row.try_get("shown_status")?,
+            shown_status: match row.try_get::<Option<String>, _>("shown_status")? {
+                Some(text) => Some(
+                    LocationStatus::parse(&text).ok_or_else(|| unknown("shown_status", &text))?,
+                ),
+                None => None,
+            },
         })
     }
 }
@@ -143,5 +149,60 @@ impl Store {
         };
         self.packed_where_in(&columns, "FROM location_status WHERE", "monitor_id", ids)
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use shared_proto::settings_api::LocationStatus;
+
+    use crate::store::testing::sqlite_store;
+
+    /// A location's shown status is read as one of the statuses central writes, `unknown`
+    /// included, whichever way the locations are read (all of them, or by monitor through a
+    /// packed read); any other text is an error, never passed up as it stands.
+    #[tokio::test]
+    async fn a_location_status_is_read_typed_and_a_stray_text_is_refused() {
+        let (store, _dir) = sqlite_store().await;
+        sqlx::query(
+            "INSERT INTO monitors (id, name, kind, target, interval_ms, timeout_ms, settings, \
+                poller_mode, poller_regions, created_at, updated_at, revision) VALUES \
+                ('m', 'm', 'http', 'http://x', 60000, 10000, '{}', 'multi', '[\"eu\",\"us\"]', \
+                1, 1, 1)",
+        )
+        .execute(&store.pool)
+        .await
+        .unwrap();
+        sqlx::query(
+            "INSERT INTO monitor_locations (monitor_id, region, shown_status) VALUES \
+                ('m', 'eu', 'unknown'), ('m', 'us', NULL)",
+        )
+        .execute(&store.pool)
+        .await
+        .unwrap();
+        let ids = ["m".to_string()];
+        for read in [
+            store.locations_of(None).await.unwrap(),
+            store.locations_of(Some(&ids)).await.unwrap(),
+        ] {
+            let mut shown: Vec<_> = read
+                .into_iter()
+                .map(|l| (l.region, l.shown_status))
+                .collect();
+            shown.sort_by(|a, b| a.0.cmp(&b.0));
+            assert_eq!(
+                shown,
+                [
+                    ("eu".to_string(), Some(LocationStatus::Unknown)),
+                    ("us".to_string(), None)
+                ]
+            );
+        }
+        sqlx::query("UPDATE monitor_locations SET shown_status = 'sideways' WHERE region = 'us'")
+            .execute(&store.writer)
+            .await
+            .unwrap();
+        assert!(store.locations_of(None).await.is_err());
+        assert!(store.locations_of(Some(&ids)).await.is_err());
     }
 }

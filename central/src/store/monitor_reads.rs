@@ -3,6 +3,7 @@
 //! Writing monitors is `store::monitors`'; nothing here writes.
 
 use shared_proto::poller_api::{ResultStatus, Verdict};
+use shared_proto::settings_api::MonitorStatus;
 
 use crate::domain::Monitor;
 
@@ -14,7 +15,7 @@ use super::{Cursor, Store};
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ListFilter<'a> {
     /// The status alerting's last look showed.
-    pub shown: Option<&'a str>,
+    pub shown: Option<MonitorStatus>,
     /// Running in this region (placed on a poller of it, meant for it, or a location there).
     pub region: Option<&'a str>,
     /// Carrying this tag.
@@ -90,9 +91,13 @@ impl Store {
             .bind(after.key)
             .bind(&after.id)
             .bind(i64::from(limit));
-        for value in [filter.shown, filter.region, filter.tag]
-            .into_iter()
-            .flatten()
+        for value in [
+            filter.shown.map(MonitorStatus::as_str),
+            filter.region,
+            filter.tag,
+        ]
+        .into_iter()
+        .flatten()
         {
             query = query.bind(value);
         }
@@ -203,6 +208,7 @@ mod list_tests {
         region: Option<&'a str>,
         tag: Option<&'a str>,
     ) -> ListFilter<'a> {
+        let shown = shown.map(|s| shared_proto::settings_api::MonitorStatus::parse(s).unwrap());
         ListFilter { shown, region, tag }
     }
 

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use central::domain::Monitor;
+use central::domain::{LocationStatus, Monitor, MonitorStatus};
 use central::service::ingest::batch::store_standing;
 use central::store::{HourKey, Look, NewResult, Resolution, RollupSums, Store};
 use common::ingest_rules::ConfirmedAtOnce;
@@ -176,10 +176,10 @@ async fn deadlocks(server: &Postgres) -> anyhow::Result<i64> {
 
 fn look(monitor_id: &str, shown: Option<&str>, locations: &[(&str, &str)]) -> Look {
     Look {
-        shown: shown.map(str::to_string),
+        shown: shown.map(|s| MonitorStatus::parse(s).unwrap()),
         shown_locations: locations
             .iter()
-            .map(|(r, s)| (r.to_string(), s.to_string()))
+            .map(|(r, s)| (r.to_string(), LocationStatus::parse(s).unwrap()))
             .collect(),
         next_at: Some(5_000),
         ..Look::settled(monitor_id, 1)

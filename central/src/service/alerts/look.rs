@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use shared_proto::maintenance::MaintenanceNotify;
 use shared_proto::notifications::{DeliveryStatus, Notification, NotificationEvent, Subject};
 use shared_proto::settings::MonitorSettings;
-use shared_proto::settings_api::{MonitorStatus, MonitorStatusView, PollerStatus};
+use shared_proto::settings_api::{LocationStatus, MonitorStatus, MonitorStatusView, PollerStatus};
 use uuid::Uuid;
 
 use super::{flap_window_ms, next_look, step, AlertState, Notice, Rules};
@@ -328,7 +328,8 @@ impl App {
             .filter(|(_, d)| !d.view.locations.is_empty())
             .map(|(m, _)| m.id.clone())
             .collect();
-        let location_shown: HashMap<(String, String), Option<String>> = if multi.is_empty() {
+        let location_shown: HashMap<(String, String), Option<LocationStatus>> = if multi.is_empty()
+        {
             HashMap::new()
         } else {
             self.store
@@ -468,16 +469,15 @@ impl App {
                 monitor_id: monitor.id.clone(),
                 marks: marks.get(monitor.id.as_str()).copied().unwrap_or_default(),
                 next_at,
-                shown: (monitor.shown_status != Some(status.status))
-                    .then(|| status.status.as_str().to_string()),
+                shown: (monitor.shown_status != Some(status.status)).then_some(status.status),
                 shown_locations: status
                     .locations
                     .iter()
                     .filter(|l| {
                         let stored = location_shown.get(&(monitor.id.clone(), l.region.clone()));
-                        stored.cloned().flatten().as_deref() != Some(l.status.as_str())
+                        stored.copied().flatten() != Some(l.status)
                     })
-                    .map(|l| (l.region.clone(), l.status.as_str().to_string()))
+                    .map(|l| (l.region.clone(), l.status))
                     .collect(),
                 steady,
                 rule_at,
