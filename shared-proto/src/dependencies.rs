@@ -32,6 +32,14 @@ impl DependencyState {
             _ => None,
         }
     }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Healthy => "healthy",
+            Self::Unhealthy => "unhealthy",
+            Self::Skipped => "skipped",
+        }
+    }
 }
 
 /// One dependency of one monitor's location.

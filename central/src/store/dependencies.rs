@@ -12,6 +12,7 @@
 
 use std::collections::HashMap;
 
+use shared_proto::dependencies::DependencyState;
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
@@ -22,8 +23,7 @@ use super::{Backend, Resolution, Store};
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReportedDependency {
     pub name: String,
-    /// `healthy`, `unhealthy` or `skipped`.
-    pub state: &'static str,
+    pub state: DependencyState,
     pub latency_ms: Option<f64>,
     pub error: Option<String>,
     /// JSON.
@@ -46,7 +46,8 @@ pub struct DependencyRow {
     pub monitor_id: String,
     pub region: String,
     pub name: String,
-    pub state: String,
+    #[serde(deserialize_with = "state_text")]
+    pub state: DependencyState,
     pub error: Option<String>,
     pub contact: Option<String>,
     pub details: Option<String>,
@@ -72,10 +73,10 @@ pub struct NewDependencyEvent {
     pub at: i64,
     /// `appeared`, `changed`, `error` or `gone`.
     pub kind: &'static str,
-    pub state: String,
+    pub state: DependencyState,
     pub error: Option<String>,
     /// The state it had before (none for `appeared`).
-    pub previous: Option<String>,
+    pub previous: Option<DependencyState>,
     /// `dependency.down` or `dependency.up` when the monitor asks for notices and the change
     /// calls for one: sent by `service::dependencies::notices`, which clears it.
     pub notice: Option<&'static str>,
@@ -98,7 +99,7 @@ pub struct DependencyEventRow {
     pub name: String,
     pub at: i64,
     pub kind: String,
-    pub state: String,
+    pub state: DependencyState,
     pub error: Option<String>,
 }
 
@@ -126,13 +127,28 @@ pub(super) const ROW_COLUMNS: &str =
     "d.monitor_id, d.region, d.name, d.state, d.error, d.contact, \
                            d.details, d.changed_at, d.told";
 
+/// A stored state as a state; a text central never writes is an error naming it.
+fn state_of(text: String) -> sqlx::Result<DependencyState> {
+    DependencyState::parse(&text).ok_or_else(|| sqlx::Error::ColumnDecode {
+        index: "state".into(),
+        source: format!("a stored dependency state `{text}`").into(),
+    })
+}
+
+/// `state_of` for rows read packed.
+fn state_text<'de, D: serde::Deserializer<'de>>(reader: D) -> Result<DependencyState, D::Error> {
+    let text = <String as serde::Deserialize>::deserialize(reader)?;
+    DependencyState::parse(&text)
+        .ok_or_else(|| serde::de::Error::custom(format!("a stored dependency state `{text}`")))
+}
+
 /// A `dependencies` row from the first columns of a query that selects `ROW_COLUMNS` first.
 fn row_of(row: &AnyRow) -> sqlx::Result<DependencyRow> {
     Ok(DependencyRow {
         monitor_id: row.try_get(0)?,
         region: row.try_get(1)?,
         name: row.try_get(2)?,
-        state: row.try_get(3)?,
+        state: state_of(row.try_get(3)?)?,
         error: row.try_get(4)?,
         contact: row.try_get(5)?,
         details: row.try_get(6)?,
@@ -278,16 +294,18 @@ impl Store {
         Ok(rows
             .into_iter()
             .map(
-                |(region, name, at, kind, state, error)| DependencyEventRow {
-                    region,
-                    name,
-                    at,
-                    kind,
-                    state,
-                    error,
+                |(region, name, at, kind, state, error)| -> sqlx::Result<_> {
+                    Ok(DependencyEventRow {
+                        region,
+                        name,
+                        at,
+                        kind,
+                        state: state_of(state)?,
+                        error,
+                    })
                 },
             )
-            .collect())
+            .collect::<sqlx::Result<_>>()?)
     }
 
     /// Every stored dependency with its canonical name and its monitor's name, by canonical
@@ -494,7 +512,7 @@ mod tests {
                     .iter()
                     .map(|(name, state, error)| ReportedDependency {
                         name: name.to_string(),
-                        state,
+                        state: DependencyState::parse(state).unwrap(),
                         latency_ms: Some(ts as f64 / 1_000.0),
                         error: error.map(str::to_string),
                         contact: None,
@@ -556,6 +574,35 @@ mod tests {
             })
             .await
             .unwrap();
+    }
+
+    /// A dependency's state is read as one of the states central writes; any other text
+    /// (written past central) is an error on every read of it, never shown as unhealthy or
+    /// passed on as it stands.
+    #[tokio::test]
+    async fn a_dependency_state_central_never_writes_is_refused_on_read() {
+        let (store, _dir) = sqlite_store().await;
+        health_monitor(&store, "m1", None).await;
+        let batch = [document("a", 1_000, &[("db", "healthy", None)])];
+        store_standing(&store, "p1", &batch, 2_000, &NewestDecides)
+            .await
+            .unwrap();
+        let rows = store.monitor_dependencies("m1").await.unwrap();
+        assert_eq!(rows[0].0.state, DependencyState::Healthy);
+        assert_eq!(
+            store.dependency_events("m1", 10).await.unwrap()[0].state,
+            DependencyState::Healthy
+        );
+        for table in ["dependencies", "dependency_events"] {
+            sqlx::query(&format!("UPDATE {table} SET state = 'sideways'"))
+                .execute(&store.writer)
+                .await
+                .unwrap();
+        }
+        let said = format!("{:#}", store.monitor_dependencies("m1").await.unwrap_err());
+        assert!(said.contains("sideways"), "{said}");
+        assert!(store.dependency_events("m1", 10).await.is_err());
+        assert!(store.all_dependencies(10).await.is_err());
     }
 
     #[tokio::test]

@@ -15,6 +15,8 @@ use super::dependencies::{
 use super::dialect::listed;
 use super::packed::{packed, unpack};
 use super::results::NewResult;
+use shared_proto::dependencies::DependencyState;
+
 use super::statements::{Arg, Statements};
 use super::{Backend, Resolution};
 
@@ -283,7 +285,7 @@ impl<'a> DependencyLedger<'a> {
                     (&row.monitor_id).into(),
                     (&row.region).into(),
                     (&row.name).into(),
-                    (&row.state).into(),
+                    row.state.as_str().into(),
                     row.error.as_ref().into(),
                     row.contact.as_ref().into(),
                     row.details.as_ref().into(),
@@ -307,9 +309,9 @@ impl<'a> DependencyLedger<'a> {
                     (&event.name).into(),
                     event.at.into(),
                     event.kind.into(),
-                    (&event.state).into(),
+                    event.state.as_str().into(),
                     event.error.as_ref().into(),
-                    event.previous.as_ref().into(),
+                    event.previous.map(DependencyState::as_str).into(),
                     event.notice.into(),
                 ],
             )

@@ -31,11 +31,6 @@ const LIST_LIMIT: u32 = 10_000;
 /// The most aliases central keeps (each is joined into every dependency answer).
 pub const MAX_ALIASES: usize = 10_000;
 
-fn state_of(text: &str) -> DependencyState {
-    // Rows are written by `rules` alone; anything else would be a bug, shown as unhealthy.
-    DependencyState::parse(text).unwrap_or(DependencyState::Unhealthy)
-}
-
 fn region_of(region: &str) -> Option<String> {
     (!region.is_empty()).then(|| region.to_string())
 }
@@ -127,7 +122,7 @@ impl Dependencies {
                         .unwrap_or(row.changed_at),
                 ),
                 canonical,
-                state: state_of(&row.state),
+                state: row.state,
                 contact: json_of(&row.contact),
                 check_details: json_of(&row.details),
                 last_change_at: time_of(row.changed_at),
@@ -148,7 +143,7 @@ impl Dependencies {
                     "gone" => DependencyChangeKind::Gone,
                     _ => DependencyChangeKind::Changed,
                 },
-                state: state_of(&event.state),
+                state: event.state,
                 region: region_of(&event.region),
                 at: time_of(event.at),
                 error: event.error,
@@ -228,7 +223,7 @@ impl Dependencies {
                     monitor_name: named.monitor_name,
                     region: region_of(&region),
                     name,
-                    state: state_of(&state),
+                    state,
                     error,
                     last_change_at: time_of(changed_at),
                 });

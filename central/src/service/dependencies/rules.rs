@@ -10,6 +10,7 @@
 use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
+use shared_proto::dependencies::DependencyState;
 use shared_proto::CheckKind;
 
 use crate::store::{
@@ -64,11 +65,11 @@ fn reported(item: &Value) -> Option<ReportedDependency> {
     }
     let flag = |key: &str| item.get(key).and_then(Value::as_bool).unwrap_or(false);
     let state = if flag("skipped") {
-        "skipped"
+        DependencyState::Skipped
     } else if flag("healthy") {
-        "healthy"
+        DependencyState::Healthy
     } else {
-        "unhealthy"
+        DependencyState::Unhealthy
     };
     let extra = |key: &str| {
         item.get(key)
@@ -110,10 +111,10 @@ pub fn notifies(kind: CheckKind, settings: &Map<String, Value>) -> bool {
 /// told. So downs and ups alternate whatever happens between them: a skipped spell says
 /// nothing, a repeated or changed error is not told again, and recovering through `skipped`
 /// is still told.
-pub fn notice_of(told: bool, state: &str) -> Option<&'static str> {
+pub fn notice_of(told: bool, state: DependencyState) -> Option<&'static str> {
     match (told, state) {
-        (false, "unhealthy") => Some("dependency.down"),
-        (true, "healthy") => Some("dependency.up"),
+        (false, DependencyState::Unhealthy) => Some("dependency.down"),
+        (true, DependencyState::Healthy) => Some("dependency.up"),
         _ => None,
     }
 }
@@ -134,14 +135,16 @@ pub fn diff(
     let mut diff = DependencyDiff::default();
     for item in &report.items {
         let error = match (item.state, &item.error) {
-            ("unhealthy", None) => Some(UNHEALTHY.to_string()),
+            (DependencyState::Unhealthy, None) => Some(UNHEALTHY.to_string()),
             (_, error) => error.clone(),
         };
         let old = stored.get(item.name.as_str()).copied();
         let kind = match old {
             None => Some("appeared"),
             Some(old) if old.state != item.state => Some("changed"),
-            Some(old) if item.state == "unhealthy" && old.error != error => Some("error"),
+            Some(old) if item.state == DependencyState::Unhealthy && old.error != error => {
+                Some("error")
+            }
             Some(_) => None,
         };
         let told_before = old.is_some_and(|o| o.told);
@@ -152,7 +155,7 @@ pub fn diff(
             monitor_id: monitor_id.to_string(),
             region: region.to_string(),
             name: item.name.clone(),
-            state: item.state.to_string(),
+            state: item.state,
             error: error.clone(),
             contact: item.contact.clone(),
             details: item.details.clone(),
@@ -171,9 +174,11 @@ pub fn diff(
                 name: item.name.clone(),
                 at,
                 kind,
-                state: item.state.to_string(),
-                error: (item.state == "unhealthy").then(|| error.clone()).flatten(),
-                previous: old.map(|o| o.state.clone()),
+                state: item.state,
+                error: (item.state == DependencyState::Unhealthy)
+                    .then(|| error.clone())
+                    .flatten(),
+                previous: old.map(|o| o.state),
                 notice,
             });
         }
@@ -189,9 +194,9 @@ pub fn diff(
                 name: old.name.clone(),
                 at,
                 kind: "gone",
-                state: old.state.clone(),
+                state: old.state,
                 error: None,
-                previous: Some(old.state.clone()),
+                previous: Some(old.state),
                 notice: None,
             });
         }
@@ -208,7 +213,7 @@ mod tests {
     fn item(name: &str, state: &'static str, error: Option<&str>) -> ReportedDependency {
         ReportedDependency {
             name: name.into(),
-            state,
+            state: DependencyState::parse(state).unwrap(),
             latency_ms: None,
             error: error.map(str::to_string),
             contact: None,
@@ -249,7 +254,7 @@ mod tests {
         let states: Vec<(&str, &str)> = report
             .items
             .iter()
-            .map(|i| (i.name.as_str(), i.state))
+            .map(|i| (i.name.as_str(), i.state.as_str()))
             .collect();
         assert_eq!(
             states,
@@ -420,21 +425,21 @@ mod tests {
                 let mut expected_errors = 0;
                 let mut next: HashMap<String, (String, Option<String>, i64)> = HashMap::new();
                 for item in &items {
-                    let error = if item.state == "unhealthy" {
+                    let error = if item.state.as_str() == "unhealthy" {
                         Some(item.error.clone().unwrap_or_else(|| UNHEALTHY.into()))
                     } else {
                         item.error.clone()
                     };
                     let changed_at = match model.get(&item.name) {
-                        Some((state, old_error, changed)) if state == item.state => {
-                            if item.state == "unhealthy" && *old_error != error {
+                        Some((state, old_error, changed)) if state == item.state.as_str() => {
+                            if item.state.as_str() == "unhealthy" && *old_error != error {
                                 expected_errors += 1;
                             }
                             *changed
                         }
                         _ => at,
                     };
-                    next.insert(item.name.clone(), (item.state.to_string(), error, changed_at));
+                    next.insert(item.name.clone(), (item.state.as_str().to_string(), error, changed_at));
                 }
                 let gone = model.keys().filter(|n| !next.contains_key(*n)).count();
                 prop_assert_eq!(d.gone.len(), gone);
@@ -443,7 +448,7 @@ mod tests {
                 model = next;
                 let mut stored: Vec<(String, String, Option<String>, i64)> = rows
                     .iter()
-                    .map(|r| (r.name.clone(), r.state.clone(), r.error.clone(), r.changed_at))
+                    .map(|r| (r.name.clone(), r.state.as_str().to_string(), r.error.clone(), r.changed_at))
                     .collect();
                 stored.sort();
                 let mut wanted: Vec<(String, String, Option<String>, i64)> = model
