@@ -48,8 +48,9 @@ pub struct Monitor {
     pub previous_poller_id: Option<String>,
     pub assigned_at: Option<i64>,
     pub placement_reason: Option<String>,
-    /// The status it showed at alerting's last look (`service::alerts::look`); kept by the
-    /// store, `None` only before a monitor is first stored.
+    /// The status it showed at alerting's last look (`service::alerts::look`): a cache the
+    /// next look rewrites; `None` before a monitor is first stored, or when a newer replica
+    /// wrote a status this central does not know.
     pub shown_status: Option<MonitorStatus>,
 }
 

@@ -36,7 +36,9 @@ pub struct Poller {
     pub scheduler_health: Option<SchedulerHealth>,
     /// When it last came online (registration, or a heartbeat after being offline).
     pub online_since: Option<i64>,
-    /// Liveness as last recorded, and since when; `None` before the first record.
+    /// Liveness as last recorded, and since when: a cache the next liveness pass rewrites;
+    /// `None` before the first record, or when a newer replica recorded a status this central
+    /// does not know.
     pub status: Option<PollerStatus>,
     pub status_since: Option<i64>,
     /// The newest problem it reported, and when.

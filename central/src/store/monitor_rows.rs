@@ -93,8 +93,9 @@ impl FromRow<'_, AnyRow> for MonitorRow {
 impl TryFrom<MonitorRow> for Monitor {
     type Error = anyhow::Error;
 
-    /// Reads the row's encodings once: a text central never writes (a hand-edited database)
-    /// is an error naming the monitor and the column, not a guess further up.
+    /// Reads the row's encodings once: a text central never writes (a hand-edited database,
+    /// or a kind a newer replica added) is an error naming the monitor and the column, not a
+    /// guess further up.
     fn try_from(row: MonitorRow) -> anyhow::Result<Monitor> {
         let id = row.id.clone();
         let unread = move |column: &str, why: &dyn std::fmt::Display| {
@@ -123,13 +124,10 @@ impl TryFrom<MonitorRow> for Monitor {
                 .unwrap_or_default(),
             tags: typed("tags", row.tags)?.unwrap_or_default(),
             parent_ids: typed("parent_ids", row.parent_ids)?.unwrap_or_default(),
-            shown_status: match row.shown_status.as_deref() {
-                Some(text) => Some(
-                    MonitorStatus::parse(text)
-                        .ok_or_else(|| unread("shown_status", &format!("`{text}`")))?,
-                ),
-                None => None,
-            },
+            // What alerting's last look showed is a cache its next look rewrites; a status
+            // this central does not know (a newer replica's, during a rolling upgrade) reads
+            // as none shown yet, never as a reason to leave the monitor out.
+            shown_status: row.shown_status.as_deref().and_then(MonitorStatus::parse),
             id: row.id,
             name: row.name,
             target: row.target,
