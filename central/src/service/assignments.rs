@@ -249,7 +249,7 @@ impl App {
             .store
             .changed_monitors_for(&poller.id, since_version)
             .await?;
-        let current = self.store.monitors_by_ids(&changed).await?;
+        let current = self.store.monitors_to_send(&changed).await?;
         let located_here = self.locations_on(poller, &changed).await?;
         // The log says what changed; the monitors table says what it is now.
         let upserts: Vec<AssignedMonitor> = current

@@ -127,19 +127,18 @@ pub(super) const ROW_COLUMNS: &str =
     "d.monitor_id, d.region, d.name, d.state, d.error, d.contact, \
                            d.details, d.changed_at, d.told";
 
-/// A stored state as a state; a text central never writes is an error naming it.
+/// A stored state as a state. One this central does not know (a newer replica's, or written
+/// past central) is unhealthy: nothing said the dependency works. Never an error: ingest reads
+/// these rows to move them, and one it could not read would refuse every upload naming the
+/// monitor; the next document that says otherwise rewrites it.
 fn state_of(text: String) -> sqlx::Result<DependencyState> {
-    DependencyState::parse(&text).ok_or_else(|| sqlx::Error::ColumnDecode {
-        index: "state".into(),
-        source: format!("a stored dependency state `{text}`").into(),
-    })
+    Ok(DependencyState::parse(&text).unwrap_or(DependencyState::Unhealthy))
 }
 
 /// `state_of` for rows read packed.
 fn state_text<'de, D: serde::Deserializer<'de>>(reader: D) -> Result<DependencyState, D::Error> {
     let text = <String as serde::Deserialize>::deserialize(reader)?;
-    DependencyState::parse(&text)
-        .ok_or_else(|| serde::de::Error::custom(format!("a stored dependency state `{text}`")))
+    Ok(DependencyState::parse(&text).unwrap_or(DependencyState::Unhealthy))
 }
 
 /// A `dependencies` row from the first columns of a query that selects `ROW_COLUMNS` first.
@@ -576,11 +575,11 @@ mod tests {
             .unwrap();
     }
 
-    /// A dependency's state is read as one of the states central writes; any other text
-    /// (written past central) is an error on every read of it, never shown as unhealthy or
-    /// passed on as it stands.
+    /// A dependency's state is read as one of the states central writes; one this central
+    /// does not know (a newer replica's) is unhealthy on every read, and never stops ingest:
+    /// the next document moves the row as it says.
     #[tokio::test]
-    async fn a_dependency_state_central_never_writes_is_refused_on_read() {
+    async fn a_dependency_state_this_central_does_not_know_is_unhealthy_and_moves_on() {
         let (store, _dir) = sqlite_store().await;
         health_monitor(&store, "m1", None).await;
         let batch = [document("a", 1_000, &[("db", "healthy", None)])];
@@ -589,20 +588,23 @@ mod tests {
             .unwrap();
         let rows = store.monitor_dependencies("m1").await.unwrap();
         assert_eq!(rows[0].0.state, DependencyState::Healthy);
-        assert_eq!(
-            store.dependency_events("m1", 10).await.unwrap()[0].state,
-            DependencyState::Healthy
-        );
         for table in ["dependencies", "dependency_events"] {
             sqlx::query(&format!("UPDATE {table} SET state = 'sideways'"))
                 .execute(&store.writer)
                 .await
                 .unwrap();
         }
-        let said = format!("{:#}", store.monitor_dependencies("m1").await.unwrap_err());
-        assert!(said.contains("sideways"), "{said}");
-        assert!(store.dependency_events("m1", 10).await.is_err());
-        assert!(store.all_dependencies(10).await.is_err());
+        let rows = store.monitor_dependencies("m1").await.unwrap();
+        assert_eq!(rows[0].0.state, DependencyState::Unhealthy);
+        let events = store.dependency_events("m1", 10).await.unwrap();
+        assert_eq!(events[0].state, DependencyState::Unhealthy);
+        assert_eq!(store.all_dependencies(10).await.unwrap().len(), 1);
+        let batch = [document("b", 3_000, &[("db", "healthy", None)])];
+        store_standing(&store, "p1", &batch, 4_000, &NewestDecides)
+            .await
+            .unwrap();
+        let rows = store.monitor_dependencies("m1").await.unwrap();
+        assert_eq!(states(&rows), [("db", "healthy", 3_000)]);
     }
 
     #[tokio::test]

@@ -28,9 +28,23 @@ async fn mark_covered(
     windows: &[&MaintenanceWindow],
     now: i64,
 ) -> anyhow::Result<()> {
+    let columns = windows
+        .iter()
+        .map(|w| WindowColumns::of(w))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    mark_covered_by(tx, backend, &columns.iter().collect::<Vec<_>>(), now).await
+}
+
+/// `mark_covered` for windows' scopes as stored.
+async fn mark_covered_by(
+    tx: &mut Transaction<'_, Any>,
+    backend: Backend,
+    scopes: &[&WindowColumns],
+    now: i64,
+) -> anyhow::Result<()> {
     let mut ids: Vec<String> = Vec::new();
-    for window in windows {
-        ids.extend(covered(tx, backend, &WindowColumns::of(window)?).await?);
+    for scope in scopes {
+        ids.extend(covered(tx, backend, scope).await?);
     }
     if ids.is_empty() {
         return Ok(());
@@ -168,11 +182,10 @@ impl Store {
             .bind(id)
             .execute(&mut *tx)
             .await?;
-        // What it covered is marked due; a window whose scope does not read (only a
-        // hand-edited one) covered nothing this central can name.
-        if let Ok(window) = MaintenanceWindow::try_from(row) {
-            mark_covered(&mut tx, self.backend(), &[&window], now).await?;
-        }
+        // What it covered is marked due, from its columns as stored (whether they read or
+        // not: a scope this central cannot read covers nothing it can name).
+        let columns = WindowColumns::of_row(row);
+        mark_covered_by(&mut tx, self.backend(), &[&columns], now).await?;
         tx.commit().await?;
         Ok(true)
     }

@@ -7,7 +7,7 @@ use shared_proto::settings_api::MonitorStatus;
 
 use crate::domain::Monitor;
 
-use super::monitor_rows::{monitors_of, MonitorRow, MONITOR_COLUMNS};
+use super::monitor_rows::{each_monitor_of, monitors_of, MonitorRow, MONITOR_COLUMNS};
 use super::monitors::ANCESTORS;
 use super::{Cursor, Store};
 
@@ -160,7 +160,7 @@ impl Store {
     }
 
     /// The unpaused monitors a poller should run now: those placed on it, and those with a
-    /// location on it.
+    /// location on it; an error if one does not read (`monitor_rows::each_monitor_of`).
     pub async fn monitors_assigned_to(&self, poller_id: &str) -> anyhow::Result<Vec<Monitor>> {
         let sql = format!(
             "SELECT {MONITOR_COLUMNS} FROM monitors \
@@ -168,7 +168,7 @@ impl Store {
                  (SELECT monitor_id FROM monitor_locations WHERE assigned_poller_id = $1)) \
              AND paused = 0 ORDER BY id"
         );
-        monitors_of(
+        each_monitor_of(
             sqlx::query_as(&sql)
                 .bind(poller_id)
                 .fetch_all(&self.pool)
@@ -176,11 +176,21 @@ impl Store {
         )
     }
 
+    /// The monitors among `ids` (one that does not read is left out, logged).
     pub async fn monitors_by_ids(&self, ids: &[String]) -> anyhow::Result<Vec<Monitor>> {
         let rows: Vec<MonitorRow> = self
             .packed_where_in(MONITOR_COLUMNS, "FROM monitors WHERE", "id", ids)
             .await?;
         monitors_of(rows)
+    }
+
+    /// The monitors among `ids` as a poller is sent them: an error if one does not read
+    /// (`monitor_rows::each_monitor_of`), never left out.
+    pub async fn monitors_to_send(&self, ids: &[String]) -> anyhow::Result<Vec<Monitor>> {
+        let rows: Vec<MonitorRow> = self
+            .packed_where_in(MONITOR_COLUMNS, "FROM monitors WHERE", "id", ids)
+            .await?;
+        each_monitor_of(rows)
     }
 
     pub async fn monitor_status(&self, monitor_id: &str) -> anyhow::Result<Option<StatusRow>> {

@@ -153,6 +153,13 @@ impl TryFrom<MonitorRow> for Monitor {
     }
 }
 
+/// Monitors read from rows, every one or an error: for what a poller is sent, where a monitor
+/// left out would be taken for one to stop running (a kind a newer replica added stays with
+/// its poller until a replica that reads it answers).
+pub(super) fn each_monitor_of(rows: Vec<MonitorRow>) -> anyhow::Result<Vec<Monitor>> {
+    rows.into_iter().map(Monitor::try_from).collect()
+}
+
 /// Monitors read from rows, for reads of many: a row that does not read (only a hand-edited
 /// database has one) is left out with an error in the log naming it and its column, so that
 /// one bad row never stops placement, alerting or the list for every other monitor. A read of

@@ -325,9 +325,10 @@ impl Store {
         .await
     }
 
-    /// Records a poller's new liveness status, replacing `previous`, with the notifications the
-    /// change makes; `false` if the stored status was no longer `previous` (this or another
-    /// replica recorded a change first), so each change is logged and notified once.
+    /// Records a poller's new liveness status, replacing `previous` (`None`: none recorded, or
+    /// one this central does not know), with the notifications the change makes; `false` if
+    /// the stored status was no longer `previous` (this or another replica recorded a change
+    /// first), so each change is logged and notified once.
     pub async fn record_poller_status(
         &self,
         id: &str,
@@ -338,16 +339,25 @@ impl Store {
     ) -> anyhow::Result<bool> {
         let _guard = self.write_lock().await;
         let mut tx = self.writer.begin().await?;
-        let done = sqlx::query(
+        // No previous status (`None`) stands for none recorded and for one this central does
+        // not know (a newer replica's: `domain::Poller::status`), which this change replaces.
+        let known: Vec<String> = PollerStatus::ALL
+            .iter()
+            .map(|s| format!("'{}'", s.as_str()))
+            .collect();
+        let sql = format!(
             "UPDATE pollers SET status = $2, status_since = $3 \
-             WHERE id = $1 AND COALESCE(status, '') = $4 AND COALESCE(status, '') <> $2",
-        )
-        .bind(id)
-        .bind(status.as_str())
-        .bind(at)
-        .bind(previous.map_or("", PollerStatus::as_str))
-        .execute(&mut *tx)
-        .await?;
+             WHERE id = $1 AND COALESCE(status, '') <> $2 AND (COALESCE(status, '') = $4 \
+             OR ($4 = '' AND status NOT IN ({})))",
+            known.join(", ")
+        );
+        let done = sqlx::query(&sql)
+            .bind(id)
+            .bind(status.as_str())
+            .bind(at)
+            .bind(previous.map_or("", PollerStatus::as_str))
+            .execute(&mut *tx)
+            .await?;
         if done.rows_affected() == 0 {
             return Ok(false);
         }
@@ -456,5 +466,12 @@ mod tests {
             .unwrap();
         assert_eq!(store.poller("a").await.unwrap().unwrap().status, None);
         assert_eq!(store.all_pollers().await.unwrap().len(), 2);
+        // The next liveness pass replaces it (a compare-and-set against "none recorded").
+        assert!(store
+            .record_poller_status("a", None, PollerStatus::Online, 5, &[])
+            .await
+            .unwrap());
+        let read = store.poller("a").await.unwrap().unwrap();
+        assert_eq!(read.status, Some(PollerStatus::Online));
     }
 }

@@ -80,29 +80,28 @@ impl TryFrom<WindowRow> for MaintenanceWindow {
         let list = |column: &str, text: &str| -> anyhow::Result<Vec<String>> {
             serde_json::from_str(text).map_err(|e| unread(column, &e))
         };
+        // A recurrence is its three columns together; without one of them the window is one
+        // that happens once (its `ends_at`), or none (`service::maintenance` leaves it out).
         let recurrence = match (row.rule, row.time_zone, row.duration_ms) {
             (Some(rule), Some(time_zone), Some(duration_ms)) => Some(Recurrence {
                 rule,
                 time_zone,
                 duration_ms: duration_ms.max(0) as u64,
             }),
-            (None, None, None) => None,
-            _ => {
-                return Err(unread(
-                    "rule",
-                    &"a recurrence needs a rule, a time zone and a duration",
-                ))
-            }
+            _ => None,
         };
         Ok(MaintenanceWindow {
             monitor_ids: list("monitor_ids", &row.monitor_ids)?,
             poller_ids: list("poller_ids", &row.poller_ids)?,
             regions: list("regions", &row.regions)?,
             tags: list("tags", &row.tags)?,
-            notify: [MaintenanceNotify::Recoveries, MaintenanceNotify::None]
-                .into_iter()
-                .find(|n| notify_text(*n) == row.notify)
-                .ok_or_else(|| unread("notify", &format!("`{}`", row.notify)))?,
+            // `none` lets nothing through; anything else (a choice a newer replica added) lets
+            // recoveries through, the default, rather than dropping the whole window.
+            notify: if row.notify == notify_text(MaintenanceNotify::None) {
+                MaintenanceNotify::None
+            } else {
+                MaintenanceNotify::Recoveries
+            },
             id: row.id,
             name: row.name,
             starts_at: row.starts_at,
@@ -139,6 +138,17 @@ pub(super) struct WindowColumns {
 }
 
 impl WindowColumns {
+    /// A stored row's columns as they are (a deleted window's scope, whether it reads or not).
+    pub(super) fn of_row(row: WindowRow) -> WindowColumns {
+        WindowColumns {
+            monitor_ids: row.monitor_ids,
+            poller_ids: row.poller_ids,
+            regions: row.regions,
+            tags: row.tags,
+            notify: "",
+        }
+    }
+
     pub(super) fn of(window: &MaintenanceWindow) -> anyhow::Result<WindowColumns> {
         Ok(WindowColumns {
             monitor_ids: serde_json::to_string(&window.monitor_ids)?,
@@ -175,9 +185,10 @@ mod tests {
         }
     }
 
-    /// A window is read as central writes it, and written back as it was read; a text central
-    /// never writes is an error naming the window and the column, and a read of many leaves
-    /// that window out.
+    /// A window is read as central writes it, and written back as it was read; a list that does
+    /// not read is an error naming the window and the column, and a read of many leaves that
+    /// window out. A `notify` this central does not know (a newer replica's) lets recoveries
+    /// through, the default; a recurrence missing a column is none.
     #[test]
     fn a_window_reads_typed_and_round_trips_and_a_stray_text_is_refused() {
         let window = MaintenanceWindow::try_from(row()).unwrap();
@@ -186,6 +197,16 @@ mod tests {
         assert_eq!(
             (window.monitor_ids.as_slice(), window.tags.as_slice()),
             (&["m1".to_string()][..], &["db".to_string()][..])
+        );
+        let odd = MaintenanceWindow::try_from(WindowRow {
+            notify: "later".into(),
+            time_zone: None,
+            ..row()
+        })
+        .unwrap();
+        assert_eq!(
+            (odd.notify, odd.recurrence),
+            (MaintenanceNotify::Recoveries, None)
         );
         let written = WindowColumns::of(&window).unwrap();
         let stored = row();
@@ -198,10 +219,9 @@ mod tests {
             (stored.monitor_ids.as_str(), stored.regions.as_str(), "none")
         );
         type Stray = fn(&mut WindowRow);
-        let strays: [(&str, Stray); 3] = [
-            ("notify", |r| r.notify = "maybe".into()),
+        let strays: [(&str, Stray); 2] = [
             ("tags", |r| r.tags = "db".into()),
-            ("rule", |r| r.time_zone = None),
+            ("monitor_ids", |r| r.monitor_ids = "{}".into()),
         ];
         for (column, stray) in strays {
             let mut bad = row();
