@@ -13,8 +13,9 @@ use sqlx::{Any, Transaction};
 use crate::domain::MaintenanceWindow;
 
 use super::dialect::id_list;
+use super::readable::readable;
 use super::statements::Statements;
-use super::window_rows::{windows_of, WindowColumns, WindowRow, COLUMNS};
+use super::window_rows::{WindowColumns, WindowRow, COLUMNS};
 use super::{Backend, Cursor, Store};
 
 /// Marks due now every existing monitor the windows' scopes cover (a window, or a window
@@ -207,7 +208,7 @@ impl Store {
         let rows: Vec<WindowRow> = self
             .page_by_creation(COLUMNS, "maintenance_windows", after, limit)
             .await?;
-        Ok(windows_of(rows))
+        Ok(readable("maintenance window", rows))
     }
 
     /// The windows not over by `at` (through `until_at`): those that can still cover a
@@ -217,7 +218,7 @@ impl Store {
             "SELECT {COLUMNS} FROM maintenance_windows WHERE until_at IS NULL OR until_at > $1"
         );
         let rows: Vec<WindowRow> = sqlx::query_as(&sql).bind(at).fetch_all(&self.pool).await?;
-        Ok(windows_of(rows))
+        Ok(readable("maintenance window", rows))
     }
 }
 
@@ -235,5 +236,5 @@ pub(super) async fn windows_not_over_in(
         "id",
     );
     let rows: Vec<WindowRow> = super::packed::unpack(&tx.read_text(&sql, &[at.into()]).await?)?;
-    Ok(windows_of(rows))
+    Ok(readable("maintenance window", rows))
 }

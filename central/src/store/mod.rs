@@ -40,6 +40,7 @@ mod placement_due;
 mod pollers;
 mod postgres;
 mod push;
+mod readable;
 mod result_history;
 pub mod result_index;
 mod result_pruning;

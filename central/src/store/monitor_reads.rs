@@ -7,8 +7,9 @@ use shared_proto::settings_api::MonitorStatus;
 
 use crate::domain::Monitor;
 
-use super::monitor_rows::{each_monitor_of, monitors_of, MonitorRow, MONITOR_COLUMNS};
+use super::monitor_rows::{each_monitor_of, MonitorRow, MONITOR_COLUMNS};
 use super::monitors::ANCESTORS;
+use super::readable::readable;
 use super::{Cursor, Store};
 
 /// What a page of the monitor list keeps (`Store::list_monitors`); `None` keeps all.
@@ -87,7 +88,7 @@ impl Store {
              WHERE (created_at > $1 OR (created_at = $1 AND id > $2)){filters} \
              ORDER BY created_at, id LIMIT $3"
         );
-        let mut query = sqlx::query_as(&sql)
+        let mut query = sqlx::query_as::<_, MonitorRow>(&sql)
             .bind(after.key)
             .bind(&after.id)
             .bind(i64::from(limit));
@@ -101,7 +102,7 @@ impl Store {
         {
             query = query.bind(value);
         }
-        monitors_of(query.fetch_all(&self.pool).await?)
+        Ok(readable("monitor", query.fetch_all(&self.pool).await?))
     }
 
     /// The first `limit` monitors (by name) that depend on `parent_id`, as (id, name), and how
@@ -156,7 +157,12 @@ impl Store {
     /// Every monitor, for placement.
     pub async fn all_monitors(&self) -> anyhow::Result<Vec<Monitor>> {
         let sql = format!("SELECT {MONITOR_COLUMNS} FROM monitors");
-        monitors_of(sqlx::query_as(&sql).fetch_all(&self.pool).await?)
+        Ok(readable(
+            "monitor",
+            sqlx::query_as::<_, MonitorRow>(&sql)
+                .fetch_all(&self.pool)
+                .await?,
+        ))
     }
 
     /// The unpaused monitors a poller should run now: those placed on it, and those with a
@@ -181,7 +187,7 @@ impl Store {
         let rows: Vec<MonitorRow> = self
             .packed_where_in(MONITOR_COLUMNS, "FROM monitors WHERE", "id", ids)
             .await?;
-        monitors_of(rows)
+        Ok(readable("monitor", rows))
     }
 
     /// The monitors among `ids` as a poller is sent them: an error if one does not read

@@ -160,21 +160,6 @@ pub(super) fn each_monitor_of(rows: Vec<MonitorRow>) -> anyhow::Result<Vec<Monit
     rows.into_iter().map(Monitor::try_from).collect()
 }
 
-/// Monitors read from rows, for reads of many: a row that does not read (only a hand-edited
-/// database has one) is left out with an error in the log naming it and its column, so that
-/// one bad row never stops placement, alerting or the list for every other monitor. A read of
-/// that one monitor (`Store::monitor`) fails with the same error.
-pub(super) fn monitors_of(rows: Vec<MonitorRow>) -> anyhow::Result<Vec<Monitor>> {
-    Ok(rows
-        .into_iter()
-        .filter_map(|row| {
-            Monitor::try_from(row)
-                .inspect_err(|e| tracing::error!("a monitor left out of a read: {e:#}"))
-                .ok()
-        })
-        .collect())
-}
-
 /// A list column as stored: `NULL` when empty.
 fn list_text(list: &[String]) -> anyhow::Result<Option<String>> {
     Ok(if list.is_empty() {

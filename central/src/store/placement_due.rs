@@ -16,7 +16,8 @@ use super::dialect::id_source;
 
 use crate::domain::Monitor;
 
-use super::monitor_rows::{monitors_of, MonitorRow, MONITOR_COLUMNS};
+use super::monitor_rows::{MonitorRow, MONITOR_COLUMNS};
+use super::readable::readable;
 use super::Store;
 
 /// Announced (empty) by every transaction that queues pollers, so the lease holder on any
@@ -144,11 +145,11 @@ impl Store {
             .bind(i64::from(!could.is_empty()))
             .fetch_all(&self.pool)
             .await?;
-        monitors_of(
-            rows.iter()
-                .map(MonitorRow::from_row)
-                .collect::<sqlx::Result<_>>()?,
-        )
+        let rows = rows
+            .iter()
+            .map(MonitorRow::from_row)
+            .collect::<sqlx::Result<_>>()?;
+        Ok(readable("monitor", rows))
     }
 
     /// Removes the rows a pass handled, except those queued again since it read them.

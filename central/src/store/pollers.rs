@@ -9,6 +9,7 @@ use shared_proto::settings_api::PollerStatus;
 use crate::domain::Poller;
 
 use super::monitors::placeholders;
+use super::readable::readable;
 use super::OutboxRow;
 use super::{flag, Cursor, Store};
 
@@ -90,20 +91,6 @@ impl TryFrom<PollerRow> for Poller {
             last_error_at: row.last_error_at,
         })
     }
-}
-
-/// Pollers read from rows, for reads of many: a row that does not read is left out with an
-/// error in the log (as `store::monitor_rows::monitors_of` says why); a read of that one
-/// poller fails with the same error.
-fn pollers_of(rows: Vec<PollerRow>) -> anyhow::Result<Vec<Poller>> {
-    Ok(rows
-        .into_iter()
-        .filter_map(|row| {
-            Poller::try_from(row)
-                .inspect_err(|e| tracing::error!("a poller left out of a read: {e:#}"))
-                .ok()
-        })
-        .collect())
 }
 
 impl FromRow<'_, AnyRow> for PollerRow {
@@ -210,16 +197,15 @@ impl Store {
             "deleted_at IS NULL AND ($4 IS NULL OR region = $4) \
              AND ($5 IS NULL OR datacenter = $5) AND",
         );
-        pollers_of(
-            sqlx::query_as(&sql)
-                .bind(after.key)
-                .bind(&after.id)
-                .bind(i64::from(limit))
-                .bind(region)
-                .bind(datacenter)
-                .fetch_all(&self.pool)
-                .await?,
-        )
+        let rows: Vec<PollerRow> = sqlx::query_as(&sql)
+            .bind(after.key)
+            .bind(&after.id)
+            .bind(i64::from(limit))
+            .bind(region)
+            .bind(datacenter)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(readable("poller", rows))
     }
 
     /// The live pollers among `ids`.
@@ -232,13 +218,18 @@ impl Store {
                 ids,
             )
             .await?;
-        pollers_of(rows)
+        Ok(readable("poller", rows))
     }
 
     /// Every live poller, for placement.
     pub async fn all_pollers(&self) -> anyhow::Result<Vec<Poller>> {
         let sql = format!("SELECT {POLLER_COLUMNS} FROM pollers WHERE deleted_at IS NULL");
-        pollers_of(sqlx::query_as(&sql).fetch_all(&self.pool).await?)
+        Ok(readable(
+            "poller",
+            sqlx::query_as::<_, PollerRow>(&sql)
+                .fetch_all(&self.pool)
+                .await?,
+        ))
     }
 
     pub async fn record_heartbeat(&self, id: &str, beat: &HeartbeatUpdate) -> anyhow::Result<()> {

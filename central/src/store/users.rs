@@ -9,6 +9,7 @@ use shared_proto::users::Role;
 
 use crate::domain::{ApiKey, User};
 
+use super::readable::readable;
 use super::{Cursor, Store};
 
 #[derive(Debug, Clone)]
@@ -138,18 +139,6 @@ impl TryFrom<ApiKeyRow> for ApiKey {
             made_by: row.made_by,
         })
     }
-}
-
-/// Rows of a read of many, each that reads: one that does not (a hand-edited role) is left
-/// out with an error in the log, never shown with a role it does not have.
-fn each_read<R, T: TryFrom<R, Error = anyhow::Error>>(rows: Vec<R>) -> Vec<T> {
-    rows.into_iter()
-        .filter_map(|row| {
-            T::try_from(row)
-                .inspect_err(|e| tracing::error!("a row left out of a read: {e:#}"))
-                .ok()
-        })
-        .collect()
 }
 
 const KEY_COLUMNS: &str = "id, user_id, name, role, secret_sha256, created_at, expires_at, \
@@ -300,7 +289,7 @@ impl Store {
         let rows: Vec<UserRow> = self
             .page_by_creation(USER_COLUMNS, "users", after, limit)
             .await?;
-        Ok(each_read(rows))
+        Ok(readable("user", rows))
     }
 
     /// How many users have `role`.
@@ -406,7 +395,7 @@ impl Store {
             query = query.bind(bound);
         }
         let rows: Vec<ApiKeyRow> = query.fetch_all(&self.pool).await?;
-        Ok(each_read(rows))
+        Ok(readable("API key", rows))
     }
 
     /// Notes that key `key_id` was used from `address`; `true` the first time.

@@ -115,19 +115,6 @@ impl TryFrom<WindowRow> for MaintenanceWindow {
     }
 }
 
-/// Windows read from rows, for reads of many: a row that does not read (only a hand-edited
-/// database has one) is left out with an error in the log naming it, so that one bad window
-/// never stops ingest, alerting or the list for the others.
-pub(super) fn windows_of(rows: Vec<WindowRow>) -> Vec<MaintenanceWindow> {
-    rows.into_iter()
-        .filter_map(|row| {
-            MaintenanceWindow::try_from(row)
-                .inspect_err(|e| tracing::error!("a maintenance window left out of a read: {e:#}"))
-                .ok()
-        })
-        .collect()
-}
-
 /// The columns of a window written that are encoded: the lists as JSON arrays, `notify`.
 pub(super) struct WindowColumns {
     pub(super) monitor_ids: String,
@@ -163,6 +150,7 @@ impl WindowColumns {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::readable::readable;
 
     fn row() -> WindowRow {
         WindowRow {
@@ -231,13 +219,16 @@ mod tests {
                 MaintenanceWindow::try_from(bad.clone()).unwrap_err()
             );
             assert!(said.contains("window w") && said.contains(column), "{said}");
-            let read = windows_of(vec![
-                bad,
-                WindowRow {
-                    id: "v".into(),
-                    ..row()
-                },
-            ]);
+            let read: Vec<MaintenanceWindow> = readable(
+                "maintenance window",
+                vec![
+                    bad,
+                    WindowRow {
+                        id: "v".into(),
+                        ..row()
+                    },
+                ],
+            );
             assert_eq!(
                 read.iter().map(|w| w.id.as_str()).collect::<Vec<_>>(),
                 ["v"]
