@@ -11,7 +11,7 @@ use shared_proto::ValidationError;
 
 use super::access::{Actor, Holder, Principal};
 use super::recent::RecentlyValid;
-use super::tokens::page;
+use super::tokens::page_of;
 use super::{auth, time_of, App};
 use crate::domain;
 use crate::service::error::{ServiceError, ServiceResult};
@@ -161,15 +161,7 @@ impl App {
             _ => own(by),
         };
         let rows = self.store.list_api_keys(&scope, after, limit).await?;
-        Ok(page(
-            rows,
-            limit,
-            |row| Cursor {
-                key: row.created_at,
-                id: row.id.clone(),
-            },
-            |row| Ok(key_of(row)),
-        )?)
+        Ok(page_of(rows, |row| Ok(key_of(row)))?)
     }
 
     /// Revokes a key: `by`'s own, or any when `by` is an admin. Another's key is `404` to a

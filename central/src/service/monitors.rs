@@ -136,9 +136,9 @@ impl App {
                 region: filter.region.as_deref(),
                 tag: filter.tag.as_deref(),
             };
-            let rows = self.store.list_monitors(&kept, &cursor, chunk).await?;
-            let statuses = self.statuses_of(&rows).await?;
-            for (row, status) in rows.iter().zip(statuses) {
+            let read = self.store.list_monitors(&kept, &cursor, chunk).await?;
+            let statuses = self.statuses_of(&read.items).await?;
+            for (row, status) in read.items.iter().zip(statuses) {
                 cursor = Cursor {
                     key: row.created_at,
                     id: row.id.clone(),
@@ -160,11 +160,16 @@ impl App {
                     });
                 }
             }
-            if rows.len() < chunk as usize {
-                return Ok(Page {
-                    items,
-                    next_cursor: None,
-                });
+            // The store's next position, not the last monitor's: one left out of the read
+            // (it does not read) ends neither the page nor the list.
+            match read.next {
+                Some(next) => cursor = next,
+                None => {
+                    return Ok(Page {
+                        items,
+                        next_cursor: None,
+                    })
+                }
             }
         }
     }

@@ -12,7 +12,7 @@ use super::clock::Clock;
 use super::hashing::{Hashing, Lane};
 use super::{auth, stored_id, time_of, App};
 use crate::service::error::{ServiceError, ServiceResult};
-use crate::store::{Cursor, RegistrationTokenRow, Store};
+use crate::store::{Cursor, Paged, RegistrationTokenRow, Store};
 
 /// The id of the registration token that `CENTRAL_REGISTRATION_TOKEN` stands for.
 pub const ENVIRONMENT_TOKEN_ID: Uuid = Uuid::from_u128(0x0000_0000_0000_4000_8000_0000_0000_e0e0);
@@ -362,6 +362,22 @@ fn registration_view(row: &RegistrationTokenRow) -> anyhow::Result<RegistrationT
 }
 
 /// Builds a page from rows fetched with `limit`: a full page gets a cursor to the next one.
+/// The API's page of a page the store read: its next cursor is the store's, decided by the rows
+/// read (`store::Paged`).
+pub(super) fn page_of<T, V>(
+    paged: Paged<T>,
+    view: impl Fn(&T) -> anyhow::Result<V>,
+) -> anyhow::Result<Page<V>> {
+    Ok(Page {
+        items: paged
+            .items
+            .iter()
+            .map(view)
+            .collect::<anyhow::Result<_>>()?,
+        next_cursor: paged.next.map(|c| c.encode()),
+    })
+}
+
 pub(super) fn page<R, T>(
     rows: Vec<R>,
     limit: u32,

@@ -12,7 +12,7 @@ use shared_proto::ValidationError;
 use super::access::Principal;
 use super::clock::Clock;
 use super::hashing::Hashing;
-use super::tokens::page;
+use super::tokens::page_of;
 use super::{time_of, App};
 use crate::domain;
 use crate::service::error::{ServiceError, ServiceResult};
@@ -121,15 +121,7 @@ impl Users {
 
     pub async fn list_users(&self, after: &Cursor, limit: u32) -> ServiceResult<Page<User>> {
         let rows = self.store.list_users(after, limit).await?;
-        Ok(page(
-            rows,
-            limit,
-            |row| Cursor {
-                key: row.created_at,
-                id: row.id.clone(),
-            },
-            |row| Ok(user_of(row)),
-        )?)
+        Ok(page_of(rows, |row| Ok(user_of(row)))?)
     }
 
     pub async fn get_user(&self, id: Uuid) -> ServiceResult<User> {

@@ -1,5 +1,6 @@
 //! Keyset pagination: how a page's position is written on the wire and read back (`Cursor`),
-//! and the one statement every list by creation reads its pages with (`by_creation`).
+//! the one statement every list by creation reads its pages with (`by_creation`), and a page
+//! of domain objects with where the next one starts (`Paged`).
 
 use sqlx::any::AnyRow;
 use sqlx::FromRow;
@@ -49,6 +50,39 @@ impl Cursor {
         Cursor {
             key,
             id: String::new(),
+        }
+    }
+}
+
+/// A page of objects read from rows, and where the next page starts. The next page is decided
+/// by the rows read, not the objects made of them: a row left out of the objects
+/// (`readable`: it does not read) must not end a list early, hiding every row after it.
+#[derive(Debug)]
+pub struct Paged<T> {
+    pub items: Vec<T>,
+    /// After the page's last row, when the page was full (there may be more); `None` at the
+    /// end.
+    pub next: Option<Cursor>,
+}
+
+impl<T> Paged<T> {
+    /// The objects of a page of at most `limit` `rows` (those that do not read left out,
+    /// logged as `what`), with `cursor_of` the last row's position.
+    pub(super) fn of<R>(
+        what: &str,
+        rows: Vec<R>,
+        limit: u32,
+        cursor_of: impl Fn(&R) -> Cursor,
+    ) -> Self
+    where
+        T: TryFrom<R, Error = anyhow::Error>,
+    {
+        let next = (rows.len() == limit as usize)
+            .then(|| rows.last().map(cursor_of))
+            .flatten();
+        Paged {
+            items: super::readable::readable(what, rows),
+            next,
         }
     }
 }

@@ -16,7 +16,7 @@ use super::dialect::id_list;
 use super::readable::readable;
 use super::statements::Statements;
 use super::window_rows::{WindowColumns, WindowRow, COLUMNS};
-use super::{Backend, Cursor, Store};
+use super::{Backend, Cursor, Paged, Store};
 
 /// Marks due now every existing monitor the windows' scopes cover (a window, or a window
 /// before and after an edit), in one pass in id order, as every marker takes them: named,
@@ -204,11 +204,14 @@ impl Store {
         &self,
         after: &Cursor,
         limit: u32,
-    ) -> anyhow::Result<Vec<MaintenanceWindow>> {
+    ) -> anyhow::Result<Paged<MaintenanceWindow>> {
         let rows: Vec<WindowRow> = self
             .page_by_creation(COLUMNS, "maintenance_windows", after, limit)
             .await?;
-        Ok(readable("maintenance window", rows))
+        Ok(Paged::of("maintenance window", rows, limit, |r| Cursor {
+            key: r.created_at,
+            id: r.id.clone(),
+        }))
     }
 
     /// The windows not over by `at` (through `until_at`): those that can still cover a

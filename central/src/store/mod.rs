@@ -67,7 +67,7 @@ pub use assignments::{AssignmentChange, Versioned};
 pub use backup::{backup_sqlite, restore_sqlite};
 pub use commands::{Acked, CommandRow, NewCommand};
 pub use conflicts::is_conflict;
-pub use cursor::Cursor;
+pub use cursor::{Cursor, Paged};
 pub use delivery::Attempt;
 pub use dependencies::{
     DependencyDiff, DependencyEventRow, DependencyReport, DependencyRow, DependencySourceRow,

@@ -10,7 +10,7 @@ use crate::domain::Monitor;
 use super::monitor_rows::{each_monitor_of, MonitorRow, MONITOR_COLUMNS};
 use super::monitors::ANCESTORS;
 use super::readable::readable;
-use super::{Cursor, Store};
+use super::{Cursor, Paged, Store};
 
 /// What a page of the monitor list keeps (`Store::list_monitors`); `None` keeps all.
 #[derive(Debug, Clone, Copy, Default)]
@@ -63,7 +63,7 @@ impl Store {
         filter: &ListFilter<'_>,
         after: &Cursor,
         limit: u32,
-    ) -> anyhow::Result<Vec<Monitor>> {
+    ) -> anyhow::Result<Paged<Monitor>> {
         let mut filters = String::new();
         let mut next = 4;
         if filter.shown.is_some() {
@@ -102,7 +102,11 @@ impl Store {
         {
             query = query.bind(value);
         }
-        Ok(readable("monitor", query.fetch_all(&self.pool).await?))
+        let rows = query.fetch_all(&self.pool).await?;
+        Ok(Paged::of("monitor", rows, limit, |r| Cursor {
+            key: r.created_at,
+            id: r.id.clone(),
+        }))
     }
 
     /// The first `limit` monitors (by name) that depend on `parent_id`, as (id, name), and how
@@ -268,17 +272,17 @@ mod list_tests {
             .list_monitors(&kept(None, None, None), &start, 10)
             .await
             .unwrap();
-        assert_eq!(ids(all), ["a", "b", "c", "d", "e"]);
+        assert_eq!(ids(all.items), ["a", "b", "c", "d", "e"]);
         let eu = store
             .list_monitors(&kept(None, Some("eu"), None), &start, 10)
             .await
             .unwrap();
-        assert_eq!(ids(eu), ["a", "b", "c"]);
+        assert_eq!(ids(eu.items), ["a", "b", "c"]);
         let down_in_us = store
             .list_monitors(&kept(Some("down"), Some("us"), None), &start, 10)
             .await
             .unwrap();
-        assert_eq!(ids(down_in_us), ["c", "d"]);
+        assert_eq!(ids(down_in_us.items), ["c", "d"]);
         let after_a = Cursor {
             key: 1,
             id: "a".into(),
@@ -287,7 +291,7 @@ mod list_tests {
             .list_monitors(&kept(Some("down"), None, None), &after_a, 1)
             .await
             .unwrap();
-        assert_eq!(ids(down), ["c"]);
+        assert_eq!(ids(down.items), ["c"]);
         sqlx::query(
             "INSERT INTO monitor_tags (tag, monitor_id) VALUES ('team:db', 'b'), ('team:db', 'd'), \
              ('env:prod', 'd')",
@@ -299,12 +303,12 @@ mod list_tests {
             .list_monitors(&kept(None, None, Some("team:db")), &start, 10)
             .await
             .unwrap();
-        assert_eq!(ids(db), ["b", "d"]);
+        assert_eq!(ids(db.items), ["b", "d"]);
         let db_down_in_us = store
             .list_monitors(&kept(Some("down"), Some("us"), Some("team:db")), &start, 10)
             .await
             .unwrap();
-        assert_eq!(ids(db_down_in_us), ["d"]);
+        assert_eq!(ids(db_down_in_us.items), ["d"]);
         assert_eq!(store.monitors_tagged("team:db").await.unwrap(), ["b", "d"]);
         assert!(store.monitors_tagged("team").await.unwrap().is_empty());
     }
@@ -387,6 +391,18 @@ mod list_tests {
             );
             let all = store.all_monitors().await.unwrap();
             assert_eq!(ids(all), ["b"], "{column}: the others are still read");
+            // A page whose one row does not read is empty, and the list goes on past it.
+            let first = store
+                .list_monitors(&ListFilter::default(), &Cursor::start(), 1)
+                .await
+                .unwrap();
+            assert!(first.items.is_empty(), "{column}");
+            let next = first.next.expect("the list goes on past a row left out");
+            let second = store
+                .list_monitors(&ListFilter::default(), &next, 1)
+                .await
+                .unwrap();
+            assert_eq!(ids(second.items), ["b"], "{column}");
             sqlx::query(&sql)
                 .bind(&before.0)
                 .execute(&store.writer)

@@ -11,7 +11,7 @@ use crate::domain::Poller;
 use super::monitors::placeholders;
 use super::readable::readable;
 use super::OutboxRow;
-use super::{flag, Cursor, Store};
+use super::{flag, Cursor, Paged, Store};
 
 #[derive(Debug, Clone, serde::Deserialize)]
 pub(super) struct PollerRow {
@@ -190,7 +190,7 @@ impl Store {
         datacenter: Option<&str>,
         after: &Cursor,
         limit: u32,
-    ) -> anyhow::Result<Vec<Poller>> {
+    ) -> anyhow::Result<Paged<Poller>> {
         let sql = super::cursor::by_creation(
             POLLER_COLUMNS,
             "pollers",
@@ -205,7 +205,10 @@ impl Store {
             .bind(datacenter)
             .fetch_all(&self.pool)
             .await?;
-        Ok(readable("poller", rows))
+        Ok(Paged::of("poller", rows, limit, |r| Cursor {
+            key: r.created_at,
+            id: r.id.clone(),
+        }))
     }
 
     /// The live pollers among `ids`.

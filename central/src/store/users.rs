@@ -9,8 +9,7 @@ use shared_proto::users::Role;
 
 use crate::domain::{ApiKey, User};
 
-use super::readable::readable;
-use super::{Cursor, Store};
+use super::{Cursor, Paged, Store};
 
 #[derive(Debug, Clone)]
 struct UserRow {
@@ -285,11 +284,14 @@ impl Store {
     }
 
     /// A page of users, by creation.
-    pub async fn list_users(&self, after: &Cursor, limit: u32) -> anyhow::Result<Vec<User>> {
+    pub async fn list_users(&self, after: &Cursor, limit: u32) -> anyhow::Result<Paged<User>> {
         let rows: Vec<UserRow> = self
             .page_by_creation(USER_COLUMNS, "users", after, limit)
             .await?;
-        Ok(readable("user", rows))
+        Ok(Paged::of("user", rows, limit, |r| Cursor {
+            key: r.created_at,
+            id: r.id.clone(),
+        }))
     }
 
     /// How many users have `role`.
@@ -380,7 +382,7 @@ impl Store {
         scope: &KeyScope,
         after: &Cursor,
         limit: u32,
-    ) -> anyhow::Result<Vec<ApiKey>> {
+    ) -> anyhow::Result<Paged<ApiKey>> {
         let (by_maker, bound) = match scope {
             KeyScope::All => ("", None),
             KeyScope::User(user) => ("user_id = $4 AND", Some(user)),
@@ -395,7 +397,10 @@ impl Store {
             query = query.bind(bound);
         }
         let rows: Vec<ApiKeyRow> = query.fetch_all(&self.pool).await?;
-        Ok(readable("API key", rows))
+        Ok(Paged::of("API key", rows, limit, |r| Cursor {
+            key: r.created_at,
+            id: r.id.clone(),
+        }))
     }
 
     /// Notes that key `key_id` was used from `address`; `true` the first time.
@@ -520,9 +525,27 @@ mod tests {
             .list_users(&start, 10)
             .await
             .unwrap()
+            .items
             .into_iter()
             .map(|u| u.id)
             .collect();
         assert_eq!(listed, ["a"]);
+        // A full page whose last row was left out still leads on to the rest of the list.
+        store
+            .insert_user(&User {
+                created_at: 2,
+                ..user("c", Role::Viewer)
+            })
+            .await
+            .unwrap();
+        let first = store.list_users(&start, 2).await.unwrap();
+        assert_eq!(first.items.len(), 1);
+        let next = first.next.expect("a page of two rows read is full");
+        let rest = store.list_users(&next, 2).await.unwrap();
+        assert_eq!(
+            rest.items.iter().map(|u| u.id.as_str()).collect::<Vec<_>>(),
+            ["c"]
+        );
+        assert!(rest.next.is_none());
     }
 }

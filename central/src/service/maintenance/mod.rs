@@ -25,7 +25,7 @@ use shared_proto::PollerMode;
 use uuid::Uuid;
 
 use self::schedule::{Placement, Schedule, Scope, Window};
-use super::tokens::page;
+use super::tokens::page_of;
 use std::sync::Arc;
 
 use super::clock::Clock;
@@ -350,15 +350,7 @@ impl Maintenance {
     ) -> ServiceResult<Page<MaintenanceWindowView>> {
         let rows = self.store.list_windows(after, limit).await?;
         let now = self.now_ms();
-        Ok(page(
-            rows,
-            limit,
-            |r| Cursor {
-                key: r.created_at,
-                id: r.id.clone(),
-            },
-            |r| window_view(r, now),
-        )?)
+        Ok(page_of(rows, |r| window_view(r, now))?)
     }
 
     pub async fn update_window(

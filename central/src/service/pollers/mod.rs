@@ -14,7 +14,7 @@ use shared_proto::settings_api::{Page, PollerPatch, PollerStatus, PollerStatusCh
 use uuid::Uuid;
 
 use super::stored_id;
-use super::tokens::page;
+use super::tokens::{page, page_of};
 use super::{time_of, App};
 use crate::domain::Poller;
 use crate::service::error::{ServiceError, ServiceResult};
@@ -91,7 +91,7 @@ impl App {
             )
             .await?;
         // Of this page's pollers only: the cost follows the monitors placed on them.
-        let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
+        let ids: Vec<String> = rows.items.iter().map(|r| r.id.clone()).collect();
         let counts: std::collections::HashMap<String, i64> = self
             .store
             .assigned_counts(&ids)
@@ -99,15 +99,9 @@ impl App {
             .into_iter()
             .collect();
         let now = self.now_ms();
-        let mut listed = page(
-            rows,
-            limit,
-            |r| Cursor {
-                key: r.created_at,
-                id: r.id.clone(),
-            },
-            |r| self.poller_view(r, counts.get(&r.id).copied().unwrap_or(0), now),
-        )?;
+        let mut listed = page_of(rows, |r| {
+            self.poller_view(r, counts.get(&r.id).copied().unwrap_or(0), now)
+        })?;
         // Status is derived, so it filters after the page is read: a page may come back short,
         // and its cursor still leads on.
         if let Some(status) = filter.status {
