@@ -3,11 +3,13 @@
 //! them from its rows and writes them back; services read and build them. Must not: import
 //! the store, a service or anything of HTTP (this module is a leaf every layer may use).
 
+pub mod channel;
 pub mod monitor;
 pub mod poller;
 pub mod user;
 pub mod window;
 
+pub use channel::{Channel, Recipient};
 pub use monitor::Monitor;
 pub use poller::Poller;
 pub use user::{ApiKey, User};

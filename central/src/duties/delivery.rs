@@ -31,9 +31,9 @@ use shared_proto::notifications::{ChannelKind, Notification};
 use tokio::task::JoinHandle;
 
 use crate::notify::{retry_delay_ms, Notifier, SEND_TIMEOUT};
-use crate::service::channels::{channel_spec, tells};
+use crate::service::channels::tells;
 use crate::service::App;
-use crate::store::{Attempt, OutboxRow};
+use crate::store::{Attempt, ChannelRead, OutboxRow};
 
 const TICK: Duration = Duration::from_millis(250);
 /// Pending notifications a channel's worker reads at a time.
@@ -87,7 +87,7 @@ pub async fn run(app: Arc<App>, notifier: Notifier) {
             }
         }
         rounds += 1;
-        let channels = match app.store.all_channels().await {
+        let channels = match app.store.recipients().await {
             Ok(channels) => channels,
             Err(e) => {
                 tracing::warn!("reading notification channels failed: {e:#}");
@@ -109,8 +109,7 @@ pub async fn run(app: Arc<App>, notifier: Notifier) {
                 app: app.clone(),
                 notifier: notifier.clone(),
                 channel_id: channel.id.clone(),
-                resent: (channel.kind == ChannelKind::Alertmanager.as_str())
-                    .then(|| resent.clone()),
+                resent: (channel.kind == Some(ChannelKind::Alertmanager)).then(|| resent.clone()),
             };
             let task = AbortOnDrop(tokio::spawn(worker.run(wake.clone())));
             workers.insert(channel.id, WorkerHandle { task, wake });
@@ -289,19 +288,20 @@ impl Worker {
             return Ok(());
         };
         let told = store.open_problems_told(&channel.id).await?;
+        let recipient = channel.recipient();
         let monitor_ids: Vec<String> = told.iter().filter_map(|t| t.monitor_id.clone()).collect();
         // Still a recipient: a default channel, one the monitor still lists, or one of a tag
         // it still carries.
         let mut recipient_of = HashMap::new();
         for monitor in store.monitors_by_ids(&monitor_ids).await? {
-            recipient_of.insert(monitor.id.clone(), tells(&channel, &monitor));
+            recipient_of.insert(monitor.id.clone(), tells(&recipient, &monitor));
         }
         let mut newest: HashMap<String, Notification> = HashMap::new();
         for problem in told {
             let recipient = match &problem.monitor_id {
                 // A monitor deleted since: only a default channel still hears of it.
-                Some(id) => recipient_of.get(id).copied().unwrap_or(channel.is_default),
-                None => channel.is_default,
+                Some(id) => recipient_of.get(id).copied().unwrap_or(recipient.default),
+                None => recipient.default,
             };
             let Ok(message) = serde_json::from_str::<Notification>(&problem.payload) else {
                 continue;
@@ -318,9 +318,8 @@ impl Worker {
             return Ok(());
         }
         let messages: Vec<Notification> = newest.into_values().collect();
-        let spec = channel_spec(&channel)?;
         self.notifier
-            .resend_to_alertmanager(&spec, &messages)
+            .resend_to_alertmanager(&channel.spec, &messages)
             .await
             .map_err(|e| anyhow::anyhow!(e))?;
         tracing::debug!(channel_id = %channel.id, alerts = messages.len(),
@@ -332,17 +331,18 @@ impl Worker {
     async fn send(&self, row: &OutboxRow) -> anyhow::Result<Option<Sent>> {
         // Read afresh for each send: an operator's edit (url, secret, headers) applies to the
         // next message, however long this worker has been draining a backlog.
-        let Some(channel) = self.app.store.channel(&self.channel_id).await? else {
+        let channel = match self.app.store.channel_to_deliver(&self.channel_id).await? {
+            ChannelRead::Found(channel) => Ok(*channel),
+            // Tried and failed like a receiver that refuses: given up in time, never pending
+            // for ever.
+            ChannelRead::Unreadable(why) => Err(why),
             // Deleted: its deletion gave up its pending rows.
-            return Ok(None);
+            ChannelRead::Gone => return Ok(None),
         };
-        let outcome = match (
-            serde_json::from_str::<Notification>(&row.payload),
-            channel_spec(&channel),
-        ) {
-            (Ok(message), Ok(spec)) => self.notifier.deliver(&spec, &message).await,
+        let outcome = match (serde_json::from_str::<Notification>(&row.payload), &channel) {
+            (Ok(message), Ok(channel)) => self.notifier.deliver(&channel.spec, &message).await,
             (Err(e), _) => Err(format!("the stored message is unreadable: {e}")),
-            (_, Err(e)) => Err(format!("the stored channel is unreadable: {e}")),
+            (_, Err(why)) => Err(format!("the stored channel is unreadable: {why}")),
         };
         let now = self.app.now_ms();
         Ok(Some(match outcome {
@@ -363,7 +363,10 @@ impl Worker {
                 } else {
                     let jitter = rand::thread_rng().gen_range(-0.2..=0.2);
                     let mut delay = retry_delay_ms(attempts, jitter);
-                    if channel.kind == ChannelKind::Alertmanager.as_str() {
+                    if channel
+                        .as_ref()
+                        .is_ok_and(|c| c.spec.kind == ChannelKind::Alertmanager)
+                    {
                         // Its open problems are sent again only behind an empty queue: a retry
                         // never waits longer than that, or firing alerts would end meanwhile.
                         let resend = self.notifier.resend_interval().as_millis() as i64;

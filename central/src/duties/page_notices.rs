@@ -155,7 +155,7 @@ async fn round(app: &App) -> anyhow::Result<()> {
                 );
                 let tell = match (failure, page.as_deref()) {
                     (Failure::TurnOff, Some(page)) => owner_rows(
-                        &app.store.all_channels().await?,
+                        &app.store.recipients().await?,
                         &turned_off_message(page, &delivery.subscriber, &error, now),
                     )?,
                     _ => Vec::new(),

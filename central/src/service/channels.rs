@@ -1,39 +1,31 @@
 //! Notification channels: the operator's CRUD and test sends, and the delivery log.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use shared_proto::notifications::{
-    ChannelKind, ChannelPatch, ChannelSpec, ChannelTestResult, DeliveryStatus, Notification,
-    NotificationEvent, NotificationView,
+    ChannelPatch, ChannelSpec, ChannelTestResult, DeliveryStatus, Notification, NotificationEvent,
+    NotificationView,
 };
 use shared_proto::settings_api::Page;
 use shared_proto::ValidationError;
 use uuid::Uuid;
 
 use super::clock::Clock;
-use super::tokens::page;
+use super::tokens::{page, page_of};
 use super::{stored_id, time_of, App};
-use crate::domain::Monitor;
+use crate::domain::{Channel, Monitor, Recipient};
 use crate::notify::Notifier;
 use crate::service::error::{ServiceError, ServiceResult};
-use crate::store::{ChannelOptions, ChannelRow, Cursor, OutboxRow, Store};
+use crate::store::{ChannelRead, Cursor, OutboxRow, Store};
 
 pub use shared_proto::notifications::ChannelView;
 
 /// Whether `channel` is told of `monitor`'s notices: it is a default channel, the monitor
-/// lists it, or the monitor carries one of its tags. A channel's tag list that does not read
-/// (the API stores none) counts as empty, so one bad row never stops the default channels'
-/// notices.
-pub fn tells(channel: &ChannelRow, monitor: &Monitor) -> bool {
-    if channel.is_default {
-        return true;
-    }
-    if monitor.channel_ids.contains(&channel.id) {
-        return true;
-    }
-    let wanted: Vec<String> = serde_json::from_str(&channel.tags).unwrap_or_default();
-    !wanted.is_empty() && monitor.tags.iter().any(|t| wanted.contains(t))
+/// lists it, or the monitor carries one of its tags.
+pub fn tells(channel: &Recipient, monitor: &Monitor) -> bool {
+    channel.default
+        || monitor.channel_ids.contains(&channel.id)
+        || monitor.tags.iter().any(|t| channel.tags.contains(t))
 }
 
 /// Notification channels and what was sent through them: the operators' CRUD, test sends, the outbox's views.
@@ -69,16 +61,16 @@ impl Channels {
         spec.validate()?;
         check_template(&spec)?;
         let now = self.now_ms();
-        let row = channel_row(Uuid::new_v4(), &spec, now, now);
-        self.store.insert_channel(&row).await?;
-        Ok(channel_view(&row)?)
+        let channel = channel_of(Uuid::new_v4(), spec, now, now);
+        self.store.insert_channel(&channel).await?;
+        Ok(channel_view(&channel)?)
     }
 
     pub async fn get_channel(&self, id: Uuid) -> ServiceResult<ChannelView> {
-        Ok(channel_view(&self.channel_row(id).await?)?)
+        Ok(channel_view(&self.channel(id).await?)?)
     }
 
-    async fn channel_row(&self, id: Uuid) -> ServiceResult<ChannelRow> {
+    async fn channel(&self, id: Uuid) -> ServiceResult<Channel> {
         self.store
             .channel(&id.to_string())
             .await?
@@ -90,14 +82,8 @@ impl Channels {
         after: &Cursor,
         limit: u32,
     ) -> ServiceResult<Page<ChannelView>> {
-        let rows = self.store.list_channels(after, limit).await?;
-        Ok(page(
-            rows,
-            limit,
-            |r| Cursor {
-                key: r.created_at,
-                id: r.id.clone(),
-            },
+        Ok(page_of(
+            self.store.list_channels(after, limit).await?,
             channel_view,
         )?)
     }
@@ -108,21 +94,21 @@ impl Channels {
         patch: ChannelPatch,
     ) -> ServiceResult<ChannelView> {
         patch.validate_fields()?;
-        let current = self.channel_row(id).await?;
-        let stored = channel_spec(&current)?;
+        let current = self.channel(id).await?;
+        let stored = current.spec;
         let mut spec = stored.clone();
         spec.apply(patch.clone());
         super::channel_secrets::keep(&mut spec, &stored, &patch)?;
         spec.validate()
             .map_err(|e| super::patch_does_not_fit(e.into()))?;
         check_template(&spec)?;
-        let row = channel_row(id, &spec, current.created_at, self.now_ms());
-        if !self.store.update_channel(&row).await? {
+        let channel = channel_of(id, spec, current.created_at, self.now_ms());
+        if !self.store.update_channel(&channel).await? {
             return Err(ServiceError::NotFound(format!(
                 "no notification channel with id {id}"
             )));
         }
-        Ok(channel_view(&row)?)
+        Ok(channel_view(&channel)?)
     }
 
     pub async fn delete_channel(&self, id: Uuid) -> ServiceResult<()> {
@@ -137,7 +123,19 @@ impl Channels {
 
     /// Sends a `test` message now, outside the outbox, and says how it went.
     pub async fn test_channel(&self, id: Uuid) -> ServiceResult<ChannelTestResult> {
-        let channel = self.channel_row(id).await?;
+        // One that does not read is tried all the same, and says why it cannot be sent.
+        let channel = match self.store.channel_to_deliver(&id.to_string()).await? {
+            ChannelRead::Found(channel) => Ok(*channel),
+            ChannelRead::Unreadable(why) => Err(why),
+            ChannelRead::Gone => {
+                return Err(ServiceError::NotFound(format!(
+                    "no notification channel with id {id}"
+                )))
+            }
+        };
+        let name = channel
+            .as_ref()
+            .map_or("(unreadable)", |c| c.spec.name.as_str());
         let message = Notification {
             id: Uuid::now_v7(),
             event: NotificationEvent::Test,
@@ -146,15 +144,15 @@ impl Channels {
             status: "test".into(),
             previous_status: None,
             at: time_of(self.now_ms()),
-            message: format!("a test of the notification channel {}", channel.name),
+            message: format!("a test of the notification channel {name}"),
             reminder: false,
             locations: None,
             dependency: None,
             dependents: None,
         };
-        let outcome = match channel_spec(&channel) {
-            Ok(spec) => self.notifier.deliver(&spec, &message).await,
-            Err(e) => Err(format!("the stored channel is unreadable: {e}")),
+        let outcome = match &channel {
+            Ok(channel) => self.notifier.deliver(&channel.spec, &message).await,
+            Err(why) => Err(format!("the stored channel is unreadable: {why}")),
         };
         Ok(ChannelTestResult {
             delivered: outcome.is_ok(),
@@ -210,59 +208,24 @@ fn check_template(spec: &ChannelSpec) -> Result<(), ValidationError> {
     }
 }
 
-fn channel_row(id: Uuid, spec: &ChannelSpec, created_at: i64, updated_at: i64) -> ChannelRow {
-    ChannelRow {
+/// A channel as written: its name trimmed.
+fn channel_of(id: Uuid, spec: ChannelSpec, created_at: i64, updated_at: i64) -> Channel {
+    Channel {
         id: id.to_string(),
-        name: spec.name.trim().to_string(),
-        kind: spec.kind.as_str().to_string(),
-        url: spec.url.clone(),
-        secret: spec.secret.clone(),
-        headers: serde_json::to_string(&spec.headers).unwrap_or_else(|_| "{}".into()),
-        is_default: spec.default,
-        tags: serde_json::Value::from(spec.tags.clone()).to_string(),
-        email_from: spec.from.clone(),
-        email_to: serde_json::Value::from(spec.to.clone()).to_string(),
-        options: serde_json::to_string(&ChannelOptions {
-            urls: spec.urls.clone(),
-            format: spec.format,
-            template: spec.template.clone(),
-            chat_id: spec.chat_id.clone(),
-            user_key: spec.user_key.clone(),
-            topic: spec.topic.clone(),
-        })
-        .unwrap_or_else(|_| "{}".into()),
+        spec: ChannelSpec {
+            name: spec.name.trim().to_string(),
+            ..spec
+        },
         created_at,
         updated_at,
     }
 }
 
-pub(crate) fn channel_spec(row: &ChannelRow) -> anyhow::Result<ChannelSpec> {
-    let options = ChannelOptions::of(row)?;
-    Ok(ChannelSpec {
-        name: row.name.clone(),
-        kind: ChannelKind::parse(&row.kind)
-            .ok_or_else(|| anyhow::anyhow!("stored channel kind `{}`", row.kind))?,
-        url: row.url.clone(),
-        secret: row.secret.clone(),
-        headers: serde_json::from_str::<BTreeMap<String, String>>(&row.headers)?,
-        default: row.is_default,
-        tags: serde_json::from_str(&row.tags)?,
-        from: row.email_from.clone(),
-        to: serde_json::from_str(&row.email_to)?,
-        urls: options.urls,
-        format: options.format,
-        template: options.template,
-        chat_id: options.chat_id,
-        user_key: options.user_key,
-        topic: options.topic,
-    })
-}
-
 /// A channel as views show it: its credentials as `HIDDEN` (`shared_proto::redaction::hide_channel`).
-fn channel_view(row: &ChannelRow) -> anyhow::Result<ChannelView> {
-    let spec = channel_spec(row)?;
+fn channel_view(channel: &Channel) -> anyhow::Result<ChannelView> {
+    let spec = channel.spec.clone();
     let mut view = ChannelView {
-        id: stored_id(&row.id)?,
+        id: stored_id(&channel.id)?,
         name: spec.name,
         kind: spec.kind,
         url: spec.url,
@@ -278,8 +241,8 @@ fn channel_view(row: &ChannelRow) -> anyhow::Result<ChannelView> {
         chat_id: spec.chat_id,
         user_key: spec.user_key,
         topic: spec.topic,
-        created_at: time_of(row.created_at),
-        updated_at: time_of(row.updated_at),
+        created_at: time_of(channel.created_at),
+        updated_at: time_of(channel.updated_at),
     };
     shared_proto::redaction::hide_channel(&mut view);
     Ok(view)

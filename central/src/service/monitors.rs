@@ -62,7 +62,7 @@ impl App {
             }
         }
         for channel in &spec.notification_channel_ids {
-            if self.store.channel(&channel.to_string()).await?.is_none() {
+            if !self.store.channel_exists(&channel.to_string()).await? {
                 return Err(ValidationError::reference(
                     "notification_channel_ids",
                     format!("no notification channel with id {channel}; list them with GET /api/v1/notification-channels"),

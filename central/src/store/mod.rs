@@ -7,6 +7,7 @@
 mod assignments;
 mod audit;
 mod backup;
+mod channels;
 mod commands;
 mod conflicts;
 mod cursor;
@@ -83,12 +84,13 @@ pub use intake::OwnershipRow;
 pub use leases::LeaseState;
 pub use locations::{LocationRow, LocationStatusRow};
 
+pub use channels::ChannelRead;
 pub use managed::ManagedRow;
 pub use minutes::CountedResult;
 pub use monitor_reads::{ListFilter, StatusRow};
 pub use monitors::LinkConflict;
 pub use notice_deliveries::{DueDelivery, NoticeAttempt};
-pub use notifications::{AlertStateRow, AlertUpdate, ChannelOptions, ChannelRow, OutboxRow};
+pub use notifications::{AlertStateRow, AlertUpdate, OutboxRow};
 pub use placement_due::{QueuedPlacement, Reach};
 pub use pollers::HeartbeatUpdate;
 pub use push::{PingRow, PushState};

@@ -1,79 +1,12 @@
-//! Notification channels, each monitor's alerting state, and the outbox of notifications
-//! (which is also the delivery log). Alert-state changes and the notifications they cause are
-//! written in one transaction, so a notification is never lost nor made twice by a restart.
+//! Each monitor's alerting state and the outbox of notifications (which is also the delivery
+//! log). Alert-state changes and the notifications they cause are written in one transaction,
+//! so a notification is never lost nor made twice by a restart. The channels themselves are
+//! `channels`'.
 
-use shared_proto::notifications::WebhookFormat;
 use sqlx::any::AnyRow;
 use sqlx::{Any, FromRow, Row, Transaction};
 
-use super::{flag, Cursor, Store};
-
-#[derive(Debug, Clone)]
-pub struct ChannelRow {
-    pub id: String,
-    pub name: String,
-    pub kind: String,
-    pub url: Option<String>,
-    pub secret: Option<String>,
-    /// JSON object.
-    pub headers: String,
-    pub is_default: bool,
-    pub email_from: Option<String>,
-    /// JSON array.
-    pub email_to: String,
-    /// JSON object of the fields only some kinds have (`ChannelOptions`).
-    pub options: String,
-    /// JSON array: the tags whose monitors tell this channel.
-    pub tags: String,
-    pub created_at: i64,
-    pub updated_at: i64,
-}
-
-/// What the `options` column holds: the fields only some kinds have.
-#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
-pub struct ChannelOptions {
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub urls: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub format: Option<WebhookFormat>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub template: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub chat_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub user_key: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub topic: Option<String>,
-}
-
-impl ChannelOptions {
-    pub fn of(row: &ChannelRow) -> anyhow::Result<Self> {
-        Ok(serde_json::from_str(&row.options)?)
-    }
-}
-
-impl FromRow<'_, AnyRow> for ChannelRow {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(Self {
-            id: row.try_get("id")?,
-            name: row.try_get("name")?,
-            kind: row.try_get("kind")?,
-            url: row.try_get("url")?,
-            secret: row.try_get("secret")?,
-            headers: row.try_get("headers")?,
-            is_default: row.try_get::<i64, _>("is_default")? != 0,
-            tags: row.try_get("tags")?,
-            email_from: row.try_get("email_from")?,
-            email_to: row.try_get("email_to")?,
-            options: row.try_get("options")?,
-            created_at: row.try_get("created_at")?,
-            updated_at: row.try_get("updated_at")?,
-        })
-    }
-}
-
-const CHANNEL_COLUMNS: &str = "id, name, kind, url, secret, headers, is_default, email_from, \
-    email_to, created_at, updated_at, options, tags";
+use super::{Cursor, Store};
 
 /// The newest message a channel took about an open problem (`open_problems_told`).
 #[derive(Debug, Clone)]
@@ -182,75 +115,6 @@ pub(super) async fn insert_outbox(
 }
 
 impl Store {
-    pub async fn insert_channel(&self, row: &ChannelRow) -> anyhow::Result<()> {
-        let _guard = self.write_lock().await;
-        let sql = format!(
-            "INSERT INTO notification_channels ({CHANNEL_COLUMNS}) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
-        );
-        bind_channel(sqlx::query(&sql), row)
-            .execute(&self.writer)
-            .await?;
-        Ok(())
-    }
-
-    /// Rewrites a channel; `false` if there is no such channel.
-    pub async fn update_channel(&self, row: &ChannelRow) -> anyhow::Result<bool> {
-        let _guard = self.write_lock().await;
-        let done = bind_channel(
-            sqlx::query(
-                "UPDATE notification_channels SET name = $2, kind = $3, url = $4, secret = $5, \
-                 headers = $6, is_default = $7, email_from = $8, email_to = $9, \
-                 created_at = $10, updated_at = $11, options = $12, tags = $13 WHERE id = $1",
-            ),
-            row,
-        )
-        .execute(&self.writer)
-        .await?;
-        Ok(done.rows_affected() == 1)
-    }
-
-    /// Deletes a channel; its undelivered notifications are given up. `false` if unknown.
-    pub async fn delete_channel(&self, id: &str) -> anyhow::Result<bool> {
-        let _guard = self.write_lock().await;
-        let mut tx = self.writer.begin().await?;
-        let done = sqlx::query("DELETE FROM notification_channels WHERE id = $1")
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query(
-            "UPDATE notifications SET status = 'failed', last_error = 'the channel was deleted', \
-             next_attempt_at = NULL WHERE channel_id = $1 AND status = 'pending'",
-        )
-        .bind(id)
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        Ok(done.rows_affected() == 1)
-    }
-
-    pub async fn channel(&self, id: &str) -> anyhow::Result<Option<ChannelRow>> {
-        let sql = format!("SELECT {CHANNEL_COLUMNS} FROM notification_channels WHERE id = $1");
-        Ok(sqlx::query_as(&sql)
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?)
-    }
-
-    pub async fn all_channels(&self) -> anyhow::Result<Vec<ChannelRow>> {
-        let sql = format!("SELECT {CHANNEL_COLUMNS} FROM notification_channels");
-        Ok(sqlx::query_as(&sql).fetch_all(&self.pool).await?)
-    }
-
-    pub async fn list_channels(
-        &self,
-        after: &Cursor,
-        limit: u32,
-    ) -> anyhow::Result<Vec<ChannelRow>> {
-        self.page_by_creation(CHANNEL_COLUMNS, "notification_channels", after, limit)
-            .await
-    }
-
     /// The alert states of these monitors (those that have one).
     pub async fn alert_states_of(&self, ids: &[String]) -> anyhow::Result<Vec<AlertStateRow>> {
         self.packed_where_in(
@@ -416,24 +280,4 @@ impl Store {
                 .await?;
         Ok(done.rows_affected())
     }
-}
-
-fn bind_channel<'q>(
-    query: sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>,
-    row: &'q ChannelRow,
-) -> sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>> {
-    query
-        .bind(&row.id)
-        .bind(&row.name)
-        .bind(&row.kind)
-        .bind(&row.url)
-        .bind(&row.secret)
-        .bind(&row.headers)
-        .bind(flag(row.is_default))
-        .bind(&row.email_from)
-        .bind(&row.email_to)
-        .bind(row.created_at)
-        .bind(row.updated_at)
-        .bind(&row.options)
-        .bind(&row.tags)
 }

@@ -18,8 +18,7 @@ use shared_proto::settings_api::{LocationStatus, MonitorStatus, MonitorStatusVie
 use uuid::Uuid;
 
 use super::{flap_window_ms, next_look, step, AlertState, Notice, Rules};
-use crate::domain::Monitor;
-use crate::domain::Poller;
+use crate::domain::{Monitor, Poller, Recipient};
 use crate::service::channels::tells;
 use crate::service::error::ServiceResult;
 use crate::service::maintenance::{stopping, STOPPED_PREFIX};
@@ -29,7 +28,7 @@ use crate::service::status::Lateness;
 use crate::service::status_pages::auto::Told;
 use crate::service::statuses::Derived;
 use crate::service::{stored_id, time_of, App};
-use crate::store::{AlertStateRow, AlertUpdate, ChannelRow, Look, OutboxRow};
+use crate::store::{AlertStateRow, AlertUpdate, Look, OutboxRow};
 
 /// The longest a monitor's stale is held for placement to move it off an offline poller:
 /// several liveness rounds (at most 5 s each) and a placement pass.
@@ -69,7 +68,7 @@ fn repeat_ms(monitor: &Monitor) -> i64 {
 
 /// One outbox row per channel for `message` (each with its own id, which the message carries).
 pub(crate) fn outbox_rows(
-    channels: &[&ChannelRow],
+    channels: &[&Recipient],
     message: &Notification,
     monitor_id: Option<&str>,
     poller_id: Option<&str>,
@@ -311,7 +310,7 @@ impl App {
             .map(|p| (p.id.clone(), p))
             .collect();
         // Read when the first notice of the round needs them.
-        let mut channels: Option<Vec<ChannelRow>> = None;
+        let mut channels: Option<Vec<Recipient>> = None;
         let marks: HashMap<&str, i64> = due.iter().map(|(id, m)| (id.as_str(), *m)).collect();
         // A monitor deleted since it was marked: its row goes.
         let existing: std::collections::HashSet<&str> =
@@ -497,9 +496,9 @@ impl App {
                         _ => {}
                     }
                     if channels.is_none() {
-                        channels = Some(self.store.all_channels().await?);
+                        channels = Some(self.store.recipients().await?);
                     }
-                    let targets: Vec<&ChannelRow> = channels
+                    let targets: Vec<&Recipient> = channels
                         .iter()
                         .flatten()
                         .filter(|c| tells(c, monitor))

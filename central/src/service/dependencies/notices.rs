@@ -13,14 +13,16 @@
 
 use std::collections::HashMap;
 
-use shared_proto::notifications::{DependencySubject, Notification, NotificationEvent, Subject};
+use shared_proto::notifications::{
+    ChannelKind, DependencySubject, Notification, NotificationEvent, Subject,
+};
 use uuid::Uuid;
 
 use super::super::alerts::outbox_rows;
 use super::super::channels::tells;
 use super::super::{time_of, App};
-use crate::domain::Monitor;
-use crate::store::{ChannelRow, PendingNoticeRow};
+use crate::domain::{Monitor, Recipient};
+use crate::store::PendingNoticeRow;
 
 /// The most changes one round sends; a full round is followed by another at once.
 const ROUND: u32 = 500;
@@ -45,15 +47,15 @@ impl App {
                 .into_iter()
                 .map(|m| (m.id.clone(), m))
                 .collect();
-            let channels = self.store.all_channels().await?;
+            let channels = self.store.recipients().await?;
             let mut notices = Vec::with_capacity(pending.len());
             for change in &pending {
                 // A deleted monitor has nobody to tell: the mark is cleared all the same.
                 let rows = match monitors.get(&change.monitor_id) {
                     Some(monitor) => {
-                        let targets: Vec<&ChannelRow> = channels
+                        let targets: Vec<&Recipient> = channels
                             .iter()
-                            .filter(|c| c.kind != "alertmanager")
+                            .filter(|c| c.kind != Some(ChannelKind::Alertmanager))
                             .filter(|c| tells(c, monitor))
                             .collect();
                         let message = message_of(monitor, change)?;

@@ -8,8 +8,8 @@ use uuid::Uuid;
 
 use super::super::{stored_id, time_of, App};
 use crate::domain::Poller;
+use crate::domain::Recipient;
 use crate::service::error::ServiceResult;
-use crate::store::ChannelRow;
 
 /// A backlog above either figure marks a poller `degraded`.
 const DEGRADED_QUEUE_DEPTH: i64 = 10_000;
@@ -44,7 +44,7 @@ impl App {
     pub async fn record_status_changes(&self) -> ServiceResult<usize> {
         let now = self.now_ms();
         let mut changed = 0;
-        let mut defaults: Option<Vec<ChannelRow>> = None;
+        let mut defaults: Option<Vec<Recipient>> = None;
         for poller in self.store.all_pollers().await? {
             let now_status = self.poller_status(&poller, now);
             let recorded = poller.status;
@@ -64,10 +64,10 @@ impl App {
             let notifications = match event {
                 Some(event) => {
                     if defaults.is_none() {
-                        defaults = Some(self.store.all_channels().await?);
+                        defaults = Some(self.store.recipients().await?);
                     }
-                    let targets: Vec<&ChannelRow> =
-                        defaults.iter().flatten().filter(|c| c.is_default).collect();
+                    let targets: Vec<&Recipient> =
+                        defaults.iter().flatten().filter(|c| c.default).collect();
                     let name = poller.alias.clone().unwrap_or_else(|| poller.name.clone());
                     let message = Notification {
                         id: Uuid::nil(),

@@ -29,12 +29,11 @@ use shared_proto::ValidationError;
 use uuid::Uuid;
 
 use super::{StatusPage, StatusPages};
+use crate::domain::Recipient;
 use crate::service::error::{ServiceError, ServiceResult};
 use crate::service::tokens::page;
 use crate::service::{stored_id, time_of};
-use crate::store::{
-    ChannelRow, Cursor, DueDelivery, NoticeAttempt, NoticeRow, OutboxRow, SubscriberRow,
-};
+use crate::store::{Cursor, DueDelivery, NoticeAttempt, NoticeRow, OutboxRow, SubscriberRow};
 
 /// The most rows upkeep deletes in one transaction (`Store::prune_subscriptions`).
 const PRUNE_BATCH: u32 = 5_000;
@@ -254,10 +253,10 @@ pub fn turned_off_message(
 
 /// The default channels' outbox rows for `message`.
 pub fn owner_rows(
-    channels: &[ChannelRow],
+    channels: &[Recipient],
     message: &Notification,
 ) -> anyhow::Result<Vec<OutboxRow>> {
-    let defaults: Vec<&ChannelRow> = channels.iter().filter(|c| c.is_default).collect();
+    let defaults: Vec<&Recipient> = channels.iter().filter(|c| c.default).collect();
     crate::service::alerts::outbox_rows(&defaults, message, None, None)
 }
 
