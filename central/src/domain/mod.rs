@@ -3,12 +3,14 @@
 //! them from its rows and writes them back; services read and build them. Must not: import
 //! the store, a service or anything of HTTP (this module is a leaf every layer may use).
 
+pub mod alert_state;
 pub mod channel;
 pub mod monitor;
 pub mod poller;
 pub mod user;
 pub mod window;
 
+pub use alert_state::AlertState;
 pub use channel::{Channel, Recipient};
 pub use monitor::Monitor;
 pub use poller::Poller;

@@ -4,6 +4,7 @@
 //! epoch milliseconds (`BIGINT`), ids are UUID strings, flags are 0/1 and parameters are `$N`,
 //! which both dialects accept. Schema changes live in `migrations/<database>/`.
 
+mod alert_states;
 mod assignments;
 mod audit;
 mod backup;
@@ -84,13 +85,14 @@ pub use intake::OwnershipRow;
 pub use leases::LeaseState;
 pub use locations::{LocationRow, LocationStatusRow};
 
+pub use alert_states::{AlertUpdate, ReadAs, StoredAlertState};
 pub use channels::ChannelRead;
 pub use managed::ManagedRow;
 pub use minutes::CountedResult;
 pub use monitor_reads::{ListFilter, StatusRow};
 pub use monitors::LinkConflict;
 pub use notice_deliveries::{DueDelivery, NoticeAttempt};
-pub use notifications::{AlertStateRow, AlertUpdate, OutboxRow};
+pub use notifications::OutboxRow;
 pub use placement_due::{QueuedPlacement, Reach};
 pub use pollers::HeartbeatUpdate;
 pub use push::{PingRow, PushState};

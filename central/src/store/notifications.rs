@@ -16,40 +16,6 @@ pub struct ToldProblem {
     pub payload: String,
 }
 
-/// What alerting last knew of a monitor.
-#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
-pub struct AlertStateRow {
-    pub monitor_id: String,
-    pub status: String,
-    pub since: i64,
-    pub notified_status: Option<String>,
-    pub notified_at: Option<i64>,
-    /// JSON array of the times of recent status changes.
-    pub changes: String,
-}
-
-impl FromRow<'_, AnyRow> for AlertStateRow {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(Self {
-            monitor_id: row.try_get("monitor_id")?,
-            status: row.try_get("status")?,
-            since: row.try_get("since")?,
-            notified_status: row.try_get("notified_status")?,
-            notified_at: row.try_get("notified_at")?,
-            changes: row.try_get("changes")?,
-        })
-    }
-}
-
-/// A new alert state, the one it replaces (`None`: the monitor had none), and the
-/// notifications the change makes.
-#[derive(Debug, Clone)]
-pub struct AlertUpdate {
-    pub state: AlertStateRow,
-    pub replaces: Option<AlertStateRow>,
-    pub notifications: Vec<OutboxRow>,
-}
-
 /// One notification to one channel.
 #[derive(Debug, Clone)]
 pub struct OutboxRow {
@@ -115,88 +81,6 @@ pub(super) async fn insert_outbox(
 }
 
 impl Store {
-    /// The alert states of these monitors (those that have one).
-    pub async fn alert_states_of(&self, ids: &[String]) -> anyhow::Result<Vec<AlertStateRow>> {
-        self.packed_where_in(
-            "monitor_id, status, since, notified_status, notified_at, changes",
-            "FROM alert_state WHERE",
-            "monitor_id",
-            ids,
-        )
-        .await
-    }
-
-    /// Applies alert-state changes with their notifications, and the looks that decided them
-    /// (`due::show_looks` first, `due::finish_looks` last), in one transaction. Each change is
-    /// a compare-and-set on the state it replaces, so if two replicas decide the same change
-    /// only one writes it (and its notifications); returns how many applied.
-    ///
-    /// Run again if PostgreSQL aborts it as a conflict (`conflicts`).
-    pub async fn record_alerts(
-        &self,
-        updates: &[AlertUpdate],
-        looks: &[super::due::Look],
-        now: i64,
-    ) -> anyhow::Result<usize> {
-        super::conflicts::retrying("recording alerts", || {
-            self.record_alerts_once(updates, looks, now)
-        })
-        .await
-    }
-
-    /// One try of `record_alerts`.
-    async fn record_alerts_once(
-        &self,
-        updates: &[AlertUpdate],
-        looks: &[super::due::Look],
-        now: i64,
-    ) -> anyhow::Result<usize> {
-        if updates.is_empty() && looks.is_empty() {
-            return Ok(0);
-        }
-        let _guard = self.write_lock().await;
-        let mut tx = self.writer.begin().await?;
-        super::due::show_looks(&mut tx, looks).await?;
-        let mut applied = 0;
-        for update in updates {
-            let state = &update.state;
-            let done = match &update.replaces {
-                None => sqlx::query(
-                    "INSERT INTO alert_state (monitor_id, status, since, notified_status, \
-                     notified_at, changes) VALUES ($1, $2, $3, $4, $5, $6) \
-                     ON CONFLICT (monitor_id) DO NOTHING",
-                ),
-                Some(_) => sqlx::query(
-                    "UPDATE alert_state SET status = $2, since = $3, notified_status = $4, \
-                     notified_at = $5, changes = $6 WHERE monitor_id = $1 AND status = $7 \
-                     AND COALESCE(notified_status, '') = $8 AND COALESCE(notified_at, 0) = $9",
-                ),
-            }
-            .bind(&state.monitor_id)
-            .bind(&state.status)
-            .bind(state.since)
-            .bind(&state.notified_status)
-            .bind(state.notified_at)
-            .bind(&state.changes);
-            let done = match &update.replaces {
-                None => done,
-                Some(old) => done
-                    .bind(&old.status)
-                    .bind(old.notified_status.clone().unwrap_or_default())
-                    .bind(old.notified_at.unwrap_or(0)),
-            }
-            .execute(&mut *tx)
-            .await?;
-            if done.rows_affected() == 1 {
-                insert_outbox(&mut tx, &update.notifications).await?;
-                applied += 1;
-            }
-        }
-        super::due::finish_looks(&mut tx, self.backend(), looks, now).await?;
-        tx.commit().await?;
-        Ok(applied)
-    }
-
     /// The problems this channel was told of that are not over: for each monitor whose last
     /// told status is a problem, and each offline poller, the newest message this channel
     /// took about it (its payload, and the monitor or poller). The caller keeps those that are

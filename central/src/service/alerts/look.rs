@@ -17,7 +17,7 @@ use shared_proto::settings::MonitorSettings;
 use shared_proto::settings_api::{LocationStatus, MonitorStatus, MonitorStatusView, PollerStatus};
 use uuid::Uuid;
 
-use super::{flap_window_ms, next_look, step, AlertState, Notice, Rules};
+use super::{flap_window_ms, next_look, step, Notice, Rules};
 use crate::domain::{Monitor, Poller, Recipient};
 use crate::service::channels::tells;
 use crate::service::error::ServiceResult;
@@ -28,7 +28,7 @@ use crate::service::status::Lateness;
 use crate::service::status_pages::auto::Told;
 use crate::service::statuses::Derived;
 use crate::service::{stored_id, time_of, App};
-use crate::store::{AlertStateRow, AlertUpdate, Look, OutboxRow};
+use crate::store::{AlertUpdate, Look, OutboxRow, StoredAlertState};
 
 /// The longest a monitor's stale is held for placement to move it off an offline poller:
 /// several liveness rounds (at most 5 s each) and a placement pass.
@@ -36,30 +36,6 @@ const FAILOVER_HOLD_MS: i64 = 30_000;
 
 /// The most monitors one round reads; a round that reads this many is followed by another.
 const ROUND: u32 = 2_000;
-
-/// A stored alert state. Rows hold what `row_of` wrote; a status no central writes (a newer
-/// one's, after a downgrade) is taken as `pending`, which tells nothing.
-fn state_of(row: &AlertStateRow) -> AlertState {
-    let status = |text: &str| MonitorStatus::parse(text).unwrap_or(MonitorStatus::Pending);
-    AlertState {
-        status: status(&row.status),
-        since: row.since,
-        notified_status: row.notified_status.as_deref().map(status),
-        notified_at: row.notified_at,
-        changes: serde_json::from_str(&row.changes).unwrap_or_default(),
-    }
-}
-
-fn row_of(monitor_id: &str, state: &AlertState) -> AlertStateRow {
-    AlertStateRow {
-        monitor_id: monitor_id.to_string(),
-        status: state.status.as_str().to_string(),
-        since: state.since,
-        notified_status: state.notified_status.map(|s| s.as_str().to_string()),
-        notified_at: state.notified_at,
-        changes: serde_json::Value::from(state.changes.clone()).to_string(),
-    }
-}
 
 fn repeat_ms(monitor: &Monitor) -> i64 {
     MonitorSettings::parse(monitor.kind, &monitor.settings)
@@ -287,7 +263,7 @@ impl App {
             self.store_late(&monitors, &late, now).await?;
             derived = self.derived_of(&monitors).await?;
         }
-        let states: HashMap<String, AlertStateRow> = self
+        let states: HashMap<String, StoredAlertState> = self
             .store
             .alert_states_of(&ids)
             .await?
@@ -344,7 +320,7 @@ impl App {
         for (monitor, derived) in monitors.iter().zip(&derived) {
             let (status, changes_at) = (&derived.view, &derived.changes_at);
             let stored = states.get(&monitor.id);
-            let previous = stored.map(state_of);
+            let previous = stored.map(|s| s.state.clone());
             let mut current = status.status;
             // In maintenance, problems are not told and are told when the window ends if
             // they last; a recovery is told during the window unless it says nothing at all.
@@ -514,8 +490,9 @@ impl App {
                 None => Vec::new(),
             };
             updates.push(AlertUpdate {
-                state: row_of(&monitor.id, &next),
-                replaces: stored.cloned(),
+                monitor_id: monitor.id.clone(),
+                state: next,
+                replaces: stored.map(|s| s.read_as.clone()),
                 notifications,
             });
         }

@@ -21,16 +21,7 @@ pub fn flap_window_ms(interval_ms: i64) -> i64 {
     interval_ms.saturating_mul(20).max(10 * 60_000)
 }
 
-/// What alerting remembers of a monitor.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AlertState {
-    pub status: MonitorStatus,
-    pub since: i64,
-    pub notified_status: Option<MonitorStatus>,
-    pub notified_at: Option<i64>,
-    /// When the monitor went from working to not or back, recently (within the flap window).
-    pub changes: Vec<i64>,
-}
+pub use crate::domain::AlertState;
 
 /// A notification to send.
 #[derive(Debug, Clone, PartialEq, Eq)]
