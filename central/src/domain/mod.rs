@@ -7,6 +7,7 @@ pub mod alert_state;
 pub mod channel;
 pub mod monitor;
 pub mod poller;
+pub mod status_page;
 pub mod user;
 pub mod window;
 
@@ -14,6 +15,7 @@ pub use alert_state::AlertState;
 pub use channel::{Channel, Recipient};
 pub use monitor::Monitor;
 pub use poller::Poller;
+pub use status_page::{PageLogo, StatusPage};
 pub use user::{ApiKey, User};
 pub use window::MaintenanceWindow;
 

@@ -106,7 +106,7 @@ pub use sessions::SessionRow;
 pub use shared_proto::poller_api::ResultStatus;
 pub use status_incidents::{IncidentChange, IncidentRow, IncidentUpdateRow};
 pub use status_moves::{StatusKey, StatusTable, StoredVerdict};
-pub use status_pages::{PageConflict, StatusPageRow};
+pub use status_pages::PageConflict;
 pub use status_rows::{StatusBefore, StatusesBefore};
 pub use status_subscribers::{NoticeRow, SubscriberRow};
 pub use timeline::{Credits, TimeCredit, TimePoint, TimeSpan};

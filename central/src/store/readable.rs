@@ -12,12 +12,14 @@ where
     T: TryFrom<R, Error = anyhow::Error>,
 {
     rows.into_iter()
-        .filter_map(|row| {
-            T::try_from(row)
-                .inspect_err(|e| tracing::error!("a {what} left out of a read: {e:#}"))
-                .ok()
-        })
+        .filter_map(|row| kept(what, T::try_from(row)))
         .collect()
+}
+
+/// One object of a read of many, or `None` (logged as `what`) if its row does not read.
+pub(super) fn kept<T>(what: &str, read: anyhow::Result<T>) -> Option<T> {
+    read.inspect_err(|e| tracing::error!("a {what} left out of a read: {e:#}"))
+        .ok()
 }
 
 #[cfg(test)]

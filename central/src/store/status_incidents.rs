@@ -335,7 +335,6 @@ impl Store {
 mod tests {
     use super::*;
     use crate::store::testing::sqlite_store;
-    use crate::store::StatusPageRow;
 
     fn incident(id: &str, page: &str, at: i64, resolved_at: Option<i64>) -> IncidentRow {
         IncidentRow {
@@ -475,21 +474,13 @@ mod tests {
             .collect();
         assert_eq!(ids, ["u3", "u2", "u1"], "newest first");
         // Deleting the page deletes its incidents and their updates.
-        let page = StatusPageRow {
-            id: "p".into(),
-            slug: "p".into(),
-            title: "P".into(),
-            description: None,
-            sections: "[]".into(),
-            visibility: "public".into(),
-            password_hash: None,
-            domain: None,
-            created_at: 1,
-            updated_at: 1,
-            auto_incidents: "off".into(),
-            logo: None,
-        };
-        store.put_status_page(&page, false).await.unwrap();
+        sqlx::query(
+            "INSERT INTO status_pages (id, slug, title, sections, visibility, created_at, \
+             updated_at, auto_incidents) VALUES ('p', 'p', 'P', '[]', 'public', 1, 1, 'off')",
+        )
+        .execute(&store.writer)
+        .await
+        .unwrap();
         assert!(store.delete_status_page("p").await.unwrap());
         assert!(store.incident("p", "i").await.unwrap().is_none());
         assert!(store

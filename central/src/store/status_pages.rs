@@ -5,10 +5,14 @@
 //! them, at most 64 KiB each). Must not: decide
 //! what a page shows or who may read it (`service::status_pages`).
 
+use anyhow::Context;
+use shared_proto::status_pages::{AutoIncidents, Visibility};
 use sqlx::any::AnyRow;
 use sqlx::{FromRow, Row};
 
-use super::{Cursor, Store};
+use super::readable::readable;
+use super::{Cursor, Paged, Store};
+use crate::domain::{PageLogo, StatusPage};
 
 pub(super) const COLUMNS: &str =
     "id, slug, title, description, sections, visibility, password_hash, \
@@ -16,22 +20,71 @@ pub(super) const COLUMNS: &str =
 
 /// A page as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StatusPageRow {
-    pub id: String,
-    pub slug: String,
-    pub title: String,
-    pub description: Option<String>,
+pub(super) struct StatusPageRow {
+    id: String,
+    slug: String,
+    title: String,
+    description: Option<String>,
     /// The sections as the operator wrote them, JSON.
-    pub sections: String,
-    pub visibility: String,
-    pub password_hash: Option<String>,
-    pub domain: Option<String>,
-    pub created_at: i64,
-    pub updated_at: i64,
+    sections: String,
+    visibility: String,
+    password_hash: Option<String>,
+    domain: Option<String>,
+    created_at: i64,
+    updated_at: i64,
     /// `off`, `draft` or `publish`.
-    pub auto_incidents: String,
+    auto_incidents: String,
     /// The logo's `data:` URL.
-    pub logo: Option<String>,
+    logo: Option<String>,
+}
+
+impl TryFrom<StatusPageRow> for StatusPage {
+    type Error = anyhow::Error;
+
+    /// An error names the page and the column that does not read.
+    fn try_from(row: StatusPageRow) -> anyhow::Result<StatusPage> {
+        let id = row.id;
+        let column = |name: &str| format!("status page {id}: its stored {name}");
+        Ok(StatusPage {
+            id: id.parse().with_context(|| column("id"))?,
+            sections: serde_json::from_str(&row.sections).with_context(|| column("sections"))?,
+            visibility: Visibility::parse(&row.visibility)
+                .ok_or_else(|| {
+                    anyhow::anyhow!("a visibility central does not know, `{}`", row.visibility)
+                })
+                .with_context(|| column("visibility"))?,
+            // A value this central does not know (written by a newer one) opens nothing.
+            auto_incidents: AutoIncidents::parse(&row.auto_incidents).unwrap_or_default(),
+            // Checked when written; one that no longer decodes is not shown.
+            logo: row.logo.as_deref().and_then(PageLogo::of),
+            slug: row.slug,
+            title: row.title,
+            description: row.description,
+            password_hash: row.password_hash,
+            domain: row.domain,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        })
+    }
+}
+
+impl StatusPageRow {
+    fn of(page: &StatusPage) -> anyhow::Result<StatusPageRow> {
+        Ok(StatusPageRow {
+            id: page.id.to_string(),
+            slug: page.slug.clone(),
+            title: page.title.clone(),
+            description: page.description.clone(),
+            sections: serde_json::to_string(&page.sections)?,
+            visibility: page.visibility.as_str().to_string(),
+            password_hash: page.password_hash.clone(),
+            domain: page.domain.clone(),
+            created_at: page.created_at,
+            updated_at: page.updated_at,
+            auto_incidents: page.auto_incidents.as_str().to_string(),
+            logo: page.logo.as_ref().map(|(url, _)| url.clone()),
+        })
+    }
 }
 
 impl FromRow<'_, AnyRow> for StatusPageRow {
@@ -77,9 +130,10 @@ impl Store {
     /// overwrote nothing (the page was deleted meanwhile).
     pub async fn put_status_page(
         &self,
-        row: &StatusPageRow,
+        page: &StatusPage,
         replaces: bool,
     ) -> Result<bool, PageConflict> {
+        let row = StatusPageRow::of(page)?;
         let _guard = self.write_lock().await;
         let sql = if replaces {
             "UPDATE status_pages SET slug = $2, title = $3, description = $4, sections = $5, \
@@ -139,27 +193,37 @@ impl Store {
         Ok(true)
     }
 
-    pub async fn status_page(&self, id: &str) -> anyhow::Result<Option<StatusPageRow>> {
+    /// A page; an error naming it and its column if it does not read.
+    pub async fn status_page(&self, id: &str) -> anyhow::Result<Option<StatusPage>> {
         let sql = format!("SELECT {COLUMNS} FROM status_pages WHERE id = $1");
-        Ok(sqlx::query_as(&sql)
+        let row: Option<StatusPageRow> = sqlx::query_as(&sql)
             .bind(id)
             .fetch_optional(&self.pool)
-            .await?)
+            .await?;
+        row.map(StatusPage::try_from).transpose()
     }
 
+    /// A page of pages by creation (one that does not read left out, logged).
     pub async fn list_status_pages(
         &self,
         after: &Cursor,
         limit: u32,
-    ) -> anyhow::Result<Vec<StatusPageRow>> {
-        self.page_by_creation(COLUMNS, "status_pages", after, limit)
-            .await
+    ) -> anyhow::Result<Paged<StatusPage>> {
+        let rows: Vec<StatusPageRow> = self
+            .page_by_creation(COLUMNS, "status_pages", after, limit)
+            .await?;
+        Ok(Paged::of("status page", rows, limit, |r| Cursor {
+            key: r.created_at,
+            id: r.id.clone(),
+        }))
     }
 
-    /// Every page: the shared rendering's address book (by slug and by domain).
-    pub async fn all_status_pages(&self) -> anyhow::Result<Vec<StatusPageRow>> {
+    /// Every page: the shared rendering's address book (by slug and by domain). One that
+    /// does not read is left out (logged): its address answers `404`, the others are served.
+    pub async fn all_status_pages(&self) -> anyhow::Result<Vec<StatusPage>> {
         let sql = format!("SELECT {COLUMNS} FROM status_pages ORDER BY created_at, id");
-        Ok(sqlx::query_as(&sql).fetch_all(&self.pool).await?)
+        let rows: Vec<StatusPageRow> = sqlx::query_as(&sql).fetch_all(&self.pool).await?;
+        Ok(readable("status page", rows))
     }
 }
 
@@ -168,20 +232,25 @@ mod tests {
     use super::*;
     use crate::store::testing::sqlite_store;
 
-    fn page(id: &str, slug: &str, domain: Option<&str>) -> StatusPageRow {
-        StatusPageRow {
-            id: id.into(),
+    /// The id of page `n` (a hex digit).
+    fn id(n: &str) -> String {
+        format!("00000000-0000-0000-0000-00000000000{n}")
+    }
+
+    fn page(n: &str, slug: &str, domain: Option<&str>) -> StatusPage {
+        StatusPage {
+            id: id(n).parse().unwrap(),
             slug: slug.into(),
             title: "Acme".into(),
             description: None,
-            sections: "[]".into(),
-            visibility: "public".into(),
+            sections: Vec::new(),
+            visibility: Visibility::Public,
             password_hash: None,
             domain: domain.map(str::to_string),
+            auto_incidents: AutoIncidents::Off,
+            logo: None,
             created_at: 1,
             updated_at: 1,
-            auto_incidents: "off".into(),
-            logo: None,
         }
     }
 
@@ -208,11 +277,54 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(store.all_status_pages().await.unwrap().len(), 3);
-        assert!(store.delete_status_page("b").await.unwrap());
-        assert!(!store.delete_status_page("b").await.unwrap());
+        assert!(store.delete_status_page(&id("b")).await.unwrap());
+        assert!(!store.delete_status_page(&id("b")).await.unwrap());
         assert!(!store
             .put_status_page(&page("b", "b", None), true)
             .await
             .unwrap());
+    }
+
+    /// A page reads back as written; one whose visibility a newer central wrote is an error
+    /// naming it and the column when read alone, and left out of the address book and the
+    /// list (which goes on past it), so the other pages are still served.
+    #[tokio::test]
+    async fn a_page_that_does_not_read_is_left_out_and_named() {
+        let (store, _dir) = sqlite_store().await;
+        let a = page("a", "a", None);
+        store.put_status_page(&a, false).await.unwrap();
+        store
+            .put_status_page(&page("b", "b", None), false)
+            .await
+            .unwrap();
+        let read = store.status_page(&id("a")).await.unwrap().unwrap();
+        assert_eq!(
+            (read.id, read.slug, read.visibility),
+            (a.id, a.slug, a.visibility)
+        );
+        sqlx::query("UPDATE status_pages SET visibility = 'secret' WHERE slug = 'a'")
+            .execute(&store.writer)
+            .await
+            .unwrap();
+        let said = format!("{:#}", store.status_page(&id("a")).await.unwrap_err());
+        assert!(
+            said.contains(&id("a")) && said.contains("visibility"),
+            "{said}"
+        );
+        let served: Vec<String> = store
+            .all_status_pages()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|p| p.slug)
+            .collect();
+        assert_eq!(served, ["b"]);
+        let first = store.list_status_pages(&Cursor::start(), 1).await.unwrap();
+        assert!(first.items.is_empty());
+        let rest = store
+            .list_status_pages(&first.next.expect("the list goes on"), 1)
+            .await
+            .unwrap();
+        assert_eq!(rest.items.len(), 1);
     }
 }

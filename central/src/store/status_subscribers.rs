@@ -13,7 +13,10 @@
 use sqlx::any::AnyRow;
 use sqlx::{Any, FromRow, Row, Transaction};
 
-use super::{Cursor, StatusPageRow, Store};
+use super::readable::kept;
+use super::status_pages::StatusPageRow;
+use super::{Cursor, Store};
+use crate::domain::StatusPage;
 
 pub(super) const COLUMNS: &str =
     "id, page_id, kind, address, secret, status, failures, last_error, \
@@ -315,7 +318,7 @@ impl Store {
     /// `(page_id, …)` index.
     pub async fn pages_told_maintenance(
         &self,
-    ) -> anyhow::Result<(Vec<(StatusPageRow, Option<i64>)>, Vec<String>)> {
+    ) -> anyhow::Result<(Vec<(StatusPage, Option<i64>)>, Vec<String>)> {
         let columns: String = super::status_pages::COLUMNS
             .split(", ")
             .map(|c| format!("p.{c}"))
@@ -327,15 +330,14 @@ impl Store {
             "SELECT {columns}, p.maintenance_told_until FROM status_pages p WHERE {listened}"
         );
         let rows = sqlx::query(&sql).fetch_all(&self.pool).await?;
-        let told = rows
-            .iter()
-            .map(|row| {
-                Ok((
-                    StatusPageRow::from_row(row)?,
-                    row.try_get("maintenance_told_until")?,
-                ))
-            })
-            .collect::<anyhow::Result<_>>()?;
+        let mut told = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let until: Option<i64> = row.try_get("maintenance_told_until")?;
+            let page = StatusPage::try_from(StatusPageRow::from_row(row)?);
+            if let Some(page) = kept("status page", page) {
+                told.push((page, until));
+            }
+        }
         let quiet: Vec<(String,)> = sqlx::query_as(&format!(
             "SELECT p.id FROM status_pages p \
              WHERE p.maintenance_told_until IS NOT NULL AND NOT {listened}"

@@ -56,11 +56,12 @@ pub async fn tell_maintenance(app: &App) -> ServiceResult<usize> {
     for page_id in quiet {
         app.store.forget_maintenance_told(&page_id).await?;
     }
-    for (row, from) in listened {
-        let page = StatusPage::of_row(&row)?;
+    for (page, from) in listened {
         let Some(since) = from else {
             // Its first subscriber: from now on.
-            app.store.tell_maintenance(&row.id, None, now, &[]).await?;
+            app.store
+                .tell_maintenance(&page.id.to_string(), None, now, &[])
+                .await?;
             continue;
         };
         if since >= now {
@@ -69,7 +70,7 @@ pub async fn tell_maintenance(app: &App) -> ServiceResult<usize> {
         let notices = maintenance_notices(app, &page, since, now).await?;
         if app
             .store
-            .tell_maintenance(&row.id, from, now, &notices)
+            .tell_maintenance(&page.id.to_string(), from, now, &notices)
             .await?
         {
             told += notices.len();

@@ -19,17 +19,17 @@ use std::sync::Arc;
 
 use shared_proto::settings_api::Page;
 use shared_proto::status_pages::{
-    AutoIncidents, StatusPagePatch, StatusPageSection, StatusPageSpec, StatusPageView, Visibility,
+    StatusPagePatch, StatusPageSection, StatusPageSpec, StatusPageView, Visibility,
 };
 use shared_proto::ValidationError;
 use uuid::Uuid;
 
 use super::clock::Clock;
 use super::hashing::Hashing;
-use super::tokens::page;
-use super::{stored_id, time_of, App};
+use super::tokens::page_of;
+use super::{time_of, App};
 use crate::service::error::{ServiceError, ServiceResult};
-use crate::store::{Cursor, PageConflict, StatusPageRow, Store};
+use crate::store::{Cursor, PageConflict, Store};
 
 /// The status pages' service.
 #[derive(Clone)]
@@ -62,75 +62,15 @@ impl axum::extract::FromRef<Arc<App>> for StatusPages {
     }
 }
 
-/// A stored page as the rest of central reads it.
-#[derive(Debug, Clone)]
-pub struct StatusPage {
-    pub id: Uuid,
-    pub slug: String,
-    pub title: String,
-    pub description: Option<String>,
-    pub sections: Vec<StatusPageSection>,
-    pub visibility: Visibility,
-    pub password_hash: Option<String>,
-    pub domain: Option<String>,
-    pub auto_incidents: AutoIncidents,
-    /// The logo as given (its `data:` URL), and decoded.
-    pub logo: Option<(String, Arc<PageLogo>)>,
-    pub created_at: i64,
-    pub updated_at: i64,
+pub use crate::domain::{PageLogo, StatusPage};
+
+/// What the API shows of a page, and what an edit starts from.
+trait Shown {
+    fn view(&self) -> StatusPageView;
+    fn spec(&self) -> StatusPageSpec;
 }
 
-/// A page's logo as visitors are sent it.
-#[derive(Debug)]
-pub struct PageLogo {
-    pub content_type: &'static str,
-    pub bytes: axum::body::Bytes,
-    /// A strong `ETag` of the bytes, also in the logo's address on the page (`?v=`), so a
-    /// new logo is a new address.
-    pub etag: String,
-}
-
-impl PageLogo {
-    fn of(url: &str) -> Option<PageLogo> {
-        use sha2::Digest;
-        let logo = shared_proto::status_pages::parse_logo("logo", url).ok()?;
-        let digest = sha2::Sha256::digest(&logo.bytes);
-        Some(PageLogo {
-            content_type: logo.content_type,
-            etag: format!("\"{}\"", hex::encode(&digest[..12])),
-            bytes: logo.bytes.into(),
-        })
-    }
-}
-
-impl StatusPage {
-    fn of_row(row: &StatusPageRow) -> anyhow::Result<StatusPage> {
-        Ok(StatusPage {
-            id: stored_id(&row.id)?,
-            slug: row.slug.clone(),
-            title: row.title.clone(),
-            description: row.description.clone(),
-            sections: serde_json::from_str(&row.sections)?,
-            visibility: Visibility::parse(&row.visibility).ok_or_else(|| {
-                anyhow::anyhow!(
-                    "the database holds an unknown visibility `{}`",
-                    row.visibility
-                )
-            })?,
-            password_hash: row.password_hash.clone(),
-            domain: row.domain.clone(),
-            // A value this central does not know (written by a newer one) opens nothing.
-            auto_incidents: AutoIncidents::parse(&row.auto_incidents).unwrap_or_default(),
-            // Checked when written; one that no longer reads is not shown.
-            logo: row
-                .logo
-                .as_ref()
-                .and_then(|url| Some((url.clone(), Arc::new(PageLogo::of(url)?)))),
-            created_at: row.created_at,
-            updated_at: row.updated_at,
-        })
-    }
-
+impl Shown for StatusPage {
     fn view(&self) -> StatusPageView {
         StatusPageView {
             id: self.id,
@@ -177,9 +117,9 @@ impl StatusPages {
             Some(password) => Some(self.hashing.hash(password.clone()).await?),
             None => None,
         };
-        let row = row_of(Uuid::new_v4(), &spec, password_hash, now, now)?;
-        self.write(&row, false, &spec).await?;
-        Ok(StatusPage::of_row(&row)?.view())
+        let page = written(Uuid::new_v4(), &spec, password_hash, now, now);
+        self.write(&page, false, &spec).await?;
+        Ok(page.view())
     }
 
     pub async fn get_page(&self, id: Uuid) -> ServiceResult<StatusPageView> {
@@ -191,16 +131,8 @@ impl StatusPages {
         cursor: &Cursor,
         limit: u32,
     ) -> ServiceResult<Page<StatusPageView>> {
-        let rows = self.store.list_status_pages(cursor, limit).await?;
-        Ok(page(
-            rows,
-            limit,
-            |row| Cursor {
-                key: row.created_at,
-                id: row.id.clone(),
-            },
-            |row| Ok(StatusPage::of_row(row)?.view()),
-        )?)
+        let pages = self.store.list_status_pages(cursor, limit).await?;
+        Ok(page_of(pages, |page| Ok(page.view()))?)
     }
 
     pub async fn update_page(
@@ -227,13 +159,13 @@ impl StatusPages {
             (None, Visibility::Password) => page.password_hash.clone(),
             (None, _) => None,
         };
-        let row = row_of(id, &spec, password_hash, page.created_at, self.now_ms())?;
-        if !self.write(&row, true, &spec).await? {
+        let page = written(id, &spec, password_hash, page.created_at, self.now_ms());
+        if !self.write(&page, true, &spec).await? {
             return Err(ServiceError::NotFound(format!(
                 "no status page with id {id}"
             )));
         }
-        Ok(StatusPage::of_row(&row)?.view())
+        Ok(page.view())
     }
 
     pub async fn delete_page(&self, id: Uuid) -> ServiceResult<()> {
@@ -248,13 +180,7 @@ impl StatusPages {
 
     /// Every page, for the shared rendering's address book.
     pub async fn all_pages(&self) -> ServiceResult<Vec<StatusPage>> {
-        Ok(self
-            .store
-            .all_status_pages()
-            .await?
-            .iter()
-            .map(StatusPage::of_row)
-            .collect::<anyhow::Result<_>>()?)
+        Ok(self.store.all_status_pages().await?)
     }
 
     /// The page `id` as the rest of central reads it.
@@ -269,7 +195,7 @@ impl StatusPages {
 
     async fn stored(&self, id: Uuid) -> ServiceResult<StatusPage> {
         match self.store.status_page(&id.to_string()).await? {
-            Some(row) => Ok(StatusPage::of_row(&row)?),
+            Some(page) => Ok(page),
             None => Err(ServiceError::NotFound(format!(
                 "no status page with id {id}"
             ))),
@@ -279,11 +205,11 @@ impl StatusPages {
     /// Writes the row; a slug or domain another page has is a conflict naming which.
     async fn write(
         &self,
-        row: &StatusPageRow,
+        page: &StatusPage,
         replaces: bool,
         spec: &StatusPageSpec,
     ) -> ServiceResult<bool> {
-        match self.store.put_status_page(row, replaces).await {
+        match self.store.put_status_page(page, replaces).await {
             Ok(written) => Ok(written),
             Err(PageConflict::Taken) => Err(ServiceError::Conflict(match &spec.domain {
                 Some(domain) => format!(
@@ -334,25 +260,25 @@ impl StatusPages {
     }
 }
 
-fn row_of(
+fn written(
     id: Uuid,
     spec: &StatusPageSpec,
     password_hash: Option<String>,
     created_at: i64,
     updated_at: i64,
-) -> anyhow::Result<StatusPageRow> {
-    Ok(StatusPageRow {
-        id: id.to_string(),
+) -> StatusPage {
+    StatusPage {
+        id,
         slug: spec.slug.clone(),
         title: spec.title.clone(),
         description: spec.description.clone(),
-        sections: serde_json::to_string(&spec.sections)?,
-        visibility: spec.visibility.as_str().to_string(),
+        sections: spec.sections.clone(),
+        visibility: spec.visibility,
         password_hash,
         domain: spec.domain.clone(),
+        auto_incidents: spec.auto_incidents,
+        logo: spec.logo.as_deref().and_then(PageLogo::of),
         created_at,
         updated_at,
-        auto_incidents: spec.auto_incidents.as_str().to_string(),
-        logo: spec.logo.clone(),
-    })
+    }
 }
