@@ -5,6 +5,7 @@
 
 pub mod alert_state;
 pub mod channel;
+pub mod incident;
 pub mod monitor;
 pub mod poller;
 pub mod status_page;
@@ -13,6 +14,7 @@ pub mod window;
 
 pub use alert_state::AlertState;
 pub use channel::{Channel, Recipient};
+pub use incident::{Incident, IncidentUpdate};
 pub use monitor::Monitor;
 pub use poller::Poller;
 pub use status_page::{PageLogo, StatusPage};

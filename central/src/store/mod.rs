@@ -104,7 +104,7 @@ pub use rollups::{Resolution, RollupRow, RollupSums, LATENCY_BOUNDS_MS};
 pub use sessions::SessionRow;
 /// A result's status, as the wire and the store carry it.
 pub use shared_proto::poller_api::ResultStatus;
-pub use status_incidents::{IncidentChange, IncidentRow, IncidentUpdateRow};
+pub use status_incidents::IncidentChange;
 pub use status_moves::{StatusKey, StatusTable, StoredVerdict};
 pub use status_pages::PageConflict;
 pub use status_rows::{StatusBefore, StatusesBefore};

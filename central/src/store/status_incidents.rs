@@ -5,11 +5,15 @@
 //! history by `(page_id, created_at)`; updates by `(incident_id, created_at)`. Must not: decide
 //! what an incident means or who reads it (`service::status_pages::incidents`).
 
+use anyhow::Context;
+use shared_proto::status_incidents::IncidentStatus;
 use sqlx::any::AnyRow;
 use sqlx::{Any, FromRow, Row, Transaction};
 
+use super::readable::readable;
 use super::status_subscribers::tell_subscribers;
-use super::{Cursor, NoticeRow, Store};
+use super::{Cursor, NoticeRow, Paged, Store};
+use crate::domain::{Incident, IncidentUpdate};
 
 const COLUMNS: &str = "id, page_id, title, status, monitor_ids, created_at, updated_at, \
      resolved_at, published, opened_for";
@@ -17,30 +21,90 @@ const UPDATE_COLUMNS: &str = "id, incident_id, status, message, created_at";
 
 /// An incident as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IncidentRow {
-    pub id: String,
-    pub page_id: String,
-    pub title: String,
-    pub status: String,
+struct IncidentRow {
+    id: String,
+    page_id: String,
+    title: String,
+    status: String,
     /// The monitors it affects, JSON ids.
-    pub monitor_ids: String,
-    pub created_at: i64,
-    pub updated_at: i64,
-    pub resolved_at: Option<i64>,
-    /// Whether visitors see it.
-    pub published: bool,
-    /// The monitor whose going down opened it, when the page opened it itself.
-    pub opened_for: Option<String>,
+    monitor_ids: String,
+    created_at: i64,
+    updated_at: i64,
+    resolved_at: Option<i64>,
+    published: bool,
+    opened_for: Option<String>,
 }
 
 /// One update of an incident's timeline, as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IncidentUpdateRow {
-    pub id: String,
-    pub incident_id: String,
-    pub status: String,
-    pub message: String,
-    pub created_at: i64,
+struct IncidentUpdateRow {
+    id: String,
+    incident_id: String,
+    status: String,
+    message: String,
+    created_at: i64,
+}
+
+/// A stored incident status; an error (with the caller's context) for one central never
+/// writes.
+fn status_of(text: &str) -> anyhow::Result<IncidentStatus> {
+    IncidentStatus::parse(text)
+        .ok_or_else(|| anyhow::anyhow!("an incident status central does not know, `{text}`"))
+}
+
+impl TryFrom<IncidentRow> for Incident {
+    type Error = anyhow::Error;
+
+    /// An error names the incident and the column that does not read.
+    fn try_from(row: IncidentRow) -> anyhow::Result<Incident> {
+        let id = row.id;
+        let column = |name: &str| format!("incident {id}: its stored {name}");
+        Ok(Incident {
+            status: status_of(&row.status).with_context(|| column("status"))?,
+            monitor_ids: serde_json::from_str(&row.monitor_ids)
+                .with_context(|| column("monitor_ids"))?,
+            page_id: row.page_id,
+            title: row.title,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+            resolved_at: row.resolved_at,
+            published: row.published,
+            opened_for: row.opened_for,
+            id,
+        })
+    }
+}
+
+impl IncidentRow {
+    fn of(incident: &Incident) -> anyhow::Result<IncidentRow> {
+        Ok(IncidentRow {
+            id: incident.id.clone(),
+            page_id: incident.page_id.clone(),
+            title: incident.title.clone(),
+            status: incident.status.as_str().to_string(),
+            monitor_ids: serde_json::to_string(&incident.monitor_ids)?,
+            created_at: incident.created_at,
+            updated_at: incident.updated_at,
+            resolved_at: incident.resolved_at,
+            published: incident.published,
+            opened_for: incident.opened_for.clone(),
+        })
+    }
+}
+
+impl TryFrom<IncidentUpdateRow> for IncidentUpdate {
+    type Error = anyhow::Error;
+
+    fn try_from(row: IncidentUpdateRow) -> anyhow::Result<IncidentUpdate> {
+        Ok(IncidentUpdate {
+            status: status_of(&row.status)
+                .with_context(|| format!("incident update {}: its stored status", row.id))?,
+            id: row.id,
+            incident_id: row.incident_id,
+            message: row.message,
+            created_at: row.created_at,
+        })
+    }
 }
 
 impl FromRow<'_, AnyRow> for IncidentRow {
@@ -85,13 +149,13 @@ pub enum IncidentChange {
     Stale,
 }
 
-async fn add_update(tx: &mut Transaction<'_, Any>, update: &IncidentUpdateRow) -> sqlx::Result<()> {
+async fn add_update(tx: &mut Transaction<'_, Any>, update: &IncidentUpdate) -> sqlx::Result<()> {
     sqlx::query(&format!(
         "INSERT INTO status_incident_updates ({UPDATE_COLUMNS}) VALUES ($1, $2, $3, $4, $5)"
     ))
     .bind(&update.id)
     .bind(&update.incident_id)
-    .bind(&update.status)
+    .bind(update.status.as_str())
     .bind(&update.message)
     .bind(update.created_at)
     .execute(&mut **tx)
@@ -104,10 +168,11 @@ impl Store {
     /// subscribers of it, in one transaction.
     pub async fn insert_incident(
         &self,
-        row: &IncidentRow,
-        first: &IncidentUpdateRow,
+        incident: &Incident,
+        first: &IncidentUpdate,
         notice: Option<&NoticeRow>,
     ) -> anyhow::Result<()> {
+        let row = IncidentRow::of(incident)?;
         let _guard = self.write_lock().await;
         let mut tx = self.writer.begin().await?;
         sqlx::query(&format!(
@@ -141,12 +206,13 @@ impl Store {
     /// incident as it was read, so two changes decided from one reading must not both land.
     pub async fn change_incident(
         &self,
-        row: &IncidentRow,
+        incident: &Incident,
         read_at: i64,
-        update: Option<&IncidentUpdateRow>,
+        update: Option<&IncidentUpdate>,
         max_updates: usize,
         notice: Option<&NoticeRow>,
     ) -> anyhow::Result<IncidentChange> {
+        let row = IncidentRow::of(incident)?;
         let _guard = self.write_lock().await;
         let mut tx = self.writer.begin().await?;
         let done = sqlx::query(
@@ -216,31 +282,37 @@ impl Store {
         Ok(true)
     }
 
-    /// A page's incident.
-    pub async fn incident(&self, page_id: &str, id: &str) -> anyhow::Result<Option<IncidentRow>> {
+    /// A page's incident; an error naming it and its column if it does not read.
+    pub async fn incident(&self, page_id: &str, id: &str) -> anyhow::Result<Option<Incident>> {
         let sql = format!("SELECT {COLUMNS} FROM status_incidents WHERE id = $1 AND page_id = $2");
-        Ok(sqlx::query_as(&sql)
+        let row: Option<IncidentRow> = sqlx::query_as(&sql)
             .bind(id)
             .bind(page_id)
             .fetch_optional(&self.pool)
-            .await?)
+            .await?;
+        row.map(Incident::try_from).transpose()
     }
 
-    /// A page of a status page's incidents, oldest first.
+    /// A page of a status page's incidents, oldest first (one that does not read left out,
+    /// logged; in this and every read of many below).
     pub async fn list_incidents(
         &self,
         page_id: &str,
         after: &Cursor,
         limit: u32,
-    ) -> anyhow::Result<Vec<IncidentRow>> {
+    ) -> anyhow::Result<Paged<Incident>> {
         let sql = super::cursor::by_creation(COLUMNS, "status_incidents", "page_id = $4 AND");
-        Ok(sqlx::query_as(&sql)
+        let rows: Vec<IncidentRow> = sqlx::query_as(&sql)
             .bind(after.key)
             .bind(&after.id)
             .bind(i64::from(limit))
             .bind(page_id)
             .fetch_all(&self.pool)
-            .await?)
+            .await?;
+        Ok(Paged::of("incident", rows, limit, |r| Cursor {
+            key: r.created_at,
+            id: r.id.clone(),
+        }))
     }
 
     /// What a page shows: its open incidents and those resolved at `since` or later, published.
@@ -248,7 +320,7 @@ impl Store {
         &self,
         page_id: &str,
         since: i64,
-    ) -> anyhow::Result<Vec<IncidentRow>> {
+    ) -> anyhow::Result<Vec<Incident>> {
         let open = format!(
             "SELECT {COLUMNS} FROM status_incidents \
              WHERE page_id = $1 AND resolved_at IS NULL AND published = 1"
@@ -268,7 +340,7 @@ impl Store {
                 .fetch_all(&self.pool)
                 .await?,
         );
-        Ok(rows)
+        Ok(readable("incident", rows))
     }
 
     /// A page's published incidents opened within `[from, until)`, oldest first (its history by
@@ -278,18 +350,19 @@ impl Store {
         page_id: &str,
         from: i64,
         until: i64,
-    ) -> anyhow::Result<Vec<IncidentRow>> {
+    ) -> anyhow::Result<Vec<Incident>> {
         let sql = format!(
             "SELECT {COLUMNS} FROM status_incidents \
              WHERE page_id = $1 AND created_at >= $2 AND created_at < $3 AND published = 1 \
              ORDER BY created_at, id"
         );
-        Ok(sqlx::query_as(&sql)
+        let rows: Vec<IncidentRow> = sqlx::query_as(&sql)
             .bind(page_id)
             .bind(from)
             .bind(until)
             .fetch_all(&self.pool)
-            .await?)
+            .await?;
+        Ok(readable("incident", rows))
     }
 
     /// The open incident a page opened itself for a monitor, if any.
@@ -297,23 +370,24 @@ impl Store {
         &self,
         page_id: &str,
         monitor_id: &str,
-    ) -> anyhow::Result<Option<IncidentRow>> {
+    ) -> anyhow::Result<Option<Incident>> {
         let sql = format!(
             "SELECT {COLUMNS} FROM status_incidents \
              WHERE opened_for = $1 AND page_id = $2 AND resolved_at IS NULL"
         );
-        Ok(sqlx::query_as(&sql)
+        let row: Option<IncidentRow> = sqlx::query_as(&sql)
             .bind(monitor_id)
             .bind(page_id)
             .fetch_optional(&self.pool)
-            .await?)
+            .await?;
+        row.map(Incident::try_from).transpose()
     }
 
     /// The updates of each incident, newest first.
     pub async fn incident_updates(
         &self,
         incident_ids: &[String],
-    ) -> anyhow::Result<Vec<IncidentUpdateRow>> {
+    ) -> anyhow::Result<Vec<IncidentUpdate>> {
         let mut updates = Vec::new();
         for chunk in incident_ids.chunks(500) {
             let sql = format!(
@@ -327,7 +401,7 @@ impl Store {
             }
             updates.extend(query.fetch_all(&self.pool).await?);
         }
-        Ok(updates)
+        Ok(readable("incident update", updates))
     }
 }
 
@@ -336,18 +410,17 @@ mod tests {
     use super::*;
     use crate::store::testing::sqlite_store;
 
-    fn incident(id: &str, page: &str, at: i64, resolved_at: Option<i64>) -> IncidentRow {
-        IncidentRow {
+    fn incident(id: &str, page: &str, at: i64, resolved_at: Option<i64>) -> Incident {
+        Incident {
             id: id.into(),
             page_id: page.into(),
             title: "API errors".into(),
             status: if resolved_at.is_some() {
-                "resolved"
+                IncidentStatus::Resolved
             } else {
-                "investigating"
-            }
-            .into(),
-            monitor_ids: "[]".into(),
+                IncidentStatus::Investigating
+            },
+            monitor_ids: Vec::new(),
             created_at: at,
             updated_at: at,
             resolved_at,
@@ -356,11 +429,11 @@ mod tests {
         }
     }
 
-    fn update(id: &str, incident: &str, at: i64) -> IncidentUpdateRow {
-        IncidentUpdateRow {
+    fn update(id: &str, incident: &str, at: i64) -> IncidentUpdate {
+        IncidentUpdate {
             id: id.into(),
             incident_id: incident.into(),
-            status: "investigating".into(),
+            status: IncidentStatus::Investigating,
             message: "Looking".into(),
             created_at: at,
         }
@@ -388,7 +461,7 @@ mod tests {
             )
             .await
             .unwrap();
-        let draft = IncidentRow {
+        let draft = Incident {
             published: false,
             opened_for: Some("m".into()),
             ..incident("draft", "p", 20, None)
@@ -448,14 +521,14 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(full, IncidentChange::TimelineFull);
-        let elsewhere = IncidentRow {
+        let elsewhere = Incident {
             page_id: "q".into(),
             ..row.clone()
         };
         let missing = store.change_incident(&elsewhere, 3, None, 3, None);
         assert_eq!(missing.await.unwrap(), IncidentChange::Missing);
         // Decided from a reading older than the incident: nothing written.
-        let retitled = IncidentRow {
+        let retitled = Incident {
             title: "stale".into(),
             ..row.clone()
         };
@@ -488,5 +561,52 @@ mod tests {
             .await
             .unwrap()
             .is_empty());
+    }
+
+    /// An incident whose status a newer central wrote is an error naming it and the column
+    /// when read alone, and is left out of what the page shows (the others still shown), as
+    /// is an update of it whose status does not read.
+    #[tokio::test]
+    async fn an_incident_that_does_not_read_is_left_out_of_the_page() {
+        let (store, _dir) = sqlite_store().await;
+        for id in ["a", "b"] {
+            store
+                .insert_incident(
+                    &incident(id, "p", 10, None),
+                    &update(&format!("{id}-1"), id, 10),
+                    None,
+                )
+                .await
+                .unwrap();
+        }
+        sqlx::query("UPDATE status_incidents SET status = 'escalated' WHERE id = 'a'")
+            .execute(&store.writer)
+            .await
+            .unwrap();
+        sqlx::query("UPDATE status_incident_updates SET status = 'escalated' WHERE id = 'b-1'")
+            .execute(&store.writer)
+            .await
+            .unwrap();
+        let said = format!("{:#}", store.incident("p", "a").await.unwrap_err());
+        assert!(
+            said.contains("incident a") && said.contains("status"),
+            "{said}"
+        );
+        let shown: Vec<String> = store
+            .shown_incidents("p", 0)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|i| i.id)
+            .collect();
+        assert_eq!(shown, ["b"]);
+        let updates = store
+            .incident_updates(&["a".into(), "b".into()])
+            .await
+            .unwrap();
+        assert_eq!(
+            updates.iter().map(|u| u.id.as_str()).collect::<Vec<_>>(),
+            ["a-1"]
+        );
     }
 }

@@ -23,38 +23,30 @@ use uuid::Uuid;
 use shared_proto::status_subscribers::NoticeIncident;
 
 use super::{subscribers, StatusPage, StatusPages};
+use crate::domain::{Incident, IncidentUpdate};
 use crate::service::error::{ServiceError, ServiceResult};
-use crate::service::tokens::page;
+use crate::service::tokens::page_of;
 use crate::service::{stored_id, time_of};
-use crate::store::{Cursor, IncidentChange, IncidentRow, IncidentUpdateRow};
+use crate::store::{Cursor, IncidentChange};
 
 const DAY_MS: i64 = 86_400_000;
 
-fn status_of(text: &str) -> anyhow::Result<IncidentStatus> {
-    IncidentStatus::parse(text)
-        .ok_or_else(|| anyhow::anyhow!("the database holds an unknown incident status `{text}`"))
-}
-
-fn ids_of(json: &str) -> anyhow::Result<Vec<Uuid>> {
-    Ok(serde_json::from_str(json)?)
-}
-
-fn update_view(row: &IncidentUpdateRow) -> anyhow::Result<IncidentUpdateView> {
+fn update_view(update: &IncidentUpdate) -> anyhow::Result<IncidentUpdateView> {
     Ok(IncidentUpdateView {
-        id: stored_id(&row.id)?,
-        status: status_of(&row.status)?,
-        message: row.message.clone(),
-        created_at: time_of(row.created_at),
+        id: stored_id(&update.id)?,
+        status: update.status,
+        message: update.message.clone(),
+        created_at: time_of(update.created_at),
     })
 }
 
-fn view(row: &IncidentRow, updates: &[IncidentUpdateRow]) -> anyhow::Result<IncidentView> {
+fn view(row: &Incident, updates: &[IncidentUpdate]) -> anyhow::Result<IncidentView> {
     Ok(IncidentView {
         id: stored_id(&row.id)?,
         page_id: stored_id(&row.page_id)?,
         title: row.title.clone(),
-        status: status_of(&row.status)?,
-        monitor_ids: ids_of(&row.monitor_ids)?,
+        status: row.status,
+        monitor_ids: row.monitor_ids.clone(),
         updates: updates
             .iter()
             .filter(|u| u.incident_id == row.id)
@@ -113,22 +105,22 @@ impl StatusPages {
         opened_for: Option<Uuid>,
     ) -> ServiceResult<IncidentView> {
         let now = self.now_ms();
-        let row = IncidentRow {
+        let row = Incident {
             id: Uuid::now_v7().to_string(),
             page_id: page_id.to_string(),
             title: spec.title,
-            status: spec.status.as_str().into(),
-            monitor_ids: serde_json::to_string(&spec.monitor_ids).map_err(anyhow::Error::from)?,
+            status: spec.status,
+            monitor_ids: spec.monitor_ids,
             created_at: now,
             updated_at: now,
             resolved_at: resolved_at(spec.status, None, now),
             published,
             opened_for: opened_for.map(|id| id.to_string()),
         };
-        let first = IncidentUpdateRow {
+        let first = IncidentUpdate {
             id: Uuid::now_v7().to_string(),
             incident_id: row.id.clone(),
-            status: row.status.clone(),
+            status: row.status,
             message: spec.message,
             created_at: now,
         };
@@ -158,21 +150,13 @@ impl StatusPages {
         limit: u32,
     ) -> ServiceResult<Page<IncidentView>> {
         self.stored(page_id).await?;
-        let rows = self
+        let incidents = self
             .store
             .list_incidents(&page_id.to_string(), cursor, limit)
             .await?;
-        let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
+        let ids: Vec<String> = incidents.items.iter().map(|r| r.id.clone()).collect();
         let updates = self.store.incident_updates(&ids).await?;
-        Ok(page(
-            rows,
-            limit,
-            |row| Cursor {
-                key: row.created_at,
-                id: row.id.clone(),
-            },
-            |row| view(row, &updates),
-        )?)
+        Ok(page_of(incidents, |row| view(row, &updates))?)
     }
 
     pub async fn get_incident(&self, page_id: Uuid, id: Uuid) -> ServiceResult<IncidentView> {
@@ -194,7 +178,7 @@ impl StatusPages {
         patch.validate()?;
         for _ in 0..CHANGE_TRIES {
             let before = self.stored_incident(page_id, id).await?;
-            let current = status_of(&before.status)?;
+            let current = before.status;
             let mut row = before.clone();
             if let Some(title) = &patch.title {
                 row.title = title.clone();
@@ -204,9 +188,8 @@ impl StatusPages {
             }
             if let Some(ids) = &patch.monitor_ids {
                 let page = self.stored(page_id).await?;
-                self.check_affected(&page, ids, &ids_of(&before.monitor_ids)?)
-                    .await?;
-                row.monitor_ids = serde_json::to_string(ids).map_err(anyhow::Error::from)?;
+                self.check_affected(&page, ids, &before.monitor_ids).await?;
+                row.monitor_ids = ids.clone();
             }
             let changed = self
                 .change(page_id, id, &before, row, patch.update(current))
@@ -259,8 +242,8 @@ impl StatusPages {
         &self,
         page_id: Uuid,
         id: Uuid,
-        before: &IncidentRow,
-        mut row: IncidentRow,
+        before: &Incident,
+        mut row: Incident,
         update: Option<IncidentUpdateSpec>,
     ) -> ServiceResult<Option<IncidentView>> {
         // A change that changes nothing writes nothing (and tells nothing): the others that
@@ -274,7 +257,7 @@ impl StatusPages {
         row.updated_at = now.max(before.updated_at + 1);
         let event = subscribers::incident_event(
             before.published,
-            status_of(&before.status)?,
+            before.status,
             row.published,
             update.as_ref().map(|u| u.status),
         );
@@ -291,9 +274,7 @@ impl StatusPages {
                         .map(|u| u.message.clone())
                         .unwrap_or_default(),
                 };
-                let status = update
-                    .as_ref()
-                    .map_or(status_of(&row.status)?, |u| u.status);
+                let status = update.as_ref().map_or(row.status, |u| u.status);
                 let incident = NoticeIncident {
                     id,
                     title: row.title.clone(),
@@ -305,12 +286,12 @@ impl StatusPages {
             None => None,
         };
         let update = update.map(|update| {
-            row.status = update.status.as_str().into();
+            row.status = update.status;
             row.resolved_at = resolved_at(update.status, row.resolved_at, now);
-            IncidentUpdateRow {
+            IncidentUpdate {
                 id: Uuid::now_v7().to_string(),
                 incident_id: row.id.clone(),
-                status: row.status.clone(),
+                status: row.status,
                 message: update.message,
                 created_at: now,
             }
@@ -340,7 +321,7 @@ impl StatusPages {
         }
     }
 
-    async fn stored_incident(&self, page_id: Uuid, id: Uuid) -> ServiceResult<IncidentRow> {
+    async fn stored_incident(&self, page_id: Uuid, id: Uuid) -> ServiceResult<Incident> {
         self.store
             .incident(&page_id.to_string(), &id.to_string())
             .await?
@@ -453,7 +434,7 @@ impl StatusPages {
 
     async fn shown(
         &self,
-        mut rows: Vec<IncidentRow>,
+        mut rows: Vec<Incident>,
         names: &HashMap<Uuid, String>,
     ) -> ServiceResult<Vec<ShownIncident>> {
         // Open ones first, then by when they started, newest first.
