@@ -9,6 +9,7 @@ pub mod incident;
 pub mod monitor;
 pub mod poller;
 pub mod status_page;
+pub mod token;
 pub mod user;
 pub mod window;
 
@@ -18,6 +19,7 @@ pub use incident::{Incident, IncidentUpdate};
 pub use monitor::Monitor;
 pub use poller::Poller;
 pub use status_page::{PageLogo, StatusPage};
+pub use token::{RefreshToken, RegistrationToken, UnusedRevocation};
 pub use user::{ApiKey, User};
 pub use window::MaintenanceWindow;
 

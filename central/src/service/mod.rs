@@ -121,7 +121,8 @@ impl App {
         let admin =
             admin_token::AdminToken::open(&store, args.admin_token.as_deref(), clock.now_ms())
                 .await?;
-        tokens::sync_environment_token(&store, args.registration_token.as_deref()).await?;
+        tokens::sync_environment_token(&store, args.registration_token.as_deref(), clock.now_ms())
+            .await?;
         let jwt_key = store
             .setting_or_insert(JWT_KEY_SETTING, &JwtKeys::generate_stored_form())
             .await?;
@@ -350,10 +351,6 @@ pub async fn rotate_signing_key(store: &Store) -> anyhow::Result<String> {
 
 pub(crate) fn millis(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
-}
-
-pub fn now_ms() -> i64 {
-    Utc::now().timestamp_millis()
 }
 
 pub fn time_of(ms: i64) -> DateTime<Utc> {

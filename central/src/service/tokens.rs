@@ -11,8 +11,9 @@ use std::sync::Arc;
 use super::clock::Clock;
 use super::hashing::{Hashing, Lane};
 use super::{auth, stored_id, time_of, App};
+use crate::domain::RegistrationToken;
 use crate::service::error::{ServiceError, ServiceResult};
-use crate::store::{Cursor, Paged, RegistrationTokenRow, Store};
+use crate::store::{Cursor, Paged, Store};
 
 /// The id of the registration token that `CENTRAL_REGISTRATION_TOKEN` stands for.
 pub const ENVIRONMENT_TOKEN_ID: Uuid = Uuid::from_u128(0x0000_0000_0000_4000_8000_0000_0000_e0e0);
@@ -25,14 +26,13 @@ const ENVIRONMENT_TOKEN_NAME: &str = "CENTRAL_REGISTRATION_TOKEN";
 pub(super) async fn sync_environment_token(
     store: &Store,
     secret: Option<&str>,
+    now: i64,
 ) -> anyhow::Result<()> {
     let id = ENVIRONMENT_TOKEN_ID.to_string();
     let stored = store.registration_token(&id).await?;
     let Some(secret) = secret else {
         if stored.is_some_and(|row| row.revoked_at.is_none()) {
-            store
-                .revoke_registration_token(&id, super::now_ms())
-                .await?;
+            store.revoke_registration_token(&id, now).await?;
             tracing::info!(
                 "CENTRAL_REGISTRATION_TOKEN is unset: its registration token is revoked"
             );
@@ -56,13 +56,13 @@ pub(super) async fn sync_environment_token(
         }
     }
     store
-        .replace_registration_token(&RegistrationTokenRow {
+        .replace_registration_token(&RegistrationToken {
             id,
             name: ENVIRONMENT_TOKEN_NAME.into(),
             secret_hash: hashing.hash(secret.to_string()).await?,
             region: None,
             capabilities: None,
-            created_at: super::now_ms(),
+            created_at: now,
             expires_at: None,
             max_uses: i64::from(MAX_TOKEN_USES),
             uses: 0,
@@ -116,12 +116,12 @@ impl RegistrationTokens {
         let id = Uuid::new_v4();
         let secret = auth::new_secret();
         let now = self.now_ms();
-        let row = RegistrationTokenRow {
+        let row = RegistrationToken {
             id: id.to_string(),
             name: request.name.trim().to_string(),
             secret_hash: self.hashing.hash(secret.clone()).await?,
             region: request.region,
-            capabilities: request.capabilities.map(|list| list.join(",")),
+            capabilities: request.capabilities,
             created_at: now,
             expires_at: expires_in.map(|d| now.saturating_add(d.as_millis() as i64)),
             max_uses: i64::from(request.max_uses.unwrap_or(1)),
@@ -131,7 +131,7 @@ impl RegistrationTokens {
             previous_valid_until: None,
         };
         self.store.insert_registration_token(&row).await?;
-        let mut view = registration_view(&row)?;
+        let mut view = registration_view(&row, now)?;
         view.token = Some(auth::format_token(auth::REGISTRATION_PREFIX, id, &secret));
         Ok(view)
     }
@@ -141,16 +141,9 @@ impl RegistrationTokens {
         after: &Cursor,
         limit: u32,
     ) -> ServiceResult<Page<RegistrationTokenView>> {
-        let rows = self.store.list_registration_tokens(after, limit).await?;
-        Ok(page(
-            rows,
-            limit,
-            |r| Cursor {
-                key: r.created_at,
-                id: r.id.clone(),
-            },
-            registration_view,
-        )?)
+        let tokens = self.store.list_registration_tokens(after, limit).await?;
+        let now = self.now_ms();
+        Ok(page_of(tokens, |token| registration_view(token, now))?)
     }
 
     pub async fn revoke_registration_token(&self, id: Uuid) -> ServiceResult<()> {
@@ -193,7 +186,7 @@ impl RegistrationTokens {
             .registration_token(&id.to_string())
             .await?
             .ok_or_else(|| ServiceError::NotFound(format!("no registration token with id {id}")))?;
-        let mut view = registration_view(&row)?;
+        let mut view = registration_view(&row, self.now_ms())?;
         view.token = Some(auth::format_token(auth::REGISTRATION_PREFIX, id, &secret));
         Ok(view)
     }
@@ -204,7 +197,7 @@ impl RegistrationTokens {
         &self,
         token: &str,
         asked: &Enrolment,
-    ) -> ServiceResult<(RegistrationTokenRow, Enrolment)> {
+    ) -> ServiceResult<(RegistrationToken, Enrolment)> {
         let invalid = || {
             ServiceError::Unauthorized(
                 "registration token is not valid; create one with POST /api/v1/registration-tokens"
@@ -253,7 +246,7 @@ impl RegistrationTokens {
     /// The newest secret, or the one before it while its overlap lasts.
     async fn registration_secret_matches(
         &self,
-        row: &RegistrationTokenRow,
+        row: &RegistrationToken,
         secret: String,
     ) -> ServiceResult<bool> {
         if self
@@ -294,7 +287,7 @@ pub struct Enrolment {
 impl Enrolment {
     /// What `row` grants of this request: its region and capabilities are limits, not
     /// defaults, so that a token handed to one region's operators enrols nothing elsewhere.
-    fn within(&self, row: &RegistrationTokenRow) -> ServiceResult<Enrolment> {
+    fn within(&self, row: &RegistrationToken) -> ServiceResult<Enrolment> {
         let region = match (&row.region, &self.region) {
             (Some(allowed), Some(asked)) if allowed != asked => {
                 return Err(ServiceError::Refused {
@@ -307,7 +300,7 @@ impl Enrolment {
             }
             (allowed, asked) => asked.clone().or_else(|| allowed.clone()),
         };
-        let limit = capability_limit(row.capabilities.as_deref());
+        let limit = row.capabilities.clone();
         let capabilities = match (&limit, self.capabilities.is_empty()) {
             (None, true) => default_capabilities(),
             (Some(limit), true) => limit.clone(),
@@ -337,18 +330,14 @@ impl Enrolment {
     }
 }
 
-/// A stored comma list of capabilities as a list; `None` (no limit) stays `None`.
-pub(super) fn capability_limit(stored: Option<&str>) -> Option<Vec<String>> {
-    stored.map(crate::store::split_list)
-}
-
-fn registration_view(row: &RegistrationTokenRow) -> anyhow::Result<RegistrationTokenView> {
+/// A token as the API shows it at `now` (never its secret).
+fn registration_view(row: &RegistrationToken, now: i64) -> anyhow::Result<RegistrationTokenView> {
     Ok(RegistrationTokenView {
         id: stored_id(&row.id)?,
         name: row.name.clone(),
         token: None,
         region: row.region.clone(),
-        capabilities: capability_limit(row.capabilities.as_deref()),
+        capabilities: row.capabilities.clone(),
         created_at: time_of(row.created_at),
         expires_at: row.expires_at.map(time_of),
         max_uses: row.max_uses.try_into().unwrap_or(u32::MAX),
@@ -356,12 +345,11 @@ fn registration_view(row: &RegistrationTokenRow) -> anyhow::Result<RegistrationT
         revoked: row.revoked_at.is_some(),
         previous_secret_valid_until: row
             .previous_valid_until
-            .filter(|until| *until > super::now_ms())
+            .filter(|until| *until > now)
             .map(time_of),
     })
 }
 
-/// Builds a page from rows fetched with `limit`: a full page gets a cursor to the next one.
 /// The API's page of a page the store read: its next cursor is the store's, decided by the rows
 /// read (`store::Paged`).
 pub(super) fn page_of<T, V>(
@@ -378,6 +366,7 @@ pub(super) fn page_of<T, V>(
     })
 }
 
+/// Builds a page from rows fetched with `limit`: a full page gets a cursor to the next one.
 pub(super) fn page<R, T>(
     rows: Vec<R>,
     limit: u32,
@@ -397,13 +386,13 @@ pub(super) fn page<R, T>(
 mod tests {
     use super::*;
 
-    fn token(region: Option<&str>, capabilities: Option<&str>) -> RegistrationTokenRow {
-        RegistrationTokenRow {
+    fn token(region: Option<&str>, capabilities: Option<&str>) -> RegistrationToken {
+        RegistrationToken {
             id: Uuid::nil().to_string(),
             name: "t".into(),
             secret_hash: String::new(),
             region: region.map(str::to_string),
-            capabilities: capabilities.map(str::to_string),
+            capabilities: capabilities.map(crate::store::split_list),
             created_at: 0,
             expires_at: None,
             max_uses: 1,
@@ -490,5 +479,23 @@ mod tests {
                 .capabilities,
             ["internal-net"]
         );
+    }
+
+    /// Whether a rotated token's previous secret still works is read at the time the view is
+    /// made for (the app's clock), not the wall clock.
+    #[test]
+    fn the_previous_secret_is_shown_valid_until_its_end_on_the_apps_clock() {
+        let rotated = RegistrationToken {
+            previous_secret_hash: Some("old".into()),
+            previous_valid_until: Some(1_000),
+            ..token(None, None)
+        };
+        let shown = |now| {
+            registration_view(&rotated, now)
+                .unwrap()
+                .previous_secret_valid_until
+        };
+        assert_eq!(shown(999), Some(time_of(1_000)));
+        assert_eq!(shown(1_000), None);
     }
 }

@@ -120,7 +120,6 @@ pub fn split_list(stored: &str) -> Vec<String> {
         .collect()
 }
 pub use audit::AuditRow;
-pub use tokens::{RefreshTokenRow, RegistrationTokenRow};
 pub use users::{Ends, KeyScope, UserConflict, MADE_WITH_ADMIN_TOKEN};
 pub use wakeups::{VersionListener, Wakeup};
 

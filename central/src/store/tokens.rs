@@ -1,26 +1,61 @@
-//! Registration tokens and refresh tokens: only their hashes are stored.
+//! Registration tokens and refresh tokens: only their hashes are stored. The rows and their
+//! translation to `domain::RegistrationToken` and `domain::RefreshToken` stay here.
 
 use sqlx::any::AnyRow;
 use sqlx::{FromRow, Row};
 
-use super::{Cursor, Store};
+use super::{split_list, Cursor, Paged, Store};
+use crate::domain::{RefreshToken, RegistrationToken, UnusedRevocation};
+
+/// `revoked_reason` of a refresh token revoked unused because its parent was presented again
+/// within the grace.
+const SUPERSEDED: &str = "superseded";
+
+/// `revoked_reason`, as stored.
+fn reason_text(reason: UnusedRevocation) -> &'static str {
+    match reason {
+        UnusedRevocation::Superseded => SUPERSEDED,
+        UnusedRevocation::Orphaned => "orphaned",
+    }
+}
 
 #[derive(Debug, Clone)]
-pub struct RegistrationTokenRow {
-    pub id: String,
-    pub name: String,
-    pub secret_hash: String,
-    pub region: Option<String>,
-    /// The most a poller enrolled with it may advertise, comma-separated; `None`: anything.
-    pub capabilities: Option<String>,
-    pub created_at: i64,
-    pub expires_at: Option<i64>,
-    pub max_uses: i64,
-    pub uses: i64,
-    pub revoked_at: Option<i64>,
-    /// The secret before the newest rotation, valid until `previous_valid_until`.
-    pub previous_secret_hash: Option<String>,
-    pub previous_valid_until: Option<i64>,
+struct RegistrationTokenRow {
+    id: String,
+    name: String,
+    secret_hash: String,
+    region: Option<String>,
+    /// Comma-separated; `None`: anything.
+    capabilities: Option<String>,
+    created_at: i64,
+    expires_at: Option<i64>,
+    max_uses: i64,
+    uses: i64,
+    revoked_at: Option<i64>,
+    previous_secret_hash: Option<String>,
+    previous_valid_until: Option<i64>,
+}
+
+impl TryFrom<RegistrationTokenRow> for RegistrationToken {
+    type Error = anyhow::Error;
+
+    /// Every row reads (a capability list is any comma list).
+    fn try_from(row: RegistrationTokenRow) -> anyhow::Result<RegistrationToken> {
+        Ok(RegistrationToken {
+            id: row.id,
+            name: row.name,
+            secret_hash: row.secret_hash,
+            region: row.region,
+            capabilities: row.capabilities.as_deref().map(split_list),
+            created_at: row.created_at,
+            expires_at: row.expires_at,
+            max_uses: row.max_uses,
+            uses: row.uses,
+            revoked_at: row.revoked_at,
+            previous_secret_hash: row.previous_secret_hash,
+            previous_valid_until: row.previous_valid_until,
+        })
+    }
 }
 
 impl FromRow<'_, AnyRow> for RegistrationTokenRow {
@@ -42,21 +77,7 @@ impl FromRow<'_, AnyRow> for RegistrationTokenRow {
     }
 }
 
-#[derive(Debug, Clone)]
-pub struct RefreshTokenRow {
-    pub id: String,
-    pub poller_id: String,
-    pub family_id: String,
-    pub secret_hash: String,
-    pub expires_at: i64,
-    pub spent_at: Option<i64>,
-    pub revoked_at: Option<i64>,
-    /// `superseded` for the unused successor revoked by a retry within the grace.
-    pub revoked_reason: Option<String>,
-    pub replaced_by: Option<String>,
-}
-
-impl FromRow<'_, AnyRow> for RefreshTokenRow {
+impl FromRow<'_, AnyRow> for RefreshToken {
     fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
         Ok(Self {
             id: row.try_get("id")?,
@@ -66,7 +87,10 @@ impl FromRow<'_, AnyRow> for RefreshTokenRow {
             expires_at: row.try_get("expires_at")?,
             spent_at: row.try_get("spent_at")?,
             revoked_at: row.try_get("revoked_at")?,
-            revoked_reason: row.try_get("revoked_reason")?,
+            superseded: row
+                .try_get::<Option<String>, _>("revoked_reason")?
+                .as_deref()
+                == Some(SUPERSEDED),
             replaced_by: row.try_get("replaced_by")?,
         })
     }
@@ -77,21 +101,18 @@ const REGISTRATION_COLUMNS: &str =
      max_uses, uses, revoked_at, previous_secret_hash, previous_valid_until";
 
 impl Store {
-    pub async fn insert_registration_token(
-        &self,
-        row: &RegistrationTokenRow,
-    ) -> anyhow::Result<()> {
-        self.write_registration_token(row, "").await
+    pub async fn insert_registration_token(&self, token: &RegistrationToken) -> anyhow::Result<()> {
+        self.write_registration_token(token, "").await
     }
 
     /// Stores a registration token, replacing the one of the same id (its uses, revocation and
     /// overlap included).
     pub async fn replace_registration_token(
         &self,
-        row: &RegistrationTokenRow,
+        token: &RegistrationToken,
     ) -> anyhow::Result<()> {
         self.write_registration_token(
-            row,
+            token,
             "ON CONFLICT (id) DO UPDATE SET name = excluded.name, \
              secret_hash = excluded.secret_hash, region = excluded.region, \
              capabilities = excluded.capabilities, \
@@ -105,9 +126,10 @@ impl Store {
     /// Inserts a fresh token (no uses, not revoked), with `on_conflict` as the statement's tail.
     async fn write_registration_token(
         &self,
-        row: &RegistrationTokenRow,
+        row: &RegistrationToken,
         on_conflict: &str,
     ) -> anyhow::Result<()> {
+        let capabilities = row.capabilities.as_ref().map(|list| list.join(","));
         let sql = format!(
             "INSERT INTO registration_tokens \
              (id, name, secret_hash, region, capabilities, created_at, expires_at, max_uses, uses) \
@@ -119,7 +141,7 @@ impl Store {
             .bind(&row.name)
             .bind(&row.secret_hash)
             .bind(&row.region)
-            .bind(&row.capabilities)
+            .bind(capabilities)
             .bind(row.created_at)
             .bind(row.expires_at)
             .bind(row.max_uses)
@@ -128,24 +150,27 @@ impl Store {
         Ok(())
     }
 
-    pub async fn registration_token(
-        &self,
-        id: &str,
-    ) -> anyhow::Result<Option<RegistrationTokenRow>> {
+    pub async fn registration_token(&self, id: &str) -> anyhow::Result<Option<RegistrationToken>> {
         let sql = format!("SELECT {REGISTRATION_COLUMNS} FROM registration_tokens WHERE id = $1");
-        Ok(sqlx::query_as(&sql)
+        let row: Option<RegistrationTokenRow> = sqlx::query_as(&sql)
             .bind(id)
             .fetch_optional(&self.pool)
-            .await?)
+            .await?;
+        row.map(RegistrationToken::try_from).transpose()
     }
 
     pub async fn list_registration_tokens(
         &self,
         after: &Cursor,
         limit: u32,
-    ) -> anyhow::Result<Vec<RegistrationTokenRow>> {
-        self.page_by_creation(REGISTRATION_COLUMNS, "registration_tokens", after, limit)
-            .await
+    ) -> anyhow::Result<Paged<RegistrationToken>> {
+        let rows: Vec<RegistrationTokenRow> = self
+            .page_by_creation(REGISTRATION_COLUMNS, "registration_tokens", after, limit)
+            .await?;
+        Ok(Paged::of("registration token", rows, limit, |r| Cursor {
+            key: r.created_at,
+            id: r.id.clone(),
+        }))
     }
 
     /// Counts one use if the token is still usable; `false` when it is spent, expired or revoked.
@@ -163,7 +188,7 @@ impl Store {
 
     pub async fn insert_refresh_token(
         &self,
-        row: &RefreshTokenRow,
+        row: &RefreshToken,
         created_at: i64,
     ) -> anyhow::Result<()> {
         let _guard = self.write_lock().await;
@@ -183,7 +208,7 @@ impl Store {
         Ok(())
     }
 
-    pub async fn refresh_token(&self, id: &str) -> anyhow::Result<Option<RefreshTokenRow>> {
+    pub async fn refresh_token(&self, id: &str) -> anyhow::Result<Option<RefreshToken>> {
         Ok(sqlx::query_as(
             "SELECT id, poller_id, family_id, secret_hash, expires_at, spent_at, revoked_at, \
              revoked_reason, replaced_by FROM refresh_tokens WHERE id = $1",
@@ -245,7 +270,7 @@ impl Store {
         &self,
         id: &str,
         now: i64,
-        reason: &str,
+        reason: UnusedRevocation,
     ) -> anyhow::Result<bool> {
         let _guard = self.write_lock().await;
         let done = sqlx::query(
@@ -254,7 +279,7 @@ impl Store {
         )
         .bind(id)
         .bind(now)
-        .bind(reason)
+        .bind(reason_text(reason))
         .execute(&self.writer)
         .await?;
         Ok(done.rows_affected() == 1)

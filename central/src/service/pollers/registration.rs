@@ -6,18 +6,17 @@ use shared_proto::poller_api::{RegisterRequest, RegisterResponse, TokenRequest, 
 use uuid::Uuid;
 
 use super::super::hashing::Lane;
-use super::super::tokens::{capability_limit, Enrolment};
+use super::super::tokens::Enrolment;
 use super::super::{auth, time_of, App};
 use crate::domain::Poller;
+use crate::domain::{RefreshToken, UnusedRevocation};
 use crate::service::error::{ServiceError, ServiceResult};
-use crate::store::{Reach, RefreshTokenRow};
+use crate::store::Reach;
 
 /// Refresh tokens outlive any outage an agent should ride out while still holding one.
 const REFRESH_TTL_MS: i64 = 90 * 24 * 3600 * 1000;
 /// How long a spent refresh token may be presented again as a retry (see `refresh_poller_token`).
 const REFRESH_RETRY_GRACE_MS: i64 = 60_000;
-/// `revoked_reason` of a successor revoked because its parent was presented again in the grace.
-const SUPERSEDED: &str = "superseded";
 
 impl App {
     pub async fn register_poller(
@@ -42,7 +41,7 @@ impl App {
             region: granted.region,
             datacenter: request.datacenter,
             capabilities: granted.capabilities,
-            capability_limit: capability_limit(token.capabilities.as_deref()),
+            capability_limit: token.capabilities.clone(),
             version: Some(request.version),
             enabled: true,
             registration_token_id: Some(token.id),
@@ -88,7 +87,7 @@ impl App {
         let id = Uuid::new_v4();
         let secret = auth::new_secret();
         let now = self.now_ms();
-        let row = RefreshTokenRow {
+        let row = RefreshToken {
             id: id.to_string(),
             poller_id: poller_id.to_string(),
             family_id: family_id.to_string(),
@@ -96,7 +95,7 @@ impl App {
             expires_at: now + REFRESH_TTL_MS,
             spent_at: None,
             revoked_at: None,
-            revoked_reason: None,
+            superseded: false,
             replaced_by: None,
         };
         self.store.insert_refresh_token(&row, now).await?;
@@ -144,7 +143,7 @@ impl App {
         // on that answer), and before its token is spent, so that a disabled one can refresh
         // normally once an operator enables it again.
         let poller = self.live_poller(&row.poller_id).await?;
-        if row.revoked_reason.as_deref() == Some(SUPERSEDED) {
+        if row.superseded {
             tracing::warn!(
                 poller_id = %row.poller_id,
                 "a superseded refresh token was presented: one of two holders replayed a token \
@@ -170,7 +169,7 @@ impl App {
             // Another request spent it at the same moment: nobody will ever see this
             // successor. Read the token again and treat this one as a retry after it.
             self.store
-                .revoke_unused_refresh_token(&successor, now, "orphaned")
+                .revoke_unused_refresh_token(&successor, now, UnusedRevocation::Orphaned)
                 .await?;
             self.store
                 .refresh_token(&row.id)
@@ -186,7 +185,7 @@ impl App {
     /// successor unused: that one is superseded and a new one issued), else reuse.
     async fn refresh_again(
         &self,
-        row: RefreshTokenRow,
+        row: RefreshToken,
         poller: &Poller,
         now: i64,
     ) -> ServiceResult<TokenResponse> {
@@ -196,7 +195,7 @@ impl App {
         let superseded = match (&row.replaced_by, within_grace) {
             (Some(successor), true) => {
                 self.store
-                    .revoke_unused_refresh_token(successor, now, SUPERSEDED)
+                    .revoke_unused_refresh_token(successor, now, UnusedRevocation::Superseded)
                     .await?
             }
             _ => false,
@@ -215,7 +214,7 @@ impl App {
     }
 
     /// Revokes every refresh token descended from the same registration; the error to answer.
-    async fn revoke_family(&self, row: &RefreshTokenRow, now: i64) -> ServiceResult<ServiceError> {
+    async fn revoke_family(&self, row: &RefreshToken, now: i64) -> ServiceResult<ServiceError> {
         self.store
             .revoke_refresh_family(&row.family_id, now)
             .await?;
@@ -340,7 +339,7 @@ mod tests {
 
         // A row written by a central that hashed refresh tokens with argon2.
         let secret = auth::new_secret();
-        let old = RefreshTokenRow {
+        let old = RefreshToken {
             id: Uuid::new_v4().to_string(),
             poller_id: registered.poller_id.to_string(),
             family_id: Uuid::new_v4().to_string(),
@@ -348,7 +347,7 @@ mod tests {
             expires_at: app.now_ms() + REFRESH_TTL_MS,
             spent_at: None,
             revoked_at: None,
-            revoked_reason: None,
+            superseded: false,
             replaced_by: None,
         };
         app.store
