@@ -5,6 +5,7 @@
 
 pub mod alert_state;
 pub mod channel;
+pub mod command;
 pub mod incident;
 pub mod monitor;
 pub mod poller;
@@ -15,6 +16,7 @@ pub mod window;
 
 pub use alert_state::AlertState;
 pub use channel::{Channel, Recipient};
+pub use command::Command;
 pub use incident::{Incident, IncidentUpdate};
 pub use monitor::Monitor;
 pub use poller::Poller;

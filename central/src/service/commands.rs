@@ -20,16 +20,15 @@ use shared_proto::poller_api::{
     CheckResult, CommandAck, CommandAckResponse, CommandAction, PollerCommand, COMMAND_RESEND_MS,
 };
 use shared_proto::settings_api::{CommandState, CommandView, CommandsAnswer, PollerStatus};
-use shared_proto::{AssignedMonitor, MonitorSpec, ValidationError};
+use shared_proto::{MonitorSpec, ValidationError};
 use uuid::Uuid;
 
 use super::ingest::{bounded_result, CappedResults, IncomingBatch};
 use super::monitors::monitor_row;
 use super::{stored_id, time_of, App};
-use crate::domain::Monitor;
-use crate::domain::Poller;
+use crate::domain::{Command, Monitor, Poller};
 use crate::service::error::{ServiceError, ServiceResult};
-use crate::store::{Acked, CommandRow, NewCommand};
+use crate::store::Acked;
 
 /// How long a command is offered to its poller; after it, nobody waits for its answer.
 pub const COMMAND_TTL_MS: i64 = 2 * 60 * 1000;
@@ -62,15 +61,6 @@ pub struct CommandRequest {
 enum Kind {
     Check,
     Reset,
-}
-
-impl Kind {
-    fn as_str(self) -> &'static str {
-        match self {
-            Kind::Check => "check",
-            Kind::Reset => "reset",
-        }
-    }
 }
 
 impl App {
@@ -115,9 +105,7 @@ impl App {
             let poller = self.online_poller(&poller.to_string()).await?;
             commands.push(new_command(
                 &poller.id,
-                "test",
-                None,
-                Some(serde_json::to_string(&monitor).map_err(anyhow::Error::from)?),
+                CommandAction::Test { monitor },
                 now,
             ));
         }
@@ -187,13 +175,11 @@ impl App {
         let mut commands = Vec::with_capacity(asked.len());
         for poller in asked {
             let poller = self.online_poller(&poller).await?;
-            commands.push(new_command(
-                &poller.id,
-                kind.as_str(),
-                Some(id.to_string()),
-                None,
-                now,
-            ));
+            let action = match kind {
+                Kind::Check => CommandAction::Check { monitor_id: id },
+                Kind::Reset => CommandAction::Reset { monitor_id: id },
+            };
+            commands.push(new_command(&poller.id, action, now));
         }
         self.issue(commands, request.wait).await
     }
@@ -233,17 +219,13 @@ impl App {
         Ok(poller)
     }
 
-    async fn issue(
-        &self,
-        commands: Vec<NewCommand>,
-        wait: Duration,
-    ) -> ServiceResult<CommandsAnswer> {
+    async fn issue(&self, commands: Vec<Command>, wait: Duration) -> ServiceResult<CommandsAnswer> {
         // Subscribed before anything is issued, so an answer cannot slip in unheard.
         let mut answered = self.cluster.bells.subscribe_answered();
         self.store.insert_commands(&commands).await?;
         for command in &commands {
             tracing::info!(command_id = %command.id, poller_id = %command.poller_id,
-                kind = command.kind, monitor_id = ?command.monitor_id, "command issued");
+                kind = command.action.name(), "command issued");
             self.cluster.bells.ring(&command.poller_id);
         }
         let ids: Vec<String> = commands.into_iter().map(|c| c.id).collect();
@@ -297,18 +279,16 @@ impl App {
             bells.read_up_to(&poller.id, generation);
             return Ok(ToSend::default());
         }
-        let resend_at = |c: &CommandRow| c.sent_at.map(|sent| sent + COMMAND_RESEND_MS);
-        let (due, waiting): (Vec<&CommandRow>, Vec<&CommandRow>) = open
+        let resend_at = |c: &Command| c.sent_at.map(|sent| sent + COMMAND_RESEND_MS);
+        let (due, waiting): (Vec<&Command>, Vec<&Command>) = open
             .iter()
             .partition(|c| resend_at(c).is_none_or(|at| at <= now));
         let mut commands = Vec::with_capacity(due.len());
-        for row in &due {
-            match poller_command(row) {
-                Ok(command) => commands.push(command),
-                Err(e) => {
-                    tracing::warn!(command_id = %row.id, "unreadable command left to expire: {e:#}")
-                }
-            }
+        for command in &due {
+            commands.push(PollerCommand {
+                id: stored_id(&command.id)?,
+                action: command.action.clone(),
+            });
         }
         let ids: Vec<String> = due.iter().map(|c| c.id.clone()).collect();
         self.store.mark_commands_sent(&ids, now).await?;
@@ -354,11 +334,6 @@ impl App {
                 }
             },
         };
-        let result_text = result
-            .as_ref()
-            .map(serde_json::to_string)
-            .transpose()
-            .map_err(anyhow::Error::from)?;
         let now = self.now_ms();
         let acked = self
             .store
@@ -367,7 +342,7 @@ impl App {
                 &poller.id,
                 ack.done,
                 &ack.message,
-                result_text.as_deref(),
+                result.as_ref(),
                 now,
             )
             .await?;
@@ -388,22 +363,23 @@ impl App {
     async fn accept_result(
         &self,
         poller: &Poller,
-        row: &CommandRow,
+        row: &Command,
         result: CheckResult,
     ) -> ServiceResult<Accepted> {
-        let expected = match row.kind.as_str() {
-            "test" => test_spec(row)?.map(|m| m.id),
-            _ => row.monitor_id.as_deref().map(stored_id).transpose()?,
+        let (expected, check) = match &row.action {
+            CommandAction::Test { monitor } => (Some(monitor.id), false),
+            CommandAction::Check { monitor_id } => (Some(*monitor_id), true),
+            CommandAction::Reset { .. } => (None, false),
         };
         // A result about another monitor is the poller's mistake, refused outright.
-        if Some(result.monitor_id) != expected || row.kind == "reset" {
+        if Some(result.monitor_id) != expected {
             return Err(ValidationError::value(
                 "result.monitor_id",
                 "is not the monitor this command was about",
             )
             .into());
         }
-        if row.kind == "check" {
+        if check {
             let raw =
                 RawValue::from_string(serde_json::to_string(&result).map_err(anyhow::Error::from)?)
                     .map_err(anyhow::Error::from)?;
@@ -439,61 +415,23 @@ enum Accepted {
     Refused(String),
 }
 
-fn new_command(
-    poller_id: &str,
-    kind: &'static str,
-    monitor_id: Option<String>,
-    spec: Option<String>,
-    now: i64,
-) -> NewCommand {
-    NewCommand {
+/// A new command, neither sent nor answered.
+fn new_command(poller_id: &str, action: CommandAction, now: i64) -> Command {
+    Command {
         id: Uuid::now_v7().to_string(),
         poller_id: poller_id.to_string(),
-        kind,
-        monitor_id,
-        spec,
+        action,
         created_at: now,
         expires_at: now + COMMAND_TTL_MS,
+        sent_at: None,
+        acked_at: None,
+        done: None,
+        message: None,
+        result: None,
     }
 }
 
-fn test_spec(row: &CommandRow) -> anyhow::Result<Option<AssignedMonitor>> {
-    row.spec
-        .as_deref()
-        .map(serde_json::from_str)
-        .transpose()
-        .map_err(Into::into)
-}
-
-/// A stored command as its poller gets it.
-fn poller_command(row: &CommandRow) -> anyhow::Result<PollerCommand> {
-    let monitor_id = || -> anyhow::Result<Uuid> {
-        stored_id(
-            row.monitor_id
-                .as_deref()
-                .ok_or_else(|| anyhow::anyhow!("command {} has no monitor", row.id))?,
-        )
-    };
-    let action = match row.kind.as_str() {
-        "check" => CommandAction::Check {
-            monitor_id: monitor_id()?,
-        },
-        "reset" => CommandAction::Reset {
-            monitor_id: monitor_id()?,
-        },
-        "test" => CommandAction::Test {
-            monitor: test_spec(row)?
-                .ok_or_else(|| anyhow::anyhow!("test command {} has no spec", row.id))?,
-        },
-        other => anyhow::bail!("stored command kind `{other}`"),
-    };
-    Ok(PollerCommand {
-        id: stored_id(&row.id)?,
-        action,
-    })
-}
-
-fn command_view(row: &CommandRow, now: i64) -> anyhow::Result<CommandView> {
+fn command_view(row: &Command, now: i64) -> anyhow::Result<CommandView> {
     let state = match (row.acked_at, row.done, row.sent_at) {
         (Some(_), Some(true), _) => CommandState::Done,
         (Some(_), _, _) => CommandState::Failed,
@@ -503,16 +441,17 @@ fn command_view(row: &CommandRow, now: i64) -> anyhow::Result<CommandView> {
     };
     Ok(CommandView {
         id: stored_id(&row.id)?,
-        kind: row.kind.clone(),
+        kind: row.action.name().to_string(),
         poller_id: stored_id(&row.poller_id)?,
-        monitor_id: row.monitor_id.as_deref().map(stored_id).transpose()?,
+        monitor_id: match &row.action {
+            CommandAction::Check { monitor_id } | CommandAction::Reset { monitor_id } => {
+                Some(*monitor_id)
+            }
+            CommandAction::Test { .. } => None,
+        },
         state,
         message: row.message.clone(),
-        result: row
-            .result
-            .as_deref()
-            .map(serde_json::from_str)
-            .transpose()?,
+        result: row.result.clone(),
         created_at: time_of(row.created_at),
         acked_at: row.acked_at.map(time_of),
         expires_at: time_of(row.expires_at),

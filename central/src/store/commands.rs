@@ -8,45 +8,83 @@
 //! everything else touches the rows it names. Must not: decide who gets a command or what an
 //! acknowledgement means (that is `service::commands`).
 
+use anyhow::Context;
+use shared_proto::poller_api::{CheckResult, CommandAction};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
 use super::dialect::{listed, notify};
+use super::readable::readable;
 use super::Store;
+use crate::domain::Command;
 
 /// Announced by a transaction that issues commands (`issued:<poller id>`, one per poller) or
 /// acknowledges one (`done:<command id>`).
 pub(super) const COMMANDS_CHANNEL: &str = "central_poller_commands";
 
-/// A command as issued.
-#[derive(Debug, Clone)]
-pub struct NewCommand {
-    pub id: String,
-    pub poller_id: String,
-    pub kind: &'static str,
-    pub monitor_id: Option<String>,
-    /// `test`: the monitor to run, as JSON.
-    pub spec: Option<String>,
-    pub created_at: i64,
-    pub expires_at: i64,
+/// A command as stored: its action as a kind, a monitor id and a `test`'s monitor as JSON.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct CommandRow {
+    id: String,
+    poller_id: String,
+    kind: String,
+    monitor_id: Option<String>,
+    spec: Option<String>,
+    created_at: i64,
+    expires_at: i64,
+    sent_at: Option<i64>,
+    acked_at: Option<i64>,
+    done: Option<bool>,
+    message: Option<String>,
+    /// The result the agent sent back, as JSON.
+    result: Option<String>,
 }
 
-/// A command as stored.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommandRow {
-    pub id: String,
-    pub poller_id: String,
-    pub kind: String,
-    pub monitor_id: Option<String>,
-    pub spec: Option<String>,
-    pub created_at: i64,
-    pub expires_at: i64,
-    pub sent_at: Option<i64>,
-    pub acked_at: Option<i64>,
-    pub done: Option<bool>,
-    pub message: Option<String>,
-    /// The result the agent sent back, as JSON.
-    pub result: Option<String>,
+impl TryFrom<CommandRow> for Command {
+    type Error = anyhow::Error;
+
+    /// An error names the command and what does not read (a kind a newer central wrote).
+    fn try_from(row: CommandRow) -> anyhow::Result<Command> {
+        let id = row.id;
+        let column = |name: &str| format!("command {id}: its stored {name}");
+        let monitor_id = || -> anyhow::Result<uuid::Uuid> {
+            let text = row.monitor_id.as_deref().context("none")?;
+            Ok(text.parse()?)
+        };
+        let action = match row.kind.as_str() {
+            "check" => CommandAction::Check {
+                monitor_id: monitor_id().with_context(|| column("monitor_id"))?,
+            },
+            "reset" => CommandAction::Reset {
+                monitor_id: monitor_id().with_context(|| column("monitor_id"))?,
+            },
+            "test" => CommandAction::Test {
+                monitor: serde_json::from_str(row.spec.as_deref().unwrap_or_default())
+                    .with_context(|| column("spec"))?,
+            },
+            other => {
+                return Err(anyhow::anyhow!("a kind central does not know, `{other}`"))
+                    .with_context(|| column("kind"))
+            }
+        };
+        Ok(Command {
+            result: row
+                .result
+                .as_deref()
+                .map(serde_json::from_str)
+                .transpose()
+                .with_context(|| column("result"))?,
+            poller_id: row.poller_id,
+            action,
+            created_at: row.created_at,
+            expires_at: row.expires_at,
+            sent_at: row.sent_at,
+            acked_at: row.acked_at,
+            done: row.done,
+            message: row.message,
+            id,
+        })
+    }
 }
 
 /// What an acknowledgement found.
@@ -81,14 +119,21 @@ fn command_row(row: &AnyRow) -> sqlx::Result<CommandRow> {
 }
 
 impl Store {
-    /// Stores `commands` and announces them to their pollers' replicas.
-    pub async fn insert_commands(&self, commands: &[NewCommand]) -> anyhow::Result<()> {
+    /// Stores `commands` (new: neither sent nor answered) and announces them to their
+    /// pollers' replicas.
+    pub async fn insert_commands(&self, commands: &[Command]) -> anyhow::Result<()> {
         if commands.is_empty() {
             return Ok(());
         }
         let _guard = self.write_lock().await;
         let mut tx = self.writer.begin().await?;
         for command in commands {
+            let (monitor_id, spec) = match &command.action {
+                CommandAction::Check { monitor_id } | CommandAction::Reset { monitor_id } => {
+                    (Some(monitor_id.to_string()), None)
+                }
+                CommandAction::Test { monitor } => (None, Some(serde_json::to_string(monitor)?)),
+            };
             sqlx::query(
                 "INSERT INTO poller_commands \
                  (id, poller_id, kind, monitor_id, spec, created_at, expires_at) \
@@ -96,9 +141,9 @@ impl Store {
             )
             .bind(&command.id)
             .bind(&command.poller_id)
-            .bind(command.kind)
-            .bind(&command.monitor_id)
-            .bind(&command.spec)
+            .bind(command.action.name())
+            .bind(monitor_id)
+            .bind(spec)
             .bind(command.created_at)
             .bind(command.expires_at)
             .execute(&mut *tx)
@@ -115,12 +160,9 @@ impl Store {
         Ok(())
     }
 
-    /// `poller_id`'s commands not yet acknowledged nor expired at `now`, oldest first.
-    pub async fn open_commands(
-        &self,
-        poller_id: &str,
-        now: i64,
-    ) -> anyhow::Result<Vec<CommandRow>> {
+    /// `poller_id`'s commands not yet acknowledged nor expired at `now`, oldest first; one
+    /// that does not read is left out (logged) and expires.
+    pub async fn open_commands(&self, poller_id: &str, now: i64) -> anyhow::Result<Vec<Command>> {
         let sql = format!(
             "SELECT {COLUMNS} FROM poller_commands \
              WHERE poller_id = $1 AND acked_at IS NULL AND expires_at > $2 \
@@ -131,7 +173,8 @@ impl Store {
             .bind(now)
             .fetch_all(&self.pool)
             .await?;
-        Ok(rows.iter().map(command_row).collect::<sqlx::Result<_>>()?)
+        let rows = rows.iter().map(command_row).collect::<sqlx::Result<_>>()?;
+        Ok(readable("command", rows))
     }
 
     /// Notes that `ids` were handed to their poller at `now`.
@@ -160,9 +203,10 @@ impl Store {
         poller_id: &str,
         done: bool,
         message: &str,
-        result: Option<&str>,
+        result: Option<&CheckResult>,
         now: i64,
     ) -> anyhow::Result<Acked> {
+        let result = result.map(serde_json::to_string).transpose()?;
         let _guard = self.write_lock().await;
         let mut tx = self.writer.begin().await?;
         let stored = sqlx::query(
@@ -201,8 +245,8 @@ impl Store {
         Ok(outcome)
     }
 
-    /// The commands with these ids that exist.
-    pub async fn commands_by_ids(&self, ids: &[String]) -> anyhow::Result<Vec<CommandRow>> {
+    /// The commands with these ids that exist (one that does not read left out, logged).
+    pub async fn commands_by_ids(&self, ids: &[String]) -> anyhow::Result<Vec<Command>> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
@@ -215,7 +259,8 @@ impl Store {
             .bind(serde_json::to_string(ids)?)
             .fetch_all(&self.pool)
             .await?;
-        Ok(rows.iter().map(command_row).collect::<sqlx::Result<_>>()?)
+        let rows = rows.iter().map(command_row).collect::<sqlx::Result<_>>()?;
+        Ok(readable("command", rows))
     }
 
     /// Deletes commands that expired before `before`.
@@ -226,5 +271,59 @@ impl Store {
             .execute(&self.writer)
             .await?;
         Ok(done.rows_affected())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use shared_proto::poller_api::CommandAction;
+    use uuid::Uuid;
+
+    use crate::domain::Command;
+    use crate::store::testing::sqlite_store;
+
+    fn command(id: &str, action: CommandAction) -> Command {
+        Command {
+            id: id.into(),
+            poller_id: "p".into(),
+            action,
+            created_at: 1,
+            expires_at: 100,
+            sent_at: None,
+            acked_at: None,
+            done: None,
+            message: None,
+            result: None,
+        }
+    }
+
+    /// A command reads back as issued; one whose kind a newer central wrote is left out of
+    /// what its poller is handed (it expires) and of the answers read, the others kept.
+    #[tokio::test]
+    async fn a_command_that_does_not_read_is_left_out_and_the_others_handed_over() {
+        let (store, _dir) = sqlite_store().await;
+        let monitor_id = Uuid::from_u128(7);
+        let (a, b) = (
+            command("a", CommandAction::Check { monitor_id }),
+            command("b", CommandAction::Reset { monitor_id }),
+        );
+        store
+            .insert_commands(&[a.clone(), b.clone()])
+            .await
+            .unwrap();
+        assert_eq!(
+            store.open_commands("p", 2).await.unwrap(),
+            [a.clone(), b.clone()]
+        );
+        sqlx::query("UPDATE poller_commands SET kind = 'reboot' WHERE id = 'a'")
+            .execute(&store.writer)
+            .await
+            .unwrap();
+        let handed = store.open_commands("p", 2).await.unwrap();
+        let read = store
+            .commands_by_ids(&["a".into(), "b".into()])
+            .await
+            .unwrap();
+        assert_eq!((handed, read), (vec![b.clone()], vec![b]));
     }
 }
