@@ -1,5 +1,5 @@
 //! When a maintenance window is under way and which monitors it covers: pure rules over a
-//! window as stored (`store::WindowRow`). Recurrences are RFC 5545 rules read by the `rrule`
+//! window as central keeps it (`domain::MaintenanceWindow`). Recurrences are RFC 5545 rules read by the `rrule`
 //! crate in the window's IANA time zone, so an occurrence keeps its wall-clock time across
 //! daylight-saving changes.
 //!
