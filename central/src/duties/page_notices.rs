@@ -157,7 +157,7 @@ async fn round(app: &App) -> anyhow::Result<()> {
                     (Failure::TurnOff, Some(page)) => owner_rows(
                         &app.store.recipients().await?,
                         &turned_off_message(page, &delivery.subscriber, &error, now),
-                    )?,
+                    ),
                     _ => Vec::new(),
                 };
                 failure_attempt(failure, error, tell)

@@ -8,8 +8,8 @@ use sqlx::any::AnyRow;
 use sqlx::{FromRow, Row};
 
 use super::notifications::insert_outbox;
-use super::{OutboxRow, Store};
-use crate::domain::AlertState;
+use super::Store;
+use crate::domain::{AlertState, QueuedNotification};
 
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
 struct AlertStateRow {
@@ -85,7 +85,7 @@ pub struct AlertUpdate {
     pub monitor_id: String,
     pub state: AlertState,
     pub replaces: Option<ReadAs>,
-    pub notifications: Vec<OutboxRow>,
+    pub notifications: Vec<QueuedNotification>,
 }
 
 impl Store {

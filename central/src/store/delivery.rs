@@ -165,23 +165,32 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::QueuedNotification;
     use crate::store::notifications::insert_outbox;
     use crate::store::testing::{place_among_queued_writes, sqlite_store};
 
-    fn row(id: &str, channel_id: &str) -> OutboxRow {
-        OutboxRow {
+    fn row(id: &str, channel_id: &str) -> QueuedNotification {
+        use chrono::TimeZone;
+        use shared_proto::notifications::{Notification, NotificationEvent};
+        QueuedNotification {
             id: id.into(),
             channel_id: channel_id.into(),
-            event: "monitor.down".into(),
             monitor_id: None,
             poller_id: None,
-            payload: "{}".into(),
-            status: "pending".into(),
-            attempts: 0,
-            last_error: None,
-            created_at: 1_000,
-            next_attempt_at: Some(1_000),
-            delivered_at: None,
+            message: Notification {
+                id: uuid::Uuid::nil(),
+                event: NotificationEvent::MonitorDown,
+                monitor: None,
+                poller: None,
+                status: "down".into(),
+                previous_status: None,
+                at: chrono::Utc.timestamp_millis_opt(1_000).unwrap(),
+                message: String::new(),
+                reminder: false,
+                locations: None,
+                dependency: None,
+                dependents: None,
+            },
         }
     }
 
@@ -221,7 +230,7 @@ mod tests {
     async fn claims_are_taken_together_given_back_only_by_their_holder_and_recorded_together() {
         let (store, _dir) = sqlite_store().await;
         let mut tx = store.pool.begin().await.unwrap();
-        let rows: Vec<OutboxRow> = ["a", "b", "c", "d"].map(|id| row(id, "ch")).into();
+        let rows: Vec<QueuedNotification> = ["a", "b", "c", "d"].map(|id| row(id, "ch")).into();
         insert_outbox(&mut tx, &rows).await.unwrap();
         tx.commit().await.unwrap();
 

@@ -463,7 +463,7 @@ impl Store {
     /// Returns how many notifications were queued.
     pub async fn queue_dependency_notices(
         &self,
-        notices: &[(String, Vec<super::OutboxRow>)],
+        notices: &[(String, Vec<crate::domain::QueuedNotification>)],
     ) -> anyhow::Result<usize> {
         let _guard = self.write_lock().await;
         let mut tx = self.writer.begin().await?;

@@ -12,7 +12,8 @@ use sqlx::{Any, FromRow, Row, Transaction};
 use super::dialect::listed;
 use super::notifications::insert_outbox;
 use super::status_subscribers::COLUMNS;
-use super::{NoticeRow, OutboxRow, Store, SubscriberRow};
+use super::{NoticeRow, Store, SubscriberRow};
+use crate::domain::QueuedNotification;
 
 /// A delivery that is due, with what the sender needs: its notice and its subscriber.
 #[derive(Debug, Clone)]
@@ -65,7 +66,7 @@ pub enum NoticeAttempt {
     /// page's owner told through `tell` (the default channels' outbox rows).
     TurnOff {
         error: String,
-        tell: Vec<OutboxRow>,
+        tell: Vec<QueuedNotification>,
     },
 }
 

@@ -7,6 +7,7 @@ use sqlx::any::AnyRow;
 use sqlx::{Any, FromRow, Row, Transaction};
 
 use super::{Cursor, Store};
+use crate::domain::QueuedNotification;
 
 /// The newest message a channel took about an open problem (`open_problems_told`).
 #[derive(Debug, Clone)]
@@ -57,23 +58,25 @@ pub(super) const OUTBOX_COLUMNS: &str =
     "id, channel_id, event, monitor_id, poller_id, payload, status, \
     attempts, last_error, created_at, next_attempt_at, delivered_at";
 
+/// Writes `notifications` to the outbox, pending and due at once (their message's time).
 pub(super) async fn insert_outbox(
     tx: &mut Transaction<'_, Any>,
-    rows: &[OutboxRow],
-) -> sqlx::Result<()> {
-    for row in rows {
+    notifications: &[QueuedNotification],
+) -> anyhow::Result<()> {
+    for queued in notifications {
+        let created_at = queued.message.at.timestamp_millis();
         sqlx::query(
             "INSERT INTO notifications (id, channel_id, event, monitor_id, poller_id, payload, \
              status, attempts, created_at, next_attempt_at) \
              VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $7, $7)",
         )
-        .bind(&row.id)
-        .bind(&row.channel_id)
-        .bind(&row.event)
-        .bind(&row.monitor_id)
-        .bind(&row.poller_id)
-        .bind(&row.payload)
-        .bind(row.created_at)
+        .bind(&queued.id)
+        .bind(&queued.channel_id)
+        .bind(queued.message.event.as_str())
+        .bind(&queued.monitor_id)
+        .bind(&queued.poller_id)
+        .bind(serde_json::to_string(&queued.message)?)
+        .bind(created_at)
         .execute(&mut **tx)
         .await?;
     }

@@ -10,7 +10,6 @@ use crate::domain::Poller;
 
 use super::monitors::placeholders;
 use super::readable::readable;
-use super::OutboxRow;
 use super::{flag, Cursor, Paged, Store};
 
 #[derive(Debug, Clone, serde::Deserialize)]
@@ -329,7 +328,7 @@ impl Store {
         previous: Option<PollerStatus>,
         status: PollerStatus,
         at: i64,
-        notifications: &[OutboxRow],
+        notifications: &[crate::domain::QueuedNotification],
     ) -> anyhow::Result<bool> {
         let _guard = self.write_lock().await;
         let mut tx = self.writer.begin().await?;

@@ -12,13 +12,13 @@
 use std::collections::HashMap;
 
 use shared_proto::maintenance::MaintenanceNotify;
-use shared_proto::notifications::{DeliveryStatus, Notification, NotificationEvent, Subject};
+use shared_proto::notifications::{Notification, NotificationEvent, Subject};
 use shared_proto::settings::MonitorSettings;
 use shared_proto::settings_api::{LocationStatus, MonitorStatus, MonitorStatusView, PollerStatus};
 use uuid::Uuid;
 
 use super::{flap_window_ms, next_look, step, Notice, Rules};
-use crate::domain::{Monitor, Poller, Recipient};
+use crate::domain::{Monitor, Poller, QueuedNotification, Recipient};
 use crate::service::channels::tells;
 use crate::service::error::ServiceResult;
 use crate::service::maintenance::{stopping, STOPPED_PREFIX};
@@ -28,7 +28,7 @@ use crate::service::status::Lateness;
 use crate::service::status_pages::auto::Told;
 use crate::service::statuses::Derived;
 use crate::service::{stored_id, time_of, App};
-use crate::store::{AlertUpdate, Look, OutboxRow, StoredAlertState};
+use crate::store::{AlertUpdate, Look, StoredAlertState};
 
 /// The longest a monitor's stale is held for placement to move it off an offline poller:
 /// several liveness rounds (at most 5 s each) and a placement pass.
@@ -42,37 +42,16 @@ fn repeat_ms(monitor: &Monitor) -> i64 {
         .map_or(0, |s| s.common.repeat_interval_ms as i64)
 }
 
-/// One outbox row per channel for `message` (each with its own id, which the message carries).
+/// `message` queued for each channel (each copy with its own id, which the message carries).
 pub(crate) fn outbox_rows(
     channels: &[&Recipient],
     message: &Notification,
     monitor_id: Option<&str>,
     poller_id: Option<&str>,
-) -> anyhow::Result<Vec<OutboxRow>> {
-    let created_at = message.at.timestamp_millis();
+) -> Vec<QueuedNotification> {
     channels
         .iter()
-        .map(|channel| {
-            let id = Uuid::now_v7();
-            let payload = Notification {
-                id,
-                ..message.clone()
-            };
-            Ok(OutboxRow {
-                id: id.to_string(),
-                channel_id: channel.id.clone(),
-                event: message.event.as_str().to_string(),
-                monitor_id: monitor_id.map(str::to_string),
-                poller_id: poller_id.map(str::to_string),
-                payload: serde_json::to_string(&payload)?,
-                status: DeliveryStatus::Pending.as_str().into(),
-                attempts: 0,
-                last_error: None,
-                created_at,
-                next_attempt_at: Some(created_at),
-                delivered_at: None,
-            })
-        })
+        .map(|channel| QueuedNotification::new(&channel.id, message, monitor_id, poller_id))
         .collect()
 }
 
@@ -485,7 +464,7 @@ impl App {
                     }
                     tracing::info!(monitor_id = %monitor.id, event = notice.event.as_str(),
                         channels = targets.len(), reminder = notice.reminder, "notifying");
-                    outbox_rows(&targets, &message, Some(&monitor.id), None)?
+                    outbox_rows(&targets, &message, Some(&monitor.id), None)
                 }
                 None => Vec::new(),
             };

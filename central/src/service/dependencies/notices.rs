@@ -59,7 +59,7 @@ impl App {
                             .filter(|c| tells(c, monitor))
                             .collect();
                         let message = message_of(monitor, change)?;
-                        outbox_rows(&targets, &message, Some(&monitor.id), None)?
+                        outbox_rows(&targets, &message, Some(&monitor.id), None)
                     }
                     None => Vec::new(),
                 };

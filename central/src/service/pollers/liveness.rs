@@ -94,7 +94,7 @@ impl App {
                         dependency: None,
                         dependents: None,
                     };
-                    super::super::alerts::outbox_rows(&targets, &message, None, Some(&poller.id))?
+                    super::super::alerts::outbox_rows(&targets, &message, None, Some(&poller.id))
                 }
                 None => Vec::new(),
             };

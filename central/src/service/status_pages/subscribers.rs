@@ -29,11 +29,11 @@ use shared_proto::ValidationError;
 use uuid::Uuid;
 
 use super::{StatusPage, StatusPages};
-use crate::domain::Recipient;
+use crate::domain::{QueuedNotification, Recipient};
 use crate::service::error::{ServiceError, ServiceResult};
 use crate::service::tokens::page;
 use crate::service::{stored_id, time_of};
-use crate::store::{Cursor, DueDelivery, NoticeAttempt, NoticeRow, OutboxRow, SubscriberRow};
+use crate::store::{Cursor, DueDelivery, NoticeAttempt, NoticeRow, SubscriberRow};
 
 /// The most rows upkeep deletes in one transaction (`Store::prune_subscriptions`).
 const PRUNE_BATCH: u32 = 5_000;
@@ -251,18 +251,19 @@ pub fn turned_off_message(
     }
 }
 
-/// The default channels' outbox rows for `message`.
-pub fn owner_rows(
-    channels: &[Recipient],
-    message: &Notification,
-) -> anyhow::Result<Vec<OutboxRow>> {
+/// `message` queued for the default channels.
+pub fn owner_rows(channels: &[Recipient], message: &Notification) -> Vec<QueuedNotification> {
     let defaults: Vec<&Recipient> = channels.iter().filter(|c| c.default).collect();
     crate::service::alerts::outbox_rows(&defaults, message, None, None)
 }
 
 /// The attempt to record for a failure; `tell` tells the page's owner when it turns the
 /// subscriber off.
-pub fn failure_attempt(failure: Failure, error: String, tell: Vec<OutboxRow>) -> NoticeAttempt {
+pub fn failure_attempt(
+    failure: Failure,
+    error: String,
+    tell: Vec<QueuedNotification>,
+) -> NoticeAttempt {
     match failure {
         Failure::Retry { at } => NoticeAttempt::Retry { error, at },
         Failure::GiveUp => NoticeAttempt::GiveUp { error },
