@@ -12,8 +12,8 @@ use sqlx::{Any, FromRow, Row, Transaction};
 
 use super::readable::readable;
 use super::status_subscribers::tell_subscribers;
-use super::{Cursor, NoticeRow, Paged, Store};
-use crate::domain::{Incident, IncidentUpdate};
+use super::{Cursor, Paged, Store};
+use crate::domain::{Incident, IncidentUpdate, PageNotice};
 
 const COLUMNS: &str = "id, page_id, title, status, monitor_ids, created_at, updated_at, \
      resolved_at, published, opened_for";
@@ -170,7 +170,7 @@ impl Store {
         &self,
         incident: &Incident,
         first: &IncidentUpdate,
-        notice: Option<&NoticeRow>,
+        notice: Option<&PageNotice>,
     ) -> anyhow::Result<()> {
         let row = IncidentRow::of(incident)?;
         let _guard = self.write_lock().await;
@@ -210,7 +210,7 @@ impl Store {
         read_at: i64,
         update: Option<&IncidentUpdate>,
         max_updates: usize,
-        notice: Option<&NoticeRow>,
+        notice: Option<&PageNotice>,
     ) -> anyhow::Result<IncidentChange> {
         let row = IncidentRow::of(incident)?;
         let _guard = self.write_lock().await;

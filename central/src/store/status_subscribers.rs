@@ -16,7 +16,7 @@ use sqlx::{Any, FromRow, Row, Transaction};
 use super::readable::kept;
 use super::status_pages::StatusPageRow;
 use super::{Cursor, Store};
-use crate::domain::StatusPage;
+use crate::domain::{PageNotice, StatusPage};
 
 pub(super) const COLUMNS: &str =
     "id, page_id, kind, address, secret, status, failures, last_error, \
@@ -68,15 +68,15 @@ pub struct NoticeRow {
     pub created_at: i64,
 }
 
-async fn insert_notice(tx: &mut Transaction<'_, Any>, notice: &NoticeRow) -> sqlx::Result<()> {
+async fn insert_notice(tx: &mut Transaction<'_, Any>, notice: &PageNotice) -> anyhow::Result<()> {
     sqlx::query(
         "INSERT INTO status_notices (id, page_id, event, content, created_at) \
          VALUES ($1, $2, $3, $4, $5)",
     )
     .bind(&notice.id)
     .bind(&notice.page_id)
-    .bind(&notice.event)
-    .bind(&notice.content)
+    .bind(notice.content.event.as_str())
+    .bind(serde_json::to_string(&notice.content)?)
     .bind(notice.created_at)
     .execute(&mut **tx)
     .await?;
@@ -87,8 +87,8 @@ async fn insert_notice(tx: &mut Transaction<'_, Any>, notice: &NoticeRow) -> sql
 /// now; part of the transaction of what it tells. A page nobody subscribed to writes nothing.
 pub(super) async fn tell_subscribers(
     tx: &mut Transaction<'_, Any>,
-    notice: &NoticeRow,
-) -> sqlx::Result<()> {
+    notice: &PageNotice,
+) -> anyhow::Result<()> {
     let (told,): (i64,) = sqlx::query_as(
         "SELECT COUNT(*) FROM status_subscribers WHERE page_id = $1 AND status = 'confirmed'",
     )
@@ -187,7 +187,7 @@ impl Store {
     pub async fn ask_confirmation(
         &self,
         subscriber: &SubscriberRow,
-        notice: &NoticeRow,
+        notice: &PageNotice,
         again_after: i64,
     ) -> anyhow::Result<bool> {
         let _guard = self.write_lock().await;
@@ -366,7 +366,7 @@ impl Store {
         page_id: &str,
         from: Option<i64>,
         until: i64,
-        notices: &[NoticeRow],
+        notices: &[PageNotice],
     ) -> anyhow::Result<bool> {
         let _guard = self.write_lock().await;
         let mut tx = self.writer.begin().await?;
@@ -470,12 +470,18 @@ mod tests {
         }
     }
 
-    fn notice(id: &str, at: i64) -> NoticeRow {
-        NoticeRow {
+    fn notice(id: &str, at: i64) -> PageNotice {
+        use chrono::TimeZone;
+        use shared_proto::status_subscribers::{NoticeContent, NoticeEvent};
+        PageNotice {
             id: id.into(),
             page_id: "p".into(),
-            event: "incident.created".into(),
-            content: "{}".into(),
+            content: NoticeContent {
+                event: NoticeEvent::IncidentCreated,
+                at: chrono::Utc.timestamp_millis_opt(at).unwrap(),
+                incident: None,
+                maintenance: None,
+            },
             created_at: at,
         }
     }

@@ -133,7 +133,7 @@ impl StatusPages {
                     message: first.message.clone(),
                 };
                 let event = shared_proto::status_subscribers::NoticeEvent::IncidentCreated;
-                Some(subscribers::incident_notice(page_id, event, incident, now)?)
+                Some(subscribers::incident_notice(page_id, event, incident, now))
             }
             false => None,
         };
@@ -281,7 +281,7 @@ impl StatusPages {
                     status,
                     message,
                 };
-                Some(subscribers::incident_notice(page_id, event, incident, now)?)
+                Some(subscribers::incident_notice(page_id, event, incident, now))
             }
             None => None,
         };

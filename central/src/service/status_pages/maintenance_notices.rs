@@ -21,9 +21,9 @@ use uuid::Uuid;
 
 use super::shown::{maintenance_spans, names_on_page, page_monitors};
 use super::StatusPage;
+use crate::domain::PageNotice;
 use crate::service::error::ServiceResult;
 use crate::service::{time_of, App};
-use crate::store::NoticeRow;
 
 /// What began or ended within `(from, until]` among `spans` (occurrences by `(start, end)`,
 /// each with what it covers): `(at, event, span)`, in the order they happened.
@@ -85,7 +85,7 @@ async fn maintenance_notices(
     page: &StatusPage,
     from: i64,
     until: i64,
-) -> ServiceResult<Vec<NoticeRow>> {
+) -> ServiceResult<Vec<PageNotice>> {
     let (section_ids, rows) = page_monitors(app, page).await?;
     let names = names_on_page(page, &section_ids, &rows)?;
     // Under way at `from`, or starting up to `until` (inclusive).
@@ -102,11 +102,10 @@ async fn maintenance_notices(
                 monitors: spans.get(&span).cloned().unwrap_or_default(),
             }),
         };
-        notices.push(NoticeRow {
+        notices.push(PageNotice {
             id: Uuid::now_v7().to_string(),
             page_id: page.id.to_string(),
-            event: event.as_str().into(),
-            content: serde_json::to_string(&content).map_err(anyhow::Error::from)?,
+            content,
             created_at: until,
         });
     }

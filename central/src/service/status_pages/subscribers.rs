@@ -29,11 +29,11 @@ use shared_proto::ValidationError;
 use uuid::Uuid;
 
 use super::{StatusPage, StatusPages};
-use crate::domain::{QueuedNotification, Recipient};
+use crate::domain::{PageNotice, QueuedNotification, Recipient};
 use crate::service::error::{ServiceError, ServiceResult};
 use crate::service::tokens::page;
 use crate::service::{stored_id, time_of};
-use crate::store::{Cursor, DueDelivery, NoticeAttempt, NoticeRow, SubscriberRow};
+use crate::store::{Cursor, DueDelivery, NoticeAttempt, SubscriberRow};
 
 /// The most rows upkeep deletes in one transaction (`Store::prune_subscriptions`).
 const PRUNE_BATCH: u32 = 5_000;
@@ -205,20 +205,18 @@ pub(super) fn incident_notice(
     event: NoticeEvent,
     incident: NoticeIncident,
     now: i64,
-) -> anyhow::Result<NoticeRow> {
-    let content = NoticeContent {
-        event,
-        at: time_of(now),
-        incident: Some(incident),
-        maintenance: None,
-    };
-    Ok(NoticeRow {
+) -> PageNotice {
+    PageNotice {
         id: Uuid::now_v7().to_string(),
         page_id: page_id.to_string(),
-        event: event.as_str().into(),
-        content: serde_json::to_string(&content)?,
+        content: NoticeContent {
+            event,
+            at: time_of(now),
+            incident: Some(incident),
+            maintenance: None,
+        },
         created_at: now,
-    })
+    }
 }
 
 /// The message that tells the page's owner a webhook subscriber was turned off, for the
@@ -372,11 +370,10 @@ impl StatusPages {
             incident: None,
             maintenance: None,
         };
-        let notice = NoticeRow {
+        let notice = PageNotice {
             id: Uuid::now_v7().to_string(),
             page_id,
-            event: NoticeEvent::SubscriptionConfirm.as_str().into(),
-            content: serde_json::to_string(&content).map_err(anyhow::Error::from)?,
+            content,
             created_at: now,
         };
         // Written only if no other request sent one meanwhile (`ask_confirmation` checks again
