@@ -1,39 +1,53 @@
-//! Engine events reported by agents.
+//! Engine events reported by agents (`engine_events`): written as the agent sent them, read
+//! back as `EngineEvent`s (an event whose kind this central does not know is left out of a
+//! page, logged). Must not: decide what an event means.
 
+use anyhow::Context;
+use shared_proto::poller_api::EngineEvent;
 use sqlx::any::AnyRow;
 use sqlx::{FromRow, Row};
+use uuid::Uuid;
 
 use super::monitors::placeholders;
-use super::{Cursor, Store};
+use super::{Cursor, Paged, Store};
 
+/// An engine event as stored: its kind's name, and the whole event as JSON.
 #[derive(Debug, Clone)]
-pub struct EventRow {
-    pub id: String,
-    pub poller_id: String,
-    pub monitor_id: String,
-    pub at: i64,
-    pub event: String,
+struct EventRow {
+    id: String,
+    at: i64,
     /// The whole event as JSON.
-    pub detail: String,
-    pub next_due_at: Option<i64>,
+    detail: String,
+}
+
+impl TryFrom<EventRow> for EngineEvent {
+    type Error = anyhow::Error;
+
+    /// An error names the event (a kind a newer agent sent, which this central cannot read).
+    fn try_from(row: EventRow) -> anyhow::Result<EngineEvent> {
+        serde_json::from_str(&row.detail)
+            .with_context(|| format!("engine event {}: its stored detail", row.id))
+    }
 }
 
 impl FromRow<'_, AnyRow> for EventRow {
     fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
         Ok(Self {
             id: row.try_get("id")?,
-            poller_id: row.try_get("poller_id")?,
-            monitor_id: row.try_get("monitor_id")?,
             at: row.try_get("at")?,
-            event: row.try_get("event")?,
             detail: row.try_get("detail")?,
-            next_due_at: row.try_get("next_due_at")?,
         })
     }
 }
 
 impl Store {
-    pub async fn insert_engine_events(&self, events: &[EventRow]) -> anyhow::Result<()> {
+    /// Stores `poller_id`'s events; one sent again (its id, made by the agent) is stored once.
+    /// An event without an id gets one of its own.
+    pub async fn insert_engine_events(
+        &self,
+        poller_id: &str,
+        events: &[EngineEvent],
+    ) -> anyhow::Result<()> {
         if events.is_empty() {
             return Ok(());
         }
@@ -50,13 +64,13 @@ impl Store {
             let mut query = sqlx::query(&sql);
             for event in chunk {
                 query = query
-                    .bind(&event.id)
-                    .bind(&event.poller_id)
-                    .bind(&event.monitor_id)
-                    .bind(event.at)
-                    .bind(&event.event)
-                    .bind(&event.detail)
-                    .bind(event.next_due_at);
+                    .bind(event.id.unwrap_or_else(Uuid::new_v4).to_string())
+                    .bind(poller_id)
+                    .bind(event.monitor_id.to_string())
+                    .bind(event.at.timestamp_millis())
+                    .bind(event.kind.name())
+                    .bind(serde_json::to_string(event)?)
+                    .bind(event.next_due_at.map(|t| t.timestamp_millis()));
             }
             query.execute(&self.writer).await?;
         }
@@ -77,15 +91,15 @@ impl Store {
         Ok(events.rows_affected() + changes.rows_affected())
     }
 
-    /// A poller's events, oldest first.
+    /// A page of a poller's events, oldest first.
     pub async fn list_engine_events(
         &self,
         poller_id: &str,
         after: &Cursor,
         limit: u32,
-    ) -> anyhow::Result<Vec<EventRow>> {
-        Ok(sqlx::query_as(
-            "SELECT id, poller_id, monitor_id, at, event, detail, next_due_at FROM engine_events \
+    ) -> anyhow::Result<Paged<EngineEvent>> {
+        let rows: Vec<EventRow> = sqlx::query_as(
+            "SELECT id, at, detail FROM engine_events \
              WHERE poller_id = $1 AND (at > $2 OR (at = $2 AND id > $3)) ORDER BY at, id LIMIT $4",
         )
         .bind(poller_id)
@@ -93,7 +107,11 @@ impl Store {
         .bind(&after.id)
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
-        .await?)
+        .await?;
+        Ok(Paged::of("engine event", rows, limit, |r| Cursor {
+            key: r.at,
+            id: r.id.clone(),
+        }))
     }
 }
 
@@ -105,25 +123,40 @@ mod tests {
     #[tokio::test]
     async fn an_event_sent_twice_is_stored_once() {
         let (store, _dir) = sqlite_store().await;
-        let event = EventRow {
-            id: "e1".into(),
-            poller_id: "p1".into(),
-            monitor_id: "m1".into(),
-            at: 1_000,
-            event: "breaker_opened".into(),
-            detail: "{}".into(),
-            next_due_at: Some(2_000),
+        use chrono::TimeZone;
+        use shared_proto::poller_api::EventKind;
+        let at = |ms| chrono::Utc.timestamp_millis_opt(ms).unwrap();
+        let event = EngineEvent {
+            id: Some(Uuid::from_u128(1)),
+            monitor_id: Uuid::from_u128(2),
+            at: at(1_000),
+            kind: EventKind::BreakerOpened,
+            next_due_at: Some(at(2_000)),
         };
         store
-            .insert_engine_events(std::slice::from_ref(&event))
+            .insert_engine_events("p1", std::slice::from_ref(&event))
             .await
             .unwrap();
-        store.insert_engine_events(&[event]).await.unwrap();
+        store
+            .insert_engine_events("p1", std::slice::from_ref(&event))
+            .await
+            .unwrap();
         let stored = store
             .list_engine_events("p1", &Cursor::start(), 10)
             .await
             .unwrap();
-        assert_eq!(stored.len(), 1);
+        assert_eq!(stored.items, [event]);
+        // One whose kind this central does not know (a newer agent's) is left out, and the
+        // page still leads on past it.
+        sqlx::query("UPDATE engine_events SET detail = '{\"event\": \"teleported\"}'")
+            .execute(&store.writer)
+            .await
+            .unwrap();
+        let stored = store
+            .list_engine_events("p1", &Cursor::start(), 1)
+            .await
+            .unwrap();
+        assert!(stored.items.is_empty() && stored.next.is_some());
         assert_eq!(
             store.prune_history(1_000).await.unwrap(),
             0,

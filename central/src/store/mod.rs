@@ -78,7 +78,6 @@ pub use dependencies::{
 pub use dependency_aliases::{AliasInsert, AliasRow};
 pub use dependency_reports::DependencyLedger;
 pub use due::{Confirmation, Look};
-pub use events::EventRow;
 pub use gauges::Shown;
 pub use ingest_tx::{IngestTx, IngestWork};
 pub use intake::OwnershipRow;

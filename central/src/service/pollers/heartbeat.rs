@@ -6,12 +6,11 @@ use std::time::Instant;
 
 use shared_proto::poller_api::{EngineEvent, HeartbeatRequest, HeartbeatResponse};
 use shared_proto::settings::MAX_DELIBERATE_DELAY_MS;
-use uuid::Uuid;
 
 use super::super::{stored_id, time_of, App};
 use crate::domain::Poller;
 use crate::service::error::ServiceResult;
-use crate::store::{EventRow, HeartbeatUpdate, Reach};
+use crate::store::{HeartbeatUpdate, Reach};
 use shared_proto::settings_api::PollerStatus;
 
 impl App {
@@ -40,20 +39,9 @@ impl App {
         for event in &mut beat.events {
             clamp_event_times(event, now);
         }
-        let events: Vec<EventRow> = beat
-            .events
-            .iter()
-            .map(|event| EventRow {
-                id: event.id.unwrap_or_else(Uuid::new_v4).to_string(),
-                poller_id: poller.id.clone(),
-                monitor_id: event.monitor_id.to_string(),
-                at: event.at.timestamp_millis(),
-                event: event.kind.name().to_string(),
-                detail: serde_json::to_string(event).unwrap_or_default(),
-                next_due_at: event.next_due_at.map(|t| t.timestamp_millis()),
-            })
-            .collect();
-        self.store.insert_engine_events(&events).await?;
+        self.store
+            .insert_engine_events(&poller.id, &beat.events)
+            .await?;
         let error = refused.or_else(|| beat.errors.last().map(|e| e.chars().take(500).collect()));
         self.store
             .record_heartbeat(
@@ -126,6 +114,7 @@ fn clamp_event_times(event: &mut EngineEvent, now_ms: i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use uuid::Uuid;
 
     fn poller(capabilities: &[&str], limit: Option<&[&str]>) -> Poller {
         Poller {

@@ -160,29 +160,11 @@ impl App {
         limit: u32,
     ) -> ServiceResult<Page<EngineEvent>> {
         self.get_poller(id).await?;
-        let rows = self
+        let events = self
             .store
             .list_engine_events(&id.to_string(), after, limit)
             .await?;
-        let events = rows
-            .iter()
-            .map(|r| serde_json::from_str::<EngineEvent>(&r.detail))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(anyhow::Error::from)?;
-        let cursor = page(
-            rows,
-            limit,
-            |r| Cursor {
-                key: r.at,
-                id: r.id.clone(),
-            },
-            |_| Ok(()),
-        )?
-        .next_cursor;
-        Ok(Page {
-            items: events,
-            next_cursor: cursor,
-        })
+        Ok(page_of(events, |event| Ok(event.clone()))?)
     }
 
     /// A poller's recorded status changes, oldest first.
