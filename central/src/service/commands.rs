@@ -28,7 +28,7 @@ use super::monitors::monitor_row;
 use super::{stored_id, time_of, App};
 use crate::domain::{Command, Monitor, Poller};
 use crate::service::error::{ServiceError, ServiceResult};
-use crate::store::Acked;
+use crate::store::{Acked, CommandRead};
 
 /// How long a command is offered to its poller; after it, nobody waits for its answer.
 pub const COMMAND_TTL_MS: i64 = 2 * 60 * 1000;
@@ -310,20 +310,32 @@ impl App {
     ) -> ServiceResult<CommandAckResponse> {
         ack.trim();
         let unknown = || ServiceError::NotFound(format!("no command {id} for this poller"));
-        let row = self
-            .store
-            .commands_by_ids(&[id.to_string()])
-            .await?
-            .pop()
-            .filter(|r| r.poller_id == poller.id)
-            .ok_or_else(unknown)?;
+        let row = match self.store.command_to_answer(&id.to_string()).await? {
+            CommandRead::Found(command) if command.poller_id == poller.id => Some(*command),
+            // Issued by a newer central (a rolling upgrade): its answer is stored as sent
+            // (a result bounded, never ingested) for the replica that issued it to read,
+            // instead of a 404 the agent would take for a command gone.
+            CommandRead::Unreadable {
+                poller_id,
+                acked,
+                why,
+            } if poller_id == poller.id => {
+                if acked {
+                    return Ok(CommandAckResponse { already: true });
+                }
+                tracing::info!(command_id = %id, "answer to a command this central cannot read stored as sent: {why}");
+                None
+            }
+            _ => return Err(unknown()),
+        };
         // The first answer stands: a repeat neither stores nor ingests anything.
-        if row.acked_at.is_some() {
+        if row.as_ref().is_some_and(|r| r.acked_at.is_some()) {
             return Ok(CommandAckResponse { already: true });
         }
-        let result = match ack.result.take() {
-            None => None,
-            Some(result) => match self.accept_result(poller, &row, result).await? {
+        let result = match (ack.result.take(), &row) {
+            (None, _) => None,
+            (Some(result), None) => Some(bounded_result(result)),
+            (Some(result), Some(row)) => match self.accept_result(poller, row, result).await? {
                 Accepted::Kept(result) => Some(result),
                 // A result ingestion refuses still answers the command: the operator reads
                 // why, and the agent (which will not send it again) is not left unheard.
@@ -338,7 +350,7 @@ impl App {
         let acked = self
             .store
             .acknowledge_command(
-                &row.id,
+                &id.to_string(),
                 &poller.id,
                 ack.done,
                 &ack.message,
@@ -456,4 +468,47 @@ fn command_view(row: &Command, now: i64) -> anyhow::Result<CommandView> {
         acked_at: row.acked_at.map(time_of),
         expires_at: time_of(row.expires_at),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::clock::Clock;
+    use crate::store::testing::{hand_edit, poller_row};
+
+    /// A poller's answer to a command a newer central issued (a kind this one cannot read,
+    /// during a rolling upgrade) is stored as sent, once, for the replica that issued it:
+    /// not a `404`, which the agent takes for a command gone and never answers again.
+    #[tokio::test]
+    async fn an_answer_to_a_command_this_central_cannot_read_is_kept_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let args = crate::config::ServeArgs::with_sqlite_in(dir.path());
+        let (clock, _handle) = Clock::manual(1_000_000);
+        let app = App::open_with_clock(&args, clock).await.unwrap();
+        let poller = poller_row(0, 1_000_000);
+        app.store.insert_poller(&poller).await.unwrap();
+        let monitor_id = Uuid::from_u128(7);
+        let command = new_command(&poller.id, CommandAction::Reset { monitor_id }, 1_000_000);
+        app.store
+            .insert_commands(std::slice::from_ref(&command))
+            .await
+            .unwrap();
+        hand_edit(&app.store, "UPDATE poller_commands SET kind = 'reboot'").await;
+        let id: Uuid = command.id.parse().unwrap();
+        let ack = || CommandAck {
+            done: true,
+            message: "rebooted".into(),
+            result: None,
+        };
+        let first = app.acknowledge_command(&poller, id, ack()).await.unwrap();
+        assert!(!first.already);
+        let again = app.acknowledge_command(&poller, id, ack()).await.unwrap();
+        assert!(again.already);
+        let other = poller_row(0, 1_000_000);
+        let refused = app
+            .acknowledge_command(&other, id, ack())
+            .await
+            .unwrap_err();
+        assert!(matches!(refused, ServiceError::NotFound(_)), "{refused}");
+    }
 }

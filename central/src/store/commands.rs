@@ -87,6 +87,21 @@ impl TryFrom<CommandRow> for Command {
     }
 }
 
+/// A command as its poller's answer finds it.
+#[derive(Debug)]
+pub enum CommandRead {
+    Found(Box<Command>),
+    /// Its row does not read (a kind a newer central issued): whose it is, whether it was
+    /// answered, and why it does not read. Its answer is still stored, for the replica that
+    /// issued it to read.
+    Unreadable {
+        poller_id: String,
+        acked: bool,
+        why: String,
+    },
+    Gone,
+}
+
 /// What an acknowledgement found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Acked {
@@ -245,7 +260,8 @@ impl Store {
         Ok(outcome)
     }
 
-    /// The commands with these ids that exist (one that does not read left out, logged).
+    /// The commands with these ids that exist; an error naming one that does not read (a
+    /// kind a newer central issued: its operator's replica reads it).
     pub async fn commands_by_ids(&self, ids: &[String]) -> anyhow::Result<Vec<Command>> {
         if ids.is_empty() {
             return Ok(Vec::new());
@@ -259,8 +275,29 @@ impl Store {
             .bind(serde_json::to_string(ids)?)
             .fetch_all(&self.pool)
             .await?;
-        let rows = rows.iter().map(command_row).collect::<sqlx::Result<_>>()?;
-        Ok(readable("command", rows))
+        let rows: Vec<CommandRow> = rows.iter().map(command_row).collect::<sqlx::Result<_>>()?;
+        rows.into_iter().map(Command::try_from).collect()
+    }
+
+    /// The command `id` as its poller's answer reads it (`CommandRead`).
+    pub async fn command_to_answer(&self, id: &str) -> anyhow::Result<CommandRead> {
+        let sql = format!("SELECT {COLUMNS} FROM poller_commands WHERE id = $1");
+        let row = sqlx::query(&sql)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        let Some(row) = row.as_ref().map(command_row).transpose()? else {
+            return Ok(CommandRead::Gone);
+        };
+        let (poller_id, acked) = (row.poller_id.clone(), row.acked_at.is_some());
+        Ok(match Command::try_from(row) {
+            Ok(command) => CommandRead::Found(Box::new(command)),
+            Err(e) => CommandRead::Unreadable {
+                poller_id,
+                acked,
+                why: format!("{e:#}"),
+            },
+        })
     }
 
     /// Deletes commands that expired before `before`.
@@ -279,6 +316,7 @@ mod tests {
     use shared_proto::poller_api::CommandAction;
     use uuid::Uuid;
 
+    use super::{Acked, CommandRead};
     use crate::domain::Command;
     use crate::store::testing::sqlite_store;
 
@@ -297,10 +335,11 @@ mod tests {
         }
     }
 
-    /// A command reads back as issued; one whose kind a newer central wrote is left out of
-    /// what its poller is handed (it expires) and of the answers read, the others kept.
+    /// A command reads back as issued. One whose kind a newer central wrote is left out of
+    /// what its poller is handed (it expires); reading it by id is an error naming it; its
+    /// poller's answer still finds it (to be stored as sent), once.
     #[tokio::test]
-    async fn a_command_that_does_not_read_is_left_out_and_the_others_handed_over() {
+    async fn a_command_that_does_not_read_is_not_handed_over_but_its_answer_is_kept() {
         let (store, _dir) = sqlite_store().await;
         let monitor_id = Uuid::from_u128(7);
         let (a, b) = (
@@ -320,10 +359,32 @@ mod tests {
             .await
             .unwrap();
         let handed = store.open_commands("p", 2).await.unwrap();
-        let read = store
-            .commands_by_ids(&["a".into(), "b".into()])
-            .await
-            .unwrap();
-        assert_eq!((handed, read), (vec![b.clone()], vec![b]));
+        assert_eq!(handed, vec![b]);
+        let said = format!(
+            "{:#}",
+            store.commands_by_ids(&["a".into()]).await.unwrap_err()
+        );
+        assert!(
+            said.contains("command a") && said.contains("reboot"),
+            "{said}"
+        );
+        let answered = |read| matches!(read, CommandRead::Unreadable { ref poller_id, acked, .. } if poller_id == "p" && acked);
+        let read = store.command_to_answer("a").await.unwrap();
+        assert!(
+            matches!(read, CommandRead::Unreadable { acked: false, .. }),
+            "{read:?}"
+        );
+        assert_eq!(
+            store
+                .acknowledge_command("a", "p", true, "rebooted", None, 3)
+                .await
+                .unwrap(),
+            Acked::Now
+        );
+        assert!(answered(store.command_to_answer("a").await.unwrap()));
+        assert!(matches!(
+            store.command_to_answer("zz").await.unwrap(),
+            CommandRead::Gone
+        ));
     }
 }

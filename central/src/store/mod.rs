@@ -67,7 +67,7 @@ mod window_rows;
 
 pub use assignments::{AssignmentChange, Versioned};
 pub use backup::{backup_sqlite, restore_sqlite};
-pub use commands::Acked;
+pub use commands::{Acked, CommandRead};
 pub use conflicts::is_conflict;
 pub use cursor::{Cursor, Paged};
 pub use delivery::Attempt;

@@ -113,3 +113,9 @@ pub async fn sqlite_store() -> (Store, tempfile::TempDir) {
     let url = format!("sqlite://{}", dir.path().join("central.db").display());
     (Store::connect(&url).await.unwrap(), dir)
 }
+
+/// Runs `sql` on the store's writing connection: a hand edit of the database, for tests of
+/// what central does with a value it never writes.
+pub async fn hand_edit(store: &Store, sql: &str) {
+    sqlx::query(sql).execute(&store.writer).await.unwrap();
+}
